@@ -1,0 +1,238 @@
+"""The records every other module speaks: corpus, queries, qrels, runs, and the validation report.
+
+Tables are pandas DataFrames with fixed column names, so the heavy work stays vectorised:
+
+- ``Corpus.df``:  ``doc_id`` (str, unique), ``title`` (str), ``text`` (str), plus any metadata columns.
+- ``Queries.df``: ``query_id`` (str, unique), ``text`` (str), plus any metadata columns.
+- ``Qrels.df``:   ``query_id`` (str), ``doc_id`` (str), ``relevance`` (int64). A document is relevant when
+  its grade is > 0 (trec_eval's default relevance level 1 on integer grades).
+- ``Run.df``:     ``query_id`` (str), ``doc_id`` (str), ``score`` (float64), ``rank`` (int64, 1-based). Rows are
+  in final rank order within each query; the reader that built the run decided that order (see ``diagnose.io``).
+
+A problem the user caused and that makes going on impossible raises :class:`DataError`, whose message names the
+file, the line or id, and the fix. Everything else is counted in a :class:`ValidationReport`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+import pandas as pd
+
+Severity = Literal["error", "warning", "info"]
+
+
+class DataError(Exception):
+    """A user mistake in the input that stops the work. The message is shown as is (no traceback)."""
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One kind of problem found in the input, with how often it happened and a few examples."""
+
+    code: str
+    severity: Severity
+    message: str
+    file: str | None = None
+    count: int = 1
+    examples: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict:
+        return {
+            "code": self.code,
+            "severity": self.severity,
+            "message": self.message,
+            "file": self.file,
+            "count": self.count,
+            "examples": list(self.examples),
+        }
+
+    def format(self) -> str:
+        where = f"{self.file}: " if self.file else ""
+        text = f"[{self.severity}] {where}{self.message} ({self.count}x)"
+        if self.examples:
+            text += "\n    e.g. " + "\n    e.g. ".join(self.examples)
+        return text
+
+
+MAX_EXAMPLES = 5
+
+
+@dataclass
+class ValidationReport:
+    """Counted problems of the input. Nothing is dropped without a line here."""
+
+    problems: list[Problem] = field(default_factory=list)
+    stats: dict[str, int | float | str] = field(default_factory=dict)
+
+    def add(
+        self,
+        code: str,
+        message: str,
+        *,
+        severity: Severity = "warning",
+        file: str | None = None,
+        count: int = 1,
+        examples: Iterable[str] = (),
+    ) -> None:
+        if count <= 0:
+            return
+        ex = tuple(str(e) for e in list(examples)[:MAX_EXAMPLES])
+        self.problems.append(Problem(code, severity, message, file, int(count), ex))
+
+    def extend(self, other: ValidationReport) -> None:
+        self.problems.extend(other.problems)
+        self.stats.update(other.stats)
+
+    def __iter__(self) -> Iterator[Problem]:
+        return iter(self.problems)
+
+    def __len__(self) -> int:
+        return len(self.problems)
+
+    @property
+    def warnings(self) -> list[Problem]:
+        return [p for p in self.problems if p.severity in ("warning", "error")]
+
+    def by_code(self, code: str) -> list[Problem]:
+        return [p for p in self.problems if p.code == code]
+
+    def to_dict(self) -> dict:
+        return {"problems": [p.to_dict() for p in self.problems], "stats": dict(self.stats)}
+
+    def format(self) -> str:
+        if not self.problems:
+            return "No problems found in the input."
+        return "\n".join(p.format() for p in self.problems)
+
+
+def document_text(title: str, text: str) -> str:
+    """The text that is embedded and indexed for a document: ``title + " " + text`` (BEIR's convention)."""
+    title = title or ""
+    text = text or ""
+    return f"{title} {text}".strip() if title else text
+
+
+@dataclass(frozen=True)
+class Corpus:
+    df: pd.DataFrame
+    source: str = ""
+
+    def __len__(self) -> int:
+        return len(self.df)
+
+    @property
+    def ids(self) -> np.ndarray:
+        return self.df["doc_id"].to_numpy()
+
+    def texts(self) -> list[str]:
+        """Title and text joined, in corpus order (see :func:`document_text`)."""
+        return [document_text(t, x) for t, x in zip(self.df["title"], self.df["text"], strict=True)]
+
+    def index_of(self) -> dict[str, int]:
+        return {d: i for i, d in enumerate(self.df["doc_id"])}
+
+
+@dataclass(frozen=True)
+class Queries:
+    df: pd.DataFrame
+    source: str = ""
+
+    def __len__(self) -> int:
+        return len(self.df)
+
+    @property
+    def ids(self) -> np.ndarray:
+        return self.df["query_id"].to_numpy()
+
+    def text_of(self) -> dict[str, str]:
+        return dict(zip(self.df["query_id"], self.df["text"], strict=True))
+
+
+@dataclass(frozen=True)
+class Qrels:
+    df: pd.DataFrame
+    source: str = ""
+
+    def __len__(self) -> int:
+        return len(self.df)
+
+    def relevant(self) -> pd.DataFrame:
+        """Judgements with grade > 0."""
+        return self.df[self.df["relevance"] > 0]
+
+    def query_ids(self) -> list[str]:
+        """Every judged query, in first-seen order."""
+        return list(pd.unique(self.df["query_id"]))
+
+    def queries_with_relevant(self) -> list[str]:
+        return list(pd.unique(self.relevant()["query_id"]))
+
+    def as_dict(self) -> dict[str, dict[str, int]]:
+        out: dict[str, dict[str, int]] = {}
+        for q, d, r in zip(self.df["query_id"], self.df["doc_id"], self.df["relevance"], strict=True):
+            out.setdefault(q, {})[d] = int(r)
+        return out
+
+
+@dataclass(frozen=True)
+class Run:
+    name: str
+    df: pd.DataFrame
+    source: str = ""
+
+    def __len__(self) -> int:
+        return len(self.df)
+
+    def query_ids(self) -> list[str]:
+        return list(pd.unique(self.df["query_id"]))
+
+    def depth(self) -> int:
+        """The longest ranked list of any query."""
+        return int(self.df["rank"].max()) if len(self.df) else 0
+
+    def top(self, k: int) -> pd.DataFrame:
+        return self.df[self.df["rank"] <= k]
+
+    def ranked_lists(self) -> dict[str, list[str]]:
+        out: dict[str, list[str]] = {}
+        for q, d in zip(self.df["query_id"], self.df["doc_id"], strict=True):
+            out.setdefault(q, []).append(d)
+        return out
+
+    @classmethod
+    def from_ranked_lists(
+        cls, name: str, lists: dict[str, list[tuple[str, float]]], source: str = ""
+    ) -> Run:
+        """Build a run from ``{query_id: [(doc_id, score), ...]}`` already in rank order."""
+        q, d, s, r = [], [], [], []
+        for qid, items in lists.items():
+            for i, (doc, score) in enumerate(items, start=1):
+                q.append(qid)
+                d.append(doc)
+                s.append(float(score))
+                r.append(i)
+        df = pd.DataFrame(
+            {
+                "query_id": pd.Series(q, dtype=object),
+                "doc_id": pd.Series(d, dtype=object),
+                "score": np.asarray(s, dtype=np.float64),
+                "rank": np.asarray(r, dtype=np.int64),
+            }
+        )
+        return cls(name, df, source)
+
+
+@dataclass
+class Dataset:
+    """Everything one evaluation or diagnosis looks at. ``corpus`` and ``queries`` may be absent for `evaluate`."""
+
+    qrels: Qrels
+    runs: dict[str, Run] = field(default_factory=dict)
+    corpus: Corpus | None = None
+    queries: Queries | None = None
+    report: ValidationReport = field(default_factory=ValidationReport)
+    name: str = ""

@@ -1,0 +1,110 @@
+"""One vector space for a data set: document and query vectors, aligned with their ids.
+
+The vectors come either from an encoder (the bundled default, any sentence-transformers model, or a fake encoder in
+tests), encoded once and cached on disk, or from vectors the user already has from the production index
+(``--doc-embeddings/--query-embeddings``); then nothing is re-embedded. Rows are L2-normalised, so cosine = dot.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from diagnose.data import Dataset, DataError, ValidationReport
+
+
+@dataclass(frozen=True)
+class VectorSpace:
+    """Document vectors for the whole corpus and query vectors for the queries asked for."""
+
+    model: str
+    doc_ids: np.ndarray
+    doc_vecs: np.ndarray
+    query_ids: np.ndarray
+    query_vecs: np.ndarray
+    doc_row: dict[str, int] = field(repr=False, compare=False)
+    query_row: dict[str, int] = field(repr=False, compare=False)
+
+    @classmethod
+    def from_arrays(
+        cls, model: str, doc_ids: Sequence[str], doc_vecs: np.ndarray, query_ids: Sequence[str], query_vecs: np.ndarray
+    ) -> VectorSpace:
+        d_ids = np.asarray(doc_ids, dtype=object)
+        q_ids = np.asarray(query_ids, dtype=object)
+        return cls(
+            model=model,
+            doc_ids=d_ids,
+            doc_vecs=np.ascontiguousarray(doc_vecs, dtype=np.float32),
+            query_ids=q_ids,
+            query_vecs=np.ascontiguousarray(query_vecs, dtype=np.float32),
+            doc_row={d: i for i, d in enumerate(d_ids)},
+            query_row={q: i for i, q in enumerate(q_ids)},
+        )
+
+    @property
+    def dim(self) -> int:
+        return int(self.doc_vecs.shape[1])
+
+    def query_vec(self, query_id: str) -> np.ndarray:
+        return self.query_vecs[self.query_row[query_id]]
+
+    def doc_vec(self, doc_id: str) -> np.ndarray:
+        return self.doc_vecs[self.doc_row[doc_id]]
+
+    def cosine(self, query_id: str, doc_id: str) -> float:
+        return float(self.query_vec(query_id) @ self.doc_vec(doc_id))
+
+    @classmethod
+    def build(
+        cls,
+        ds: Dataset,
+        query_ids: Sequence[str] | None = None,
+        *,
+        model: str | None = None,
+        encoder=None,
+        doc_embeddings: str | Path | None = None,
+        query_embeddings: str | Path | None = None,
+        doc_ids: str | Path | None = None,
+        query_ids_file: str | Path | None = None,
+        cache_dir: str | Path | None = None,
+        progress: bool | Callable[[int, int], None] = False,
+        report: ValidationReport | None = None,
+    ) -> VectorSpace:
+        """Embed (or load) the corpus and ``query_ids`` (default: every query with text).
+
+        ``encoder`` (an object with ``name`` and ``encode``) wins over ``model``; precomputed vectors win over both.
+        """
+        from diagnose import embed
+
+        if ds.corpus is None or ds.queries is None:
+            raise DataError("Embeddings need the corpus and the queries: pass --data DIR, or --corpus and --queries.")
+        report = report if report is not None else ds.report
+        texts_of = ds.queries.text_of()
+        qids = list(query_ids) if query_ids is not None else list(texts_of)
+        if bool(doc_embeddings) != bool(query_embeddings):
+            raise DataError("Pass both --doc-embeddings and --query-embeddings, or neither.")
+        if doc_embeddings:
+            pre = embed.load_precomputed(doc_embeddings, query_embeddings, doc_ids, query_ids_file)
+            corpus_ids = list(ds.corpus.ids)
+            return cls.from_arrays(
+                f"precomputed:{Path(doc_embeddings).name}",
+                corpus_ids,
+                pre.doc_matrix(corpus_ids),
+                qids,
+                pre.query_matrix(qids),
+            )
+        if encoder is None:
+            encoder = embed.load_encoder(model)
+        cache = embed.EmbeddingCache(Path(cache_dir) if cache_dir else None)
+        missing_text = [q for q in qids if q not in texts_of]
+        if missing_text:
+            raise DataError(
+                f"{len(missing_text)} queries have no text in the queries file (e.g. {', '.join(missing_text[:5])}); "
+                "add them to the queries file so they can be embedded."
+            )
+        doc_vecs = embed.embed_texts(encoder, ds.corpus.texts(), cache=cache, progress=progress, report=report)
+        query_vecs = embed.embed_texts(encoder, [texts_of[q] for q in qids], cache=cache, progress=False, report=report)
+        return cls.from_arrays(encoder.name, list(ds.corpus.ids), doc_vecs, qids, query_vecs)
