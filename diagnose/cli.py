@@ -34,7 +34,9 @@ def _parse_ks(text: str) -> list[int]:
     try:
         ks = sorted({int(x) for x in text.split(",") if x.strip()})
     except ValueError:
-        raise DataError(f"--k expects comma-separated positive integers like 1,3,5,10; got {text!r}.") from None
+        raise DataError(
+            f"--k expects comma-separated positive integers like 1,3,5,10; got {text!r}."
+        ) from None
     if not ks or ks[0] < 1:
         raise DataError(f"--k expects comma-separated positive integers like 1,3,5,10; got {text!r}.")
     return ks
@@ -42,17 +44,22 @@ def _parse_ks(text: str) -> list[int]:
 
 def _add_data_args(p: argparse.ArgumentParser, *, run_required: bool) -> None:
     g = p.add_argument_group("data")
-    g.add_argument("--data", metavar="DIR", help="BEIR folder: DIR/corpus.jsonl, DIR/queries.jsonl, DIR/qrels/SPLIT.tsv")
+    g.add_argument(
+        "--data", metavar="DIR", help="BEIR folder: DIR/corpus.jsonl, DIR/queries.jsonl, DIR/qrels/SPLIT.tsv"
+    )
     g.add_argument("--split", default="test", help="qrels split inside --data (default: test)")
     g.add_argument("--qrels", metavar="F", help="golden set: BEIR TSV, TREC qrels or JSONL")
     g.add_argument("--queries", metavar="F", help="queries: BEIR queries.jsonl or TSV id<TAB>text")
-    g.add_argument("--corpus", metavar="F", help="corpus: BEIR corpus.jsonl, CSV/TSV/Parquet, or a folder of .txt/.md")
+    g.add_argument(
+        "--corpus", metavar="F", help="corpus: BEIR corpus.jsonl, CSV/TSV/Parquet, or a folder of .txt/.md"
+    )
     g.add_argument(
         "--run",
         action="append",
         default=[],
         metavar="[NAME=]F",
-        help="a ranked run (TREC, JSONL or CSV); repeat for several" + (" (required)" if run_required else ""),
+        help="a ranked run (TREC, JSONL or CSV); repeat for several"
+        + (" (required)" if run_required else ""),
     )
 
 
@@ -68,7 +75,9 @@ def _add_model_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--query-embeddings", metavar="F", help="precomputed query vectors (.npy or .parquet)")
     g.add_argument("--doc-ids", metavar="F", help="ids for --doc-embeddings .npy, one per line")
     g.add_argument("--query-ids", metavar="F", help="ids for --query-embeddings .npy, one per line")
-    g.add_argument("--cache-dir", metavar="DIR", help="where embeddings are cached (default: the user cache dir)")
+    g.add_argument(
+        "--cache-dir", metavar="DIR", help="where embeddings are cached (default: the user cache dir)"
+    )
     g.add_argument(
         "--bm25-engine", choices=["bm25s", "rank_bm25"], default="bm25s", help="BM25 engine (default: bm25s)"
     )
@@ -106,6 +115,40 @@ def build_parser() -> argparse.ArgumentParser:
     )
     ev.add_argument("--depth", type=int, default=100, help="depth of baseline runs (default: 100)")
     ev.add_argument("--write-runs", metavar="DIR", help="write the baseline runs as TREC files into DIR")
+    g = ev.add_argument_group("comparisons and CI gate")
+    g.add_argument(
+        "--reference", metavar="NAME", help="the run the others are compared with (default: the first)"
+    )
+    g.add_argument(
+        "--compare-to",
+        metavar="NAME=F",
+        help="a reference run file (e.g. the last release); it becomes the reference of the comparisons",
+    )
+    g.add_argument(
+        "--fail-under",
+        action="append",
+        default=[],
+        metavar="METRIC=VALUE",
+        help="exit 1 when a run's mean metric is below VALUE (repeatable), e.g. ndcg@10=0.60",
+    )
+    g.add_argument(
+        "--max-drop",
+        action="append",
+        default=[],
+        metavar="METRIC=VALUE",
+        help="exit 1 when a run's mean metric is more than VALUE below the reference's (repeatable), e.g. ndcg@10=0.01",
+    )
+    g.add_argument(
+        "--seed", type=int, default=0, help="seed of the bootstrap and randomization tests (default 0)"
+    )
+    g.add_argument(
+        "--resamples", type=int, default=10_000, help="bootstrap / randomization resamples (default 10000)"
+    )
+    g.add_argument(
+        "--slice",
+        metavar="FIELD",
+        help="also report the metrics per value of this query metadata field (e.g. area)",
+    )
     _add_model_args(ev)
 
     fa = sub.add_parser(
@@ -117,19 +160,86 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     _add_data_args(fa, run_required=True)
-    fa.add_argument("--k", type=int, default=10, help="a query fails when no relevant document is in its top k")
+    fa.add_argument(
+        "--k", type=int, default=10, help="a query fails when no relevant document is in its top k"
+    )
     fa.add_argument(
         "--failure",
         choices=["hit", "recall"],
         default="hit",
         help="hit: no relevant document in the top k (default); recall: any relevant document missing from the top k",
     )
-    fa.add_argument("--seed-threshold", type=float, default=0.75, help="cosine of the seed rule (default 0.75)")
     fa.add_argument(
-        "--duplicate-cosine", type=float, default=0.95, help="near-duplicate cosine for label_gap (default 0.95)"
+        "--seed-threshold", type=float, default=0.75, help="cosine of the seed rule (default 0.75)"
+    )
+    fa.add_argument(
+        "--duplicate-cosine",
+        type=float,
+        default=0.95,
+        help="near-duplicate cosine for label_gap (default 0.95)",
     )
     fa.add_argument("--format", choices=["table", "json", "csv"], default="table")
     _add_model_args(fa)
+
+    mo = sub.add_parser(
+        "models",
+        help="which embedding model for this golden set: metrics with CIs, ties, speed, memory",
+        description="Compare embedding models on the golden set: exact dense retrieval per model, metrics with 95%% "
+        "bootstrap CIs, significance against the best (statistically tied models share rank 1), encoding "
+        "throughput, vector size, index memory, calibrated threshold, failure classes, recall per millisecond.",
+        epilog="Example: diagnose models --data demo_corpus --model default --model /path/to/other-model",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    _add_data_args(mo, run_required=False)
+    mo.add_argument(
+        "--model",
+        action="append",
+        default=[],
+        metavar="NAME_OR_PATH",
+        help="a sentence-transformers model name or local folder, repeatable; `default` = the bundled model",
+    )
+    mo.add_argument("--k", type=int, default=10, help="cutoff (default 10)")
+    mo.add_argument("--metric", default=None, help="the metric models are ranked by (default ndcg@K)")
+    mo.add_argument("--cache-dir", metavar="DIR", help="where embeddings are cached")
+    mo.add_argument("--seed", type=int, default=0, help="seed of the bootstrap and randomization tests")
+    mo.add_argument("--format", choices=["table", "json", "csv"], default="table")
+
+    rr = sub.add_parser(
+        "rerank",
+        help="judge a reranker against its candidates (ceiling, gains, failures recovered and introduced)",
+        description="Evaluate a reranker from a candidate run and a reranked run, or rerank live with a "
+        "sentence-transformers CrossEncoder.",
+        epilog="Example: diagnose rerank --data demo_corpus --candidates demo_corpus/runs/ann_minilm.trec "
+        "--reranked reranked.trec",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    _add_data_args(rr, run_required=False)
+    rr.add_argument("--candidates", required=True, metavar="[NAME=]F", help="the first-stage run")
+    rr.add_argument("--reranked", metavar="[NAME=]F", help="the reranked run")
+    rr.add_argument(
+        "--cross-encoder", metavar="NAME_OR_PATH", help="rerank live with this CrossEncoder instead"
+    )
+    rr.add_argument(
+        "--depth", type=int, default=100, help="candidates reranked / recall ceiling depth (default 100)"
+    )
+    rr.add_argument("--k", type=int, default=10, help="cutoff of the failures and nDCG (default 10)")
+    rr.add_argument("--format", choices=["table", "json"], default="table")
+
+    fu = sub.add_parser(
+        "fuse",
+        help="what if two runs were fused (RRF, weighted): metrics and failures recovered",
+        description="Fuse two runs with reciprocal rank fusion and weighted min-max score fusion at several weights, "
+        "and count the failures at k each fusion would recover or lose.",
+        epilog="Example: diagnose fuse --data demo_corpus --run demo_corpus/runs/ann_minilm.trec "
+        "--run demo_corpus/runs/bm25_langchain.trec",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    _add_data_args(fu, run_required=True)
+    fu.add_argument("--k", type=int, default=10, help="cutoff (default 10)")
+    fu.add_argument(
+        "--rrf-k", type=int, default=60, help="the k constant of reciprocal rank fusion (default 60)"
+    )
+    fu.add_argument("--format", choices=["table", "json", "csv"], default="table")
 
     return parser
 
@@ -167,9 +277,13 @@ def _baseline_runs(args: argparse.Namespace, ds) -> None:
     wanted = list(dict.fromkeys(args.baseline))
     for name in wanted:
         if name in ds.runs:
-            raise DataError(f"A --run is already named {name!r}; baseline runs use that name. Rename your run.")
+            raise DataError(
+                f"A --run is already named {name!r}; baseline runs use that name. Rename your run."
+            )
     if ds.corpus is None or ds.queries is None:
-        raise DataError("--baseline needs the corpus and the queries. Pass --data DIR, or --corpus and --queries.")
+        raise DataError(
+            "--baseline needs the corpus and the queries. Pass --data DIR, or --corpus and --queries."
+        )
     query_ids = ds.qrels.queries_with_relevant()
     need_dense = bool({"dense", "hybrid"} & set(wanted))
     need_bm25 = bool({"bm25", "hybrid"} & set(wanted))
@@ -224,20 +338,23 @@ def _fmt(v: Any) -> str:
 def format_table(rows: list[dict[str, Any]], columns: list[str]) -> str:
     """A plain aligned text table."""
     cells = [[_fmt(r.get(c, "")) for c in columns] for r in rows]
-    widths = [max(len(c), *(len(row[i]) for row in cells)) if cells else len(c) for i, c in enumerate(columns)]
+    widths = [
+        max(len(c), *(len(row[i]) for row in cells)) if cells else len(c) for i, c in enumerate(columns)
+    ]
     line = "  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True))
     out = [line, "  ".join("-" * w for w in widths)]
     for row in cells:
         out.append(
-            "  ".join(
-                (v.rjust(w) if _is_number(v) else v.ljust(w)) for v, w in zip(row, widths, strict=True)
-            )
+            "  ".join((v.rjust(w) if _is_number(v) else v.ljust(w)) for v, w in zip(row, widths, strict=True))
         )
     return "\n".join(out)
 
 
 def format_markdown(rows: list[dict[str, Any]], columns: list[str]) -> str:
-    out = ["| " + " | ".join(columns) + " |", "|" + "|".join("---:" if i else "---" for i in range(len(columns))) + "|"]
+    out = [
+        "| " + " | ".join(columns) + " |",
+        "|" + "|".join("---:" if i else "---" for i in range(len(columns))) + "|",
+    ]
     for r in rows:
         out.append("| " + " | ".join(_fmt(r.get(c, "")).replace("|", "\\|") for c in columns) + " |")
     return "\n".join(out)
@@ -263,11 +380,36 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
     ks = _parse_ks(args.k)
     metric_names = expand_metrics(args.metrics.split(",") if args.metrics else None, ks)
+    fail_under = _parse_bounds(args.fail_under, "--fail-under")
+    max_drop = _parse_bounds(args.max_drop, "--max-drop")
+    extra = (
+        [m for m in expand_metrics([*fail_under, *max_drop], ks) if m not in metric_names]
+        if (fail_under or max_drop)
+        else []
+    )
+    metric_names += extra
     ds = _load(args)
+    reference = _add_compare_to(args, ds)
     _baseline_runs(args, ds)
     if not ds.runs:
-        raise DataError("No run to evaluate. Pass --run [NAME=]FILE (repeatable) or --baseline bm25|dense|hybrid.")
+        raise DataError(
+            "No run to evaluate. Pass --run [NAME=]FILE (repeatable) or --baseline bm25|dense|hybrid."
+        )
+    reference = reference or args.reference or next(iter(ds.runs))
+    if reference not in ds.runs:
+        raise DataError(f"--reference {reference!r} is not one of the runs: {', '.join(ds.runs)}.")
+    if max_drop and len(ds.runs) < 2:
+        raise DataError("--max-drop needs a reference: pass --compare-to NAME=FILE or a second --run.")
     results = evaluate_many(ds.qrels, ds.runs, metric_names)
+    comparisons = _comparisons(args, results, reference, _headline_metrics(args, ks, metric_names, max_drop))
+    gate = _gate(results, reference, fail_under, max_drop, skip_reference=bool(args.compare_to or max_drop))
+    slices = None
+    if args.slice:
+        from diagnose.compare import slice_metrics
+
+        if ds.queries is None:
+            raise DataError("--slice needs the queries file (with metadata): pass --queries F or --data DIR.")
+        slices = slice_metrics(results, ds.queries, args.slice)
     for name, ev in results.items():
         if ev.missing_queries:
             ds.report.add(
@@ -294,10 +436,15 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
                 }
             payload["runs"][name] = entry
         payload["no_relevant_queries"] = list(next(iter(results.values())).no_relevant_queries)
+        payload["reference"] = reference
+        payload["comparisons"] = [c.to_dict() for c in comparisons]
+        if slices is not None:
+            payload["slices"] = slices.to_dict(orient="records")
+        payload["gate"] = {"passed": not gate, "failures": gate}
         payload["warnings"] = [p.to_dict() for p in ds.report.warnings]
         payload["validation"] = ds.report.to_dict()
         print(json.dumps(payload, indent=2, allow_nan=False, default=_json_default))
-        return EXIT_OK
+        return _gate_exit(gate)
 
     if args.format == "csv":
         import pandas as pd
@@ -311,7 +458,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             df.insert(0, "run", name)
             frames.append(df)
         sys.stdout.write(pd.concat(frames, ignore_index=True).to_csv(index=False, float_format="%.6f"))
-        return EXIT_OK
+        return _gate_exit(gate)
 
     rows = [{"run": name, **ev.aggregate} for name, ev in results.items()]
     columns = ["run", *metric_names]
@@ -325,8 +472,101 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         for name, ev in results.items():
             print(f"\nper query: {name}")
             pq = [{"query_id": q, **row} for q, row in ev.per_query.iterrows()]
-            print((format_markdown if args.format == "markdown" else format_table)(pq, ["query_id", *metric_names]))
-    return EXIT_OK
+            print(
+                (format_markdown if args.format == "markdown" else format_table)(
+                    pq, ["query_id", *metric_names]
+                )
+            )
+    if args.slice:
+        print(f"\nper {args.slice}:")
+        print(format_table(slices.to_dict(orient="records"), list(slices.columns)))
+    if comparisons:
+        print(
+            f"\ncomparisons with {reference!r} (paired; 95% bootstrap CI; Holm over {len(comparisons)} tests):"
+        )
+        for c in comparisons:
+            print(f"- {c.verdict()}")
+    return _gate_exit(gate)
+
+
+def _headline_metrics(args: argparse.Namespace, ks: list[int], metric_names: list[str], max_drop) -> list[str]:
+    """What the comparisons test: the metrics asked for with --metrics, else nDCG, recall at the largest k and MRR;
+    plus every --max-drop metric. (Testing every metric at every k would make the Holm family needlessly large.)"""
+    if args.metrics:
+        chosen = list(metric_names)
+    else:
+        chosen = [f"ndcg@{ks[-1]}", f"recall@{ks[-1]}", "mrr"]
+    return list(dict.fromkeys([*chosen, *max_drop]))
+
+
+def _parse_bounds(items: list[str], flag: str) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        try:
+            if not sep or not name.strip():
+                raise ValueError
+            out[name.strip()] = float(value)
+        except ValueError:
+            raise DataError(f"{flag} expects METRIC=VALUE like ndcg@10=0.60; got {item!r}.") from None
+    return out
+
+
+def _add_compare_to(args: argparse.Namespace, ds) -> str | None:
+    if not args.compare_to:
+        return None
+    from diagnose.io import parse_run_arg, read_run
+
+    name, path = parse_run_arg(args.compare_to)
+    if name in ds.runs:
+        raise DataError(f"--compare-to {name!r}: a --run has the same name; name the reference differently.")
+    ds.runs = {name: read_run(path, name=name, report=ds.report), **ds.runs}
+    return name
+
+
+def _comparisons(args: argparse.Namespace, results, reference: str, metric_names: list[str]):
+    if len(results) < 2:
+        return []
+    from diagnose.stats import compare_all
+
+    return compare_all(
+        {name: ev.per_query for name, ev in results.items()},
+        reference,
+        metric_names,
+        n_resamples=args.resamples,
+        seed=args.seed,
+    )
+
+
+def _gate(
+    results, reference: str, fail_under: dict[str, float], max_drop: dict[str, float], *, skip_reference: bool
+) -> list[str]:
+    """The CI gate: readable messages for every bound a run breaks (empty = passed). The reference is not gated
+    when it is what the others are held against (``--compare-to`` or ``--max-drop``)."""
+    failures = []
+    for name, ev in results.items():
+        if name == reference and skip_reference:
+            continue
+        for metric, bound in fail_under.items():
+            value = ev.aggregate[metric]
+            if value < bound:
+                failures.append(
+                    f"run {name!r}: {metric} = {value:.4f} is below the bound {bound:g} (--fail-under)"
+                )
+        for metric, drop in max_drop.items():
+            value, ref = ev.aggregate[metric], results[reference].aggregate[metric]
+            if ref - value > drop:
+                failures.append(
+                    f"run {name!r}: {metric} = {value:.4f} dropped {ref - value:.4f} below the reference "
+                    f"{reference!r} ({ref:.4f}); the allowed drop is {drop:g} (--max-drop)"
+                )
+    return failures
+
+
+def _gate_exit(gate: list[str]) -> int:
+    for msg in gate:
+        print(f"gate failed: {msg}", file=sys.stderr)
+    return EXIT_FAIL if gate else EXIT_OK
 
 
 def _transpose_table(rows: list[dict[str, Any]], metric_names: list[str], band) -> str:
@@ -337,7 +577,7 @@ def _transpose_table(rows: list[dict[str, Any]], metric_names: list[str], band) 
         row: dict[str, Any] = {"metric": m}
         for r in rows:
             v = r[m]
-            row[r["run"]] = f"{v:.4f} {band(m, v)[:4]}"
+            row[r["run"]] = f"{v:.4f} ({band(m, v)})"
         out_rows.append(row)
     return format_table(out_rows, ["metric", *runs])
 
@@ -358,7 +598,14 @@ def _json_default(o: Any) -> Any:
 
 
 def cmd_failures(args: argparse.Namespace) -> int:
-    from diagnose.failures import CLASS_LABELS, Thresholds, diagnose_run, find_label_noise, hubness, sort_worst
+    from diagnose.failures import (
+        CLASS_LABELS,
+        Thresholds,
+        diagnose_run,
+        find_label_noise,
+        hubness,
+        sort_worst,
+    )
     from diagnose.lexical import BM25Index
 
     if args.k < 1:
@@ -369,7 +616,8 @@ def cmd_failures(args: argparse.Namespace) -> int:
     (run,) = ds.runs.values()
     golden = ds.qrels.queries_with_relevant()
     space = _vector_space(args, ds, [q for q in golden if q in ds.queries.text_of()])
-    print("building the BM25 index ...", file=sys.stderr) if args.format == "table" else None
+    if args.format == "table":
+        print("building the BM25 index ...", file=sys.stderr)
     bm25 = BM25Index.build(ds.corpus.texts(), list(ds.corpus.ids), engine=args.bm25_engine)
     thresholds = Thresholds(seed_cosine=args.seed_threshold, duplicate_cosine=args.duplicate_cosine)
     diag = diagnose_run(ds, run, space, bm25, k=args.k, mode=args.failure, thresholds=thresholds)
@@ -432,7 +680,103 @@ def cmd_failures(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-COMMANDS = {"evaluate": cmd_evaluate, "failures": cmd_failures}
+# ----------------------------------------------------------------------------------- models, rerank, fuse
+
+
+def cmd_models(args: argparse.Namespace) -> int:
+    from diagnose.models import compare_models
+
+    if args.k < 1:
+        raise DataError(f"--k must be at least 1 (got {args.k}).")
+    ds = _load(args, need_text=True)
+    names = [None if m in ("default", "") else m for m in (args.model or ["default"])]
+    cmp = compare_models(
+        ds,
+        names,
+        k=args.k,
+        metric=args.metric,
+        cache_dir=args.cache_dir,
+        progress=args.format == "table",
+        seed=args.seed,
+        log=lambda m: print(m, file=sys.stderr),
+    )
+    table = cmp.table()
+    if args.format == "json":
+        print(json.dumps(cmp.to_dict(), indent=2, default=_json_default))
+    elif args.format == "csv":
+        sys.stdout.write(table.to_csv(index=False, float_format="%.6f"))
+    else:
+        cols = ["rank", "model", cmp.metric, "ci_low", "ci_high", f"recall@{args.k}", "dim", "docs_per_s",
+                "index_mb", "ms_per_query", "calibrated_threshold"]  # fmt: skip
+        print(format_table(table.to_dict(orient="records"), cols))
+        tied = table.loc[table["tied_with_best"], "model"].tolist()
+        if len(tied) > 1:
+            print(f"\nstatistically tied for the best on {cmp.metric}: {', '.join(tied)} (Holm-corrected "
+                  "randomization test against the best; the data cannot tell them apart).")  # fmt: skip
+        print("\nfailure classes per model:")
+        cls_cols = [c for c in table.columns if c.startswith("n_")]
+        print(format_table(table.to_dict(orient="records"), ["model", *cls_cols]))
+    return EXIT_OK
+
+
+def cmd_rerank(args: argparse.Namespace) -> int:
+    from diagnose.compare import rerank_cross_encoder, rerank_report
+    from diagnose.io import parse_run_arg, read_run
+
+    if bool(args.reranked) == bool(args.cross_encoder):
+        raise DataError("Pass either --reranked [NAME=]FILE or --cross-encoder MODEL (one of them).")
+    ds = _load(args, need_text=bool(args.cross_encoder))
+    name, path = parse_run_arg(args.candidates)
+    candidates = read_run(path, name=name, report=ds.report)
+    if args.reranked:
+        rname, rpath = parse_run_arg(args.reranked)
+        reranked = read_run(rpath, name=rname, report=ds.report)
+    else:
+        doc_text = dict(zip(ds.corpus.ids, ds.corpus.texts(), strict=True))
+        reranked = rerank_cross_encoder(
+            candidates, ds.queries.text_of(), doc_text, args.cross_encoder, depth=args.depth,
+            progress=args.format == "table",
+        )  # fmt: skip
+    rep = rerank_report(ds.qrels, candidates, reranked, k=args.k, depth=args.depth)
+    _print_warnings(ds.report, args.format)
+    if args.format == "json":
+        print(json.dumps(rep.to_dict(), indent=2, default=_json_default))
+        return EXIT_OK
+    print(
+        f"ceiling: recall@{args.depth} of the candidates = {rep.ceiling:.4f} (no reranker of them can beat it)"
+    )
+    rows = [{"metric": m, "before": rep.before[m], "after": rep.after[m], "change": rep.after[m] - rep.before[m]}
+            for m in rep.before]  # fmt: skip
+    print(format_table(rows, ["metric", "before", "after", "change"]))
+    print(f"\nfailures at k={args.k} recovered: {len(rep.recovered)} ({', '.join(rep.recovered[:10])})")
+    print(f"failures introduced: {len(rep.introduced)} ({', '.join(rep.introduced[:10])})")
+    return EXIT_OK
+
+
+def cmd_fuse(args: argparse.Namespace) -> int:
+    from diagnose.compare import fusion_whatif
+
+    if len(args.run) != 2:
+        raise DataError("diagnose fuse takes exactly two --run files.")
+    ds = _load(args)
+    table = fusion_whatif(ds.qrels, list(ds.runs.values()), k=args.k, rrf_k=args.rrf_k)
+    _print_warnings(ds.report, args.format)
+    if args.format == "json":
+        print(json.dumps({"fusions": table.to_dict(orient="records")}, indent=2, default=_json_default))
+    elif args.format == "csv":
+        sys.stdout.write(table.to_csv(index=False, float_format="%.6f"))
+    else:
+        print(format_table(table.to_dict(orient="records"), list(table.columns)))
+    return EXIT_OK
+
+
+COMMANDS = {
+    "evaluate": cmd_evaluate,
+    "failures": cmd_failures,
+    "models": cmd_models,
+    "rerank": cmd_rerank,
+    "fuse": cmd_fuse,
+}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -456,6 +800,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(e.code or 0)
     except Exception as e:  # noqa: BLE001 - the last line of defence: a bug, not a user mistake
         traceback.print_exc()
-        print(f"internal error: {type(e).__name__}: {e}. This is a bug in diagnose; please report it.", file=sys.stderr)
+        print(
+            f"internal error: {type(e).__name__}: {e}. This is a bug in diagnose; please report it.",
+            file=sys.stderr,
+        )
         return EXIT_FAIL
-

@@ -41,7 +41,7 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
-from diagnose.data import Dataset, DataError, Run
+from diagnose.data import DataError, Dataset, Run
 from diagnose.space import VectorSpace
 
 CLASSES: tuple[str, ...] = (
@@ -265,10 +265,14 @@ def calibrate(
     di = hits["doc_id"].map(space.doc_row).to_numpy()
     cos = np.einsum("ij,ij->i", space.query_vecs[qi], space.doc_vecs[di])
     value = float(np.percentile(cos, thresholds.calibration_percentile))
-    return Calibration(space.model, thresholds.seed_cosine, value, thresholds.calibration_percentile, len(hits), False)
+    return Calibration(
+        space.model, thresholds.seed_cosine, value, thresholds.calibration_percentile, len(hits), False
+    )
 
 
-def _dense_ranks(space: VectorSpace, pairs: list[tuple[str, str]], block: int = 256) -> dict[tuple[str, str], int]:
+def _dense_ranks(
+    space: VectorSpace, pairs: list[tuple[str, str]], block: int = 256
+) -> dict[tuple[str, str], int]:
     """Rank of each target among all corpus documents: 1 + number with a strictly higher cosine."""
     from diagnose.embed import dense_rank_of
 
@@ -281,11 +285,15 @@ def _dense_ranks(space: VectorSpace, pairs: list[tuple[str, str]], block: int = 
     return {p: int(r) for p, r in zip(ok, ranks, strict=True)}
 
 
-def failed_pairs(ds: Dataset, run: Run, k: int, mode: FailureMode = "hit") -> tuple[list[tuple[str, str, int]], int]:
+def failed_pairs(
+    ds: Dataset, run: Run, k: int, mode: FailureMode = "hit"
+) -> tuple[list[tuple[str, str, int]], int]:
     """The (query, target, grade) pairs to analyse, and the number of golden queries considered."""
     rel = ds.qrels.relevant()
     golden = list(pd.unique(rel["query_id"]))
-    found = rel.merge(run.top(k)[["query_id", "doc_id"]], on=["query_id", "doc_id"], how="left", indicator=True)
+    found = rel.merge(
+        run.top(k)[["query_id", "doc_id"]], on=["query_id", "doc_id"], how="left", indicator=True
+    )
     found["hit"] = found["_merge"] == "both"
     if mode == "hit":
         hit_q = set(found.loc[found["hit"], "query_id"])
@@ -294,7 +302,10 @@ def failed_pairs(ds: Dataset, run: Run, k: int, mode: FailureMode = "hit") -> tu
         missed = found[~found["hit"]]
     else:
         raise DataError(f"Unknown failure definition {mode!r}: use 'hit' or 'recall'.")
-    pairs = [(q, d, int(g)) for q, d, g in zip(missed["query_id"], missed["doc_id"], missed["relevance"], strict=True)]
+    pairs = [
+        (q, d, int(g))
+        for q, d, g in zip(missed["query_id"], missed["doc_id"], missed["relevance"], strict=True)
+    ]
     return pairs, len(golden)
 
 
@@ -318,7 +329,9 @@ def diagnose_run(
     from diagnose.lexical import term_overlap
 
     if ds.corpus is None or ds.queries is None:
-        raise DataError("The diagnosis needs the corpus and the queries: pass --data DIR, or --corpus and --queries.")
+        raise DataError(
+            "The diagnosis needs the corpus and the queries: pass --data DIR, or --corpus and --queries."
+        )
     if k < 1:
         raise DataError(f"k must be at least 1 (got {k}).")
     calibration = calibration or calibrate(ds, run, space, k, thresholds)
@@ -372,9 +385,10 @@ def diagnose_run(
                 if (qg.get(c.doc_id) or 0) > 0 or c.doc_id == d or c.doc_id not in corpus_row:
                     continue
                 same_text = norm(c.doc_id) == norm(d)
-                if same_text or (c.cosine_target is not None and c.cosine_target >= thresholds.duplicate_cosine):
-                    if dup_cos is None or (c.cosine_target or 1.0) > dup_cos:
-                        dup_id, dup_cos = c.doc_id, (1.0 if same_text else c.cosine_target)
+                close = c.cosine_target is not None and c.cosine_target >= thresholds.duplicate_cosine
+                strength = 1.0 if same_text else c.cosine_target
+                if (same_text or close) and (dup_cos is None or strength > dup_cos):
+                    dup_id, dup_cos = c.doc_id, strength
         bm25_rank = bm25_score = None
         overlap = None
         present: tuple[str, ...] = ()
@@ -425,8 +439,21 @@ def diagnose_run(
                 duplicate_cosine=dup_cos,
                 seed_verdict=seed,
                 calibrated_verdict=calibrated,
-                evidence=_evidence(cls, k, near_hi, run_rank, len(ranked), dense_rank, bm25_rank, cosine,
-                                   calibration.calibrated, overlap, dup_id, dup_cos, d),  # fmt: skip
+                evidence=_evidence(
+                    cls,
+                    k,
+                    near_hi,
+                    run_rank,
+                    len(ranked),
+                    dense_rank,
+                    bm25_rank,
+                    cosine,
+                    calibration.calibrated,
+                    overlap,
+                    dup_id,
+                    dup_cos,
+                    d,
+                ),  # fmt: skip
                 recommendation=RECOMMENDATIONS[cls],
                 top_retrieved=tuple(competitors),
             )
@@ -459,7 +486,9 @@ def classify(
     if dense_rank is not None and dense_rank <= k and (run_rank is None or run_rank > near_hi):
         return "index_gap"
     dense_low = (cosine is not None and cosine < calibrated) and (dense_rank is None or dense_rank > k)
-    lexical = (bm25_rank is not None and bm25_rank <= k) or (overlap is not None and overlap < thresholds.min_overlap)
+    lexical = (bm25_rank is not None and bm25_rank <= k) or (
+        overlap is not None and overlap < thresholds.min_overlap
+    )
     if dense_low and lexical:
         return "vocabulary_mismatch"
     if (dense_rank is None or dense_rank > k) and (bm25_rank is None or bm25_rank > k):
@@ -479,7 +508,9 @@ def _rank_text(rank: int | None, depth: int | None = None) -> str:
     return f"#{rank}"
 
 
-def _evidence(cls, k, near_hi, run_rank, depth, dense_rank, bm25_rank, cosine, calibrated, overlap, dup_id, dup_cos, d):
+def _evidence(
+    cls, k, near_hi, run_rank, depth, dense_rank, bm25_rank, cosine, calibrated, overlap, dup_id, dup_cos, d
+):
     cos = f"{cosine:.3f}" if cosine is not None else "n/a"
     if cls == "missing_document":
         return f"Document {d!r} is judged relevant but is not in the corpus."
@@ -514,7 +545,9 @@ def _evidence(cls, k, near_hi, run_rank, depth, dense_rank, bm25_rank, cosine, c
 class LabelNoise:
     """Signs that the golden set, not the retriever, is wrong."""
 
-    unjudged_duplicates: pd.DataFrame  # query_id, doc_id (unjudged, in top k), duplicate_of (judged relevant), cosine
+    unjudged_duplicates: (
+        pd.DataFrame
+    )  # query_id, doc_id (unjudged, in top k), duplicate_of (judged relevant), cosine
     duplicate_documents: pd.DataFrame  # doc_id, duplicate_of, cosine, same_text
     conflicting_queries: pd.DataFrame  # query_ids (same text), text, judgements differ
     near_duplicate_search: str  # "exact" or why it was limited
@@ -601,7 +634,9 @@ def find_label_noise(
                 {
                     "query_ids": ", ".join(qids),
                     "text": group["text"].iloc[0],
-                    "judgements": "; ".join(f"{q}: {', '.join(d for d, _ in v) or '-'}" for q, v in judged_only.items()),
+                    "judgements": "; ".join(
+                        f"{q}: {', '.join(d for d, _ in v) or '-'}" for q, v in judged_only.items()
+                    ),
                 }
             )
     conf = pd.DataFrame(conflicts, columns=["query_ids", "text", "judgements"])
@@ -628,7 +663,9 @@ class Hubness:
         }
 
 
-def hubness(run: Run, *, k: int = 10, n_docs: int | None = None, top: int = 10, min_share: float = 0.1) -> Hubness:
+def hubness(
+    run: Run, *, k: int = 10, n_docs: int | None = None, top: int = 10, min_share: float = 0.1
+) -> Hubness:
     """Documents in the top k of unusually many queries.
 
     ``skewness`` is the skewness of the k-occurrence distribution over the corpus (``n_docs`` documents; documents

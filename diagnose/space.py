@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from diagnose.data import Dataset, DataError, ValidationReport
+from diagnose.data import DataError, Dataset, ValidationReport
 
 
 @dataclass(frozen=True)
@@ -30,7 +30,12 @@ class VectorSpace:
 
     @classmethod
     def from_arrays(
-        cls, model: str, doc_ids: Sequence[str], doc_vecs: np.ndarray, query_ids: Sequence[str], query_vecs: np.ndarray
+        cls,
+        model: str,
+        doc_ids: Sequence[str],
+        doc_vecs: np.ndarray,
+        query_ids: Sequence[str],
+        query_vecs: np.ndarray,
     ) -> VectorSpace:
         d_ids = np.asarray(doc_ids, dtype=object)
         q_ids = np.asarray(query_ids, dtype=object)
@@ -80,7 +85,9 @@ class VectorSpace:
         from diagnose import embed
 
         if ds.corpus is None or ds.queries is None:
-            raise DataError("Embeddings need the corpus and the queries: pass --data DIR, or --corpus and --queries.")
+            raise DataError(
+                "Embeddings need the corpus and the queries: pass --data DIR, or --corpus and --queries."
+            )
         report = report if report is not None else ds.report
         texts_of = ds.queries.text_of()
         qids = list(query_ids) if query_ids is not None else list(texts_of)
@@ -105,6 +112,10 @@ class VectorSpace:
                 f"{len(missing_text)} queries have no text in the queries file (e.g. {', '.join(missing_text[:5])}); "
                 "add them to the queries file so they can be embedded."
             )
-        doc_vecs = embed.embed_texts(encoder, ds.corpus.texts(), cache=cache, progress=progress, report=report)
-        query_vecs = embed.embed_texts(encoder, [texts_of[q] for q in qids], cache=cache, progress=False, report=report)
+        doc_vecs = embed.embed_texts(
+            encoder, ds.corpus.texts(), cache=cache, progress=progress, report=report
+        )
+        query_vecs = embed.embed_texts(
+            encoder, [texts_of[q] for q in qids], cache=cache, progress=False, report=report
+        )
         return cls.from_arrays(encoder.name, list(ds.corpus.ids), doc_vecs, qids, query_vecs)

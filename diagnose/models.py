@@ -1,0 +1,170 @@
+"""Which embedding model for this golden set?
+
+For each model: exact dense retrieval over the whole corpus, the golden set's metrics with 95% bootstrap confidence
+intervals, a paired randomization test against the best model (Holm-corrected; models the data cannot tell apart
+from the best share rank 1), encoding throughput on this machine, vector size, index memory, the calibrated
+similarity threshold, failure-class counts, and recall per millisecond of search.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from diagnose.data import DataError, Dataset
+from diagnose.failures import CLASSES, Diagnosis, diagnose_run
+from diagnose.metrics import Evaluation, evaluate
+from diagnose.space import VectorSpace
+
+THROUGHPUT_SAMPLE = 64
+
+
+@dataclass
+class ModelResult:
+    name: str
+    model_id: str
+    dim: int
+    docs_per_second: float
+    index_mb: float
+    ms_per_query: float
+    evaluation: Evaluation
+    ci: dict[str, tuple[float, float]]
+    diagnosis: Diagnosis
+
+    def row(self, metric: str, k: int) -> dict:
+        recall = self.evaluation.aggregate[f"recall@{k}"]
+        row = {
+            "model": self.name,
+            metric: self.evaluation.aggregate[metric],
+            "ci_low": self.ci[metric][0],
+            "ci_high": self.ci[metric][1],
+            f"recall@{k}": recall,
+            "dim": self.dim,
+            "docs_per_s": self.docs_per_second,
+            "index_mb": self.index_mb,
+            "ms_per_query": self.ms_per_query,
+            f"recall@{k}_per_ms": recall / self.ms_per_query if self.ms_per_query > 0 else float("nan"),
+            "calibrated_threshold": self.diagnosis.calibration.calibrated,
+        }
+        row.update({f"n_{c}": n for c, n in self.diagnosis.class_counts.items()})
+        return row
+
+
+@dataclass
+class ModelComparison:
+    metric: str
+    k: int
+    results: list[ModelResult]
+    ranking: list = field(default_factory=list)  # stats.RankedModel rows
+
+    def table(self) -> pd.DataFrame:
+        by_name = {r.name: r for r in self.results}
+        rows = []
+        for rm in self.ranking:
+            row = {
+                "rank": rm.rank,
+                "tied_with_best": rm.tied_with_best,
+                **by_name[rm.name].row(self.metric, self.k),
+            }
+            rows.append(row)
+        return pd.DataFrame(rows)
+
+    def to_dict(self) -> dict:
+        t = self.table()
+        return {
+            "metric": self.metric,
+            "k": self.k,
+            "models": t.replace({np.nan: None}).to_dict(orient="records"),
+            "class_ids": list(CLASSES),
+        }
+
+
+def _time_encode(encoder, texts: Sequence[str]) -> float:
+    """Documents per second of a bare ``encoder.encode`` on a fixed sample (after one warm-up batch)."""
+    sample = list(texts[:THROUGHPUT_SAMPLE]) or ["empty"]
+    encoder.encode(sample[:4])
+    t0 = time.perf_counter()
+    encoder.encode(sample)
+    dt = time.perf_counter() - t0
+    return len(sample) / dt if dt > 0 else float("inf")
+
+
+def compare_models(
+    ds: Dataset,
+    models: Sequence[str | None],
+    *,
+    k: int = 10,
+    metric: str | None = None,
+    depth: int = 100,
+    encoders: Sequence | None = None,
+    bm25=None,
+    cache_dir: str | None = None,
+    progress: bool | Callable[[int, int], None] = False,
+    n_resamples: int = 10_000,
+    seed: int = 0,
+    log: Callable[[str], None] | None = None,
+) -> ModelComparison:
+    """Evaluate each model (name, local folder, or ``None`` for the bundled default) on the golden set.
+
+    ``encoders`` (objects with ``name``/``encode``) may replace loading by name (tests, the app). Throughput is
+    measured on a fixed sample of the corpus with a bare ``encode`` (no cache), so it is comparable between models
+    even when the corpus embeddings come from the cache.
+    """
+    from diagnose import baselines, embed
+    from diagnose.lexical import BM25Index
+    from diagnose.stats import bootstrap_ci, rank_with_ties
+
+    if ds.corpus is None or ds.queries is None:
+        raise DataError(
+            "Comparing models needs the corpus and the queries: pass --data DIR, or --corpus and --queries."
+        )
+    metric = metric or f"ndcg@{k}"
+    metrics = list(dict.fromkeys([metric, f"ndcg@{k}", f"recall@{k}", f"hit_rate@{k}", "mrr"]))
+    golden = [q for q in ds.qrels.queries_with_relevant() if q in ds.queries.text_of()]
+    if bm25 is None:
+        bm25 = BM25Index.build(ds.corpus.texts(), list(ds.corpus.ids))
+    items = list(encoders) if encoders is not None else [embed.load_encoder(m) for m in models]
+    names = (
+        [str(m) if m is not None else embed.DEFAULT_MODEL for m in models]
+        if encoders is None
+        else [e.name for e in items]
+    )
+    if len(set(names)) != len(names):
+        raise DataError(f"The same model is given twice: {names}.")
+    texts = ds.corpus.texts()
+    results = []
+    for name, enc in zip(names, items, strict=True):
+        if log:
+            log(f"model {name}: encoding {len(texts)} documents and {len(golden)} queries")
+        space = VectorSpace.build(ds, golden, encoder=enc, cache_dir=cache_dir, progress=progress)
+        t0 = time.perf_counter()
+        run = baselines.dense_run(
+            space.doc_vecs, space.query_vecs, space.doc_ids, space.query_ids, depth=depth, name=name
+        )
+        ms = (time.perf_counter() - t0) * 1000 / max(len(golden), 1)
+        ev = evaluate(ds.qrels, run, metrics)
+        ci = {
+            m: bootstrap_ci(ev.per_query[m].to_numpy(), n_resamples=n_resamples, seed=seed) for m in metrics
+        }
+        diag = diagnose_run(ds, run, space, bm25, k=k)
+        results.append(
+            ModelResult(
+                name=name,
+                model_id=space.model,
+                dim=space.dim,
+                docs_per_second=_time_encode(enc, texts),
+                index_mb=space.doc_vecs.shape[0] * space.dim * 4 / 1e6,
+                ms_per_query=ms,
+                evaluation=ev,
+                ci=ci,
+                diagnosis=diag,
+            )
+        )
+    ranking = rank_with_ties(
+        {r.name: r.evaluation.per_query for r in results}, metric, n_resamples=n_resamples, seed=seed
+    )
+    return ModelComparison(metric, k, results, ranking)

@@ -1,0 +1,360 @@
+"""The failure taxonomy, one hand-built world per class.
+
+Each world is a handful of documents with hand-chosen 3-d vectors (normalised by the helper), one query, its
+judgements, the run, and the BM25 scores a fake index returns. k = 2, so a near miss is a run rank in 3..6, and the
+calibrated cosine threshold is fixed at 0.5 unless a test calibrates it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from diagnose.data import Corpus, Dataset, Qrels, Queries, Run
+from diagnose.failures import (
+    CLASSES,
+    RECOMMENDATIONS,
+    Calibration,
+    Thresholds,
+    calibrate,
+    classify,
+    diagnose_run,
+    failed_pairs,
+    find_label_noise,
+    hubness,
+    normalise_text,
+)
+from diagnose.space import VectorSpace
+
+K = 2
+CAL = Calibration("fake", seed=0.75, calibrated=0.5, percentile=10, n_pairs=10, fallback=False)
+
+
+class FakeBM25:
+    """Returns fixed scores per query text, in corpus order."""
+
+    def __init__(self, scores: dict[str, list[float]]):
+        self._scores = scores
+
+    def scores(self, text: str) -> np.ndarray:
+        return np.asarray(self._scores[text], dtype=np.float64)
+
+
+def world(docs, query, qrels, run, bm25):
+    """docs: {id: (text, vec)}; query: (id, text, vec); qrels: {doc: grade}; run: [doc ids]; bm25: [scores]."""
+    ids = list(docs)
+    corpus = Corpus(pd.DataFrame({"doc_id": ids, "title": "", "text": [docs[d][0] for d in ids]}))
+    qid, qtext, qvec = query
+    queries = Queries(pd.DataFrame({"query_id": [qid], "text": [qtext]}))
+    qr = Qrels(
+        pd.DataFrame(
+            {
+                "query_id": qid,
+                "doc_id": list(qrels),
+                "relevance": np.array(list(qrels.values()), dtype=np.int64),
+            }
+        )
+    )
+    r = Run.from_ranked_lists("run", {qid: [(d, 10.0 - i) for i, d in enumerate(run)]})
+    ds = Dataset(qrels=qr, runs={"run": r}, corpus=corpus, queries=queries)
+    dv = np.array([docs[d][1] for d in ids], dtype=np.float32)
+    dv /= np.linalg.norm(dv, axis=1, keepdims=True)
+    qv = np.array([qvec], dtype=np.float32)
+    qv /= np.linalg.norm(qv, axis=1, keepdims=True)
+    space = VectorSpace.from_arrays("fake", ids, dv, [qid], qv)
+    return ds, r, space, FakeBM25({qtext: bm25})
+
+
+def only_failure(ds, run, space, bm25, **kw):
+    diag = diagnose_run(ds, run, space, bm25, k=K, calibration=CAL, **kw)
+    assert len(diag.failures) == 1
+    return diag.failures[0]
+
+
+def test_missing_document():
+    # the golden set points at "ghost", which the corpus lacks; the run finds nothing relevant
+    ds, run, space, bm25 = world(
+        {"a": ("alpha", [1, 0, 0]), "b": ("beta", [0, 1, 0])},
+        ("q", "alpha question", [1, 0, 0]),
+        {"ghost": 1},
+        ["a", "b"],
+        [1.0, 0.0],
+    )
+    f = only_failure(ds, run, space, bm25)
+    assert f.cls == "missing_document"
+    assert f.cosine is None and f.dense_rank is None and f.bm25_rank is None
+    assert "not in the corpus" in f.evidence
+
+
+def test_label_gap():
+    # target t = (0,1,0); the run's #1 is d = (0.05,1,0)/|.|, cos(t,d) = 1/sqrt(1.0025) = 0.9988 >= 0.95, unjudged
+    ds, run, space, bm25 = world(
+        {
+            "t": ("reset the vpn token", [0, 1, 0]),
+            "d": ("reset the vpn token (archived)", [0.05, 1, 0]),
+            "a": ("cafeteria menu", [0, 0, 1]),
+        },  # fmt: skip
+        ("q", "vpn token reset", [1, 1, 0]),
+        {"t": 2},
+        ["d", "a"],
+        [2.0, 2.1, 0.0],
+    )
+    f = only_failure(ds, run, space, bm25)
+    assert f.cls == "label_gap"
+    assert f.duplicate_doc_id == "d"
+    assert f.duplicate_cosine == pytest.approx(1 / np.sqrt(1.0025), abs=1e-6)
+
+
+def test_label_gap_by_identical_normalised_text():
+    # same text up to case and punctuation, vectors far apart (cos(t,d) = 0): still a duplicate
+    ds, run, space, bm25 = world(
+        {"t": ("Reset the VPN token.", [0, 1, 0]), "d": ("reset the vpn token", [0, 0, 1])},
+        ("q", "vpn token", [1, 1, 1]),
+        {"t": 1},
+        ["d"],
+        [1.0, 1.0],
+    )
+    assert only_failure(ds, run, space, bm25).cls == "label_gap"
+
+
+def test_near_miss():
+    # k = 2: the run ranks the target 4th, inside k+1 .. 3k = 3..6
+    # q = (1,0,0), t = (0.6,0.8,0): cos = 0.6; a, b, c = (0,0,1): cos(t, .) = 0, so no duplicate
+    ds, run, space, bm25 = world(
+        {
+            "a": ("x", [0, 0, 1]),
+            "b": ("y", [0, 0.1, 1]),
+            "c": ("z", [0.1, 0, 1]),
+            "t": ("target", [0.6, 0.8, 0]),
+        },
+        ("q", "target words", [1, 0, 0]),
+        {"t": 1},
+        ["a", "b", "c", "t"],
+        [0.0, 0.0, 0.0, 1.0],
+    )
+    f = only_failure(ds, run, space, bm25)
+    assert f.cls == "near_miss"
+    assert f.run_rank == 4 and f.run_depth == 4
+    assert f.cosine == pytest.approx(0.6, abs=1e-6)
+    assert f.dense_rank == 1  # cos(q, t) = 0.6 beats cos(q, a|b|c) <= 0.1
+    # margin = cos(q, 2nd retrieved = b) - cos(q, t) = 0 - 0.6
+    assert f.margin == pytest.approx(-0.6, abs=1e-6)
+
+
+def test_index_gap():
+    # exact dense search puts t first (cos(q,t) = 1), but the run (7 docs, none near t) never retrieved it
+    docs = {f"n{i}": (f"noise {i}", [0, 1, i / 10]) for i in range(7)}
+    docs["t"] = ("the target", [1, 0, 0])
+    ds, run, space, bm25 = world(
+        docs, ("q", "target", [1, 0, 0]), {"t": 1}, [f"n{i}" for i in range(7)], [0.0] * 8
+    )
+    f = only_failure(ds, run, space, bm25)
+    assert f.cls == "index_gap"
+    assert f.run_rank is None and f.dense_rank == 1
+
+
+def test_vocabulary_mismatch_bm25_finds_it():
+    # q = (1,0,0); t = (0.3,0.954,0): cos 0.3 < 0.5 calibrated; a, b, c have cos ~1 so dense rank of t = 4 > k;
+    # BM25 puts t first (score 5 vs 0) -> vocabulary_mismatch
+    ds, run, space, bm25 = world(
+        {
+            "a": ("a", [1, 0.01, 0]),
+            "b": ("b", [1, 0.02, 0]),
+            "c": ("c", [1, 0, 0.01]),
+            "t": ("ERR-4291 webhook", [0.3, 0.954, 0]),
+        },
+        ("q", "ERR-4291 on webhook", [1, 0, 0]),
+        {"t": 1},
+        ["a", "b"],
+        [0.0, 0.0, 0.0, 5.0],
+    )
+    f = only_failure(ds, run, space, bm25)
+    assert f.cls == "vocabulary_mismatch"
+    assert f.dense_rank == 4 and f.bm25_rank == 1
+    assert f.seed_verdict == "vocabulary mismatch" and f.calibrated_verdict == "vocabulary mismatch"
+
+
+def test_vocabulary_mismatch_no_shared_terms():
+    # BM25 ranks t 3rd (> k), but the query shares no term with it (overlap 0 < 0.2) and cos 0.3 < 0.5
+    ds, run, space, bm25 = world(
+        {
+            "a": ("a", [1, 0.01, 0]),
+            "b": ("b", [1, 0.02, 0]),
+            "c": ("c", [1, 0, 0.01]),
+            "t": ("credential recovery procedure", [0.3, 0.954, 0]),
+        },  # fmt: skip
+        ("q", "forgot the password", [1, 0, 0]),
+        {"t": 1},
+        ["a", "b"],
+        [3.0, 2.0, 0.0, 1.0],
+    )
+    f = only_failure(ds, run, space, bm25)
+    assert f.cls == "vocabulary_mismatch"
+    assert f.bm25_rank == 3 and f.overlap == 0.0
+    assert set(f.missing_terms) == {"forgot", "password"}  # "the" is a stopword
+
+
+def test_semantic_gap():
+    # same geometry (cos 0.3, dense rank 4) but the words overlap (vpn, token: 2 of 3 terms) and BM25 ranks t 3rd
+    ds, run, space, bm25 = world(
+        {
+            "a": ("a", [1, 0.01, 0]),
+            "b": ("b", [1, 0.02, 0]),
+            "c": ("c", [1, 0, 0.01]),
+            "t": ("vpn token lifetime policy", [0.3, 0.954, 0]),
+        },  # fmt: skip
+        ("q", "vpn token expired", [1, 0, 0]),
+        {"t": 1},
+        ["a", "b"],
+        [3.0, 2.0, 0.0, 1.0],
+    )
+    f = only_failure(ds, run, space, bm25)
+    assert f.cls == "semantic_gap"
+    assert f.overlap == pytest.approx(2 / 3)
+    assert set(f.present_terms) == {"vpn", "token"}
+
+
+def test_ranking_failure():
+    # cos(q,t) = 0.6 >= 0.5 calibrated, dense rank 4 (a,b,c ~1), BM25 rank 1, run depth 2: findable but outranked
+    ds, run, space, bm25 = world(
+        {
+            "a": ("a", [1, 0.01, 0]),
+            "b": ("b", [1, 0.02, 0]),
+            "c": ("c", [1, 0, 0.01]),
+            "t": ("vpn", [0.6, 0.8, 0]),
+        },
+        ("q", "vpn", [1, 0, 0]),
+        {"t": 1},
+        ["a", "b"],
+        [0.0, 0.0, 0.0, 4.0],
+    )
+    f = only_failure(ds, run, space, bm25)
+    assert f.cls == "ranking_failure"
+    assert (
+        f.seed_verdict == "vocabulary mismatch"
+    )  # 0.6 < 0.75: the seed rule and the calibrated rule disagree
+    assert f.calibrated_verdict == "ranking issue"
+
+
+def test_first_rule_wins_order():
+    # a document that is both a near miss and findable by exact search is a near miss (rule 3 before rule 4)
+    common = dict(in_corpus=True, duplicate=False, bm25_rank=1, cosine=0.9, overlap=1.0, k=10, calibrated=0.5)
+    assert classify(run_rank=15, dense_rank=1, **common) == "near_miss"
+    assert classify(run_rank=31, dense_rank=1, **common) == "index_gap"  # 31 > 3k
+    assert classify(run_rank=31, dense_rank=11, **common) == "ranking_failure"
+    assert classify(run_rank=None, dense_rank=None, **{**common, "in_corpus": False}) == "missing_document"
+    assert classify(run_rank=15, dense_rank=1, **{**common, "duplicate": True}) == "label_gap"
+
+
+def test_every_class_has_a_recommendation():
+    assert set(RECOMMENDATIONS) == set(CLASSES)
+    assert all(len(r) > 80 for r in RECOMMENDATIONS.values())
+
+
+def test_calibrate_percentile():
+    # five successes with cosines 0.9, 0.8, 0.7, 0.6, 0.5; the 10th percentile with linear interpolation sits at
+    # position 0.1 * (5 - 1) = 0.4 between 0.5 and 0.6: 0.5 + 0.4 * 0.1 = 0.54
+    cosines = [0.9, 0.8, 0.7, 0.6, 0.5]
+    ids = [f"d{i}" for i in range(5)]
+    qids = [f"q{i}" for i in range(5)]
+    dv = np.array([[c, np.sqrt(1 - c * c)] for c in cosines], dtype=np.float32)
+    qv = np.tile(np.array([[1, 0]], dtype=np.float32), (5, 1))
+    space = VectorSpace.from_arrays("fake", ids, dv, qids, qv)
+    qrels = Qrels(pd.DataFrame({"query_id": qids, "doc_id": ids, "relevance": np.ones(5, dtype=np.int64)}))
+    run = Run.from_ranked_lists("r", {q: [(d, 1.0)] for q, d in zip(qids, ids, strict=True)})
+    ds = Dataset(qrels=qrels, runs={"r": run})
+    cal = calibrate(ds, run, space, k=1)
+    assert not cal.fallback and cal.n_pairs == 5
+    assert cal.calibrated == pytest.approx(0.54, abs=1e-6)
+    # fewer successes than min_calibration_pairs: the seed threshold, flagged
+    cal2 = calibrate(ds, run, space, k=1, thresholds=Thresholds(min_calibration_pairs=6))
+    assert cal2.fallback and cal2.calibrated == 0.75
+
+
+def test_recall_mode_counts_partial_failures():
+    # q has relevant t1 (found at rank 1) and t2 (not retrieved): hit mode -> no failure, recall mode -> one
+    ds, run, space, bm25 = world(
+        {"t1": ("one", [1, 0, 0]), "t2": ("two", [0, 1, 0]), "a": ("a", [0, 0, 1])},
+        ("q", "one two", [1, 1, 0]),
+        {"t1": 1, "t2": 1},
+        ["t1", "a"],
+        [1.0, 1.0, 0.0],
+    )
+    assert failed_pairs(ds, run, K, "hit")[0] == []
+    assert failed_pairs(ds, run, K, "recall")[0] == [("q", "t2", 1)]
+
+
+def test_json_contract_keys():
+    ds, run, space, bm25 = world(
+        {"a": ("a", [1, 0.01, 0]), "b": ("b", [1, 0.02, 0]), "t": ("vpn", [0.6, 0.8, 0])},
+        ("q", "vpn", [1, 0, 0]),
+        {"t": 1},
+        ["a", "b"],
+        [0.0, 0.0, 4.0],
+    )
+    d = diagnose_run(ds, run, space, bm25, k=K, calibration=CAL).to_dict()
+    assert {"failures", "class_counts", "threshold"} <= set(d)
+    f = d["failures"][0]
+    assert {
+        "query_id",
+        "doc_id",
+        "class",
+        "cosine",
+        "run_rank",
+        "dense_rank",
+        "bm25_rank",
+        "missing_terms",
+    } <= set(f)
+    assert set(d["class_counts"]) == set(CLASSES)
+
+
+def test_label_noise_and_duplicates():
+    # d is an unjudged near-duplicate (cos 0.9988) of the judged-relevant t, retrieved at rank 1 for q
+    ds, run, space, _ = world(
+        {
+            "t": ("reset the vpn token", [0, 1, 0]),
+            "d": ("Reset the VPN token", [0.05, 1, 0]),
+            "a": ("menu", [0, 0, 1]),
+        },
+        ("q", "vpn token", [0, 1, 0]),
+        {"t": 2},
+        ["d", "t"],
+        [0.0, 0.0, 0.0],
+    )
+    noise = find_label_noise(ds, run, space, k=2)
+    assert noise.unjudged_duplicates[["query_id", "doc_id", "duplicate_of"]].values.tolist() == [
+        ["q", "d", "t"]
+    ]
+    # "Reset the VPN token" and "reset the vpn token" normalise to the same text
+    assert noise.duplicate_documents[["doc_id", "duplicate_of"]].values.tolist() == [["d", "t"]]
+
+
+def test_conflicting_duplicate_queries():
+    corpus = Corpus(pd.DataFrame({"doc_id": ["a", "b"], "title": "", "text": ["alpha", "beta"]}))
+    queries = Queries(pd.DataFrame({"query_id": ["q1", "q2"], "text": ["How do I X?", "how do i x"]}))
+    qrels = Qrels(
+        pd.DataFrame({"query_id": ["q1", "q2"], "doc_id": ["a", "b"], "relevance": np.array([1, 1])})
+    )
+    run = Run.from_ranked_lists("r", {"q1": [("a", 1.0)], "q2": [("a", 1.0)]})
+    space = VectorSpace.from_arrays(
+        "f", ["a", "b"], np.eye(2, dtype=np.float32), ["q1", "q2"], np.eye(2, dtype=np.float32)
+    )
+    noise = find_label_noise(Dataset(qrels, {"r": run}, corpus, queries), run, space, k=1)
+    assert noise.conflicting_queries["query_ids"].tolist() == ["q1, q2"]
+
+
+def test_hubness():
+    # doc h is in the top 2 of all 4 queries; others once each. k-occurrence over 6 docs: [4,1,1,1,1,0]
+    run = Run.from_ranked_lists("r", {f"q{i}": [("h", 2.0), (f"d{i}", 1.0)] for i in range(4)})
+    h = hubness(run, k=2, n_docs=6, min_share=0.5)
+    assert h.hubs["doc_id"].tolist() == ["h"]
+    assert h.hubs["share"].tolist() == [1.0]
+    occ = np.array([4, 1, 1, 1, 1, 0], dtype=float)
+    expected = ((occ - occ.mean()) ** 3).mean() / occ.std() ** 3
+    assert h.skewness == pytest.approx(expected)
+    assert h.skewness > 1
+
+
+def test_normalise_text():
+    assert normalise_text("  Reset the VPN-token! ") == "reset the vpn token"
