@@ -1,0 +1,158 @@
+"""The CLI contract: output shapes, exit codes, the CI gate."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from diagnose.cli import main
+
+COMPARISON_KEYS = {
+    "metric", "run", "reference", "mean_diff", "ci_low", "ci_high", "p_ttest", "p_randomization", "p_wilcoxon",
+    "p_holm", "wins", "ties", "losses",
+}  # fmt: skip
+
+
+@pytest.fixture
+def files(tmp_path):
+    """Two queries, graded qrels; run `good` finds everything first, run `bad` ranks relevant docs last."""
+    (tmp_path / "qrels.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td1\t2\nq1\td2\t1\nq2\td3\t1\n")
+    (tmp_path / "queries.jsonl").write_text(
+        '{"_id": "q1", "text": "alpha", "metadata": {"area": "it"}}\n'
+        '{"_id": "q2", "text": "beta", "metadata": {"area": "hr"}}\n'
+    )
+    (tmp_path / "good.trec").write_text(
+        "q1 Q0 d1 1 3.0 good\nq1 Q0 d2 2 2.0 good\nq1 Q0 d9 3 1.0 good\nq2 Q0 d3 1 5.0 good\nq2 Q0 d8 2 4.0 good\n"
+    )
+    (tmp_path / "bad.trec").write_text(
+        "q1 Q0 d9 1 3.0 bad\nq1 Q0 d8 2 2.0 bad\nq1 Q0 d1 3 1.0 bad\nq2 Q0 d8 1 5.0 bad\nq2 Q0 d7 2 4.0 bad\n"
+    )
+    return tmp_path
+
+
+def run_cli(capsys, *argv):
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_evaluate_json_contract(files, capsys):
+    code, out, _ = run_cli(
+        capsys, "evaluate", "--qrels", files / "qrels.tsv", "--run", files / "good.trec",
+        "--run", f"b={files / 'bad.trec'}", "--k", "1,3", "--per-query", "--format", "json",
+    )  # fmt: skip
+    assert code == 0
+    payload = json.loads(out)
+    assert set(payload["runs"]) == {"good", "b"}
+    good = payload["runs"]["good"]
+    # good: q1 P@1 = 1, q2 P@1 = 1 -> 1.0; bad: q1 first relevant at 3 -> P@1 0, q2 none -> 0
+    assert good["aggregate"]["precision@1"] == 1.0
+    assert payload["runs"]["b"]["aggregate"]["precision@1"] == 0.0
+    # bad q1: d1 (grade 2) at rank 3: DCG@3 = 2/log2(4) = 1; IDCG@3 = 2/1 + 1/log2(3) = 2.6309; q2: 0
+    assert payload["runs"]["b"]["per_query"]["q1"]["ndcg@3"] == pytest.approx(
+        1 / (2 + 1 / 1.5849625007211562)
+    )
+    assert set(good["per_query"]) == {"q1", "q2"}
+    assert payload["comparisons"] and set(payload["comparisons"][0]) >= COMPARISON_KEYS
+    assert payload["gate"] == {"passed": True, "failures": []}
+
+
+def test_evaluate_without_per_query_has_no_per_query(files, capsys):
+    code, out, _ = run_cli(capsys, "evaluate", "--qrels", files / "qrels.tsv", "--run", files / "good.trec",
+                           "--format", "json")  # fmt: skip
+    assert code == 0 and "per_query" not in json.loads(out)["runs"]["good"]
+
+
+def test_markdown_table(files, capsys):
+    code, out, _ = run_cli(
+        capsys, "evaluate", "--qrels", files / "qrels.tsv", "--run", files / "good.trec", "--run",
+        files / "bad.trec", "--metrics", "ndcg@3,mrr", "--format", "markdown",
+    )  # fmt: skip
+    assert code == 0
+    lines = out.strip().splitlines()
+    assert lines[0] == "| run | ndcg@3 | mrr |"
+    assert lines[2].startswith("| good | 1.0000 |")
+    assert len(lines) >= 4
+
+
+def test_fail_under_gate(files, capsys):
+    code, _, err = run_cli(capsys, "evaluate", "--qrels", files / "qrels.tsv", "--run", files / "bad.trec",
+                           "--fail-under", "ndcg@3=0.6")  # fmt: skip
+    assert code == 1
+    # bad: q1 ndcg@3 = 1 / (2 + 1/log2(3)) = 0.38008, q2 = 0 -> mean 0.19004
+    assert "ndcg@3 = 0.1900 is below the bound 0.6" in err
+    code, _, _ = run_cli(capsys, "evaluate", "--qrels", files / "qrels.tsv", "--run", files / "good.trec",
+                         "--fail-under", "ndcg@3=0.6")  # fmt: skip
+    assert code == 0
+
+
+def test_max_drop_gate_with_compare_to(files, capsys):
+    code, out, err = run_cli(
+        capsys, "evaluate", "--qrels", files / "qrels.tsv", "--run", f"new={files / 'bad.trec'}",
+        "--compare-to", f"release={files / 'good.trec'}", "--max-drop", "recall@3=0.01", "--format", "json",
+    )  # fmt: skip
+    assert code == 1
+    payload = json.loads(out)
+    # release recall@3 = 1; new: q1 1/2, q2 0 -> 0.25; drop 0.75 > 0.01
+    assert "recall@3 = 0.2500 dropped 0.7500 below the reference 'release'" in err
+    assert payload["reference"] == "release"
+    cmp = [c for c in payload["comparisons"] if c["metric"] == "recall@3"][0]
+    assert cmp["run"] == "new" and cmp["reference"] == "release"
+    assert cmp["mean_diff"] == pytest.approx(-0.75)
+    assert (cmp["wins"], cmp["ties"], cmp["losses"]) == (0, 0, 2)
+    assert payload["gate"]["passed"] is False
+
+
+@pytest.mark.parametrize(
+    ("argv", "needle"),
+    [
+        (["evaluate", "--run", "x.trec"], "No golden set"),
+        (["evaluate", "--qrels", "QRELS", "--run", "RUN", "--k", "0,5"], "--k expects"),
+        (["evaluate", "--qrels", "QRELS", "--run", "RUN", "--fail-under", "ndcg@10"], "METRIC=VALUE"),
+        (["evaluate", "--qrels", "QRELS", "--run", "RUN", "--metrics", "nope@3"], "nope"),
+        (["evaluate", "--qrels", "QRELS", "--run", "RUN", "--max-drop", "mrr=0.1"], "needs a reference"),
+        (["evaluate", "--qrels", "QRELS", "--run", "RUN", "--format", "xml"], "invalid choice"),
+        (["evaluate", "--qrels", "QRELS", "--run", "RUN", "--reference", "zzz"], "zzz"),
+        (["nonsense"], "invalid choice"),
+    ],
+)
+def test_usage_errors_exit_2_without_traceback(files, capsys, argv, needle):
+    argv = [
+        str(files / "qrels.tsv") if a == "QRELS" else str(files / "good.trec") if a == "RUN" else a
+        for a in argv
+    ]
+    code, _, err = run_cli(capsys, *argv)
+    assert code == 2
+    assert needle in err
+    assert "Traceback" not in err
+
+
+def test_slices(files, capsys):
+    code, out, _ = run_cli(
+        capsys, "evaluate", "--qrels", files / "qrels.tsv", "--queries", files / "queries.jsonl",
+        "--run", files / "bad.trec", "--metrics", "recall@3", "--slice", "area", "--format", "json",
+    )  # fmt: skip
+    assert code == 0
+    rows = {r["area"]: r for r in json.loads(out)["slices"]}
+    assert rows["it"]["recall@3"] == 0.5 and rows["it"]["n"] == 1  # q1: d1 found in top 3, d2 not
+    assert rows["hr"]["recall@3"] == 0.0
+
+
+def test_fuse(files, capsys):
+    code, out, _ = run_cli(capsys, "fuse", "--qrels", files / "qrels.tsv", "--run", files / "good.trec",
+                           "--run", files / "bad.trec", "--k", "1", "--format", "json")  # fmt: skip
+    assert code == 0
+    fusions = json.loads(out)["fusions"]
+    assert fusions[0]["fusion"] == "rrf(k=60)"
+    assert all({"recovers_good", "loses_good", "recovers_bad", "loses_bad"} <= set(f) for f in fusions)
+
+
+def test_rerank_report(files, capsys):
+    code, out, _ = run_cli(capsys, "rerank", "--qrels", files / "qrels.tsv", "--candidates", files / "bad.trec",
+                           "--reranked", files / "good.trec", "--depth", "3", "--k", "1", "--format", "json")  # fmt: skip
+    assert code == 0
+    rep = json.loads(out)
+    # candidates' recall@3: q1 1/2, q2 0 -> 0.25 is the ceiling of a reranker of them
+    assert rep["ceiling_recall"] == pytest.approx(0.25)
+    assert sorted(rep["recovered"]) == ["q1", "q2"] and rep["introduced"] == []
