@@ -410,15 +410,6 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         if ds.queries is None:
             raise DataError("--slice needs the queries file (with metadata): pass --queries F or --data DIR.")
         slices = slice_metrics(results, ds.queries, args.slice)
-    for name, ev in results.items():
-        if ev.missing_queries:
-            ds.report.add(
-                "query_missing_from_run",
-                f"run {name!r}: {len(ev.missing_queries)} golden queries have no results; they score 0 (trec_eval -c)",
-                file=ds.runs[name].source or None,
-                count=len(ev.missing_queries),
-                examples=ev.missing_queries,
-            )
     _print_warnings(ds.report, args.format)
 
     if args.format == "json":
