@@ -94,7 +94,7 @@ class VectorSpace:
         if bool(doc_embeddings) != bool(query_embeddings):
             raise DataError("Pass both --doc-embeddings and --query-embeddings, or neither.")
         if doc_embeddings:
-            pre = embed.load_precomputed(doc_embeddings, query_embeddings, doc_ids, query_ids_file)
+            pre = embed.load_precomputed(doc_embeddings, query_embeddings, doc_ids, query_ids_file, report=report)
             corpus_ids = list(ds.corpus.ids)
             return cls.from_arrays(
                 f"precomputed:{Path(doc_embeddings).name}",
@@ -105,7 +105,7 @@ class VectorSpace:
             )
         if encoder is None:
             encoder = embed.load_encoder(model)
-        cache = embed.EmbeddingCache(Path(cache_dir) if cache_dir else None)
+        cache = embed.EmbeddingCache(Path(cache_dir) / "embeddings" if cache_dir else None)
         missing_text = [q for q in qids if q not in texts_of]
         if missing_text:
             raise DataError(

@@ -1,0 +1,125 @@
+"""Baseline runs to compare a retriever against: BM25, exact dense search, and their RRF hybrid.
+
+- ``bm25``: :class:`diagnose.lexical.BM25Index` over ``Corpus.texts()`` (title + " " + text), Lucene BM25
+  (bm25s, k1=0.9, b=0.4) by default: the "standard BM25" of the BEIR/Anserini tables.
+- ``dense``: exact inner-product search of L2-normalised vectors (cosine), :func:`diagnose.embed.dense_search`.
+- ``hybrid``: reciprocal rank fusion (k=60) of the two, :func:`diagnose.fusion.rrf`.
+
+All three order ties by doc id descending (trec_eval's order) and cut each query's list at ``depth``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pandas as pd
+
+from diagnose.data import Corpus, DataError, Queries, Run, ValidationReport
+from diagnose.fusion import rrf
+
+if TYPE_CHECKING:
+    from diagnose.lexical import BM25Index
+
+
+def bm25_run(
+    corpus: Corpus,
+    queries: Queries,
+    query_ids: Sequence[str] | None = None,
+    *,
+    depth: int = 100,
+    engine: str = "bm25s",
+    index: BM25Index | None = None,
+    report: ValidationReport | None = None,
+) -> Run:
+    """BM25 top-``depth`` for ``query_ids`` (default: every query), as a run named "bm25".
+
+    ``index``: a prebuilt :class:`~diagnose.lexical.BM25Index` over this corpus (then ``engine`` is ignored).
+    A query id without a text in ``queries`` raises :class:`DataError`, or, when ``report`` is given, is counted
+    there (code ``bm25_query_without_text``) and left out of the run. Queries that match no document have no rows.
+    """
+    from diagnose.lexical import BM25Index
+
+    if index is None:
+        index = BM25Index.build(corpus.texts(), list(corpus.ids), engine=engine)
+    elif len(index) != len(corpus) or not np.array_equal(index.ids, corpus.ids.astype(object)):
+        raise DataError(
+            f"The BM25 index given ({len(index)} docs) was not built over this corpus ({len(corpus)} docs, "
+            "same ids in the same order). Build it with BM25Index.build(corpus.texts(), corpus.ids)."
+        )
+    text_of = queries.text_of()
+    qids = [str(q) for q in (queries.ids if query_ids is None else query_ids)]
+    qids = list(dict.fromkeys(qids))  # a repeated id would only repeat the same list
+    missing = [q for q in qids if q not in text_of]
+    if missing:
+        msg = (
+            f"{len(missing)} query ids have no text in the queries file, so BM25 cannot run them"
+            f" (e.g. {', '.join(repr(q) for q in missing[:5])})."
+        )
+        if report is None:
+            raise DataError(msg + " Add them to the queries file or drop them from the judgements.")
+        report.add(
+            "bm25_query_without_text",
+            msg + " Left out of the bm25 run.",
+            count=len(missing),
+            examples=missing,
+        )
+        qids = [q for q in qids if q in text_of]
+    return index.to_run(qids, [text_of[q] for q in qids], depth=depth, name="bm25")
+
+
+def dense_run(
+    doc_vecs: np.ndarray,
+    query_vecs: np.ndarray,
+    doc_ids: Sequence[str],
+    query_ids: Sequence[str],
+    *,
+    depth: int = 100,
+    name: str = "dense",
+) -> Run:
+    """Exact top-``depth`` by inner product (cosine for L2-normalised rows) of every query over every document.
+
+    Row i of ``query_vecs`` is query ``query_ids[i]``, row j of ``doc_vecs`` is document ``doc_ids[j]``.
+    Every query gets ``min(depth, #docs)`` rows; within the list, equal scores are ordered by doc id descending
+    (which of several documents tied at the cut-off makes the list is up to ``dense_search``).
+    """
+    from diagnose.embed import dense_search
+
+    doc_vecs = np.asarray(doc_vecs)
+    query_vecs = np.asarray(query_vecs)
+    d_ids = np.asarray([str(x) for x in doc_ids], dtype=object)
+    q_ids = np.asarray([str(x) for x in query_ids], dtype=object)
+    if doc_vecs.ndim != 2 or query_vecs.ndim != 2 or doc_vecs.shape[1] != query_vecs.shape[1]:
+        raise DataError(
+            f"Dense run: document vectors {doc_vecs.shape} and query vectors {query_vecs.shape} must be 2-D "
+            "with the same dimension (were they made by the same model?)."
+        )
+    if len(d_ids) != len(doc_vecs) or len(q_ids) != len(query_vecs):
+        raise DataError(
+            f"Dense run: {len(doc_vecs)} document vectors for {len(d_ids)} ids and {len(query_vecs)} query "
+            f"vectors for {len(q_ids)} ids; give one id per row."
+        )
+    if depth < 1:
+        raise ValueError(f"depth must be >= 1, got {depth}.")
+    k = min(depth, len(d_ids))
+    if k == 0 or len(q_ids) == 0:
+        return Run.from_ranked_lists(name, {})
+    idx, scores = dense_search(query_vecs, doc_vecs, k)
+    nq = len(q_ids)
+    df = pd.DataFrame(
+        {
+            "_q": np.repeat(np.arange(nq), k),
+            "query_id": pd.Series(np.repeat(q_ids, k), dtype=object),
+            "doc_id": pd.Series(d_ids[np.asarray(idx).reshape(-1)], dtype=object),
+            "score": np.asarray(scores, dtype=np.float64).reshape(-1),
+        }
+    )
+    df = df.sort_values(["_q", "score", "doc_id"], ascending=[True, False, False], kind="mergesort")
+    df["rank"] = np.tile(np.arange(1, k + 1, dtype=np.int64), nq)
+    return Run(name, df.drop(columns="_q").reset_index(drop=True), source="exact dense search")
+
+
+def hybrid_run(bm25: Run, dense: Run, *, k: int = 60, depth: int = 100) -> Run:
+    """Reciprocal rank fusion of a BM25 and a dense run (``k=60``), cut at ``depth``, named "hybrid"."""
+    return rrf([bm25, dense], k=k, name="hybrid", depth=depth)

@@ -1,0 +1,298 @@
+"""Tokenizer, BM25 engines (against hand arithmetic, bm25s and rank-bm25 themselves), term overlap, NFCorpus check."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from diagnose.data import DataError
+from diagnose.lexical import STOPWORDS_EN, BM25Index, highlight_spans, term_overlap, tokenize
+
+SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
+K1, B = 0.9, 0.4
+
+# Tiny corpus; "cat", "dog", "bird", "fish" are their own Snowball stems.
+#   d0 "cat cat dog" -> len 3, d1 "dog bird" -> len 2, d2 "fish" -> len 1;  N = 3, avgdl = 6 / 3 = 2
+#   df: cat 1, dog 2, bird 1, fish 1
+TINY_IDS = ["d0", "d1", "d2"]
+TINY = ["The cat, the cat and a dog.", "Dog bird", "FISH!"]
+
+
+def _norm(dl: float) -> float:
+    # k1 * (1 - b + b * dl / avgdl) with avgdl = 2
+    return K1 * (1 - B + B * dl / 2)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# tokenizer
+
+
+def test_tokenize_rules():
+    # lowercase; split on anything not a letter or digit (hyphen, apostrophe, underscore, dot); drop the 33
+    # Lucene/bm25s stopwords ("the", "of", "is", "s" is NOT one); Snowball English stems.
+    assert tokenize(["The Statins reduced Breast-cancer deaths"]) == [
+        ["statin", "reduc", "breast", "cancer", "death"]
+    ]
+    assert tokenize(["COVID_19 patient's risk is 3.5"]) == [["covid", "19", "patient", "s", "risk", "3", "5"]]
+    # unicode letters are letters: "Ärzte" is one token, lowercased
+    assert tokenize(["Ärzte über"]) == [[_stem("ärzte"), _stem("über")]]
+    assert tokenize(["", "the of is", None]) == [[], [], []]
+
+
+def _stem(word: str) -> str:
+    import Stemmer
+
+    return Stemmer.Stemmer("english").stemWord(word)
+
+
+def test_tokenize_refuses_a_single_string():
+    with pytest.raises(TypeError, match=r"tokenize\(\[text\]\)"):
+        tokenize("a query")
+
+
+def test_stopwords_are_bm25s_english_list():
+    from bm25s.stopwords import STOPWORDS_EN as BM25S_EN
+
+    assert frozenset(BM25S_EN) == STOPWORDS_EN
+    assert len(STOPWORDS_EN) == 33  # Lucene's EnglishAnalyzer.ENGLISH_STOP_WORDS_SET
+
+
+def test_import_is_lazy():
+    code = (
+        "import sys, diagnose.lexical; sys.exit(int(any(m in sys.modules for m in ('bm25s', 'rank_bm25'))))"
+    )
+    assert (
+        subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[1]).returncode == 0
+    )
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# BM25 scores by hand
+
+
+def test_bm25s_lucene_scores_by_hand():
+    idx = BM25Index.build(TINY, TINY_IDS)
+    # idf_lucene(df) = ln(1 + (N - df + 0.5) / (df + 0.5)); cat: ln(1 + 2.5/1.5) = ln(8/3) = 0.98083
+    # d0: tf 2, dl 3 -> 2 / (2 + 0.9 * (0.6 + 0.4 * 1.5)) = 2 / 3.08 = 0.64935 -> 0.63690
+    idf_cat = math.log(1 + 2.5 / 1.5)
+    # dog: df 2 -> ln(1 + 1.5/2.5) = ln(1.6) = 0.47000; d0: tf 1, dl 3 -> 1/2.08; d1: tf 1, dl 2 -> 1/(1 + 0.9) = 1/1.9
+    idf_dog = math.log(1 + 1.5 / 2.5)
+    expected_cat = [idf_cat * 2 / (2 + _norm(3)), 0, 0]
+    expected_dog = [idf_dog / (1 + _norm(3)), idf_dog / (1 + _norm(2)), 0]
+    np.testing.assert_allclose(idx.scores("cats"), expected_cat, rtol=1e-6)
+    np.testing.assert_allclose(idx.scores("dog"), expected_dog, rtol=1e-6)
+    # a repeated query term counts twice; unknown and stop words add nothing
+    np.testing.assert_allclose(idx.scores("cat cat the unicorn"), 2 * np.array(expected_cat), rtol=1e-6)
+    np.testing.assert_allclose(idx.scores("cat dog"), np.add(expected_cat, expected_dog), rtol=1e-6)
+    # dog is in d1 (shorter, dl 2 < 3) with the same tf -> d1 first
+    assert [d for d, _ in idx.search(["dog"], 10)[0]] == ["d1", "d0"]
+
+
+def test_rank_bm25_floors_common_terms_at_quarter_mean_idf():
+    idx = BM25Index.build(TINY, TINY_IDS, engine="rank_bm25")
+    # raw idf = ln((N - df + 0.5) / (df + 0.5)): cat, bird, fish ln(2.5/1.5) = 0.51083; dog ln(1.5/2.5) = -0.51083
+    # dog (df 2 > N/2) is floored at 0.25 * mean raw idf = 0.25 * (3 * 0.51083 - 0.51083) / 4 = 0.06385
+    eps = 0.25 * (3 * math.log(2.5 / 1.5) + math.log(1.5 / 2.5)) / 4
+    # tf part with (k1 + 1): d0 1 * 1.9 / (1 + 1.08), d1 1 * 1.9 / (1 + 0.9)
+    np.testing.assert_allclose(idx.scores("dog"), [eps * 1.9 / (1 + _norm(3)), eps * 1.9 / (1 + _norm(2)), 0])
+    cat = math.log(2.5 / 1.5) * 2 * 1.9 / (2 + _norm(3))
+    np.testing.assert_allclose(idx.scores("cat"), [cat, 0, 0])
+    # bm25s robertson clamps the same term at idf 0 instead: dog scores 0 everywhere, nothing is retrieved
+    rob = BM25Index.build(TINY, TINY_IDS, method="robertson")
+    np.testing.assert_array_equal(rob.scores("dog"), [0, 0, 0])
+    assert rob.search(["dog"], 3) == [[]]
+    # ... and where df <= N/2 it is exactly rank-bm25 / (k1 + 1)
+    np.testing.assert_allclose(rob.scores("cat"), np.array([cat, 0, 0]) / (K1 + 1), rtol=1e-6)
+
+
+def _random_corpus(rng: np.random.Generator, n_docs: int, vocab: int) -> list[str]:
+    words = [f"w{i}x" for i in range(vocab)]  # "w12x": Snowball leaves these alone
+    return [" ".join(rng.choice(words, size=rng.integers(1, 12))) for _ in range(n_docs)]
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_robertson_equals_okapi_over_k1_plus_1_when_no_term_is_in_half_the_docs(seed):
+    rng = np.random.default_rng(seed)
+    texts = _random_corpus(rng, 60, 80)
+    ids = [f"doc{i:02d}" for i in range(60)]
+    df = {}
+    for toks in tokenize(texts):
+        for t in set(toks):
+            df[t] = df.get(t, 0) + 1
+    assert max(df.values()) <= 30  # precondition: no term in more than half of the docs
+    rob = BM25Index.build(texts, ids, method="robertson")
+    oka = BM25Index.build(texts, ids, engine="rank_bm25")
+    queries = [" ".join(rng.choice(list(df), size=3)) for _ in range(20)]
+    for q in queries:
+        np.testing.assert_allclose(rob.scores(q), oka.scores(q) / (K1 + 1), rtol=1e-6, atol=1e-9)
+    assert [[d for d, _ in r] for r in rob.search(queries, 10)] == [
+        [d for d, _ in r] for r in oka.search(queries, 10)
+    ]
+
+
+def test_scores_match_the_engines_own_scoring():
+    import bm25s
+    from rank_bm25 import BM25Okapi
+
+    rng = np.random.default_rng(7)
+    texts = _random_corpus(rng, 50, 30)  # 30 words: many terms are in > half of the docs
+    ids = [str(i) for i in range(50)]
+    toks = tokenize(texts)
+    queries = [" ".join(rng.choice([f"w{i}x" for i in range(30)], size=4)) for _ in range(10)]
+    for method in ("lucene", "robertson", "atire"):
+        ref = bm25s.BM25(k1=K1, b=B, method=method)
+        ref.index(toks, show_progress=False)
+        idx = BM25Index.build(texts, ids, method=method)
+        for q in queries:
+            np.testing.assert_allclose(idx.scores(q), ref.get_scores(tokenize([q])[0]), rtol=1e-5, atol=1e-6)
+    ref = BM25Okapi(toks, k1=K1, b=B)
+    idx = BM25Index.build(texts, ids, engine="rank-bm25")
+    for q in queries:
+        np.testing.assert_allclose(idx.scores(q), ref.get_scores(tokenize([q])[0]), rtol=1e-6)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# ranking conventions
+
+
+DUPS = ["cat dog", "cat dog", "cat fish fish fish", "bird"]
+DUP_IDS = ["a", "b", "c", "z"]
+
+
+@pytest.mark.parametrize("engine", ["bm25s", "rank_bm25"])
+def test_search_ties_by_doc_id_descending_and_zero_scores_left_out(engine):
+    idx = BM25Index.build(DUPS, DUP_IDS, engine=engine)
+    # "cat dog": a and b are identical (tie, both contain both terms) > c (cat only); z shares nothing
+    (res,) = idx.search(["cat dog"], 10)
+    assert [d for d, _ in res] == ["b", "a", "c"]
+    assert res[0][1] == res[1][1] > res[2][1] > 0
+    # k cuts after the tie order: top 1 is "b"
+    assert [d for d, _ in idx.search(["cat dog"], 1)[0]] == ["b"]
+    # no query term in the corpus -> empty list; several queries in one call keep their order
+    assert idx.search(["unicorn", "bird", "the"], 5) == [[], [("z", idx.scores("bird")[3])], []]
+
+
+def test_rank_of_counts_strictly_higher_scores():
+    idx = BM25Index.build(DUPS, DUP_IDS)
+    s = idx.scores("cat dog")  # a == b > c > z == 0
+    ranks = idx.rank_of("cat dog", ["a", "b", "c", "z", "nope"])
+    # a, b: nobody higher -> 1; c: a, b higher -> 3; z: a, b, c higher -> 4; unknown -> None
+    assert [r for r, _ in ranks] == [1, 1, 3, 4, None]
+    assert [sc for _, sc in ranks[:4]] == pytest.approx(list(s))
+    assert math.isnan(ranks[4][1])
+
+
+def test_to_run():
+    idx = BM25Index.build(DUPS, DUP_IDS)
+    run = idx.to_run(["q1", "q2", "q3"], ["cat dog", "unicorn", "fish"], depth=2, name="lex")
+    assert run.name == "lex"
+    assert run.df["query_id"].tolist() == ["q1", "q1", "q3"]  # q2 matches nothing: no rows
+    assert run.df["doc_id"].tolist() == ["b", "a", "c"]
+    assert run.df["rank"].tolist() == [1, 2, 1]
+    assert run.df["rank"].dtype == np.int64 and run.df["score"].dtype == np.float64
+    with pytest.raises(DataError, match="duplicate query ids"):
+        idx.to_run(["q1", "q1"], ["cat", "dog"])
+
+
+def test_build_errors():
+    with pytest.raises(DataError, match="duplicate document ids.*'a'"):
+        BM25Index.build(["x", "y"], ["a", "a"])
+    with pytest.raises(DataError, match="2 texts but 1 ids"):
+        BM25Index.build(["x", "y"], ["a"])
+    with pytest.raises(DataError, match="empty"):
+        BM25Index.build([], [])
+    with pytest.raises(DataError, match="no document has a single indexable word"):
+        BM25Index.build(["the", "...", ""], ["a", "b", "c"])
+    with pytest.raises(ValueError, match="Unknown BM25 engine"):
+        BM25Index.build(["x"], ["a"], engine="lucene")
+    with pytest.raises(ValueError, match="only implements BM25Okapi"):
+        BM25Index.build(["x"], ["a"], engine="rank_bm25", method="lucene")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# term overlap
+
+
+def test_term_overlap_groups_surface_forms_by_stem():
+    q = "Do statins and statin drugs reduce the breast-cancer risk?"
+    doc = "Statin use and breast cancer survival: a cohort of drugs"
+    ov = term_overlap(q, doc)
+    # query terms (stopwords and, the dropped): do, statins/statin, drugs, reduce, breast, cancer, risk -> 7
+    assert ov.query_terms == ("do", "statins/statin", "drugs", "reduce", "breast", "cancer", "risk")
+    assert ov.stems == ("do", "statin", "drug", "reduc", "breast", "cancer", "risk")
+    assert ov.present == ("statins/statin", "drugs", "breast", "cancer")
+    assert ov.missing == ("do", "reduce", "risk")
+    assert ov.stems_present == ("statin", "drug", "breast", "cancer")
+    assert ov.stems_missing == ("do", "reduc", "risk")
+    assert ov.overlap_ratio == pytest.approx(4 / 7)
+
+
+def test_term_overlap_empty_query():
+    ov = term_overlap("the of", "anything")
+    assert ov.query_terms == () and ov.overlap_ratio == 0.0
+
+
+def test_highlight_spans():
+    text = "Statins: the statin-use of STATIN users"
+    spans = highlight_spans(text, {"statin", "use"})
+    # "Statins" 0-7, "statin" 13-19, "use" 20-23, "STATIN" 27-33; "users" stems to "user", not "use"
+    assert spans == [(0, 7), (13, 19), (20, 23), (27, 33)]
+    assert [text[a:b] for a, b in spans] == ["Statins", "statin", "use", "STATIN"]
+    assert highlight_spans(text, {"the"}) == []  # stopwords are never terms
+    assert highlight_spans(text, []) == []
+    # "İ".lower() is two characters; spans still index the original text
+    t2 = "İzmir statins"
+    assert [t2[a:b] for a, b in highlight_spans(t2, {"statin"})] == ["statins"]
+
+
+def test_overlap_uses_the_index_tokenizer():
+    # every stem term_overlap reports present is a term BM25 scores for that document, and vice versa
+    idx = BM25Index.build(DUPS, DUP_IDS)
+    for q in ["cat dogs", "fishes birds cats"]:
+        for j, doc in enumerate(DUPS):
+            ov = term_overlap(q, doc)
+            assert (idx.scores(" ".join(ov.stems_present))[j] > 0) == bool(ov.stems_present)
+            for stem in ov.stems_missing:
+                assert idx.scores(stem)[j] == 0
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# the published baseline
+
+
+@pytest.mark.skipif(not (SHARED / "nfcorpus").is_dir(), reason="../shared/data/nfcorpus not available")
+def test_nfcorpus_ndcg10_matches_anserini():
+    pytrec_eval = pytest.importorskip("pytrec_eval")
+    root = SHARED / "nfcorpus"
+    docs = [json.loads(line) for line in (root / "corpus.jsonl").open()]
+    queries = {o["_id"]: o["text"] for o in map(json.loads, (root / "queries.jsonl").open())}
+    qrels: dict[str, dict[str, int]] = {}
+    for line in (root / "qrels" / "test.tsv").read_text().splitlines()[1:]:
+        q, d, s = line.split("\t")
+        qrels.setdefault(q, {})[d] = int(s)
+    idx = BM25Index.build([f"{d['title']} {d['text']}".strip() for d in docs], [d["_id"] for d in docs])
+    qids = list(qrels)
+    res = idx.search([queries[q] for q in qids], 100)
+    run = {q: {d: s for d, s in r} for q, r in zip(qids, res, strict=True)}
+    per_q = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg_cut.10", "recall.100"}).evaluate(run)
+    assert len(qids) == 323
+    ndcg = sum(v["ndcg_cut_10"] for v in per_q.values()) / len(qids)
+    r100 = sum(v["recall_100"] for v in per_q.values()) / len(qids)
+    # Anserini BM25 flat (BEIR): nDCG@10 0.3218, R@100 0.2457
+    assert abs(ndcg - 0.3218) < 0.015
+    assert abs(r100 - 0.2457) < 0.015
+
+
+@pytest.mark.parametrize("engine", ["bm25s", "rank_bm25"])
+def test_documents_without_words_are_indexed_but_never_retrieved(engine):
+    # "" and "the of" have no token: they count in N (3) and in avgdl ((1 + 0 + 0) / 3), and always score 0
+    idx = BM25Index.build(["cat", "", "the of"], ["a", "b", "c"], engine=engine)
+    assert len(idx) == 3
+    assert [d for d, _ in idx.search(["cat"], 3)[0]] == ["a"]
+    assert [r for r, _ in idx.rank_of("cat", ["a", "b", "c"])] == [1, 2, 2]
