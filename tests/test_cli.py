@@ -156,3 +156,41 @@ def test_rerank_report(files, capsys):
     # candidates' recall@3: q1 1/2, q2 0 -> 0.25 is the ceiling of a reranker of them
     assert rep["ceiling_recall"] == pytest.approx(0.25)
     assert sorted(rep["recovered"]) == ["q1", "q2"] and rep["introduced"] == []
+
+
+def test_failures_with_precomputed_vectors(tmp_path, capsys):
+    """`diagnose failures` on the user's own vectors: no model is loaded, the JSON contract holds."""
+    import numpy as np
+
+    (tmp_path / "qrels").mkdir()
+    (tmp_path / "corpus.jsonl").write_text(
+        "".join(
+            json.dumps({"_id": d, "title": "", "text": t}) + "\n"
+            for d, t in [("a", "alpha page"), ("b", "beta page"), ("t", "reset the vpn token")]
+        )
+    )
+    (tmp_path / "queries.jsonl").write_text(json.dumps({"_id": "q", "text": "vpn token reset"}) + "\n")
+    (tmp_path / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq\tt\t2\n")
+    (tmp_path / "run.trec").write_text("q Q0 a 1 2.0 r\nq Q0 b 2 1.0 r\n")
+    # q = (1,0,0) and t = (1,0,0): exact dense search ranks t first, the run never returned it -> index_gap
+    np.save(tmp_path / "docs.npy", np.array([[0, 1, 0], [0, 0, 1], [1, 0, 0]], dtype=np.float32))
+    np.save(tmp_path / "queries.npy", np.array([[1, 0, 0]], dtype=np.float32))
+    (tmp_path / "doc_ids.txt").write_text("a\nb\nt\n")
+    (tmp_path / "query_ids.txt").write_text("q\n")
+    code, out, err = run_cli(
+        capsys, "failures", "--data", tmp_path, "--run", tmp_path / "run.trec", "--k", "1", "--format", "json",
+        "--doc-embeddings", tmp_path / "docs.npy", "--doc-ids", tmp_path / "doc_ids.txt",
+        "--query-embeddings", tmp_path / "queries.npy", "--query-ids", tmp_path / "query_ids.txt",
+    )  # fmt: skip
+    assert code == 0, err
+    payload = json.loads(out)
+    (f,) = payload["failures"]
+    assert f["class"] == "index_gap" and f["dense_rank"] == 1 and f["run_rank"] is None
+    assert f["cosine"] == pytest.approx(1.0) and f["bm25_rank"] == 1
+    assert payload["class_counts"]["index_gap"] == 1
+    assert payload["threshold"]["seed"] == 0.75
+
+
+def test_failures_needs_texts(files, capsys):
+    code, _, err = run_cli(capsys, "failures", "--qrels", files / "qrels.tsv", "--run", files / "good.trec")
+    assert code == 2 and "corpus" in err and "Traceback" not in err
