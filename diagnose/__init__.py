@@ -8,6 +8,6 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-from diagnose.data import Corpus, Dataset, DataError, Qrels, Queries, Run, ValidationReport
+from diagnose.data import Corpus, DataError, Dataset, Qrels, Queries, Run, ValidationReport
 
 __all__ = ["Corpus", "DataError", "Dataset", "Qrels", "Queries", "Run", "ValidationReport", "__version__"]

@@ -102,7 +102,8 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument(
         "--metrics",
         default=None,
-        help="comma-separated metric names, e.g. ndcg@10,recall,mrr (a name without @k is taken at every --k)",
+        help="comma-separated metric names, e.g. ndcg@10,recall,mrr@10 (precision, recall, hit_rate, ndcg and f1 "
+        "without @k are taken at every --k; mrr, map and r_precision without @k mean no cutoff)",
     )
     ev.add_argument("--per-query", action="store_true", help="also print per-query values")
     ev.add_argument("--format", choices=["table", "json", "csv", "markdown"], default="table")
@@ -483,10 +484,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 def _headline_metrics(args: argparse.Namespace, ks: list[int], metric_names: list[str], max_drop) -> list[str]:
     """What the comparisons test: the metrics asked for with --metrics, else nDCG, recall at the largest k and MRR;
     plus every --max-drop metric. (Testing every metric at every k would make the Holm family needlessly large.)"""
-    if args.metrics:
-        chosen = list(metric_names)
-    else:
-        chosen = [f"ndcg@{ks[-1]}", f"recall@{ks[-1]}", "mrr"]
+    chosen = list(metric_names) if args.metrics else [f"ndcg@{ks[-1]}", f"recall@{ks[-1]}", "mrr"]
     return list(dict.fromkeys([*chosen, *max_drop]))
 
 
@@ -606,7 +604,8 @@ def cmd_failures(args: argparse.Namespace) -> int:
     ds = _load(args, need_text=True)
     (run,) = ds.runs.values()
     golden = ds.qrels.queries_with_relevant()
-    space = _vector_space(args, ds, [q for q in golden if q in ds.queries.text_of()])
+    with_text = ds.queries.text_of()
+    space = _vector_space(args, ds, [q for q in golden if q in with_text])
     if args.format == "table":
         print("building the BM25 index ...", file=sys.stderr)
     bm25 = BM25Index.build(ds.corpus.texts(), list(ds.corpus.ids), engine=args.bm25_engine)

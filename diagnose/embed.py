@@ -132,21 +132,60 @@ class KeywordEncoder:
 
 
 class SentenceTransformerEncoder:
-    """A loaded sentence-transformers model (see :func:`load_encoder`).
+    """A sentence-transformers model (see :func:`load_encoder`).
 
     ``name`` is the cache identity, ``label`` what to show a person, ``source`` where the weights came from.
+    Given ``loader`` instead of ``model``, the model is loaded on first use (``.model``, ``.dim`` or ``encode``):
+    a run whose vectors all come from the cache never imports torch. ``dim`` may be given up front (the cache
+    remembers it) to keep it that way.
     """
 
-    def __init__(self, model: Any, *, name: str, label: str, source: str) -> None:
-        self.model = model
+    def __init__(
+        self,
+        model: Any = None,
+        *,
+        name: str,
+        label: str,
+        source: str,
+        loader: Callable[[], Any] | None = None,
+        dim: int | None = None,
+    ) -> None:
+        if model is None and loader is None:
+            raise ValueError("SentenceTransformerEncoder needs a model or a loader")
+        self._model = model
+        self._loader = loader
         self.name = name
         self.label = label
         self.source = source
-        get_dim = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
-        dim = get_dim()
-        if dim is None:  # some custom stacks do not declare it: ask the model once
-            dim = int(np.asarray(model.encode(["dimension probe"], convert_to_numpy=True)).shape[1])
-        self.dim = int(dim)
+        self._dim = int(dim) if dim is not None else None
+
+    @property
+    def loaded(self) -> bool:
+        return self._model is not None
+
+    @property
+    def model(self) -> Any:
+        if self._model is None:
+            assert self._loader is not None
+            self._model = self._loader()
+        return self._model
+
+    @property
+    def dim(self) -> int:
+        if self._dim is None:
+            model = self.model
+            get_dim = (
+                getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
+            )
+            dim = get_dim()
+            if dim is None:  # some custom stacks do not declare it: ask the model once
+                dim = int(np.asarray(model.encode(["dimension probe"], convert_to_numpy=True)).shape[1])
+            self._dim = int(dim)
+        return self._dim
+
+    @dim.setter
+    def dim(self, value: int) -> None:
+        self._dim = int(value)
 
     def encode(self, texts: Sequence[str], *, batch_size: int = 64, progress: Progress = False) -> np.ndarray:
         texts = list(texts)
@@ -273,15 +312,27 @@ def _sentence_transformer(name_or_path: str, device: str, **kwargs: Any) -> Any:
 
 
 def _load_folder(folder: Path, *, label: str, device: str) -> SentenceTransformerEncoder:
-    try:
-        model = _sentence_transformer(str(folder), device, local_files_only=True)
-    except Exception as e:
+    """An encoder for a model folder. The folder is checked now; the weights are loaded on first use (so that a
+    run served from the cache does not pay the torch import), and a failure then is the same ModelLoadError."""
+    if not any(
+        (folder / f).is_file() for f in ("modules.json", "config.json", "config_sentence_transformers.json")
+    ):
         raise _fail(
             label,
-            f"the folder {folder} is not a loadable sentence-transformers model ({type(e).__name__}: {e}).",
-        ) from e
+            f"the folder {folder} is not a sentence-transformers model (no modules.json or config.json in it).",
+        )
+
+    def loader() -> Any:
+        try:
+            return _sentence_transformer(str(folder), device, local_files_only=True)
+        except Exception as e:
+            raise _fail(
+                label,
+                f"the folder {folder} is not a loadable sentence-transformers model ({type(e).__name__}: {e}).",
+            ) from e
+
     name = "st-sha256:" + model_fingerprint(folder)[:32]
-    return SentenceTransformerEncoder(model, name=name, label=label, source=str(folder))
+    return SentenceTransformerEncoder(name=name, label=label, source=str(folder), loader=loader)
 
 
 def _hub_revision(repo_ids: Sequence[str]) -> tuple[str, str] | None:
@@ -401,6 +452,14 @@ class EmbeddingCache:
     def store_dir(self, encoder_name: str) -> Path:
         return self.directory / f"{slug(encoder_name)}-{text_key(encoder_name)[:12]}"
 
+    def known_dim(self, encoder_name: str) -> int | None:
+        """The vector size recorded for this encoder identity, if it was cached before (no model needed)."""
+        try:
+            meta = json.loads((self.store_dir(encoder_name) / "encoder.json").read_text())
+            return int(meta["dim"]) if meta.get("name") == encoder_name else None
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+
     def store(self, encoder: Encoder, report: ValidationReport | None = None) -> RowStore:
         key = (encoder.name, int(encoder.dim))
         st = self._stores.get(key)
@@ -463,6 +522,10 @@ def embed_texts(
       norm 0 stay 0); non-finite output raises ``RuntimeError``.
     """
     texts = list(texts)
+    if cache is not None and isinstance(encoder, SentenceTransformerEncoder) and not encoder.loaded:
+        known = cache.known_dim(encoder.name)
+        if known is not None and encoder._dim is None:
+            encoder.dim = known  # the cache may serve everything: do not load the model just for its size
     dim = int(encoder.dim)
     if not texts:
         return np.zeros((0, dim), dtype=np.float32)

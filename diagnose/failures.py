@@ -35,8 +35,8 @@ import re
 import unicodedata
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
-from typing import Literal
+from dataclasses import asdict, dataclass, field, fields
+from typing import Literal, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -119,8 +119,7 @@ class Thresholds:
     top_shown: int = 10
 
 
-@dataclass(frozen=True)
-class Competitor:
+class Competitor(NamedTuple):
     """A document the run ranked above the target."""
 
     doc_id: str
@@ -157,13 +156,17 @@ class Failure:
     top_retrieved: tuple[Competitor, ...] = ()
 
     def to_dict(self) -> dict:
-        d = asdict(self)
+        # shallow on purpose: dataclasses.asdict deep-copies every field and dominated `--format json` time
+        d = {f: getattr(self, f) for f in _FAILURE_FIELDS}
         d["class"] = d.pop("cls")
         d["label"] = CLASS_LABELS[self.cls]
         d["present_terms"] = list(self.present_terms)
         d["missing_terms"] = list(self.missing_terms)
-        d["top_retrieved"] = [asdict(c) for c in self.top_retrieved]
+        d["top_retrieved"] = [c._asdict() for c in self.top_retrieved]
         return d
+
+
+_FAILURE_FIELDS = tuple(f.name for f in fields(Failure))
 
 
 @dataclass(frozen=True)

@@ -124,7 +124,8 @@ def compare_models(
         )
     metric = metric or f"ndcg@{k}"
     metrics = list(dict.fromkeys([metric, f"ndcg@{k}", f"recall@{k}", f"hit_rate@{k}", "mrr"]))
-    golden = [q for q in ds.qrels.queries_with_relevant() if q in ds.queries.text_of()]
+    with_text = ds.queries.text_of()
+    golden = [q for q in ds.qrels.queries_with_relevant() if q in with_text]
     if bm25 is None:
         bm25 = BM25Index.build(ds.corpus.texts(), list(ds.corpus.ids))
     items = list(encoders) if encoders is not None else [embed.load_encoder(m) for m in models]

@@ -55,6 +55,21 @@ def test_bundled_model_vectors_and_semantics(encoder, tmp_path):
     np.testing.assert_array_equal(v, v2)
 
 
+def test_a_cache_hit_never_loads_the_model(encoder, tmp_path):
+    # first run: encodes (and so loads the weights); a fresh encoder on the same cache serves every vector from
+    # disk without loading the weights or importing anything heavy for them
+    texts = [QUESTION, UNRELATED]
+    v = embed_texts(encoder, texts, cache=EmbeddingCache(tmp_path))
+    fresh = load_encoder(None)
+    assert not fresh.loaded
+    v2 = embed_texts(fresh, texts, cache=EmbeddingCache(tmp_path))
+    assert not fresh.loaded and fresh.dim == 384
+    np.testing.assert_array_equal(v, v2)
+    # a text the cache lacks loads the model on demand
+    embed_texts(fresh, [PARAPHRASE], cache=EmbeddingCache(tmp_path))
+    assert fresh.loaded
+
+
 def test_hub_name_alias_and_copied_folder_share_the_bundled_identity(encoder, tmp_path):
     assert load_encoder("sentence-transformers/all-MiniLM-L6-v2").name == encoder.name
     copy = tmp_path / "minilm-copy"
