@@ -330,6 +330,14 @@ def _vector_space(args: argparse.Namespace, ds, query_ids):
     )
 
 
+def _cache_root(args: argparse.Namespace):
+    from pathlib import Path
+
+    from diagnose.cache import default_cache_root
+
+    return Path(args.cache_dir) if args.cache_dir else default_cache_root()
+
+
 def _fmt(v: Any) -> str:
     if isinstance(v, float):
         return "nan" if math.isnan(v) else f"{v:.4f}"
@@ -481,7 +489,9 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     return _gate_exit(gate)
 
 
-def _headline_metrics(args: argparse.Namespace, ks: list[int], metric_names: list[str], max_drop) -> list[str]:
+def _headline_metrics(
+    args: argparse.Namespace, ks: list[int], metric_names: list[str], max_drop
+) -> list[str]:
     """What the comparisons test: the metrics asked for with --metrics, else nDCG, recall at the largest k and MRR;
     plus every --max-drop metric. (Testing every metric at every k would make the Holm family needlessly large.)"""
     chosen = list(metric_names) if args.metrics else [f"ndcg@{ks[-1]}", f"recall@{ks[-1]}", "mrr"]
@@ -608,7 +618,10 @@ def cmd_failures(args: argparse.Namespace) -> int:
     space = _vector_space(args, ds, [q for q in golden if q in with_text])
     if args.format == "table":
         print("building the BM25 index ...", file=sys.stderr)
-    bm25 = BM25Index.build(ds.corpus.texts(), list(ds.corpus.ids), engine=args.bm25_engine)
+    bm25 = BM25Index.build(
+        ds.corpus.texts(), list(ds.corpus.ids), engine=args.bm25_engine, cache_dir=_cache_root(args) / "bm25",
+        report=ds.report,
+    )  # fmt: skip
     thresholds = Thresholds(seed_cosine=args.seed_threshold, duplicate_cosine=args.duplicate_cosine)
     diag = diagnose_run(ds, run, space, bm25, k=args.k, mode=args.failure, thresholds=thresholds)
     noise = find_label_noise(ds, run, space, k=args.k, duplicate_cosine=args.duplicate_cosine)

@@ -57,16 +57,19 @@ Ranking conventions
 
 from __future__ import annotations
 
+import hashlib
 import re
 import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from diagnose.data import DataError, Run
+from diagnose.cache import ArrayCache
+from diagnose.data import DataError, Run, ValidationReport
 
 #: bm25s.stopwords.STOPWORDS_EN == Lucene's EnglishAnalyzer.ENGLISH_STOP_WORDS_SET (33 words).
 #: Copied so that importing this module does not import bm25s; tests check they stay equal.
@@ -243,12 +246,16 @@ class BM25Index:
         k1: float = 0.9,
         b: float = 0.4,
         method: str | None = None,
+        cache_dir: str | Path | None = None,
+        report: ValidationReport | None = None,
     ) -> BM25Index:
         """Index ``texts`` (one per document, e.g. ``Corpus.texts()`` = title + text) under ``ids``.
 
         ``engine``: "bm25s" (default) or "rank_bm25" (see the module docstring for the formulas).
         ``method`` (bm25s only): "lucene" (default, Anserini's BM25), "robertson" or "atire"; rank_bm25 always
         uses BM25Okapi ("okapi"). Defaults k1=0.9, b=0.4 are Anserini's BEIR settings.
+        ``cache_dir`` (bm25s only): keep the term x document score matrix on disk, keyed by the SHA-1 of every
+        (id, text) and the parameters, so the next build of the same corpus skips tokenising and indexing.
         Raises DataError for duplicate ids, mismatched lengths, or a corpus without any indexable token.
         """
         engine = engine.replace("-", "_")
@@ -277,6 +284,16 @@ class BM25Index:
             raise DataError(
                 f"BM25 index: {int(dup.sum())} duplicate document ids (e.g. {ex}); ids must be unique."
             )
+        cache = (
+            ArrayCache(Path(cache_dir), report=report)
+            if cache_dir is not None and engine == "bm25s"
+            else None
+        )
+        key = _index_key(ids_arr, texts, method, k1, b) if cache is not None else ""
+        if cache is not None:
+            impl = _Bm25sImpl.from_cache(cache, key, len(ids_arr))
+            if impl is not None:
+                return cls(ids=ids_arr, engine=engine, method=method, k1=float(k1), b=float(b), impl=impl)
         tokens = tokenize(list(texts))
         if not any(tokens):
             raise DataError(
@@ -284,6 +301,8 @@ class BM25Index:
                 "stopwords). Check the corpus text field."
             )
         impl = _Bm25sImpl(tokens, k1, b, method) if engine == "bm25s" else _RankBm25Impl(tokens, k1, b)
+        if cache is not None:
+            impl.to_cache(cache, key)
         return cls(ids=ids_arr, engine=engine, method=method, k1=float(k1), b=float(b), impl=impl)
 
     # -- scoring -------------------------------------------------------------------------------------------------
@@ -392,6 +411,17 @@ def _topk_rows(
     )
 
 
+#: Bumped whenever :func:`tokenize` or the scoring changes, so cached indexes of the old rules are not reused.
+INDEX_VERSION = 1
+
+
+def _index_key(ids: np.ndarray, texts: Sequence[str], method: str, k1: float, b: float) -> str:
+    h = hashlib.sha1(f"bm25s/{INDEX_VERSION}/{method}/{k1!r}/{b!r}/{len(ids)}".encode())
+    for d, t in zip(ids, texts, strict=True):
+        h.update(f"{d}\0{t}\0".encode("utf-8", "surrogatepass"))
+    return "bm25-" + h.hexdigest()
+
+
 class _Bm25sImpl:
     """bm25s builds the (document x term) score matrix; we score query blocks with one sparse product."""
 
@@ -412,7 +442,36 @@ class _Bm25sImpl:
         )
         self.vocab: dict[str, int] = retriever.vocab_dict
         self.n_docs = n_docs
-        self.retriever = retriever
+
+    _PARTS = ("data", "indices", "indptr", "terms")
+
+    def to_cache(self, cache: ArrayCache, key: str) -> None:
+        terms = np.empty(len(self.vocab), dtype=object)
+        for t, j in self.vocab.items():
+            terms[j] = t
+        m = self.matrix
+        arrays = {"data": m.data, "indices": m.indices, "indptr": m.indptr, "terms": terms.astype(str)}
+        for part in self._PARTS:
+            cache.put(f"{key}/{part}", arrays[part])
+
+    @classmethod
+    def from_cache(cls, cache: ArrayCache, key: str, n_docs: int) -> _Bm25sImpl | None:
+        """The cached index, or None on a miss or anything inconsistent (then it is rebuilt and rewritten)."""
+        import scipy.sparse as sp
+
+        parts = {p: cache.get(f"{key}/{p}") for p in cls._PARTS}
+        if any(v is None for v in parts.values()):
+            return None
+        terms, indptr = parts["terms"], parts["indptr"]
+        if indptr.ndim != 1 or len(indptr) != len(terms) + 1 or len(parts["data"]) != len(parts["indices"]):
+            return None
+        if len(parts["indices"]) and int(parts["indices"].max()) >= n_docs:
+            return None
+        self = cls.__new__(cls)
+        self.matrix = sp.csr_matrix((parts["data"], parts["indices"], indptr), shape=(len(terms), n_docs))
+        self.vocab = {str(t): j for j, t in enumerate(terms)}
+        self.n_docs = n_docs
+        return self
 
     def score_block(self, queries: list[list[str]]) -> np.ndarray:
         import scipy.sparse as sp

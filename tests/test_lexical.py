@@ -296,3 +296,37 @@ def test_documents_without_words_are_indexed_but_never_retrieved(engine):
     assert len(idx) == 3
     assert [d for d, _ in idx.search(["cat"], 3)[0]] == ["a"]
     assert [r for r, _ in idx.rank_of("cat", ["a", "b", "c"])] == [1, 2, 2]
+
+
+def test_cached_index_gives_the_same_scores_without_tokenising(tmp_path, monkeypatch):
+    import diagnose.lexical as lexical
+
+    texts = ["the vpn token expired", "reset your password in keystone", "vpn client for linux", ""]
+    ids = ["a", "b", "c", "d"]
+    fresh = lexical.BM25Index.build(texts, ids, cache_dir=tmp_path)
+    expected = fresh.score_matrix(["vpn token", "password reset linux"])
+
+    calls = []
+    real = lexical.tokenize
+    monkeypatch.setattr(lexical, "tokenize", lambda t: calls.append(len(t)) or real(t))
+    cached = lexical.BM25Index.build(texts, ids, cache_dir=tmp_path)
+    assert calls == []  # served from disk: the corpus was not tokenised again
+    np.testing.assert_array_equal(cached.score_matrix(["vpn token", "password reset linux"]), expected)
+    # another text, another key: rebuilt
+    calls.clear()
+    lexical.BM25Index.build([*texts[:3], "new text"], ids, cache_dir=tmp_path)
+    assert calls == [4]
+
+
+def test_corrupt_cached_index_is_rebuilt(tmp_path):
+    from diagnose.data import ValidationReport
+
+    texts, ids = ["alpha beta", "beta gamma"], ["x", "y"]
+    want = BM25Index.build(texts, ids).score_matrix(["beta"])
+    BM25Index.build(texts, ids, cache_dir=tmp_path)
+    for f in tmp_path.glob("*.npy"):
+        f.write_bytes(b"garbage")
+    report = ValidationReport()
+    again = BM25Index.build(texts, ids, cache_dir=tmp_path, report=report)
+    np.testing.assert_array_equal(again.score_matrix(["beta"]), want)
+    assert report.by_code("cache_corrupt")
