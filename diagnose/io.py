@@ -774,40 +774,7 @@ def _read_run_jsonl(raw: bytes, file: str, name: str, report: ValidationReport) 
     ss: list[float] = []
     seen: dict[str, int] = {}
     repeated: list[str] = []
-    for lineno, line in _lines(raw):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise _fatal(
-                file,
-                lineno,
-                f"invalid JSON ({e.msg} at column {e.colno})",
-                _snip(line),
-                expected,
-                "fix the JSON on this line",
-            ) from None
-        if not isinstance(obj, dict):
-            raise _fatal(
-                file,
-                lineno,
-                f"a JSON {type(obj).__name__}, not an object",
-                _snip(line),
-                expected,
-                "wrap the line in an object",
-            )
-        qid = _json_key(obj, _JSON_Q_KEYS)
-        if qid is None:
-            raise _fatal(
-                file,
-                lineno,
-                f"no query id (keys seen: {', '.join(sorted(obj)) or 'none'})",
-                None,
-                expected,
-                'add "query_id"',
-            )
-        qid = str(qid).strip()
+    for lineno, line, obj, qid in _json_query_lines(raw, file, expected, "wrap the line in an object"):
         if "results" in obj:
             items = obj["results"]
             if not isinstance(items, list):
@@ -872,6 +839,41 @@ def _read_run_jsonl(raw: bytes, file: str, name: str, report: ValidationReport) 
         report,
         order=np.arange(len(qs), dtype=np.int64),
     )
+
+
+def _json_query_lines(
+    raw: bytes, file: str, expected: str, not_object_fix: str
+) -> Iterator[tuple[int, bytes, dict[str, Any], str]]:
+    """(line number, line, object, query id) for every non-blank line of a JSONL file keyed by query.
+
+    A line that is not valid JSON, not an object, or has no query id is fatal: the error names the file and line.
+    """
+    for lineno, line in _lines(raw):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise _fatal(
+                file, lineno, f"invalid JSON ({e.msg} at column {e.colno})", _snip(line), expected,
+                "fix the JSON on this line",
+            ) from None  # fmt: skip
+        if not isinstance(obj, dict):
+            raise _fatal(
+                file,
+                lineno,
+                f"a JSON {type(obj).__name__}, not an object",
+                _snip(line),
+                expected,
+                not_object_fix,
+            )
+        qid = _json_key(obj, _JSON_Q_KEYS)
+        if qid is None:
+            raise _fatal(
+                file, lineno, f"no query id (keys seen: {', '.join(sorted(obj)) or 'none'})", None, expected,
+                'add "query_id"',
+            )  # fmt: skip
+        yield lineno, line, obj, str(qid).strip()
 
 
 def _json_key(obj: Mapping[str, Any], keys: Sequence[str]) -> Any:
@@ -1260,40 +1262,7 @@ def _read_qrels_jsonl(raw: bytes, file: str, report: ValidationReport) -> pd.Dat
     qs: list[str] = []
     ds: list[str] = []
     gs: list[int] = []
-    for lineno, line in _lines(raw):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise _fatal(
-                file,
-                lineno,
-                f"invalid JSON ({e.msg} at column {e.colno})",
-                _snip(line),
-                expected,
-                "fix the JSON on this line",
-            ) from None
-        if not isinstance(obj, dict):
-            raise _fatal(
-                file,
-                lineno,
-                f"a JSON {type(obj).__name__}, not an object",
-                _snip(line),
-                expected,
-                "write one object per line",
-            )
-        qid = _json_key(obj, _JSON_Q_KEYS)
-        if qid is None:
-            raise _fatal(
-                file,
-                lineno,
-                f"no query id (keys seen: {', '.join(sorted(obj)) or 'none'})",
-                None,
-                expected,
-                'add "query_id"',
-            )
-        qid = str(qid).strip()
+    for lineno, line, obj, qid in _json_query_lines(raw, file, expected, "write one object per line"):
         rel = obj.get("relevant")
         if isinstance(rel, list):
             pairs = [(x, 1) for x in rel]
