@@ -411,6 +411,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         raise DataError("--max-drop needs a reference: pass --compare-to NAME=FILE or a second --run.")
     results = evaluate_many(ds.qrels, ds.runs, metric_names)
     comparisons = _comparisons(args, results, reference, _headline_metrics(args, ks, metric_names, max_drop))
+    changes = _fixes_and_breaks(results, reference, ks[-1]) if len(results) > 1 else {}
     gate = _gate(results, reference, fail_under, max_drop, skip_reference=bool(args.compare_to or max_drop))
     slices = None
     if args.slice:
@@ -438,6 +439,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         payload["no_relevant_queries"] = list(next(iter(results.values())).no_relevant_queries)
         payload["reference"] = reference
         payload["comparisons"] = [c.to_dict() for c in comparisons]
+        payload["query_changes"] = changes
         if slices is not None:
             payload["slices"] = slices.to_dict(orient="records")
         payload["gate"] = {"passed": not gate, "failures": gate}
@@ -486,6 +488,12 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         )
         for c in comparisons:
             print(f"- {c.verdict()}")
+        for name, ch in changes.items():
+            print(
+                f"- {name} vs {reference} at k={ks[-1]}: fixes {len(ch['fixed'])} queries "
+                f"({', '.join(ch['fixed'][:8]) or '-'}), breaks {len(ch['broken'])} "
+                f"({', '.join(ch['broken'][:8]) or '-'}); `diagnose failures` tells why each one fails."
+            )
     return _gate_exit(gate)
 
 
@@ -496,6 +504,26 @@ def _headline_metrics(
     plus every --max-drop metric. (Testing every metric at every k would make the Holm family needlessly large.)"""
     chosen = list(metric_names) if args.metrics else [f"ndcg@{ks[-1]}", f"recall@{ks[-1]}", "mrr"]
     return list(dict.fromkeys([*chosen, *max_drop]))
+
+
+def _fixes_and_breaks(results, reference: str, k: int) -> dict[str, dict[str, list[str]]]:
+    """Per run: the golden queries it fixes (reference misses at k, run hits) and breaks (the reverse)."""
+    from diagnose.compare import per_query_deltas
+
+    metric = f"hit_rate@{k}"
+    if metric not in results[reference].per_query:
+        return {}
+    out = {}
+    for name, ev in results.items():
+        if name == reference:
+            continue
+        d = per_query_deltas(results[reference], ev, metric)
+        out[name] = {
+            "metric": metric,
+            "fixed": d.loc[d["change"] == "fixed", "query_id"].astype(str).tolist(),
+            "broken": d.loc[d["change"] == "broken", "query_id"].astype(str).tolist(),
+        }
+    return out
 
 
 def _parse_bounds(items: list[str], flag: str) -> dict[str, float]:

@@ -115,14 +115,24 @@ def rerank_cross_encoder(
     batch_size: int = 32, progress: bool = False,
 ) -> Run:  # fmt: skip
     """Rerank the top ``depth`` of ``run`` live with a sentence-transformers CrossEncoder (name or local folder)."""
+    from pathlib import Path
+
+    from diagnose.embed import hub_offline, hub_reachable
+
+    hint = "Pass a local folder with a sentence-transformers CrossEncoder, or a hub name when the machine is online."
+    local = Path(model).expanduser().is_dir()
+    if not local and (hub_offline() or not hub_reachable()):
+        # without this check sentence-transformers retries an unreachable hub for about 70 s before failing
+        raise DataError(
+            f"Could not load the cross-encoder {model!r}: no such folder, and the hub is unreachable. {hint}"
+        )
     try:
         from sentence_transformers import CrossEncoder
 
-        ce = CrossEncoder(model, device="cpu")
+        ce = CrossEncoder(model, device="cpu", local_files_only=local)
     except Exception as e:  # noqa: BLE001 - any loading failure is the user's model choice
         raise DataError(
-            f"Could not load the cross-encoder {model!r}: {type(e).__name__}: {e}. Pass a local folder with a "
-            "sentence-transformers CrossEncoder, or a hub name when the machine is online."
+            f"Could not load the cross-encoder {model!r}: {type(e).__name__}: {e}. {hint}"
         ) from None
     top = run.top(depth)
     pairs = [

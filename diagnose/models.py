@@ -3,7 +3,8 @@
 For each model: exact dense retrieval over the whole corpus, the golden set's metrics with 95% bootstrap confidence
 intervals, a paired randomization test against the best model (Holm-corrected; models the data cannot tell apart
 from the best share rank 1), encoding throughput on this machine, vector size, index memory, the calibrated
-similarity threshold, failure-class counts, and recall per millisecond of search.
+similarity threshold, failure-class counts, hubness (skewness of the k-occurrence of the model's dense run), and
+recall per millisecond of search.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from diagnose.data import DataError, Dataset
-from diagnose.failures import CLASSES, Diagnosis, diagnose_run
+from diagnose.failures import CLASSES, Diagnosis, diagnose_run, hubness
 from diagnose.metrics import Evaluation, evaluate
 from diagnose.space import VectorSpace
 
@@ -34,6 +35,7 @@ class ModelResult:
     evaluation: Evaluation
     ci: dict[str, tuple[float, float]]
     diagnosis: Diagnosis
+    hub_skewness: float = 0.0
 
     def row(self, metric: str, k: int) -> dict:
         recall = self.evaluation.aggregate[f"recall@{k}"]
@@ -49,6 +51,7 @@ class ModelResult:
             "ms_per_query": self.ms_per_query,
             f"recall@{k}_per_ms": recall / self.ms_per_query if self.ms_per_query > 0 else float("nan"),
             "calibrated_threshold": self.diagnosis.calibration.calibrated,
+            f"hubness_skew@{k}": self.hub_skewness,
         }
         row.update({f"n_{c}": n for c, n in self.diagnosis.class_counts.items()})
         return row
@@ -163,6 +166,7 @@ def compare_models(
                 evaluation=ev,
                 ci=ci,
                 diagnosis=diag,
+                hub_skewness=hubness(run, k=k, n_docs=len(ds.corpus)).skewness,
             )
         )
     ranking = rank_with_ties(

@@ -56,6 +56,8 @@ def test_evaluate_json_contract(files, capsys):
     assert set(good["per_query"]) == {"q1", "q2"}
     assert payload["comparisons"] and set(payload["comparisons"][0]) >= COMPARISON_KEYS
     assert payload["gate"] == {"passed": True, "failures": []}
+    # b vs good at k=3: q1 (d1 at rank 3) still a hit, q2 (nothing relevant) broken
+    assert payload["query_changes"]["b"] == {"metric": "hit_rate@3", "fixed": [], "broken": ["q2"]}
 
 
 def test_evaluate_without_per_query_has_no_per_query(files, capsys):
