@@ -204,9 +204,7 @@ class Run:
         return out
 
     @classmethod
-    def from_ranked_lists(
-        cls, name: str, lists: dict[str, list[tuple[str, float]]], source: str = ""
-    ) -> Run:
+    def from_ranked_lists(cls, name: str, lists: dict[str, list[tuple[str, float]]], source: str = "") -> Run:
         """Build a run from ``{query_id: [(doc_id, score), ...]}`` already in rank order."""
         q, d, s, r = [], [], [], []
         for qid, items in lists.items():

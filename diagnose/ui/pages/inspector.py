@@ -1,0 +1,159 @@
+"""Query inspector: one failed query, each missed target with its evidence, and what the run retrieved instead."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from diagnose.failures import CLASS_LABELS, RECOMMENDATIONS, sort_worst
+from diagnose.lexical import highlight_spans, term_overlap
+from diagnose.ui import state
+from diagnose.ui.text import chips, escape_md, fmt, highlight_md, rank_text, truncate
+
+b = state.bundle()
+run_name = b.selected_run
+diag = b.diagnosis(run_name)
+cal = diag.calibration
+th = diag.thresholds
+
+st.title("Query inspector")
+failed = list(dict.fromkeys(f.query_id for f in sort_worst(diag.failures)))
+if not failed:
+    st.success(f"Run {escape_md(run_name)} has no failed query at k={b.k}: nothing to inspect.")
+    st.stop()
+
+q_text = b.ds.queries.text_of()
+current = st.session_state.get("query_id")
+if current not in failed:
+    current = failed[0]
+st.session_state["inspector_query"] = current
+
+
+def _on_pick() -> None:
+    st.session_state["query_id"] = st.session_state["inspector_query"]
+
+
+qid = st.selectbox(
+    f"Failed query ({len(failed)} in run {run_name}, worst first)",
+    failed,
+    key="inspector_query",
+    on_change=_on_pick,
+    format_func=lambda q: f"{q}: {truncate(q_text.get(q, ''), 90)}",
+)
+st.session_state["query_id"] = qid
+query = q_text.get(qid, "")
+failures = [f for f in diag.failures if f.query_id == qid]
+
+st.subheader("Query")
+st.markdown(f"**{escape_md(qid)}**: {escape_md(query)}")
+terms = term_overlap(query, "").query_terms
+st.caption(
+    f"Query terms (BM25 tokenizer: stopwords dropped, stemmed): {', '.join(terms) or 'none'}. "
+    f"Cosine thresholds of {b.encoder_label}: seed {th.seed_cosine:.2f}, calibrated {cal.calibrated:.3f} "
+    f"({cal.to_dict()['method']}; {cal.n_pairs} pairs)."
+)
+
+bm25_scores = b.bm25.scores(query)
+
+
+def bm25_rank(doc_id: str) -> int | None:
+    row = b.space.doc_row.get(doc_id)
+    if row is None:
+        return None
+    return int(np.count_nonzero(bm25_scores > bm25_scores[row])) + 1
+
+
+def document_md(doc_id: str, stems: tuple[str, ...]) -> str | None:
+    doc = b.document(doc_id)
+    if doc is None:
+        return None
+    title, text = doc
+    body = highlight_md(text, highlight_spans(text, stems), style="background")
+    head = highlight_md(title, highlight_spans(title, stems), style="background") if title else ""
+    return (f"Title: {head}  \n" if head else "") + body
+
+
+st.subheader(f"Missed relevant document{'s' if len(failures) > 1 else ''} ({len(failures)})")
+for f in failures:
+    with st.container(border=True):
+        st.markdown(f"#### {CLASS_LABELS[f.cls]}: target {escape_md(f.doc_id)} (grade {f.grade})")
+        c = st.columns(5)
+        c[0].metric("cos(query, target)", fmt(f.cosine), help=f"calibrated threshold {cal.calibrated:.3f}")
+        c[1].metric(
+            "Run rank",
+            rank_text(f.run_rank) if f.run_rank else "none",
+            help=f"the target's rank in the run; none = not among the {f.run_depth} documents it returned",
+        )
+        c[2].metric("Exact dense rank", rank_text(f.dense_rank), help="among all documents, by cosine")
+        c[3].metric("BM25 rank", rank_text(f.bm25_rank), help="among all documents, by BM25 score")
+        c[4].metric(
+            "Query terms in target",
+            fmt(f.overlap, 2) if f.overlap is None else f"{f.overlap:.0%}",
+            help="share of the query's terms (stemmed, stopwords dropped) that occur in the target",
+        )
+        st.markdown("**Evidence.** " + escape_md(f.evidence))
+        st.info("**Recommendation.** " + RECOMMENDATIONS[f.cls], icon=":material/lightbulb:")
+        v1, v2 = st.columns(2)
+        v1.markdown(f"**Seed rule** (cosine < {th.seed_cosine:.2f}): {f.seed_verdict}")
+        v2.markdown(f"**Calibrated rule** (cosine < {cal.calibrated:.3f}): {f.calibrated_verdict}")
+        if f.seed_verdict != f.calibrated_verdict:
+            st.caption(
+                "The two rules disagree: the seed threshold 0.75 does not fit this model's cosine scale."
+            )
+        if f.duplicate_doc_id:
+            st.warning(
+                f"Near-duplicate in the top {b.k}: {escape_md(f.duplicate_doc_id)} (cosine "
+                f"{fmt(f.duplicate_cosine)}) is not judged relevant.",
+                icon=":material/content_copy:",
+            )
+        ov = term_overlap(query, " ".join(b.document(f.doc_id) or ("", "")))
+        md = document_md(f.doc_id, ov.stems_present)
+        if md is None:
+            st.error(f"Document {escape_md(f.doc_id)} is not in the corpus.")
+        else:
+            st.markdown("**The target** (query terms it contains are highlighted):")
+            with st.container(height=200):
+                st.markdown(md)
+            if ov.missing:
+                st.markdown("**Query terms missing from it:** " + chips(ov.missing))
+            else:
+                st.markdown("**Every query term occurs in it.**")
+
+st.subheader(f"What the run retrieved (top {b.k})")
+run = b.runs[run_name]
+top = run.df[(run.df["query_id"] == qid) & (run.df["rank"] <= b.k)]
+grades = b.grades(qid)
+rows = []
+for doc, rank, score in zip(top["doc_id"], top["rank"], top["score"], strict=True):
+    g = grades.get(doc)
+    mark = "unjudged" if g is None else (f"relevant ({g})" if g > 0 else "not relevant (0)")
+    d = b.document(doc)
+    rows.append(
+        {
+            "rank": int(rank),
+            "doc_id": doc,
+            "judgement": ("✅ " if g and g > 0 else "❌ " if g is not None else "· ") + mark,
+            "cosine": b.space.cosine(qid, doc)
+            if doc in b.space.doc_row and qid in b.space.query_row
+            else None,
+            "BM25 rank": bm25_rank(doc),
+            "run score": float(score),
+            "document": truncate(" ".join(d), 200) if d else "(not in the corpus)",
+        }
+    )
+if rows:
+    table = pd.DataFrame(rows)
+    table["BM25 rank"] = table["BM25 rank"].astype("Int64")
+    st.dataframe(
+        table,
+        hide_index=True,
+        width="stretch",
+        column_config={
+            "cosine": st.column_config.NumberColumn(format="%.3f", help="cos(query, document)"),
+            "run score": st.column_config.NumberColumn(format="%.4f"),
+            "document": st.column_config.TextColumn(width="large"),
+        },
+    )
+else:
+    st.warning(f"The run has no results for query {escape_md(qid)}: it scores 0 on every metric.")

@@ -1,0 +1,140 @@
+"""Overview: metrics of every run and baseline at k with quality bands, curves over k, failure classes."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from diagnose import charts
+from diagnose.failures import CLASS_LABELS, CLASSES
+from diagnose.metrics import BANDS, QUALITY_BANDS
+from diagnose.ui import state
+from diagnose.ui.text import escape_md
+
+b = state.bundle()
+k = b.k
+ds = b.ds
+
+st.title("Overview")
+st.caption(
+    f"{escape_md(b.settings.spec.label)}: {len(ds.corpus):,} documents, {len(b.golden):,} golden queries. "
+    f"Model {escape_md(b.encoder_label)}, k={k}, a query fails when "
+    f"{'no relevant document is in its top k' if b.mode == 'hit' else 'any relevant document is missing from its top k'}."
+)
+n_warn = len(ds.report.warnings)
+if n_warn:
+    st.warning(
+        f"The validation found {n_warn} problem{'s' if n_warn > 1 else ''} in the input (e.g. "
+        f"{escape_md(ds.report.warnings[0].message)}).",
+        icon=":material/warning:",
+    )
+    st.page_link(state.page_path("data"), label="Open the validation report", icon=":material/fact_check:")
+
+# ---------------------------------------------------------------------------------------------- metrics table
+st.subheader(f"Metrics at k={k}")
+table = b.metrics_table()
+diagnoses = {name: b.diagnosis(name) for name in b.run_names}
+table["failed queries"] = [len(diagnoses[n].failed_queries) for n in table["run"]]
+metric_cols = [f"{fam}@{k}" for fam in state.FAMILIES]
+same_n = table["queries"].nunique() == 1
+shown = table[["run", "kind", *([] if same_n else ["queries"]), *metric_cols, "failed queries"]].copy()
+for m in (f"ndcg@{k}", f"recall@{k}"):
+    shown.insert(shown.columns.get_loc(m) + 1, f"{m.split('@')[0]} band", table[f"band:{m}"])
+
+
+def _colour(col: pd.Series) -> list[str]:
+    """The quality band's colour (the same as in the charts), light enough to read the number on it."""
+    bands = table[f"band:{col.name}"]
+    return [
+        f"background-color: {charts.BAND_COLORS.get(x, charts.OTHER_COLOR)}55; color: #1f1f1f" for x in bands
+    ]
+
+
+styled = shown.style.apply(_colour, subset=metric_cols).format({m: "{:.3f}" for m in metric_cols})
+st.dataframe(
+    styled,
+    hide_index=True,
+    width="stretch",
+    key="metrics_table",
+    column_config={
+        "kind": st.column_config.TextColumn(width="small"),
+        "failed queries": st.column_config.NumberColumn(
+            "failed", width="small", help=f"golden queries that fail at k={k} ({b.mode})"
+        ),
+        **{m: st.column_config.NumberColumn(width="small") for m in metric_cols},
+    },
+)
+legend = " · ".join(
+    f"{fam}: poor < {a:g} ≤ acceptable < {bb:g} ≤ good < {c:g} ≤ excellent"
+    for fam, (a, bb, c) in QUALITY_BANDS.items()
+    if fam in ("ndcg", "recall", "mrr")
+)
+st.caption(
+    (f"Every run is scored on the same {int(table['queries'].iloc[0]):,} golden queries. " if same_n else "")
+    + f"Cell colours are quality bands ({', '.join(BANDS)}; the colours of the bar chart's legend), rules of thumb "
+    f"for a RAG retriever: {legend}. "
+    f"Baselines (depth {state.BASELINE_DEPTH}) are computed here: BM25 ({b.settings.bm25_engine}), exact dense search "
+    "with the chosen model, and their reciprocal rank fusion (hybrid, k=60)."
+)
+
+bars = pd.DataFrame(
+    [
+        {
+            "run": r.run,
+            "kind": "baseline" if r.kind == "baseline" else "run",
+            "metric": m,
+            "value": r.v,
+        }
+        for m in (f"ndcg@{k}", f"recall@{k}")
+        for r in table[["run", "kind", m]].rename(columns={m: "v"}).itertuples()
+    ]
+)
+st.altair_chart(charts.metrics_bar(bars, k=k), width="stretch")
+
+# ---------------------------------------------------------------------------------------------- curves
+st.subheader("Curves over k")
+evs = b.evaluations()
+ks = sorted({*state.CURVE_KS, k})
+rows = []
+for name, ev in evs.items():
+    for kk in ks:
+        for fam in ("recall", "ndcg"):
+            rows.append(
+                {"run": name, "k": kk, "metric": f"{fam}@k", "value": float(ev.aggregate[f"{fam}@{kk}"])}
+            )
+curves = pd.DataFrame(rows)
+# st.altair_chart sizes the whole chart (title, axes) to its height; the builders give the plot's height.
+CURVE_HEIGHT = 360
+c1, c2 = st.columns(2)
+with c1:
+    st.altair_chart(
+        charts.curve_over_k(curves[curves["metric"] == "recall@k"], metric="recall", k=k),
+        width="stretch",
+        height=CURVE_HEIGHT,
+    )
+with c2:
+    st.altair_chart(
+        charts.curve_over_k(curves[curves["metric"] == "ndcg@k"], metric="ndcg", k=k),
+        width="stretch",
+        height=CURVE_HEIGHT,
+    )
+
+# ---------------------------------------------------------------------------------------------- failures
+st.subheader("Failure classes")
+rows = []
+for name, d in diagnoses.items():
+    for cls in CLASSES:
+        n = d.class_counts.get(cls, 0)
+        if n:
+            rows.append({"run": name, "class": cls, "label": CLASS_LABELS[cls], "count": n})
+breakdown = pd.DataFrame(rows, columns=["run", "class", "label", "count"])
+if breakdown.empty:
+    st.success(f"No run misses a relevant document at k={k}.")
+else:
+    # Streamlit sizes the whole chart (title, axes, legend) to the spec's height: leave room for the bars.
+    n_runs = breakdown["run"].nunique()
+    st.altair_chart(charts.failure_breakdown(breakdown), width="stretch", height=max(240, 110 + 36 * n_runs))
+    st.caption(
+        "One count per missed (query, relevant document) pair. The Worst queries page lists them for the run "
+        "chosen in the sidebar; the Query inspector shows the evidence."
+    )

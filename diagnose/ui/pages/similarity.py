@@ -1,0 +1,85 @@
+"""Similarity: cosine(query, relevant document) for the relevant documents the run found vs missed, per model."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from diagnose import charts
+from diagnose.failures import calibrate
+from diagnose.ui import state
+from diagnose.ui.text import escape_md
+
+b = state.bundle()
+run_name = b.selected_run
+run = b.runs[run_name]
+k = b.k
+
+st.title("Similarity")
+st.caption(
+    f"cos(query, relevant document) for every (golden query, relevant document) pair: **hit** = the run "
+    f"{escape_md(run_name)} has the document in its top {k}, **miss** = it does not. The seed rule calls a miss "
+    "with cosine below 0.75 a vocabulary mismatch; the calibrated threshold is this model's 10th percentile of the "
+    "hits, because 0.75 means different things for different models."
+)
+
+spaces = state.spaces_for(b)
+labels = list(spaces)
+if len(labels) > 1:
+    chosen = st.multiselect(
+        "Models (every model encoded in this session)", labels, default=labels[:1], key="sim_models"
+    )
+else:
+    chosen = labels
+    st.caption(
+        "Pick another model in the sidebar to add it here: every model encoded in this session is offered."
+    )
+
+rel = b.ds.qrels.relevant()[["query_id", "doc_id"]]
+top = run.top(k)[["query_id", "doc_id"]].assign(found=True)
+pairs = rel.merge(top, on=["query_id", "doc_id"], how="left")
+pairs["found"] = pairs["found"].fillna(False).astype(bool)
+frames, thresholds = [], []
+for label in chosen:
+    space = spaces[label]
+    ok = pairs[pairs["query_id"].isin(space.query_row) & pairs["doc_id"].isin(space.doc_row)]
+    qi = ok["query_id"].map(space.query_row).to_numpy()
+    di = ok["doc_id"].map(space.doc_row).to_numpy()
+    cos = (space.query_vecs[qi] * space.doc_vecs[di]).sum(axis=1)
+    frames.append(
+        pd.DataFrame(
+            {
+                "model": label,
+                "query_id": ok["query_id"].to_numpy(),
+                "doc_id": ok["doc_id"].to_numpy(),
+                "cosine": cos.astype(float),
+                "outcome": ["hit" if f else "miss" for f in ok["found"]],
+            }
+        )
+    )
+    cal = calibrate(b.ds, run, space, k)
+    thresholds.append({"model": label, "seed": cal.seed, "calibrated": cal.calibrated, "pairs": cal.n_pairs,
+                       "fallback": cal.fallback})  # fmt: skip
+data = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+if data.empty:
+    st.info("No (query, relevant document) pair has vectors to compare.")
+    st.stop()
+
+chart = charts.similarity_histogram(
+    data,
+    seed_threshold=thresholds[0]["seed"],
+    calibrated_threshold={t["model"]: t["calibrated"] for t in thresholds},
+)
+st.altair_chart(chart, width="stretch", height=420 if len(chosen) == 1 else 320 * len(chosen))
+for t in thresholds:
+    sub = data[data["model"] == t["model"]]
+    found, missed = sub[sub["outcome"] == "hit"], sub[sub["outcome"] == "miss"]
+    below_seed = int((missed["cosine"] < t["seed"]).sum())
+    below_cal = int((missed["cosine"] < t["calibrated"]).sum())
+    note = " (too few hits to calibrate: the seed threshold is used)" if t["fallback"] else ""
+    st.markdown(
+        f"**{escape_md(t['model'])}**: calibrated threshold **{t['calibrated']:.3f}**{note} from {t['pairs']} hits, "
+        f"seed 0.75. Of {len(missed)} misses, {below_seed} fall below 0.75 and {below_cal} below the calibrated "
+        f"threshold. Median cosine of the hits {found['cosine'].median():.3f}"
+        + (f", of the misses {missed['cosine'].median():.3f}." if len(missed) else ".")
+    )

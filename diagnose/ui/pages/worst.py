@@ -1,0 +1,97 @@
+"""Worst queries: every failed (query, missed relevant document) pair of the run, worst first; a row opens it."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from diagnose.failures import CLASS_LABELS, CLASSES, sort_worst
+from diagnose.ui import state
+from diagnose.ui.text import escape_md
+
+b = state.bundle()
+run = b.selected_run
+diag = b.diagnosis(run)
+
+st.title("Worst queries")
+st.caption(
+    f"Run **{escape_md(run)}** at k={b.k} ({b.mode}): {len(diag.failed_queries)} of {diag.n_queries} golden "
+    f"queries fail; one row per missed relevant document, worst first (not retrieved, then deepest, then lowest "
+    "cosine). Click a column header to sort, a row to open the query in the inspector."
+)
+
+if not diag.failures:
+    st.success(f"No query fails at k={b.k}: every golden query has a relevant document in the top {b.k}.")
+    st.stop()
+
+counts = diag.class_counts
+present = [c for c in CLASSES if counts.get(c)]
+chosen = st.multiselect(
+    "Failure classes",
+    present,
+    default=present,
+    format_func=lambda c: f"{CLASS_LABELS[c]} ({counts[c]})",
+    key="worst_classes",
+)
+text = st.text_input("Filter by query id or text", key="worst_text", placeholder="e.g. password")
+
+rows = []
+for f in sort_worst(diag.failures):
+    if f.cls not in chosen:
+        continue
+    if text and text.lower() not in f.query_text.lower() and text.lower() not in f.query_id.lower():
+        continue
+    rows.append(
+        {
+            "query_id": f.query_id,
+            "query": f.query_text,
+            "target": f.doc_id,
+            "class": CLASS_LABELS[f.cls],
+            "cosine": f.cosine,
+            "run rank": f.run_rank,
+            "dense rank": f.dense_rank,
+            "BM25 rank": f.bm25_rank,
+            "overlap": f.overlap,
+            "missing terms": ", ".join(f.missing_terms),
+            "seed rule": f.seed_verdict,
+            "calibrated rule": f.calibrated_verdict,
+        }
+    )
+df = pd.DataFrame(rows)
+for c in ("run rank", "dense rank", "BM25 rank"):
+    if c in df:
+        df[c] = df[c].astype("Int64")
+
+if df.empty:
+    st.info("No failure matches the filters.")
+    st.stop()
+
+st.caption(
+    f"{len(df)} of {len(diag.failures)} failures shown. Run rank None = the run did not retrieve the target."
+)
+event = st.dataframe(
+    df,
+    hide_index=True,
+    on_select="rerun",
+    selection_mode="single-row",
+    key="worst_table",
+    width="stretch",
+    height=min(38 + 35 * len(df), 560),
+    column_config={
+        "query": st.column_config.TextColumn("query", width="large"),
+        "cosine": st.column_config.NumberColumn("cosine", format="%.3f", help="cos(query, target)"),
+        "overlap": st.column_config.ProgressColumn(
+            "term overlap",
+            min_value=0.0,
+            max_value=1.0,
+            format="percent",
+            help="share of query terms in the target",
+        ),
+        "run rank": st.column_config.NumberColumn(help="the target's rank in the run (empty: not retrieved)"),
+        "dense rank": st.column_config.NumberColumn(help="exact dense rank over the whole corpus"),
+        "BM25 rank": st.column_config.NumberColumn(help="BM25 rank over the whole corpus"),
+    },
+)
+selected = ((event or {}).get("selection") or {}).get("rows") or []
+if selected:
+    state.open_query(str(df.iloc[selected[0]]["query_id"]))

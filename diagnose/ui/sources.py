@@ -1,0 +1,261 @@
+"""Where the app's data comes from: the bundled demo, a BEIR folder, separate files, or uploads.
+
+A :class:`DataSpec` names files on disk (uploads are first written to a temporary folder named after their content
+hash), and :meth:`DataSpec.fingerprint` turns the names plus every file's size and modification time into the cache
+key of everything computed from the data: editing a file on disk invalidates the caches, changing ``k`` does not.
+
+This module does not import Streamlit, so it can be tested on its own.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Literal
+
+from diagnose.data import DataError
+
+REPO = Path(__file__).resolve().parents[2]
+DEMO_DIR = REPO / "demo_corpus"
+RUN_SUFFIXES = (".trec", ".run", ".txt", ".gz", ".jsonl", ".json", ".csv", ".tsv")
+UPLOAD_ROOT = Path(tempfile.gettempdir()) / "diagnose-uploads"
+
+SourceKind = Literal["demo", "beir", "files", "upload"]
+
+
+@dataclass(frozen=True)
+class DataSpec:
+    """Everything :func:`diagnose.io.load_dataset` needs, as plain strings (hashable, printable)."""
+
+    kind: SourceKind
+    label: str
+    data_dir: str | None = None
+    split: str = "test"
+    corpus: str | None = None
+    queries: str | None = None
+    qrels: str | None = None
+    runs: tuple[tuple[str | None, str], ...] = ()
+
+    def paths(self) -> list[Path]:
+        """Every file (or folder of documents) the data set is read from; for a BEIR folder, its three files."""
+        out = [Path(p) for p in (self.corpus, self.queries, self.qrels) if p]
+        if self.data_dir:
+            root = Path(self.data_dir)
+            for name in ("corpus.jsonl", "queries.jsonl", f"qrels/{self.split}.tsv"):
+                out += [root / name, root / (name + ".gz")]
+        return out + [Path(p) for _, p in self.runs]
+
+    def fingerprint(self) -> str:
+        """A short hash of the spec and of (path, size, mtime) of every file it reads (folders: their files).
+
+        Only the files read count: regenerating something else in a BEIR folder leaves the caches alone."""
+        h = hashlib.sha256(json.dumps(asdict(self), sort_keys=True, default=str).encode())
+        for p in self.paths():
+            for f in _files_under(p):
+                try:
+                    st = f.stat()
+                except OSError:
+                    h.update(f"{f}:missing".encode())
+                    continue
+                h.update(f"{f}:{st.st_size}:{st.st_mtime_ns}".encode())
+        return h.hexdigest()[:16]
+
+    def load_kwargs(self) -> dict:
+        return {
+            "data_dir": self.data_dir,
+            "split": self.split,
+            "corpus": self.corpus,
+            "queries": self.queries,
+            "qrels": self.qrels,
+            "runs": list(self.runs),
+        }
+
+
+def _files_under(p: Path, limit: int = 2000) -> list[Path]:
+    if not p.is_dir():
+        return [p]
+    files = []
+    for root, _dirs, names in os.walk(p):
+        for n in sorted(names):
+            files.append(Path(root) / n)
+            if len(files) >= limit:
+                return files
+    return files
+
+
+def runs_in(folder: Path) -> list[tuple[str, str]]:
+    """``(name, path)`` of the run files directly inside ``folder`` (name = file name without its suffixes)."""
+    if not folder.is_dir():
+        return []
+    out = []
+    for f in sorted(folder.iterdir()):
+        if f.is_file() and f.name.lower().endswith(RUN_SUFFIXES) and not f.name.startswith("."):
+            out.append((_stem(f.name), str(f)))
+    return out
+
+
+def _stem(name: str) -> str:
+    base = name[:-3] if name.lower().endswith(".gz") else name
+    return Path(base).stem or base
+
+
+def demo_spec() -> DataSpec:
+    """The bundled demo corpus with every run in ``demo_corpus/runs``."""
+    if not (DEMO_DIR / "corpus.jsonl").is_file():
+        raise DataError(
+            f"The demo corpus is missing from {DEMO_DIR} (expected corpus.jsonl, queries.jsonl, qrels/test.tsv). "
+            "Reinstall from a full checkout, or choose another data source in the sidebar."
+        )
+    return DataSpec("demo", "demo corpus", data_dir=str(DEMO_DIR), runs=tuple(runs_in(DEMO_DIR / "runs")))
+
+
+def parse_run_lines(text: str) -> list[tuple[str | None, str]]:
+    """One run per non-empty line, ``NAME=PATH`` or ``PATH`` (the name then comes from the file name)."""
+    from diagnose.io import parse_run_arg
+
+    out = []
+    for line in (text or "").splitlines():
+        line = line.strip()
+        if line and not line.startswith("#"):
+            name, path = parse_run_arg(line)
+            out.append((name, str(path)))
+    return out
+
+
+def _check_exists(path: str, what: str) -> str:
+    p = Path(path).expanduser()
+    if not p.exists():
+        raise DataError(f"The {what} path {str(p)!r} does not exist. Check the path typed in the sidebar.")
+    return str(p)
+
+
+def beir_spec(
+    folder: str, split: str = "test", runs_text: str = "", include_folder_runs: bool = True
+) -> DataSpec:
+    """A BEIR folder (``corpus.jsonl``, ``queries.jsonl``, ``qrels/SPLIT.tsv``) plus run files."""
+    if not folder.strip():
+        raise DataError(
+            "Type the path of a BEIR folder (with corpus.jsonl, queries.jsonl and qrels/) in the sidebar."
+        )
+    d = _check_exists(folder.strip(), "BEIR folder")
+    if not Path(d).is_dir():
+        raise DataError(
+            f"{d!r} is a file, not a folder. A BEIR folder holds corpus.jsonl, queries.jsonl and qrels/."
+        )
+    runs = [(n, _check_exists(p, "run")) for n, p in parse_run_lines(runs_text)]
+    if include_folder_runs:
+        known = {Path(p).resolve() for _, p in runs}
+        runs += [(n, p) for n, p in runs_in(Path(d) / "runs") if Path(p).resolve() not in known]
+    return DataSpec(
+        "beir", f"BEIR folder {Path(d).name}", data_dir=d, split=split.strip() or "test", runs=tuple(runs)
+    )
+
+
+def files_spec(corpus: str, queries: str, qrels: str, runs_text: str) -> DataSpec:
+    """Separate files: corpus, queries and qrels are needed (the diagnosis reads the texts), runs optional."""
+    missing = [w for w, v in (("corpus", corpus), ("queries", queries), ("qrels", qrels)) if not v.strip()]
+    if missing:
+        raise DataError(
+            f"Type the path of the {', '.join(missing)} file{'s' if len(missing) > 1 else ''} in the sidebar."
+        )
+    runs = [(n, _check_exists(p, "run")) for n, p in parse_run_lines(runs_text)]
+    return DataSpec(
+        "files",
+        f"files ({Path(qrels.strip()).name})",
+        corpus=_check_exists(corpus.strip(), "corpus"),
+        queries=_check_exists(queries.strip(), "queries"),
+        qrels=_check_exists(qrels.strip(), "qrels"),
+        runs=tuple(runs),
+    )
+
+
+@dataclass(frozen=True)
+class Upload:
+    """One uploaded file: its original name and bytes."""
+
+    name: str
+    data: bytes
+
+
+def _safe_name(name: str) -> str:
+    base = Path(name).name.strip() or "file"
+    return "".join(c if c.isalnum() or c in "._-" else "_" for c in base)
+
+
+def upload_spec(
+    corpus: Upload | None,
+    queries: Upload | None,
+    qrels: Upload | None,
+    runs: Sequence[Upload] = (),
+    root: Path | None = None,
+) -> DataSpec:
+    """Write uploads to ``root/<content hash>/<role>/<name>`` (once) and describe them as files on disk.
+
+    The folder name is the hash of every file's role, name and bytes, so uploading the same files again reuses
+    the folder (and every cache keyed on it); the readers then see ordinary files with their original names.
+    """
+    missing = [w for w, v in (("corpus", corpus), ("queries", queries), ("qrels", qrels)) if v is None]
+    if missing:
+        raise DataError(
+            f"Upload the {', '.join(missing)} file{'s' if len(missing) > 1 else ''} in the sidebar."
+        )
+    root = root or UPLOAD_ROOT
+    items: list[tuple[str, Upload]] = [("corpus", corpus), ("queries", queries), ("qrels", qrels)]  # type: ignore[list-item]
+    items += [("runs", r) for r in runs]
+    h = hashlib.sha256()
+    for role, up in items:
+        h.update(f"{role}/{up.name}/{len(up.data)}/".encode())
+        h.update(up.data)
+    folder = root / h.hexdigest()[:16]
+    paths: dict[str, str] = {}
+    run_paths: list[tuple[str | None, str]] = []
+    used: set[str] = set()
+    for role, up in items:
+        name = _safe_name(up.name)
+        if role == "runs":
+            while name in used:
+                name = "_" + name
+            used.add(name)
+        target = folder / role / name
+        if not target.exists():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            tmp = target.with_name(target.name + ".part")
+            tmp.write_bytes(up.data)
+            os.replace(tmp, target)
+        if role == "runs":
+            run_paths.append((_stem(up.name), str(target)))
+        else:
+            paths[role] = str(target)
+    return DataSpec(
+        "upload",
+        f"uploaded files ({Path(qrels.name).name})",  # type: ignore[union-attr]
+        corpus=paths["corpus"],
+        queries=paths["queries"],
+        qrels=paths["qrels"],
+        runs=tuple(run_paths),
+    )
+
+
+def describe(spec: DataSpec) -> list[str]:
+    """Human-readable lines: what is read from where."""
+    lines = []
+    if spec.data_dir:
+        lines.append(f"folder: {spec.data_dir} (split {spec.split})")
+    for what in ("corpus", "queries", "qrels"):
+        v = getattr(spec, what)
+        if v:
+            lines.append(f"{what}: {v}")
+    for name, path in spec.runs:
+        lines.append(f"run {name or _stem(Path(path).name)}: {path}")
+    return lines
+
+
+def unique_names(names: Iterable[str], taken: Iterable[str]) -> dict[str, str]:
+    """Map each of ``names`` to itself, or to ``name (tool)`` when a user run already uses it."""
+    taken = set(taken)
+    return {n: (f"{n} (tool)" if n in taken else n) for n in names}

@@ -1,0 +1,405 @@
+"""The Streamlit app, page by page, with AppTest on the demo corpus and the fake keyword encoder.
+
+``DIAGNOSE_ENCODER=keyword`` makes the app use :class:`diagnose.embed.KeywordEncoder` instead of the bundled model
+(see diagnose/ui/state.py), so each page renders in about a second. Expected values come from the demo files
+themselves (run files on disk, lines of corpus.jsonl), never from the app's own output.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("streamlit")
+from streamlit.testing.v1 import AppTest  # noqa: E402
+
+from diagnose.failures import CLASS_LABELS, RECOMMENDATIONS  # noqa: E402
+from diagnose.ui import report, sources, text  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+APP = ROOT / "app.py"
+DEMO = ROOT / "demo_corpus"
+PAGES = "diagnose/ui/pages/{}.py"
+TIMEOUT = 120
+DEMO_RUNS = sorted(p.name.split(".")[0] for p in (DEMO / "runs").iterdir() if p.suffix == ".trec")
+BASELINES = ["bm25", "dense", "hybrid"]
+
+
+@pytest.fixture(autouse=True)
+def _fake_encoder(monkeypatch, tmp_path_factory):
+    monkeypatch.setenv("DIAGNOSE_ENCODER", "keyword")
+    monkeypatch.setenv("DIAGNOSE_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "cache"))
+
+
+def _app() -> AppTest:
+    at = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
+    return at.run()
+
+
+def _open(page: str, at: AppTest | None = None) -> AppTest:
+    at = at or _app()
+    at.switch_page(PAGES.format(page)).run()
+    _assert_clean(at)
+    return at
+
+
+def _assert_clean(at: AppTest) -> None:
+    assert not at.exception, [e.message for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+
+
+def _charts(at: AppTest) -> list:
+    return list(at.get("arrow_vega_lite_chart")) + list(at.get("vega_lite_chart"))
+
+
+def _frame_with(at: AppTest, column: str):
+    frames = [d.value for d in at.dataframe if column in d.value.columns]
+    assert frames, f"no table with a {column!r} column"
+    return frames[0]
+
+
+# ------------------------------------------------------------------------------------------------ pages
+
+
+def test_opens_on_the_demo_without_configuration():
+    at = _app()
+    _assert_clean(at)
+    assert at.title[0].value == "Overview"
+    assert at.session_state["_bundle"] is not None
+
+
+def test_overview_has_one_row_per_run_and_baseline():
+    at = _open("overview")
+    table = _frame_with(at, "run")
+    assert sorted(table["run"]) == sorted(DEMO_RUNS + BASELINES)
+    assert table["run"].is_unique
+    k = at.number_input(key="k").value
+    for fam in ("recall", "ndcg", "mrr", "hit_rate"):
+        col = f"{fam}@{k}"
+        assert col in table.columns
+        assert table[col].between(0, 1).all()
+
+
+def test_overview_draws_the_curves_and_the_failure_breakdown():
+    at = _open("overview")
+    assert len(_charts(at)) >= 3  # recall@k curve, nDCG@k curve, failure breakdown
+
+
+def test_worst_queries_table_is_not_empty_and_filters_by_class():
+    at = _open("worst")
+    table = _frame_with(at, "class")
+    assert len(table) > 0
+    assert set(table["class"]) <= set(CLASS_LABELS.values())
+    ms = at.multiselect(key="worst_classes")
+    one = ms.value[0]
+    ms.set_value([one]).run()
+    _assert_clean(at)
+    filtered = _frame_with(at, "class")
+    assert 0 < len(filtered) <= len(table)
+    assert set(filtered["class"]) == {CLASS_LABELS[one]}
+
+
+def test_selecting_a_row_opens_the_inspector_on_that_query():
+    at = _open("worst")
+    table = _frame_with(at, "query_id")
+    row = len(table) - 1
+    at.session_state["worst_table"] = {"selection": {"rows": [row], "columns": [], "cells": []}}
+    at.run()
+    _assert_clean(at)
+    assert at.title[0].value == "Query inspector"
+    assert at.selectbox(key="inspector_query").value == table["query_id"].iloc[row]
+
+
+def test_inspector_shows_class_evidence_recommendation_and_both_rules():
+    at = _open("inspector")
+    md = "\n".join(m.value for m in at.markdown)
+    assert any(label in md for label in CLASS_LABELS.values())
+    assert "**Evidence.**" in md
+    assert "**Seed rule**" in md and "**Calibrated rule**" in md
+    infos = "\n".join(i.value for i in at.info)
+    assert any(rec in infos for rec in RECOMMENDATIONS.values())
+    top = _frame_with(at, "judgement")
+    k = at.number_input(key="k").value
+    assert 0 < len(top) <= k
+    assert list(top["rank"]) == list(range(1, len(top) + 1))
+
+
+def test_inspector_switches_query_with_its_selectbox():
+    at = _open("inspector")
+    sb = at.selectbox(key="inspector_query")
+    assert len(sb.options) >= 2
+    other = sb.options[1].split(": ", 1)[0]  # options are shown as "query_id: text"
+    sb.select(other).run()
+    _assert_clean(at)
+    assert at.selectbox(key="inspector_query").value == other
+    assert at.session_state["query_id"] == other
+    assert any(m.value.startswith(f"**{text.escape_md(other)}**") for m in at.markdown)
+
+
+def test_map_page_has_a_chart_and_says_how_many_points_it_shows():
+    at = _open("map")
+    assert len(_charts(at)) >= 1
+    captions = " ".join(c.value for c in at.caption) + " ".join(m.value for m in at.markdown)
+    assert re.search(r"showing \d[\d,]* of \d[\d,]*", captions, re.I), captions
+    assert re.search(r"trustworthiness", captions, re.I)
+
+
+def test_clicking_a_failed_query_on_the_map_opens_it_in_the_inspector():
+    at = _open("map")
+    diag_failed = at.session_state["_bundle"].diagnosis().failed_queries
+    qid = diag_failed[-1]
+    at.session_state["map_chart"] = {"selection": {"query_select": [{"id": qid}]}}
+    at.run()
+    _assert_clean(at)
+    assert at.title[0].value == "Query inspector"
+    assert at.selectbox(key="inspector_query").value == qid
+
+
+def test_the_run_picked_in_the_sidebar_is_the_one_diagnosed():
+    at = _open("worst")
+    other = DEMO_RUNS[-1] if DEMO_RUNS[-1] != at.selectbox(key="run").value else DEMO_RUNS[0]
+    at.selectbox(key="run").set_value(other).run()
+    _assert_clean(at)
+    assert f"Run **{text.escape_md(other)}**" in " ".join(c.value for c in at.caption)
+    assert len(_frame_with(at, "class")) == len(at.session_state["_bundle"].diagnosis(other).failures)
+
+
+def test_similarity_page_has_a_histogram():
+    at = _open("similarity")
+    assert len(_charts(at)) >= 1
+
+
+def test_compare_page_shows_tests_and_verdicts():
+    at = _open("compare")
+    table = _frame_with(at, "p (Holm)")
+    n_runs = len(DEMO_RUNS) + len(BASELINES)
+    n_metrics = len(at.multiselect(key="cmp_metrics").value)
+    assert len(table) == (n_runs - 1) * n_metrics
+    assert len(_charts(at)) >= 1
+
+
+def test_data_page_shows_the_report_and_counts():
+    at = _open("data")
+    assert any(s.value == "Validation report" for s in at.subheader)
+    metrics = {m.label: m.value for m in at.metric}
+    n_docs = sum(
+        1 for line in (DEMO / "corpus.jsonl").read_text(encoding="utf-8").splitlines() if line.strip()
+    )
+    n_queries = sum(
+        1 for line in (DEMO / "queries.jsonl").read_text(encoding="utf-8").splitlines() if line.strip()
+    )
+    n_qrels = sum(
+        1
+        for line in (DEMO / "qrels" / "test.tsv").read_text(encoding="utf-8").splitlines()[1:]
+        if line.strip()
+    )
+    assert metrics["Documents"] == f"{n_docs:,}"
+    assert metrics["Queries"] == f"{n_queries:,}"
+    assert metrics["Qrels rows"] == f"{n_qrels:,}"
+    runs = _frame_with(at, "depth (max)")
+    assert sorted(runs["run"]) == sorted(DEMO_RUNS + BASELINES)
+
+
+# ------------------------------------------------------------------------------------------------ sidebar
+
+
+def test_changing_k_reuses_the_vectors_and_the_index():
+    at = _app()
+    before = at.session_state["_bundle"]
+    at.number_input(key="k").set_value(5).run()
+    _assert_clean(at)
+    after = at.session_state["_bundle"]
+    assert after.k == 5
+    assert after.space is before.space  # not re-encoded
+    assert after.bm25 is before.bm25  # not re-indexed
+    assert "ndcg@5" in _frame_with(at, "run").columns
+
+
+def test_recall_definition_finds_at_least_as_many_failures():
+    at = _open("worst")
+    n_hit = len(_frame_with(at, "class"))
+    at.radio(key="mode").set_value("recall").run()
+    _assert_clean(at)
+    assert len(_frame_with(at, "class")) >= n_hit
+
+
+def test_a_model_that_fails_to_load_shows_the_message():
+    at = _app()
+    at.text_input(key="model").input("/nonexistent/model-folder").run()
+    assert not at.exception
+    assert at.error and "/nonexistent/model-folder" in at.error[0].value
+    # the data was read: its validation report is still one click away
+    assert any("Validation report" in p.label for p in at.get("page_link"))
+    at.switch_page(PAGES.format("data")).run()
+    assert not at.exception
+    assert any(s.value == "Validation report" for s in at.subheader)
+
+
+def test_a_missing_beir_folder_is_reported_not_raised():
+    at = _app()
+    at.selectbox(key="src_kind").set_value("beir").run()
+    at.text_input(key="beir_dir").input("/nonexistent/beir").run()
+    assert not at.exception
+    shown = " ".join(x.value for x in [*at.error, *at.info])
+    assert "/nonexistent/beir" in shown
+
+
+def test_file_paths_source():
+    at = _app()
+    at.selectbox(key="src_kind").set_value("files").run()
+    at.text_input(key="f_corpus").input(str(DEMO / "corpus.jsonl"))
+    at.text_input(key="f_queries").input(str(DEMO / "queries.jsonl"))
+    at.text_input(key="f_qrels").input(str(DEMO / "qrels" / "test.tsv"))
+    at.text_area(key="f_runs").input(f"prod={DEMO / 'runs' / 'ann_minilm.trec'}").run()
+    _assert_clean(at)
+    assert sorted(_frame_with(at, "run")["run"]) == sorted(["prod", *BASELINES])
+
+
+def test_uploads_are_read_by_the_same_readers(tmp_path, monkeypatch):
+    monkeypatch.setattr(sources, "UPLOAD_ROOT", tmp_path)
+    at = _app()
+    at.selectbox(key="src_kind").set_value("upload").run()
+
+    def up(path: Path):
+        return (path.name, path.read_bytes(), "application/octet-stream")
+
+    at.file_uploader(key="up_corpus").set_value(up(DEMO / "corpus.jsonl"))
+    at.file_uploader(key="up_queries").set_value(up(DEMO / "queries.jsonl"))
+    at.file_uploader(key="up_qrels").set_value(up(DEMO / "qrels" / "test.tsv"))
+    at.file_uploader(key="up_runs").set_value([up(p) for p in sorted((DEMO / "runs").glob("*.trec"))])
+    at.run()
+    _assert_clean(at)
+    assert sorted(_frame_with(at, "run")["run"]) == sorted(DEMO_RUNS + BASELINES)
+    assert list(tmp_path.iterdir()), "uploads were not written to the temp dir"
+
+
+def test_a_broken_upload_shows_the_reader_message(tmp_path, monkeypatch):
+    monkeypatch.setattr(sources, "UPLOAD_ROOT", tmp_path)
+    at = _app()
+    at.selectbox(key="src_kind").set_value("upload").run()
+    at.file_uploader(key="up_corpus").set_value(("corpus.jsonl", (DEMO / "corpus.jsonl").read_bytes(), "x"))
+    at.file_uploader(key="up_queries").set_value(
+        ("queries.jsonl", (DEMO / "queries.jsonl").read_bytes(), "x")
+    )
+    at.file_uploader(key="up_qrels").set_value(("qrels.tsv", b"this is not\x00a qrels file\n", "x"))
+    at.run()
+    assert not at.exception
+    assert at.error
+
+
+def test_sidebar_has_the_downloads_and_the_report_link():
+    at = _app()
+    labels = [d.label for d in at.get("download_button")]
+    assert any("CSV" in lbl for lbl in labels) and any("JSON" in lbl for lbl in labels)
+    assert any("Markdown" in lbl for lbl in labels)
+    assert any("Validation report" in p.label for p in at.get("page_link"))
+
+
+def test_report_and_exports_cover_every_run():
+    at = _app()
+    b = at.session_state["_bundle"]
+    from diagnose.failures import diagnose_run
+    from diagnose.metrics import evaluate_many
+
+    evs = evaluate_many(b.ds.qrels, b.runs, [f"ndcg@{b.k}", f"recall@{b.k}"])
+    frame = report.per_query_frame(evs, b.k)
+    assert set(frame["run"]) == set(b.runs)
+    payload = json.loads(report.per_query_json(evs, b.k))
+    assert set(payload["runs"]) == set(b.runs)
+    run = DEMO_RUNS[0]
+    diag = diagnose_run(b.ds, b.runs[run], b.space, b.bm25, k=b.k)
+    metrics = __import__("pandas").DataFrame(
+        [
+            {"run": n, "kind": b.kinds[n], "queries": 1, f"ndcg@{b.k}": ev.aggregate[f"ndcg@{b.k}"]}
+            for n, ev in evs.items()
+        ]
+    )
+    md = report.markdown_report(
+        data_label="demo", data_lines=[], model=b.encoder_name, k=b.k, mode="hit", metrics=metrics,
+        diagnosis=diag, validation=b.ds.report,
+    )  # fmt: skip
+    for name in b.runs:
+        assert f"| {name} |" in md
+    for cls, n in diag.class_counts.items():
+        if n:
+            assert CLASS_LABELS[cls] in md
+    assert json.loads(report.diagnosis_json(diag))["run"] == run
+
+
+# ------------------------------------------------------------------------------------------------ pure helpers
+
+
+def test_escape_md_leaves_no_markdown_html_or_latex_active():
+    raw = "**bold** <b>x</b> $x^2$ :red[y] [link](http://e.x) `code` # h"
+    out = text.escape_md(raw)
+    # every ASCII punctuation character is preceded by a backslash
+    for i, ch in enumerate(out):
+        if ch in "*<>$:[]()`#" and (i == 0 or out[i - 1] != "\\"):
+            raise AssertionError(f"unescaped {ch!r} at {i} in {out!r}")
+    assert out.replace("\\", "") == raw
+
+
+def test_highlight_md_bolds_exactly_the_spans():
+    # "Statin use; statins work": spans (0, 6) "Statin" and (12, 19) "statins"
+    out = text.highlight_md("Statin use; statins work", [(0, 6), (12, 19)])
+    assert out == "**Statin** use\\; **statins** work"
+
+
+def test_upload_spec_writes_once_per_content(tmp_path):
+    a = sources.Upload("corpus.jsonl", b'{"_id": "d1", "text": "x"}\n')
+    q = sources.Upload("queries.jsonl", b'{"_id": "q1", "text": "x"}\n')
+    r = sources.Upload("qrels.tsv", b"query-id\tcorpus-id\tscore\nq1\td1\t1\n")
+    s1 = sources.upload_spec(a, q, r, [], root=tmp_path)
+    s2 = sources.upload_spec(a, q, r, [], root=tmp_path)
+    assert s1 == s2 and Path(s1.corpus).read_bytes() == a.data
+    assert len(list(tmp_path.iterdir())) == 1
+    s3 = sources.upload_spec(a, q, sources.Upload("qrels.tsv", r.data + b"q1\td2\t0\n"), [], root=tmp_path)
+    assert s3.qrels != s1.qrels and s3.fingerprint() != s1.fingerprint()
+
+
+# ------------------------------------------------------------------------------------------------ real model
+
+
+@pytest.mark.real_model
+def test_overview_with_the_real_bundled_model(monkeypatch):
+    monkeypatch.delenv("DIAGNOSE_ENCODER", raising=False)
+    at = AppTest.from_file(str(APP), default_timeout=600).run()
+    _assert_clean(at)
+    b = at.session_state["_bundle"]
+    assert b.encoder_name.startswith("st-sha256:")
+    table = _frame_with(at, "run")
+    assert sorted(table["run"]) == sorted(DEMO_RUNS + BASELINES)
+    assert len(_charts(at)) >= 3
+
+
+# ------------------------------------------------------------------------------------------------ boundaries
+
+
+def test_the_library_never_imports_streamlit():
+    """Every library module (and the UI's pure helpers) imports without pulling Streamlit in."""
+    import subprocess
+    import sys
+
+    lib = sorted(
+        f"diagnose.{p.stem}" for p in (ROOT / "diagnose").glob("*.py") if not p.stem.startswith("__")
+    ) + [
+        "diagnose.ui.report",
+        "diagnose.ui.sources",
+        "diagnose.ui.text",
+    ]
+    code = "import importlib, sys\n" + "".join(f"importlib.import_module({m!r})\n" for m in lib)
+    code += (
+        "assert 'streamlit' not in sys.modules, sorted(m for m in sys.modules if m.startswith('streamlit'))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+
+
+def test_no_page_renders_raw_html():
+    for path in [ROOT / "app.py", *sorted((ROOT / "diagnose" / "ui").rglob("*.py"))]:
+        source = path.read_text(encoding="utf-8")
+        assert not re.search(r"unsafe_allow_html\s*=", source), path
+        assert "st.html(" not in source and "components.html(" not in source, path

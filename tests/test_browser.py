@@ -1,0 +1,185 @@
+"""The app in a real browser: `streamlit run app.py` on a free port, driven by headless Chromium (Playwright).
+
+Visits every page through the sidebar navigation, checks that it rendered without an exception (and that the
+overview shows its metrics table and charts), and saves a screenshot of each page to ``docs/screenshots/<page>.png``
+(the README's pictures).
+
+Encoder: the real bundled model by default, so the screenshots show what a user sees (on the demo corpus the first
+load, UMAP included, takes about a minute on 2 CPU cores). ``DIAGNOSE_BROWSER_ENCODER=keyword`` switches to the fake
+encoder for a quick check. Caches (embeddings, UMAP coordinates) go to a temporary folder, so the run is
+self-contained (numba's compiled-code cache is left where it is: it only makes the first UMAP faster).
+
+Skipped cleanly when ``/usr/bin/chromium`` or the ``playwright`` package is missing. Never runs ``playwright
+install``: it uses the system Chromium.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.browser
+
+ROOT = Path(__file__).resolve().parents[1]
+CHROMIUM = Path("/usr/bin/chromium")
+SHOTS = ROOT / "docs" / "screenshots"
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+READY = '[data-testid="stApp"][data-test-script-state="notRunning"]'
+# (file name, sidebar link text, page title, has charts)
+PAGES = [
+    ("overview", "Overview", "Overview", True),
+    ("worst", "Worst queries", "Worst queries", False),
+    ("inspector", "Query inspector", "Query inspector", False),
+    ("map", "Embedding map", "Embedding map", True),
+    ("similarity", "Similarity", "Similarity", True),
+    ("compare", "Compare runs", "Compare runs", True),
+    ("data", "Data", "Data", False),
+]
+FIRST_LOAD_S = 600
+PAGE_LOAD_S = 300
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait_healthy(url: str, proc: subprocess.Popen, log: Path, timeout: float = 120) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise AssertionError(
+                f"streamlit exited with {proc.returncode}:\n{log.read_text(errors='replace')[-3000:]}"
+            )
+        try:
+            with urllib.request.urlopen(url + "/_stcore/health", timeout=2) as r:
+                if r.status == 200:
+                    return
+        except OSError:
+            pass
+        time.sleep(0.5)
+    raise AssertionError(f"streamlit did not answer on {url} within {timeout:.0f} s")
+
+
+def _wait_page(page, title: str, charts: bool, timeout_s: float) -> None:
+    ms = int(timeout_s * 1000)
+    # the page's title, or an exception box (then fail with its message rather than time out)
+    page.locator(f'h1:has-text("{title}"), [data-testid="stException"]').first.wait_for(timeout=ms)
+    _assert_no_exception(page, title)
+    page.wait_for_selector(READY, timeout=ms)
+    if charts:
+        page.locator(
+            '[data-testid="stVegaLiteChart"] canvas, [data-testid="stVegaLiteChart"] svg'
+        ).first.wait_for(timeout=ms)
+    page.wait_for_selector(READY, timeout=ms)
+    page.wait_for_timeout(1500)  # let Vega and the data grids finish painting
+
+
+def _assert_no_exception(page, name: str) -> None:
+    exc = page.locator('[data-testid="stException"]')
+    assert exc.count() == 0, f"{name}: exception shown: {exc.first.inner_text()[:2000]}"
+    err = page.locator('[data-testid="stAlertContentError"]')
+    assert err.count() == 0, f"{name}: error shown: {err.first.inner_text()[:2000]}"
+
+
+def _check_report_download(page) -> None:
+    """The sidebar's Markdown report downloads (its content is generated on click) and names every demo run."""
+    page.locator('[data-testid="stSidebar"] [data-testid="stExpander"] summary', has_text="Downloads").click()
+    button = page.locator(
+        '[data-testid="stSidebar"] [data-testid="stDownloadButton"] button', has_text="Markdown"
+    )
+    with page.expect_download(timeout=60_000) as info:
+        button.first.click()
+    text = Path(info.value.path()).read_text(encoding="utf-8")
+    assert text.startswith("# diagnose report")
+    for run in sorted(p.name.split(".")[0] for p in (ROOT / "demo_corpus" / "runs").glob("*.trec")):
+        assert f"| {run} |" in text, f"run {run} missing from the report"
+    page.locator('[data-testid="stSidebar"] [data-testid="stExpander"] summary', has_text="Downloads").click()
+
+
+def _click_a_failed_query(page) -> None:
+    """Clicking a failed query (a triangle) on the map opens the inspector; then come back to the map."""
+    marks = page.locator('[data-testid="stVegaLiteChart"] path[aria-label*="Role: failed query"]')
+    assert marks.count() > 0, "no failed query on the map"
+    marks.first.click(force=True)
+    _wait_page(page, "Query inspector", False, PAGE_LOAD_S)
+    _assert_no_exception(page, "inspector (from the map)")
+    page.locator('[data-testid="stSidebarNavLink"]', has_text="Embedding map").first.click()
+    _wait_page(page, "Embedding map", True, PAGE_LOAD_S)
+
+
+def test_every_page_in_chromium(tmp_path):
+    if not CHROMIUM.exists():
+        pytest.skip("/usr/bin/chromium is not installed")
+    sync_api = pytest.importorskip("playwright.sync_api")
+    if shutil.which("streamlit") is None and not (Path(sys.executable).parent / "streamlit").exists():
+        pytest.skip("the streamlit command is not installed")
+
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}"
+    env = dict(os.environ)
+    env["DIAGNOSE_CACHE_DIR"] = str(tmp_path / "cache")
+    env.pop("DIAGNOSE_ENCODER", None)
+    if os.environ.get("DIAGNOSE_BROWSER_ENCODER") == "keyword":
+        env["DIAGNOSE_ENCODER"] = "keyword"
+    log = tmp_path / "streamlit.log"
+    cmd = [
+        sys.executable, "-m", "streamlit", "run", "app.py",
+        "--server.port", str(port), "--server.address", "127.0.0.1", "--server.headless", "true",
+        "--browser.gatherUsageStats", "false",
+    ]  # fmt: skip
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(
+            cmd, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+        )
+    try:
+        _wait_healthy(url, proc, log)
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        with sync_api.sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+            try:
+                page = browser.new_page(viewport={"width": 1400, "height": 1000})
+                page.goto(url, wait_until="domcontentloaded")
+                _wait_page(page, "Overview", True, FIRST_LOAD_S)
+                for name, link, title, charts in PAGES:
+                    if name != "overview":
+                        page.locator('[data-testid="stSidebarNavLink"]', has_text=link).first.click()
+                        _wait_page(page, title, charts, PAGE_LOAD_S)
+                    _assert_no_exception(page, name)
+                    if name == "overview":
+                        assert page.locator('[data-testid="stDataFrame"]').count() >= 1, "no metrics table"
+                        assert page.locator('[data-testid="stVegaLiteChart"]').count() >= 3, "missing charts"
+                        assert page.get_by_text("ann_minilm").count() >= 1, "the demo run is not in the page"
+                    if name in ("worst", "inspector"):
+                        assert page.locator('[data-testid="stDataFrame"]').count() >= 1, f"{name}: no table"
+                    page.screenshot(path=str(SHOTS / f"{name}.png"))
+                    if name == "overview":
+                        _check_report_download(page)
+                    if name == "map":
+                        _click_a_failed_query(page)
+            finally:
+                browser.close()
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, 15)
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, 9)
+                proc.wait(timeout=10)
