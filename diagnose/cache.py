@@ -72,7 +72,9 @@ def _warn(report: ValidationReport | None, code: str, message: str, path: Path |
         warnings.warn(f"{where}{message}", CacheWarning, stacklevel=3)
 
 
-def _report_corrupt(report: ValidationReport | None, path: Path, reason: str) -> None:
+def report_corrupt(report: ValidationReport | None, path: Path, reason: str) -> None:
+    """Report a cache file that could not be used (a ``cache_corrupt`` warning, or a :class:`CacheWarning` without
+    a report) and delete it, so its values are recomputed and written again."""
     _warn(
         report,
         "cache_corrupt",
@@ -132,18 +134,18 @@ def load_npy(
     except FileNotFoundError:
         return None
     except (ValueError, OSError, EOFError) as e:
-        _report_corrupt(report, path, f"{type(e).__name__}: {e}")
+        report_corrupt(report, path, f"{type(e).__name__}: {e}")
         return None
     if not isinstance(arr, np.ndarray):  # an .npz archive under an .npy name
-        _report_corrupt(report, path, "not a single .npy array")
+        report_corrupt(report, path, "not a single .npy array")
         return None
     if dtype is not None and arr.dtype != np.dtype(dtype):
-        _report_corrupt(report, path, f"dtype {arr.dtype}, expected {np.dtype(dtype)}")
+        report_corrupt(report, path, f"dtype {arr.dtype}, expected {np.dtype(dtype)}")
         return None
     if shape is not None and (
         arr.ndim != len(shape) or any(s is not None and s != a for s, a in zip(shape, arr.shape, strict=True))
     ):
-        _report_corrupt(report, path, f"shape {arr.shape}, expected {shape}")
+        report_corrupt(report, path, f"shape {arr.shape}, expected {shape}")
         return None
     return arr
 
@@ -318,13 +320,13 @@ class RowStore:
                 try:
                     chunk = np.asarray(self._shards[name]["row"][src])
                 except (OSError, ValueError) as e:  # I/O error under the mmap
-                    _report_corrupt(self.report, self.directory / name, f"{type(e).__name__}: {e}")
+                    report_corrupt(self.report, self.directory / name, f"{type(e).__name__}: {e}")
                     bad.append(name)
                     continue
                 if self.validate is not None:
                     ok = np.asarray(self.validate(chunk), dtype=bool)
                     if not ok.all():
-                        _report_corrupt(
+                        report_corrupt(
                             self.report, self.directory / name, f"{int((~ok).sum())} row(s) failed validation"
                         )
                         bad.append(name)
@@ -394,10 +396,10 @@ class RowStore:
             try:
                 chunk = np.asarray(self._shards[name]["row"][self._row_of[sel]])
             except (OSError, ValueError) as e:
-                _report_corrupt(self.report, self.directory / name, f"{type(e).__name__}: {e}")
+                report_corrupt(self.report, self.directory / name, f"{type(e).__name__}: {e}")
                 continue
             if self.validate is not None and not np.asarray(self.validate(chunk), dtype=bool).all():
-                _report_corrupt(self.report, self.directory / name, "row(s) failed validation")
+                report_corrupt(self.report, self.directory / name, "row(s) failed validation")
                 continue
             keys.append(self._keys[sel])
             chunks.append(chunk)

@@ -14,7 +14,7 @@ import traceback
 from collections.abc import Sequence
 from typing import Any
 
-from diagnose.data import DataError
+from diagnose.data import DataError, json_default
 
 EXIT_OK = 0
 EXIT_FAIL = 1
@@ -445,7 +445,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         payload["gate"] = {"passed": not gate, "failures": gate}
         payload["warnings"] = [p.to_dict() for p in ds.report.warnings]
         payload["validation"] = ds.report.to_dict()
-        print(json.dumps(payload, indent=2, allow_nan=False, default=_json_default))
+        print(json.dumps(payload, indent=2, allow_nan=False, default=json_default))
         return _gate_exit(gate)
 
     if args.format == "csv":
@@ -609,18 +609,6 @@ def _transpose_table(rows: list[dict[str, Any]], metric_names: list[str], band) 
     return format_table(out_rows, ["metric", *runs])
 
 
-def _json_default(o: Any) -> Any:
-    import numpy as np
-
-    if isinstance(o, np.integer):
-        return int(o)
-    if isinstance(o, np.floating):
-        return float(o)
-    if isinstance(o, np.ndarray):
-        return o.tolist()
-    raise TypeError(f"not JSON serialisable: {type(o).__name__}")
-
-
 # --------------------------------------------------------------------------------------------- failures
 
 
@@ -661,7 +649,7 @@ def cmd_failures(args: argparse.Namespace) -> int:
         payload["label_noise"] = noise.to_dict()
         payload["hubness"] = hubs.to_dict()
         payload["warnings"] = [p.to_dict() for p in ds.report.warnings]
-        print(json.dumps(payload, indent=2, default=_json_default))
+        print(json.dumps(payload, indent=2, default=json_default))
         return EXIT_OK
     df = diag.frame()
     if args.format == "csv":
@@ -733,7 +721,7 @@ def cmd_models(args: argparse.Namespace) -> int:
     )
     table = cmp.table()
     if args.format == "json":
-        print(json.dumps(cmp.to_dict(), indent=2, default=_json_default))
+        print(json.dumps(cmp.to_dict(), indent=2, default=json_default))
     elif args.format == "csv":
         sys.stdout.write(table.to_csv(index=False, float_format="%.6f"))
     else:
@@ -771,7 +759,7 @@ def cmd_rerank(args: argparse.Namespace) -> int:
     rep = rerank_report(ds.qrels, candidates, reranked, k=args.k, depth=args.depth)
     _print_warnings(ds.report, args.format)
     if args.format == "json":
-        print(json.dumps(rep.to_dict(), indent=2, default=_json_default))
+        print(json.dumps(rep.to_dict(), indent=2, default=json_default))
         return EXIT_OK
     print(
         f"ceiling: recall@{args.depth} of the candidates = {rep.ceiling:.4f} (no reranker of them can beat it)"
@@ -793,7 +781,7 @@ def cmd_fuse(args: argparse.Namespace) -> int:
     table = fusion_whatif(ds.qrels, list(ds.runs.values()), k=args.k, rrf_k=args.rrf_k)
     _print_warnings(ds.report, args.format)
     if args.format == "json":
-        print(json.dumps({"fusions": table.to_dict(orient="records")}, indent=2, default=_json_default))
+        print(json.dumps({"fusions": table.to_dict(orient="records")}, indent=2, default=json_default))
     elif args.format == "csv":
         sys.stdout.write(table.to_csv(index=False, float_format="%.6f"))
     else:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -107,6 +107,17 @@ class ValidationReport:
         if not self.problems:
             return "No problems found in the input."
         return "\n".join(p.format() for p in self.problems)
+
+
+def json_default(o: Any) -> Any:
+    """``json.dumps(..., default=json_default)``: numpy scalars and arrays as plain numbers and lists."""
+    if isinstance(o, np.integer):
+        return int(o)
+    if isinstance(o, np.floating):
+        return float(o)
+    if isinstance(o, np.ndarray):
+        return o.tolist()
+    raise TypeError(f"not JSON serialisable: {type(o).__name__}")
 
 
 def document_text(title: str, text: str) -> str:

@@ -104,6 +104,7 @@ def compare_models(
     metric: str | None = None,
     depth: int = 100,
     encoders: Sequence | None = None,
+    spaces: Sequence[VectorSpace] | None = None,
     bm25=None,
     cache_dir: str | None = None,
     progress: bool | Callable[[int, int], None] = False,
@@ -113,9 +114,11 @@ def compare_models(
 ) -> ModelComparison:
     """Evaluate each model (name, local folder, or ``None`` for the bundled default) on the golden set.
 
-    ``encoders`` (objects with ``name``/``encode``) may replace loading by name (tests, the app). Throughput is
+    ``encoders`` (objects with ``name``/``encode``, optionally ``label``) may replace loading by name (tests, the
+    app); a model is then called by its ``label`` (else its ``name``). Throughput is
     measured on a fixed sample of the corpus with a bare ``encode`` (no cache), so it is comparable between models
-    even when the corpus embeddings come from the cache.
+    even when the corpus embeddings come from the cache. ``spaces`` (one per encoder, already built on this data
+    with the golden queries) skips the embedding step, e.g. in the app where they are cached in memory.
     """
     from diagnose import baselines, embed
     from diagnose.lexical import BM25Index
@@ -135,16 +138,21 @@ def compare_models(
     names = (
         [str(m) if m is not None else embed.DEFAULT_MODEL for m in models]
         if encoders is None
-        else [e.name for e in items]
+        else [str(getattr(e, "label", "") or e.name) for e in items]
     )
     if len(set(names)) != len(names):
         raise DataError(f"The same model is given twice: {names}.")
+    if spaces is not None and len(spaces) != len(items):
+        raise ValueError(f"{len(spaces)} vector spaces for {len(items)} models")
     texts = ds.corpus.texts()
     results = []
-    for name, enc in zip(names, items, strict=True):
-        if log:
-            log(f"model {name}: encoding {len(texts)} documents and {len(golden)} queries")
-        space = VectorSpace.build(ds, golden, encoder=enc, cache_dir=cache_dir, progress=progress)
+    for i, (name, enc) in enumerate(zip(names, items, strict=True)):
+        if spaces is not None:
+            space = spaces[i]
+        else:
+            if log:
+                log(f"model {name}: encoding {len(texts)} documents and {len(golden)} queries")
+            space = VectorSpace.build(ds, golden, encoder=enc, cache_dir=cache_dir, progress=progress)
         t0 = time.perf_counter()
         run = baselines.dense_run(
             space.doc_vecs, space.query_vecs, space.doc_ids, space.query_ids, depth=depth, name=name

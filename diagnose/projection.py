@@ -55,7 +55,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import pandas as pd
 
-from diagnose.cache import ArrayCache, default_cache_root
+from diagnose.cache import ArrayCache, default_cache_root, report_corrupt
 from diagnose.data import DataError, ValidationReport
 
 log = logging.getLogger(__name__)
@@ -546,7 +546,7 @@ def project(
         coords = cache.get(key, dtype=np.float32, shape=(n, 2))
         meta = cache.get(key + "/trust", dtype=np.float64, shape=(3,))
         if coords is not None and not np.isfinite(coords).all():
-            _corrupt(report, cache.path_for(key), "coordinates contain NaN or infinity")
+            report_corrupt(report, cache.path_for(key), "coordinates contain NaN or infinity")
             coords = None
         if coords is not None:
             say("Loaded the map coordinates from the cache")
@@ -571,18 +571,6 @@ def project(
         cache.put(key, coords)
         cache.put(key + "/trust", np.asarray(trust, dtype=np.float64))
     return done(coords, trust, method, False)
-
-
-def _corrupt(report: ValidationReport | None, path: Path, reason: str) -> None:
-    """Report (like :mod:`diagnose.cache` does) and delete a cache file that loaded but holds bad values."""
-    from diagnose.cache import CacheWarning
-
-    message = f"cache file was unreadable ({reason}); it was deleted and its values are recomputed"
-    if report is not None:
-        report.add("cache_corrupt", message, severity="warning", file=str(path))
-    else:
-        warnings.warn(f"{path}: {message}", CacheWarning, stacklevel=3)
-    path.unlink(missing_ok=True)
 
 
 # ---------------------------------------------------------------------------------------------------------------

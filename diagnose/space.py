@@ -94,7 +94,9 @@ class VectorSpace:
         if bool(doc_embeddings) != bool(query_embeddings):
             raise DataError("Pass both --doc-embeddings and --query-embeddings, or neither.")
         if doc_embeddings:
-            pre = embed.load_precomputed(doc_embeddings, query_embeddings, doc_ids, query_ids_file, report=report)
+            pre = embed.load_precomputed(
+                doc_embeddings, query_embeddings, doc_ids, query_ids_file, report=report
+            )
             corpus_ids = list(ds.corpus.ids)
             return cls.from_arrays(
                 f"precomputed:{Path(doc_embeddings).name}",

@@ -181,6 +181,36 @@ def test_compare_page_shows_tests_and_verdicts():
     assert len(_charts(at)) >= 1
 
 
+def test_compare_table_opens_a_fixed_query_in_the_run_where_it_fails():
+    at = _open("compare")
+    table = _frame_with(at, "change")
+    ref, other = at.selectbox(key="cmp_ref").value, at.selectbox(key="cmp_other").value
+    fixed = table.index[table["change"] == "fixed"]
+    assert len(fixed), "the demo baselines fix some of the reference run's queries"
+    row = int(fixed[0])
+    qid = table["query_id"].iloc[row]
+    assert table[f"fails in {ref}"].iloc[row]  # a fixed query failed in the reference: its class is shown
+    at.session_state["cmp_table"] = {"selection": {"rows": [row], "columns": [], "cells": []}}
+    at.run()
+    _assert_clean(at)
+    assert at.title[0].value == "Query inspector"
+    assert at.selectbox(key="run").value == (other if table[f"fails in {other}"].iloc[row] else ref)
+    assert at.selectbox(key="inspector_query").value == qid
+
+
+def test_compare_page_slices_by_query_metadata():
+    at = _open("compare")
+    sliced = _frame_with(at, "n")
+    field = at.selectbox(key="cmp_slice").value
+    areas = {
+        json.loads(line)["metadata"][field] for line in (DEMO / "queries.jsonl").read_text().splitlines()
+    }
+    assert set(sliced[field]) == areas
+    assert sliced["n"].sum() == len(
+        {line.split("\t")[0] for line in (DEMO / "qrels" / "test.tsv").read_text().splitlines()[1:]}
+    )
+
+
 def test_data_page_shows_the_report_and_counts():
     at = _open("data")
     assert any(s.value == "Validation report" for s in at.subheader)
@@ -201,6 +231,48 @@ def test_data_page_shows_the_report_and_counts():
     assert metrics["Qrels rows"] == f"{n_qrels:,}"
     runs = _frame_with(at, "depth (max)")
     assert sorted(runs["run"]) == sorted(DEMO_RUNS + BASELINES)
+
+
+def _compare_models(at: AppTest, models: str) -> AppTest:
+    at.text_area(key="models_extra").input(models)
+    at.button(key="models_submit").click().run()
+    return at
+
+
+def test_model_choice_page_scores_the_sidebar_model_like_the_dense_baseline():
+    at = _open("models")
+    table = _frame_with(at, "docs/s")
+    assert len(table) == 1 and table["rank"].tolist() == [1]
+    b = at.session_state["_bundle"]
+    assert table["dim"].tolist() == [b.space.dim]
+    # the model's exact dense run is the app's dense baseline: the same nDCG (scored by the overview's code path)
+    k = b.k
+    assert table[f"ndcg@{k}"].iloc[0] == pytest.approx(
+        b.evaluations()["dense"].aggregate[f"ndcg@{k}"], abs=1e-12
+    )
+    assert table["CI low"].iloc[0] <= table[f"ndcg@{k}"].iloc[0] <= table["CI high"].iloc[0]
+    assert len(_charts(at)) >= 1
+
+
+def test_model_choice_reports_a_model_that_cannot_load():
+    at = _compare_models(_open("models"), "/nonexistent/model-folder")
+    assert not at.exception
+    assert at.error and "/nonexistent/model-folder" in at.error[0].value
+    assert len(_frame_with(at, "docs/s")) == 1  # the sidebar's model is still compared
+
+
+@pytest.mark.real_model
+def test_model_choice_compares_the_bundled_model_with_the_sidebar_model():
+    at = _compare_models(_open("models"), "all-MiniLM-L6-v2")
+    _assert_clean(at)
+    table = _frame_with(at, "docs/s")
+    assert len(table) == 2
+    assert sorted(table["dim"]) == sorted({at.session_state["_bundle"].space.dim, 384})
+    assert (table["docs/s"] > 0).all() and table["rank"].iloc[0] == 1
+    # the second model is now offered on the Similarity page too
+    at.switch_page(PAGES.format("similarity")).run()
+    _assert_clean(at)
+    assert len(at.multiselect(key="sim_models").options) == 2
 
 
 # ------------------------------------------------------------------------------------------------ sidebar

@@ -48,6 +48,7 @@ PAGES = [
     ("map", "Embedding map", "Embedding map", True),
     ("similarity", "Similarity", "Similarity", True),
     ("compare", "Compare runs", "Compare runs", True),
+    ("models", "Model choice", "Model choice", True),
     ("data", "Data", "Data", False),
 ]
 FIRST_LOAD_S = 600

@@ -15,7 +15,9 @@ DEMO = Path(__file__).resolve().parents[1] / "demo_corpus"
 
 
 def test_demo_loads_without_problems():
-    ds = load_dataset(data_dir=DEMO, runs=[DEMO / "runs" / "ann_minilm.trec", DEMO / "runs" / "bm25_langchain.trec"])
+    ds = load_dataset(
+        data_dir=DEMO, runs=[DEMO / "runs" / "ann_minilm.trec", DEMO / "runs" / "bm25_langchain.trec"]
+    )
     assert len(ds.corpus) >= 150 and len(ds.queries) >= 60
     assert not [p for p in ds.report if p.severity == "error"]
     multi = ds.qrels.relevant().groupby("query_id").size()

@@ -14,7 +14,7 @@ from typing import Any
 
 import pandas as pd
 
-from diagnose.data import ValidationReport
+from diagnose.data import ValidationReport, json_default
 from diagnose.failures import CLASS_LABELS, CLASSES, RECOMMENDATIONS, Diagnosis, sort_worst
 
 _FAMILY_ORDER = ("hit_rate", "recall", "ndcg", "mrr", "precision", "map")
@@ -139,19 +139,7 @@ def per_query_json(evaluations: Mapping[str, Any], k: int) -> str:
 
 
 def diagnosis_json(diagnosis: Diagnosis) -> str:
-    return json.dumps(diagnosis.to_dict(), indent=2, default=_default)
-
-
-def _default(o: Any) -> Any:
-    import numpy as np
-
-    if isinstance(o, np.integer):
-        return int(o)
-    if isinstance(o, np.floating):
-        return float(o)
-    if isinstance(o, np.ndarray):
-        return o.tolist()
-    raise TypeError(f"not JSON serialisable: {type(o).__name__}")
+    return json.dumps(diagnosis.to_dict(), indent=2, default=json_default)
 
 
 def order_metric_columns(columns: Sequence[str]) -> list[str]:

@@ -54,6 +54,7 @@ PAGES: dict[str, tuple[str, str, str]] = {
     "map": ("diagnose/ui/pages/map.py", "Embedding map", ":material/scatter_plot:"),
     "similarity": ("diagnose/ui/pages/similarity.py", "Similarity", ":material/bar_chart:"),
     "compare": ("diagnose/ui/pages/compare.py", "Compare runs", ":material/compare_arrows:"),
+    "models": ("diagnose/ui/pages/models.py", "Model choice", ":material/model_training:"),
     "data": ("diagnose/ui/pages/data.py", "Data", ":material/dataset:"),
 }
 
@@ -172,7 +173,7 @@ def _dataset_slot(key: str) -> _Slot:
     return _Slot()
 
 
-@st.cache_resource(show_spinner=False, max_entries=3)
+@st.cache_resource(show_spinner=False, max_entries=6)
 def _encoder_slot(model: str | None, override: str | None) -> _Slot:
     return _Slot()
 
@@ -250,6 +251,7 @@ class Bundle:
     runs: dict[str, Run]
     kinds: dict[str, str]  # run name -> "your run" | "baseline"
     golden: list[str]
+    encoder: Any = None  # the encoder of the sidebar's model
 
     @property
     def k(self) -> int:
@@ -405,6 +407,22 @@ def _comparisons(key, encoder, engine, names, reference, metrics, k, *, _b):
     return compare_all({n: evs[n].per_query for n in names}, reference, list(metrics))
 
 
+def model_comparison(b: Bundle, encoders: list[Any], spaces: list[Any], metric: str) -> Any:
+    """:func:`diagnose.models.compare_models` of ``encoders`` (their spaces already built), cached per data and k."""
+    return _model_comparison(
+        b.key, tuple(e.name for e in encoders), b.k, metric, _b=b, _enc=encoders, _sp=spaces
+    )
+
+
+@st.cache_data(show_spinner="Scoring each model's dense run ...", max_entries=16)
+def _model_comparison(key, names, k, metric, *, _b, _enc, _sp):
+    from diagnose.models import compare_models
+
+    return compare_models(
+        _b.ds, [None] * len(_enc), k=k, metric=metric, encoders=_enc, spaces=_sp, bm25=_b.bm25
+    )
+
+
 def _load_encoder(model: str | None, override: str | None):
     from diagnose import embed
 
@@ -420,6 +438,54 @@ def _load_encoder(model: str | None, override: str | None):
             "Type a sentence-transformers model name or the path of a local model folder, or clear the field "
             "to use the bundled default."
         ) from e
+
+
+def label_of(encoder: Any) -> str:
+    """How an encoder is called on the page: its label (a model name or path), else its identity."""
+    return str(getattr(encoder, "label", "") or encoder.name)
+
+
+def _encoder(model: str | None, override: str | None, label: str, prog: _Progress) -> Any:
+    """The encoder of ``model`` (None = the default), loaded once per process."""
+
+    def load():
+        prog.step(f"Loading the embedding model {label}")
+        return _load_encoder(model, override)
+
+    return _fill(_encoder_slot(model, override), load)
+
+
+def _space(key: str, ds: Dataset, golden: list[str], encoder: Any, prog: _Progress) -> Any:
+    """The corpus and the golden queries embedded by ``encoder`` (once per process and data; on disk too).
+
+    Every model embedded here is remembered in the session, for the Similarity page."""
+
+    def encode():
+        from diagnose.space import VectorSpace
+
+        cb = prog.bar(
+            f"Encoding {len(ds.corpus):,} documents and {len(golden):,} queries with {label_of(encoder)}"
+        )
+        return VectorSpace.build(ds, golden, encoder=encoder, progress=cb, report=ds.report)
+
+    space = _fill(_space_slot(key, encoder.name), encode)
+    st.session_state.setdefault("_models_seen", {})[label_of(encoder)] = encoder.name
+    return space
+
+
+def model_space(b: Bundle, model: str) -> tuple[Any, Any]:
+    """``(encoder, VectorSpace)`` of another model (a name or a local folder) on the bundle's data, with progress.
+
+    Raises :class:`DataError` naming the model when it cannot be loaded."""
+    prog = _Progress()
+    try:
+        encoder = _encoder(model, None, model, prog)
+        space = _space(b.key, b.ds, b.golden, encoder, prog)
+    except DataError:
+        prog.fail(f"Could not load {model}")
+        raise
+    prog.done(f"{label_of(encoder)} ready")
+    return encoder, space
 
 
 def build_bundle(s: Settings) -> Bundle | None:
@@ -452,22 +518,8 @@ def build_bundle(s: Settings) -> Bundle | None:
                 "nothing to evaluate. Check that the qrels and the queries use the same query ids."
             )
 
-        def load_model():
-            prog.step(f"Loading the embedding model {s.model_label}")
-            return _load_encoder(s.model, s.override)
-
-        encoder = _fill(_encoder_slot(s.model, s.override), load_model)
-
-        def encode():
-            from diagnose.space import VectorSpace
-
-            cb = prog.bar(
-                f"Encoding {len(ds.corpus):,} documents and {len(golden):,} queries with "
-                f"{getattr(encoder, 'label', '') or encoder.name}"
-            )
-            return VectorSpace.build(ds, golden, encoder=encoder, progress=cb, report=ds.report)
-
-        space = _fill(_space_slot(key, encoder.name), encode)
+        encoder = _encoder(s.model, s.override, s.model_label, prog)
+        space = _space(key, ds, golden, encoder, prog)
 
         def index():
             from diagnose.lexical import BM25Index
@@ -496,8 +548,7 @@ def build_bundle(s: Settings) -> Bundle | None:
         prog.fail("Could not prepare the analysis")
         st.error(f"Could not read the data: {type(e).__name__}: {e}")
         return None
-    label = str(getattr(encoder, "label", "") or encoder.name)
-    st.session_state.setdefault("_models_seen", {})[label] = encoder.name
+    label = label_of(encoder)
     prog.done(f"Ready: {len(ds.corpus):,} documents, {len(golden):,} golden queries, model {label}")
 
     runs: dict[str, Run] = dict(ds.runs)
@@ -506,7 +557,7 @@ def build_bundle(s: Settings) -> Bundle | None:
         r = base[base_name]
         runs[new_name] = r if new_name == r.name else replace(r, name=new_name)
         kinds[new_name] = "baseline"
-    return Bundle(s, key, ds, encoder.name, label, space, bm25, runs, kinds, golden)
+    return Bundle(s, key, ds, encoder.name, label, space, bm25, runs, kinds, golden, encoder)
 
 
 def setup(page: Any = None) -> Bundle | None:
@@ -524,6 +575,9 @@ def setup(page: Any = None) -> Bundle | None:
         return None
     with st.sidebar:
         names = b.run_names
+        pending = st.session_state.pop("_pending_run", None)
+        if pending in names:
+            st.session_state["run"] = pending
         if st.session_state.get("run") not in names:
             st.session_state["run"] = names[0]
         st.selectbox(
@@ -566,7 +620,12 @@ def bundle() -> Bundle:
     return b
 
 
-def open_query(query_id: str) -> None:
-    """Remember the query and open it in the inspector."""
+def open_query(query_id: str, run: str | None = None) -> None:
+    """Remember the query (and the run to diagnose it in, when given) and open it in the inspector.
+
+    The sidebar's run picker already exists in this script run, so a new run is handed over through
+    ``_pending_run`` and applied by :func:`setup` before the picker is drawn again."""
     st.session_state["query_id"] = query_id
+    if run is not None and run != st.session_state.get("run"):
+        st.session_state["_pending_run"] = run
     st.switch_page(page_path("inspector"))

@@ -6,6 +6,8 @@ import pandas as pd
 import streamlit as st
 
 from diagnose import charts
+from diagnose.compare import per_query_deltas, slice_metrics
+from diagnose.failures import CLASS_LABELS
 from diagnose.ui import state
 from diagnose.ui.text import escape_md
 
@@ -65,7 +67,6 @@ others = [n for n in names if n != ref]
 d1, d2 = st.columns(2)
 other = d1.selectbox("Run", others, key="cmp_other")
 metric = d2.selectbox("Metric", chosen, key="cmp_metric")
-from diagnose.compare import per_query_deltas  # noqa: E402
 
 deltas = per_query_deltas(evs[ref], evs[other], metric)
 counts = deltas["change"].value_counts()
@@ -79,5 +80,66 @@ st.caption(
 st.altair_chart(
     charts.delta_chart(deltas, metric=metric, run=other, reference=ref), width="stretch", height=400
 )
-with st.expander("Per-query table"):
-    st.dataframe(deltas, hide_index=True, width="stretch")
+
+
+def _classes(run: str) -> dict[str, str]:
+    """query id -> the failure classes of its missed relevant documents in ``run`` (at k, the sidebar's definition)."""
+    out: dict[str, set[str]] = {}
+    for f in b.diagnosis(run).failures:
+        out.setdefault(f.query_id, set()).add(CLASS_LABELS[f.cls])
+    return {q: ", ".join(sorted(c)) for q, c in out.items()}
+
+
+failed_ref, failed_other = _classes(ref), _classes(other)
+q_text = b.ds.queries.text_of()
+table = deltas.rename(columns={"reference": f"{metric}: {ref}", "other": f"{metric}: {other}"})
+table.insert(1, "query", [q_text.get(q, "") for q in deltas["query_id"]])
+table[f"fails in {ref}"] = [failed_ref.get(q, "") for q in deltas["query_id"]]
+table[f"fails in {other}"] = [failed_other.get(q, "") for q in deltas["query_id"]]
+st.caption(
+    f"The failure class columns say why a query fails at k={k} in each run (empty: it does not fail). Click a row "
+    "to open the query in the inspector, in the run where it fails."
+)
+event = st.dataframe(
+    table,
+    hide_index=True,
+    width="stretch",
+    height=400,
+    on_select="rerun",
+    selection_mode="single-row",
+    key="cmp_table",
+    column_config={
+        "query": st.column_config.TextColumn(width="large"),
+        "delta": st.column_config.NumberColumn(format="%+.4f"),
+    },
+)
+rows = ((event or {}).get("selection") or {}).get("rows") or []
+if rows:
+    qid = str(table.iloc[rows[0]]["query_id"])
+    if qid in failed_other:
+        state.open_query(qid, run=other)
+    elif qid in failed_ref:
+        state.open_query(qid, run=ref)
+    else:
+        st.info(f"Query {escape_md(qid)} fails in neither run at k={k}: nothing to inspect.")
+
+fields = [c for c in b.ds.queries.df.columns if c not in ("query_id", "text")]
+if fields:
+    st.subheader("Slices")
+    s1, s2 = st.columns(2)
+    field = s1.selectbox("Query metadata field", fields, key="cmp_slice")
+    slice_metric = s2.selectbox("Metric", options, index=options.index(metric), key="cmp_slice_metric")
+    sliced = slice_metrics({n: evs[n] for n in names}, b.ds.queries, field)
+    pivot = sliced.pivot_table(index=[field, "n"], columns="run", values=slice_metric, sort=True)
+    pivot = pivot[[n for n in names if n in pivot.columns]].reset_index()
+    st.dataframe(
+        pivot,
+        hide_index=True,
+        width="stretch",
+        column_config={n: st.column_config.NumberColumn(format="%.3f") for n in names},
+    )
+    st.caption(
+        f"Mean {slice_metric} per value of the queries' {escape_md(field)} field (n golden queries each). A mean "
+        "over a handful of queries is noisy: read small slices as hints. To compare recall with and without a "
+        "metadata filter, load the filtered and the unfiltered runs as two runs and compare them above."
+    )
