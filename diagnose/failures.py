@@ -329,7 +329,7 @@ def diagnose_run(
     ``bm25`` is a :class:`diagnose.lexical.BM25Index` over the same corpus. ``calibration`` defaults to
     :func:`calibrate` on this run.
     """
-    from diagnose.lexical import term_overlap
+    from diagnose.lexical import term_overlap, tokenize
 
     if ds.corpus is None or ds.queries is None:
         raise DataError(
@@ -349,6 +349,11 @@ def diagnose_run(
             norm_cache[doc] = normalise_text(doc_texts[corpus_row[doc]])
         return norm_cache[doc]
 
+    targets = list(dict.fromkeys(d for _, d, _ in pairs if d in corpus_row))
+    # one tokenize() call for every target: each distinct word is stemmed once
+    target_stems = dict(
+        zip(targets, map(set, tokenize([doc_texts[corpus_row[d]] for d in targets])), strict=True)
+    )
     grades = ds.qrels.as_dict()
     lists = run.ranked_lists()
     dense = _dense_ranks(space, [(q, d) for q, d, _ in pairs if d in corpus_row])
@@ -403,7 +408,7 @@ def diagnose_run(
             s = float(scores[corpus_row[d]])
             bm25_score = s
             bm25_rank = int(np.count_nonzero(scores > s)) + 1
-            ov = term_overlap(text, doc_texts[corpus_row[d]])
+            ov = term_overlap(text, "", doc_stems=target_stems[d])
             present, missing, overlap = tuple(ov.present), tuple(ov.missing), float(ov.overlap_ratio)
         dense_rank = dense.get((q, d))
         cls = classify(

@@ -60,7 +60,7 @@ from __future__ import annotations
 import hashlib
 import re
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Sequence, Set
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -164,8 +164,11 @@ class TermOverlap:
     overlap_ratio: float
 
 
-def term_overlap(query: str, doc: str) -> TermOverlap:
+def term_overlap(query: str, doc: str, *, doc_stems: Set[str] | None = None) -> TermOverlap:
     """Split the query's terms into those found in ``doc`` and those missing, with :func:`tokenize`'s rules.
+
+    ``doc_stems``: the document's stems when already known (``set(tokenize([doc])[0])``, e.g. computed for many
+    documents in one :func:`tokenize` call); ``doc`` is then not read.
 
     >>> t = term_overlap("Do statins reduce breast cancer?", "Statin use and breast-cancer survival")
     >>> t.present, t.missing, t.overlap_ratio
@@ -176,7 +179,8 @@ def term_overlap(query: str, doc: str) -> TermOverlap:
         seen = forms.setdefault(stem, [])
         if word not in seen:
             seen.append(word)
-    doc_stems = set(tokenize([doc])[0])
+    if doc_stems is None:
+        doc_stems = set(tokenize([doc])[0])
     stems = tuple(forms)
     display = {s: "/".join(forms[s]) for s in stems}
     s_present = tuple(s for s in stems if s in doc_stems)

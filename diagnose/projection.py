@@ -586,7 +586,17 @@ def snippet(text: str | None, limit: int = SNIPPET_CHARS) -> str:
     characters, cut at a word boundary when one is in the last 40% and ended with "…" when cut."""
     if not text:
         return ""
-    t = _WS.sub(" ", html.unescape(_TAG.sub(" ", str(text)))).strip()
+    text = str(text)
+    head = text[: 4 * limit + 256]  # cleaning a long document whole costs more than the map's other steps
+    if len(head) < len(text):
+        tag = head.rfind("<")
+        if tag > head.rfind(">"):  # a tag cut in half: leave it out of the prefix
+            head = head[:tag]
+        t = _WS.sub(" ", html.unescape(_TAG.sub(" ", head))).strip()
+        if len(t) <= limit:  # mostly markup: clean the whole text
+            t = _WS.sub(" ", html.unescape(_TAG.sub(" ", text))).strip()
+    else:
+        t = _WS.sub(" ", html.unescape(_TAG.sub(" ", text))).strip()
     if len(t) <= limit:
         return t
     cut = t[: limit - 1]

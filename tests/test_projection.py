@@ -286,6 +286,50 @@ def test_snippet_is_plain_and_short():
     assert pj.snippet(None) == "" and pj.snippet("") == ""
 
 
+def _snippet_whole(text: str, limit: int = pj.SNIPPET_CHARS) -> str:
+    """The snippet computed by cleaning the whole text (what pj.snippet must equal; it only cleans a prefix)."""
+    import html
+    import re
+
+    t = re.sub(r"\s+", " ", html.unescape(re.sub(r"<[^>]{0,200}>", " ", text))).strip()
+    if len(t) <= limit:
+        return t
+    cut = t[: limit - 1]
+    space = cut.rfind(" ")
+    if space >= int(limit * 0.6):
+        cut = cut[:space]
+    return cut.rstrip(" ,;:.-") + "…"
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(
+            ["word", "<b>", "</b>", "<p class='x'>", "&amp;", "&nbsp;", " ", "\n", "long" * 30, "<", ">"]
+        ),
+        max_size=400,
+    )
+)
+def test_snippet_of_a_prefix_equals_the_snippet_of_the_whole_text(parts):
+    text = "".join(parts)
+    assert pj.snippet(text) == _snippet_whole(text)
+
+
+def test_snippet_of_long_markup_matches_the_whole_text():
+    prefix = 4 * pj.SNIPPET_CHARS + 256  # the part of a long text snippet() cleans first
+    words = "plain words " * 10  # 120 characters of text
+    # 1. mostly markup: the cleaned prefix is empty, the words come later
+    text = "<i>" * (prefix // 3 + 10) + words * 3
+    assert pj.snippet(text) == _snippet_whole(text) != ""
+    # 2. a tag cut in half by the prefix, right after short text: its "<p ..." must not leak into the snippet
+    tag = "<p class='" + "x" * 60 + "'>"
+    filler = "<b>" * ((prefix - len(words) - 20) // 3)
+    text = filler + words + tag + "more text " * 20
+    assert len(filler + words) < prefix < len(filler + words + tag)
+    assert pj.snippet(text) == _snippet_whole(text)
+    assert "<" not in pj.snippet(text)
+
+
 def _tiny_map():
     doc_ids = ["d1", "d2", "d3", "d4"]
     doc_texts = ["one", "two <b>bold</b>", "three", "four"]
