@@ -125,7 +125,16 @@ def _click_a_failed_query(page) -> None:
     _wait_page(page, "Embedding map", True, PAGE_LOAD_S)
 
 
-def test_every_page_in_chromium(tmp_path):
+def _compare_two_models(page, model_folder: Path) -> None:
+    """On the Model choice page, add the locally built second model and wait for the two-row table."""
+    page.get_by_label("Other models, one per line").fill(str(model_folder))
+    page.get_by_role("button", name="Compare").click()
+    page.get_by_text("minilm-proj64").first.wait_for(timeout=PAGE_LOAD_S * 1000)
+    _wait_page(page, "Model choice", True, PAGE_LOAD_S)
+    _assert_no_exception(page, "models (two models)")
+
+
+def test_every_page_in_chromium(tmp_path, second_model):
     if not CHROMIUM.exists():
         pytest.skip("/usr/bin/chromium is not installed")
     sync_api = pytest.importorskip("playwright.sync_api")
@@ -167,6 +176,8 @@ def test_every_page_in_chromium(tmp_path):
                         assert page.locator('[data-testid="stDataFrame"]').count() >= 1, "no metrics table"
                         assert page.locator('[data-testid="stVegaLiteChart"]').count() >= 3, "missing charts"
                         assert page.get_by_text("ann_minilm").count() >= 1, "the demo run is not in the page"
+                    if name == "models":
+                        _compare_two_models(page, second_model)
                     if name in ("worst", "inspector"):
                         assert page.locator('[data-testid="stDataFrame"]').count() >= 1, f"{name}: no table"
                     page.screenshot(path=str(SHOTS / f"{name}.png"))

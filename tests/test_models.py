@@ -77,26 +77,6 @@ def test_compare_models_with_fake_encoders(tmp_path):
     assert {f"n_{c}" for c in ("near_miss", "semantic_gap")} <= set(table.columns)
 
 
-@pytest.fixture(scope="module")
-def second_model(tmp_path_factory):
-    """A second real sentence-transformers model, built locally: the bundled MiniLM with a seeded 384->64 dense
-    projection on top (different vectors and size, same tokenizer), saved as a folder."""
-    import torch
-    from sentence_transformers import SentenceTransformer
-    from sentence_transformers.sentence_transformer import modules as models
-
-    from diagnose.embed import default_model_path
-
-    torch.manual_seed(0)
-    word = models.Transformer(str(default_model_path()))
-    pooling = models.Pooling(word.get_embedding_dimension(), pooling_mode="mean")
-    dense = models.Dense(in_features=384, out_features=64, activation_function=torch.nn.Identity())
-    model = SentenceTransformer(modules=[word, pooling, dense, models.Normalize()], device="cpu")
-    folder = tmp_path_factory.mktemp("models") / "minilm-proj64"
-    model.save(str(folder))
-    return folder
-
-
 @pytest.mark.real_model
 def test_models_cli_with_two_real_models(tmp_path, second_model, capsys):
     data = tmp_path / "data"

@@ -109,7 +109,7 @@ event = st.dataframe(
     selection_mode="single-row",
     key="cmp_table",
     column_config={
-        "query": st.column_config.TextColumn(width="large"),
+        "query": st.column_config.TextColumn(width="medium"),
         "delta": st.column_config.NumberColumn(format="%+.4f"),
     },
 )

@@ -1,0 +1,25 @@
+"""Shared fixtures."""
+
+from __future__ import annotations
+
+import pytest
+
+
+@pytest.fixture(scope="session")
+def second_model(tmp_path_factory):
+    """A second real sentence-transformers model, built locally: the bundled MiniLM with a seeded 384->64 dense
+    projection on top (different vectors and size, same tokenizer), saved as a folder. No hub access."""
+    import torch
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.sentence_transformer import modules as models
+
+    from diagnose.embed import default_model_path
+
+    torch.manual_seed(0)
+    word = models.Transformer(str(default_model_path()))
+    pooling = models.Pooling(word.get_embedding_dimension(), pooling_mode="mean")
+    dense = models.Dense(in_features=384, out_features=64, activation_function=torch.nn.Identity())
+    model = SentenceTransformer(modules=[word, pooling, dense, models.Normalize()], device="cpu")
+    folder = tmp_path_factory.mktemp("models") / "minilm-proj64"
+    model.save(str(folder))
+    return folder
