@@ -146,10 +146,20 @@ def test_holm_hand_computed():
     assert holm([]).size == 0
 
 
-def test_holm_matches_statsmodels_if_installed():
-    multitest = pytest.importorskip("statsmodels.stats.multitest")
+def test_holm_matches_statsmodels():
+    multitest = pytest.importorskip(
+        "statsmodels.stats.multitest"
+    )  # a test dependency; skipped only without it
     p = np.array([0.01, 0.04, 0.03, 0.005, 0.2, 0.5, 0.001])
     np.testing.assert_allclose(holm(p), multitest.multipletests(p, method="holm")[1])
+
+
+@settings(max_examples=200, deadline=None)
+@given(hst.lists(hst.floats(0, 1), min_size=1, max_size=40))
+def test_holm_matches_statsmodels_on_random_pvalues(pvalues):
+    multitest = pytest.importorskip("statsmodels.stats.multitest")
+    p = np.array(pvalues)
+    np.testing.assert_allclose(holm(p), multitest.multipletests(p, method="holm")[1], rtol=1e-12, atol=1e-15)
 
 
 def test_holm_rejects_bad_pvalues():
