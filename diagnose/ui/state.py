@@ -409,13 +409,14 @@ def _comparisons(key, encoder, engine, names, reference, metrics, k, *, _b):
 
 def model_comparison(b: Bundle, encoders: list[Any], spaces: list[Any], metric: str) -> Any:
     """:func:`diagnose.models.compare_models` of ``encoders`` (their spaces already built), cached per data and k."""
+    names = tuple(e.name for e in encoders)
     return _model_comparison(
-        b.key, tuple(e.name for e in encoders), b.k, metric, _b=b, _enc=encoders, _sp=spaces
+        b.key, names, b.settings.bm25_engine, b.k, metric, _b=b, _enc=encoders, _sp=spaces
     )
 
 
 @st.cache_data(show_spinner="Scoring each model's dense run ...", max_entries=16)
-def _model_comparison(key, names, k, metric, *, _b, _enc, _sp):
+def _model_comparison(key, names, engine, k, metric, *, _b, _enc, _sp):
     from diagnose.models import compare_models
 
     return compare_models(

@@ -145,6 +145,7 @@ counts = pd.DataFrame(
 )
 st.dataframe(counts, hide_index=True, width="stretch")
 st.caption(
-    f"Missed (query, relevant document) pairs of each model's own dense run at k={k}. Every model seen here is also "
-    "offered on the Similarity page."
+    f"Missed (query, relevant document) pairs of the queries each model's own dense run fails at k={k} (no relevant "
+    "document in its top k; BM25 evidence from the sidebar's engine). Every model seen here is also offered on the "
+    "Similarity page."
 )
