@@ -198,6 +198,16 @@ def test_compare_table_opens_a_fixed_query_in_the_run_where_it_fails():
     assert at.selectbox(key="inspector_query").value == qid
 
 
+def test_compare_page_shows_what_if_fusion_of_the_two_runs():
+    at = _open("compare")
+    ref, other = at.selectbox(key="cmp_ref").value, at.selectbox(key="cmp_other").value
+    fusions = _frame_with(at, "fusion")
+    assert fusions["fusion"].iloc[0].startswith("rrf")
+    assert {f"recovers_{ref}", f"recovers_{other}", f"loses_{ref}", f"loses_{other}"} <= set(fusions.columns)
+    k = at.number_input(key="k").value
+    assert fusions[f"ndcg@{k}"].between(0, 1).all()
+
+
 def test_compare_page_slices_by_query_metadata():
     at = _open("compare")
     sliced = _frame_with(at, "n")

@@ -407,6 +407,18 @@ def _comparisons(key, encoder, engine, names, reference, metrics, k, *, _b):
     return compare_all({n: evs[n].per_query for n in names}, reference, list(metrics))
 
 
+def fusion_whatif(b: Bundle, a: str, other: str) -> pd.DataFrame:
+    """:func:`diagnose.compare.fusion_whatif` of two runs at the chosen k (cached per data, model and k)."""
+    return _fusion_whatif(b.key, b.encoder_name, b.settings.bm25_engine, a, other, b.k, _b=b)
+
+
+@st.cache_data(show_spinner="Fusing the two runs ...", max_entries=32)
+def _fusion_whatif(key, encoder, engine, a, other, k, *, _b):
+    from diagnose.compare import fusion_whatif
+
+    return fusion_whatif(_b.ds.qrels, [_b.runs[a], _b.runs[other]], k=k)
+
+
 def model_comparison(b: Bundle, encoders: list[Any], spaces: list[Any], metric: str) -> Any:
     """:func:`diagnose.models.compare_models` of ``encoders`` (their spaces already built), cached per data and k."""
     names = tuple(e.name for e in encoders)

@@ -123,6 +123,23 @@ if rows:
     else:
         st.info(f"Query {escape_md(qid)} fails in neither run at k={k}: nothing to inspect.")
 
+st.subheader(f"What if {ref} and {other} were fused?")
+fusions = state.fusion_whatif(b, ref, other)
+st.dataframe(
+    fusions,
+    hide_index=True,
+    width="stretch",
+    column_config={
+        c: st.column_config.NumberColumn(format="%.4f") for c in fusions.columns if "@" in c or c == "mrr"
+    },
+)
+best = fusions.sort_values(f"ndcg@{k}", ascending=False).iloc[0]
+st.caption(
+    f"Reciprocal rank fusion (k=60) and weighted fusion of min-max normalised scores, scored on the same golden "
+    f"queries. recovers_X: queries X fails at k={k} (no relevant document in its top k) that the fusion does not; "
+    f"loses_X: the reverse. Best nDCG@{k} here: {escape_md(best['fusion'])} ({best[f'ndcg@{k}']:.3f})."
+)
+
 fields = [c for c in b.ds.queries.df.columns if c not in ("query_id", "text")]
 if fields:
     st.subheader("Slices")
