@@ -93,6 +93,11 @@ for f in failures:
             help="share of the query's terms (stemmed, stopwords dropped) that occur in the target",
         )
         st.markdown("**Evidence.** " + escape_md(f.evidence))
+        if f.margin is not None:
+            st.caption(
+                f"Similarity margin: cos(query, the run's #{b.k}) − cos(query, target) = {f.margin:+.3f} (positive: "
+                f"the #{b.k} document is closer to the query than the target, under this model)."
+            )
         st.info("**Recommendation.** " + RECOMMENDATIONS[f.cls], icon=":material/lightbulb:")
         v1, v2 = st.columns(2)
         v1.markdown(f"**Seed rule** (cosine < {th.seed_cosine:.2f}): {f.seed_verdict}")
@@ -124,6 +129,7 @@ st.subheader(f"What the run retrieved (top {b.k})")
 run = b.runs[run_name]
 top = run.df[(run.df["query_id"] == qid) & (run.df["rank"] <= b.k)]
 grades = b.grades(qid)
+targets = list(dict.fromkeys(f.doc_id for f in failures))
 rows = []
 for doc, rank, score in zip(top["doc_id"], top["rank"], top["score"], strict=True):
     g = grades.get(doc)
@@ -138,6 +144,12 @@ for doc, rank, score in zip(top["doc_id"], top["rank"], top["score"], strict=Tru
             if doc in b.space.doc_row and qid in b.space.query_row
             else None,
             "BM25 rank": bm25_rank(doc),
+            **{
+                f"cos to {t}": float(b.space.doc_vec(doc) @ b.space.doc_vec(t))
+                if doc in b.space.doc_row and t in b.space.doc_row
+                else None
+                for t in targets
+            },
             "run score": float(score),
             "document": truncate(" ".join(d), 200) if d else "(not in the corpus)",
         }
@@ -151,6 +163,12 @@ if rows:
         width="stretch",
         column_config={
             "cosine": st.column_config.NumberColumn(format="%.3f", help="cos(query, document)"),
+            **{
+                f"cos to {t}": st.column_config.NumberColumn(
+                    format="%.3f", help=f"cos(document, missed target {t}): near 1 = a near-duplicate of it"
+                )
+                for t in targets
+            },
             "run score": st.column_config.NumberColumn(format="%.4f"),
             "document": st.column_config.TextColumn(width="large"),
         },
