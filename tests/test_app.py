@@ -221,6 +221,37 @@ def test_compare_page_slices_by_query_metadata():
     )
 
 
+def test_golden_set_page_finds_the_planted_duplicates_and_conflicts():
+    planted = json.loads((DEMO / "planted.json").read_text(encoding="utf-8"))
+    at = _open("golden")
+    dups = _frame_with(at, "original")
+    found = {frozenset(p) for p in zip(dups["doc_id"], dups["duplicate_of"], strict=True)}
+    for pair in planted["near-duplicates"]:
+        assert frozenset((pair["duplicate"], pair["of"])) in found, pair
+    conflicts = " ".join(_frame_with(at, "judgements")["query_ids"])
+    for q in planted["duplicate-query"]:
+        assert q["query_id"] in conflicts
+    hubs = _frame_with(at, "occurrences")
+    assert (hubs["share"] >= 0.1).all() and len(hubs) > 0
+    # every planted near-duplicate that the diagnosed run puts in a label-gap query's top k is flagged as unjudged
+    run = at.selectbox(key="run").value
+    k = at.number_input(key="k").value
+    lines = [ln.split() for ln in (DEMO / "runs" / f"{run}.trec").read_text().splitlines() if ln.strip()]
+    dup_of = {p["of"]: p["duplicate"] for p in planted["near-duplicates"]}
+    expected = set()
+    for item in planted["label-gap"]:
+        q = item["query_id"]
+        # trec_eval's order: score descending, ties by document id descending
+        ranked = sorted(
+            (ln for ln in lines if ln[0] == q), key=lambda ln: (float(ln[4]), ln[2]), reverse=True
+        )
+        top = [ln[2] for ln in ranked[:k]]
+        expected |= {(q, dup_of[d]) for d in item["relevant"] if dup_of.get(d) in top}
+    assert expected, "the demo run retrieves some planted duplicates in the top k"
+    unjudged = _frame_with(at, "grade of the original")
+    assert expected <= set(zip(unjudged["query_id"], unjudged["doc_id"], strict=True))
+
+
 def test_data_page_shows_the_report_and_counts():
     at = _open("data")
     assert any(s.value == "Validation report" for s in at.subheader)

@@ -55,6 +55,7 @@ PAGES: dict[str, tuple[str, str, str]] = {
     "similarity": ("diagnose/ui/pages/similarity.py", "Similarity", ":material/bar_chart:"),
     "compare": ("diagnose/ui/pages/compare.py", "Compare runs", ":material/compare_arrows:"),
     "models": ("diagnose/ui/pages/models.py", "Model choice", ":material/model_training:"),
+    "golden": ("diagnose/ui/pages/golden.py", "Golden set", ":material/rule:"),
     "data": ("diagnose/ui/pages/data.py", "Data", ":material/dataset:"),
 }
 
@@ -405,6 +406,25 @@ def _comparisons(key, encoder, engine, names, reference, metrics, k, *, _b):
 
     evs = _b.evaluations()
     return compare_all({n: evs[n].per_query for n in names}, reference, list(metrics))
+
+
+def label_noise(b: Bundle, run_name: str) -> Any:
+    """:func:`diagnose.failures.find_label_noise` of a run at the chosen k (cached per data, model and k)."""
+    return _label_noise(b.key, b.encoder_name, run_name, b.k, _b=b)
+
+
+@st.cache_data(show_spinner="Looking for label noise ...", max_entries=16)
+def _label_noise(key, encoder, run, k, *, _b):
+    from diagnose.failures import find_label_noise
+
+    return find_label_noise(_b.ds, _b.runs[run], _b.space, k=k)
+
+
+def hubness_of(b: Bundle, run_name: str) -> Any:
+    """:func:`diagnose.failures.hubness` of a run at the chosen k."""
+    from diagnose.failures import hubness
+
+    return hubness(b.runs[run_name], k=b.k, n_docs=len(b.ds.corpus))
 
 
 def fusion_whatif(b: Bundle, a: str, other: str) -> pd.DataFrame:

@@ -1,0 +1,121 @@
+"""Golden set: signs that the judgements, not the retriever, are wrong (label noise), and the run's hub documents."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from diagnose.ui import state
+from diagnose.ui.text import escape_md, truncate
+
+b = state.bundle()
+run_name = b.selected_run
+k = b.k
+noise = state.label_noise(b, run_name)
+hubs = state.hubness_of(b, run_name)
+q_text = b.ds.queries.text_of()
+grades = b.ds.qrels.as_dict()
+
+
+def title_of(doc_id: str) -> str:
+    doc = b.document(doc_id)
+    return truncate(doc[0] or doc[1], 90) if doc else "(not in the corpus)"
+
+
+st.title("Golden set")
+st.caption(
+    f"Run **{escape_md(run_name)}** at k={k}, model {escape_md(b.encoder_label)}. Near-duplicate = cosine >= 0.95 "
+    "between document vectors, or the same normalised text. Each table is a list of suspects to check by hand."
+)
+
+st.subheader(
+    f"Unjudged near-duplicates of relevant documents in the top {k} ({len(noise.unjudged_duplicates)})"
+)
+if noise.unjudged_duplicates.empty:
+    st.success(
+        f"No unjudged document in the top {k} of {escape_md(run_name)} duplicates a judged relevant one."
+    )
+else:
+    table = noise.unjudged_duplicates.copy()
+    table.insert(1, "query", [q_text.get(q, "") for q in table["query_id"]])
+    table["document"] = [title_of(d) for d in table["doc_id"]]
+    table["grade of the original"] = [
+        grades[q][o] for q, o in zip(table["query_id"], table["duplicate_of"], strict=True)
+    ]
+    st.dataframe(
+        table,
+        hide_index=True,
+        width="stretch",
+        key="noise_unjudged",
+        column_config={"cosine": st.column_config.NumberColumn(format="%.3f")},
+    )
+    st.caption(
+        "The run was probably right and the golden set incomplete: these documents say what a judged relevant "
+        "document says, but nobody judged them. Lines to add to a BEIR qrels file after checking them:"
+    )
+    st.code(
+        "".join(
+            f"{q}\t{d}\t{g}\n"
+            for q, d, g in zip(
+                table["query_id"], table["doc_id"], table["grade of the original"], strict=True
+            )
+        ),
+        language=None,
+    )
+
+st.subheader(f"Duplicate documents in the corpus ({len(noise.duplicate_documents)})")
+if noise.duplicate_documents.empty:
+    st.success("No two documents have the same normalised text or a cosine >= 0.95.")
+else:
+    dups = noise.duplicate_documents.copy()
+    dups["document"] = [title_of(d) for d in dups["doc_id"]]
+    dups["original"] = [title_of(d) for d in dups["duplicate_of"]]
+    st.dataframe(
+        dups,
+        hide_index=True,
+        width="stretch",
+        key="noise_duplicates",
+        column_config={"cosine": st.column_config.NumberColumn(format="%.3f")},
+    )
+    st.caption(
+        "A duplicate splits the relevance between copies: judge both, or deduplicate the corpus before indexing. "
+        f"Near-duplicate search: {escape_md(noise.near_duplicate_search)}."
+    )
+
+st.subheader(f"Identical queries with different judgements ({len(noise.conflicting_queries)})")
+if noise.conflicting_queries.empty:
+    st.success("No two queries with the same normalised text are judged differently.")
+else:
+    st.dataframe(noise.conflicting_queries, hide_index=True, width="stretch", key="noise_conflicts")
+    st.caption(
+        "The same question cannot have two different right answers: one of the judgements is incomplete. Whichever "
+        "document the run returns, one of these queries counts as a failure."
+    )
+
+st.subheader(f"Hub documents of {run_name}")
+st.markdown(
+    f"Skewness of the {k}-occurrence (how many queries' top {k} each document is in, over the whole corpus): "
+    f"**{hubs.skewness:.2f}** over {hubs.n_queries:,} queries (> 1: a few documents crowd many result lists)."
+)
+if hubs.hubs.empty:
+    st.success(f"No document is in the top {k} of 10% or more of the queries.")
+else:
+    table = hubs.hubs.copy()
+    table["document"] = [title_of(d) for d in table["doc_id"]]
+    table["judged relevant for"] = [
+        sum(1 for q in grades if grades[q].get(d, 0) > 0) for d in table["doc_id"]
+    ]
+    st.dataframe(
+        pd.DataFrame(table),
+        hide_index=True,
+        width="stretch",
+        key="hubs_table",
+        column_config={
+            "share": st.column_config.ProgressColumn(format="percent", min_value=0.0, max_value=1.0)
+        },
+    )
+    st.caption(
+        "A hub that is relevant to few of the queries it is retrieved for takes a top-k slot from the right "
+        "document each time: generic pages (FAQ, glossary, directories) often do. Consider down-weighting or "
+        "excluding them, or splitting them into focused chunks."
+    )
