@@ -50,7 +50,9 @@ def _colour(col: pd.Series) -> list[str]:
     ]
 
 
-styled = shown.style.apply(_colour, subset=metric_cols).format({m: "{:.3f}" for m in metric_cols})
+# precision@k is bounded by R/k (0.1 at k=10 with one relevant document per query): a band would call every run poor
+coloured = [m for m in metric_cols if not m.startswith("precision@")]
+styled = shown.style.apply(_colour, subset=coloured).format({m: "{:.3f}" for m in metric_cols})
 st.dataframe(
     styled,
     hide_index=True,
@@ -71,7 +73,8 @@ legend = " · ".join(
 )
 st.caption(
     (f"Every run is scored on the same {int(table['queries'].iloc[0]):,} golden queries. " if same_n else "")
-    + f"Cell colours are quality bands ({', '.join(BANDS)}; the colours of the bar chart's legend), rules of thumb "
+    + f"Cell colours are quality bands ({', '.join(BANDS)}; the colours of the bar chart's legend; precision@{k} is "
+    f"left uncoloured because it cannot exceed (relevant documents)/{k}), rules of thumb "
     f"for a RAG retriever: {legend}. "
     f"Baselines (depth {state.BASELINE_DEPTH}) are computed here: BM25 ({b.settings.bm25_engine}), exact dense search "
     "with the chosen model, and their reciprocal rank fusion (hybrid, k=60)."
