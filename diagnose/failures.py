@@ -242,9 +242,18 @@ _WS = re.compile(r"\s+")
 _PUNCT = re.compile(r"[^\w\s]")
 
 
+# what [^\w\s] matches among ASCII characters: punctuation except "_", and control characters that are not spaces
+_ASCII_PUNCT = str.maketrans(
+    {chr(c): " " for c in range(128) if not (chr(c).isalnum() or chr(c) == "_" or chr(c).isspace())}
+)
+
+
 def normalise_text(text: str) -> str:
     """Lowercase, NFKC, punctuation removed, whitespace folded: what "the same text" means for duplicates."""
-    t = unicodedata.normalize("NFKC", text or "").lower()
+    text = text or ""
+    if text.isascii():  # the same result without NFKC (identity on ASCII) and without regexes: ~10x faster
+        return " ".join(text.lower().translate(_ASCII_PUNCT).split())
+    t = unicodedata.normalize("NFKC", text).lower()
     return _WS.sub(" ", _PUNCT.sub(" ", t)).strip()
 
 

@@ -57,6 +57,7 @@ Ranking conventions
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 import threading
@@ -123,14 +124,17 @@ def tokenize(texts: Sequence[str]) -> list[list[str]]:
     return _stem_all([_TOKEN_RE.findall(t.lower()) if t else [] for t in texts])
 
 
-def _analyze(text: str) -> list[tuple[str, str, int, int]]:
+@functools.lru_cache(maxsize=4096)
+def _analyze(text: str) -> tuple[tuple[str, str, int, int], ...]:
     """(lowercased word, stem, start, end) for every non-stopword token of ``text``; spans index ``text``.
+
+    Cached (a query is analysed once per failure it has; the stemmer is the slow part).
 
     Same tokens as :func:`tokenize`. ``str.lower()`` can lengthen a text ("İ" -> "i̇"); then offsets in the
     lowercased text are mapped back to the original characters.
     """
     if not text:
-        return []
+        return ()
     low = text.lower()
     matches = [(m.group(), m.start(), m.end()) for m in _TOKEN_RE.finditer(low)]
     if len(low) != len(text):
@@ -138,7 +142,7 @@ def _analyze(text: str) -> list[tuple[str, str, int, int]]:
         matches = [(w, int(orig[a]), int(orig[b - 1]) + 1) for w, a, b in matches]
     matches = [m for m in matches if m[0] not in STOPWORDS_EN]
     stems = _stem_all([[w for w, _, _ in matches]])[0]
-    return [(w, st, a, b) for (w, a, b), st in zip(matches, stems, strict=True)]
+    return tuple((w, st, a, b) for (w, a, b), st in zip(matches, stems, strict=True))
 
 
 # ----------------------------------------------------------------------------------------------------------------

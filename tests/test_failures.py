@@ -10,6 +10,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as hst
 
 from diagnose.data import Corpus, Dataset, Qrels, Queries, Run
 from diagnose.failures import (
@@ -354,6 +356,26 @@ def test_hubness():
     expected = ((occ - occ.mean()) ** 3).mean() / occ.std() ** 3
     assert h.skewness == pytest.approx(expected)
     assert h.skewness > 1
+
+
+def _normalise_by_regex(text: str) -> str:
+    """The definition: NFKC, lowercase, [^\\w\\s] -> space, whitespace folded (normalise_text's general path)."""
+    import re
+    import unicodedata
+
+    t = unicodedata.normalize("NFKC", text).lower()
+    return re.sub(r"\s+", " ", re.sub(r"[^\w\s]", " ", t)).strip()
+
+
+@settings(max_examples=500, deadline=None)
+@given(hst.text(alphabet=hst.characters(max_codepoint=127), max_size=80))
+def test_normalise_text_ascii_fast_path_matches_the_definition(text):
+    assert normalise_text(text) == _normalise_by_regex(text)
+
+
+def test_normalise_text_non_ascii_and_control_characters():
+    for text in ["Ünïcode—dash ﬁle", "a\x1cb\x1fc\x0bd\te", "snake_case_id", "İstanbul"]:
+        assert normalise_text(text) == _normalise_by_regex(text)
 
 
 def test_normalise_text():
