@@ -12,6 +12,7 @@ import re
 import streamlit as st
 
 from diagnose.ui import report, sources
+from diagnose.ui.text import escape_md
 
 
 def _slug(text: str) -> str:
@@ -61,7 +62,7 @@ def sidebar_downloads(b) -> None:
             key="dl_pq_json",
         )
         st.download_button(
-            f"Diagnosis of {run} (CSV)",
+            f"Diagnosis of {escape_md(run)} (CSV)",
             lambda: diag.frame().to_csv(index=False, float_format="%.6f"),
             file_name=f"failures_{_slug(run)}_k{k}.csv",
             mime="text/csv",
@@ -69,7 +70,7 @@ def sidebar_downloads(b) -> None:
             key="dl_diag_csv",
         )
         st.download_button(
-            f"Diagnosis of {run} (JSON)",
+            f"Diagnosis of {escape_md(run)} (JSON)",
             lambda: report.diagnosis_json(diag),
             file_name=f"failures_{_slug(run)}_k{k}.json",
             mime="application/json",

@@ -123,7 +123,7 @@ if rows:
     else:
         st.info(f"Query {escape_md(qid)} fails in neither run at k={k}: nothing to inspect.")
 
-st.subheader(f"What if {ref} and {other} were fused?")
+st.subheader(f"What if {escape_md(ref)} and {escape_md(other)} were fused?")
 fusions = state.fusion_whatif(b, ref, other)
 st.dataframe(
     fusions,

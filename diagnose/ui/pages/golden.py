@@ -92,7 +92,7 @@ else:
         "document the run returns, one of these queries counts as a failure."
     )
 
-st.subheader(f"Hub documents of {run_name}")
+st.subheader(f"Hub documents of {escape_md(run_name)}")
 st.markdown(
     f"Skewness of the {k}-occurrence (how many queries' top {k} each document is in, over the whole corpus): "
     f"**{hubs.skewness:.2f}** over {hubs.n_queries:,} queries (> 1: a few documents crowd many result lists)."

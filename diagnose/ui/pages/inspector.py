@@ -35,7 +35,7 @@ def _on_pick() -> None:
 
 
 qid = st.selectbox(
-    f"Failed query ({len(failed)} in run {run_name}, worst first)",
+    f"Failed query ({len(failed)} in run {escape_md(run_name)}, worst first)",
     failed,
     key="inspector_query",
     on_change=_on_pick,
