@@ -581,22 +581,33 @@ _TAG = re.compile(r"<[^>]{0,200}>")
 _WS = re.compile(r"\s+")
 
 
+_LONGEST_ENTITY = 33  # "&CounterClockwiseContourIntegral;"
+
+
+def _clean(text: str) -> str:
+    """HTML tags removed, entities decoded, whitespace collapsed."""
+    return _WS.sub(" ", html.unescape(_TAG.sub(" ", text))).strip()
+
+
 def snippet(text: str | None, limit: int = SNIPPET_CHARS) -> str:
     """Plain-text start of ``text``: HTML tags removed, entities decoded, whitespace collapsed, at most ``limit``
     characters, cut at a word boundary when one is in the last 40% and ended with "…" when cut."""
     if not text:
         return ""
     text = str(text)
-    head = text[: 4 * limit + 256]  # cleaning a long document whole costs more than the map's other steps
+    # Cleaning a long document whole costs more than the map's other steps: clean a prefix, and keep the result
+    # only when it reaches well past the snippet, so that an entity cut at its end ("&nb" of "&nbsp;", at most 32
+    # characters) cannot reach the snippet. A tag cut in half is left out of the prefix.
+    head = text[: 4 * limit + 256]
     if len(head) < len(text):
         tag = head.rfind("<")
-        if tag > head.rfind(">"):  # a tag cut in half: leave it out of the prefix
+        if tag > head.rfind(">"):
             head = head[:tag]
-        t = _WS.sub(" ", html.unescape(_TAG.sub(" ", head))).strip()
-        if len(t) <= limit:  # mostly markup: clean the whole text
-            t = _WS.sub(" ", html.unescape(_TAG.sub(" ", text))).strip()
+        t = _clean(head)
+        if len(t) <= limit + _LONGEST_ENTITY:  # mostly markup: clean the whole text
+            t = _clean(text)
     else:
-        t = _WS.sub(" ", html.unescape(_TAG.sub(" ", text))).strip()
+        t = _clean(text)
     if len(t) <= limit:
         return t
     cut = t[: limit - 1]

@@ -328,6 +328,12 @@ def test_snippet_of_long_markup_matches_the_whole_text():
     assert len(filler + words) < prefix < len(filler + words + tag)
     assert pj.snippet(text) == _snippet_whole(text)
     assert "<" not in pj.snippet(text)
+    # 3. an entity cut in half by the prefix, glued to 138 characters of text: "&nb" must not leak either
+    filler = "<b>" * ((prefix - 141) // 3)
+    text = filler + "x" * 138 + "&nbsp;tail " + "more " * 50
+    assert len(filler) + 138 + 3 == prefix
+    assert pj.snippet(text) == _snippet_whole(text)
+    assert "&" not in pj.snippet(text)
 
 
 def _tiny_map():
