@@ -7,16 +7,11 @@ touch values captured here, never ``st.session_state`` or a cached function.
 
 from __future__ import annotations
 
-import re
-
 import streamlit as st
 
+from diagnose.cache import slug
 from diagnose.ui import report, sources
 from diagnose.ui.text import escape_md
-
-
-def _slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_") or "run"
 
 
 def report_markdown(b, diagnosis=None, metrics=None, page: str = "", query_id: str | None = None) -> str:
@@ -64,7 +59,7 @@ def sidebar_downloads(b) -> None:
         st.download_button(
             f"Diagnosis of {escape_md(run)} (CSV)",
             lambda: diag.frame().to_csv(index=False, float_format="%.6f"),
-            file_name=f"failures_{_slug(run)}_k{k}.csv",
+            file_name=f"failures_{slug(run)}_k{k}.csv",
             mime="text/csv",
             on_click="ignore",
             key="dl_diag_csv",
@@ -72,7 +67,7 @@ def sidebar_downloads(b) -> None:
         st.download_button(
             f"Diagnosis of {escape_md(run)} (JSON)",
             lambda: report.diagnosis_json(diag),
-            file_name=f"failures_{_slug(run)}_k{k}.json",
+            file_name=f"failures_{slug(run)}_k{k}.json",
             mime="application/json",
             on_click="ignore",
             key="dl_diag_json",
@@ -80,7 +75,7 @@ def sidebar_downloads(b) -> None:
         st.download_button(
             "Report (Markdown)",
             lambda: report_markdown(b, diag, metrics, page, qid),
-            file_name=f"diagnose_report_{_slug(run)}_k{k}.md",
+            file_name=f"diagnose_report_{slug(run)}_k{k}.md",
             mime="text/markdown",
             on_click="ignore",
             key="dl_report",

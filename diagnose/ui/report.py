@@ -17,8 +17,6 @@ import pandas as pd
 from diagnose.data import ValidationReport, json_default
 from diagnose.failures import CLASS_LABELS, CLASSES, RECOMMENDATIONS, Diagnosis, sort_worst
 
-_FAMILY_ORDER = ("hit_rate", "recall", "ndcg", "mrr", "precision", "map")
-
 
 def _cell(v: Any) -> str:
     if isinstance(v, float):
@@ -140,13 +138,3 @@ def per_query_json(evaluations: Mapping[str, Any], k: int) -> str:
 
 def diagnosis_json(diagnosis: Diagnosis) -> str:
     return json.dumps(diagnosis.to_dict(), indent=2, default=json_default)
-
-
-def order_metric_columns(columns: Sequence[str]) -> list[str]:
-    """Metric columns in the family order used everywhere in the app."""
-
-    def key(c: str) -> tuple[int, str]:
-        fam = c.split("@")[0]
-        return (_FAMILY_ORDER.index(fam) if fam in _FAMILY_ORDER else 99, c)
-
-    return sorted(columns, key=key)
