@@ -245,14 +245,21 @@ class Bundle:
     settings: Settings
     key: str
     ds: Dataset
-    encoder_name: str
-    encoder_label: str
+    encoder: Any  # the encoder of the sidebar's model
     space: Any  # diagnose.space.VectorSpace
     bm25: Any  # diagnose.lexical.BM25Index
     runs: dict[str, Run]
     kinds: dict[str, str]  # run name -> "your run" | "baseline"
     golden: list[str]
-    encoder: Any = None  # the encoder of the sidebar's model
+
+    @property
+    def encoder_name(self) -> str:
+        """The encoder's identity (part of every cache key)."""
+        return self.encoder.name
+
+    @property
+    def encoder_label(self) -> str:
+        return label_of(self.encoder)
 
     @property
     def k(self) -> int:
@@ -581,8 +588,9 @@ def build_bundle(s: Settings) -> Bundle | None:
         prog.fail("Could not prepare the analysis")
         st.error(f"Could not read the data: {type(e).__name__}: {e}")
         return None
-    label = label_of(encoder)
-    prog.done(f"Ready: {len(ds.corpus):,} documents, {len(golden):,} golden queries, model {label}")
+    prog.done(
+        f"Ready: {len(ds.corpus):,} documents, {len(golden):,} golden queries, model {label_of(encoder)}"
+    )
 
     runs: dict[str, Run] = dict(ds.runs)
     kinds = {n: "your run" for n in runs}
@@ -590,7 +598,7 @@ def build_bundle(s: Settings) -> Bundle | None:
         r = base[base_name]
         runs[new_name] = r if new_name == r.name else replace(r, name=new_name)
         kinds[new_name] = "baseline"
-    return Bundle(s, key, ds, encoder.name, label, space, bm25, runs, kinds, golden, encoder)
+    return Bundle(s, key, ds, encoder, space, bm25, runs, kinds, golden)
 
 
 def setup(page: Any = None) -> Bundle | None:
