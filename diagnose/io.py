@@ -128,7 +128,15 @@ _JSON_D_KEYS = ("doc_id", "docid", "id", "corpus_id")
 
 _TEXT_SUFFIXES = (".txt", ".md")
 _HEADING = re.compile(r"^ {0,3}#{1,6}[ \t]+(.*?)[ \t]*#*[ \t]*$")
-_FLOAT_RE = re.compile(r"^[+-]?(?:(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|inf(?:inity)?|nan)$", re.IGNORECASE)
+_FLOAT_RE = re.compile(
+    r"^[+-]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|inf(?:inity)?|nan)$", re.IGNORECASE
+)
+_INT_RE = re.compile(r"^[+-]?[0-9]+$")
+
+#: Relevance grades must fit a signed 64-bit integer (trec_eval reads them with ``atol`` into a C long).
+GRADE_MIN, GRADE_MAX = -(2**63), 2**63 - 1
+GRADE_RANGE = f"integer grades in the 64-bit range {GRADE_MIN} .. {GRADE_MAX}"
+_GRADE_FIX = "use small integer grades (0 = not relevant, 1, 2, ... = relevant)"
 
 # Fast paths (pyarrow) can be switched off to check they agree with the line-by-line paths (tests do).
 _FAST = True
@@ -145,6 +153,17 @@ def _snip(text: str | bytes, limit: int = 80) -> str:
     if len(text) > limit:
         text = text[: limit - 1] + "…"
     return f'"{text}"'
+
+
+_ID_LIMIT = 80
+
+
+def _show_id(value: str, limit: int = _ID_LIMIT) -> str:
+    """An id as shown in a message or example: whole up to ``limit`` characters, else cut with its length."""
+    value = str(value)
+    if len(value) <= limit:
+        return value
+    return f"{value[: limit - 1]}… ({len(value)} characters)"
 
 
 def _fatal(file: str, line: int | None, what: str, seen: str | None, expected: str, fix: str) -> DataError:
@@ -275,16 +294,33 @@ def _parse_float(text: str) -> float | None:
 
 
 def _parse_grade(text: str) -> int | None:
-    """An integer grade; ``"2"`` -> 2, ``"1.0"`` -> 1; None for ``"1.5"``, ``"high"``, ``"nan"``."""
+    """An integer grade; ``"2"`` -> 2, ``"1.0"`` -> 1; None for ``"1.5"``, ``"high"``, ``"nan"``.
+
+    The result may lie outside :data:`GRADE_MIN` .. :data:`GRADE_MAX`; callers check with :func:`_grade_fits`.
+    """
     text = text.strip()
-    try:
+    if _INT_RE.match(text):
         return int(text)
-    except ValueError:
-        pass
     value = _parse_float(text)
     if value is None or not math.isfinite(value) or value != int(value):
         return None
     return int(value)
+
+
+def _grade_fits(value: int) -> bool:
+    return GRADE_MIN <= value <= GRADE_MAX
+
+
+def _number_text(text: str, limit: int = 40) -> str:
+    """A number as shown in a message: whole when short, else its start, an ellipsis and its length."""
+    text = text.strip()
+    if len(text) <= limit:
+        return repr(text)
+    return (
+        f"'{text[: limit - 1]}…' ({len(text)} digits)"
+        if text.isdigit()
+        else f"{_snip(text, limit)} ({len(text)} characters)"
+    )
 
 
 def _empty_run_df() -> pd.DataFrame:
@@ -858,6 +894,11 @@ def _json_query_lines(
                 file, lineno, f"invalid JSON ({e.msg} at column {e.colno})", _snip(line), expected,
                 "fix the JSON on this line",
             ) from None  # fmt: skip
+        except (ValueError, RecursionError) as e:  # an integer of > 4300 digits, nesting too deep
+            raise _fatal(
+                file, lineno, f"cannot read the JSON ({_json_failure(e)})", _snip(line), expected,
+                "fix the JSON on this line",
+            ) from None  # fmt: skip
         if not isinstance(obj, dict):
             raise _fatal(
                 file,
@@ -876,11 +917,28 @@ def _json_query_lines(
         yield lineno, line, obj, str(qid).strip()
 
 
+def _json_failure(e: BaseException) -> str:
+    """Why ``json.loads`` failed, for errors that are not ``JSONDecodeError``."""
+    if isinstance(e, RecursionError):
+        return "nested too deeply"
+    if "digits" in str(e):
+        return "a number with more than 4300 digits"
+    return str(e).splitlines()[0] if str(e) else type(e).__name__
+
+
 def _json_key(obj: Mapping[str, Any], keys: Sequence[str]) -> Any:
     for k in keys:
         if k in obj and obj[k] is not None and not isinstance(obj[k], dict | list | bool):
             return obj[k]
     return None
+
+
+def _int_fits_float(value: int) -> bool:
+    try:
+        float(value)
+    except OverflowError:
+        return False
+    return True
 
 
 def _json_results(items: list, file: str, lineno: int, expected: str) -> tuple[list[str], list[float]]:
@@ -911,11 +969,21 @@ def _json_results(items: list, file: str, lineno: int, expected: str) -> tuple[l
                     expected,
                     "write the score as a JSON number",
                 )
+            if isinstance(score, int) and not _int_fits_float(score):
+                raise _fatal(
+                    file,
+                    lineno,
+                    f"result #{pos} ({_show_id(str(doc))}) has a score too large for a 64-bit float: "
+                    f"{_number_text(_json_text(score))}",
+                    None,
+                    expected + " with finite scores (at most about 1.8e308)",
+                    "rescale the scores, or write them as floats",
+                )
             if not math.isfinite(score):
                 raise _fatal(
                     file,
                     lineno,
-                    f"result #{pos} ({doc}) has score {score}, which cannot be ordered",
+                    f"result #{pos} ({_show_id(str(doc))}) has score {score}, which cannot be ordered",
                     None,
                     expected + " with finite scores",
                     "fix the retriever output (a NaN usually means a zero-norm embedding)",
@@ -1229,7 +1297,16 @@ def _read_qrels_columns(
                 expected,
                 "use integer grades (0 = not relevant, 1, 2, ... = relevant); map labels like 'high' to numbers first",
             )
-        if not re.fullmatch(r"[+-]?\d+", grade_text):
+        if not _grade_fits(grade):
+            raise _fatal(
+                file,
+                lineno,
+                f"the relevance grade is out of range: {_number_text(grade_text)}",
+                None,
+                GRADE_RANGE,
+                _GRADE_FIX,
+            )
+        if not _INT_RE.match(grade_text):
             decimals.append(lineno)
         qs.append(parts[0])
         ds.append(parts[-2])
@@ -1287,19 +1364,28 @@ def _read_qrels_jsonl(raw: bytes, file: str, report: ValidationReport) -> pd.Dat
                     expected,
                     "write doc ids as strings",
                 )
-            value = grade if _is_number(grade) else _parse_grade(grade) if isinstance(grade, str) else None
-            if value is None or not math.isfinite(value) or value != int(value):
+            value = _json_grade(grade)
+            if value is None:
                 raise _fatal(
                     file,
                     lineno,
-                    f"the relevance grade of {doc!r} is not an integer: {json.dumps(grade)}",
+                    f"the relevance grade of {_show_id(str(doc))!r} is not an integer: {_number_text(_json_text(grade))}",
                     None,
                     expected,
                     "use integer grades (0 = not relevant, 1, 2, ... = relevant)",
                 )
+            if not _grade_fits(value):
+                raise _fatal(
+                    file,
+                    lineno,
+                    f"the relevance grade of {_show_id(str(doc))!r} is out of range: {_number_text(_json_text(grade))}",
+                    None,
+                    GRADE_RANGE,
+                    _GRADE_FIX,
+                )
             qs.append(qid)
             ds.append(str(doc).strip())
-            gs.append(int(value))
+            gs.append(value)
     return pd.DataFrame(
         {
             "query_id": pd.Series(qs, dtype="str"),
@@ -1307,6 +1393,29 @@ def _read_qrels_jsonl(raw: bytes, file: str, report: ValidationReport) -> pd.Dat
             "relevance": np.asarray(gs, dtype=np.int64),
         }
     )
+
+
+def _json_grade(grade: Any) -> int | None:
+    """A JSON grade as an int (possibly out of the int64 range), or None when it is not an integer."""
+    if isinstance(grade, bool):
+        return None
+    if isinstance(grade, int):
+        return grade
+    if isinstance(grade, float):
+        return int(grade) if math.isfinite(grade) and grade == int(grade) else None
+    if isinstance(grade, str):
+        return _parse_grade(grade)
+    return None
+
+
+def _json_text(value: Any) -> str:
+    """``json.dumps(value)`` that never fails (ints longer than Python's 4300-digit limit included)."""
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 10_000:
+        return f"{'-' if value < 0 else ''}an integer of about {int(value.bit_length() * 0.30103)} digits"
+    try:
+        return json.dumps(value)
+    except (ValueError, TypeError):
+        return repr(value)
 
 
 def _finish_qrels(df: pd.DataFrame, file: str, report: ValidationReport) -> Qrels:
@@ -1549,6 +1658,9 @@ def _read_jsonl_records(
             obj = json.loads(line)
         except json.JSONDecodeError as e:
             bad.append(f"line {lineno}: {e.msg} at column {e.colno}")
+            continue
+        except (ValueError, RecursionError) as e:
+            bad.append(f"line {lineno}: {_json_failure(e)}")
             continue
         if not isinstance(obj, dict):
             bad.append(f"line {lineno}: a JSON {type(obj).__name__}, not an object")

@@ -46,6 +46,9 @@ CASES: dict[str, Case] = {
         "run", F, ("run_jsonl_result_without_doc_id.jsonl:1:", "#2")
     ),
     "run_jsonl_mixed_scores.jsonl": Case("run", F, ("run_jsonl_mixed_scores.jsonl:1:", "#2")),
+    "run_jsonl_score_overflow.jsonl": Case(
+        "run", F, ("run_jsonl_score_overflow.jsonl:2:", "d3", "too large", "401 digits")
+    ),
     "run_csv_missing_doc_column.csv": Case(
         "run", F, ("run_csv_missing_doc_column.csv:1:", "doc id", "document")
     ),
@@ -73,6 +76,15 @@ CASES: dict[str, Case] = {
         "qrels", F, ("qrels_jsonl_missing_relevant.jsonl:2:", '"relevant"')
     ),
     "qrels_unknown_format.txt": Case("qrels", F, ("qrels_unknown_format.txt:1:", "q1,d1,1", "TREC qrels")),
+    "qrels_grade_overflow.tsv": Case(
+        "qrels", F, ("qrels_grade_overflow.tsv:3:", "out of range", "99999999999999999999999", "64-bit")
+    ),
+    "qrels_grade_overflow.trec": Case(
+        "qrels", F, ("qrels_grade_overflow.trec:2:", "out of range", "99999999999999999999999", "64-bit")
+    ),
+    "qrels_jsonl_grade_overflow.jsonl": Case(
+        "qrels", F, ("qrels_jsonl_grade_overflow.jsonl:2:", "'d3'", "out of range", "64-bit")
+    ),
     # qrels: warnings
     "qrels_unknown_doc.tsv": Case("qrels", W, ("q2/d42",)),
     "qrels_duplicate_pair.tsv": Case("qrels", W, ("q1/d1",)),

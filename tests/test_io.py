@@ -637,3 +637,52 @@ def test_csv_run_with_rank_only_gets_scores_minus_rank(tmp_path):
 def test_csv_run_non_integer_rank_is_fatal(tmp_path):
     with pytest.raises(DataError, match=r"r\.csv:3: the rank is not an integer"):
         read_run(_write(tmp_path / "r.csv", "query_id,doc_id,score,rank\nq,a,1,1\nq,b,0.5,1.5\n"))
+
+
+# ---------------------------------------------------------------------------------------------- hardening (issue 10)
+
+
+BIG = "99999999999999999999999"  # 23 digits: more than int64 (19 digits) holds
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "line"),
+    [
+        ("q.tsv", f"query-id\tcorpus-id\tscore\nq\ta\t1\nq\tb\t{BIG}\n", 3),
+        ("q.trec", f"q 0 a 1\nq 0 b -{BIG}\n", 2),
+        ("q.trec", "q 0 a 1\nq 0 b 9223372036854775808\n", 2),  # 2**63: one past the int64 maximum
+        ("q.trec", "q 0 a 1\nq 0 b 1e30\n", 2),  # an integral float that no int64 holds
+        ("q.jsonl", f'{{"query_id": "q", "relevant": {{"a": 1}}}}\n{{"query_id": "q", "relevant": {{"b": {BIG}}}}}\n', 2),
+        ("q.jsonl", '{"query_id": "q", "relevant": {"b": ' + "1" + "0" * 400 + "}}\n", 1),  # > float max
+        ("q.jsonl", '{"query_id": "q", "relevant": {"b": "' + BIG + '"}}\n', 1),
+    ],
+)
+def test_qrels_grade_out_of_int64_is_fatal_with_line(tmp_path, name, text, line, both_paths):
+    f = _write(tmp_path / name, text)
+    with pytest.raises(DataError, match=rf"{name.replace('.', '[.]')}:{line}: .*out of range") as err:
+        read_qrels(f)
+    assert "64-bit" in str(err.value) and "Fix:" in str(err.value)
+
+
+def test_qrels_grade_at_the_int64_limits_is_kept(tmp_path, both_paths):
+    f = _write(tmp_path / "q.trec", "q 0 a 9223372036854775807\nq 0 b -9223372036854775808\n")
+    assert read_qrels(f).df["relevance"].tolist() == [2**63 - 1, -(2**63)]
+
+
+@pytest.mark.parametrize("digits", [400, 5000])  # 400: overflows a float; 5000: past Python's int-parsing limit
+def test_jsonl_score_too_large_for_a_float_is_fatal(tmp_path, digits):
+    huge = "1" + "0" * (digits - 1)
+    f = _write(
+        tmp_path / "r.jsonl",
+        '{"query_id": "q", "results": [{"doc_id": "a", "score": 1}]}\n'
+        f'{{"query_id": "p", "results": [{{"doc_id": "b", "score": {huge}}}]}}\n',
+    )
+    with pytest.raises(DataError, match=r"r\.jsonl:2: ") as err:
+        read_run(f)
+    assert "Fix:" in str(err.value) and len(str(err.value)) < 1000
+
+
+def test_jsonl_huge_integer_id_is_fatal_not_a_crash(tmp_path):
+    f = _write(tmp_path / "r.jsonl", '{"query_id": ' + "9" * 5000 + ', "doc_ids": ["a"]}\n')
+    with pytest.raises(DataError, match=r"r\.jsonl:1: "):
+        read_run(f)
