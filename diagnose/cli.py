@@ -7,14 +7,13 @@ never a traceback).
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import sys
 import traceback
 from collections.abc import Sequence
 from typing import Any
 
-from diagnose.data import DataError, json_default
+from diagnose.data import DataError
 
 EXIT_OK = 0
 EXIT_FAIL = 1
@@ -61,6 +60,22 @@ def _add_data_args(p: argparse.ArgumentParser, *, run_required: bool) -> None:
         help="a ranked run (TREC, JSONL or CSV); repeat for several"
         + (" (required)" if run_required else ""),
     )
+    g.add_argument("--id-field", metavar="COL", help="corpus id column/key of a CSV, Parquet or JSONL corpus")
+    g.add_argument("--text-field", metavar="COL", help="corpus text column/key of a CSV, Parquet or JSONL corpus")
+    g.add_argument("--title-field", metavar="COL", help="corpus title column/key (optional)")
+
+
+def _add_retriever_args(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("live retrievers")
+    g.add_argument(
+        "--retriever",
+        action="append",
+        default=[],
+        metavar="NAME=MODULE:ATTR",
+        help="run a retriever from your code over the golden queries (an object or a zero-argument factory: a "
+        "callable str -> ids, a LangChain or LlamaIndex retriever); repeatable",
+    )
+    g.add_argument("--write-runs", metavar="DIR", help="write the runs computed here (baselines, retrievers) as TREC files")
 
 
 def _add_model_args(p: argparse.ArgumentParser) -> None:
@@ -115,7 +130,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="add a baseline run computed here (repeatable); then --run is optional",
     )
     ev.add_argument("--depth", type=int, default=100, help="depth of baseline runs (default: 100)")
-    ev.add_argument("--write-runs", metavar="DIR", help="write the baseline runs as TREC files into DIR")
+    _add_retriever_args(ev)
     g = ev.add_argument_group("comparisons and CI gate")
     g.add_argument(
         "--reference", metavar="NAME", help="the run the others are compared with (default: the first)"
@@ -180,6 +195,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="near-duplicate cosine for label_gap (default 0.95)",
     )
     fa.add_argument("--format", choices=["table", "json", "csv"], default="table")
+    _add_retriever_args(fa)
     _add_model_args(fa)
 
     mo = sub.add_parser(
@@ -245,7 +261,32 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-# --------------------------------------------------------------------------------------------- evaluate
+# --------------------------------------------------------------------------------------------- shared steps
+
+#: Library parameters (``DataError.param``) and the flags that set them, so an error names what the user typed.
+PARAM_FLAGS = {
+    "k": "--k",
+    "ks": "--k",
+    "depth": "--depth",
+    "failure": "--failure",
+    "baselines": "--baseline",
+    "model": "--model",
+    "models": "--model",
+    "embeddings": "--doc-embeddings/--query-embeddings",
+    "corpus": "--corpus (or --data)",
+    "queries": "--queries (or --data)",
+    "runs": "--run",
+    "run": "--run",
+    "reference": "--reference",
+    "fail_under": "--fail-under",
+    "max_drop": "--max-drop",
+    "slice_by": "--slice",
+    "seed_cosine": "--seed-threshold",
+    "duplicate_cosine": "--duplicate-cosine",
+    "rrf_k": "--rrf-k",
+    "retriever": "--retriever",
+    "resamples": "--resamples",
+}
 
 
 def _load(args: argparse.Namespace, *, need_text: bool = False):
@@ -253,14 +294,17 @@ def _load(args: argparse.Namespace, *, need_text: bool = False):
 
     if not args.data and not args.qrels:
         raise DataError("No golden set given. Pass --data DIR (a BEIR folder) or --qrels FILE.")
-    runs = [parse_run_arg(r) for r in args.run]
+    fields = {
+        k: v for k, v in (("id", args.id_field), ("text", args.text_field), ("title", args.title_field)) if v
+    }
     ds = load_dataset(
         data_dir=args.data,
         split=args.split,
         corpus=args.corpus,
         queries=args.queries,
         qrels=args.qrels,
-        runs=runs,
+        runs=[parse_run_arg(r) for r in args.run],
+        corpus_fields=fields or None,
     )
     if need_text and (ds.corpus is None or ds.queries is None):
         raise DataError(
@@ -269,112 +313,64 @@ def _load(args: argparse.Namespace, *, need_text: bool = False):
     return ds
 
 
-def _baseline_runs(args: argparse.Namespace, ds) -> None:
-    """Compute the requested baselines and add them to ``ds.runs`` (names: bm25, dense, hybrid)."""
-    if not args.baseline:
-        return
-    from diagnose import baselines
+def _retrievers(args: argparse.Namespace, taken: Sequence[str]) -> dict[str, Any]:
+    """``--retriever NAME=module:attr``: the user's retriever objects (or factories), by name."""
+    out: dict[str, Any] = {}
+    for spec in getattr(args, "retriever", None) or []:
+        from diagnose.retrievers import load_retriever
 
-    wanted = list(dict.fromkeys(args.baseline))
-    for name in wanted:
-        if name in ds.runs:
-            raise DataError(
-                f"A --run is already named {name!r}; baseline runs use that name. Rename your run."
-            )
-    if ds.corpus is None or ds.queries is None:
-        raise DataError(
-            "--baseline needs the corpus and the queries. Pass --data DIR, or --corpus and --queries."
-        )
-    query_ids = ds.qrels.queries_with_relevant()
-    need_dense = bool({"dense", "hybrid"} & set(wanted))
-    need_bm25 = bool({"bm25", "hybrid"} & set(wanted))
-    made = {}
-    if need_bm25:
-        made["bm25"] = baselines.bm25_run(
-            ds.corpus, ds.queries, query_ids, depth=args.depth, engine=args.bm25_engine
-        )
-    if need_dense:
-        space = _vector_space(args, ds, query_ids)
-        made["dense"] = baselines.dense_run(
-            space.doc_vecs, space.query_vecs, space.doc_ids, space.query_ids, depth=args.depth
-        )
-    if "hybrid" in wanted:
-        made["hybrid"] = baselines.hybrid_run(made["bm25"], made["dense"], depth=args.depth)
-    for name in wanted:
-        ds.runs[name] = made[name]
-    if args.write_runs:
-        from pathlib import Path
-
-        from diagnose.io import write_trec_run
-
-        out = Path(args.write_runs)
-        out.mkdir(parents=True, exist_ok=True)
-        for name in wanted:
-            write_trec_run(made[name], out / f"{name}.trec")
-            print(f"wrote {out / f'{name}.trec'}", file=sys.stderr)
+        name, sep, target = spec.partition("=")
+        if not sep or not name.strip() or ":" not in target:
+            raise DataError(f"--retriever expects NAME=module:attr, e.g. prod=my_rag:retriever; got {spec!r}.")
+        name = name.strip()
+        if name in out or name in taken:
+            raise DataError(f"--retriever {name!r}: a run already has that name; name each run differently.")
+        out[name] = load_retriever(target.strip())
+    return out
 
 
-def _vector_space(args: argparse.Namespace, ds, query_ids):
-    from diagnose.space import VectorSpace
+def _analysis(args: argparse.Namespace, ds, *, runs=None, **kwargs: Any):
+    """The :class:`~diagnose.analysis.Analysis` of the parsed arguments (the one pipeline)."""
+    from diagnose.analysis import Analysis
 
-    return VectorSpace.build(
+    embeddings = None
+    if getattr(args, "doc_embeddings", None) or getattr(args, "query_embeddings", None):
+        embeddings = {
+            "doc": args.doc_embeddings,
+            "query": args.query_embeddings,
+            "doc_ids": args.doc_ids,
+            "query_ids": args.query_ids,
+        }
+    return Analysis(
         ds,
-        query_ids,
-        model=args.model,
-        doc_embeddings=args.doc_embeddings,
-        query_embeddings=args.query_embeddings,
-        doc_ids=args.doc_ids,
-        query_ids_file=args.query_ids,
-        cache_dir=args.cache_dir,
+        runs if runs is not None else {**ds.runs, **_retrievers(args, list(ds.runs))},
+        model=getattr(args, "model", None),
+        cache_dir=getattr(args, "cache_dir", None),
+        bm25_engine=getattr(args, "bm25_engine", "bm25s"),
+        embeddings=embeddings,
         progress=True,
+        **kwargs,
     )
 
 
-def _cache_root(args: argparse.Namespace):
+def _write_runs(args: argparse.Namespace, analysis) -> None:
+    """``--write-runs DIR``: the runs computed here (baselines, live retrievers) as TREC files."""
+    if not getattr(args, "write_runs", None):
+        return
     from pathlib import Path
 
-    from diagnose.cache import default_cache_root
+    from diagnose.analysis import YOUR_RUN
+    from diagnose.cache import slug
+    from diagnose.io import write_trec_run
 
-    return Path(args.cache_dir) if args.cache_dir else default_cache_root()
-
-
-def _fmt(v: Any) -> str:
-    if isinstance(v, float):
-        return "nan" if math.isnan(v) else f"{v:.4f}"
-    return str(v)
-
-
-def format_table(rows: list[dict[str, Any]], columns: list[str]) -> str:
-    """A plain aligned text table."""
-    cells = [[_fmt(r.get(c, "")) for c in columns] for r in rows]
-    widths = [
-        max(len(c), *(len(row[i]) for row in cells)) if cells else len(c) for i, c in enumerate(columns)
-    ]
-    line = "  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True))
-    out = [line, "  ".join("-" * w for w in widths)]
-    for row in cells:
-        out.append(
-            "  ".join((v.rjust(w) if _is_number(v) else v.ljust(w)) for v, w in zip(row, widths, strict=True))
-        )
-    return "\n".join(out)
-
-
-def format_markdown(rows: list[dict[str, Any]], columns: list[str]) -> str:
-    out = [
-        "| " + " | ".join(columns) + " |",
-        "|" + "|".join("---:" if i else "---" for i in range(len(columns))) + "|",
-    ]
-    for r in rows:
-        out.append("| " + " | ".join(_fmt(r.get(c, "")).replace("|", "\\|") for c in columns) + " |")
-    return "\n".join(out)
-
-
-def _is_number(s: str) -> bool:
-    try:
-        float(s)
-    except ValueError:
-        return False
-    return True
+    out = Path(args.write_runs)
+    out.mkdir(parents=True, exist_ok=True)
+    for name, run in analysis.runs.items():
+        if analysis.kinds[name] == YOUR_RUN:
+            continue
+        path = out / f"{slug(name)}.trec"
+        write_trec_run(run, path)
+        print(f"wrote {path}", file=sys.stderr)
 
 
 def _print_warnings(report, fmt: str) -> None:
@@ -384,148 +380,6 @@ def _print_warnings(report, fmt: str) -> None:
         print("warning: " + p.format(), file=sys.stderr)
 
 
-def cmd_evaluate(args: argparse.Namespace) -> int:
-    from diagnose.metrics import evaluate_many, expand_metrics, quality_band
-
-    ks = _parse_ks(args.k)
-    metric_names = expand_metrics(args.metrics.split(",") if args.metrics else None, ks)
-    fail_under = _parse_bounds(args.fail_under, "--fail-under")
-    max_drop = _parse_bounds(args.max_drop, "--max-drop")
-    extra = (
-        [m for m in expand_metrics([*fail_under, *max_drop], ks) if m not in metric_names]
-        if (fail_under or max_drop)
-        else []
-    )
-    metric_names += extra
-    ds = _load(args)
-    reference = _add_compare_to(args, ds)
-    _baseline_runs(args, ds)
-    if not ds.runs:
-        raise DataError(
-            "No run to evaluate. Pass --run [NAME=]FILE (repeatable) or --baseline bm25|dense|hybrid."
-        )
-    reference = reference or args.reference or next(iter(ds.runs))
-    if reference not in ds.runs:
-        raise DataError(f"--reference {reference!r} is not one of the runs: {', '.join(ds.runs)}.")
-    if max_drop and len(ds.runs) < 2:
-        raise DataError("--max-drop needs a reference: pass --compare-to NAME=FILE or a second --run.")
-    results = evaluate_many(ds.qrels, ds.runs, metric_names)
-    comparisons = _comparisons(args, results, reference, _headline_metrics(args, ks, metric_names, max_drop))
-    changes = _fixes_and_breaks(results, reference, ks[-1]) if len(results) > 1 else {}
-    gate = _gate(results, reference, fail_under, max_drop, skip_reference=bool(args.compare_to or max_drop))
-    slices = None
-    if args.slice:
-        from diagnose.compare import slice_metrics
-
-        if ds.queries is None:
-            raise DataError("--slice needs the queries file (with metadata): pass --queries F or --data DIR.")
-        slices = slice_metrics(results, ds.queries, args.slice)
-    _print_warnings(ds.report, args.format)
-
-    if args.format == "json":
-        payload: dict[str, Any] = {"runs": {}, "metrics": metric_names, "k": ks}
-        for name, ev in results.items():
-            entry: dict[str, Any] = {
-                "aggregate": {m: float(v) for m, v in ev.aggregate.items()},
-                "quality": {m: quality_band(m, v) for m, v in ev.aggregate.items()},
-                "n_queries": int(len(ev.per_query)),
-                "missing_queries": list(ev.missing_queries),
-            }
-            if args.per_query:
-                entry["per_query"] = {
-                    str(q): {m: float(v) for m, v in row.items()} for q, row in ev.per_query.iterrows()
-                }
-            payload["runs"][name] = entry
-        payload["no_relevant_queries"] = list(next(iter(results.values())).no_relevant_queries)
-        payload["reference"] = reference
-        payload["comparisons"] = [c.to_dict() for c in comparisons]
-        payload["query_changes"] = changes
-        if slices is not None:
-            payload["slices"] = slices.to_dict(orient="records")
-        payload["gate"] = {"passed": not gate, "failures": gate}
-        payload["warnings"] = [p.to_dict() for p in ds.report.warnings]
-        payload["validation"] = ds.report.to_dict()
-        print(json.dumps(payload, indent=2, allow_nan=False, default=json_default))
-        return _gate_exit(gate)
-
-    if args.format == "csv":
-        import pandas as pd
-
-        frames = []
-        for name, ev in results.items():
-            if args.per_query:
-                df = ev.per_query.reset_index()
-            else:
-                df = pd.DataFrame([{"query_id": "all", **ev.aggregate}])
-            df.insert(0, "run", name)
-            frames.append(df)
-        sys.stdout.write(pd.concat(frames, ignore_index=True).to_csv(index=False, float_format="%.6f"))
-        return _gate_exit(gate)
-
-    rows = [{"run": name, **ev.aggregate} for name, ev in results.items()]
-    columns = ["run", *metric_names]
-    if args.format == "markdown":
-        print(format_markdown(rows, columns))
-    else:
-        n = len(next(iter(results.values())).per_query)
-        print(f"{n} golden queries with at least one relevant document; k = {','.join(map(str, ks))}\n")
-        print(_transpose_table(rows, metric_names, quality_band))
-    if args.per_query:
-        for name, ev in results.items():
-            print(f"\nper query: {name}")
-            pq = [{"query_id": q, **row} for q, row in ev.per_query.iterrows()]
-            print(
-                (format_markdown if args.format == "markdown" else format_table)(
-                    pq, ["query_id", *metric_names]
-                )
-            )
-    if args.slice:
-        print(f"\nper {args.slice}:")
-        print(format_table(slices.to_dict(orient="records"), list(slices.columns)))
-    if comparisons:
-        print(
-            f"\ncomparisons with {reference!r} (paired; 95% bootstrap CI; Holm over {len(comparisons)} tests):"
-        )
-        for c in comparisons:
-            print(f"- {c.verdict()}")
-        for name, ch in changes.items():
-            print(
-                f"- {name} vs {reference} at k={ks[-1]}: fixes {len(ch['fixed'])} queries "
-                f"({', '.join(ch['fixed'][:8]) or '-'}), breaks {len(ch['broken'])} "
-                f"({', '.join(ch['broken'][:8]) or '-'}); `diagnose failures` tells why each one fails."
-            )
-    return _gate_exit(gate)
-
-
-def _headline_metrics(
-    args: argparse.Namespace, ks: list[int], metric_names: list[str], max_drop
-) -> list[str]:
-    """What the comparisons test: the metrics asked for with --metrics, else nDCG, recall at the largest k and MRR;
-    plus every --max-drop metric. (Testing every metric at every k would make the Holm family needlessly large.)"""
-    chosen = list(metric_names) if args.metrics else [f"ndcg@{ks[-1]}", f"recall@{ks[-1]}", "mrr"]
-    return list(dict.fromkeys([*chosen, *max_drop]))
-
-
-def _fixes_and_breaks(results, reference: str, k: int) -> dict[str, dict[str, list[str]]]:
-    """Per run: the golden queries it fixes (reference misses at k, run hits) and breaks (the reverse)."""
-    from diagnose.compare import per_query_deltas
-
-    metric = f"hit_rate@{k}"
-    if metric not in results[reference].per_query:
-        return {}
-    out = {}
-    for name, ev in results.items():
-        if name == reference:
-            continue
-        d = per_query_deltas(results[reference], ev, metric)
-        out[name] = {
-            "metric": metric,
-            "fixed": d.loc[d["change"] == "fixed", "query_id"].astype(str).tolist(),
-            "broken": d.loc[d["change"] == "broken", "query_id"].astype(str).tolist(),
-        }
-    return out
-
-
 def _parse_bounds(items: list[str], flag: str) -> dict[str, float]:
     out: dict[str, float] = {}
     for item in items:
@@ -533,10 +387,56 @@ def _parse_bounds(items: list[str], flag: str) -> dict[str, float]:
         try:
             if not sep or not name.strip():
                 raise ValueError
-            out[name.strip()] = float(value)
+            bound = float(value)
         except ValueError:
             raise DataError(f"{flag} expects METRIC=VALUE like ndcg@10=0.60; got {item!r}.") from None
+        if not math.isfinite(bound):
+            raise DataError(f"{flag} {item!r}: the bound must be a finite number (a NaN bound can never fail).")
+        out[name.strip()] = bound
     return out
+
+
+# --------------------------------------------------------------------------------------------- evaluate
+
+
+def cmd_evaluate(args: argparse.Namespace) -> int:
+    ks = _parse_ks(args.k)
+    fail_under = _parse_bounds(args.fail_under, "--fail-under")
+    max_drop = _parse_bounds(args.max_drop, "--max-drop")
+    if args.resamples < 1:
+        raise DataError(f"--resamples must be at least 1 (got {args.resamples}).")
+    ds = _load(args)
+    reference = _add_compare_to(args, ds)
+    analysis = _analysis(
+        args, ds, k=ks[-1], ks=ks, metrics=args.metrics.split(",") if args.metrics else None,
+        baselines=list(dict.fromkeys(args.baseline)), depth=args.depth,
+    )  # fmt: skip
+    if not analysis.run_names:
+        raise DataError(
+            "No run to evaluate. Pass --run [NAME=]FILE (repeatable), --retriever NAME=module:attr or "
+            "--baseline bm25|dense|hybrid."
+        )
+    reference = reference or args.reference
+    if reference is not None and reference not in analysis.run_names:
+        raise DataError(f"--reference {reference!r} is not one of the runs: {', '.join(analysis.run_names)}.")
+    if max_drop and len(analysis.run_names) < 2:
+        raise DataError("--max-drop needs a reference: pass --compare-to NAME=FILE or a second --run.")
+    rep = analysis.evaluation_report(
+        reference, headline=analysis.metric_names() if args.metrics else None, fail_under=fail_under,
+        max_drop=max_drop, skip_reference=bool(args.compare_to or max_drop), slice_by=args.slice,
+        n_resamples=args.resamples, seed=args.seed,
+    )  # fmt: skip
+    _write_runs(args, analysis)
+    _print_warnings(ds.report, args.format)
+    if args.format == "json":
+        print(rep.to_json(per_query=args.per_query))
+    elif args.format == "csv":
+        sys.stdout.write(rep.to_csv(per_query=args.per_query))
+    elif args.format == "markdown":
+        print(rep.to_markdown(per_query=args.per_query))
+    else:
+        print(rep.to_text(per_query=args.per_query))
+    return _gate_exit(rep.gate)
 
 
 def _add_compare_to(args: argparse.Namespace, ds) -> str | None:
@@ -551,151 +451,38 @@ def _add_compare_to(args: argparse.Namespace, ds) -> str | None:
     return name
 
 
-def _comparisons(args: argparse.Namespace, results, reference: str, metric_names: list[str]):
-    if len(results) < 2:
-        return []
-    from diagnose.stats import compare_all
-
-    return compare_all(
-        {name: ev.per_query for name, ev in results.items()},
-        reference,
-        metric_names,
-        n_resamples=args.resamples,
-        seed=args.seed,
-    )
-
-
-def _gate(
-    results, reference: str, fail_under: dict[str, float], max_drop: dict[str, float], *, skip_reference: bool
-) -> list[str]:
-    """The CI gate: readable messages for every bound a run breaks (empty = passed). The reference is not gated
-    when it is what the others are held against (``--compare-to`` or ``--max-drop``)."""
-    failures = []
-    for name, ev in results.items():
-        if name == reference and skip_reference:
-            continue
-        for metric, bound in fail_under.items():
-            value = ev.aggregate[metric]
-            if value < bound:
-                failures.append(
-                    f"run {name!r}: {metric} = {value:.4f} is below the bound {bound:g} (--fail-under)"
-                )
-        for metric, drop in max_drop.items():
-            value, ref = ev.aggregate[metric], results[reference].aggregate[metric]
-            if ref - value > drop:
-                failures.append(
-                    f"run {name!r}: {metric} = {value:.4f} dropped {ref - value:.4f} below the reference "
-                    f"{reference!r} ({ref:.4f}); the allowed drop is {drop:g} (--max-drop)"
-                )
-    return failures
-
-
 def _gate_exit(gate: list[str]) -> int:
     for msg in gate:
         print(f"gate failed: {msg}", file=sys.stderr)
     return EXIT_FAIL if gate else EXIT_OK
 
 
-def _transpose_table(rows: list[dict[str, Any]], metric_names: list[str], band) -> str:
-    """Metrics as rows, runs as columns (readable with many metrics), each value with its quality band."""
-    runs = [r["run"] for r in rows]
-    out_rows = []
-    for m in metric_names:
-        row: dict[str, Any] = {"metric": m}
-        for r in rows:
-            v = r[m]
-            row[r["run"]] = f"{v:.4f} ({band(m, v)})"
-        out_rows.append(row)
-    return format_table(out_rows, ["metric", *runs])
-
-
 # --------------------------------------------------------------------------------------------- failures
 
 
 def cmd_failures(args: argparse.Namespace) -> int:
-    from diagnose.failures import (
-        CLASS_LABELS,
-        Thresholds,
-        diagnose_run,
-        find_label_noise,
-        hubness,
-        sort_worst,
-    )
-    from diagnose.lexical import BM25Index
+    from diagnose.failures import Thresholds
+    from diagnose.report import dumps, failures_dict, failures_text
 
-    if args.k < 1:
-        raise DataError(f"--k must be at least 1 (got {args.k}).")
-    if len(args.run) != 1:
-        raise DataError("diagnose failures analyses one run: pass exactly one --run [NAME=]FILE.")
-    ds = _load(args, need_text=True)
-    (run,) = ds.runs.values()
-    golden = ds.qrels.queries_with_relevant()
-    with_text = ds.queries.text_of()
-    space = _vector_space(args, ds, [q for q in golden if q in with_text])
-    if args.format == "table":
-        print("building the BM25 index ...", file=sys.stderr)
-    bm25 = BM25Index.build(
-        ds.corpus.texts(), list(ds.corpus.ids), engine=args.bm25_engine, cache_dir=_cache_root(args) / "bm25",
-        report=ds.report,
-    )  # fmt: skip
-    thresholds = Thresholds(seed_cosine=args.seed_threshold, duplicate_cosine=args.duplicate_cosine)
-    diag = diagnose_run(ds, run, space, bm25, k=args.k, mode=args.failure, thresholds=thresholds)
-    noise = find_label_noise(ds, run, space, k=args.k, duplicate_cosine=args.duplicate_cosine)
-    hubs = hubness(run, k=args.k, n_docs=len(ds.corpus))
-    _print_warnings(ds.report, args.format)
-
-    if args.format == "json":
-        payload = diag.to_dict()
-        payload["label_noise"] = noise.to_dict()
-        payload["hubness"] = hubs.to_dict()
-        payload["warnings"] = [p.to_dict() for p in ds.report.warnings]
-        print(json.dumps(payload, indent=2, default=json_default))
-        return EXIT_OK
-    df = diag.frame()
-    if args.format == "csv":
-        sys.stdout.write(df.to_csv(index=False, float_format="%.6f"))
-        return EXIT_OK
-
-    cal = diag.calibration
-    print(
-        f"run {run.name!r}: {len(diag.failed_queries)} of {diag.n_queries} golden queries fail at k={args.k} "
-        f"({args.failure}); {len(diag.failures)} missed relevant documents analysed.\n"
-        f"model {space.model}: calibrated cosine threshold {cal.calibrated:.3f} "
-        f"({cal.to_dict()['method']}, {cal.n_pairs} pairs); seed threshold {cal.seed:.2f}.\n"
-    )
-    for f in sort_worst(diag.failures):
-        print(f"[{f.cls}] query {f.query_id}: {f.query_text}")
-        print(f"  target {f.doc_id} (grade {f.grade}): {f.evidence}")
-        if f.missing_terms:
-            print(f"  query terms missing from the target: {', '.join(f.missing_terms)}")
-        beat = [c for c in f.top_retrieved[:3]]
-        if beat:
-            print(
-                "  beaten by: "
-                + "; ".join(
-                    f"#{c.rank} {c.doc_id} (cos q {_fmt(c.cosine_query)}, cos target {_fmt(c.cosine_target)})"
-                    for c in beat
-                )
-            )
-        print(f"  seed rule: {f.seed_verdict}; calibrated rule: {f.calibrated_verdict}\n")
-    print("counts per class:")
-    counts = [{"class": c, "label": CLASS_LABELS[c], "count": n} for c, n in diag.class_counts.items()]
-    print(format_table(counts, ["class", "label", "count"]))
-    print("\nrecommendations:")
-    from diagnose.failures import RECOMMENDATIONS
-
-    for c, n in diag.class_counts.items():
-        if n:
-            print(f"- {c}: {RECOMMENDATIONS[c]}")
-    if len(noise.unjudged_duplicates) or len(noise.conflicting_queries):
-        print(
-            f"\nlabel noise: {len(noise.unjudged_duplicates)} unjudged near-duplicates of relevant documents in top "
-            f"{args.k}; {len(noise.duplicate_documents)} duplicate documents in the corpus; "
-            f"{len(noise.conflicting_queries)} identical queries with conflicting judgements."
+    if len(args.run) + len(args.retriever) != 1:
+        raise DataError(
+            "diagnose failures analyses one run: pass exactly one --run [NAME=]FILE or one --retriever."
         )
-    if len(hubs.hubs):
-        print(f"\nhubs (k-occurrence skewness {hubs.skewness:.2f}):")
-        print(format_table(hubs.hubs.to_dict(orient="records"), ["doc_id", "occurrences", "share"]))
+    thresholds = Thresholds(seed_cosine=args.seed_threshold, duplicate_cosine=args.duplicate_cosine)
+    ds = _load(args, need_text=True)
+    analysis = _analysis(args, ds, k=args.k, failure=args.failure, thresholds=thresholds)
+    (name,) = analysis.run_names
+    diag = analysis.diagnosis(name)
+    noise = analysis.label_noise(name)
+    hubs = analysis.hubness(name)
+    _write_runs(args, analysis)
+    _print_warnings(ds.report, args.format)
+    if args.format == "json":
+        print(dumps(failures_dict(diag, label_noise=noise, hubness=hubs, validation=ds.report)))
+    elif args.format == "csv":
+        sys.stdout.write(diag.frame().to_csv(index=False, float_format="%.6f"))
+    else:
+        print(failures_text(diag, model=analysis.space.model, label_noise=noise, hubness=hubs))
     return EXIT_OK
 
 
@@ -703,47 +490,39 @@ def cmd_failures(args: argparse.Namespace) -> int:
 
 
 def cmd_models(args: argparse.Namespace) -> int:
-    from diagnose.models import compare_models
+    from diagnose.report import dumps, text_table
 
-    if args.k < 1:
-        raise DataError(f"--k must be at least 1 (got {args.k}).")
     ds = _load(args, need_text=True)
-    names = [None if m in ("default", "") else m for m in (args.model or ["default"])]
-    cmp = compare_models(
-        ds,
-        names,
-        k=args.k,
-        metric=args.metric,
-        cache_dir=args.cache_dir,
-        progress=args.format == "table",
-        seed=args.seed,
-        log=lambda m: print(m, file=sys.stderr),
-    )
+    analysis = _analysis(args, ds, runs={}, k=args.k)
+    cmp = analysis.models(args.model or ["default"], metric=args.metric, seed=args.seed)
     table = cmp.table()
     if args.format == "json":
-        print(json.dumps(cmp.to_dict(), indent=2, default=json_default))
+        print(dumps(cmp.to_dict()))
     elif args.format == "csv":
         sys.stdout.write(table.to_csv(index=False, float_format="%.6f"))
     else:
         cols = ["rank", "model", cmp.metric, "ci_low", "ci_high", f"recall@{args.k}", "dim", "docs_per_s",
                 "index_mb", "ms_per_query", "calibrated_threshold"]  # fmt: skip
-        print(format_table(table.to_dict(orient="records"), cols))
+        print(text_table(table.to_dict(orient="records"), cols))
         tied = table.loc[table["tied_with_best"], "model"].tolist()
         if len(tied) > 1:
             print(f"\nstatistically tied for the best on {cmp.metric}: {', '.join(tied)} (Holm-corrected "
                   "randomization test against the best; the data cannot tell them apart).")  # fmt: skip
         print("\nfailure classes per model:")
         cls_cols = [c for c in table.columns if c.startswith("n_")]
-        print(format_table(table.to_dict(orient="records"), ["model", *cls_cols]))
+        print(text_table(table.to_dict(orient="records"), ["model", *cls_cols]))
     return EXIT_OK
 
 
 def cmd_rerank(args: argparse.Namespace) -> int:
     from diagnose.compare import rerank_cross_encoder, rerank_report
     from diagnose.io import parse_run_arg, read_run
+    from diagnose.report import dumps, text_table
 
     if bool(args.reranked) == bool(args.cross_encoder):
         raise DataError("Pass either --reranked [NAME=]FILE or --cross-encoder MODEL (one of them).")
+    if args.depth < 1 or args.k < 1:
+        raise DataError(f"--depth and --k must be at least 1 (got {args.depth} and {args.k}).")
     ds = _load(args, need_text=bool(args.cross_encoder))
     name, path = parse_run_arg(args.candidates)
     candidates = read_run(path, name=name, report=ds.report)
@@ -759,33 +538,35 @@ def cmd_rerank(args: argparse.Namespace) -> int:
     rep = rerank_report(ds.qrels, candidates, reranked, k=args.k, depth=args.depth)
     _print_warnings(ds.report, args.format)
     if args.format == "json":
-        print(json.dumps(rep.to_dict(), indent=2, default=json_default))
+        print(dumps(rep.to_dict()))
         return EXIT_OK
     print(
         f"ceiling: recall@{args.depth} of the candidates = {rep.ceiling:.4f} (no reranker of them can beat it)"
     )
     rows = [{"metric": m, "before": rep.before[m], "after": rep.after[m], "change": rep.after[m] - rep.before[m]}
             for m in rep.before]  # fmt: skip
-    print(format_table(rows, ["metric", "before", "after", "change"]))
+    print(text_table(rows, ["metric", "before", "after", "change"]))
     print(f"\nfailures at k={args.k} recovered: {len(rep.recovered)} ({', '.join(rep.recovered[:10])})")
     print(f"failures introduced: {len(rep.introduced)} ({', '.join(rep.introduced[:10])})")
     return EXIT_OK
 
 
 def cmd_fuse(args: argparse.Namespace) -> int:
-    from diagnose.compare import fusion_whatif
+    from diagnose.report import dumps, text_table
 
     if len(args.run) != 2:
         raise DataError("diagnose fuse takes exactly two --run files.")
     ds = _load(args)
-    table = fusion_whatif(ds.qrels, list(ds.runs.values()), k=args.k, rrf_k=args.rrf_k)
+    analysis = _analysis(args, ds, k=args.k)
+    a, b = analysis.run_names
+    table = analysis.fusion(a, b, rrf_k=args.rrf_k)
     _print_warnings(ds.report, args.format)
     if args.format == "json":
-        print(json.dumps({"fusions": table.to_dict(orient="records")}, indent=2, default=json_default))
+        print(dumps({"fusions": table.to_dict(orient="records")}))
     elif args.format == "csv":
         sys.stdout.write(table.to_csv(index=False, float_format="%.6f"))
     else:
-        print(format_table(table.to_dict(orient="records"), list(table.columns)))
+        print(text_table(table.to_dict(orient="records"), list(table.columns)))
     return EXIT_OK
 
 
@@ -808,7 +589,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return EXIT_INPUT
         return COMMANDS[args.command](args)
     except DataError as e:
-        print(f"error: {e}", file=sys.stderr)
+        flag = PARAM_FLAGS.get(e.param or "")
+        print(f"error: {flag}: {e}" if flag else f"error: {e}", file=sys.stderr)
         return EXIT_INPUT
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)

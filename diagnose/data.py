@@ -26,7 +26,14 @@ Severity = Literal["error", "warning", "info"]
 
 
 class DataError(Exception):
-    """A user mistake in the input that stops the work. The message is shown as is (no traceback)."""
+    """A user mistake in the input that stops the work. The message is shown as is (no traceback).
+
+    ``param``: the library parameter at fault (``"k"``, ``"corpus"``, ...), when one is; the CLI names its flag
+    for it and the app its widget, so library messages speak of parameters, never of flags."""
+
+    def __init__(self, message: str = "", *, param: str | None = None) -> None:
+        super().__init__(message)
+        self.param = param
 
 
 @dataclass(frozen=True)
@@ -195,9 +202,19 @@ class Qrels:
 
 @dataclass(frozen=True)
 class Run:
+    """A ranked result list per query (``df``, see the module docstring), with where it came from.
+
+    ``latency_ms`` and ``errors`` are filled only by :func:`diagnose.retrievers.run_retriever` (a live retriever):
+    the wall-clock milliseconds of each query that returned, and ``{query_id: "ExceptionType: message"}`` for each
+    query whose retriever call raised (such a query has no rows, so metrics score it 0 like ``trec_eval -c``).
+    Both are ``None`` for runs read from files and are ignored by ``==``.
+    """
+
     name: str
     df: pd.DataFrame
     source: str = ""
+    latency_ms: dict[str, float] | None = field(default=None, compare=False, repr=False)
+    errors: dict[str, str] | None = field(default=None, compare=False, repr=False)
 
     def __len__(self) -> int:
         return len(self.df)

@@ -31,6 +31,7 @@ document) over the relevant documents the run found in the top k. 0.75 means dif
 
 from __future__ import annotations
 
+import math
 import re
 import unicodedata
 from collections import Counter
@@ -117,6 +118,27 @@ class Thresholds:
     min_calibration_pairs: int = 5
     min_overlap: float = 0.2
     top_shown: int = 10
+
+    def __post_init__(self) -> None:
+        """Refuse values that would make the taxonomy meaningless (a NaN threshold, a negative cosine for a
+        near-duplicate), naming the parameter."""
+        ranges = {
+            "duplicate_cosine": (0.0, 1.0, False),  # (low, high, low included)
+            "seed_cosine": (-1.0, 1.0, True),
+            "calibration_percentile": (0.0, 100.0, True),
+            "min_overlap": (0.0, 1.0, True),
+        }
+        for name, (low, high, low_ok) in ranges.items():
+            v = getattr(self, name)
+            ok = isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+            ok = ok and (low <= v if low_ok else low < v) and v <= high
+            if not ok:
+                bracket = "[" if low_ok else "("
+                raise DataError(f"{name} must be a number in {bracket}{low:g}, {high:g}], got {v!r}.", param=name)
+        for name in ("near_miss_factor", "min_calibration_pairs", "top_shown"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise DataError(f"{name} must be a positive integer, got {v!r}.", param=name)
 
 
 class Competitor(NamedTuple):
@@ -341,9 +363,7 @@ def diagnose_run(
     from diagnose.lexical import term_overlap, tokenize
 
     if ds.corpus is None or ds.queries is None:
-        raise DataError(
-            "The diagnosis needs the corpus and the queries: pass --data DIR, or --corpus and --queries."
-        )
+        raise DataError("The diagnosis needs the corpus and the queries.", param="corpus")
     if k < 1:
         raise DataError(f"k must be at least 1 (got {k}).")
     calibration = calibration or calibrate(ds, run, space, k, thresholds)

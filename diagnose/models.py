@@ -10,7 +10,7 @@ recall per millisecond of search.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -98,61 +98,40 @@ def _time_encode(encoder, texts: Sequence[str]) -> float:
 
 def compare_models(
     ds: Dataset,
-    models: Sequence[str | None],
+    golden: Sequence[str],
+    encoders: Sequence,
+    spaces: Sequence[VectorSpace],
     *,
+    bm25,
     k: int = 10,
     metric: str | None = None,
     depth: int = 100,
-    encoders: Sequence | None = None,
-    spaces: Sequence[VectorSpace] | None = None,
-    bm25=None,
-    cache_dir: str | None = None,
-    progress: bool | Callable[[int, int], None] = False,
     n_resamples: int = 10_000,
     seed: int = 0,
-    log: Callable[[str], None] | None = None,
 ) -> ModelComparison:
-    """Evaluate each model (name, local folder, or ``None`` for the bundled default) on the golden set.
+    """Evaluate each encoder's exact dense run on the golden set and rank the models.
 
-    ``encoders`` (objects with ``name``/``encode``, optionally ``label``) may replace loading by name (tests, the
-    app); a model is then called by its ``label`` (else its ``name``). Throughput is
-    measured on a fixed sample of the corpus with a bare ``encode`` (no cache), so it is comparable between models
-    even when the corpus embeddings come from the cache. ``spaces`` (one per encoder, already built on this data
-    with the golden queries) skips the embedding step, e.g. in the app where they are cached in memory.
+    ``encoders`` (objects with ``name``/``encode``, optionally ``label``) and their ``spaces`` (the corpus and the
+    ``golden`` queries embedded by each, e.g. ``Analysis.space_for(encoder)``) come from the caller, as does
+    ``bm25`` (the BM25 index of the corpus, for the failure classes): this function only scores. A model is called
+    by its ``label`` (else its ``name``). Throughput is measured on a fixed sample of the corpus with a bare
+    ``encode`` (no cache), so it is comparable between models even when the vectors came from the cache.
     """
-    from diagnose import baselines, embed
-    from diagnose.lexical import BM25Index
+    from diagnose import baselines
     from diagnose.stats import bootstrap_ci, rank_with_ties
 
     if ds.corpus is None or ds.queries is None:
-        raise DataError(
-            "Comparing models needs the corpus and the queries: pass --data DIR, or --corpus and --queries."
-        )
+        raise DataError("Comparing models needs the corpus and the queries.", param="corpus")
+    if len(spaces) != len(encoders):
+        raise ValueError(f"{len(spaces)} vector spaces for {len(encoders)} models")
     metric = metric or f"ndcg@{k}"
     metrics = list(dict.fromkeys([metric, f"ndcg@{k}", f"recall@{k}", f"hit_rate@{k}", "mrr"]))
-    with_text = ds.queries.text_of()
-    golden = [q for q in ds.qrels.queries_with_relevant() if q in with_text]
-    if bm25 is None:
-        bm25 = BM25Index.build(ds.corpus.texts(), list(ds.corpus.ids))
-    items = list(encoders) if encoders is not None else [embed.load_encoder(m) for m in models]
-    names = (
-        [str(m) if m is not None else embed.DEFAULT_MODEL for m in models]
-        if encoders is None
-        else [str(getattr(e, "label", "") or e.name) for e in items]
-    )
+    names = [str(getattr(e, "label", "") or e.name) for e in encoders]
     if len(set(names)) != len(names):
-        raise DataError(f"The same model is given twice: {names}.")
-    if spaces is not None and len(spaces) != len(items):
-        raise ValueError(f"{len(spaces)} vector spaces for {len(items)} models")
+        raise DataError(f"The same model is given twice: {names}.", param="models")
     texts = ds.corpus.texts()
     results = []
-    for i, (name, enc) in enumerate(zip(names, items, strict=True)):
-        if spaces is not None:
-            space = spaces[i]
-        else:
-            if log:
-                log(f"model {name}: encoding {len(texts)} documents and {len(golden)} queries")
-            space = VectorSpace.build(ds, golden, encoder=enc, cache_dir=cache_dir, progress=progress)
+    for name, enc, space in zip(names, encoders, spaces, strict=True):
         t0 = time.perf_counter()
         run = baselines.dense_run(
             space.doc_vecs, space.query_vecs, space.doc_ids, space.query_ids, depth=depth, name=name

@@ -12,8 +12,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
-from diagnose.data import DataError, Dataset, ValidationReport
+from diagnose.data import DataError, Dataset, Qrels, Run, ValidationReport
 
 
 @dataclass(frozen=True)
@@ -86,13 +87,17 @@ class VectorSpace:
 
         if ds.corpus is None or ds.queries is None:
             raise DataError(
-                "Embeddings need the corpus and the queries: pass --data DIR, or --corpus and --queries."
+                "Embeddings need the corpus and the queries: load a BEIR folder, or give the corpus and queries "
+                "files.",
+                param="corpus" if ds.corpus is None else "queries",
             )
         report = report if report is not None else ds.report
         texts_of = ds.queries.text_of()
         qids = list(query_ids) if query_ids is not None else list(texts_of)
         if bool(doc_embeddings) != bool(query_embeddings):
-            raise DataError("Pass both --doc-embeddings and --query-embeddings, or neither.")
+            raise DataError(
+                "Precomputed vectors need both the document and the query vectors, or neither.", param="embeddings"
+            )
         if doc_embeddings:
             pre = embed.load_precomputed(
                 doc_embeddings, query_embeddings, doc_ids, query_ids_file, report=report
@@ -121,3 +126,26 @@ class VectorSpace:
             encoder, [texts_of[q] for q in qids], cache=cache, progress=False, report=report
         )
         return cls.from_arrays(encoder.name, list(ds.corpus.ids), doc_vecs, qids, query_vecs)
+
+
+def relevant_pair_cosines(qrels: Qrels, run: Run, space: VectorSpace, k: int) -> pd.DataFrame:
+    """cos(query, relevant document) of every judged relevant pair that has vectors in ``space``.
+
+    Columns ``query_id, doc_id, cosine, outcome``: ``"hit"`` when the run has the document in its top ``k``,
+    ``"miss"`` otherwise (qrels order). Pairs whose query or document has no vector are left out."""
+    rel = qrels.relevant()[["query_id", "doc_id"]]
+    top = run.top(k)[["query_id", "doc_id"]].assign(found=True)
+    pairs = rel.merge(top, on=["query_id", "doc_id"], how="left")
+    pairs = pairs[pairs["query_id"].isin(space.query_row) & pairs["doc_id"].isin(space.doc_row)]
+    qi = pairs["query_id"].map(space.query_row).to_numpy(dtype=np.int64)
+    di = pairs["doc_id"].map(space.doc_row).to_numpy(dtype=np.int64)
+    cos = np.einsum("ij,ij->i", space.query_vecs[qi], space.doc_vecs[di]) if len(pairs) else np.zeros(0)
+    found = pairs["found"].eq(True).to_numpy()
+    return pd.DataFrame(
+        {
+            "query_id": pairs["query_id"].to_numpy(),
+            "doc_id": pairs["doc_id"].to_numpy(),
+            "cosine": cos.astype(np.float64),
+            "outcome": np.where(found, "hit", "miss"),
+        }
+    )

@@ -8,10 +8,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from diagnose.analysis import Analysis
 from diagnose.cli import main
 from diagnose.data import Corpus, Dataset, Qrels, Queries
 from diagnose.embed import KeywordEncoder
-from diagnose.models import compare_models
 
 DOCS = {
     "pw": "Resetting your password: open the account page and choose forgot password to get a reset link.",
@@ -63,9 +63,8 @@ def write_beir(folder) -> None:
 def test_compare_models_with_fake_encoders(tmp_path):
     # two deterministic encoders: hashing into 512 vs 8 buckets; 8 buckets collide a lot, so it cannot be better
     big, small = KeywordEncoder(dim=512), KeywordEncoder(dim=8)
-    cmp = compare_models(
-        dataset(), [None, None], encoders=[big, small], k=3, cache_dir=tmp_path, n_resamples=999
-    )
+    analysis = Analysis(dataset(), {}, k=3, encoder=big, cache_dir=tmp_path)
+    cmp = analysis.models([big, small], n_resamples=999)
     table = cmp.table()
     assert list(table["model"]).count(big.name) == 1 and len(table) == 2
     assert set(table["dim"]) == {512, 8}

@@ -1,0 +1,195 @@
+"""The light verbs of the Python API: :func:`load` and :func:`evaluate`, and the conversion of what a user holds
+(a path, a record, a plain dict) into the records of :mod:`diagnose.data`.
+
+Nothing here imports torch, sentence-transformers, umap or Streamlit: ``diagnose.evaluate`` stays a light call
+(the embedding and diagnosis pipeline is :class:`diagnose.analysis.Analysis`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from diagnose.data import DataError, Dataset, Qrels, Run, ValidationReport
+
+PathLike = str | Path
+
+
+def load(
+    data: PathLike | None = None,
+    *,
+    corpus: PathLike | None = None,
+    queries: PathLike | None = None,
+    qrels: PathLike | None = None,
+    split: str = "test",
+    runs: Sequence[str | Path | tuple[str | None, PathLike]] = (),
+) -> Dataset:
+    """Read a data set: a BEIR folder ``data`` (``corpus.jsonl``, ``queries.jsonl``, ``qrels/<split>.tsv``) and/or
+    explicit files (which override the folder's). Formats and checks: :func:`diagnose.io.load_dataset`.
+
+    ``runs``: run files, ``"NAME=PATH"`` or ``(name, path)``; runs can also be given later to
+    :class:`~diagnose.analysis.Analysis`. Problems that do not stop the work are counted in ``Dataset.report``;
+    the others raise :class:`~diagnose.data.DataError` naming the file, line and fix.
+
+    >>> ds = diagnose.load("demo_corpus")          # doctest: +SKIP
+    >>> ds                                          # doctest: +SKIP
+    Dataset('demo_corpus': 190 documents, 106 queries, 163 judgements (106 golden queries), 0 runs, 0 warnings)
+    """
+    from diagnose.io import load_dataset
+
+    if data is None and qrels is None:
+        raise DataError(
+            "No golden set given: pass a BEIR folder (data='path/to/folder') or a qrels file (qrels='qrels.tsv')."
+        )
+    return load_dataset(data_dir=data, split=split, corpus=corpus, queries=queries, qrels=qrels, runs=runs)
+
+
+def as_qrels(qrels: Qrels | Dataset | PathLike | Mapping[str, Mapping[str, int]]) -> Qrels:
+    """Qrels from a :class:`Qrels`, a :class:`Dataset`, a file path, or ``{query_id: {doc_id: grade}}``.
+
+    Grades must be integers (``True``/``False`` are refused: write 1/0); ids are converted with ``str``."""
+    if isinstance(qrels, Qrels):
+        return qrels
+    if isinstance(qrels, Dataset):
+        return qrels.qrels
+    if isinstance(qrels, str | Path):
+        from diagnose.io import read_qrels
+
+        return read_qrels(qrels)
+    if isinstance(qrels, Mapping):
+        q, d, g = [], [], []
+        for qid, docs in qrels.items():
+            if not isinstance(docs, Mapping):
+                raise DataError(
+                    f"qrels[{qid!r}] is a {type(docs).__name__}; expected a dict {{doc_id: grade}} per query."
+                )
+            for doc, grade in docs.items():
+                if isinstance(grade, bool) or not isinstance(grade, int | np.integer):
+                    raise DataError(
+                        f"qrels[{qid!r}][{doc!r}] = {grade!r}: grades are integers (0 = not relevant, > 0 = relevant)."
+                    )
+                q.append(str(qid))
+                d.append(str(doc))
+                g.append(int(grade))
+        if not q:
+            raise DataError("The qrels dict is empty: give at least one {query_id: {doc_id: grade}}.")
+        df = pd.DataFrame(
+            {
+                "query_id": pd.Series(q, dtype=object),
+                "doc_id": pd.Series(d, dtype=object),
+                "relevance": np.asarray(g, dtype=np.int64),
+            }
+        )
+        return Qrels(df, source="dict")
+    raise DataError(
+        f"qrels: expected a path, a Qrels, a Dataset or a dict {{query_id: {{doc_id: grade}}}}, got {type(qrels).__name__}."
+    )
+
+
+def as_run(
+    run: Run | PathLike | Mapping[str, Mapping[str, float]],
+    *,
+    name: str | None = None,
+    report: ValidationReport | None = None,
+) -> Run:
+    """A :class:`Run` from a Run, a run file, or ``{query_id: {doc_id: score}}``.
+
+    A dict is ordered like a TREC file (trec_eval's order: score descending, ties by doc id descending; scores
+    compared as float32, see :mod:`diagnose.io`); scores must be finite numbers. ``name`` renames the run."""
+    from dataclasses import replace
+
+    if isinstance(run, Run):
+        return run if name is None or name == run.name else replace(run, name=name)
+    if isinstance(run, str | Path):
+        from diagnose.io import read_run
+
+        return read_run(run, name=name, report=report)
+    if isinstance(run, Mapping):
+        from diagnose.io import trec_order
+
+        q, d, s = [], [], []
+        for qid, docs in run.items():
+            if not isinstance(docs, Mapping):
+                raise DataError(
+                    f"run[{qid!r}] is a {type(docs).__name__}; expected a dict {{doc_id: score}} per query "
+                    "(for a ranked list without scores, use a Run or a live retriever)."
+                )
+            for doc, score in docs.items():
+                if isinstance(score, bool) or not isinstance(score, int | float | np.integer | np.floating):
+                    raise DataError(f"run[{qid!r}][{doc!r}] = {score!r}: scores are numbers.")
+                if not np.isfinite(score):
+                    raise DataError(f"run[{qid!r}][{doc!r}] = {score!r}: scores must be finite.")
+                q.append(str(qid))
+                d.append(str(doc))
+                s.append(float(score))
+        scores = np.asarray(s, dtype=np.float64)
+        order = trec_order(q, d, scores) if q else np.zeros(0, dtype=np.int64)
+        lists: dict[str, list[tuple[str, float]]] = {}
+        for i in order.tolist():
+            lists.setdefault(q[i], []).append((d[i], s[i]))
+        return Run.from_ranked_lists(name or "run", lists, source="dict")
+    raise DataError(
+        f"run {name or ''!r}: expected a path, a Run or a dict {{query_id: {{doc_id: score}}}}, got "
+        f"{type(run).__name__} (a live retriever goes to Analysis(runs=...) or diagnose.run_retriever)."
+    )
+
+
+def evaluate(
+    qrels: Qrels | Dataset | PathLike | Mapping[str, Mapping[str, int]],
+    run: Run | PathLike | Mapping[str, Mapping[str, float]] | Mapping[str, Any],
+    *,
+    k: int | Sequence[int] = (1, 3, 5, 10),
+    metrics: Sequence[str] | str | None = None,
+) -> pd.DataFrame:
+    """Score one run (or several) against a golden set, with trec_eval's conventions (README "Metrics").
+
+    ``qrels``: a path, :class:`Qrels`, :class:`Dataset` or ``{query_id: {doc_id: grade}}``. ``run``: a path, a
+    :class:`Run`, ``{query_id: {doc_id: score}}``, or a dict ``{name: run}`` of several. ``k``: cutoffs for the
+    metric families; ``metrics``: names such as ``"ndcg@10"``, ``"recall"`` (taken at every k) or ``"mrr"``
+    (default: precision, recall, hit_rate, mrr, ndcg and map at every k, then mrr, map, r_precision).
+
+    Returns one row per run (index ``run``), one column per metric: the mean over the golden queries (queries with
+    at least one relevant document; those missing from the run score 0, like ``trec_eval -c``). Per-query values:
+    :func:`diagnose.metrics.evaluate` or ``Analysis.per_query``.
+
+    >>> diagnose.evaluate({"q1": {"d1": 1}}, {"q1": {"d1": 0.9, "d2": 0.5}}, metrics=["ndcg@10", "mrr"])  # doctest: +SKIP
+           ndcg@10  mrr
+    run
+    run        1.0  1.0
+    """
+    from diagnose.metrics import evaluate_many, expand_metrics
+
+    ks = [k] if isinstance(k, int | np.integer) else list(k)
+    names = expand_metrics([metrics] if isinstance(metrics, str) else metrics, ks)
+    q = as_qrels(qrels)
+    runs = _runs_argument(run)
+    results = evaluate_many(q, runs, names)
+    table = pd.DataFrame([ev.aggregate for ev in results.values()], index=pd.Index(list(results), name="run"))
+    return table[names]
+
+
+def _runs_argument(run: Any) -> dict[str, Run]:
+    """``run`` as ``{name: Run}``: one run, or a dict of named runs (told apart from one ``{qid: {doc: score}}``
+    dict by its values: each is a path, a Run, or itself a ``{qid: {doc: score}}`` dict)."""
+    if isinstance(run, Mapping) and run and all(_is_one_run(v) for v in run.values()):
+        return {str(n): as_run(r, name=str(n)) for n, r in run.items()}
+    one = as_run(run)
+    return {one.name: one}
+
+
+def _is_one_run(value: Any) -> bool:
+    """A path, a Run, or a ``{qid: {doc: score}}`` dict (values are dicts of numbers)."""
+    if isinstance(value, Run | str | Path):
+        return True
+    return (
+        isinstance(value, Mapping)
+        and bool(value)
+        and all(
+            isinstance(docs, Mapping) and not any(isinstance(v, Mapping) for v in docs.values())
+            for docs in value.values()
+        )
+    )

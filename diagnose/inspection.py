@@ -1,0 +1,199 @@
+"""One query in one run, seen whole: the missed targets with their evidence, and what the run retrieved instead.
+
+:func:`inspect_query` gathers it from a diagnosis (nothing is recomputed that the diagnosis already holds: class,
+cosine, ranks, terms); :class:`Inspection` shows itself as HTML in a notebook (every user text escaped) and as a
+plain dict (``to_dict``). The app's Query inspector page draws the same object.
+"""
+
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from diagnose.data import Dataset, Run
+from diagnose.failures import CLASS_LABELS, Diagnosis, Failure
+from diagnose.lexical import BM25Index, highlight_spans, term_overlap
+from diagnose.space import VectorSpace
+
+
+@dataclass(frozen=True)
+class Target:
+    """A missed relevant document: its failure (evidence, class, recommendation), its text, and the character
+    spans of the query terms it contains (``spans`` index ``title + "\\n" + text``)."""
+
+    failure: Failure
+    title: str
+    text: str
+    present_stems: tuple[str, ...]
+
+    def spans(self) -> list[tuple[int, int]]:
+        return highlight_spans(self.body, self.present_stems)
+
+    @property
+    def body(self) -> str:
+        return f"{self.title}\n{self.text}" if self.title else self.text
+
+
+@dataclass(frozen=True)
+class Inspection:
+    """What :meth:`diagnose.Analysis.inspect` returns."""
+
+    query_id: str
+    query_text: str
+    run: str
+    k: int
+    mode: str
+    query_terms: tuple[str, ...]
+    calibrated_threshold: float
+    seed_threshold: float
+    targets: tuple[Target, ...]
+    retrieved: pd.DataFrame = field(repr=False)
+    relevant_found: tuple[str, ...] = ()
+
+    @property
+    def failed(self) -> bool:
+        return bool(self.targets)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "query_id": self.query_id,
+            "query_text": self.query_text,
+            "run": self.run,
+            "k": self.k,
+            "mode": self.mode,
+            "failed": self.failed,
+            "query_terms": list(self.query_terms),
+            "thresholds": {"calibrated": self.calibrated_threshold, "seed": self.seed_threshold},
+            "targets": [{**t.failure.to_dict(), "title": t.title, "text": t.text} for t in self.targets],
+            "relevant_found": list(self.relevant_found),
+            "retrieved": self.retrieved.replace({np.nan: None}).to_dict(orient="records"),
+        }
+
+    def __repr__(self) -> str:
+        state = f"{len(self.targets)} missed target(s)" if self.failed else "did not fail"
+        return f"Inspection(query {self.query_id!r} in run {self.run!r} at k={self.k}: {state})"
+
+    def _repr_html_(self) -> str:
+        e = html.escape
+        out = [
+            f"<div><p><b>Query {e(self.query_id)}</b> in run <b>{e(self.run)}</b> (k={self.k}): "
+            f"{e(self.query_text)}</p>",
+            f"<p>Query terms (BM25 tokenizer): {e(', '.join(self.query_terms)) or 'none'}. Cosine thresholds: "
+            f"seed {self.seed_threshold:.2f}, calibrated {self.calibrated_threshold:.3f}.</p>",
+        ]
+        if not self.failed:
+            found = ", ".join(self.relevant_found)
+            out.append(f"<p>This query did not fail at k={self.k}: relevant documents found: {e(found)}.</p>")
+        for t in self.targets:
+            f = t.failure
+            out.append(
+                f"<h4>{e(CLASS_LABELS[f.cls])} <code>{e(f.cls)}</code>: target {e(f.doc_id)} (grade {f.grade})</h4>"
+                "<table><tr><th>cos(query, target)</th><th>run rank</th><th>dense rank</th><th>BM25 rank</th>"
+                "<th>query terms in target</th></tr>"
+                f"<tr><td>{_num(f.cosine)}</td><td>{_rank(f.run_rank, f.run_depth)}</td><td>{_rank(f.dense_rank)}"
+                f"</td><td>{_rank(f.bm25_rank)}</td><td>{_pct(f.overlap)}</td></tr></table>"
+                f"<p><b>Evidence.</b> {e(f.evidence)}</p><p><b>Recommendation.</b> {e(f.recommendation)}</p>"
+                f"<p>Terms present: {_terms(f.present_terms, '#d4f4dd')}; missing: {_terms(f.missing_terms, '#fde2e1')}</p>"
+                f"<details><summary>The target (query terms it contains marked)</summary><p>{_marked(t)}</p></details>"
+            )
+        if len(self.retrieved):
+            table = self.retrieved.to_html(index=False, escape=True, border=0, float_format=lambda v: f"{v:.3f}",
+                                           na_rep="–")  # fmt: skip
+            out.append(f"<p><b>What the run retrieved (top {self.k})</b></p>{table}")
+        else:
+            out.append("<p>The run has no results for this query: it scores 0 on every metric.</p>")
+        out.append("</div>")
+        return "".join(out)
+
+
+def _num(v: float | None) -> str:
+    return "–" if v is None else f"{v:.3f}"
+
+
+def _pct(v: float | None) -> str:
+    return "–" if v is None else f"{v:.0%}"
+
+
+def _rank(rank: int | None, depth: int | None = None) -> str:
+    if rank is None:
+        return f"not in the run (depth {depth})" if depth is not None else "–"
+    return f"#{rank}"
+
+
+def _terms(terms: tuple[str, ...], colour: str) -> str:
+    if not terms:
+        return "none"
+    return " ".join(f'<span style="background:{colour};padding:0 3px">{html.escape(t)}</span>' for t in terms)
+
+
+def _marked(t: Target) -> str:
+    body, pos, out = t.body, 0, []
+    for a, b in t.spans():
+        out.append(html.escape(body[pos:a]))
+        out.append(f"<mark>{html.escape(body[a:b])}</mark>")
+        pos = b
+    out.append(html.escape(body[pos:]))
+    return "".join(out).replace("\n", "<br>")
+
+
+def inspect_query(
+    ds: Dataset, run: Run, diagnosis: Diagnosis, space: VectorSpace, bm25: BM25Index, query_id: str
+) -> Inspection:
+    """The :class:`Inspection` of ``query_id`` in ``run`` under ``diagnosis`` (same run, k and failure mode)."""
+    q_text = ds.queries.text_of().get(query_id, "") if ds.queries is not None else ""
+    failures = [f for f in diagnosis.failures if f.query_id == query_id]
+    corpus = ds.corpus.df if ds.corpus is not None else None
+    row_of = space.doc_row
+
+    def doc(doc_id: str) -> tuple[str, str] | None:
+        r = row_of.get(doc_id)
+        if r is None or corpus is None:
+            return None
+        return str(corpus["title"].iat[r] or ""), str(corpus["text"].iat[r] or "")
+
+    targets = []
+    for f in failures:
+        d = doc(f.doc_id)
+        title, text = d if d is not None else ("", "")
+        ov = term_overlap(q_text, f"{title} {text}")
+        targets.append(Target(f, title, text, ov.stems_present))
+    k = diagnosis.k
+    top = run.df[(run.df["query_id"] == query_id) & (run.df["rank"] <= k)]
+    grades = ds.qrels.df[ds.qrels.df["query_id"] == query_id]
+    grade_of = {str(d): int(g) for d, g in zip(grades["doc_id"], grades["relevance"], strict=True)}
+    target_ids = list(dict.fromkeys(f.doc_id for f in failures))
+    scores = bm25.scores(q_text) if q_text else None
+    qrow = space.query_row.get(query_id)
+    rows = []
+    for doc_id, rank, score in zip(top["doc_id"].tolist(), top["rank"].tolist(), top["score"].tolist(), strict=True):
+        g = grade_of.get(doc_id)
+        r = row_of.get(doc_id)
+        d = doc(doc_id)
+        row: dict[str, Any] = {
+            "rank": int(rank),
+            "doc_id": doc_id,
+            "judgement": "unjudged" if g is None else (f"relevant ({g})" if g > 0 else "not relevant (0)"),
+            "cosine": float(space.query_vecs[qrow] @ space.doc_vecs[r]) if r is not None and qrow is not None else None,
+            "bm25_rank": int(np.count_nonzero(scores > scores[r])) + 1 if r is not None and scores is not None else None,
+        }
+        for t in target_ids:
+            tr = row_of.get(t)
+            row[f"cos to {t}"] = float(space.doc_vecs[r] @ space.doc_vecs[tr]) if r is not None and tr is not None else None
+        row["run score"] = float(score)
+        row["document"] = " ".join(d).strip()[:200] if d else "(not in the corpus)"
+        rows.append(row)
+    retrieved = pd.DataFrame(rows)
+    if len(retrieved):
+        retrieved["bm25_rank"] = retrieved["bm25_rank"].astype("Int64")
+    relevant_found = tuple(d for d in top["doc_id"].tolist() if grade_of.get(d, 0) > 0)
+    cal = diagnosis.calibration
+    return Inspection(
+        query_id=query_id, query_text=q_text, run=run.name, k=k, mode=diagnosis.mode,
+        query_terms=term_overlap(q_text, "").query_terms, calibrated_threshold=cal.calibrated,
+        seed_threshold=diagnosis.thresholds.seed_cosine, targets=tuple(targets), retrieved=retrieved,
+        relevant_found=relevant_found,
+    )  # fmt: skip

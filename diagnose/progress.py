@@ -1,0 +1,105 @@
+"""How long work tells the user where it is: one protocol for the library, the CLI, notebooks and the app.
+
+A *reporter* has two methods: ``step(label)`` announces a stage ("Building the BM25 index"), and ``bar(label)``
+returns a ``callback(done, total)`` for a stage with a known size (encoding documents). The library only ever
+talks to a reporter; each face brings its own:
+
+- :class:`Silent`: nothing (the default of the library).
+- :class:`Terminal`: stage labels on stderr and a tqdm bar, but only when stderr is a terminal, so CI logs never
+  fill with escape codes (``progress=True`` everywhere in the library means this).
+- the app passes an object drawing into ``st.status`` (``diagnose.ui``).
+
+:func:`reporter` turns what a user may pass (``True``, ``False``, ``None``, a reporter, a ``callback(done, total)``)
+into a reporter.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from typing import Any, Protocol, runtime_checkable
+
+Callback = Callable[[int, int], Any]
+
+
+@runtime_checkable
+class Reporter(Protocol):
+    def step(self, label: str) -> None: ...
+
+    def bar(self, label: str) -> Callback: ...
+
+
+def _ignore(done: int, total: int) -> None:
+    return None
+
+
+class Silent:
+    """Reports nothing."""
+
+    def step(self, label: str) -> None:
+        return None
+
+    def bar(self, label: str) -> Callback:
+        return _ignore
+
+
+class Terminal:
+    """Stage labels and tqdm bars on stderr, only when stderr is a terminal (``force=True``: always)."""
+
+    def __init__(self, *, force: bool = False) -> None:
+        self.enabled = force or _stderr_is_terminal()
+
+    def step(self, label: str) -> None:
+        if self.enabled:
+            print(f"{label} ...", file=sys.stderr, flush=True)
+
+    def bar(self, label: str) -> Callback:
+        if not self.enabled:
+            return _ignore
+        from tqdm.auto import tqdm
+
+        state: dict[str, Any] = {}
+
+        def update(done: int, total: int) -> None:
+            t = state.get("bar")
+            if t is None:
+                t = state["bar"] = tqdm(total=total, desc=label, unit="text", file=sys.stderr, leave=False)
+            t.update(max(done - t.n, 0))
+            if done >= total:
+                t.close()
+
+        return update
+
+
+class _CallbackOnly:
+    """A bare ``callback(done, total)`` given where a reporter is expected: bars call it, steps are silent."""
+
+    def __init__(self, callback: Callback) -> None:
+        self.callback = callback
+
+    def step(self, label: str) -> None:
+        return None
+
+    def bar(self, label: str) -> Callback:
+        return self.callback
+
+
+def _stderr_is_terminal() -> bool:
+    try:
+        return sys.stderr.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def reporter(progress: bool | Reporter | Callback | None) -> Reporter:
+    """The reporter for a ``progress`` argument: ``True`` -> :class:`Terminal`, ``False``/``None`` ->
+    :class:`Silent`, a reporter as is, a ``callback(done, total)`` -> bars call it."""
+    if progress is None or progress is False:
+        return Silent()
+    if progress is True:
+        return Terminal()
+    if isinstance(progress, Reporter):
+        return progress
+    if callable(progress):
+        return _CallbackOnly(progress)
+    raise TypeError(f"progress must be a bool, a reporter (step/bar) or a callback(done, total), got {progress!r}")
