@@ -12,10 +12,26 @@ Metric names (ranx style, ``k`` any positive integer), with their trec_eval equi
 - ``map@k`` = (1 / R) * sum over the relevant d with rank(d) <= k of P(rank(d))  (``map_cut_k``)
 - ``r_precision`` = rel(R) / R  (``Rprec``)
 - ``f1@k`` = 2 P R / (P + R), P = precision@k, R = recall@k; 0 when both are 0  (ranx ``f1@k``)
+- ``judged@k`` = judged(k) / min(k, n)  (ir_measures ``Judged@k``)
+- ``hole@k`` = (documents in the top k judged for no query) / k  (BEIR ``Hole@k``)
 
 where ``rel(k)`` is the number of relevant documents at ranks ``1..k``, ``R`` the number of relevant documents
 of the query in the qrels (retrieved or not), ``r1`` the rank of the first relevant document and ``P(r)`` the
-precision at rank ``r``.
+precision at rank ``r``; ``judged(k)`` the number of documents in the top ``k`` with a qrels row for the query
+(any grade: 0 and negative grades count as judged) and ``n`` the number of results of the query.
+
+Coverage metrics (how far the qrels cover the run, not how good it is; no quality band):
+
+- **judged@k** follows ir_measures 0.4.3 (``providers/judged_provider.py``): its denominator is ``min(k, n)``, so
+  a run with 3 results, 2 of them judged, has judged@10 = 2/3. Judged means judged *for this query*.
+- **hole@k** follows BEIR 2.2.0 (``beir/retrieval/custom_metrics.py``, ``hole``): a document is a hole when it
+  appears in the qrels of *no* query (BEIR's "annotated corpus"), so a document judged only for another query is
+  neither judged for this one nor a hole: ``judged@k + hole@k`` can be below 1. The denominator is ``k`` even when
+  the run lists fewer. BEIR's own average sums over the run's queries and divides by the number of qrels queries;
+  here, like every metric, it is the mean over the scored queries.
+- A query missing from the run scores 0 on both (nothing retrieved: nothing judged, no hole).
+- :func:`metric_bounds` gives every metric with the unjudged documents counted non-relevant (today's value) and
+  at best (upper bound).
 
 Conventions (the numbers equal trec_eval 9.0.x ``-c`` to floating point; checked in
 ``tests/test_metrics_reference.py`` against pytrec_eval, ranx and trec_eval's own test outputs):
@@ -77,9 +93,11 @@ __all__ = [
     "REGISTRY",
     "Evaluation",
     "Metric",
+    "MetricBounds",
     "evaluate",
     "evaluate_many",
     "expand_metrics",
+    "metric_bounds",
     "metric_family",
     "parse_metric",
     "quality_band",
@@ -244,6 +262,11 @@ class _PreparedQrels:
     ideal_q: np.ndarray  # scored query code of each grade > 0 judgement, sorted by (query, grade desc)
     ideal_rank: np.ndarray  # 1-based position of that grade in the ideal ranking of its query
     ideal_gain: np.ndarray  # the grade (float64)
+    judged_keys: np.ndarray  # sorted pair keys of *every* judgement (any grade), for judged@k and the bounds
+    judged_q: np.ndarray  # their judged query codes, aligned with judged_keys
+    judged_rows: np.ndarray  # their positions in judged_docs, aligned
+    judged_docs: pa.Array  # doc ids of the qrels rows (large_string), indexed by judged_rows
+    judged_unique: bool  # False if two judgements share a key (then the exact, slower lookup is used)
 
 
 def _grades(qrels: Qrels) -> np.ndarray:
@@ -294,6 +317,7 @@ def _prepare(qrels: Qrels, relevance_level: int = 1) -> _PreparedQrels:
     eval_ids = query_index.to_numpy()[has_rel]
     no_relevant = [str(q) for q in query_index.to_numpy()[~has_rel]]
 
+    judged_keys, judged_q, judged_rows = keys[order], q_codes[order], rows[order]  # every judgement, by key
     pos = np.flatnonzero(grades > 0)
     order = order[grades[order] > 0]  # positive judgements, sorted by key
     pos_keys = keys[order]
@@ -332,6 +356,11 @@ def _prepare(qrels: Qrels, relevance_level: int = 1) -> _PreparedQrels:
         ideal_q=iq,
         ideal_rank=ideal_rank,
         ideal_gain=ig.astype(np.float64),
+        judged_keys=judged_keys,
+        judged_q=judged_q,
+        judged_rows=judged_rows,
+        judged_docs=docs,
+        judged_unique=not (judged_keys[1:] == judged_keys[:-1]).any(),
     )
 
 
@@ -379,6 +408,70 @@ def _join_exact(prep: _PreparedQrels, row_q: np.ndarray, docs: pa.Array) -> tupl
     return m["row"].to_numpy(dtype=np.int64), m["at"].to_numpy(dtype=np.int64)
 
 
+class _Listed(NamedTuple):
+    """The distinct (scored query, document) pairs of a run, sorted by (query, rank); see :meth:`_RunTables.listed`."""
+
+    q: np.ndarray  # scored query code
+    rank: np.ndarray  # best rank of the document for that query
+    judged: np.ndarray  # bool: the qrels have a row for this (query, doc), any grade (ir_measures' Judged)
+    in_qrels: np.ndarray  # bool: the doc is judged for *some* query of the qrels (BEIR's annotated corpus)
+
+
+def _judged_pairs(prep: _PreparedQrels, row_q: np.ndarray, docs: pa.Array) -> np.ndarray:
+    """Per run row: does the qrels have a row (any grade) for its (judged query code, doc)? Exact.
+
+    Binary search of the rows' pair keys among the sorted keys of every judgement, each hit confirmed on the
+    query code and the doc id string; after a key collision among the judgements, a pandas merge on the ids.
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    out = np.zeros(len(row_q), dtype=bool)
+    if len(prep.judged_keys) == 0 or len(row_q) == 0:
+        return out
+    if not prep.judged_unique:
+        left = pd.DataFrame({"q": row_q, "d": docs.to_numpy(zero_copy_only=False)})
+        all_docs = prep.judged_docs.take(pa.array(prep.judged_rows, type=pa.int64()))
+        right = pd.DataFrame({"q": prep.judged_q, "d": all_docs.to_numpy(zero_copy_only=False)})
+        keys = pd.MultiIndex.from_frame(right)
+        return pd.MultiIndex.from_frame(left).isin(keys) & (row_q >= 0)
+    keys = _pair_keys(_fingerprints(docs), row_q)
+    at = np.minimum(np.searchsorted(prep.judged_keys, keys), len(prep.judged_keys) - 1)
+    cand = np.flatnonzero((prep.judged_keys[at] == keys) & (row_q >= 0))
+    if len(cand) == 0:
+        return out
+    at = at[cand]
+    same_doc = pc.equal(
+        docs.take(pa.array(cand)), prep.judged_docs.take(pa.array(prep.judged_rows[at], type=pa.int64()))
+    ).to_numpy(zero_copy_only=False)
+    out[cand] = (prep.judged_q[at] == row_q[cand]) & same_doc
+    return out
+
+
+def _list_documents(prep: _PreparedQrels, row_q: np.ndarray, ranks: np.ndarray, docs: pa.Array) -> _Listed:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    e = np.full(len(row_q), -1, dtype=np.int64)
+    e[row_q >= 0] = prep.eval_of_query[row_q[row_q >= 0]]
+    idx = np.flatnonzero(e >= 0)
+    idx = idx[np.lexsort((ranks[idx], e[idx]))]
+    sub = docs.take(pa.array(idx, type=pa.int64()))
+    q, rank = e[idx], ranks[idx].astype(np.int64, copy=False)
+    # a document listed twice for one query counts once, at its best rank. Equal (query, doc) pairs have equal
+    # keys; only when keys repeat are the ids compared (a repeat may also be a key collision).
+    keys = _pair_keys(_fingerprints(sub), q)
+    if len(keys) and pd.Index(keys).has_duplicates:
+        frame = pd.DataFrame({"q": q, "d": sub.to_numpy(zero_copy_only=False)})
+        first = ~frame.duplicated(keep="first").to_numpy()
+        idx, q, rank = idx[first], q[first], rank[first]
+        sub = sub.filter(pa.array(first))
+    judged = _judged_pairs(prep, row_q[idx], sub)
+    qrels_docs = pc.unique(prep.judged_docs)
+    in_qrels = pc.is_in(sub, value_set=qrels_docs).to_numpy(zero_copy_only=False).astype(bool)
+    return _Listed(q, rank, judged, in_qrels)
+
+
 class _RunTables:
     """The run joined to the positive judgements: only rows with grade > 0 survive, grouped by query in rank order."""
 
@@ -410,7 +503,10 @@ class _RunTables:
                 "Read the run with diagnose.io, or number each query's results 1, 2, 3, ..."
             )
 
-        rows, at = _join(prep, row_q, _arrow(df["doc_id"]))  # rows ascending
+        docs = _arrow(df["doc_id"])
+        self._row_q, self._ranks, self._docs = row_q, ranks, docs  # for the lazy tables of :meth:`listed`
+        self._listed: _Listed | None = None
+        rows, at = _join(prep, row_q, docs)  # rows ascending
         q = prep.eval_of_query[prep.pos_q[at]]
         scored = q >= 0
         rows, at, q = rows[scored], at[scored], q[scored]
@@ -439,6 +535,15 @@ class _RunTables:
         self.first_rank[self.rel_q[heads]] = self.rel_rank[heads]
         self.rel_pos = np.arange(1, len(self.rel_q) + 1) - heads[np.cumsum(head) - 1] if len(heads) else heads
         self._cache: dict[int, np.ndarray] = {}
+
+    def listed(self) -> _Listed:
+        """Every distinct document each scored query lists, with its judgement status (computed on first use).
+
+        Sorted by (scored query, rank); a document listed twice for one query is kept once, at its best rank.
+        """
+        if self._listed is None:
+            self._listed = _list_documents(self.prep, self._row_q, self._ranks, self._docs)
+        return self._listed
 
     def count(
         self, values: np.ndarray, mask: np.ndarray | None = None, weights: np.ndarray | None = None
@@ -525,6 +630,23 @@ def _f1(t: _RunTables, k: int | None) -> np.ndarray:
     return _safe_div(2.0 * p * r, p + r)
 
 
+def _judged(t: _RunTables, k: int | None) -> np.ndarray:
+    """``judged@k`` = (documents in the top ``k`` with a qrels row for this query, any grade, even 0 or negative)
+    / (documents in the top ``k``): ir_measures' ``Judged@k`` (0.4.3), whose denominator is ``min(k, number of
+    results)``, not ``k``. A query missing from the run scores 0 (nothing retrieved, so nothing judged)."""
+    lst = t.listed()
+    top = lst.rank <= k
+    return _safe_div(t.count(lst.q, top & lst.judged), t.count(lst.q, top))
+
+
+def _hole(t: _RunTables, k: int | None) -> np.ndarray:
+    """``hole@k`` = (documents in the top ``k`` that appear nowhere in the qrels) / ``k``: BEIR's ``Hole@k``
+    (``beir.retrieval.custom_metrics.hole``, 2.2.0). A document judged for *another* query is not a hole, and
+    the denominator is ``k`` even when the run lists fewer results. A query missing from the run scores 0."""
+    lst = t.listed()
+    return t.count(lst.q, (lst.rank <= k) & ~lst.in_qrels) / k
+
+
 REGISTRY: dict[str, Metric] = {
     m.name: m
     for m in (
@@ -538,6 +660,10 @@ REGISTRY: dict[str, Metric] = {
         ),
         Metric("r_precision", _r_precision, "none", "Rprec", "relevant in top R / R"),
         Metric("f1", _f1, "required", "-", "harmonic mean of precision@k and recall@k"),
+        Metric(
+            "judged", _judged, "required", "-", "share of the top k judged for the query (ir_measures Judged)"
+        ),
+        Metric("hole", _hole, "required", "-", "share of the top k judged for no query, / k (BEIR Hole)"),
     )
 }
 """Metric family -> :class:`Metric`. A metric *name* is ``family`` or ``family@k`` (see :func:`parse_metric`)."""
@@ -636,7 +762,7 @@ def expand_metrics(metrics: Sequence[str] | None, ks: Sequence[int]) -> list[str
 
     - ``None``: ``precision, recall, hit_rate, mrr, ndcg, map`` at every k, then ``mrr``, ``map``, ``r_precision``.
     - a name with ``@`` is kept as is (``ndcg@10`` stays even if 10 is not in ``ks``);
-    - a family that needs a cutoff (``precision recall hit_rate ndcg f1``) is taken at every k:
+    - a family that needs a cutoff (``precision recall hit_rate ndcg f1 judged hole``) is taken at every k:
       ``"ndcg"`` with ks ``[1, 10]`` -> ``ndcg@1, ndcg@10``;
     - ``mrr`` and ``map`` without ``@`` mean the metric without cutoff (``recip_rank``, ``map``); write ``mrr@10``
       for the cut version; ``r_precision`` has no cutoff.
@@ -682,6 +808,16 @@ def _evaluate_prepared(
     values = np.empty((t.n, len(names)), dtype=np.float64)
     for j, (_, family, k) in enumerate(names):
         values[:, j] = REGISTRY[family].kernel(t, k)
+    return _evaluation(prep, run, t, names, values)
+
+
+def _evaluation(
+    prep: _PreparedQrels,
+    run: Run,
+    t: _RunTables,
+    names: list[tuple[str, str, int | None]],
+    values: np.ndarray,
+) -> Evaluation:
     columns = [name for name, _, _ in names]
     per_query = pd.DataFrame(
         values, columns=columns, index=pd.Index(prep.eval_ids, name="query_id", dtype=object)
@@ -745,6 +881,236 @@ def evaluate_many(
     return {key: _evaluate_prepared(prep, run, names) for key, run in runs.items()}
 
 
+# --------------------------------------------------------------------------------------------- bounds
+
+
+@dataclass(frozen=True)
+class MetricBounds:
+    """What the metrics could be once the run's unjudged documents are judged (see :func:`metric_bounds`).
+
+    ``lower``: today's scores (unjudged documents non-relevant), the same :class:`Evaluation` as
+    :func:`evaluate`. ``upper``: the best score each query can reach over every way of judging the unjudged
+    documents of its top ``k`` (relevant or not), as an :class:`Evaluation` with the same queries and columns.
+    """
+
+    lower: Evaluation
+    upper: Evaluation
+
+    @property
+    def aggregate(self) -> pd.DataFrame:
+        """Index ``metric``; columns ``lower``, ``upper`` (means over the scored queries), ``gap = upper - lower``."""
+        metrics = self.lower.metrics
+        lo = np.array([self.lower.aggregate[m] for m in metrics])
+        hi = np.array([self.upper.aggregate[m] for m in metrics])
+        return pd.DataFrame(
+            {"lower": lo, "upper": hi, "gap": hi - lo}, index=pd.Index(metrics, name="metric", dtype=object)
+        )
+
+    @property
+    def per_query(self) -> pd.DataFrame:
+        """One row per (query, metric): columns ``query_id``, ``metric``, ``lower``, ``upper``, ``gap``."""
+        lo = self.lower.per_query.stack().rename("lower")
+        hi = self.upper.per_query.stack().rename("upper")
+        out = pd.concat([lo, hi], axis=1)
+        out.index = out.index.set_names(["query_id", "metric"])
+        out["gap"] = out["upper"] - out["lower"]
+        return out.reset_index()
+
+
+def _unjudged(t: _RunTables, k: int | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The unjudged documents (no qrels row for the query) of each scored query at ranks <= ``k`` (all ranks when
+    ``k`` is None): ``(query, rank, start)``, sorted by (query, rank); ``start[q]:start[q + 1]`` are query q's."""
+    lst = t.listed()
+    m = ~lst.judged if k is None else ~lst.judged & (lst.rank <= k)
+    q, r = lst.q[m], lst.rank[m]
+    return q, r, np.searchsorted(q, np.arange(t.n + 1))
+
+
+def _relevant_by_query(t: _RunTables) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The retrieved relevant documents ``(query, rank, position among the query's relevant)`` sorted by query
+    code (``t.rel_*`` are grouped by query in the run's query order, which need not be the qrels' order)."""
+    order = np.argsort(t.rel_q, kind="stable")
+    return t.rel_q[order], t.rel_rank[order], t.rel_pos[order]
+
+
+def _choices(u: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """All pairs (query, s) with ``s = 0..u[query]``: ``(query, s, offset of each query's first pair)``."""
+    size = u.astype(np.int64) + 1
+    offs = np.cumsum(size) - size
+    pq = np.repeat(np.arange(len(u)), size)
+    return pq, np.arange(pq.size) - offs[pq], offs
+
+
+def _upper_precision(t: _RunTables, k: int | None) -> np.ndarray:
+    u = np.diff(_unjudged(t, k)[2])
+    return (t.rel_at(k) + u) / k
+
+
+def _upper_recall(t: _RunTables, k: int | None) -> np.ndarray:
+    u = np.diff(_unjudged(t, k)[2])
+    return (t.rel_at(k) + u) / (t.n_rel + u)
+
+
+def _upper_hit_rate(t: _RunTables, k: int | None) -> np.ndarray:
+    u = np.diff(_unjudged(t, k)[2])
+    return ((t.first_rank <= k) | (u > 0)).astype(np.float64)
+
+
+def _upper_mrr(t: _RunTables, k: int | None) -> np.ndarray:
+    _, r, start = _unjudged(t, k)
+    first_unjudged = np.full(t.n, np.inf)
+    has = np.diff(start) > 0
+    first_unjudged[has] = r[start[:-1][has]]
+    first = np.minimum(t.first_rank, first_unjudged)
+    return 1.0 / first if k is None else np.where(first <= k, 1.0 / first, 0.0)
+
+
+def _upper_f1(t: _RunTables, k: int | None) -> np.ndarray:
+    p, r = _upper_precision(t, k), _upper_recall(t, k)
+    return _safe_div(2.0 * p * r, p + r)
+
+
+def _upper_ndcg(t: _RunTables, k: int | None) -> np.ndarray:
+    """max over s of (DCG@k + sum of g / log2(rank + 1) over the s best-ranked unjudged) / IDCG@k(s), where the
+    ideal ranking of IDCG@k(s) holds every judged grade plus s grades g = relevance_level."""
+    assert k is not None
+    q, r, start = _unjudged(t, k)
+    u = np.diff(start)
+    g = float(t.prep.relevance_level)
+    dcg = t.count(t.gain_q, t.gain_rank <= k, t.gain / np.log2(t.gain_rank + 1.0))
+    pq, ps, offs = _choices(u)
+    cw = np.concatenate(([0.0], np.cumsum(g / np.log2(r + 1.0))))
+    added = cw[start[pq] + ps] - cw[start[pq]]
+    # ideal ranking: the a judged grades >= g first (ideal ranks 1..a), then the s new grades g, then the grades
+    # between 0 and g (only when relevance_level > 1), each pushed s places down
+    p = t.prep
+    high = p.ideal_gain >= g
+    a = t.count(p.ideal_q, high).astype(np.int64)
+    head = t.count(p.ideal_q, high & (p.ideal_rank <= k), p.ideal_gain / np.log2(p.ideal_rank + 1.0))
+    disc = np.concatenate(([0.0], np.cumsum(1.0 / np.log2(np.arange(2, k + 2)))))  # disc[x]: sum_{i<=x}
+    new = g * (disc[np.minimum(a[pq] + ps, k)] - disc[np.minimum(a[pq], k)])
+    tail = np.zeros(pq.size)
+    low = ~high & (p.ideal_rank <= k)
+    if low.any():
+        lq, lr, lg = p.ideal_q[low], p.ideal_rank[low], p.ideal_gain[low]
+        reps = u[lq].astype(np.int64) + 1
+        entry = np.repeat(np.arange(lq.size), reps)
+        shift = np.arange(entry.size) - (np.cumsum(reps) - reps)[entry]
+        rank = lr[entry] + shift
+        keep = rank <= k
+        tail = np.bincount(
+            (offs[lq[entry]] + shift)[keep],
+            weights=(lg[entry] / np.log2(rank + 1.0))[keep],
+            minlength=pq.size,
+        )
+    values = (dcg[pq] + added) / (head[pq] + new + tail)
+    return np.maximum.reduceat(values, offs)
+
+
+def _upper_map(t: _RunTables, k: int | None) -> np.ndarray:
+    """max over s of AP (or AP@k) with the s best-ranked unjudged documents relevant, divided by R + s."""
+    q, r, start = _unjudged(t, k)
+    u = np.diff(start)
+    rq, rr, ri = _relevant_by_query(t)
+    if k is not None:
+        m = rr <= k
+        rq, rr, ri = rq[m], rr[m], ri[m]
+    rstart = np.searchsorted(rq, np.arange(t.n + 1))
+    big = int(max(rr.max(initial=0), r.max(initial=0))) + 2
+    ukey, rkey = q * big + r, rq * big + rr
+    above_rel = np.searchsorted(ukey, rkey) - start[rq]  # U_i: unjudged ranked above relevant document i
+    above_unj = np.searchsorted(rkey, ukey) - rstart[q]  # relevant ranked above unjudged document j
+    j = np.arange(len(q)) - start[q] + 1
+    cb = np.concatenate(([0.0], np.cumsum((j + above_unj) / r)))
+    pq, ps, offs = _choices(u)
+    new = cb[start[pq] + ps] - cb[start[pq]]  # precisions at the s new relevant ranks
+    # each judged relevant document i gains min(s, U_i) / r_i; U_i grows with i inside a query
+    big2 = int(u.max(initial=0)) + 2
+    split = np.searchsorted(rq * big2 + above_rel, pq * big2 + ps, side="right")
+    cu = np.concatenate(([0.0], np.cumsum(above_rel / rr)))
+    cr = np.concatenate(([0.0], np.cumsum(1.0 / rr)))
+    base = t.count(rq, None, ri / rr)
+    old = base[pq] + (cu[split] - cu[rstart[pq]]) + ps * (cr[rstart[pq + 1]] - cr[split])
+    values = (old + new) / (t.n_rel[pq] + ps)
+    return np.maximum.reduceat(values, offs)
+
+
+def _upper_r_precision(t: _RunTables, k: int | None) -> np.ndarray:
+    """max over s of (relevant in the top R + s, counting the s best-ranked unjudged) / (R + s)."""
+    q, r, start = _unjudged(t, None)
+    pq, ps, offs = _choices(np.diff(start))
+    depth = t.n_rel.astype(np.int64)[pq] + ps
+    rq, rr, _ = _relevant_by_query(t)
+    big = int(max(rr.max(initial=0), r.max(initial=0), depth.max(initial=0))) + 2
+    rstart = np.searchsorted(rq, np.arange(t.n + 1))
+    rel = np.searchsorted(rq * big + rr, pq * big + depth, side="right") - rstart[pq]
+    unj = np.searchsorted(q * big + r, pq * big + depth, side="right") - start[pq]
+    values = (rel + np.minimum(ps, unj)) / depth
+    return np.maximum.reduceat(values, offs)
+
+
+_UPPER: dict[str, Callable[[_RunTables, int | None], np.ndarray] | None] = {
+    "precision": _upper_precision,
+    "recall": _upper_recall,
+    "hit_rate": _upper_hit_rate,
+    "mrr": _upper_mrr,
+    "ndcg": _upper_ndcg,
+    "map": _upper_map,
+    "r_precision": _upper_r_precision,
+    "f1": _upper_f1,
+    "judged": None,  # does not depend on the grades: upper = lower
+    "hole": None,
+}
+"""Family -> kernel of the upper bound (None: the metric does not depend on what the judgements say)."""
+
+
+def metric_bounds(
+    qrels: Qrels, run: Run, metrics: Sequence[str], *, relevance_level: int = 1
+) -> MetricBounds:
+    """Each metric with the run's unjudged documents counted non-relevant (``lower``) and at best (``upper``).
+
+    **Unjudged** means: no qrels row for this (query, document), whatever the grade (a grade 0 or negative
+    judgement is judged non-relevant and stays so; the same sense as ``judged@k``). Only documents the run lists
+    within the metric's depth are considered: ranks ``<= k`` for ``metric@k``; every rank for ``mrr``, ``map`` and
+    ``r_precision``. Documents the run did not retrieve keep their status (judging more of them relevant could
+    only raise R and lower every metric, so it never matters for the upper bound).
+
+    - ``lower`` is today's value, what :func:`evaluate` and trec_eval report (unjudged = non-relevant).
+    - ``upper`` is the largest value the metric can take when each of those unjudged documents is judged either
+      non-relevant or relevant with grade ``relevance_level`` (1 by default), for each query separately (so the
+      mean of the ``upper`` column is also the largest possible mean). A document judged relevant joins the
+      qrels: R becomes ``R + s`` and the ideal ranking of nDCG holds every judged grade *plus* ``s`` grades
+      ``relevance_level``, sorted decreasingly and cut at ``k``, where ``s`` is the number counted relevant.
+
+      For ``precision``, ``recall`` (``(rel(k) + u) / (R + u)``), ``hit_rate``, ``mrr`` and ``f1`` every extra
+      relevant document helps, so ``upper`` is the value with all ``u`` unjudged documents of the top ``k``
+      relevant. For ``ndcg``, ``map`` and ``r_precision`` it is not: a relevant document low in the list raises R
+      (or the ideal DCG) more than it adds. Example: one relevant document at rank 1 and an unjudged one at rank
+      10 give nDCG@10 1.0 as judged today, but (1 + 1/log2 11) / (1 + 1/log2 3) = 0.79 if the unjudged one is
+      relevant; AP goes from 1 to (1 + 2/10) / 2 = 0.6. So ``upper`` is the maximum over ``s = 0..u`` of the
+      value with the ``s`` *best-ranked* unjudged documents relevant: for a given ``s`` the normaliser (R + s, or
+      the ideal DCG) is fixed and moving a relevant document up never lowers the numerator, so these ``u + 1``
+      choices contain the best of all ``2^u``. ``tests/test_metrics_holes.py`` checks this against every subset.
+    - ``judged@k`` and ``hole@k`` do not depend on what the judgements say: ``upper = lower``.
+
+    ``lower`` is not a minimum for ``ndcg``, ``map`` and ``r_precision`` (see the example): it is the
+    convention of every evaluation tool, the value the run has on the qrels as they are. Queries and aggregate
+    follow :func:`evaluate` (a query missing from the run has nothing unjudged: both bounds are 0).
+    """
+    names = _parse_all(metrics)
+    prep = _prepare(qrels, relevance_level)
+    _check_has_relevant(prep, qrels)
+    t = _RunTables(prep, run)
+    lower = np.empty((t.n, len(names)), dtype=np.float64)
+    upper = np.empty_like(lower)
+    for j, (_, family, k) in enumerate(names):
+        lower[:, j] = REGISTRY[family].kernel(t, k)
+        kernel = _UPPER[family]
+        # s = 0 is today's value: the maximum only guards against the last bit of a different summation order
+        upper[:, j] = lower[:, j] if kernel is None else np.maximum(kernel(t, k), lower[:, j])
+    return MetricBounds(_evaluation(prep, run, t, names, lower), _evaluation(prep, run, t, names, upper))
+
+
 # --------------------------------------------------------------------------------------------- quality bands
 
 # family: (a, b, c) read as  poor < a <= acceptable < b <= good < c <= excellent.
@@ -776,10 +1142,12 @@ BANDS = ("poor", "acceptable", "good", "excellent")
 def quality_band(metric: str, value: float) -> str:
     """``"poor"``, ``"acceptable"``, ``"good"`` or ``"excellent"`` for a metric value (see :data:`QUALITY_BANDS`):
     ``value < a`` poor, ``a <= value < b`` acceptable, ``b <= value < c`` good, ``value >= c`` excellent.
-    ``"n/a"`` for NaN. Raises :class:`DataError` for an unknown metric name.
+    ``"n/a"`` for NaN and for ``judged@k`` / ``hole@k``, which measure the qrels' coverage of the run, not its
+    quality. Raises :class:`DataError` for an unknown metric name.
     """
-    a, b, c = QUALITY_BANDS[metric_family(metric)]
+    family = metric_family(metric)
     v = float(value)
-    if math.isnan(v):
+    if math.isnan(v) or family not in QUALITY_BANDS:
         return "n/a"
+    a, b, c = QUALITY_BANDS[family]
     return BANDS[int(v >= a) + int(v >= b) + int(v >= c)]

@@ -1,4 +1,5 @@
-"""Is run B really better than run A on *these* queries? Paired tests, bootstrap CIs, Holm correction.
+"""Is run B really better than run A on *these* queries? Paired tests, bootstrap CIs, Holm and BH corrections,
+effect sizes, randomised Tukey HSD for many runs, topic set size.
 
 Every function takes per-query scores of two runs on the same golden queries, one value per query:
 
@@ -21,6 +22,14 @@ Choices (and why):
   the t-test and Wilcoxon p-values are reported beside it for comparison but do not decide ``significant``.
 - **Holm family** (:func:`compare_all`): all (run vs reference, metric) comparisons made in one call. Holm controls
   the family-wise error rate under any dependence between the tests (the same queries, correlated metrics).
+- **Benjamini-Hochberg beside Holm**: ``compare_all`` also gives ``p_bh`` (false discovery rate) over the same
+  family, for screening many runs; ``significant`` stays on Holm.
+- **Effect size beside every p-value**: paired Cohen's ``d_z = mean(d) / sd(d)``. A p-value says whether the data
+  can tell the runs apart; ``d_z`` says how large the difference is against its per-query spread.
+- **Many runs at once**: :func:`randomised_tukey_hsd` compares all pairs of three or more runs with the
+  randomised Tukey HSD (Carterette 2012, Sakai 2014), which controls the family-wise error over all pairs.
+- **Planning**: :func:`topic_set_size` (Sakai) is the number of queries needed to detect a given difference,
+  :func:`min_detectable_difference` the difference the present queries can detect.
 - **Bootstrap CI**: percentile bootstrap over queries by default (``method="bca"`` available); 95%. CIs are
   per comparison and **not** multiplicity-adjusted, so a CI may exclude 0 while ``p_holm`` is not significant.
 - Everything is seeded with ``np.random.default_rng(seed)``: the same inputs and seed give the same numbers.
@@ -48,15 +57,19 @@ __all__ = [
     "ZERO_TOL",
     "Comparison",
     "RankedModel",
+    "benjamini_hochberg",
     "bootstrap_ci",
     "compare",
     "compare_all",
+    "effect_size",
     "holm",
     "min_detectable_difference",
     "paired_bootstrap_ci",
     "paired_ttest",
+    "randomised_tukey_hsd",
     "randomization_test",
     "rank_with_ties",
+    "topic_set_size",
     "wilcoxon_test",
     "win_tie_loss",
 ]
@@ -407,6 +420,93 @@ def holm(pvalues: ArrayLike) -> np.ndarray:
     return out
 
 
+def benjamini_hochberg(pvalues: ArrayLike) -> np.ndarray:
+    """Benjamini-Hochberg step-up adjusted p-values (false discovery rate), in the input order.
+
+    With ``p_(1) <= ... <= p_(m)`` sorted: ``adj_(i) = min(1, min_{j >= i} m * p_(j) / j)``. Rejecting the
+    hypotheses with ``adj <= q`` controls the expected share of false discoveries at ``q`` for independent or
+    positively dependent tests (Benjamini & Hochberg 1995; Benjamini & Yekutieli 2001). Less strict than
+    :func:`holm`, which controls the chance of *any* false discovery: ``adj_BH <= adj_Holm`` always. Same
+    numbers as ``statsmodels.stats.multitest.multipletests(p, method="fdr_bh")[1]``. Empty input -> empty array.
+    """
+    p = np.asarray(pvalues, dtype=np.float64).ravel()
+    if p.size and (not np.isfinite(p).all() or p.min() < 0 or p.max() > 1):
+        raise DataError(f"benjamini_hochberg: p-values must be numbers in [0, 1], got {p.tolist()[:10]}.")
+    m = p.size
+    order = np.argsort(p, kind="stable")
+    scaled = p[order] * m / np.arange(1, m + 1)
+    stepped = np.minimum.accumulate(scaled[::-1])[::-1]
+    out = np.empty(m)
+    out[order] = np.minimum(stepped, 1.0)
+    return out
+
+
+def effect_size(a: Scores, b: Scores | None = None) -> float:
+    """Paired standardised effect (Cohen's ``d_z``): ``mean(d) / sd(d)``, ``d = b - a``, ``sd`` with ddof=1.
+
+    Pass ``(a, b)``, or the differences alone as ``a``. It is the t statistic divided by ``sqrt(n)``: the size of
+    the difference in units of its per-query spread, independent of the number of queries (0.2 small, 0.5
+    medium, 0.8 large in Cohen's rule of thumb). All differences zero -> 0.0; a constant non-zero difference
+    (spread <= ``ZERO_TOL``) -> ``+-inf``; fewer than 2 queries -> NaN (no spread to measure).
+    """
+    d = _diffs(a, b, "effect_size") if b is not None else _values(a, "effect_size")
+    if d.size == 0:
+        raise DataError("effect_size: no queries (the per-query differences are empty).")
+    if not d.any():
+        return 0.0
+    if d.size < 2:
+        return math.nan
+    mean = float(d.mean())
+    if np.ptp(d) <= ZERO_TOL:  # constant up to float noise (0.3 - 0.1 != 0.4 - 0.2 in the last bit)
+        return math.copysign(math.inf, mean)
+    return mean / float(np.std(d, ddof=1))
+
+
+def topic_set_size(diff: float, sd: float, *, alpha: float = 0.05, power: float = 0.8) -> int:
+    """Number of queries a two-sided paired t-test at level ``alpha`` needs to detect a true mean difference
+    ``diff`` with probability ``power``, when the per-query differences have standard deviation ``sd``
+    (Sakai's topic set size design, "Topic set size design", Information Retrieval Journal 2016, t-test case).
+
+    The smallest ``n >= 2`` with ``P(|T| >= t_{1-alpha/2, n-1}) >= power``, ``T`` noncentral t with ``n - 1``
+    degrees of freedom and noncentrality ``sqrt(n) * |diff| / sd``: the exact power, both tails, as
+    ``statsmodels.stats.power.TTestPower().solve_power(effect_size=diff / sd, alpha=alpha, power=power)``,
+    which returns the real-valued ``n``; this is its ceiling. (Sakai's Excel tool starts from a normal
+    approximation and then searches with the same noncentral t power.) Take ``sd`` from the observed
+    differences of a pilot comparison (``np.std(b - a, ddof=1)``) and ``diff`` the smallest difference worth
+    detecting. ``sd == 0`` -> 2 (any difference is certain). Raises :class:`DataError` for ``diff == 0`` (no
+    number of queries detects no difference) or a negative ``sd``.
+    """
+    from scipy import stats as _st
+
+    alpha = _check_fraction(alpha, "alpha")
+    power = _check_fraction(power, "power")
+    diff, sd = float(diff), float(sd)
+    if not (math.isfinite(diff) and math.isfinite(sd)) or sd < 0:
+        raise DataError(f"topic_set_size: diff must be finite and sd finite and >= 0, got {diff!r}, {sd!r}.")
+    if diff == 0:
+        raise DataError("topic_set_size: diff must be non-zero (no number of queries detects no difference).")
+    if sd == 0:
+        return 2
+    es = abs(diff) / sd
+
+    def achieved(n: int) -> float:
+        df = n - 1
+        crit = _st.t.ppf(1 - alpha / 2, df)
+        nc = math.sqrt(n) * es
+        return float(_st.nct.sf(crit, df, nc) + _st.nct.cdf(-crit, df, nc))
+
+    lo, hi = 2, 2
+    while achieved(hi) < power:  # power grows with n: double, then bisect
+        lo, hi = hi + 1, hi * 2
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if achieved(mid) >= power:
+            hi = mid
+        else:
+            lo = mid + 1
+    return hi
+
+
 def min_detectable_difference(
     a: Scores, b: Scores | None = None, *, alpha: float = 0.05, power: float = 0.8
 ) -> float:
@@ -481,6 +581,9 @@ class Comparison:
     (equal to ``p_randomization`` from :func:`compare` alone). ``significant``: ``p_holm < alpha``.
     ``wins/ties/losses``: queries where the run scores higher / the same (within 1e-9) / lower.
     ``mdd``: :func:`min_detectable_difference` at ``alpha`` and 80% power (``inf`` with < 2 queries).
+    ``effect_size``: paired Cohen's ``d_z = mean_diff / sd(differences)`` (:func:`effect_size`; NaN with one
+    query, ``+-inf`` for a constant non-zero difference). ``p_bh``: ``p_randomization`` Benjamini-Hochberg-adjusted
+    over the same family as ``p_holm`` (a false-discovery-rate view; ``significant`` still follows ``p_holm``).
     """
 
     metric: str
@@ -499,6 +602,8 @@ class Comparison:
     n_queries: int
     mdd: float
     significant: bool
+    effect_size: float
+    p_bh: float
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-safe dict of all fields (non-finite floats, e.g. ``mdd`` with one query, become None)."""
@@ -544,7 +649,7 @@ def compare(
 
     Runs every test above on the same per-query differences ``b - a``; the CI is the 95% paired bootstrap CI
     (``bootstrap_method``), the randomization test and the bootstrap use ``n_resamples`` and ``seed``.
-    Alone, ``p_holm = p_randomization`` (a family of one); :func:`compare_all` fills it for a family.
+    Alone, ``p_holm = p_bh = p_randomization`` (a family of one); :func:`compare_all` fills them for a family.
     """
     alpha = _check_fraction(alpha, "alpha")
     what = f"{metric}: {run} vs {reference}"
@@ -570,6 +675,8 @@ def compare(
         n_queries=int(d.size),
         mdd=min_detectable_difference(d, alpha=alpha),
         significant=bool(p_rand < alpha),
+        effect_size=effect_size(d),
+        p_bh=p_rand,
     )
 
 
@@ -615,6 +722,9 @@ def compare_all(
     randomization p-value is at least ``1 / (n_resamples + 1)``, nothing can be significant unless
     ``family size / (n_resamples + 1) < alpha``: raise ``n_resamples`` for very large families.
 
+    ``p_bh`` is :func:`benjamini_hochberg` over the same family: read it when a share of false discoveries
+    is acceptable (screening many runs); ``significant`` stays on Holm.
+
     Order: metric by metric (in ``metrics`` order), runs in ``per_query`` order, the reference skipped.
     """
     if reference not in per_query:
@@ -636,10 +746,10 @@ def compare_all(
         for name, table in per_query.items()
         if name != reference
     ]
-    adjusted = holm([c.p_randomization for c in results])
+    raw = [c.p_randomization for c in results]
     return [
-        dataclasses.replace(c, p_holm=float(p), significant=bool(p < alpha))
-        for c, p in zip(results, adjusted, strict=True)
+        dataclasses.replace(c, p_holm=float(p), significant=bool(p < alpha), p_bh=float(q))
+        for c, p, q in zip(results, holm(raw), benjamini_hochberg(raw), strict=True)
     ]
 
 
@@ -693,3 +803,93 @@ def rank_with_ties(
             rank = i + 1
         rows.append(RankedModel(rank, name, means[name], name in tied))
     return rows
+
+
+def _score_matrix(
+    per_query: Mapping[str, Any] | pd.DataFrame, metric: str | None
+) -> tuple[list[str], np.ndarray]:
+    """Runs' per-query scores as an ``(n queries, m runs)`` matrix, aligned on query id like :func:`compare_all`."""
+    if isinstance(per_query, pd.DataFrame) and metric is None:
+        per_query = {str(c): per_query[c] for c in per_query.columns}
+    names = [str(n) for n in per_query]
+    if len(names) < 2:
+        raise DataError(f"randomised_tukey_hsd: needs at least two runs, got {names}.")
+    if len(set(names)) < len(names):
+        raise DataError(f"randomised_tukey_hsd: run names repeat: {names}.")
+    scores = [
+        _metric_scores(table, metric, name) if metric is not None else table
+        for name, table in zip(names, per_query.values(), strict=True)
+    ]
+    first = scores[0]
+    columns = [
+        _pair(first, s, f"{metric or 'scores'}: {names[0]} vs {name}")[1]
+        for s, name in zip(scores, names, strict=True)
+    ]
+    return names, np.column_stack(columns)
+
+
+def randomised_tukey_hsd(
+    per_query: Mapping[str, Any] | pd.DataFrame,
+    metric: str | None = None,
+    *,
+    alpha: float = 0.05,
+    n_resamples: int = 10_000,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """Every pair of runs compared at once with the randomised Tukey HSD test (Carterette, TOIS 2012; Sakai,
+    "Statistical reform in IR", SIGIR Forum 2014): a multiple-comparison test for three or more runs on the same
+    queries that controls the family-wise error rate over all ``m (m - 1) / 2`` pairs.
+
+    Null hypothesis: on every query the runs' scores are exchangeable. Each of ``n_resamples`` trials shuffles
+    the scores of each query among the runs (independently per query) and records the range of the run means,
+    ``max_i mean_i - min_i mean_i``. The p-value of pair ``(i, j)`` is the share of trials whose range reaches
+    the observed ``|mean_j - mean_i|``, with the add-one estimate used throughout this module:
+    ``p = (#{range >= |observed|} + 1) / (n_resamples + 1)`` (Sakai counts ``#{...} / B``; the two differ by
+    less than ``1 / B``). Using the maximum over all pairs as the null statistic is what corrects for the
+    number of pairs, so no further Holm step is needed.
+
+    ``statsmodels.stats.multicomp.pairwise_tukeyhsd`` is the parametric Tukey HSD for *independent* groups
+    (one-way ANOVA, studentized range): it ignores that every run answered the same queries, so it only agrees
+    approximately (on data without a shared per-query difficulty), and is weaker when query difficulty varies.
+
+    ``per_query``: run name -> per-query scores (a Series indexed by query id, aligned like :func:`compare_all`,
+    or an array in a common query order), or a DataFrame with one column per run; with ``metric``, the values
+    are per-query tables as in :func:`compare_all` and the ``metric`` column is used.
+
+    Returns one row per pair ``(reference, run)`` with ``reference`` before ``run`` in input order: columns
+    ``reference``, ``run``, ``mean_diff`` (run - reference), ``effect_size`` (paired ``d_z``), ``p_tukey``,
+    ``significant`` (``p_tukey < alpha``). Seeded: the same inputs and seed give the same p-values.
+    """
+    alpha = _check_fraction(alpha, "alpha")
+    n_resamples = _check_resamples(n_resamples)
+    names, x = _score_matrix(per_query, metric)
+    n, m = x.shape
+    means = x.mean(axis=0)
+    i, j = np.triu_indices(m, k=1)
+    observed = np.abs(means[j] - means[i])
+    observed[observed <= ZERO_TOL] = 0.0
+    gamma = 1e-10 * float(
+        np.abs(x).max()
+    )  # permutations that tie the observed difference count, despite rounding
+    rng = np.random.default_rng(seed)
+    ranges = np.empty(n_resamples)
+    chunk = max(1, _CHUNK_ELEMENTS // (n * m))
+    base = np.broadcast_to(np.arange(m), (chunk, n, m))
+    for start in range(0, n_resamples, chunk):
+        rows = min(chunk, n_resamples - start)
+        perm = rng.permuted(base[:rows], axis=2)
+        shuffled_means = np.take_along_axis(np.broadcast_to(x, (rows, n, m)), perm, axis=2).mean(axis=1)
+        ranges[start : start + rows] = np.ptp(shuffled_means, axis=1)
+    ranges.sort()
+    count = n_resamples - np.searchsorted(ranges, observed - gamma, side="left")
+    p = (count + 1) / (n_resamples + 1)
+    return pd.DataFrame(
+        {
+            "reference": [names[a] for a in i],
+            "run": [names[b] for b in j],
+            "mean_diff": means[j] - means[i],
+            "effect_size": [effect_size(x[:, a], x[:, b]) for a, b in zip(i, j, strict=True)],
+            "p_tukey": p,
+            "significant": p < alpha,
+        }
+    )

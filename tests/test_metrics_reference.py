@@ -165,6 +165,15 @@ def test_matches_ranx_per_query_without_ties(data):
             )
 
 
+def test_every_registered_metric_has_a_reference():
+    # pytrec_eval and ranx above cover the trec_eval families; judged@k is compared with ir_measures and hole@k
+    # with BEIR's definition in tests/test_metrics_holes.py (neither exists in trec_eval)
+    from diagnose.metrics import REGISTRY
+
+    compared_here = {"precision", "recall", "hit_rate", "mrr", "ndcg", "map", "r_precision", "f1"}
+    assert set(REGISTRY) == compared_here | {"judged", "hole"}
+
+
 def test_ranx_breaks_ties_differently():
     # five docs with the same score, the relevant one is "a": trec_eval (and we) order ties by doc id descending,
     # so "a" is 5th (mrr 0.2); ranx keeps it first here (mrr 1.0). Hence the ranx check uses tie-free runs.

@@ -19,15 +19,19 @@ from hypothesis import strategies as hst
 from diagnose.data import DataError
 from diagnose.stats import (
     Comparison,
+    benjamini_hochberg,
     bootstrap_ci,
     compare,
     compare_all,
+    effect_size,
     holm,
     min_detectable_difference,
     paired_bootstrap_ci,
     paired_ttest,
+    randomised_tukey_hsd,
     randomization_test,
     rank_with_ties,
+    topic_set_size,
     wilcoxon_test,
     win_tie_loss,
 )
@@ -409,12 +413,14 @@ def test_compare_record_and_json_contract():
     c = compare(FIXED_A, FIXED_B, metric="ndcg@10", run="bm25", reference="ann")
     assert [f.name for f in dataclasses.fields(Comparison)] == [
         "metric", "run", "reference", "mean_diff", "ci_low", "ci_high", "p_ttest", "p_randomization",
-        "p_wilcoxon", "p_holm", "wins", "ties", "losses", "n_queries", "mdd", "significant",
+        "p_wilcoxon", "p_holm", "wins", "ties", "losses", "n_queries", "mdd", "significant", "effect_size", "p_bh",
     ]  # fmt: skip
     assert c.mean_diff == pytest.approx(FIXED_B.mean() - FIXED_A.mean())
     assert (c.wins, c.ties, c.losses, c.n_queries) == (8, 2, 2, 12)
     assert c.p_ttest == pytest.approx(st.ttest_rel(FIXED_B, FIXED_A).pvalue)
-    assert c.p_holm == c.p_randomization  # a family of one
+    assert c.p_holm == c.p_bh == c.p_randomization  # a family of one
+    d = FIXED_B - FIXED_A
+    assert c.effect_size == pytest.approx(d.mean() / d.std(ddof=1))
     assert c.ci_low < c.mean_diff < c.ci_high
     d = c.to_dict()
     assert set(d) >= CONTRACT_KEYS
@@ -422,7 +428,7 @@ def test_compare_record_and_json_contract():
     with pytest.raises(dataclasses.FrozenInstanceError):
         c.p_holm = 0.0  # type: ignore[misc]
     one = compare([0.2], [0.6], metric="mrr", run="x", reference="y").to_dict()
-    assert one["mdd"] is None and one["p_ttest"] == 1.0
+    assert one["mdd"] is None and one["p_ttest"] == 1.0 and one["effect_size"] is None  # NaN with one query
     json.dumps(one, allow_nan=False)
 
 
@@ -472,6 +478,10 @@ def test_compare_all_holm_family():
         reference="ann", n_resamples=2000,
     )  # fmt: skip
     assert alone.p_randomization == results[1].p_randomization
+    # Benjamini-Hochberg over the same family: its first step for the largest p is p itself, and BH <= Holm
+    assert [c.p_bh for c in results] == pytest.approx(list(benjamini_hochberg(p)))
+    assert results[int(np.argmax(p))].p_bh == pytest.approx(max(p))
+    assert all(c.p_bh <= c.p_holm for c in results)
     # mapping metric -> Series works too
     as_mappings = {name: {"ndcg@10": df["ndcg@10"]} for name, df in tables.items()}
     again = compare_all(as_mappings, "ann", ["ndcg@10"], n_resamples=2000)
@@ -520,3 +530,137 @@ def test_rank_with_ties():
     assert rank_with_ties({"only": runs["best"]}, "ndcg@10") == [
         (1, "only", pytest.approx(best.mean()), True)
     ]
+
+
+# ---------------------------------------------------------------------------------------------- many runs
+
+
+def test_benjamini_hochberg_hand_computed():
+    # sorted: 0.01 (rank 1), 0.03 (2), 0.04 (3), 0.2 (4); m p / rank = 0.04, 0.06, 0.0533, 0.2;
+    # running minimum from the largest down: 0.2, 0.0533, 0.0533, 0.04
+    adj = benjamini_hochberg([0.01, 0.04, 0.03, 0.2])
+    assert adj == pytest.approx([0.04, 4 * 0.04 / 3, 4 * 0.04 / 3, 0.2])
+    assert benjamini_hochberg([]).size == 0
+    assert benjamini_hochberg([0.5, 0.5]).tolist() == [0.5, 0.5]  # 2 * 0.5 / 2 for both
+    with pytest.raises(DataError, match="p-values"):
+        benjamini_hochberg([0.1, 1.5])
+
+
+@settings(max_examples=40, deadline=None)  # statsmodels' multipletests takes ~60 ms a call
+@given(hst.lists(hst.floats(0, 1), min_size=1, max_size=40))
+def test_benjamini_hochberg_matches_statsmodels(pvalues):
+    from statsmodels.stats.multitest import multipletests
+
+    ours = benjamini_hochberg(pvalues)
+    assert ours == pytest.approx(multipletests(pvalues, method="fdr_bh")[1], abs=1e-12)
+    assert (ours <= holm(pvalues) + 1e-12).all() and (ours >= np.asarray(pvalues) - 1e-12).all()
+
+
+def test_effect_size_hand_computed_and_edge_cases():
+    # d = 0.3 - 0.1 = 0.2 and 0.4 - 0.0 = 0.4: mean 0.3, sd sqrt((0.1^2 + 0.1^2) / 1) = 0.1414 -> d_z = 2.1213
+    assert effect_size([0.1, 0.0], [0.3, 0.4]) == pytest.approx(0.3 / math.sqrt(0.02))
+    # d_z = t / sqrt(n)
+    t = st.ttest_rel(FIXED_B, FIXED_A).statistic
+    assert effect_size(FIXED_A, FIXED_B) == pytest.approx(t / math.sqrt(FIXED_A.size))
+    assert effect_size(FIXED_A, FIXED_A) == 0.0
+    assert effect_size([0.1, 0.2], [0.3, 0.4]) == math.inf  # constant difference 0.2
+    assert math.isnan(effect_size([0.1], [0.3]))
+    assert effect_size(np.array([0.2, 0.4])) == pytest.approx(0.3 / math.sqrt(0.02))  # differences alone
+
+
+def test_topic_set_size_matches_statsmodels():
+    from statsmodels.stats.power import TTestPower
+
+    for diff, sd in [(0.05, 0.2), (0.1, 0.3), (0.02, 0.25), (0.3, 0.2), (-0.1, 0.3)]:
+        n = topic_set_size(diff, sd)
+        real = TTestPower().solve_power(effect_size=abs(diff) / sd, alpha=0.05, power=0.8)
+        assert n == math.ceil(real), (diff, sd)
+        # by construction: power at n reaches 0.8, power at n - 1 does not
+        assert (
+            TTestPower().power(abs(diff) / sd, n, 0.05)
+            >= 0.8
+            > TTestPower().power(abs(diff) / sd, n - 1, 0.05)
+        )
+    # the normal approximation n = ((z_0.975 + z_0.8) / (diff / sd))^2 = ((1.960 + 0.842) / 0.5)^2 = 31.4 is a
+    # little optimistic; the t distribution needs a few more queries: 34
+    assert topic_set_size(0.1, 0.2) == 34
+    assert topic_set_size(0.1, 0.2, power=0.9) > 34 and topic_set_size(0.1, 0.2, alpha=0.01) > 34
+    assert topic_set_size(0.1, 0.0) == 2
+    with pytest.raises(DataError, match="non-zero"):
+        topic_set_size(0.0, 0.2)
+    with pytest.raises(DataError, match="sd"):
+        topic_set_size(0.1, -1.0)
+
+
+def _runs(rng: np.random.Generator, n: int, shifts: list[float], difficulty_sd: float = 0.0) -> dict:
+    ids = [f"q{i}" for i in range(n)]
+    difficulty = rng.normal(0, difficulty_sd, n) if difficulty_sd else np.zeros(n)
+    return {
+        f"r{i}": pd.Series(np.clip(0.5 + s + difficulty + rng.normal(0, 0.15, n), 0, 1), index=ids)
+        for i, s in enumerate(shifts)
+    }
+
+
+def test_tukey_hsd_agrees_with_statsmodels_verdicts():
+    from statsmodels.stats.multicomp import pairwise_tukeyhsd
+
+    # no shared per-query difficulty, so the independent-groups test is a fair (approximate) reference:
+    # r0 and r1 equal, r2 0.15 higher (SE of a difference 0.15 * sqrt(2 / 60) = 0.027: z ~ 5.5)
+    runs = _runs(np.random.default_rng(21), 60, [0.0, 0.0, 0.15])
+    ours = randomised_tukey_hsd(runs, n_resamples=2000)
+    assert list(zip(ours["reference"], ours["run"], strict=True)) == [
+        ("r0", "r1"),
+        ("r0", "r2"),
+        ("r1", "r2"),
+    ]
+    values = np.concatenate([s.to_numpy() for s in runs.values()])
+    groups = np.repeat(list(runs), 60)
+    theirs = pairwise_tukeyhsd(values, groups, alpha=0.05)  # pairs in the same order: r0-r1, r0-r2, r1-r2
+    assert ours["significant"].tolist() == list(theirs.reject) == [False, True, True]
+    assert ours["mean_diff"].to_numpy() == pytest.approx(np.asarray(theirs.meandiffs))
+    assert ours["p_tukey"].iloc[0] > 0.2 and theirs.pvalues[0] > 0.2
+
+
+def test_tukey_hsd_two_runs_is_the_randomization_test():
+    # with two runs, shuffling a query's two scores is flipping the sign of its difference, and the range of the
+    # two means is |mean difference|: the same test as randomization_test (both Monte Carlo, different draws)
+    rng = np.random.default_rng(22)
+    a, b = _null_pair(rng, 40, shift=0.05)
+    p_tukey = randomised_tukey_hsd({"a": a, "b": b}, n_resamples=20_000)["p_tukey"].iloc[0]
+    p_rand = randomization_test(a, b, n_resamples=20_000)
+    # two independent estimates of the same p: Monte Carlo SE <= sqrt(0.25 / 20000) = 0.0035 each, <= 0.005 apart
+    assert abs(p_tukey - p_rand) < 0.015
+
+
+def test_tukey_hsd_size_under_the_null():
+    # 300 null collections (4 exchangeable runs with a shared per-query difficulty, 20 queries): the chance that
+    # *any* of the 6 pairs is called significant should be ~5% (family-wise). Binomial SE sqrt(.05 .95 / 300)
+    # = 0.013, so [0.015, 0.10] is ~ -2.7 to +3.9 SE
+    rng = np.random.default_rng(23)
+    rejected = 0
+    for seed in range(300):
+        runs = _runs(rng, 20, [0.0] * 4, difficulty_sd=0.2)
+        rejected += bool(randomised_tukey_hsd(runs, n_resamples=200, seed=seed)["significant"].any())
+    assert 0.015 <= rejected / 300 <= 0.10
+
+
+def test_tukey_hsd_power_seed_and_inputs():
+    rng = np.random.default_rng(24)
+    runs = _runs(rng, 50, [0.0, 0.05, 0.2], difficulty_sd=0.2)
+    first = randomised_tukey_hsd(runs, n_resamples=1000, seed=3)
+    assert first.equals(randomised_tukey_hsd(runs, n_resamples=1000, seed=3))
+    assert first.set_index(["reference", "run"]).loc[("r0", "r2"), "significant"]
+    # a DataFrame with a column per run, and per-query tables with a metric column, give the same numbers
+    frame = pd.DataFrame(runs)
+    assert randomised_tukey_hsd(frame, n_resamples=1000, seed=3).equals(first)
+    tables = {name: pd.DataFrame({"ndcg@10": s}) for name, s in runs.items()}
+    assert randomised_tukey_hsd(tables, "ndcg@10", n_resamples=1000, seed=3).equals(first)
+    # p is never 0 (add-one) and the effect size is the paired d_z
+    assert (first["p_tukey"] >= 1 / 1001).all()
+    d = runs["r2"] - runs["r0"]
+    assert first["effect_size"].iloc[1] == pytest.approx(d.mean() / d.std(ddof=1))
+    with pytest.raises(DataError, match="at least two runs"):
+        randomised_tukey_hsd({"only": runs["r0"]})
+    runs["r1"] = runs["r1"].drop(index="q7")
+    with pytest.raises(DataError, match="'q7'"):
+        randomised_tukey_hsd(runs)
