@@ -1,13 +1,59 @@
 """diagnose: tells a RAG team *why* its retriever fails.
 
+The Python API, verbs first (README, section "Python")::
+
+    import diagnose
+
+    ds = diagnose.load("demo_corpus")                                  # a BEIR folder, or corpus=/queries=/qrels=
+    diagnose.evaluate(ds, "demo_corpus/runs/ann_minilm.trec")          # metrics only: no model, no torch
+    a = diagnose.Analysis(ds, {"ann": "demo_corpus/runs/ann_minilm.trec"}, baselines=("bm25", "hybrid"))
+    a.metrics(); a.failures("ann"); a.inspect("q017", "ann"); a.compare(); a.map("ann")
+    run = diagnose.run_retriever(my_langchain_retriever, ds)           # a live retriever -> a Run
+
 The library (this package) never imports Streamlit; ``diagnose.ui`` and ``app.py`` are a thin face over it, and
-``diagnose.cli`` a thin command line.
+``diagnose.cli`` a thin command line. Heavy modules load on first use, so ``import diagnose`` stays light.
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 __version__ = "0.1.0"
 
+from diagnose.api import evaluate, load
 from diagnose.data import Corpus, DataError, Dataset, Qrels, Queries, Run, ValidationReport
 
-__all__ = ["Corpus", "DataError", "Dataset", "Qrels", "Queries", "Run", "ValidationReport", "__version__"]
+if TYPE_CHECKING:
+    from diagnose.analysis import Analysis
+    from diagnose.retrievers import run_retriever
+
+__all__ = [
+    "load",
+    "evaluate",
+    "Analysis",
+    "run_retriever",
+    "Dataset",
+    "Corpus",
+    "Queries",
+    "Qrels",
+    "Run",
+    "DataError",
+    "ValidationReport",
+    "__version__",
+]
+
+_LAZY = {"Analysis": "diagnose.analysis", "run_retriever": "diagnose.retrievers"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'diagnose' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})

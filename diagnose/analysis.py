@@ -18,7 +18,8 @@ Errors name the parameter (``DataError.param``); the CLI and the app translate i
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -187,23 +188,30 @@ class Analysis:
                 "(diagnose.load('folder')) or give corpus= and queries= files.",
             )
 
-    def prepare(self, progress: bool | progress_mod.Reporter | None = None, *, vectors: bool = True) -> Analysis:
-        """Compute the heavy parts now (runs, BM25 index, vector space, baselines), reporting to ``progress``
-        (default: the analysis' own reporter). ``vectors=False`` stops before anything needs a model."""
+    @contextmanager
+    def reporting(self, progress: bool | progress_mod.Reporter | None) -> Iterator[Analysis]:
+        """``with analysis.reporting(reporter): ...``: what is computed inside reports to ``progress`` (the app
+        passes its ``st.status`` box; other threads wait for the block to end)."""
         with self._lock:
             saved = self._reporter
             if progress is not None:
                 self._reporter = progress_mod.reporter(progress)
             try:
-                self.user_runs()
-                needs_text = vectors or any(kind in ("bm25", "hybrid") for kind in self._baselines.values())
-                if needs_text and self.dataset.corpus is not None and self.dataset.queries is not None:
-                    _ = self.bm25
-                if vectors:
-                    _ = self.space
-                _ = self.runs
+                yield self
             finally:
                 self._reporter = saved
+
+    def prepare(self, progress: bool | progress_mod.Reporter | None = None, *, vectors: bool = True) -> Analysis:
+        """Compute the heavy parts now (runs, BM25 index, vector space, baselines), reporting to ``progress``
+        (default: the analysis' own reporter). ``vectors=False`` stops before anything needs a model."""
+        with self.reporting(progress):
+            self.user_runs()
+            needs_text = vectors or any(kind in ("bm25", "hybrid") for kind in self._baselines.values())
+            if needs_text and self.dataset.corpus is not None and self.dataset.queries is not None:
+                _ = self.bm25
+            if vectors:
+                _ = self.space
+            _ = self.runs
         return self
 
     # ------------------------------------------------------------------------------------------ data and runs
@@ -377,6 +385,11 @@ class Analysis:
 
         return self._cached(("space", encoder.name), build)
 
+    def has_space(self, encoder: Any) -> bool:
+        """Whether the vectors of ``encoder`` were already computed in this analysis."""
+        return self._has(("space", encoder.name)) or (self._has("space") and self._has("encoder")
+                                                       and self._memo["encoder"].name == encoder.name)  # fmt: skip
+
     @property
     def bm25(self) -> BM25Index:
         """The BM25 index of the corpus (title + text), cached on disk for the bm25s engine."""
@@ -524,7 +537,9 @@ class Analysis:
         n_docs = len(self.dataset.corpus) if self.dataset.corpus is not None else None
         return hubness(self.runs[name], k=k, n_docs=n_docs)
 
-    def inspect(self, query_id: str, run: str | None = None, *, k: int | None = None) -> Inspection:
+    def inspect(
+        self, query_id: str, run: str | None = None, *, k: int | None = None, failure: str | None = None
+    ) -> Inspection:
         """One query in one run: its missed targets with their evidence (terms present and missing marked), class
         and recommendation, and what the run retrieved instead. Shows itself as HTML in a notebook."""
         from diagnose.inspection import inspect_query
@@ -533,7 +548,7 @@ class Analysis:
         qid = str(query_id)
         if self.dataset.queries is not None and qid not in self.dataset.queries.text_of():
             raise _param_error("query_id", f"No query {qid!r} in the queries file.")
-        diag = self.diagnosis(name, k=k)
+        diag = self.diagnosis(name, k=k, failure=failure)
         return inspect_query(self.dataset, self.runs[name], diag, self.space, self.bm25, qid)
 
     # ------------------------------------------------------------------------------------------ comparisons
@@ -720,14 +735,17 @@ class Analysis:
                 enc = m
             encoders.append(enc)
         spaces = [self.space if e is self.encoder else self.space_for(e) for e in encoders]
-        return compare_models(
+        key = ("models", tuple(e.name for e in encoders), metric, k, n_resamples, seed)
+        return self._cached(key, lambda: compare_models(
             self.dataset, self.golden, encoders, spaces, bm25=self.bm25, k=k, metric=metric, depth=self.depth,
             n_resamples=n_resamples, seed=seed,
-        )  # fmt: skip
+        ))  # fmt: skip
 
     # ------------------------------------------------------------------------------------------ pictures
 
-    def embedding_map(self, run: str | None = None, *, cap: int = 4000, k: int | None = None) -> EmbeddingMap:
+    def embedding_map(
+        self, run: str | None = None, *, cap: int = 4000, k: int | None = None, failure: str | None = None
+    ) -> EmbeddingMap:
         """Documents and queries in one UMAP projection (at most ``cap`` points; every failed query, its targets
         and top k kept), with the failed queries linked to their targets (cached on disk)."""
         from diagnose import projection
@@ -735,9 +753,10 @@ class Analysis:
         name = self._run_name(run)
         k = self.k if k is None else _check_k(k)
         cap = _check_k(cap, "cap")
+        mode = self.failure if failure is None else self._check_failure(failure)
 
         def build() -> EmbeddingMap:
-            diag = self.diagnosis(name, k=k)
+            diag = self.diagnosis(name, k=k, failure=mode)
             failed = projection.failed_queries_from(diag.failures, self.runs[name].ranked_lists(), k)
             sp, ds = self.space, self.dataset
             q_text = ds.queries.text_of()
@@ -748,7 +767,7 @@ class Analysis:
                 progress=self._reporter.step,
             )  # fmt: skip
 
-        return self._cached(("map", name, k, self.failure, cap), build)
+        return self._cached(("map", name, k, mode, cap), build)
 
     def map(self, run: str | None = None, *, cap: int = 4000, color_by: str = "role") -> alt.LayerChart:
         """The embedding map as an Altair chart (``color_by``: ``"role"`` or ``"failure_class"``)."""

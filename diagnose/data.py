@@ -136,11 +136,17 @@ def document_text(title: str, text: str) -> str:
 
 @dataclass(frozen=True)
 class Corpus:
+    """The documents: ``df`` with ``doc_id``, ``title``, ``text`` (+ metadata columns). ``ids`` is the id
+    column (an array); ``texts()`` joins title and text (a method: it builds a new list)."""
+
     df: pd.DataFrame
     source: str = ""
 
     def __len__(self) -> int:
         return len(self.df)
+
+    def __repr__(self) -> str:
+        return f"Corpus({len(self):,} documents{_from(self.source)})"
 
     @property
     def ids(self) -> np.ndarray:
@@ -159,11 +165,16 @@ class Corpus:
 
 @dataclass(frozen=True)
 class Queries:
+    """The queries: ``df`` with ``query_id``, ``text`` (+ metadata columns)."""
+
     df: pd.DataFrame
     source: str = ""
 
     def __len__(self) -> int:
         return len(self.df)
+
+    def __repr__(self) -> str:
+        return f"Queries({len(self):,} queries{_from(self.source)})"
 
     @property
     def ids(self) -> np.ndarray:
@@ -175,11 +186,17 @@ class Queries:
 
 @dataclass(frozen=True)
 class Qrels:
+    """The golden set: ``df`` with ``query_id``, ``doc_id``, ``relevance`` (an integer grade; > 0 is relevant)."""
+
     df: pd.DataFrame
     source: str = ""
 
     def __len__(self) -> int:
         return len(self.df)
+
+    def __repr__(self) -> str:
+        n_q = self.df["query_id"].nunique()
+        return f"Qrels({len(self):,} judgements of {n_q:,} queries{_from(self.source)})"
 
     def relevant(self) -> pd.DataFrame:
         """Judgements with grade > 0."""
@@ -218,6 +235,10 @@ class Run:
 
     def __len__(self) -> int:
         return len(self.df)
+
+    def __repr__(self) -> str:
+        n_q = self.df["query_id"].nunique()
+        return f"Run({self.name!r}: {len(self):,} rows for {n_q:,} queries{_from(self.source)})"
 
     def query_ids(self) -> list[str]:
         return list(pd.unique(self.df["query_id"]))
@@ -268,3 +289,17 @@ class Dataset:
     queries: Queries | None = None
     report: ValidationReport = field(default_factory=ValidationReport)
     name: str = ""
+
+    def __repr__(self) -> str:
+        parts = [
+            f"{len(self.corpus):,} documents" if self.corpus is not None else "no corpus",
+            f"{len(self.queries):,} queries" if self.queries is not None else "no queries",
+            f"{len(self.qrels):,} judgements ({len(self.qrels.queries_with_relevant()):,} golden queries)",
+            f"{len(self.runs)} run{'s' if len(self.runs) != 1 else ''}" + (f" ({', '.join(self.runs)})" if self.runs else ""),
+            f"{len(self.report.warnings)} warning{'s' if len(self.report.warnings) != 1 else ''}",
+        ]
+        return f"Dataset({self.name!r}: " + ", ".join(parts) + ")"
+
+
+def _from(source: str) -> str:
+    return f" from {source}" if source else ""

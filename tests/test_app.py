@@ -16,8 +16,9 @@ import pytest
 pytest.importorskip("streamlit")
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
+from diagnose import report  # noqa: E402
 from diagnose.failures import CLASS_LABELS, RECOMMENDATIONS  # noqa: E402
-from diagnose.ui import report, sources, text  # noqa: E402
+from diagnose.ui import sources, text  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 APP = ROOT / "app.py"
@@ -25,6 +26,13 @@ DEMO = ROOT / "demo_corpus"
 PAGES = "diagnose/ui/pages/{}.py"
 TIMEOUT = 120
 DEMO_RUNS = sorted(p.name.split(".")[0] for p in (DEMO / "runs").iterdir() if p.suffix == ".trec")
+
+
+def _shown(markdown: str) -> str:
+    """What a reader sees of escaped markdown: user text in messages is backslash-escaped (never rendered)."""
+    return re.sub(r"\\(.)", r"\1", markdown)
+
+
 BASELINES = ["bm25", "dense", "hybrid"]
 
 
@@ -298,7 +306,7 @@ def test_model_choice_page_scores_the_sidebar_model_like_the_dense_baseline():
 def test_model_choice_reports_a_model_that_cannot_load():
     at = _compare_models(_open("models"), "/nonexistent/model-folder")
     assert not at.exception
-    assert at.error and "/nonexistent/model-folder" in at.error[0].value
+    assert at.error and "/nonexistent/model-folder" in _shown(at.error[0].value)
     assert len(_frame_with(at, "docs/s")) == 1  # the sidebar's model is still compared
 
 
@@ -343,7 +351,7 @@ def test_a_model_that_fails_to_load_shows_the_message():
     at = _app()
     at.text_input(key="model").input("/nonexistent/model-folder").run()
     assert not at.exception
-    assert at.error and "/nonexistent/model-folder" in at.error[0].value
+    assert at.error and "/nonexistent/model-folder" in _shown(at.error[0].value)
     # the data was read: its validation report is still one click away
     assert any("Validation report" in p.label for p in at.get("page_link"))
     at.switch_page(PAGES.format("data")).run()
@@ -356,7 +364,7 @@ def test_a_missing_beir_folder_is_reported_not_raised():
     at.selectbox(key="src_kind").set_value("beir").run()
     at.text_input(key="beir_dir").input("/nonexistent/beir").run()
     assert not at.exception
-    shown = " ".join(x.value for x in [*at.error, *at.info])
+    shown = _shown(" ".join(x.value for x in [*at.error, *at.info]))
     assert "/nonexistent/beir" in shown
 
 
@@ -417,11 +425,14 @@ def test_report_and_exports_cover_every_run():
     from diagnose.failures import diagnose_run
     from diagnose.metrics import evaluate_many
 
-    evs = evaluate_many(b.ds.qrels, b.runs, [f"ndcg@{b.k}", f"recall@{b.k}"])
-    frame = report.per_query_frame(evs, b.k)
+    names = [f"ndcg@{b.k}", f"recall@{b.k}"]
+    evs = evaluate_many(b.ds.qrels, b.runs, names)
+    frame = report.per_query_frame(evs)
     assert set(frame["run"]) == set(b.runs)
-    payload = json.loads(report.per_query_json(evs, b.k))
+    scores = report.EvaluationReport(metrics=names, ks=[b.k], evaluations=evs, reference=DEMO_RUNS[0])
+    payload = json.loads(scores.to_json(per_query=True))
     assert set(payload["runs"]) == set(b.runs)
+    assert all(set(r["per_query"]) == set(b.golden) for r in payload["runs"].values())
     run = DEMO_RUNS[0]
     diag = diagnose_run(b.ds, b.runs[run], b.space, b.bm25, k=b.k)
     metrics = __import__("pandas").DataFrame(
@@ -439,7 +450,7 @@ def test_report_and_exports_cover_every_run():
     for cls, n in diag.class_counts.items():
         if n:
             assert CLASS_LABELS[cls] in md
-    assert json.loads(report.diagnosis_json(diag))["run"] == run
+    assert json.loads(report.dumps(report.failures_dict(diag)))["run"] == run
 
 
 # ------------------------------------------------------------------------------------------------ pure helpers
@@ -499,7 +510,6 @@ def test_the_library_never_imports_streamlit():
     lib = sorted(
         f"diagnose.{p.stem}" for p in (ROOT / "diagnose").glob("*.py") if not p.stem.startswith("__")
     ) + [
-        "diagnose.ui.report",
         "diagnose.ui.sources",
         "diagnose.ui.text",
     ]

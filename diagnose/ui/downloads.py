@@ -1,16 +1,19 @@
 """Download buttons (sidebar): per-query metrics and the diagnosis as CSV and JSON, and the Markdown report.
 
-The tables are computed (cached) while the page is drawn; the files themselves are serialised only when a
-button is clicked (``data`` is a callable). Streamlit calls those callables outside the script run, so they only
-touch values captured here, never ``st.session_state`` or a cached function.
+The files have the schema of the CLI (:mod:`diagnose.report`): the per-query JSON is ``diagnose evaluate --format
+json --per-query`` at the chosen k, the diagnosis JSON is ``diagnose failures --format json``. The tables are
+computed while the page is drawn; the files themselves are serialised only when a button is clicked (``data`` is a
+callable). Streamlit calls those callables outside the script run, so they only touch values captured here, never
+``st.session_state``.
 """
 
 from __future__ import annotations
 
 import streamlit as st
 
+from diagnose import report
 from diagnose.cache import slug
-from diagnose.ui import report, sources
+from diagnose.ui import sources
 from diagnose.ui.text import escape_md
 
 
@@ -34,15 +37,27 @@ def report_markdown(b, diagnosis=None, metrics=None, page: str = "", query_id: s
 def sidebar_downloads(b) -> None:
     k = b.k
     run = b.selected_run
-    evs = b.evaluations()
+    names = b.metric_names((k,))
+    evs = b.analysis.evaluations(names)
     diag = b.diagnosis(run)
     metrics = b.metrics_table()
+    analysis = b.analysis
+    scores = report.EvaluationReport(
+        metrics=names, ks=[k], evaluations=evs, reference=b.run_names[0], validation=b.ds.report,
+        extra_columns=analysis.latency(),
+    )  # fmt: skip
+
+    def diagnosis_json() -> str:
+        noise = analysis.label_noise(run, k=k)
+        hubs = analysis.hubness(run, k=k)
+        return report.dumps(report.failures_dict(diag, label_noise=noise, hubness=hubs, validation=b.ds.report))
+
     page = st.session_state.get("_page_title", "")
     qid = st.session_state.get("query_id")
     with st.sidebar.expander("Downloads", icon=":material/download:"):
         st.download_button(
             "Per-query metrics (CSV)",
-            lambda: report.per_query_frame(evs, k).to_csv(index=False, float_format="%.6f"),
+            lambda: scores.to_csv(per_query=True),
             file_name=f"per_query_k{k}.csv",
             mime="text/csv",
             on_click="ignore",
@@ -50,7 +65,7 @@ def sidebar_downloads(b) -> None:
         )
         st.download_button(
             "Per-query metrics (JSON)",
-            lambda: report.per_query_json(evs, k),
+            lambda: scores.to_json(per_query=True),
             file_name=f"per_query_k{k}.json",
             mime="application/json",
             on_click="ignore",
@@ -66,7 +81,7 @@ def sidebar_downloads(b) -> None:
         )
         st.download_button(
             f"Diagnosis of {escape_md(run)} (JSON)",
-            lambda: report.diagnosis_json(diag),
+            diagnosis_json,
             file_name=f"failures_{slug(run)}_k{k}.json",
             mime="application/json",
             on_click="ignore",

@@ -1,15 +1,14 @@
-"""The app's state: the sidebar, loading with progress, cached wrappers and the analysis bundle.
+"""The app's state: the sidebar, the one :class:`~diagnose.analysis.Analysis` per data and model, and progress.
 
-Caching (what is recomputed when):
+The pipeline itself lives in the library (:class:`diagnose.analysis.Analysis`); this module only keeps it alive
+across reruns and draws its progress:
 
-- Heavy objects (the data set, the encoder, the vector space, the BM25 index, the baseline runs) live in
-  ``st.cache_resource`` *slots*: a cached, process-wide holder per key that is filled once, outside the cached
-  function, so that the work can report progress (``st.status`` / ``st.progress``; Streamlit cannot replay progress
-  elements drawn from inside a cached function). Keys: the data's fingerprint (paths, sizes, mtimes), the model
-  name, the BM25 engine. ``k`` and the failure definition are in no key: changing them never re-encodes or
-  re-indexes. Vectors are also cached on disk by :mod:`diagnose.embed`, per model and text.
-- Tables (evaluations, diagnoses, map frames) go through ``st.cache_data`` keyed by the same fingerprints plus
-  ``k`` / mode; the big inputs are passed as ``_``-prefixed (unhashed) arguments.
+- Heavy objects live in ``st.cache_resource`` *slots* (a process-wide holder per key, filled once under a lock,
+  outside any cached function, so the work can draw ``st.status`` progress): the data set (key: the data's
+  fingerprint: paths, sizes, mtimes), the encoder (key: the model), and the analysis (key: data, encoder identity,
+  BM25 engine). The analysis memoises everything else itself (vectors, BM25 index, baselines, evaluations,
+  diagnoses per k and failure definition, maps), so changing ``k`` or the failure definition never re-encodes or
+  re-indexes, and no hand-built cache key can go stale. Vectors are also cached on disk by :mod:`diagnose.embed`.
 
 Dependency injection: ``DIAGNOSE_ENCODER=keyword`` in the environment (or ``st.session_state["diagnose_encoder"] =
 "keyword"``) replaces the default model by :class:`diagnose.embed.KeywordEncoder`, a deterministic fake, so tests
@@ -20,15 +19,18 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import pandas as pd
 import streamlit as st
 
+from diagnose.analysis import Analysis
 from diagnose.data import DataError, Dataset, Run
 from diagnose.ui import sources
+from diagnose.ui.text import escape_md
 
 T = TypeVar("T")
 
@@ -180,40 +182,39 @@ def _encoder_slot(model: str | None, override: str | None) -> _Slot:
 
 
 @st.cache_resource(show_spinner=False, max_entries=6)
-def _space_slot(key: str, encoder: str) -> _Slot:
-    return _Slot()
-
-
-@st.cache_resource(show_spinner=False, max_entries=4)
-def _bm25_slot(key: str, engine: str) -> _Slot:
-    return _Slot()
-
-
-@st.cache_resource(show_spinner=False, max_entries=6)
-def _baselines_slot(key: str, encoder: str, engine: str) -> _Slot:
+def _analysis_slot(key: str, encoder: str, engine: str) -> _Slot:
     return _Slot()
 
 
 class _Progress:
-    """An ``st.status`` box created only when something actually has to be computed."""
+    """A :class:`diagnose.progress.Reporter` drawing into an ``st.status`` box, created only when something
+    actually has to be computed. Bars show documents done, the rate and the time left."""
 
     def __init__(self) -> None:
         self.box: Any = None
 
-    def step(self, label: str) -> Any:
+    def step(self, label: str) -> None:
+        self._box(label)
+
+    def _box(self, label: str) -> Any:
         if self.box is None:
             self.box = st.status("Preparing the analysis ...", expanded=True)
-        self.box.update(label=label + " ...")
+        self.box.update(label=label + " ...", expanded=True)
         self.box.write(label)
         return self.box
 
     def bar(self, label: str) -> Callable[[int, int], None]:
-        box = self.step(label)
+        box = self._box(label)
         bar = box.progress(0.0, text=label)
+        start = time.monotonic()
 
         def update(done: int, total: int) -> None:
             frac = min(max(done / total, 0.0), 1.0) if total else 1.0
-            bar.progress(frac, text=f"{label}: {done:,} / {total:,}")
+            elapsed = time.monotonic() - start
+            rate = done / elapsed if elapsed > 0 and done else 0.0
+            eta = f", about {(total - done) / rate:,.0f} s left" if rate and done < total else ""
+            speed = f" ({rate:,.0f}/s{eta})" if rate else ""
+            bar.progress(frac, text=f"{label}: {done:,} / {total:,}{speed}")
 
         return update
 
@@ -240,17 +241,40 @@ def _fill(slot: _Slot, build: Callable[[], T]) -> T:
 
 @dataclass
 class Bundle:
-    """Everything the pages read. Built by :func:`setup`; pages get it with :func:`bundle`."""
+    """What the pages read: the sidebar's settings and the analysis. Built by :func:`setup`; pages get it with
+    :func:`bundle`. ``k`` and the failure definition come from the sidebar and are passed to every call."""
 
     settings: Settings
     key: str
-    ds: Dataset
-    encoder: Any  # the encoder of the sidebar's model
-    space: Any  # diagnose.space.VectorSpace
-    bm25: Any  # diagnose.lexical.BM25Index
-    runs: dict[str, Run]
-    kinds: dict[str, str]  # run name -> "your run" | "baseline"
-    golden: list[str]
+    analysis: Analysis
+
+    @property
+    def ds(self) -> Dataset:
+        return self.analysis.dataset
+
+    @property
+    def encoder(self) -> Any:
+        return self.analysis.encoder
+
+    @property
+    def space(self) -> Any:
+        return self.analysis.space
+
+    @property
+    def bm25(self) -> Any:
+        return self.analysis.bm25
+
+    @property
+    def runs(self) -> dict[str, Run]:
+        return self.analysis.runs
+
+    @property
+    def kinds(self) -> dict[str, str]:
+        return self.analysis.kinds
+
+    @property
+    def golden(self) -> list[str]:
+        return self.analysis.golden
 
     @property
     def encoder_name(self) -> str:
@@ -271,7 +295,7 @@ class Bundle:
 
     @property
     def run_names(self) -> list[str]:
-        return list(self.runs)
+        return self.analysis.run_names
 
     @property
     def selected_run(self) -> str:
@@ -293,20 +317,16 @@ class Bundle:
         return {str(d): int(g) for d, g in zip(sel["doc_id"], sel["relevance"], strict=True)}
 
     def metric_names(self, ks: tuple[int, ...]) -> list[str]:
-        from diagnose.metrics import expand_metrics
-
-        return expand_metrics([f"{fam}@{k}" for fam in FAMILIES for k in sorted(set(ks))], [])
+        return self.analysis.metric_names([f"{fam}@{k}" for fam in FAMILIES for k in sorted(set(ks))])
 
     def evaluations(self, ks: tuple[int, ...] | None = None) -> dict[str, Any]:
         """run name -> Evaluation with every family at ``ks`` (default: the chosen k and the curve cut-offs)."""
         ks = tuple(sorted(set(ks or (*CURVE_KS, self.k))))
-        return _evaluations(
-            self.key, self.encoder_name, self.settings.bm25_engine, tuple(self.runs), ks, _b=self
-        )
+        return self.analysis.evaluations(self.metric_names(ks))
 
     def metrics_table(self) -> pd.DataFrame:
         """One row per run at the chosen k: the metric values (and their quality bands in ``band:<metric>``)."""
-        from diagnose.metrics import quality_band
+        from diagnose.report import band_of
 
         evs = self.evaluations()
         k = self.k
@@ -318,149 +338,36 @@ class Bundle:
                 row[m] = float(ev.aggregate[m])
             for fam in FAMILIES:
                 m = f"{fam}@{k}"
-                row[f"band:{m}"] = quality_band(m, row[m])
+                row[f"band:{m}"] = band_of(m, row[m])
             row["missing queries"] = len(ev.missing_queries)
             rows.append(row)
         return pd.DataFrame(rows)
 
     def diagnosis(self, run_name: str | None = None) -> Any:
         """The :class:`diagnose.failures.Diagnosis` of a run at the chosen k and failure definition."""
-        name = run_name or self.selected_run
-        return _diagnosis(
-            self.key, self.encoder_name, self.settings.bm25_engine, name, self.k, self.mode, _b=self
-        )
-
-
-@st.cache_data(show_spinner="Scoring the runs ...", max_entries=16)
-def _evaluations(key: str, encoder: str, engine: str, names: tuple[str, ...], ks: tuple[int, ...], *, _b):
-    from diagnose.metrics import evaluate_many
-
-    return evaluate_many(_b.ds.qrels, {n: _b.runs[n] for n in names}, _b.metric_names(ks))
-
-
-@st.cache_data(show_spinner="Diagnosing the failures ...", max_entries=64)
-def _diagnosis(key: str, encoder: str, engine: str, run: str, k: int, mode: str, *, _b):
-    from diagnose.failures import diagnose_run
-
-    return diagnose_run(_b.ds, _b.runs[run], _b.space, _b.bm25, k=k, mode=mode)
+        return self.analysis.diagnosis(run_name or self.selected_run, k=self.k, failure=self.mode)
 
 
 def embedding_map(b: Bundle, run_name: str, cap: int) -> Any:
-    """The :class:`diagnose.projection.EmbeddingMap` of a run's failures (cached: st.cache_data, and on disk).
+    """The :class:`diagnose.projection.EmbeddingMap` of a run's failures (memoised by the analysis, and on disk).
 
-    The first computation of a map in this session runs inside an ``st.status`` box; later ones are instant.
-    """
-    key = (b.key, b.encoder_name, b.settings.bm25_engine, run_name, b.k, b.mode, cap)
-    seen = st.session_state.setdefault("_maps_seen", set())
-    diag = b.diagnosis(run_name)
-    if key in seen:
-        return _embedding_map(*key, _b=b, _diag=diag)
-    with st.status(f"Projecting documents and queries with UMAP (at most {cap:,} points) ...") as box:
-        emap = _embedding_map(*key, _b=b, _diag=diag)
-        how = (
-            "loaded from the cache"
-            if emap.projection.cached
-            else f"computed in {emap.projection.seconds:.1f} s"
-        )
-        box.update(
-            label=f"Map ready: {emap.sample.n_points:,} points, {how}", state="complete", expanded=False
-        )
-    seen.add(key)
+    The first computation of a map runs inside an ``st.status`` box; later ones are instant."""
+    prog = _Progress()
+    with b.analysis.reporting(prog):
+        emap = b.analysis.embedding_map(run_name, cap=cap, k=b.k, failure=b.mode)
+    if prog.box is not None:
+        how = "loaded from the cache" if emap.projection.cached else f"computed in {emap.projection.seconds:.1f} s"
+        prog.done(f"Map ready: {emap.sample.n_points:,} points, {how}")
     return emap
-
-
-@st.cache_data(show_spinner=False, max_entries=16)
-def _embedding_map(key, encoder, engine, run, k, mode, cap, *, _b, _diag):
-    from diagnose import projection
-
-    failed = projection.failed_queries_from(_diag.failures, _b.runs[run].ranked_lists(), k)
-    sp = _b.space
-    q_text = _b.ds.queries.text_of()
-    return projection.build_map(
-        doc_ids=list(sp.doc_ids),
-        doc_texts=_b.ds.corpus.texts(),
-        doc_vecs=sp.doc_vecs,
-        query_ids=list(sp.query_ids),
-        query_texts=[q_text.get(q, "") for q in sp.query_ids],
-        query_vecs=sp.query_vecs,
-        failed=failed,
-        cap=cap,
-        report=_b.ds.report,
-    )
 
 
 def spaces_for(b: Bundle) -> dict[str, Any]:
     """label -> VectorSpace of every model encoded in this session on this data (the current model first)."""
     out = {b.encoder_label: b.space}
-    for label, name in st.session_state.get("_models_seen", {}).items():
-        if label not in out:
-            slot = _space_slot(b.key, name)
-            if slot.ready:
-                out[label] = slot.value
+    for label, encoder in st.session_state.get("_models_seen", {}).items():
+        if label not in out and b.analysis.has_space(encoder):
+            out[label] = b.analysis.space_for(encoder)
     return out
-
-
-def comparisons(b: Bundle, reference: str, metrics: tuple[str, ...]) -> list[Any]:
-    """:func:`diagnose.stats.compare_all` of every run against ``reference`` (cached per data, model, k)."""
-    return _comparisons(
-        b.key, b.encoder_name, b.settings.bm25_engine, tuple(b.runs), reference, metrics, b.k, _b=b
-    )
-
-
-@st.cache_data(show_spinner="Running the paired tests ...", max_entries=32)
-def _comparisons(key, encoder, engine, names, reference, metrics, k, *, _b):
-    from diagnose.stats import compare_all
-
-    evs = _b.evaluations()
-    return compare_all({n: evs[n].per_query for n in names}, reference, list(metrics))
-
-
-def label_noise(b: Bundle, run_name: str) -> Any:
-    """:func:`diagnose.failures.find_label_noise` of a run at the chosen k (cached per data, model and k)."""
-    return _label_noise(b.key, b.encoder_name, run_name, b.k, _b=b)
-
-
-@st.cache_data(show_spinner="Looking for label noise ...", max_entries=16)
-def _label_noise(key, encoder, run, k, *, _b):
-    from diagnose.failures import find_label_noise
-
-    return find_label_noise(_b.ds, _b.runs[run], _b.space, k=k)
-
-
-def hubness_of(b: Bundle, run_name: str) -> Any:
-    """:func:`diagnose.failures.hubness` of a run at the chosen k."""
-    from diagnose.failures import hubness
-
-    return hubness(b.runs[run_name], k=b.k, n_docs=len(b.ds.corpus))
-
-
-def fusion_whatif(b: Bundle, a: str, other: str) -> pd.DataFrame:
-    """:func:`diagnose.compare.fusion_whatif` of two runs at the chosen k (cached per data, model and k)."""
-    return _fusion_whatif(b.key, b.encoder_name, b.settings.bm25_engine, a, other, b.k, _b=b)
-
-
-@st.cache_data(show_spinner="Fusing the two runs ...", max_entries=32)
-def _fusion_whatif(key, encoder, engine, a, other, k, *, _b):
-    from diagnose.compare import fusion_whatif
-
-    return fusion_whatif(_b.ds.qrels, [_b.runs[a], _b.runs[other]], k=k)
-
-
-def model_comparison(b: Bundle, encoders: list[Any], spaces: list[Any], metric: str) -> Any:
-    """:func:`diagnose.models.compare_models` of ``encoders`` (their spaces already built), cached per data and k."""
-    names = tuple(e.name for e in encoders)
-    return _model_comparison(
-        b.key, names, b.settings.bm25_engine, b.k, metric, _b=b, _enc=encoders, _sp=spaces
-    )
-
-
-@st.cache_data(show_spinner="Scoring each model's dense run ...", max_entries=16)
-def _model_comparison(key, names, engine, k, metric, *, _b, _enc, _sp):
-    from diagnose.models import compare_models
-
-    return compare_models(
-        _b.ds, [None] * len(_enc), k=k, metric=metric, encoders=_enc, spaces=_sp, bm25=_b.bm25
-    )
 
 
 def _load_encoder(model: str | None, override: str | None):
@@ -495,24 +402,6 @@ def _encoder(model: str | None, override: str | None, label: str, prog: _Progres
     return _fill(_encoder_slot(model, override), load)
 
 
-def _space(key: str, ds: Dataset, golden: list[str], encoder: Any, prog: _Progress) -> Any:
-    """The corpus and the golden queries embedded by ``encoder`` (once per process and data; on disk too).
-
-    Every model embedded here is remembered in the session, for the Similarity page."""
-
-    def encode():
-        from diagnose.space import VectorSpace
-
-        cb = prog.bar(
-            f"Encoding {len(ds.corpus):,} documents and {len(golden):,} queries with {label_of(encoder)}"
-        )
-        return VectorSpace.build(ds, golden, encoder=encoder, progress=cb, report=ds.report)
-
-    space = _fill(_space_slot(key, encoder.name), encode)
-    st.session_state.setdefault("_models_seen", {})[label_of(encoder)] = encoder.name
-    return space
-
-
 def model_space(b: Bundle, model: str) -> tuple[Any, Any]:
     """``(encoder, VectorSpace)`` of another model (a name or a local folder) on the bundle's data, with progress.
 
@@ -520,18 +409,25 @@ def model_space(b: Bundle, model: str) -> tuple[Any, Any]:
     prog = _Progress()
     try:
         encoder = _encoder(model, None, model, prog)
-        space = _space(b.key, b.ds, b.golden, encoder, prog)
+        with b.analysis.reporting(prog):
+            space = b.analysis.space_for(encoder)
     except DataError:
         prog.fail(f"Could not load {model}")
         raise
+    st.session_state.setdefault("_models_seen", {})[label_of(encoder)] = encoder
     prog.done(f"{label_of(encoder)} ready")
     return encoder, space
 
 
+def show_error(e: BaseException, prefix: str = "") -> None:
+    """An input problem as a message: user text is escaped (never rendered as Markdown, links or images)."""
+    st.error(escape_md(prefix + str(e)), icon=":material/error:")
+
+
 def build_bundle(s: Settings) -> Bundle | None:
-    """Load and prepare everything, with progress; show problems (never raise them). None when it failed."""
+    """Load and prepare the analysis, with progress; show problems (never raise them). None when it failed."""
     if s.spec is None:
-        st.info(s.spec_error or "Choose the data in the sidebar.")
+        st.info(escape_md(s.spec_error or "Choose the data in the sidebar."))
         return None
     prog = _Progress()
     try:
@@ -550,55 +446,30 @@ def build_bundle(s: Settings) -> Bundle | None:
                 "The app needs the corpus and the queries (their texts are embedded and searched). "
                 "Choose a BEIR folder, or give the corpus and queries files."
             )
-        texts = ds.queries.text_of()
-        golden = [q for q in ds.qrels.queries_with_relevant() if q in texts]
-        if not golden:
-            raise DataError(
-                "No judged query has a relevant document (grade > 0) and a text in the queries file, so there is "
-                "nothing to evaluate. Check that the qrels and the queries use the same query ids."
-            )
-
         encoder = _encoder(s.model, s.override, s.model_label, prog)
-        space = _space(key, ds, golden, encoder, prog)
 
-        def index():
-            from diagnose.lexical import BM25Index
+        def make() -> Analysis:
+            names = sources.unique_names(["bm25", "dense", "hybrid"], ds.runs)
+            return Analysis(
+                ds, ds.runs, baselines={new: kind for kind, new in names.items()}, encoder=encoder,
+                bm25_engine=s.bm25_engine, depth=BASELINE_DEPTH,
+            )  # fmt: skip
 
-            prog.step(f"Building the BM25 index ({s.bm25_engine})")
-            return BM25Index.build(ds.corpus.texts(), list(ds.corpus.ids), engine=s.bm25_engine)
-
-        bm25 = _fill(_bm25_slot(key, s.bm25_engine), index)
-
-        def baselines():
-            from diagnose import baselines as bl
-
-            prog.step(f"Computing the baseline runs (BM25, dense, hybrid; depth {BASELINE_DEPTH})")
-            b = bl.bm25_run(ds.corpus, ds.queries, golden, depth=BASELINE_DEPTH, index=bm25, report=ds.report)
-            d = bl.dense_run(
-                space.doc_vecs, space.query_vecs, space.doc_ids, space.query_ids, depth=BASELINE_DEPTH
-            )
-            return {"bm25": b, "dense": d, "hybrid": bl.hybrid_run(b, d, depth=BASELINE_DEPTH)}
-
-        base = _fill(_baselines_slot(key, encoder.name, s.bm25_engine), baselines)
+        analysis = _fill(_analysis_slot(key, encoder.name, s.bm25_engine), make)
+        analysis.prepare(progress=prog)
     except DataError as e:
         prog.fail("Could not prepare the analysis")
-        st.error(str(e))
+        show_error(e)
         return None
     except (OSError, ValueError, UnicodeDecodeError) as e:
         prog.fail("Could not prepare the analysis")
-        st.error(f"Could not read the data: {type(e).__name__}: {e}")
+        show_error(e, f"Could not read the data: {type(e).__name__}: ")
         return None
     prog.done(
-        f"Ready: {len(ds.corpus):,} documents, {len(golden):,} golden queries, model {label_of(encoder)}"
+        f"Ready: {len(ds.corpus):,} documents, {len(analysis.golden):,} golden queries, model {label_of(encoder)}"
     )
-
-    runs: dict[str, Run] = dict(ds.runs)
-    kinds = {n: "your run" for n in runs}
-    for base_name, new_name in sources.unique_names(base, runs).items():
-        r = base[base_name]
-        runs[new_name] = r if new_name == r.name else replace(r, name=new_name)
-        kinds[new_name] = "baseline"
-    return Bundle(s, key, ds, encoder, space, bm25, runs, kinds, golden)
+    st.session_state.setdefault("_models_seen", {})[label_of(encoder)] = encoder
+    return Bundle(s, key, analysis)
 
 
 def setup(page: Any = None) -> Bundle | None:
@@ -640,7 +511,7 @@ def run_page(page: Any) -> None:
     try:
         page.run()
     except DataError as e:
-        st.error(str(e))
+        show_error(e)
 
 
 def _report_link(ds: Dataset) -> None:

@@ -28,7 +28,7 @@ if not chosen:
     st.stop()
 
 evs = b.evaluations()
-comparisons = state.comparisons(b, ref, tuple(chosen))
+comparisons = b.analysis.comparisons(ref, tuple(chosen))
 st.caption(
     f"{len(comparisons)} comparisons (every run vs {escape_md(ref)} on {len(chosen)} metric(s)), one family: "
     "significance = paired randomization test, Holm-corrected over the family (alpha 0.05); 95% paired bootstrap "
@@ -124,7 +124,7 @@ if rows:
         st.info(f"Query {escape_md(qid)} fails in neither run at k={k}: nothing to inspect.")
 
 st.subheader(f"What if {escape_md(ref)} and {escape_md(other)} were fused?")
-fusions = state.fusion_whatif(b, ref, other)
+fusions = b.analysis.fusion(ref, other, k=b.k)
 st.dataframe(
     fusions,
     hide_index=True,

@@ -11,8 +11,8 @@ from diagnose.ui.text import escape_md, truncate
 b = state.bundle()
 run_name = b.selected_run
 k = b.k
-noise = state.label_noise(b, run_name)
-hubs = state.hubness_of(b, run_name)
+noise = b.analysis.label_noise(run_name, k=b.k)
+hubs = b.analysis.hubness(run_name, k=b.k)
 q_text = b.ds.queries.text_of()
 grades = b.ds.qrels.as_dict()
 

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import numpy as np
-import pandas as pd
 import streamlit as st
 
 from diagnose.failures import CLASS_LABELS, RECOMMENDATIONS, sort_worst
-from diagnose.lexical import highlight_spans, term_overlap
+from diagnose.lexical import highlight_spans
 from diagnose.ui import state
 from diagnose.ui.text import chips, escape_md, fmt, highlight_md, rank_text, truncate
 
@@ -43,39 +41,28 @@ qid = st.selectbox(
 )
 st.session_state["query_id"] = qid
 query = q_text.get(qid, "")
-failures = [f for f in diag.failures if f.query_id == qid]
+view = b.analysis.inspect(qid, run_name, k=b.k, failure=b.mode)
 
 st.subheader("Query")
 st.markdown(f"**{escape_md(qid)}**: {escape_md(query)}")
-terms = term_overlap(query, "").query_terms
+terms = view.query_terms
 st.caption(
-    f"Query terms (BM25 tokenizer: stopwords dropped, stemmed): {', '.join(terms) or 'none'}. "
+    f"Query terms (BM25 tokenizer: stopwords dropped, stemmed): {escape_md(', '.join(terms)) or 'none'}. "
     f"Cosine thresholds of {b.encoder_label}: seed {th.seed_cosine:.2f}, calibrated {cal.calibrated:.3f} "
     f"({cal.to_dict()['method']}; {cal.n_pairs} pairs)."
 )
 
-bm25_scores = b.bm25.scores(query)
 
-
-def bm25_rank(doc_id: str) -> int | None:
-    row = b.space.doc_row.get(doc_id)
-    if row is None:
-        return None
-    return int(np.count_nonzero(bm25_scores > bm25_scores[row])) + 1
-
-
-def document_md(doc_id: str, stems: tuple[str, ...]) -> str | None:
-    doc = b.document(doc_id)
-    if doc is None:
-        return None
-    title, text = doc
+def document_md(title: str, text: str, stems: tuple[str, ...]) -> str:
     body = highlight_md(text, highlight_spans(text, stems), style="background")
     head = highlight_md(title, highlight_spans(title, stems), style="background") if title else ""
     return (f"Title: {head}  \n" if head else "") + body
 
 
-st.subheader(f"Missed relevant document{'s' if len(failures) > 1 else ''} ({len(failures)})")
-for f in failures:
+targets = view.targets
+st.subheader(f"Missed relevant document{'s' if len(targets) > 1 else ''} ({len(targets)})")
+for t in targets:
+    f = t.failure
     with st.container(border=True):
         st.markdown(f"#### {CLASS_LABELS[f.cls]}: target {escape_md(f.doc_id)} (grade {f.grade})")
         c = st.columns(5)
@@ -100,8 +87,8 @@ for f in failures:
             )
         st.info("**Recommendation.** " + RECOMMENDATIONS[f.cls], icon=":material/lightbulb:")
         v1, v2 = st.columns(2)
-        v1.markdown(f"**Seed rule** (cosine < {th.seed_cosine:.2f}): {f.seed_verdict}")
-        v2.markdown(f"**Calibrated rule** (cosine < {cal.calibrated:.3f}): {f.calibrated_verdict}")
+        v1.markdown(f"**Seed rule** (cosine < {th.seed_cosine:.2f}): {escape_md(f.seed_verdict)}")
+        v2.markdown(f"**Calibrated rule** (cosine < {cal.calibrated:.3f}): {escape_md(f.calibrated_verdict)}")
         if f.seed_verdict != f.calibrated_verdict:
             st.caption(
                 "The two rules disagree: the seed threshold 0.75 does not fit this model's cosine scale."
@@ -112,51 +99,27 @@ for f in failures:
                 f"{fmt(f.duplicate_cosine)}) is not judged relevant.",
                 icon=":material/content_copy:",
             )
-        ov = term_overlap(query, " ".join(b.document(f.doc_id) or ("", "")))
-        md = document_md(f.doc_id, ov.stems_present)
-        if md is None:
+        if f.doc_id not in b.space.doc_row:
             st.error(f"Document {escape_md(f.doc_id)} is not in the corpus.")
         else:
             st.markdown("**The target** (query terms it contains are highlighted):")
             with st.container(height=200):
-                st.markdown(md)
-            if ov.missing:
-                st.markdown("**Query terms missing from it:** " + chips(ov.missing))
+                st.markdown(document_md(t.title, t.text, t.present_stems))
+            if f.missing_terms:
+                st.markdown("**Query terms missing from it:** " + chips(f.missing_terms))
             else:
                 st.markdown("**Every query term occurs in it.**")
 
 st.subheader(f"What the run retrieved (top {b.k})")
-run = b.runs[run_name]
-top = run.df[(run.df["query_id"] == qid) & (run.df["rank"] <= b.k)]
-grades = b.grades(qid)
-targets = list(dict.fromkeys(f.doc_id for f in failures))
-rows = []
-for doc, rank, score in zip(top["doc_id"], top["rank"], top["score"], strict=True):
-    g = grades.get(doc)
-    mark = "unjudged" if g is None else (f"relevant ({g})" if g > 0 else "not relevant (0)")
-    d = b.document(doc)
-    rows.append(
-        {
-            "rank": int(rank),
-            "doc_id": doc,
-            "judgement": ("✅ " if g and g > 0 else "❌ " if g is not None else "· ") + mark,
-            "cosine": b.space.cosine(qid, doc)
-            if doc in b.space.doc_row and qid in b.space.query_row
-            else None,
-            "BM25 rank": bm25_rank(doc),
-            **{
-                f"cos to {t}": float(b.space.doc_vec(doc) @ b.space.doc_vec(t))
-                if doc in b.space.doc_row and t in b.space.doc_row
-                else None
-                for t in targets
-            },
-            "run score": float(score),
-            "document": truncate(" ".join(d), 200) if d else "(not in the corpus)",
-        }
-    )
-if rows:
-    table = pd.DataFrame(rows)
-    table["BM25 rank"] = table["BM25 rank"].astype("Int64")
+table = view.retrieved
+if len(table):
+    marks = {"unjudged": "· "}
+    table = table.assign(
+        judgement=[
+            (marks.get(j) or ("✅ " if j.startswith("relevant") else "❌ ")) + j for j in table["judgement"]
+        ]
+    ).rename(columns={"bm25_rank": "BM25 rank"})
+    cos_cols = [c for c in table.columns if c.startswith("cos to ")]
     st.dataframe(
         table,
         hide_index=True,
@@ -164,10 +127,10 @@ if rows:
         column_config={
             "cosine": st.column_config.NumberColumn(format="%.3f", help="cos(query, document)"),
             **{
-                f"cos to {t}": st.column_config.NumberColumn(
-                    format="%.3f", help=f"cos(document, missed target {t}): near 1 = a near-duplicate of it"
+                c: st.column_config.NumberColumn(
+                    format="%.3f", help=f"cos(document, missed target {c[7:]}): near 1 = a near-duplicate of it"
                 )
-                for t in targets
+                for c in cos_cols
             },
             "run score": st.column_config.NumberColumn(format="%.4f"),
             "document": st.column_config.TextColumn(width="large"),

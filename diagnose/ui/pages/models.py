@@ -43,20 +43,18 @@ if submitted:
 requested = list(dict.fromkeys(st.session_state.get("models_requested", [])))
 
 encoders = [b.encoder]
-spaces = [b.space]
 for name in requested:
     try:
-        enc, space = state.model_space(b, name)
+        enc, _ = state.model_space(b, name)
     except DataError as e:
-        st.error(str(e))
+        state.show_error(e)
         continue
     if enc.name in {e.name for e in encoders}:
         st.info(f"{escape_md(name)} is the same model as {escape_md(state.label_of(enc))}: compared once.")
         continue
     encoders.append(enc)
-    spaces.append(space)
 
-cmp = state.model_comparison(b, encoders, spaces, metric)
+cmp = b.analysis.models(encoders, metric=metric, k=b.k)
 table = cmp.table()
 ranked_by = cmp.metric
 tied = table.loc[table["tied_with_best"], "model"].tolist()

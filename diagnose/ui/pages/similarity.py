@@ -35,28 +35,10 @@ else:
         "Pick another model in the sidebar to add it here: every model encoded in this session is offered."
     )
 
-rel = b.ds.qrels.relevant()[["query_id", "doc_id"]]
-top = run.top(k)[["query_id", "doc_id"]].assign(found=True)
-pairs = rel.merge(top, on=["query_id", "doc_id"], how="left")
-pairs["found"] = pairs["found"].fillna(False).astype(bool)
 frames, thresholds = [], []
 for label in chosen:
     space = spaces[label]
-    ok = pairs[pairs["query_id"].isin(space.query_row) & pairs["doc_id"].isin(space.doc_row)]
-    qi = ok["query_id"].map(space.query_row).to_numpy()
-    di = ok["doc_id"].map(space.doc_row).to_numpy()
-    cos = (space.query_vecs[qi] * space.doc_vecs[di]).sum(axis=1)
-    frames.append(
-        pd.DataFrame(
-            {
-                "model": label,
-                "query_id": ok["query_id"].to_numpy(),
-                "doc_id": ok["doc_id"].to_numpy(),
-                "cosine": cos.astype(float),
-                "outcome": ["hit" if f else "miss" for f in ok["found"]],
-            }
-        )
-    )
+    frames.append(b.analysis.similarity_frame(run_name, k=k, spaces={label: space}))
     cal = calibrate(b.ds, run, space, k)
     thresholds.append({"model": label, "seed": cal.seed, "calibrated": cal.calibrated, "pairs": cal.n_pairs,
                        "fallback": cal.fallback})  # fmt: skip
