@@ -80,6 +80,7 @@ from typing import Any
 import numpy as np
 
 from diagnose.data import DataError, Dataset, Queries, Run, ValidationReport
+from diagnose.progress import Callback, Reporter, reporter
 
 ChunkToDoc = str | Callable[[str], Any] | None
 
@@ -106,7 +107,7 @@ def run_retriever(
     name: str | None = None,
     concurrency: int = 4,
     report: ValidationReport | None = None,
-    progress: bool = False,
+    progress: bool | Reporter | Callback | None = False,
 ) -> Run:
     """Call ``retriever`` on every query and return its results as a :class:`~diagnose.data.Run`.
 
@@ -119,7 +120,8 @@ def run_retriever(
     ``chunk_to_doc``: ``"max"``, ``None``/``"none"`` or a callable ``chunk_id -> doc_id`` (see the module
     docstring). ``name``: the run name (default: the retriever's ``name``, class or function name).
     ``concurrency``: queries in flight at once. ``report``: where retriever errors, duplicates, short lists and
-    score adjustments are counted. ``progress``: a tqdm bar on stderr, only when stderr is a terminal.
+    score adjustments are counted. ``progress``: ``True`` for a tqdm bar on stderr (only when stderr is a terminal), or a
+    :mod:`diagnose.progress` reporter or ``callback(done, total)``.
 
     Scores: the retriever's own when it gives them, lowered where needed so that they strictly decrease (as
     float32) in the retriever's order; ``-rank`` when it gives none. So ``rank`` is always the retriever's order
@@ -143,16 +145,12 @@ def run_retriever(
 
     if kind == "langchain":
         retriever = _with_k(retriever, depth, report, run_name)
-    bar, tick = _progress_bar(progress, len(qids), run_name)
-    try:
-        if kind == "langchain":
-            outcomes = _call_langchain(retriever, texts, concurrency, tick)
-        else:
-            fn = retriever.retrieve if kind == "llamaindex" else retriever
-            outcomes = _call_pool(fn, texts, concurrency, tick)
-    finally:
-        if bar is not None:
-            bar.close()
+    tick = _ticker(progress, len(qids), run_name)
+    if kind == "langchain":
+        outcomes = _call_langchain(retriever, texts, concurrency, tick)
+    else:
+        fn = retriever.retrieve if kind == "llamaindex" else retriever
+        outcomes = _call_pool(fn, texts, concurrency, tick)
 
     lists: dict[str, list[tuple[str, float]]] = {}
     latency: dict[str, float] = {}
@@ -396,26 +394,20 @@ def _chunk_mapper(chunk_to_doc: ChunkToDoc) -> tuple[Callable[[str], Any] | None
 Outcome = tuple[Any, float | None]  # (results, or the exception raised; latency in ms, or None)
 
 
-def _progress_bar(progress: bool, total: int, run_name: str) -> tuple[Any, Callable[[], None]]:
-    if not (progress and _stderr_is_terminal()):
-        return None, lambda: None
-    from tqdm import tqdm
-
-    bar = tqdm(total=total, desc=f"retriever {run_name}", unit="query", file=sys.stderr, leave=False)
+def _ticker(progress: bool | Reporter | Callback | None, total: int, run_name: str) -> Callable[[], None]:
+    """A thread-safe ``tick()`` per finished query, driving the :mod:`diagnose.progress` bar of ``progress``
+    (``True``: tqdm on stderr, only when stderr is a terminal)."""
+    update = reporter(progress).bar(f"Retriever {run_name}")
     lock = threading.Lock()
+    done = [0]
+    update(0, total)
 
     def tick() -> None:
         with lock:
-            bar.update(1)
+            done[0] += 1
+            update(done[0], total)
 
-    return bar, tick
-
-
-def _stderr_is_terminal() -> bool:
-    try:
-        return sys.stderr is not None and sys.stderr.isatty()
-    except (AttributeError, ValueError):
-        return False
+    return tick
 
 
 def _materialise(out: Any) -> Any:
