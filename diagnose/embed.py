@@ -25,7 +25,15 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from diagnose.cache import RowStore, default_cache_root, slug, text_key
+from diagnose.cache import (
+    RowStore,
+    atomic_write_bytes,
+    default_cache_root,
+    json_checksum,
+    report_corrupt,
+    slug,
+    text_key,
+)
 from diagnose.data import DataError, ValidationReport
 
 log = logging.getLogger(__name__)
@@ -436,13 +444,54 @@ def _unit_or_zero(rows: np.ndarray) -> np.ndarray:
     return finite & ((np.abs(norms - 1.0) < 1e-3) | (norms == 0))
 
 
+#: Version of the ``encoder.json`` layout; a file of another version is rewritten.
+ENCODER_META_FORMAT = 1
+
+
+def _encoder_meta(name: str, dim: int) -> dict[str, Any]:
+    """Content of ``encoder.json``: format, name, dim and the BLAKE2b of their canonical JSON."""
+    body = {"format": ENCODER_META_FORMAT, "name": name, "dim": int(dim)}
+    return {**body, "blake2b": json_checksum(body)}
+
+
+def _read_encoder_meta(path: Path, encoder_name: str) -> tuple[int | None, str | None]:
+    """``(dim, None)`` for a valid ``encoder.json``, ``(None, None)`` when there is none, ``(None, reason)`` when it
+    does not verify (not JSON, not an object, another format, dim not a positive int, another name, bad checksum)."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return None, None
+    except OSError as e:
+        return None, f"{type(e).__name__}: {e}"
+    try:
+        meta = json.loads(raw)
+    except ValueError:  # includes UnicodeDecodeError
+        return None, "not JSON"
+    if not isinstance(meta, dict):
+        return None, f"a JSON {type(meta).__name__}, expected an object"
+    if meta.get("format") != ENCODER_META_FORMAT:
+        return None, f"format {meta.get('format')!r}, expected {ENCODER_META_FORMAT} (another version?)"
+    dim = meta.get("dim")
+    if type(dim) is not int or dim < 1:
+        return None, f"dim {dim!r} is not a positive integer"
+    if meta.get("name") != encoder_name:
+        return None, f"written for encoder {meta.get('name')!r}, expected {encoder_name!r}"
+    if meta.get("blake2b") != json_checksum({k: meta[k] for k in ("format", "name", "dim")}):
+        return None, "checksum mismatch: it was edited after it was written"
+    return dim, None
+
+
 class EmbeddingCache:
     """Vectors on disk, keyed by encoder identity and by the SHA-1 of each text.
 
     Layout: ``<directory>/<slug(encoder.name)>-<sha1(encoder.name)[:12]>/`` is one :class:`~diagnose.cache.RowStore`
-    per encoder (shards of ``(sha1(text) hex, float32[dim])`` records) plus ``encoder.json`` (name, dim) for people.
-    ``directory`` defaults to ``default_cache_root() / "embeddings"``: ``$DIAGNOSE_CACHE_DIR/embeddings`` when the
-    variable is set, else ``platformdirs.user_cache_dir("diagnose")/embeddings``.
+    per encoder (checked shards of ``(sha1(text) hex, float32[dim])`` records whose metadata names the encoder, so
+    a shard copied from another encoder's folder does not verify) plus ``encoder.json`` (format, name, dim and a
+    BLAKE2b checksum of the three), which lets a run served wholly from the cache skip loading the model.
+    ``encoder.json`` is verified before its dim is used; one that does not verify (or disagrees with a loaded
+    model's dim) is reported as ``cache_corrupt`` and rewritten. ``directory`` defaults to
+    ``default_cache_root() / "embeddings"``: ``$DIAGNOSE_CACHE_DIR/embeddings`` when the variable is set, else
+    ``platformdirs.user_cache_dir("diagnose")/embeddings``.
     """
 
     def __init__(self, directory: Path | str | None = None) -> None:
@@ -452,28 +501,43 @@ class EmbeddingCache:
     def store_dir(self, encoder_name: str) -> Path:
         return self.directory / f"{slug(encoder_name)}-{text_key(encoder_name)[:12]}"
 
-    def known_dim(self, encoder_name: str) -> int | None:
-        """The vector size recorded for this encoder identity, if it was cached before (no model needed)."""
-        try:
-            meta = json.loads((self.store_dir(encoder_name) / "encoder.json").read_text())
-            return int(meta["dim"]) if meta.get("name") == encoder_name else None
-        except (OSError, ValueError, KeyError, TypeError):
-            return None
+    def known_dim(self, encoder_name: str, report: ValidationReport | None = None) -> int | None:
+        """The vector size recorded for this encoder identity, if it was cached before (no model needed).
+
+        ``None`` when there is no ``encoder.json``, or when it does not verify: then it is reported (``cache_corrupt``
+        in ``report``, else a :class:`~diagnose.cache.CacheWarning`) and deleted, and :meth:`store` writes it again.
+        """
+        path = self.store_dir(encoder_name) / "encoder.json"
+        dim, problem = _read_encoder_meta(path, encoder_name)
+        if problem is not None:
+            report_corrupt(report, path, problem)
+        return dim
 
     def store(self, encoder: Encoder, report: ValidationReport | None = None) -> RowStore:
-        key = (encoder.name, int(encoder.dim))
+        dim = int(encoder.dim)
+        key = (encoder.name, dim)
         st = self._stores.get(key)
         if st is None:
             d = self.store_dir(encoder.name)
-            st = RowStore(d, width=int(encoder.dim), dtype=np.float32, validate=_unit_or_zero, report=report)
+            st = RowStore(
+                d,
+                width=dim,
+                dtype=np.float32,
+                validate=_unit_or_zero,
+                report=report,
+                meta={"encoder": encoder.name},
+            )
             self._stores[key] = st
-            meta = d / "encoder.json"
-            if not meta.exists():
+            path = d / "encoder.json"
+            recorded, problem = _read_encoder_meta(path, encoder.name)
+            if problem is None and recorded is not None and recorded != dim:
+                problem = f"dim {recorded}, but the encoder gives vectors of {dim}"
+            if problem is not None:
+                report_corrupt(report, path, problem)
+            if recorded != dim:
                 try:
-                    d.mkdir(parents=True, exist_ok=True)
-                    tmp = d / f".tmp-encoder-{os.getpid()}.json"
-                    tmp.write_text(json.dumps({"name": encoder.name, "dim": int(encoder.dim)}) + "\n")
-                    os.replace(tmp, meta)
+                    text = json.dumps(_encoder_meta(encoder.name, dim), indent=1) + "\n"
+                    atomic_write_bytes(path, text.encode())
                 except OSError:
                     pass  # the RowStore reports a write failure when it happens
         st.report = report
@@ -523,7 +587,7 @@ def embed_texts(
     """
     texts = list(texts)
     if cache is not None and isinstance(encoder, SentenceTransformerEncoder) and not encoder.loaded:
-        known = cache.known_dim(encoder.name)
+        known = cache.known_dim(encoder.name, report)
         if known is not None and encoder._dim is None:
             encoder.dim = known  # the cache may serve everything: do not load the model just for its size
     dim = int(encoder.dim)

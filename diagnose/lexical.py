@@ -454,30 +454,40 @@ class _Bm25sImpl:
     _PARTS = ("data", "indices", "indptr", "terms")
 
     def to_cache(self, cache: ArrayCache, key: str) -> None:
+        """Store the index under ``key`` as ONE checked file (see :mod:`diagnose.cache`): its digest covers every
+        array and the metadata, which records ``key`` (the SHA-1 of every id, text and parameter) and the number of
+        documents, so a damaged, truncated or misplaced index does not verify and is rebuilt."""
         terms = np.empty(len(self.vocab), dtype=object)
         for t, j in self.vocab.items():
             terms[j] = t
         m = self.matrix
         arrays = {"data": m.data, "indices": m.indices, "indptr": m.indptr, "terms": terms.astype(str)}
-        for part in self._PARTS:
-            cache.put(f"{key}/{part}", arrays[part])
+        if cache.put_arrays(key, arrays):
+            for part in self._PARTS:  # the four files of a cache written before indexes were checked
+                cache.path_for(f"{key}/{part}").unlink(missing_ok=True)
 
     @classmethod
     def from_cache(cls, cache: ArrayCache, key: str, n_docs: int) -> _Bm25sImpl | None:
-        """The cached index, or None on a miss or anything inconsistent (then it is rebuilt and rewritten)."""
+        """The cached index, or None on a miss or a file that does not verify (reported, deleted; then the index
+        is rebuilt and rewritten)."""
         import scipy.sparse as sp
 
-        parts = {p: cache.get(f"{key}/{p}") for p in cls._PARTS}
-        if any(v is None for v in parts.values()):
+        def consistent(parts: dict[str, np.ndarray], _meta: dict) -> str | None:
+            terms, indptr, indices = parts["terms"], parts["indptr"], parts["indices"]
+            if indptr.ndim != 1 or len(indptr) != len(terms) + 1 or len(parts["data"]) != len(indices):
+                return "index arrays of inconsistent lengths"
+            if len(indices) and int(indices.max()) >= n_docs:
+                return f"document numbers beyond the {n_docs} documents"
             return None
-        terms, indptr = parts["terms"], parts["indptr"]
-        if indptr.ndim != 1 or len(indptr) != len(terms) + 1 or len(parts["data"]) != len(parts["indices"]):
-            return None
-        if len(parts["indices"]) and int(parts["indices"].max()) >= n_docs:
+
+        parts = cache.get_arrays(key, cls._PARTS, check=consistent)
+        if parts is None:
             return None
         self = cls.__new__(cls)
-        self.matrix = sp.csr_matrix((parts["data"], parts["indices"], indptr), shape=(len(terms), n_docs))
-        self.vocab = {str(t): j for j, t in enumerate(terms)}
+        self.matrix = sp.csr_matrix(
+            (parts["data"], parts["indices"], parts["indptr"]), shape=(len(parts["terms"]), n_docs)
+        )
+        self.vocab = {str(t): j for j, t in enumerate(parts["terms"])}
         self.n_docs = n_docs
         return self
 

@@ -506,8 +506,9 @@ def project(
     ``seed``: an int makes the map deterministic (umap-learn then runs single-threaded); ``None`` runs in parallel
     and every fit differs. ``cache_dir``: folder of the coordinate cache (default :func:`default_projection_dir`);
     ``use_cache=False`` neither reads nor writes it. The key is :func:`cache_key`: same bytes, shape, dtype,
-    parameters and umap-learn version => same file. A corrupt cache file is reported (``cache_corrupt`` in
-    ``report``, else a :class:`diagnose.cache.CacheWarning`), deleted and recomputed. ``progress(message)`` is called
+    parameters and umap-learn version => same file. Each file (coordinates, trustworthiness) carries a checksum of
+    its values and its full key (:class:`diagnose.cache.ArrayCache`); one that does not verify, or holds NaN, is
+    reported (``cache_corrupt`` in ``report``, else a :class:`diagnose.cache.CacheWarning`), deleted and recomputed. ``progress(message)`` is called
     before each slow step.
 
     Edge cases: 0 points -> empty coordinates; fewer than :data:`MIN_UMAP_POINTS` points -> the first two principal

@@ -168,15 +168,18 @@ def test_corrupt_cache_file_is_reported_deleted_and_recomputed(tmp_path, damage)
     assert third.calls == []
 
 
-def test_damaged_bytes_inside_a_well_formed_file_are_caught_by_row_validation(tmp_path):
+def test_damaged_bytes_inside_a_well_formed_file_are_caught_by_the_checksum(tmp_path):
     texts = ["one fish", "two fish"]
     clean = embed_texts(KeywordEncoder(dim=32), texts, cache=EmbeddingCache(tmp_path))
     (shard,) = _shards(tmp_path)
+    records = np.load(shard, mmap_mode="r")
+    end = records.offset + records.nbytes  # where the records end (the checksum trailer follows)
+    del records
     raw = bytearray(shard.read_bytes())
-    raw[-64:] = b"\xff" * 64  # same size, so np.load succeeds; the last row's floats become NaN
+    raw[end - 64 : end] = b"\xff" * 64  # same size, so np.load succeeds; the last row's floats become NaN
     shard.write_bytes(bytes(raw))
     enc = CountingEncoder(KeywordEncoder(dim=32))
-    with pytest.warns(CacheWarning, match="failed validation"):  # no report passed: a Python warning
+    with pytest.warns(CacheWarning, match="checksum mismatch"):  # no report passed: a Python warning
         again = embed_texts(enc, texts, cache=EmbeddingCache(tmp_path))
     np.testing.assert_array_equal(again, clean)
     assert sorted(enc.encoded) == sorted(texts)
