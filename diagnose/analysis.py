@@ -434,15 +434,16 @@ class Analysis:
 
         return self._cached(("evaluations", names), build)
 
-    def latency(self) -> dict[str, dict[str, float]]:
-        """For runs with recorded latency (live retrievers): ``latency_p50_ms``, ``latency_p95_ms`` and
-        ``recall@k_per_ms`` (recall@k divided by the median latency: recall bought per millisecond)."""
+    def latency(self, k: int | None = None) -> dict[str, dict[str, float]]:
+        """For runs with recorded latency (live retrievers): ``latency_p50_ms``, ``latency_p95_ms`` (over the
+        queries that returned) and ``recall@k_per_ms`` (recall@k divided by the median latency: recall bought per
+        millisecond of a query)."""
         out: dict[str, dict[str, float]] = {}
         runs = self.runs
         with_latency = {n: r for n, r in runs.items() if getattr(r, "latency_ms", None)}
         if not with_latency:
             return out
-        recall = f"recall@{self.k}"
+        recall = f"recall@{self.k if k is None else _check_k(k)}"
         evs = self.evaluations([recall])
         for name, r in with_latency.items():
             ms = np.asarray(list(r.latency_ms.values()), dtype=np.float64)

@@ -294,6 +294,7 @@ def _load(args: argparse.Namespace, *, need_text: bool = False):
 
     if not args.data and not args.qrels:
         raise DataError("No golden set given. Pass --data DIR (a BEIR folder) or --qrels FILE.")
+    _retriever_specs(args)
     fields = {
         k: v for k, v in (("id", args.id_field), ("text", args.text_field), ("title", args.title_field)) if v
     }
@@ -313,19 +314,26 @@ def _load(args: argparse.Namespace, *, need_text: bool = False):
     return ds
 
 
-def _retrievers(args: argparse.Namespace, taken: Sequence[str]) -> dict[str, Any]:
-    """``--retriever NAME=module:attr``: the user's retriever objects (or factories), by name."""
-    out: dict[str, Any] = {}
+def _retriever_specs(args: argparse.Namespace) -> list[tuple[str, str]]:
+    """``--retriever NAME=module:attr`` as ``(name, target)`` pairs (checked before any file is read)."""
+    out = []
     for spec in getattr(args, "retriever", None) or []:
-        from diagnose.retrievers import load_retriever
-
         name, sep, target = spec.partition("=")
         if not sep or not name.strip() or ":" not in target:
             raise DataError(f"--retriever expects NAME=module:attr, e.g. prod=my_rag:retriever; got {spec!r}.")
-        name = name.strip()
+        out.append((name.strip(), target.strip()))
+    return out
+
+
+def _retrievers(args: argparse.Namespace, taken: Sequence[str]) -> dict[str, Any]:
+    """The user's retriever objects (a factory is called), by name."""
+    out: dict[str, Any] = {}
+    for name, target in _retriever_specs(args):
+        from diagnose.retrievers import load_retriever
+
         if name in out or name in taken:
             raise DataError(f"--retriever {name!r}: a run already has that name; name each run differently.")
-        out[name] = load_retriever(target.strip())
+        out[name] = load_retriever(target)
     return out
 
 

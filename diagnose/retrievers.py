@@ -71,7 +71,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import replace
 from functools import lru_cache
 from pathlib import Path
@@ -145,12 +145,13 @@ def run_retriever(
 
     if kind == "langchain":
         retriever = _with_k(retriever, depth, report, run_name)
-    tick = _ticker(progress, len(qids), run_name)
+    tick, finish = _ticker(progress, len(qids), run_name)
     if kind == "langchain":
         outcomes = _call_langchain(retriever, texts, concurrency, tick)
     else:
         fn = retriever.retrieve if kind == "llamaindex" else retriever
         outcomes = _call_pool(fn, texts, concurrency, tick)
+    finish()
 
     lists: dict[str, list[tuple[str, float]]] = {}
     latency: dict[str, float] = {}
@@ -394,20 +395,29 @@ def _chunk_mapper(chunk_to_doc: ChunkToDoc) -> tuple[Callable[[str], Any] | None
 Outcome = tuple[Any, float | None]  # (results, or the exception raised; latency in ms, or None)
 
 
-def _ticker(progress: bool | Reporter | Callback | None, total: int, run_name: str) -> Callable[[], None]:
-    """A thread-safe ``tick()`` per finished query, driving the :mod:`diagnose.progress` bar of ``progress``
-    (``True``: tqdm on stderr, only when stderr is a terminal)."""
+def _ticker(
+    progress: bool | Reporter | Callback | None, total: int, run_name: str
+) -> tuple[Callable[[], None], Callable[[], None]]:
+    """``(tick, finish)``: a thread-safe ``tick()`` per finished query and ``finish()`` at the end, driving the
+    :mod:`diagnose.progress` bar of ``progress`` (``True``: tqdm on stderr, only when stderr is a terminal)."""
     update = reporter(progress).bar(f"Retriever {run_name}")
     lock = threading.Lock()
     done = [0]
+    owner = threading.current_thread()
     update(0, total)
 
     def tick() -> None:
+        # A reporter may draw on a page that only the calling thread may touch (Streamlit): worker threads (the
+        # callbacks of LangChain's batch) only count; the calling thread draws, and draws the total at the end.
         with lock:
             done[0] += 1
-            update(done[0], total)
+            if threading.current_thread() is owner:
+                update(done[0], total)
 
-    return tick
+    def finish() -> None:
+        update(total, total)
+
+    return tick, finish
 
 
 def _materialise(out: Any) -> Any:
@@ -425,16 +435,22 @@ def _call_pool(
         try:
             out = _materialise(fn(text))
         except Exception as e:
-            tick()
             return e, None
-        ms = (time.perf_counter() - start) * 1000.0
-        tick()
-        return out, ms
+        return out, (time.perf_counter() - start) * 1000.0
 
     if concurrency == 1 or len(texts) == 1:
-        return [one(t) for t in texts]
+        outcomes = []
+        for t in texts:
+            outcomes.append(one(t))
+            tick()
+        return outcomes
     with ThreadPoolExecutor(max_workers=min(concurrency, len(texts))) as pool:
-        return list(pool.map(one, texts))
+        futures = {pool.submit(one, t): i for i, t in enumerate(texts)}
+        results: list[Outcome | None] = [None] * len(texts)
+        for future in as_completed(futures):  # progress is reported from the calling thread
+            results[futures[future]] = future.result()
+            tick()
+    return results  # type: ignore[return-value]
 
 
 @lru_cache(maxsize=1)

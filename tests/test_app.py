@@ -526,3 +526,38 @@ def test_no_page_renders_raw_html():
         source = path.read_text(encoding="utf-8")
         assert not re.search(r"unsafe_allow_html\s*=", source), path
         assert "st.html(" not in source and "components.html(" not in source, path
+
+
+# ------------------------------------------------------------------------------------------------ live retrievers
+
+
+LIVE_MODULE = '''
+"""A live retriever for the tests: BM25 over the demo corpus, as a user's RAG code would expose one."""
+from pathlib import Path
+
+from diagnose import load
+from diagnose.lexical import BM25Index
+
+_ds = load(Path(__file__).parent / "demo")
+_index = BM25Index.build(_ds.corpus.texts(), list(_ds.corpus.ids))
+
+
+def make_retriever():
+    return lambda text: _index.search([text], 20)[0]
+'''
+
+
+def test_a_live_retriever_shows_its_latency_on_overview_and_model_choice(tmp_path, monkeypatch):
+    (tmp_path / "demo").symlink_to(DEMO)
+    (tmp_path / "my_rag.py").write_text(LIVE_MODULE)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("DIAGNOSE_RETRIEVERS", "live=my_rag:make_retriever")
+    at = _app()
+    _assert_clean(at)
+    table = _frame_with(at, "latency_p50_ms")
+    row = table.set_index("run").loc["live"]
+    assert row["kind"] == "live retriever" and row["latency_p95_ms"] >= row["latency_p50_ms"] > 0
+    assert table.set_index("run")["latency_p50_ms"].drop("live").isna().all()
+    at = _open("models", at)
+    live = _frame_with(at, "retriever")
+    assert live["retriever"].tolist() == ["live"] and (live["latency_p50_ms"] > 0).all()

@@ -196,3 +196,41 @@ def test_failures_with_precomputed_vectors(tmp_path, capsys):
 def test_failures_needs_texts(files, capsys):
     code, _, err = run_cli(capsys, "failures", "--qrels", files / "qrels.tsv", "--run", files / "good.trec")
     assert code == 2 and "corpus" in err and "Traceback" not in err
+
+
+def test_a_live_retriever_from_the_command_line(tmp_path, capsys, monkeypatch):
+    """--retriever NAME=module:attr runs the user's retriever (here a factory of a callable over a tiny index) and
+    --write-runs saves what it returned, which scores the same when read back as a file."""
+    demo = __import__("pathlib").Path(__file__).resolve().parents[1] / "demo_corpus"
+    (tmp_path / "my_rag.py").write_text(
+        "from pathlib import Path\n"
+        "from diagnose import load\n"
+        "from diagnose.lexical import BM25Index\n"
+        f"_ds = load({str(demo)!r})\n"
+        "_index = BM25Index.build(_ds.corpus.texts(), list(_ds.corpus.ids))\n"
+        "def make():\n"
+        "    def retrieve(text):\n"
+        "        if 'password' in text.lower():\n"
+        "            raise RuntimeError('backend timeout')\n"
+        "        return _index.search([text], 10)[0]\n"
+        "    return retrieve\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run_cli(capsys, "evaluate", "--data", demo, "--retriever", "live=my_rag:make",
+                             "--write-runs", tmp_path / "runs", "--format", "json")  # fmt: skip
+    assert code == 0, err
+    payload = json.loads(out)
+    live = payload["runs"]["live"]
+    assert live["latency"]["latency_p50_ms"] > 0
+    errors = [w for w in payload["warnings"] if w["code"] == "retriever_error"]
+    assert errors and errors[0]["count"] >= 1 and "backend timeout" in errors[0]["examples"][0]
+    written = tmp_path / "runs" / "live.trec"
+    assert written.is_file()
+    code, out, _ = run_cli(capsys, "evaluate", "--data", demo, "--run", f"live={written}", "--format", "json")
+    assert code == 0
+    assert json.loads(out)["runs"]["live"]["aggregate"] == live["aggregate"]
+
+
+def test_a_retriever_spec_without_module_is_a_usage_error(capsys):
+    code, _, err = run_cli(capsys, "evaluate", "--qrels", "x.tsv", "--retriever", "live")
+    assert code == 2 and "NAME=module:attr" in err

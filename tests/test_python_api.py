@@ -169,7 +169,7 @@ def test_inspect_escapes_user_text():
     hostile = '<img src=x onerror="alert(1)">'
     corpus = Corpus(pd.DataFrame({"doc_id": ["d1", "d2", "d<3>"], "title": ["", "", ""],
                                   "text": [f"password reset {hostile}", "vpn access", "lunch menu"]}))  # fmt: skip
-    queries = Queries(pd.DataFrame({"query_id": ["q1"], "text": [f"forgot password <script>x</script>"]}))
+    queries = Queries(pd.DataFrame({"query_id": ["q1"], "text": ["forgot password <script>x</script>"]}))
     qrels = Qrels(pd.DataFrame({"query_id": ["q1"], "doc_id": ["d1"], "relevance": np.array([1], dtype=np.int64)}))
     ds = Dataset(qrels=qrels, corpus=corpus, queries=queries)
     a = diagnose.Analysis(ds, {"r": {"q1": {"d2": 2.0, "d<3>": 1.0, "d1": 0.5}}}, k=2, encoder=KeywordEncoder())

@@ -182,8 +182,37 @@ def _encoder_slot(model: str | None, override: str | None) -> _Slot:
 
 
 @st.cache_resource(show_spinner=False, max_entries=6)
-def _analysis_slot(key: str, encoder: str, engine: str) -> _Slot:
+def _analysis_slot(key: str, encoder: str, engine: str, retrievers: tuple[tuple[str, str], ...]) -> _Slot:
     return _Slot()
+
+
+@st.cache_resource(show_spinner=False, max_entries=16)
+def _retriever(target: str) -> Any:
+    """The user's retriever object for ``module:attr`` (imported once per process)."""
+    from diagnose.retrievers import load_retriever
+
+    return load_retriever(target)
+
+
+RETRIEVERS_ENV = "DIAGNOSE_RETRIEVERS"
+
+
+def retriever_specs() -> list[tuple[str, str]]:
+    """Live retrievers chosen by whoever started the app (never from the page): ``streamlit run app.py --
+    --retriever NAME=module:attr`` (repeatable), or ``DIAGNOSE_RETRIEVERS="NAME=module:attr;NAME2=..."``."""
+    import sys
+
+    items = [a.split("=", 1)[1] if a.startswith("--retriever=") else a
+             for i, a in enumerate(sys.argv[1:], start=1)
+             if a.startswith("--retriever=") or (i > 1 and sys.argv[i - 1] == "--retriever")]  # fmt: skip
+    items += [x for x in os.environ.get(RETRIEVERS_ENV, "").split(";") if x.strip()]
+    out = []
+    for item in items:
+        name, sep, target = item.partition("=")
+        if not sep or not name.strip() or ":" not in target:
+            raise DataError(f"Live retriever {item!r}: expected NAME=module:attr, e.g. prod=my_rag:retriever.")
+        out.append((name.strip(), target.strip()))
+    return out
 
 
 class _Progress:
@@ -448,14 +477,20 @@ def build_bundle(s: Settings) -> Bundle | None:
             )
         encoder = _encoder(s.model, s.override, s.model_label, prog)
 
+        specs = retriever_specs()
+
         def make() -> Analysis:
-            names = sources.unique_names(["bm25", "dense", "hybrid"], ds.runs)
+            live = {name: _retriever(target) for name, target in specs}
+            runs = {**ds.runs, **{n: r for n, r in live.items() if n not in ds.runs}}
+            if len(runs) < len(ds.runs) + len(live):
+                raise DataError("A live retriever has the name of a run file; name each run differently.")
+            names = sources.unique_names(["bm25", "dense", "hybrid"], runs)
             return Analysis(
-                ds, ds.runs, baselines={new: kind for kind, new in names.items()}, encoder=encoder,
+                ds, runs, baselines={new: kind for kind, new in names.items()}, encoder=encoder,
                 bm25_engine=s.bm25_engine, depth=BASELINE_DEPTH,
             )  # fmt: skip
 
-        analysis = _fill(_analysis_slot(key, encoder.name, s.bm25_engine), make)
+        analysis = _fill(_analysis_slot(key, encoder.name, s.bm25_engine, tuple(specs)), make)
         analysis.prepare(progress=prog)
     except DataError as e:
         prog.fail("Could not prepare the analysis")

@@ -119,6 +119,36 @@ st.caption(
     "this session; the index size assumes float32 vectors."
 )
 
+latency = b.analysis.latency(k)
+if latency:
+    st.subheader("Live retrievers")
+    evs = b.evaluations()
+    live = pd.DataFrame(
+        [
+            {"retriever": name, f"recall@{k}": evs[name].aggregate[f"recall@{k}"],
+             f"ndcg@{k}": evs[name].aggregate[f"ndcg@{k}"], **values}  # fmt: skip
+            for name, values in latency.items()
+        ]
+    )
+    st.dataframe(
+        live,
+        hide_index=True,
+        width="stretch",
+        key="live_table",
+        column_config={
+            f"recall@{k}": number(format="%.4f"),
+            f"ndcg@{k}": number(format="%.4f"),
+            "latency_p50_ms": number("p50 ms", format="%.1f", help="median wall-clock time of one query"),
+            "latency_p95_ms": number("p95 ms", format="%.1f"),
+            f"recall@{k}_per_ms": number(f"recall@{k} per ms", format="%.3f"),
+        },
+    )
+    st.caption(
+        "The live retrievers the app was started with (`--retriever`), timed query by query over the golden set "
+        f"(end to end: embedding the query, the index, the network), beside the exact search of each model above "
+        f"(ms/query: search only). recall@{k} per ms = recall@{k} / median latency."
+    )
+
 bars = pd.DataFrame(
     [
         {

@@ -37,7 +37,11 @@ diagnoses = {name: b.diagnosis(name) for name in b.run_names}
 table["failed queries"] = [len(diagnoses[n].failed_queries) for n in table["run"]]
 metric_cols = [f"{fam}@{k}" for fam in state.FAMILIES]
 same_n = table["queries"].nunique() == 1
-shown = table[["run", "kind", *([] if same_n else ["queries"]), *metric_cols, "failed queries"]].copy()
+latency = b.analysis.latency(k)
+latency_cols = ["latency_p50_ms", "latency_p95_ms", f"recall@{k}_per_ms"] if latency else []
+for col in latency_cols:
+    table[col] = [latency.get(n, {}).get(col) for n in table["run"]]
+shown = table[["run", "kind", *([] if same_n else ["queries"]), *metric_cols, "failed queries", *latency_cols]].copy()
 for m in (f"ndcg@{k}", f"recall@{k}"):
     shown.insert(shown.columns.get_loc(m) + 1, f"{m.split('@')[0]} band", table[f"band:{m}"])
 
@@ -52,7 +56,10 @@ def _colour(col: pd.Series) -> list[str]:
 
 # precision@k is bounded by R/k (0.1 at k=10 with one relevant document per query): a band would call every run poor
 coloured = [m for m in metric_cols if not m.startswith("precision@")]
-styled = shown.style.apply(_colour, subset=coloured).format({m: "{:.3f}" for m in metric_cols})
+styled = shown.style.apply(_colour, subset=coloured).format(
+    {m: "{:.3f}" for m in metric_cols} | {c: "{:.3f}" if c.endswith("per_ms") else "{:.1f}" for c in latency_cols},
+    na_rep="–",
+)
 st.dataframe(
     styled,
     hide_index=True,
@@ -64,6 +71,14 @@ st.dataframe(
             "failed", width="small", help=f"golden queries that fail at k={k} ({b.mode})"
         ),
         **{m: st.column_config.NumberColumn(width="small") for m in metric_cols},
+        **{
+            c: st.column_config.NumberColumn(
+                format="%.3f" if c.endswith("per_ms") else "%.1f",
+                help="live retrievers: wall-clock milliseconds per query (median, 95th percentile) and recall@k "
+                "per millisecond of the median query",
+            )
+            for c in latency_cols
+        },
     },
 )
 legend = " · ".join(
