@@ -9,8 +9,11 @@ Evidence per pair (all of it returned, nothing summarised away):
 ``cosine`` = cos(query, target) under the chosen model; ``run_rank`` = the target's rank in the run (``None`` when the
 run did not retrieve it; ``run_depth`` says how deep the run went for that query); ``dense_rank`` = 1 + the number of
 corpus documents with a strictly higher cosine to the query (exact search over the whole corpus); ``bm25_rank`` and
-``bm25_score`` likewise for BM25; the query terms present in / missing from the target (BM25's tokenizer); the run's
-top documents with their cosine to the query and to the target; ``margin`` = cos(query, k-th retrieved) - cosine.
+``bm25_score`` likewise for BM25; the query terms present in / missing from the target (BM25's tokenizer, query stop
+words such as "how", "do", "my" left out: :data:`diagnose.lexical.QUERY_STOPWORDS`) and the share present
+(``overlap``), with the stop words left out listed (``ignored_terms``) and the share over every term BM25 scores
+(``bm25_overlap``); the run's top documents with their cosine to the query and to the target; ``margin`` =
+cos(query, k-th retrieved) - cosine.
 
 Classes (stable ids; the first rule that matches wins; thresholds in :class:`Thresholds`):
 
@@ -153,6 +156,15 @@ class Competitor(NamedTuple):
 
 @dataclass(frozen=True)
 class Failure:
+    """One missed (query, relevant document) pair with its evidence, class and recommendation.
+
+    ``present_terms``/``missing_terms``/``overlap``: the query's terms found in / missing from the target and the
+    share found, query stop words left out (:func:`diagnose.lexical.term_overlap`); ``overlap`` is what the
+    taxonomy's ``min_overlap`` rule reads. ``ignored_terms``: the query stop words left out; ``bm25_overlap``: the
+    share over every term BM25 scores, stop words included (equal to ``overlap`` when nothing was ignored).
+    Both ``None``/empty when the target is not in the corpus.
+    """
+
     query_id: str
     query_text: str
     doc_id: str
@@ -176,8 +188,12 @@ class Failure:
     evidence: str
     recommendation: str
     top_retrieved: tuple[Competitor, ...] = ()
+    ignored_terms: tuple[str, ...] = ()
+    bm25_overlap: float | None = None
 
     def to_dict(self) -> dict:
+        """The JSON record of ``diagnose failures --format json``: every field (``cls`` as ``class``) plus
+        ``label``. A contract: keys are added, never renamed or removed."""
         # shallow on purpose: dataclasses.asdict deep-copies every field and dominated `--format json` time
         d = {f: getattr(self, f) for f in _FAILURE_FIELDS}
         d["class"] = d.pop("cls")
@@ -185,6 +201,7 @@ class Failure:
         d["present_terms"] = list(self.present_terms)
         d["missing_terms"] = list(self.missing_terms)
         d["top_retrieved"] = [c._asdict() for c in self.top_retrieved]
+        d["ignored_terms"] = list(self.ignored_terms)
         return d
 
 
@@ -427,9 +444,10 @@ def diagnose_run(
                 if (same_text or close) and (dup_cos is None or strength > dup_cos):
                     dup_id, dup_cos = c.doc_id, strength
         bm25_rank = bm25_score = None
-        overlap = None
+        overlap = bm25_overlap = None
         present: tuple[str, ...] = ()
         missing: tuple[str, ...] = ()
+        ignored: tuple[str, ...] = ()
         if in_corpus:
             if q not in bm25_cache:
                 bm25_cache[q] = bm25.scores(text)
@@ -439,6 +457,7 @@ def diagnose_run(
             bm25_rank = int(np.count_nonzero(scores > s)) + 1
             ov = term_overlap(text, "", doc_stems=target_stems[d])
             present, missing, overlap = tuple(ov.present), tuple(ov.missing), float(ov.overlap_ratio)
+            ignored, bm25_overlap = tuple(ov.ignored), float(ov.bm25_overlap_ratio)
         dense_rank = dense.get((q, d))
         cls = classify(
             in_corpus=in_corpus,
@@ -493,6 +512,8 @@ def diagnose_run(
                 ),  # fmt: skip
                 recommendation=RECOMMENDATIONS[cls],
                 top_retrieved=tuple(competitors),
+                ignored_terms=ignored,
+                bm25_overlap=bm25_overlap,
             )
         )
     failed_queries = list(dict.fromkeys(f.query_id for f in failures))

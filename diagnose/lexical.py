@@ -1,7 +1,8 @@
 """BM25 baseline and term-overlap evidence.
 
 One tokenizer (:func:`tokenize`) feeds both BM25 engines and the term-overlap evidence, so a query term shown as
-"missing from the document" is exactly a term BM25 could not match.
+"missing from the document" is exactly a term BM25 could not match. The evidence leaves out the query stop words
+(:data:`QUERY_STOPWORDS`: "what", "how", "do", "i", "my", ...), which BM25 still scores.
 
 Tokenizer
 ---------
@@ -82,6 +83,36 @@ STOPWORDS_EN: frozenset[str] = frozenset({
 })
 # fmt: on
 
+#: Query-side stop words: words that shape a question rather than say what it is about. They are left out of the
+#: term-overlap evidence (:func:`term_overlap`: present/missing terms and the overlap share the failure taxonomy
+#: uses), never out of BM25, which keeps Lucene's 33 stopwords above ("how do I reset my password" is still scored
+#: on "how", "do", "i" and "my"). Taken from NLTK's English stop-word list (``nltk.corpus.stopwords``, the list of
+#: the Snowball project): its interrogatives (what which who whom when where why how), personal and possessive
+#: pronouns, forms of be/have/do, the modals it has (can will should) and the fragments its tokenizer-less list
+#: keeps for contractions ("don't" -> "don", "t"; "what's" -> "what", "s"; "I'm" -> "i", "m"), which our tokenizer
+#: produces too. Added: "whose", the modals NLTK lacks (could would shall may might must) and "please". Left out on
+#: purpose: "us" (the country), "no"/"not"/"nor" (negation carries meaning), prepositions and determiners.
+# fmt: off
+QUERY_STOPWORDS: frozenset[str] = frozenset({
+    # interrogatives
+    "what", "which", "who", "whom", "whose", "when", "where", "why", "how",
+    # personal, possessive and reflexive pronouns
+    "i", "me", "my", "mine", "myself", "we", "our", "ours", "ourselves", "you", "your", "yours", "yourself",
+    "yourselves", "he", "him", "his", "himself", "she", "her", "hers", "herself", "it", "its", "itself", "they",
+    "them", "their", "theirs", "themselves",
+    # auxiliaries: be, have, do
+    "am", "is", "are", "was", "were", "be", "been", "being", "have", "has", "had", "having", "do", "does", "did",
+    "doing",
+    # modals
+    "can", "could", "will", "would", "shall", "should", "may", "might", "must",
+    # contraction fragments
+    "s", "t", "d", "ll", "m", "re", "ve", "don", "doesn", "didn", "isn", "aren", "wasn", "weren", "hasn", "haven",
+    "hadn", "won", "wouldn", "couldn", "shouldn", "mightn", "mustn", "needn", "shan", "ain",
+    # politeness
+    "please",
+})
+# fmt: on
+
 _TOKEN_RE = re.compile(r"[^\W_]+")
 # PyStemmer's Stemmer objects are not thread-safe, and Streamlit runs pages in threads: one stemmer per thread.
 _local = threading.local()
@@ -155,8 +186,13 @@ class TermOverlap:
 
     A *term* is a distinct stem of the query (stopwords excluded). ``stems[i]`` is shown as ``query_terms[i]``:
     the distinct lowercased surface words of the query with that stem, in order of appearance, joined by "/"
-    (e.g. "statins/statin"). ``present``/``missing`` (display forms) and ``stems_present``/``stems_missing``
-    keep query order. ``overlap_ratio = len(present) / len(query_terms)``; 0.0 when the query has no terms.
+    (e.g. "statins/statin"). Query stop words (:data:`QUERY_STOPWORDS` by default: "what", "how", "do", "i",
+    "my", ...) are not terms: they are listed in ``ignored`` (display forms) / ``ignored_stems``. A stem is
+    ignored only when every surface word of the query with that stem is a query stop word.
+    ``present``/``missing`` (display forms) and ``stems_present``/``stems_missing`` keep query order.
+    ``overlap_ratio = len(present) / len(query_terms)``; 0.0 when the query has no terms.
+    ``bm25_overlap_ratio``: the same share over every term BM25 scores (the ignored ones too); it differs from
+    ``overlap_ratio`` only when something was ignored.
     """
 
     query_terms: tuple[str, ...]
@@ -166,17 +202,31 @@ class TermOverlap:
     stems_present: tuple[str, ...]
     stems_missing: tuple[str, ...]
     overlap_ratio: float
+    ignored: tuple[str, ...] = ()
+    ignored_stems: tuple[str, ...] = ()
+    bm25_overlap_ratio: float = 0.0
 
 
-def term_overlap(query: str, doc: str, *, doc_stems: Set[str] | None = None) -> TermOverlap:
-    """Split the query's terms into those found in ``doc`` and those missing, with :func:`tokenize`'s rules.
+def term_overlap(
+    query: str,
+    doc: str,
+    *,
+    doc_stems: Set[str] | None = None,
+    query_stopwords: Set[str] = QUERY_STOPWORDS,
+) -> TermOverlap:
+    """Split the query's terms into those found in ``doc`` and those missing, with :func:`tokenize`'s rules,
+    leaving out the query stop words.
 
     ``doc_stems``: the document's stems when already known (``set(tokenize([doc])[0])``, e.g. computed for many
-    documents in one :func:`tokenize` call); ``doc`` is then not read.
+    documents in one :func:`tokenize` call); ``doc`` is then not read. ``query_stopwords``: lowercased surface
+    words to leave out of the terms (default :data:`QUERY_STOPWORDS`; ``frozenset()`` gives BM25's own view,
+    where every query token BM25 scores is a term).
 
-    >>> t = term_overlap("Do statins reduce breast cancer?", "Statin use and breast-cancer survival")
-    >>> t.present, t.missing, t.overlap_ratio
-    (('statins', 'breast', 'cancer'), ('do', 'reduce'), 0.6)
+    >>> t = term_overlap("How do statins reduce breast cancer?", "Statin use and breast-cancer survival")
+    >>> t.present, t.missing, t.overlap_ratio, t.ignored
+    (('statins', 'breast', 'cancer'), ('reduce',), 0.75, ('how', 'do'))
+    >>> t.bm25_overlap_ratio  # 3 of the 6 terms BM25 scores: how, do, statin, reduc, breast, cancer
+    0.5
     """
     forms: dict[str, list[str]] = {}
     for word, stem, _, _ in _analyze(query):
@@ -185,10 +235,13 @@ def term_overlap(query: str, doc: str, *, doc_stems: Set[str] | None = None) -> 
             seen.append(word)
     if doc_stems is None:
         doc_stems = set(tokenize([doc])[0])
-    stems = tuple(forms)
-    display = {s: "/".join(forms[s]) for s in stems}
+    all_stems = tuple(forms)
+    ignored = tuple(s for s in all_stems if all(w in query_stopwords for w in forms[s]))
+    stems = tuple(s for s in all_stems if s not in ignored)
+    display = {s: "/".join(forms[s]) for s in all_stems}
     s_present = tuple(s for s in stems if s in doc_stems)
     s_missing = tuple(s for s in stems if s not in doc_stems)
+    n_bm25_present = len(s_present) + sum(1 for s in ignored if s in doc_stems)
     return TermOverlap(
         query_terms=tuple(display[s] for s in stems),
         stems=stems,
@@ -197,6 +250,9 @@ def term_overlap(query: str, doc: str, *, doc_stems: Set[str] | None = None) -> 
         stems_present=s_present,
         stems_missing=s_missing,
         overlap_ratio=len(s_present) / len(stems) if stems else 0.0,
+        ignored=tuple(display[s] for s in ignored),
+        ignored_stems=ignored,
+        bm25_overlap_ratio=n_bm25_present / len(all_stems) if all_stems else 0.0,
     )
 
 

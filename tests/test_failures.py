@@ -197,6 +197,55 @@ def test_vocabulary_mismatch_no_shared_terms():
     assert set(f.missing_terms) == {"forgot", "password"}  # "the" is a stopword
 
 
+def test_question_words_do_not_make_a_vocabulary_mismatch():
+    # same geometry as above (cos 0.3 < 0.5, dense rank 4 > k, BM25 rank 3 > k). BM25's terms of the query:
+    # how, do, i, vpn, token, expire -> 2 of 6 in the target = 0.333; without the query stop words how/do/i:
+    # 2 of 3 = 0.667. Both >= 0.2, so semantic_gap; the evidence lists only the content words.
+    ds, run, space, bm25 = world(
+        {
+            "a": ("a", [1, 0.01, 0]),
+            "b": ("b", [1, 0.02, 0]),
+            "c": ("c", [1, 0, 0.01]),
+            "t": ("vpn token lifetime policy", [0.3, 0.954, 0]),
+        },  # fmt: skip
+        ("q", "how do I fix an expired vpn token", [1, 0, 0]),
+        {"t": 1},
+        ["a", "b"],
+        [3.0, 2.0, 0.0, 1.0],
+    )
+    f = only_failure(ds, run, space, bm25)
+    assert f.cls == "semantic_gap"
+    assert f.present_terms == ("vpn", "token") and f.missing_terms == ("fix", "expired")
+    assert f.ignored_terms == ("how", "do", "i")
+    # taxonomy overlap 2 / 4 (fix, expired, vpn, token); BM25's 2 / 7 (how, do, i, fix, expir, vpn, token)
+    assert f.overlap == pytest.approx(2 / 4) and f.bm25_overlap == pytest.approx(2 / 7)
+    d = f.to_dict()
+    assert d["ignored_terms"] == ["how", "do", "i"] and d["bm25_overlap"] == pytest.approx(2 / 7)
+
+
+def test_question_words_in_the_denominator_no_longer_hide_a_match():
+    # the target shares one word ("laptop") with the query. BM25's terms (Lucene drops "a", "for"): how, do, i,
+    # get, new, laptop, my, team -> 1 / 8 = 0.125 < 0.2, which made it a vocabulary_mismatch before; without the
+    # query stop words how/do/i/my: get, new, laptop, team -> 1 / 4 = 0.25 >= 0.2, and BM25 rank 3 > k:
+    # semantic_gap
+    ds, run, space, bm25 = world(
+        {
+            "a": ("a", [1, 0.01, 0]),
+            "b": ("b", [1, 0.02, 0]),
+            "c": ("c", [1, 0, 0.01]),
+            "t": ("laptop refresh policy", [0.3, 0.954, 0]),
+        },  # fmt: skip
+        ("q", "how do I get a new laptop for my team", [1, 0, 0]),
+        {"t": 1},
+        ["a", "b"],
+        [3.0, 2.0, 0.0, 1.0],
+    )
+    f = only_failure(ds, run, space, bm25)
+    assert f.bm25_overlap == pytest.approx(1 / 8) and f.overlap == pytest.approx(1 / 4)
+    assert f.cls == "semantic_gap"
+    assert f.ignored_terms == ("how", "do", "i", "my")
+
+
 def test_semantic_gap():
     # same geometry (cos 0.3, dense rank 4) but the words overlap (vpn, token: 2 of 3 terms) and BM25 ranks t 3rd
     ds, run, space, bm25 = world(
@@ -307,6 +356,10 @@ def test_json_contract_keys():
         "dense_rank",
         "bm25_rank",
         "missing_terms",
+        "present_terms",
+        "overlap",
+        "ignored_terms",  # added with the query stop words; the keys above are unchanged
+        "bm25_overlap",
     } <= set(f)
     assert set(d["class_counts"]) == set(CLASSES)
 

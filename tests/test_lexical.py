@@ -12,7 +12,15 @@ import numpy as np
 import pytest
 
 from diagnose.data import DataError
-from diagnose.lexical import STOPWORDS_EN, BM25Index, highlight_spans, term_overlap, tokenize
+from diagnose.lexical import (
+    _TOKEN_RE,
+    QUERY_STOPWORDS,
+    STOPWORDS_EN,
+    BM25Index,
+    highlight_spans,
+    term_overlap,
+    tokenize,
+)
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 K1, B = 0.9, 0.4
@@ -223,19 +231,66 @@ def test_term_overlap_groups_surface_forms_by_stem():
     q = "Do statins and statin drugs reduce the breast-cancer risk?"
     doc = "Statin use and breast cancer survival: a cohort of drugs"
     ov = term_overlap(q, doc)
-    # query terms (stopwords and, the dropped): do, statins/statin, drugs, reduce, breast, cancer, risk -> 7
-    assert ov.query_terms == ("do", "statins/statin", "drugs", "reduce", "breast", "cancer", "risk")
-    assert ov.stems == ("do", "statin", "drug", "reduc", "breast", "cancer", "risk")
+    # BM25 terms (Lucene stopwords "and", "the" dropped): do, statins/statin, drugs, reduce, breast, cancer, risk;
+    # "do" is a query stop word, so 6 terms remain, 4 of them in the document
+    assert ov.query_terms == ("statins/statin", "drugs", "reduce", "breast", "cancer", "risk")
+    assert ov.stems == ("statin", "drug", "reduc", "breast", "cancer", "risk")
     assert ov.present == ("statins/statin", "drugs", "breast", "cancer")
-    assert ov.missing == ("do", "reduce", "risk")
+    assert ov.missing == ("reduce", "risk")
     assert ov.stems_present == ("statin", "drug", "breast", "cancer")
-    assert ov.stems_missing == ("do", "reduc", "risk")
-    assert ov.overlap_ratio == pytest.approx(4 / 7)
+    assert ov.stems_missing == ("reduc", "risk")
+    assert ov.overlap_ratio == pytest.approx(4 / 6)
+    assert ov.ignored == ("do",) and ov.ignored_stems == ("do",)
+    # BM25's view: 4 of its 7 terms are in the document ("do" is not)
+    assert ov.bm25_overlap_ratio == pytest.approx(4 / 7)
+
+
+def test_term_overlap_without_query_stopwords_is_bm25s_view():
+    # query_stopwords=frozenset(): every BM25 token is a term, as before the query stop words existed
+    q = "Do statins and statin drugs reduce the breast-cancer risk?"
+    doc = "Statin use and breast cancer survival: a cohort of drugs"
+    ov = term_overlap(q, doc, query_stopwords=frozenset())
+    assert ov.query_terms == ("do", "statins/statin", "drugs", "reduce", "breast", "cancer", "risk")
+    assert ov.missing == ("do", "reduce", "risk")
+    assert ov.ignored == ()
+    assert ov.overlap_ratio == ov.bm25_overlap_ratio == pytest.approx(4 / 7)
+
+
+def test_term_overlap_question_words_are_not_evidence():
+    q = "How can I reset my VPN password, please?"
+    doc = "You can reset the VPN token from your profile page."
+    ov = term_overlap(q, doc)
+    # BM25 terms: how, can, i, reset, my, vpn, password, pleas(e); the question words are ignored
+    assert ov.query_terms == ("reset", "vpn", "password")
+    assert ov.present == ("reset", "vpn") and ov.missing == ("password",)
+    assert ov.ignored == ("how", "can", "i", "my", "please")
+    assert ov.overlap_ratio == pytest.approx(2 / 3)
+    # BM25's view: reset, vpn and "can" (in the document too) of 8 terms: 3 / 8 -- the two views differ both ways
+    assert ov.bm25_overlap_ratio == pytest.approx(3 / 8)
+
+
+def test_term_overlap_keeps_a_stem_with_a_content_form():
+    # "can" is a query stop word but "cans" is not; both stem to "can": the term stays (shown with both forms)
+    ov = term_overlap("can I recycle cans", "recycling cans and bottles")
+    assert ov.query_terms == ("can/cans", "recycle")
+    assert ov.present == ("can/cans", "recycle") and ov.ignored == ("i",)
+
+
+def test_query_stopwords_are_lowercase_words_of_the_tokenizer():
+    # every entry is one token of the tokenizer (so a query word can match it) and lowercase
+    for w in QUERY_STOPWORDS:
+        assert w == w.lower() and _TOKEN_RE.fullmatch(w), w
+    # negations and "us" stay evidence
+    assert not {"no", "not", "nor", "us"} & QUERY_STOPWORDS
+    assert {"what", "how", "do", "i", "my", "can", "please", "whose", "could"} <= QUERY_STOPWORDS
 
 
 def test_term_overlap_empty_query():
     ov = term_overlap("the of", "anything")
     assert ov.query_terms == () and ov.overlap_ratio == 0.0
+    ov = term_overlap("what do I", "anything")  # only query stop words: no evidence either way
+    assert ov.query_terms == () and ov.overlap_ratio == 0.0 and ov.ignored == ("what", "do", "i")
+    assert ov.bm25_overlap_ratio == 0.0
 
 
 def test_highlight_spans():
