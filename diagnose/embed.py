@@ -1033,6 +1033,9 @@ def load_precomputed(
     zero and are reported (``zero_vector``). ``DataError`` for: missing file, ids/rows count mismatch, empty lines,
     duplicate ids, NaN/inf, ragged vectors, and documents and queries of different dimensions.
     """
+    from diagnose.io import check_input_files  # lazy (pandas, pyarrow): FIFOs, devices, size, permissions
+
+    check_input_files(doc_path, query_path, doc_ids_path, query_ids_path, expected="vectors (.npy/.parquet)")
     doc_ids, doc_mat = _read_side(doc_path, doc_ids_path, "doc", id_column, vector_column, report)
     query_ids, query_mat = _read_side(query_path, query_ids_path, "query", id_column, vector_column, report)
     if doc_mat.shape[1] != query_mat.shape[1]:

@@ -57,11 +57,15 @@ from __future__ import annotations
 
 import codecs
 import csv
+import errno
 import gzip
+import io as stdio
 import itertools
 import json
 import math
+import os
 import re
+import stat
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -78,10 +82,15 @@ from diagnose.data import Corpus, DataError, Dataset, Qrels, Queries, Run, Valid
 
 __all__ = [
     "CORPUS_FORMATS",
+    "DEFAULT_MAX_INPUT_BYTES",
+    "MAX_INPUT_BYTES_ENV",
     "QRELS_FORMATS",
     "QUERIES_FORMATS",
     "RUN_FORMATS",
+    "check_input_files",
+    "check_input_path",
     "load_dataset",
+    "max_input_bytes",
     "parse_run_arg",
     "read_corpus",
     "read_qrels",
@@ -188,25 +197,220 @@ def _suffixes(path: Path) -> str:
     return Path(name).suffix
 
 
-def _read_bytes(path: PathLike, expected: str) -> bytes:
-    """The file's bytes: gunzipped when it is gzip, UTF-8 BOM removed. Fatal when missing or unreadable."""
-    p = Path(path)
-    file = str(path)
-    if not p.exists():
-        raise _fatal(
+# ============================================================================================== input paths
+
+#: Environment variable that sets the largest input file read, in bytes (default :data:`DEFAULT_MAX_INPUT_BYTES`).
+MAX_INPUT_BYTES_ENV = "DIAGNOSE_MAX_INPUT_BYTES"
+DEFAULT_MAX_INPUT_BYTES = (
+    4 * 2**30
+)  # 4 GiB: a file is read whole into memory, and parsing needs a few times more
+
+
+def max_input_bytes() -> int:
+    """The size limit of one input file (and of a gzip file once decompressed, and of a corpus folder in all).
+
+    ``DIAGNOSE_MAX_INPUT_BYTES`` (a positive integer number of bytes) overrides the 4 GiB default.
+    """
+    text = os.environ.get(MAX_INPUT_BYTES_ENV, "").strip()
+    if not text:
+        return DEFAULT_MAX_INPUT_BYTES
+    if not re.fullmatch(r"[0-9]+", text) or int(text) <= 0:
+        raise DataError(
+            f"{MAX_INPUT_BYTES_ENV}={text!r} is not a positive whole number of bytes. Expected e.g. "
+            f"{MAX_INPUT_BYTES_ENV}={8 * 2**30} for 8 GiB. Fix: set it to a number of bytes, or unset it for the "
+            f"default ({_size(DEFAULT_MAX_INPUT_BYTES)})."
+        )
+    return int(text)
+
+
+def _size(n: int) -> str:
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= scale:
+            return f"{n / scale:.1f} {unit}"
+    return _plural(n, "byte")
+
+
+def _too_big_fix() -> str:
+    return (
+        f"split the file, or raise the limit with the environment variable {MAX_INPUT_BYTES_ENV} "
+        f"(e.g. {MAX_INPUT_BYTES_ENV}={8 * 2**30} for 8 GiB)"
+    )
+
+
+_NOT_REGULAR = (
+    (stat.S_ISFIFO, "is a named pipe (FIFO), not a regular file: reading it could wait forever"),
+    (stat.S_ISCHR, "is a device, not a regular file"),
+    (stat.S_ISBLK, "is a block device, not a regular file"),
+    (stat.S_ISSOCK, "is a socket, not a regular file"),
+)
+
+
+def _os_error(file: str, e: OSError, expected: str) -> DataError:
+    """A DataError for an OSError raised by stat/open/read on a user path."""
+    if isinstance(e, FileNotFoundError):
+        return _fatal(
             file, None, "file not found", None, expected, f"check the path (relative to {Path.cwd()})"
         )
-    if p.is_dir():
-        raise _fatal(file, None, "is a folder, not a file", None, expected, "pass the file inside the folder")
+    if isinstance(e, PermissionError):
+        return _fatal(
+            file,
+            None,
+            "permission denied (the file cannot be read, or a folder on its path cannot be searched)",
+            None,
+            expected,
+            "give read permission on the file and search (x) permission on every folder above it "
+            "(e.g. chmod a+r FILE, chmod a+x FOLDER), or copy the file somewhere readable",
+        )
+    if e.errno == errno.ENAMETOOLONG:
+        longest = max((len(part) for part in Path(file).parts), default=0)
+        return _fatal(
+            file,
+            None,
+            "the path is too long for the file system",
+            f"its longest name has {longest} characters, the path {len(file)}; names are limited to 255 bytes",
+            expected,
+            "rename the file (or the folder) to a shorter name",
+        )
+    if isinstance(e, NotADirectoryError):
+        return _fatal(
+            file, None, "a part of the path is a file, not a folder", None, expected, "check the path"
+        )
+    if e.errno == errno.ELOOP:
+        return _fatal(
+            file, None, "too many levels of symbolic links", None, expected, "fix the symbolic links"
+        )
+    return _fatal(
+        file,
+        None,
+        "cannot read the file",
+        e.strerror or str(e),
+        expected,
+        "check the path and its permissions",
+    )
+
+
+def _stat(path: PathLike, expected: str) -> os.stat_result | None:
+    """``os.stat(path)``; None when it does not exist; any other failure is a DataError naming the path."""
+    file = str(path)
     try:
-        raw = p.read_bytes()
+        return os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
     except OSError as e:
+        raise _os_error(file, e, expected) from None
+    except ValueError:  # a NUL character in the path
         raise _fatal(
-            file, None, "cannot read the file", e.strerror or str(e), expected, "check its permissions"
+            file, None, "the path contains a NUL character", None, expected, "check the path"
         ) from None
+
+
+def _exists(path: PathLike) -> bool:
+    """Whether ``path`` names anything; False (never an exception) when it cannot be looked up."""
+    try:
+        os.stat(path)
+    except (OSError, ValueError):
+        return False
+    return True
+
+
+def check_input_path(path: PathLike, expected: str, *, folder: bool | None = False) -> os.stat_result:
+    """Refuse, before reading, a path that cannot be read safely; returns its ``os.stat`` result.
+
+    ``folder`` False: a regular file (or a symbolic link to one) no larger than :func:`max_input_bytes`; True: a
+    folder; None: either. Named pipes (FIFOs, which may never end), devices (``/dev/zero`` never ends) and
+    sockets are refused. Failures of ``stat`` (not found, permission denied, a name too long) are DataErrors that
+    name the path and the fix.
+    """
+    file = str(path)
+    try:
+        st = os.stat(path)
+    except OSError as e:
+        raise _os_error(file, e, expected) from None
+    except ValueError:
+        raise _fatal(
+            file, None, "the path contains a NUL character", None, expected, "check the path"
+        ) from None
+    mode = st.st_mode
+    if stat.S_ISDIR(mode):
+        if folder is False:
+            raise _fatal(
+                file, None, "is a folder, not a file", None, expected, "pass the file inside the folder"
+            )
+        return st
+    if folder is True:
+        raise _fatal(file, None, "is a file, not a folder", None, expected, "pass the folder")
+    for test, what in _NOT_REGULAR:
+        if test(mode):
+            raise _fatal(
+                file,
+                None,
+                what,
+                None,
+                expected + " in a regular file",
+                "write the data to a regular file first (e.g. cat SOURCE > run.trec) and pass that file",
+            )
+    if not stat.S_ISREG(mode):
+        raise _fatal(file, None, "is not a regular file", None, expected, "pass a regular file")
+    limit = max_input_bytes()
+    if st.st_size > limit:
+        raise _fatal(
+            file,
+            None,
+            f"is {_size(st.st_size)}{f' ({st.st_size} bytes)' if st.st_size >= 1024 else ''}, more than the "
+            f"input limit of {_size(limit)}",
+            None,
+            f"input files of at most {limit} bytes",
+            _too_big_fix(),
+        )
+    return st
+
+
+def check_input_files(*paths: PathLike | None, expected: str = "a readable regular file") -> None:
+    """:func:`check_input_path` for every path that is not None (for readers outside this module)."""
+    for path in paths:
+        if path is not None:
+            check_input_path(path, expected)
+
+
+def _gunzip(raw: bytes, limit: int) -> bytes:
+    """Decompressed ``raw`` (all gzip members), read in chunks: at most ``limit + 1`` bytes (a gzip bomb stops)."""
+    chunks: list[bytes] = []
+    size = 0
+    with gzip.GzipFile(fileobj=stdio.BytesIO(raw)) as gz:
+        while size <= limit:
+            chunk = gz.read1(1 << 20)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    return b"".join(chunks)
+
+
+def _read_bytes(path: PathLike, expected: str) -> bytes:
+    """The file's bytes: gunzipped when it is gzip, UTF-8 BOM removed.
+
+    Fatal (DataError naming the path) when missing, unreadable, not a regular file, or larger than
+    :func:`max_input_bytes` (also once decompressed).
+    """
+    file = str(path)
+    check_input_path(path, expected)  # a regular file within the limit: reading it whole ends
+    limit = max_input_bytes()
+    try:
+        with open(path, "rb") as f:
+            raw = f.read()
+    except OSError as e:
+        raise _os_error(file, e, expected) from None
+    except MemoryError:
+        raise _fatal(
+            file, None, "not enough memory to read the file", None, expected, "free memory, or split the file"
+        ) from None
+    if len(raw) > limit:  # it grew after the check
+        raise _fatal(
+            file, None, f"is more than the input limit of {_size(limit)}", None, expected, _too_big_fix()
+        )
     if raw[:2] == b"\x1f\x8b":
         try:
-            raw = gzip.decompress(raw)
+            raw = _gunzip(raw, limit)
         except (OSError, EOFError, zlib.error) as e:
             raise _fatal(
                 file,
@@ -216,6 +420,19 @@ def _read_bytes(path: PathLike, expected: str) -> bytes:
                 expected,
                 "re-compress it or pass it uncompressed",
             ) from None
+        except MemoryError:
+            raise _fatal(
+                file, None, "not enough memory to decompress the file", None, expected, "free memory"
+            ) from None
+        if len(raw) > limit:
+            raise _fatal(
+                file,
+                None,
+                f"decompresses to more than the input limit of {_size(limit)}",
+                None,
+                f"input files of at most {limit} bytes once decompressed",
+                _too_big_fix(),
+            )
     if raw.startswith(codecs.BOM_UTF8):
         raw = raw[len(codecs.BOM_UTF8) :]
     elif raw.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
@@ -648,7 +865,7 @@ def parse_run_arg(arg: str) -> tuple[str, str]:
     text = str(arg).strip()
     name: str | None = None
     path = text
-    if "=" in text and not Path(text).exists():
+    if "=" in text and not _exists(text):
         head, tail = text.split("=", 1)
         if "/" not in head and "\\" not in head:
             name, path = head.strip(), tail.strip()
@@ -1486,7 +1703,7 @@ def read_corpus(
     file = str(path)
     p = Path(path)
     fields = (id_field, text_field, title_field)
-    if p.is_dir():
+    if stat.S_ISDIR(check_input_path(p, CORPUS_FORMATS, folder=None).st_mode):
         df = _read_text_folder(p, file, report)
         return _finish_records(
             df, file, report, "corpus", fields, CORPUS_ID_FIELDS, CORPUS_TEXT_FIELDS, CORPUS_TITLE_FIELDS
@@ -1513,8 +1730,7 @@ def read_queries(
     report = report if report is not None else ValidationReport()
     file = str(path)
     p = Path(path)
-    if p.is_dir():
-        raise _fatal(file, None, "is a folder", None, QUERIES_FORMATS, "pass the queries file")
+    check_input_path(p, QUERIES_FORMATS)
     if _suffixes(p) not in (".jsonl", ".json", ".ndjson", ".csv", ".parquet", ".pq"):
         raw = _clean_utf8(_read_bytes(p, QUERIES_FORMATS), file, report)
         first = _first_line(raw)
@@ -1579,9 +1795,8 @@ def _read_records(
 ) -> tuple[pd.DataFrame, Callable[[int], str]]:
     """Any record file (JSONL, CSV, TSV, Parquet) as a DataFrame of raw fields, and where record ``i`` is."""
     suffix = _suffixes(p)
-    if suffix in (".parquet", ".pq") or (p.is_file() and _starts_with(p, b"PAR1")):
-        if not p.exists():
-            _read_bytes(p, formats)
+    check_input_path(p, formats)
+    if suffix in (".parquet", ".pq") or _starts_with(p, b"PAR1"):
         try:
             return pd.read_parquet(p), lambda i: f"row {i + 1}"
         except Exception as e:  # noqa: BLE001 - pyarrow raises many types for a broken file
@@ -1695,14 +1910,32 @@ def _read_text_folder(root: Path, file: str, report: ValidationReport) -> pd.Dat
     texts: list[str] = []
     ignored: list[str] = []
     non_utf8: list[str] = []
-    for p in sorted(root.rglob("*")):
+    limit = max_input_bytes()
+    total = 0
+    for p, st in _walk_folder(root, file):
         rel = p.relative_to(root)
-        if any(part.startswith(".") for part in rel.parts) or not p.is_file():
+        if any(part.startswith(".") for part in rel.parts) or stat.S_ISDIR(st.st_mode):
+            continue
+        if not stat.S_ISREG(st.st_mode):
+            ignored.append(f"{rel.as_posix()} (not a regular file)")
             continue
         if p.suffix.lower() not in _TEXT_SUFFIXES:
             ignored.append(rel.as_posix())
             continue
-        raw = p.read_bytes()
+        total += st.st_size
+        if total > limit:
+            raise _fatal(
+                file,
+                None,
+                f"the .txt/.md files of the corpus folder add up to more than the input limit of {_size(limit)}",
+                f"at {rel.as_posix()}",
+                f"a corpus of at most {limit} bytes",
+                _too_big_fix(),
+            )
+        try:
+            raw = p.read_bytes()
+        except OSError as e:
+            raise _os_error(str(p), e, "a readable .txt or .md file in the corpus folder") from None
         if raw.startswith(codecs.BOM_UTF8):
             raw = raw[len(codecs.BOM_UTF8) :]
         try:
@@ -1736,6 +1969,29 @@ def _read_text_folder(root: Path, file: str, report: ValidationReport) -> pd.Dat
     if not ids:
         report.add("empty_file", "the corpus folder has no .txt or .md files", file=file)
     return pd.DataFrame({"doc_id": pd.Series(ids, dtype="str"), "title": titles, "text": texts})
+
+
+def _walk_folder(root: Path, file: str) -> list[tuple[Path, os.stat_result]]:
+    """Every entry below ``root`` (sorted like ``sorted(root.rglob("*"))``; symbolic links to folders are not
+    followed) with its ``os.stat``. A folder or entry that cannot be read is a DataError naming it."""
+    expected = "a corpus folder whose files and subfolders can be read"
+    out: list[tuple[Path, os.stat_result]] = []
+    errors: list[OSError] = []
+    for dirpath, dirnames, filenames in os.walk(root, onerror=errors.append):
+        if errors:
+            break
+        dirnames[:] = [d for d in dirnames if not d.startswith(".")]  # hidden folders are skipped, not walked
+        for name in (*dirnames, *filenames):
+            p = Path(dirpath) / name
+            st = _stat(p, expected)
+            if st is None:  # a dangling symbolic link
+                st = os.lstat(p)
+            out.append((p, st))
+    if errors:
+        e = errors[0]
+        raise _os_error(str(e.filename or file), e, expected)
+    out.sort(key=lambda item: item[0])
+    return out
 
 
 def _split_markdown_title(content: str) -> tuple[str, str]:
@@ -1961,22 +2217,22 @@ def load_dataset(
     report = report if report is not None else ValidationReport()
     if data_dir is not None:
         root = Path(data_dir)
-        if not root.is_dir():
+        beir = "a BEIR folder with corpus.jsonl, queries.jsonl and qrels/<split>.tsv"
+        st = _stat(root, beir)
+        if st is None or not stat.S_ISDIR(st.st_mode):
             raise DataError(
-                f"{data_dir}: {'not found' if not root.exists() else 'is a file, not a folder'}. Expected a BEIR folder "
-                "with corpus.jsonl, queries.jsonl and qrels/<split>.tsv. Fix: pass the folder path to --data, or the "
-                "files with --corpus, --queries and --qrels."
+                f"{data_dir}: {'not found' if st is None else 'is a file, not a folder'}. Expected {beir}. Fix: pass "
+                "the folder path to --data, or the files with --corpus, --queries and --qrels."
             )
-        corpus = corpus if corpus is not None else _existing(root, "corpus.jsonl")
-        queries = queries if queries is not None else _existing(root, "queries.jsonl")
+        corpus = corpus if corpus is not None else _existing(root, "corpus.jsonl", CORPUS_FORMATS)
+        queries = queries if queries is not None else _existing(root, "queries.jsonl", QUERIES_FORMATS)
         if qrels is None:
-            qrels = _existing(root / "qrels", f"{split}.tsv")
+            qrels = _existing(root / "qrels", f"{split}.tsv", QRELS_FORMATS)
             if qrels is None:
-                splits = (
-                    sorted(p.name.split(".")[0] for p in (root / "qrels").glob("*.tsv*"))
-                    if (root / "qrels").is_dir()
-                    else []
-                )
+                try:
+                    splits = sorted(p.name.split(".")[0] for p in (root / "qrels").glob("*.tsv*"))
+                except OSError:
+                    splits = []
                 have = (
                     f"available splits: {', '.join(splits)}"
                     if splits
@@ -2030,9 +2286,11 @@ def load_dataset(
     )
 
 
-def _existing(folder: Path, filename: str) -> str | None:
+def _existing(folder: Path, filename: str, expected: str) -> str | None:
+    """``folder/filename`` or its ``.gz``, when it exists and is not a folder (the reader checks it further)."""
     for candidate in (folder / filename, folder / (filename + ".gz")):
-        if candidate.is_file():
+        st = _stat(candidate, expected)
+        if st is not None and not stat.S_ISDIR(st.st_mode):
             return str(candidate)
     return None
 

@@ -192,3 +192,248 @@ def test_cli(name: str, capsys):
         assert code == 0, err
         payload = json.loads(out)
         assert _matching_warning(payload["warnings"], name, case.needles) is not None, payload["warnings"]
+
+
+# ---------------------------------------------------------------------------------------------- paths that are not
+# plain readable files: created in tmp_path (a FIFO, a device, a socket, a name too long, a folder without access)
+
+
+def _evaluate(capsys, **paths: Path | str) -> tuple[int, str]:
+    """``diagnose evaluate`` on the companions, with ``paths`` (corpus/queries/qrels/run) replaced."""
+    from diagnose.cli import main
+
+    p: dict[str, Path | str] = {
+        "corpus": COMP / "corpus.jsonl",
+        "queries": COMP / "queries.jsonl",
+        "qrels": COMP / "qrels.tsv",
+        "run": COMP / "run.trec",
+    }
+    p.update(paths)
+    argv = ["evaluate", "--format", "json"]
+    for role in ("qrels", "queries", "corpus", "run"):
+        argv += [f"--{role}", str(p[role])]
+    code = main(argv)
+    _, err = capsys.readouterr()
+    return code, err
+
+
+def _assert_refused(code: int, err: str, *needles: str) -> None:
+    assert code == 2, err
+    assert err.startswith("error: ") and "Traceback" not in err, err
+    for needle in needles:
+        assert needle in err, err
+    assert "Fix:" in err, err
+
+
+def _unblock_fifo_later(fifo: Path, every: float = 2.0, times: int = 30) -> None:
+    """Open the FIFO for writing every ``every`` s, so a reader that opened it (the old bug) gets EOF, not a hang."""
+    import os
+    import threading
+    import time
+
+    def poke() -> None:
+        for _ in range(times):
+            time.sleep(every)
+            try:
+                fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+            except OSError:  # nobody is reading (or the FIFO is gone): nothing to unblock
+                continue
+            os.close(fd)
+
+    threading.Thread(target=poke, daemon=True).start()
+
+
+@pytest.mark.parametrize("role", ["run", "qrels", "corpus", "queries"])
+def test_cli_refuses_a_fifo_instead_of_waiting_forever(tmp_path, capsys, role):
+    import os
+
+    fifo = tmp_path / f"{role}.fifo"
+    os.mkfifo(fifo)
+    _unblock_fifo_later(fifo)
+    code, err = _evaluate(capsys, **{role: fifo})
+    _assert_refused(code, err, str(fifo), "named pipe (FIFO)", "regular file")
+
+
+@pytest.mark.parametrize("role", ["run", "qrels"])
+def test_cli_refuses_a_device(capsys, role):
+    # /dev/null, not /dev/zero: before the fix a device was read in-process (an empty run for /dev/null; /dev/zero
+    # until memory ran out, see the subprocess test below)
+    code, err = _evaluate(capsys, **{role: "/dev/null"})
+    _assert_refused(code, err, "/dev/null", "device", "regular file")
+
+
+def test_cli_dev_zero_under_a_memory_limit_is_exit_2_not_memory_error(tmp_path):
+    import resource
+    import subprocess
+    import sys
+
+    def limit() -> None:  # 3 GiB of address space: reading /dev/zero whole would raise MemoryError
+        resource.setrlimit(resource.RLIMIT_AS, (3 * 2**30, 3 * 2**30))
+
+    script = (
+        "import sys; from diagnose.cli import main; "
+        f"sys.exit(main(['evaluate', '--qrels', {str(COMP / 'qrels.tsv')!r}, '--run', '/dev/zero']))"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, preexec_fn=limit
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert "/dev/zero" in proc.stderr and "device" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_cli_refuses_a_socket(capsys):
+    import socket
+    import tempfile
+
+    with tempfile.TemporaryDirectory(dir="/tmp") as d:  # AF_UNIX paths are limited to ~108 bytes
+        path = Path(d) / "s.trec"
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            sock.bind(str(path))
+            code, err = _evaluate(capsys, run=path)
+        finally:
+            sock.close()
+    _assert_refused(code, err, str(path), "socket")
+
+
+@pytest.mark.parametrize("role", ["run", "qrels", "corpus", "queries"])
+def test_cli_refuses_a_file_name_too_long(tmp_path, capsys, role):
+    long = tmp_path / ("x" * 300 + ".trec")  # names are limited to 255 bytes: ENAMETOOLONG
+    code, err = _evaluate(capsys, **{role: long})
+    _assert_refused(code, err, "x" * 40, "too long", "305 characters", "shorter name")
+
+
+def test_cli_refuses_a_run_name_too_long_with_equals(tmp_path, capsys):
+    # NAME=PATH with an over-long argument: parse_run_arg's exists() used to raise OSError
+    code, err = _evaluate(capsys, run="r=" + str(tmp_path / ("y" * 300 + ".trec")))
+    _assert_refused(code, err, "too long")
+
+
+def test_cli_refuses_a_data_folder_name_too_long(tmp_path, capsys):
+    from diagnose.cli import main
+
+    code = main(["evaluate", "--data", str(tmp_path / ("z" * 300)), "--run", str(COMP / "run.trec")])
+    _, err = capsys.readouterr()
+    _assert_refused(code, err, "too long")
+
+
+def _deny_under(monkeypatch, folder: Path) -> None:
+    """Make every stat/open below ``folder`` fail with EACCES, as for a folder without search (x) permission.
+
+    (The tests run as root here, where chmod does not deny anything; test_cli_permission_denied_for_real does
+    the same with chmod when not root.)
+    """
+    import builtins
+    import errno
+    import io as stdio
+    import os
+
+    prefix = str(folder) + os.sep
+
+    def denied(path) -> bool:
+        return isinstance(path, str | os.PathLike) and os.fspath(path).startswith(prefix)
+
+    def raise_for(path):
+        raise PermissionError(errno.EACCES, "Permission denied", os.fspath(path))
+
+    real_stat, real_open, real_os_open = os.stat, builtins.open, os.open
+    real_scandir = os.scandir
+
+    def stat(path, *args, **kwargs):
+        return raise_for(path) if denied(path) else real_stat(path, *args, **kwargs)
+
+    def open_(path, *args, **kwargs):
+        return raise_for(path) if denied(path) else real_open(path, *args, **kwargs)
+
+    def os_open(path, *args, **kwargs):
+        return raise_for(path) if denied(path) else real_os_open(path, *args, **kwargs)
+
+    def scandir(path=".", *args, **kwargs):
+        return (
+            raise_for(path)
+            if denied(os.path.join(os.fspath(path), ""))
+            else real_scandir(path, *args, **kwargs)
+        )
+
+    monkeypatch.setattr(os, "stat", stat)
+    monkeypatch.setattr(builtins, "open", open_)
+    monkeypatch.setattr(stdio, "open", open_)
+    monkeypatch.setattr(os, "open", os_open)
+    monkeypatch.setattr(os, "scandir", scandir)
+
+
+@pytest.mark.parametrize("role", ["run", "qrels", "corpus", "queries"])
+def test_cli_permission_denied_names_the_path_and_the_fix(tmp_path, capsys, monkeypatch, role):
+    import shutil
+
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    name = {"run": "run.trec", "qrels": "qrels.tsv", "corpus": "corpus.jsonl", "queries": "queries.jsonl"}[
+        role
+    ]
+    shutil.copy(COMP / name, locked / name)
+    _deny_under(monkeypatch, locked)
+    code, err = _evaluate(capsys, **{role: locked / name})
+    _assert_refused(code, err, str(locked / name), "permission denied", "chmod")
+
+
+def test_cli_permission_denied_in_a_corpus_folder(tmp_path, capsys, monkeypatch):
+    folder = tmp_path / "docs"
+    (folder / "locked").mkdir(parents=True)
+    for i in range(1, 6):
+        (folder / f"d{i}.txt").write_text(f"document {i}")
+    (folder / "locked" / "d6.txt").write_text("document 6")
+    _deny_under(monkeypatch, folder / "locked")
+    code, err = _evaluate(capsys, corpus=folder)
+    _assert_refused(code, err, "locked", "permission denied")
+
+
+def test_cli_permission_denied_on_a_data_folder(tmp_path, capsys, monkeypatch):
+    from diagnose.cli import main
+
+    (tmp_path / "locked" / "beir").mkdir(parents=True)
+    _deny_under(monkeypatch, tmp_path / "locked")
+    code = main(["evaluate", "--data", str(tmp_path / "locked" / "beir"), "--run", str(COMP / "run.trec")])
+    _, err = capsys.readouterr()
+    _assert_refused(code, err, "locked", "permission denied")
+
+
+@pytest.mark.skipif(
+    not hasattr(__import__("os"), "geteuid") or __import__("os").geteuid() == 0, reason="root"
+)
+def test_cli_permission_denied_for_real(tmp_path, capsys):
+    import shutil
+
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    shutil.copy(COMP / "run.trec", locked / "run.trec")
+    locked.chmod(0o600)  # no search permission: stat of the file inside fails with EACCES
+    try:
+        code, err = _evaluate(capsys, run=locked / "run.trec")
+    finally:
+        locked.chmod(0o700)
+    _assert_refused(code, err, "permission denied")
+
+
+def test_cli_refuses_a_file_over_the_size_limit(tmp_path, capsys, monkeypatch):
+    run = tmp_path / "big.trec"
+    run.write_bytes((COMP / "run.trec").read_bytes() * 20)  # 1,600 bytes; every companion is under 1,000
+    monkeypatch.setenv("DIAGNOSE_MAX_INPUT_BYTES", "1000")
+    code, err = _evaluate(capsys, run=run)
+    _assert_refused(code, err, "big.trec", "1600 bytes", "DIAGNOSE_MAX_INPUT_BYTES")
+
+
+def test_cli_refuses_a_gzip_that_decompresses_over_the_limit(tmp_path, capsys, monkeypatch):
+    import gzip
+
+    run = tmp_path / "run.trec.gz"
+    run.write_bytes(gzip.compress((COMP / "run.trec").read_bytes() * 20))  # 1,600 bytes, ~100 compressed
+    monkeypatch.setenv("DIAGNOSE_MAX_INPUT_BYTES", "1000")
+    code, err = _evaluate(capsys, run=run)
+    _assert_refused(code, err, "run.trec.gz", "decompress", "DIAGNOSE_MAX_INPUT_BYTES")
+
+
+def test_cli_rejects_a_bad_size_limit(capsys, monkeypatch):
+    monkeypatch.setenv("DIAGNOSE_MAX_INPUT_BYTES", "lots")
+    code, err = _evaluate(capsys)
+    _assert_refused(code, err, "DIAGNOSE_MAX_INPUT_BYTES", "'lots'")

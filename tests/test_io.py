@@ -652,7 +652,11 @@ BIG = "99999999999999999999999"  # 23 digits: more than int64 (19 digits) holds
         ("q.trec", f"q 0 a 1\nq 0 b -{BIG}\n", 2),
         ("q.trec", "q 0 a 1\nq 0 b 9223372036854775808\n", 2),  # 2**63: one past the int64 maximum
         ("q.trec", "q 0 a 1\nq 0 b 1e30\n", 2),  # an integral float that no int64 holds
-        ("q.jsonl", f'{{"query_id": "q", "relevant": {{"a": 1}}}}\n{{"query_id": "q", "relevant": {{"b": {BIG}}}}}\n', 2),
+        (
+            "q.jsonl",
+            f'{{"query_id": "q", "relevant": {{"a": 1}}}}\n{{"query_id": "q", "relevant": {{"b": {BIG}}}}}\n',
+            2,
+        ),
         ("q.jsonl", '{"query_id": "q", "relevant": {"b": ' + "1" + "0" * 400 + "}}\n", 1),  # > float max
         ("q.jsonl", '{"query_id": "q", "relevant": {"b": "' + BIG + '"}}\n', 1),
     ],
@@ -669,7 +673,9 @@ def test_qrels_grade_at_the_int64_limits_is_kept(tmp_path, both_paths):
     assert read_qrels(f).df["relevance"].tolist() == [2**63 - 1, -(2**63)]
 
 
-@pytest.mark.parametrize("digits", [400, 5000])  # 400: overflows a float; 5000: past Python's int-parsing limit
+@pytest.mark.parametrize(
+    "digits", [400, 5000]
+)  # 400: overflows a float; 5000: past Python's int-parsing limit
 def test_jsonl_score_too_large_for_a_float_is_fatal(tmp_path, digits):
     huge = "1" + "0" * (digits - 1)
     f = _write(
@@ -686,3 +692,86 @@ def test_jsonl_huge_integer_id_is_fatal_not_a_crash(tmp_path):
     f = _write(tmp_path / "r.jsonl", '{"query_id": ' + "9" * 5000 + ', "doc_ids": ["a"]}\n')
     with pytest.raises(DataError, match=r"r\.jsonl:1: "):
         read_run(f)
+
+
+def _fifo(path: Path) -> Path:
+    """A FIFO at ``path``, opened for writing every 2 s so a reader that opened it gets EOF instead of a hang."""
+    import os
+    import threading
+    import time
+
+    os.mkfifo(path)
+
+    def poke() -> None:
+        for _ in range(30):
+            time.sleep(2)
+            try:
+                os.close(os.open(path, os.O_WRONLY | os.O_NONBLOCK))
+            except OSError:
+                continue
+
+    threading.Thread(target=poke, daemon=True).start()
+    return path
+
+
+def test_corpus_folder_counts_entries_that_are_not_regular_files(tmp_path):
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "a.txt").write_text("alpha")
+    _fifo(folder / "pipe.txt")
+    report = ValidationReport()
+    corpus = read_corpus(folder, report=report)
+    assert corpus.df["doc_id"].tolist() == ["a.txt"]
+    (p,) = report.by_code("ignored_files")
+    assert p.examples == ("pipe.txt (not a regular file)",)
+
+
+def test_corpus_folder_total_size_is_limited(tmp_path, monkeypatch):
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    for name in ("a.txt", "b.txt"):
+        (folder / name).write_text("x" * 600)
+    monkeypatch.setenv("DIAGNOSE_MAX_INPUT_BYTES", "1000")  # each file fits, the two together do not
+    with pytest.raises(
+        DataError, match=r"docs: .*more than the input limit.*at b\.txt.*DIAGNOSE_MAX_INPUT_BYTES"
+    ):
+        read_corpus(folder)
+
+
+def test_precomputed_vectors_refuse_a_fifo(tmp_path):
+    from diagnose.embed import load_precomputed
+
+    doc = tmp_path / "docs.npy"
+    np.save(doc, np.eye(2, dtype=np.float32))
+    ids = _write(tmp_path / "ids.txt", "a\nb\n")
+    fifo = _fifo(tmp_path / "queries.npy")
+    with pytest.raises(DataError, match=r"queries\.npy: is a named pipe \(FIFO\)"):
+        load_precomputed(doc, fifo, ids, ids)
+
+
+@pytest.mark.parametrize("value", ["lots", "0", "-5", "1e9", "８"])
+def test_max_input_bytes_env_must_be_a_positive_integer(monkeypatch, value):
+    monkeypatch.setenv("DIAGNOSE_MAX_INPUT_BYTES", value)
+    with pytest.raises(DataError, match="DIAGNOSE_MAX_INPUT_BYTES=.*Fix:"):
+        read_run(FIX / "run.trec")
+
+
+def test_max_input_bytes_env_raises_or_lowers_the_limit(monkeypatch):
+    monkeypatch.delenv("DIAGNOSE_MAX_INPUT_BYTES", raising=False)
+    assert dio.max_input_bytes() == dio.DEFAULT_MAX_INPUT_BYTES == 4 * 2**30
+    monkeypatch.setenv("DIAGNOSE_MAX_INPUT_BYTES", str(8 * 2**30))
+    assert dio.max_input_bytes() == 8 * 2**30
+    size = (FIX / "run.trec").stat().st_size
+    monkeypatch.setenv("DIAGNOSE_MAX_INPUT_BYTES", str(size))  # exactly the size: allowed
+    assert len(read_run(FIX / "run.trec")) == 6
+    monkeypatch.setenv("DIAGNOSE_MAX_INPUT_BYTES", str(size - 1))
+    with pytest.raises(
+        DataError, match=rf"run\.trec: is {size} bytes, more than the input limit of {size - 1} bytes"
+    ):
+        read_run(FIX / "run.trec")
+
+
+def test_parse_run_arg_survives_paths_the_os_refuses():
+    long = "n=" + "x" * 300 + ".trec"
+    assert parse_run_arg(long) == ("n", "x" * 300 + ".trec")
+    assert parse_run_arg("n=a\0b.trec") == ("n", "a\0b.trec")
