@@ -14,10 +14,11 @@ checked format (same keys, same float32 rows), and one warm-up run per tree fill
 processes then alternate old/new/new/old (ABBA) so that load from other users of the shared CPU falls on both
 sides; wall time and child CPU time (user + sys) are reported, medians over ``--repeats`` per side. The two trees'
 JSON outputs are compared (they must be identical). A second, in-process measurement times just the cache reads
-(``VectorSpace.build`` + ``BM25Index.build``) the same way.
+(``VectorSpace.build`` + ``BM25Index.build``) the same way. ``--store-rows N`` adds the scale case of
+``bench_encode.py`` in both trees: ``RowStore.get`` of N random 384-d rows (one shard) from a new store object.
 
     python bench/bench_cache.py --old-tree /tmp/old_tree --new-tree /tmp/new_tree \\
-        --old-cache /tmp/nfc_cache --run /tmp/nfc_runs/bm25.trec --repeats 7
+        --old-cache /tmp/nfc_cache --run /tmp/nfc_runs/bm25.trec --repeats 7 [--store-rows 100000]
 """
 
 from __future__ import annotations
@@ -72,6 +73,25 @@ assert not ds.report.by_code("cache_corrupt"), [p.message for p in ds.report]
 print(t2 - t1, t3 - t2)
 """
 
+STORE = r"""
+import statistics, sys, tempfile, time
+from pathlib import Path
+import numpy as np
+from diagnose.cache import RowStore, text_key
+n = int(sys.argv[1])
+rows = np.random.default_rng(0).normal(size=(n, 384)).astype(np.float32)
+keys = [text_key(str(i)) for i in range(n)]
+with tempfile.TemporaryDirectory() as tmp:
+    RowStore(Path(tmp), width=384).put(keys, rows)
+    times = []
+    for _ in range(5):
+        t0 = time.perf_counter()
+        found, _ = RowStore(Path(tmp), width=384).get(keys)
+        times.append(time.perf_counter() - t0)
+        assert found.all()
+print(statistics.median(times))
+"""
+
 
 def run(cmd: list[str], tree: Path) -> tuple[float, float, str]:
     """(wall s, child CPU s, stdout) of one process importing ``diagnose`` from ``tree``."""
@@ -95,6 +115,7 @@ def main() -> None:
     ap.add_argument("--new-tree", default=ROOT, type=Path)
     ap.add_argument("--old-cache", required=True, type=Path, help="warm cache written by the old tree")
     ap.add_argument("--repeats", type=int, default=7)
+    ap.add_argument("--store-rows", type=int, default=0, help="also time RowStore.get of this many rows")
     args = ap.parse_args()
     for tree in (args.old_tree, args.new_tree):
         probe = run([sys.executable, "-c", "import diagnose; print(diagnose.__file__)"], tree)[2].strip()
@@ -143,6 +164,11 @@ def main() -> None:
         v = statistics.median(x[0] for x in reads[side])
         b = statistics.median(x[1] for x in reads[side])
         print(f"  {side}: vectors {v * 1000:.0f} ms, BM25 index {b * 1000:.0f} ms")
+    if args.store_rows:
+        print(f"RowStore.get of {args.store_rows:,} x 384 rows from a new store object, median of 5:")
+        for side in ("old", "new", "old", "new"):
+            out = run([sys.executable, "-c", STORE, str(args.store_rows)], trees[side])[2]
+            print(f"  {side}: {float(out) * 1000:.0f} ms")
     shutil.rmtree(work, ignore_errors=True)
 
 
