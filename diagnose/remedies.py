@@ -1,0 +1,380 @@
+"""Recommendations proven on the data: apply each failure class's offline remedy and count what it recovers and breaks.
+
+:mod:`diagnose.failures` says *why* each failed query failed and what usually helps. This module tries the remedies
+that can run without a new model or new judgements, on the same golden set, and reports for each failure class:
+
+- ``failures``: the failures of that class. With ``mode="hit"`` a failure is a failed **query** (distinct query ids
+  among the class's (query, target) pairs: a query with two missed targets of one class counts once, a query whose
+  targets fall in two classes counts in both); with ``mode="recall"`` a failure is a missed (query, target) pair,
+  as in :attr:`diagnose.failures.Diagnosis.class_counts`.
+- ``recovered``: how many of them the remedied run fixes at k: with ``mode="hit"`` the query gets a relevant
+  document (grade > 0) in its top k; with ``mode="recall"`` the missed target enters the top k.
+- ``lost_hits``: over **all** golden queries, how many were hits at k in the run (a relevant document in the top k,
+  ``hit_rate@k = 1``) and are not in the remedied run: what the remedy breaks, whatever the class.
+- ``mean_diff`` and ``p_value``: the mean per-query difference ``metric(remedied) - metric(run)`` over all golden
+  queries (``metric`` defaults to ``hit_rate@k``) and the two-sided paired randomization test of it
+  (:func:`diagnose.stats.randomization_test`, 10,000 sign flips, seeded; exact when few queries differ). Golden
+  queries are those with a relevant document in the qrels (:func:`diagnose.metrics.evaluate`'s convention: a query
+  missing from a run scores 0).
+
+The remedy per class (the first column of :data:`REMEDIES`):
+
+========================  ==================================================================================
+``vocabulary_mismatch``   hybrid: reciprocal rank fusion (k=60, :func:`diagnose.fusion.rrf`) of the run and BM25
+``index_gap``             exact dense search with the embedding model (the dense baseline run replaces the run)
+``near_miss``             the run's top ``rerank_depth_factor * k`` reranked by exact cosine (:func:`cosine_rerank`)
+``ranking_failure``       the same cosine rerank (the target is findable; the rerank tests whether the model
+                          would put it higher than the run did)
+``label_gap``             not a retrieval remedy: judge the near-duplicate the run found (``recovered`` is None)
+``semantic_gap``          no offline remedy: fine-tuning on in-domain pairs or enriching the documents needs work
+``missing_document``      no offline remedy: the data is wrong (re-ingest the document or fix the qrels)
+========================  ==================================================================================
+
+A remedy is a whole-run change: hybrid or the rerank also reorders the queries that did not fail, which is what
+``lost_hits`` and the paired test measure. The cosine rerank is exact search's ordering restricted to what the run
+retrieved; with the same embedding model as the run it mostly undoes the approximate index's reordering, with
+another model it is a cheap bi-encoder reranker (a cross-encoder would do better; it is not offline-free).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from diagnose.data import DataError, Dataset, Run
+from diagnose.failures import CLASSES, Diagnosis, FailureMode
+from diagnose.space import VectorSpace
+
+#: class id -> (remedy id, remedy as the table shows it, what to do instead when no remedy runs offline).
+#: Remedy ids: "hybrid", "dense", "rerank", "judge", "none".
+REMEDIES: dict[str, tuple[str, str, str]] = {
+    "missing_document": (
+        "none",
+        "no offline remedy",
+        "fix the data: re-ingest the document or correct the qrels",
+    ),
+    "label_gap": ("judge", "judge it", "not retrieval failures: judge the near-duplicates the run retrieved"),
+    "near_miss": ("rerank", "cosine rerank of the top {depth}", ""),
+    "index_gap": ("dense", "exact dense search", ""),
+    "vocabulary_mismatch": ("hybrid", "hybrid (RRF k=60 of the run and BM25)", ""),
+    "semantic_gap": ("none", "no offline remedy", "fine-tune the embedding model or enrich the documents"),
+    "ranking_failure": ("rerank", "cosine rerank of the top {depth}", ""),
+}
+
+RRF_K = 60
+
+#: Columns of :meth:`Remedies.table`.
+TABLE_COLUMNS = ("class", "failures", "remedy", "recovered", "lost_hits", "mean_diff", "p_value")
+
+
+@dataclass(frozen=True)
+class RemedyResult:
+    """One failure class and its remedy, measured (see the module docstring for every definition).
+
+    ``remedy_id``: "hybrid", "dense", "rerank", "judge" or "none". For "judge" and "none", and for a remedy whose
+    input was not given (``available`` False, ``note`` says which), ``recovered``, ``lost_hits``, ``mean_diff`` and
+    ``p_value`` are None. ``recovered_ids``: the recovered failures (query ids in hit mode, "query_id/doc_id" in
+    recall mode); ``lost_ids``: the golden queries the remedy turns from hit to miss.
+    """
+
+    cls: str
+    failures: int
+    remedy_id: str
+    remedy: str
+    recovered: int | None
+    lost_hits: int | None
+    mean_diff: float | None
+    p_value: float | None
+    metric: str
+    advice: str = ""
+    available: bool = True
+    note: str = ""
+    recovered_ids: tuple[str, ...] = ()
+    lost_ids: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "class": self.cls,
+            "failures": self.failures,
+            "remedy_id": self.remedy_id,
+            "remedy": self.remedy,
+            "recovered": self.recovered,
+            "lost_hits": self.lost_hits,
+            "mean_diff": self.mean_diff,
+            "p_value": self.p_value,
+            "metric": self.metric,
+            "advice": self.advice,
+            "available": self.available,
+            "note": self.note,
+            "recovered_ids": list(self.recovered_ids),
+            "lost_ids": list(self.lost_ids),
+        }
+
+    def sentence(self, k: int, unit: str = "failures") -> str:
+        """One line for a person: what the remedy would do, with its evidence."""
+        c = self.cls
+        if self.remedy_id == "judge":
+            return f"{self.failures} {c} {unit}: judge it ({self.advice}; the golden set is probably incomplete)."
+        if self.remedy_id == "none":
+            return f"{self.failures} {c} {unit}: no offline remedy ({self.advice})."
+        if not self.available:
+            return f"{self.failures} {c} {unit}: {self.remedy} not tried ({self.note})."
+        direction = f"{self.mean_diff:+.3f}" if self.mean_diff is not None else "n/a"
+        return (
+            f"{self.remedy} would recover {self.recovered} of {self.failures} {c} {unit} and lose "
+            f"{self.lost_hits} hit{'s' if self.lost_hits != 1 else ''} (mean {self.metric} difference {direction}, "
+            f"paired randomization test on {self.metric}: p = {_fmt_p(self.p_value)})."
+        )
+
+
+def _fmt_p(p: float | None) -> str:
+    if p is None:
+        return "n/a"
+    return f"{p:.3g}" if p >= 0.001 else f"{p:.1g}"
+
+
+@dataclass(frozen=True)
+class Remedies:
+    """Every failure class of one run with its remedy measured: ``rows`` in taxonomy order (:data:`CLASSES`).
+
+    ``hits``: golden queries the run hits at k (the ceiling of ``lost_hits``); ``n_queries``: golden queries;
+    ``runs``: the remedied runs by remedy id ("hybrid", "dense", "rerank"), for a closer look.
+    """
+
+    run: str
+    k: int
+    mode: FailureMode
+    metric: str
+    n_queries: int
+    hits: int
+    rows: tuple[RemedyResult, ...]
+    runs: Mapping[str, Run] = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def unit(self) -> str:
+        return "failures" if self.mode == "hit" else "missed documents"
+
+    def row(self, cls: str) -> RemedyResult:
+        for r in self.rows:
+            if r.cls == cls:
+                return r
+        raise KeyError(cls)
+
+    def table(self) -> pd.DataFrame:
+        """One row per failure class: ``class, failures, remedy, recovered, lost_hits, mean_diff, p_value``."""
+        data = [{c: r.to_dict()[c] for c in TABLE_COLUMNS} for r in self.rows]
+        table = pd.DataFrame(data, columns=list(TABLE_COLUMNS))
+        # None stays a missing value (<NA>) in integer columns rather than turning them into floats
+        return table.astype(
+            {"recovered": "Int64", "lost_hits": "Int64", "mean_diff": "Float64", "p_value": "Float64"}
+        )
+
+    def sentences(self, *, include_empty: bool = False) -> list[str]:
+        """One sentence per class that has failures (every class with ``include_empty``), e.g. "hybrid (RRF k=60 of
+        the run and BM25) would recover 14 of 23 vocabulary_mismatch failures and lose 3 hits (...: p = 0.012)"."""
+        return [r.sentence(self.k, self.unit) for r in self.rows if include_empty or r.failures > 0]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "run": self.run,
+            "k": self.k,
+            "mode": self.mode,
+            "metric": self.metric,
+            "n_queries": self.n_queries,
+            "hits": self.hits,
+            "remedies": [r.to_dict() for r in self.rows],
+            "sentences": self.sentences(),
+        }
+
+
+# ------------------------------------------------------------------------------------------ the rerank
+
+
+def cosine_rerank(run: Run, space: VectorSpace, depth: int, *, name: str | None = None) -> Run:
+    """The run with each query's top ``depth`` documents reordered by exact cosine to the query.
+
+    Score of a reranked row = cos(query, document) from ``space`` (float32 dot product of L2-normalised rows, stored
+    as float64); order by cosine descending, ties by doc id descending (trec_eval's order). Edge cases:
+
+    - a document of the top ``depth`` without a vector (not in the corpus) scores -2.0, below every cosine;
+    - rows below ``depth`` keep their order after the reranked ones, with score ``-2.0 - rank`` (their original
+      rank), so the score order is the rank order and the run survives a round trip through a TREC file;
+    - a query without a vector keeps its order; all its rows get ``-2.0 - rank``.
+
+    Ranks are renumbered 1..n per query; queries keep their order. ``name`` defaults to ``"<run> (cosine rerank)"``.
+    """
+    if isinstance(depth, bool) or not isinstance(depth, int | np.integer) or depth < 1:
+        raise DataError(f"depth must be a positive integer, got {depth!r}.", param="depth")
+    df = run.df
+    qids = df["query_id"].to_numpy(dtype=object)
+    docs = df["doc_id"].to_numpy(dtype=object)
+    ranks = df["rank"].to_numpy(dtype=np.int64)
+    q_row = np.fromiter((space.query_row.get(q, -1) for q in qids), dtype=np.int64, count=len(qids))
+    d_row = np.fromiter((space.doc_row.get(d, -1) for d in docs), dtype=np.int64, count=len(docs))
+    top = (ranks <= depth) & (q_row >= 0)
+    known = top & (d_row >= 0)
+    score = -2.0 - ranks.astype(np.float64)
+    score[top] = -2.0
+    if known.any():
+        cos = np.einsum("ij,ij->i", space.query_vecs[q_row[known]], space.doc_vecs[d_row[known]])
+        score[known] = cos.astype(np.float32).astype(np.float64)
+    order_q = pd.Categorical(qids, categories=pd.unique(qids), ordered=True)
+    out = pd.DataFrame({"_q": order_q, "query_id": qids, "doc_id": docs, "score": score + 0.0})
+    out = out.sort_values(["_q", "score", "doc_id"], ascending=[True, False, False], kind="mergesort")
+    out["rank"] = out.groupby("_q", observed=True).cumcount().to_numpy(dtype=np.int64) + 1
+    out = out.drop(columns="_q").reset_index(drop=True)
+    out["query_id"] = out["query_id"].astype(object)
+    out["doc_id"] = out["doc_id"].astype(object)
+    return Run(
+        name or f"{run.name} (cosine rerank)",
+        out,
+        source=f"{run.name}, top {depth} reranked by {space.model}",
+    )
+
+
+# ------------------------------------------------------------------------------------------ proving
+
+
+def _top_pairs(run: Run, k: int) -> set[tuple[str, str]]:
+    top = run.top(k)
+    return set(zip(top["query_id"].tolist(), top["doc_id"].tolist(), strict=True))
+
+
+def prove_remedies(
+    ds: Dataset,
+    run: Run,
+    diagnosis: Diagnosis,
+    *,
+    space: VectorSpace | None = None,
+    bm25_run: Run | None = None,
+    dense_run: Run | None = None,
+    k: int | None = None,
+    mode: FailureMode | None = None,
+    metric: str | None = None,
+    rerank_depth_factor: int = 3,
+    n_resamples: int = 10_000,
+    seed: int = 0,
+) -> Remedies:
+    """Apply each failure class's offline remedy to ``run`` and measure it (module docstring: every definition).
+
+    ``diagnosis``: :func:`diagnose.failures.diagnose_run` of this run; ``k`` and ``mode`` default to its own and
+    must match it when given. ``bm25_run`` (the BM25 baseline over the golden queries), ``dense_run`` (exact dense
+    search) and ``space`` (for the cosine rerank) are optional: a remedy whose input is missing is reported as not
+    tried, not silently skipped. ``metric``: the metric of the paired test (default ``hit_rate@k``; any name of
+    :mod:`diagnose.metrics`, e.g. ``"ndcg@10"``). Pure: nothing is encoded or indexed here.
+    """
+    from diagnose.fusion import rrf
+    from diagnose.metrics import evaluate, expand_metrics
+    from diagnose.stats import randomization_test
+
+    k = diagnosis.k if k is None else k
+    mode = diagnosis.mode if mode is None else mode
+    if k != diagnosis.k or mode != diagnosis.mode:
+        raise DataError(
+            f"The diagnosis was made at k={diagnosis.k}, mode {diagnosis.mode!r}; the remedies were asked at k={k}, "
+            f"mode {mode!r}. Diagnose the run at the same k and mode.",
+            param="k" if k != diagnosis.k else "failure",
+        )
+    if diagnosis.run != run.name:
+        raise DataError(f"The diagnosis is of run {diagnosis.run!r}, not of {run.name!r}.", param="run")
+    if (
+        isinstance(rerank_depth_factor, bool)
+        or not isinstance(rerank_depth_factor, int)
+        or rerank_depth_factor < 1
+    ):
+        raise DataError(
+            f"rerank_depth_factor must be a positive integer, got {rerank_depth_factor!r}.",
+            param="rerank_depth_factor",
+        )
+    hit_name = f"hit_rate@{k}"
+    metric_name = expand_metrics([metric], [k])[0] if metric else hit_name
+    names = list(dict.fromkeys([hit_name, metric_name]))
+    base = evaluate(ds.qrels, run, names).per_query
+    golden = list(base.index)
+    hits_before = base[hit_name] > 0
+
+    depth = rerank_depth_factor * k
+    missing_input = {"hybrid": "pass bm25_run", "dense": "pass dense_run", "rerank": "pass space"}
+    builders = {
+        "hybrid": (lambda: rrf([run, bm25_run], k=RRF_K, name=f"{run.name}+bm25 (RRF)"))
+        if bm25_run
+        else None,
+        "dense": (lambda: dense_run) if dense_run else None,
+        "rerank": (lambda: cosine_rerank(run, space, depth)) if space is not None else None,
+    }
+    remedied: dict[str, Run] = {}
+    measured: dict[str, tuple[pd.DataFrame, set[tuple[str, str]], float, float, tuple[str, ...]]] = {}
+
+    def measure(rid: str) -> tuple[pd.DataFrame, set[tuple[str, str]], float, float, tuple[str, ...]]:
+        if rid not in measured:
+            r = builders[rid]()
+            remedied[rid] = r
+            pq = evaluate(ds.qrels, r, names).per_query.reindex(golden, fill_value=0.0)
+            a, b = base[metric_name], pq[metric_name]
+            mean_diff = float((b - a).mean())
+            p = randomization_test(a, b, n_resamples=n_resamples, seed=seed)
+            lost = tuple(str(q) for q in golden if hits_before[q] and not pq.at[q, hit_name] > 0)
+            measured[rid] = (pq, _top_pairs(r, k), mean_diff, p, lost)
+        return measured[rid]
+
+    by_class: dict[str, list[tuple[str, str]]] = {c: [] for c in CLASSES}
+    for f in diagnosis.failures:
+        by_class[f.cls].append((f.query_id, f.doc_id))
+
+    rows = []
+    for cls in CLASSES:
+        pairs = by_class[cls]
+        units: list[Any] = (
+            list(dict.fromkeys(q for q, _ in pairs)) if mode == "hit" else list(dict.fromkeys(pairs))
+        )
+        rid, text, advice = REMEDIES[cls]
+        text = text.format(depth=depth)
+        common = dict(
+            cls=cls, failures=len(units), remedy_id=rid, remedy=text, metric=metric_name, advice=advice
+        )
+        if rid in ("judge", "none"):
+            rows.append(RemedyResult(recovered=None, lost_hits=None, mean_diff=None, p_value=None, **common))
+            continue
+        if builders[rid] is None:
+            rows.append(
+                RemedyResult(
+                    recovered=None,
+                    lost_hits=None,
+                    mean_diff=None,
+                    p_value=None,
+                    available=False,
+                    note=missing_input[rid],
+                    **common,
+                )
+            )
+            continue
+        pq, top, mean_diff, p, lost = measure(rid)
+        if mode == "hit":
+            rec = tuple(str(q) for q in units if q in pq.index and pq.at[q, hit_name] > 0)
+        else:
+            rec = tuple(f"{q}/{d}" for q, d in units if (q, d) in top)
+        rows.append(
+            RemedyResult(
+                recovered=len(rec),
+                lost_hits=len(lost),
+                mean_diff=mean_diff,
+                p_value=p,
+                recovered_ids=rec,
+                lost_ids=lost,
+                **common,
+            )
+        )
+    return Remedies(
+        run=run.name,
+        k=k,
+        mode=mode,
+        metric=metric_name,
+        n_queries=len(golden),
+        hits=int(hits_before.sum()),
+        rows=tuple(rows),
+        runs=dict(remedied),
+    )
