@@ -66,8 +66,10 @@ import math
 import os
 import re
 import stat
+import threading
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from functools import wraps
 from pathlib import Path
 from typing import Any
 
@@ -447,6 +449,114 @@ def _read_bytes(path: PathLike, expected: str) -> bytes:
     return raw
 
 
+# Bytes that are not UTF-8 become U+FFFD, so ``q\xff2`` and ``q\xfe2`` would both become the id ``q\ufffd2``. To
+# see such merges, a reader that produced an id with U+FFFD reads the file once more with every bad byte decoded
+# to its own private-use character (U+10FE80 + byte - 0x80, injective): ids that are distinct there but equal
+# after U+FFFD replacement collide, which is fatal.
+_MARK_BASE = 0x10FE00
+_MARKED = re.compile("[\U0010fe80-\U0010feff]+")
+
+
+def _mark_bad_bytes(e: UnicodeError) -> tuple[str, int]:
+    assert isinstance(e, UnicodeDecodeError)
+    return "".join(chr(_MARK_BASE + b) for b in e.object[e.start : e.end]), e.end
+
+
+codecs.register_error("diagnose.mark", _mark_bad_bytes)
+
+
+class _Decoding(threading.local):
+    mark = False  # decode bad bytes to marks instead of U+FFFD
+    original: bytes | None = None  # the raw bytes of the last file decoded with marks
+
+
+_DECODING = _Decoding()
+
+
+def _unmark(text: str) -> str:
+    """A marked string as the U+FFFD decoding gives it (the same replacement characters, run for run)."""
+    return _MARKED.sub(
+        lambda m: bytes(ord(c) - _MARK_BASE for c in m.group()).decode("utf-8", "replace"), text
+    )
+
+
+def _marked_bytes(text: str) -> bytes:
+    """The original bytes of a marked string."""
+    out = bytearray()
+    for c in text:
+        out += bytes([ord(c) - _MARK_BASE]) if 0x10FE80 <= ord(c) <= 0x10FEFF else c.encode("utf-8")
+    return bytes(out)
+
+
+def _line_of(raw: bytes, token: bytes) -> int | None:
+    """The first line where ``token`` stands as a whole field (else anywhere), 1-based; None when absent."""
+    m = re.search(rb'(?<![^\s,"\[{:])' + re.escape(token) + rb'(?![^\s,"\]}:])', raw)
+    pos = m.start() if m else raw.find(token)
+    return None if pos < 0 else raw.count(b"\n", 0, pos) + 1
+
+
+def _lines_text(lines: Sequence[int]) -> str:
+    ordered = sorted(set(lines))
+    if len(ordered) == 1:
+        return f"line {ordered[0]}"
+    return "lines " + ", ".join(map(str, ordered[:-1])) + f" and {ordered[-1]}"
+
+
+def _refuse_decoding_collisions(id_columns: Sequence[str]) -> Callable:
+    """Decorator for a public reader: ids that differ in the file but are equal after U+FFFD replacement are
+    fatal (DataError naming the id and the lines), instead of silently becoming one query or document."""
+
+    def decorate(reader: Callable) -> Callable:
+        @wraps(reader)
+        def read(path: PathLike, **kwargs: Any) -> Any:
+            record = reader(path, **kwargs)
+            if _DECODING.mark:
+                return record
+            df = record.df
+            cols = [c for c in id_columns if c in df.columns]
+            if not any(df[c].astype("str").str.contains("\ufffd", regex=False).any() for c in cols):
+                return record
+            _DECODING.mark, _DECODING.original = True, None
+            try:
+                marked = reader(path, **{**kwargs, "report": ValidationReport()}).df
+                original = _DECODING.original
+            except DataError:
+                return record
+            finally:
+                _DECODING.mark = False
+                _DECODING.original = None
+            if original is not None:
+                _check_collisions(str(path), marked, cols, original)
+            return record
+
+        return read
+
+    return decorate
+
+
+def _check_collisions(file: str, marked: pd.DataFrame, cols: Sequence[str], original: bytes) -> None:
+    for col in cols:
+        groups: dict[str, list[str]] = {}
+        for value in pd.unique(marked[col].astype("str")):
+            if "\ufffd" in value or _MARKED.search(value):
+                groups.setdefault(_unmark(value), []).append(value)
+        for shown, variants in groups.items():
+            if len(variants) < 2:
+                continue
+            lines = [ln for v in variants[:5] if (ln := _line_of(original, _marked_bytes(v))) is not None]
+            what = col.replace("_id", " ids").replace("query", "query").replace("doc", "doc")
+            raise _fatal(
+                file,
+                None,
+                f"{len(variants)} different {what} become the same id {_show_id(shown)!r} once the bytes that are "
+                f"not UTF-8 are replaced by U+FFFD ({_lines_text(lines) if lines else 'bytes differ'}); they "
+                "would be merged into one",
+                None,
+                "a UTF-8 file (distinct ids must stay distinct)",
+                "re-save the file as UTF-8 (e.g. iconv -f latin1 -t utf-8 FILE), so the ids keep their characters",
+            )
+
+
 def _clean_utf8(raw: bytes, file: str, report: ValidationReport) -> bytes:
     """``raw`` when it is valid UTF-8; otherwise each bad line decoded with U+FFFD replacements, and counted."""
     try:
@@ -457,13 +567,16 @@ def _clean_utf8(raw: bytes, file: str, report: ValidationReport) -> bytes:
     except pa.ArrowInvalid:
         pass
     out, bad = [], []
+    errors = "diagnose.mark" if _DECODING.mark else "replace"
+    if _DECODING.mark:
+        _DECODING.original = raw
     for i, line in enumerate(raw.split(b"\n"), start=1):
         try:
             line.decode("utf-8")
             out.append(line)
         except UnicodeDecodeError:
             bad.append(i)
-            out.append(line.decode("utf-8", errors="replace").encode("utf-8"))
+            out.append(line.decode("utf-8", errors=errors).encode("utf-8"))
     report.add(
         "non_utf8",
         f"{_plural(len(bad), 'line')} {_verb(len(bad), 'contains', 'contain')} bytes that are not UTF-8 (first: line {bad[0]}); they were decoded "
@@ -522,6 +635,14 @@ def _parse_grade(text: str) -> int | None:
     if value is None or not math.isfinite(value) or value != int(value):
         return None
     return int(value)
+
+
+def _not_ascii_note(text: str) -> str:
+    """For a field that is not a number: say so when non-ASCII characters are why (``'９９'``: trec_eval's
+    ``atof`` reads 0, Python's ``float`` 99; we refuse rather than pick one)."""
+    if text.isascii():
+        return ""
+    return "; it contains non-ASCII characters (like full-width digits), which trec_eval would not read as this number"
 
 
 def _grade_fits(value: int) -> bool:
@@ -888,6 +1009,7 @@ def _run_stem(path: PathLike) -> str:
     return Path(base).stem or base
 
 
+@_refuse_decoding_collisions(("query_id", "doc_id"))
 def read_run(path: PathLike, *, name: str | None = None, report: ValidationReport | None = None) -> Run:
     """Read one run: TREC (also ``.gz``), JSONL ranked lists, or CSV/TSV long format (see the module docstring).
 
@@ -974,10 +1096,10 @@ def _read_run_trec(raw: bytes, file: str, name: str, report: ValidationReport) -
             raise _fatal(
                 file,
                 lineno,
-                f"the score (5th field) is not a number: {text!r}",
+                f"the score (5th field) is not a number: {text!r}{_not_ascii_note(text)}",
                 _snip(line),
                 TREC_RUN,
-                "write a numeric score",
+                "write a numeric score in ASCII digits",
             )
         if not math.isfinite(score):
             raise _fatal(
@@ -1259,13 +1381,14 @@ def _read_run_table(
         values = _as_float(table.column(col))
         if values is None:
             bad = _first_bad_row(table.column(col), lambda s: _parse_float(s) is None)
+            value = table.column(col)[bad].as_py()
             raise _fatal(
                 file,
                 line_of_row(bad),
-                f"the {col} column is not a number: {table.column(col)[bad].as_py()!r}",
+                f"the {col} column is not a number: {value!r}{_not_ascii_note(value)}",
                 None,
                 expected,
-                f"write a numeric {col}",
+                f"write a numeric {col} in ASCII digits",
             )
         arr = values.to_numpy(zero_copy_only=False)
         numbers[col] = arr
@@ -1414,6 +1537,7 @@ def _read_csv_table(
 # ============================================================================================== qrels
 
 
+@_refuse_decoding_collisions(("query_id", "doc_id"))
 def read_qrels(path: PathLike, *, report: ValidationReport | None = None) -> Qrels:
     """Read judgements: BEIR TSV with header, TREC qrels (4 fields), or JSONL (see the module docstring).
 
@@ -1509,10 +1633,11 @@ def _read_qrels_columns(
             raise _fatal(
                 file,
                 lineno,
-                f"the relevance grade is not an integer: {grade_text!r}",
+                f"the relevance grade is not an integer: {grade_text!r}{_not_ascii_note(grade_text)}",
                 _snip(text),
                 expected,
-                "use integer grades (0 = not relevant, 1, 2, ... = relevant); map labels like 'high' to numbers first",
+                "use integer grades in ASCII digits (0 = not relevant, 1, 2, ... = relevant); map labels like "
+                "'high' to numbers first",
             )
         if not _grade_fits(grade):
             raise _fatal(
@@ -1586,7 +1711,8 @@ def _read_qrels_jsonl(raw: bytes, file: str, report: ValidationReport) -> pd.Dat
                 raise _fatal(
                     file,
                     lineno,
-                    f"the relevance grade of {_show_id(str(doc))!r} is not an integer: {_number_text(_json_text(grade))}",
+                    f"the relevance grade of {_show_id(str(doc))!r} is not an integer: {_number_text(grade if isinstance(grade, str) else _json_text(grade))}"
+                    f"{_not_ascii_note(grade) if isinstance(grade, str) else ''}",
                     None,
                     expected,
                     "use integer grades (0 = not relevant, 1, 2, ... = relevant)",
@@ -1595,7 +1721,7 @@ def _read_qrels_jsonl(raw: bytes, file: str, report: ValidationReport) -> pd.Dat
                 raise _fatal(
                     file,
                     lineno,
-                    f"the relevance grade of {_show_id(str(doc))!r} is out of range: {_number_text(_json_text(grade))}",
+                    f"the relevance grade of {_show_id(str(doc))!r} is out of range: {_number_text(grade if isinstance(grade, str) else _json_text(grade))}",
                     None,
                     GRADE_RANGE,
                     _GRADE_FIX,
@@ -1684,6 +1810,7 @@ def _finish_qrels(df: pd.DataFrame, file: str, report: ValidationReport) -> Qrel
 # ============================================================================================== corpus / queries
 
 
+@_refuse_decoding_collisions(("doc_id",))
 def read_corpus(
     path: PathLike,
     *,
@@ -1714,6 +1841,7 @@ def read_corpus(
     )
 
 
+@_refuse_decoding_collisions(("query_id",))
 def read_queries(
     path: PathLike,
     *,
@@ -2073,11 +2201,12 @@ def _finish_records(
             f"rename the field, or name it with --{role}-field",
         )
     out = pd.DataFrame(index=df.index)
-    out[id_col] = _text_column(df[src_id]).str.strip()
+    at = where or (lambda i: f"record {i + 1}")
+    out[id_col] = _text_column(df[src_id], file, src_id, at).str.strip()
     if is_corpus:
-        out["title"] = _text_column(df[src_title]) if src_title is not None else ""
+        out["title"] = _text_column(df[src_title], file, src_title, at) if src_title is not None else ""
         out["title"] = out["title"].astype("str")
-    out["text"] = _text_column(df[src_text])
+    out["text"] = _text_column(df[src_text], file, src_text, at)
     used = {src_id, src_text, src_title}
     core = set(out.columns)
     for col in columns:
@@ -2131,19 +2260,58 @@ def _finish_records(
     return record(out, file)
 
 
-def _text_column(s: pd.Series) -> pd.Series:
-    """Any column as strings; missing values -> ``""``; integral floats (from JSON numbers) without ``.0``."""
+def _text_column(s: pd.Series, file: str, name: str, where: Callable[[int], str]) -> pd.Series:
+    """Any column as strings; missing values -> ``""``; integral floats (from JSON numbers) without ``.0``.
+
+    Lists, arrays and objects (a Parquet list or struct column, a JSON list) are refused rather than turned into
+    ``"[1 2]"``; binary values are decoded as UTF-8 (refused when they are not UTF-8).
+    """
     if s.dtype == "str":
         return s.fillna("")
     if pd.api.types.is_float_dtype(s.dtype):
         values = s.to_numpy()
         out = [("" if math.isnan(v) else (str(int(v)) if v == int(v) else repr(v))) for v in values]
         return pd.Series(out, index=s.index, dtype="str")
-    return pd.Series(
-        ["" if v is None or (isinstance(v, float) and math.isnan(v)) else str(v) for v in s],
-        index=s.index,
-        dtype="str",
-    )
+    texts: list[str] = []
+    for i, v in enumerate(s.tolist()):
+        if v is None or (isinstance(v, float) and math.isnan(v)):
+            texts.append("")
+        elif isinstance(v, str):
+            texts.append(v)
+        elif isinstance(v, bytes):
+            try:
+                texts.append(v.decode("utf-8"))
+            except UnicodeDecodeError:
+                raise _fatal(
+                    file,
+                    None,
+                    f"the {name!r} column holds bytes that are not UTF-8 text ({where(i)})",
+                    _snip(repr(v), 60),
+                    f"the {name!r} column as text",
+                    "store the column as UTF-8 strings",
+                ) from None
+        elif isinstance(v, list | tuple | dict | np.ndarray | set):
+            kind = "an object" if isinstance(v, dict) else "a list"
+            raise _fatal(
+                file,
+                None,
+                f"the {name!r} column holds {kind}, not text ({where(i)})",
+                _snip(_json_text(v.tolist() if isinstance(v, np.ndarray) else v), 60),
+                f"the {name!r} column as plain strings",
+                f"join the parts into one string per row before saving (or name another column with --{_role(name)}-field)",
+            )
+        else:
+            texts.append(str(v))
+    return pd.Series(texts, index=s.index, dtype="str")
+
+
+def _role(column: str) -> str:
+    low = column.lower()
+    if low in CORPUS_TITLE_FIELDS:
+        return "title"
+    if low in (*CORPUS_ID_FIELDS, *QUERY_ID_FIELDS):
+        return "id"
+    return "text"
 
 
 # ============================================================================================== writing

@@ -57,6 +57,11 @@ CASES: dict[str, Case] = {
     "run_unknown_format.txt": Case("run", F, ("run_unknown_format.txt:1:", "these are not", "TREC run")),
     "run_gzip_corrupt.trec.gz": Case("run", F, ("run_gzip_corrupt.trec.gz:", "gzip")),
     "run_utf16.trec": Case("run", F, ("run_utf16.trec:1:", "UTF-16")),
+    "run_fullwidth_score.trec": Case("run", F, ("run_fullwidth_score.trec:2:", "'９９'", "non-ASCII")),
+    "run_csv_fullwidth_score.csv": Case("run", F, ("run_csv_fullwidth_score.csv:3:", "'９９'", "non-ASCII")),
+    "run_ids_collide_after_decoding.trec": Case(
+        "run", F, ("run_ids_collide_after_decoding.trec:", "'q\ufffd2'", "lines 3 and 4", "UTF-8")
+    ),
     # runs: warnings
     "run_duplicate_docs.trec": Case("run", W, ("q1/d1",)),
     "run_empty.trec": Case("run", W, ("empty",)),
@@ -85,6 +90,7 @@ CASES: dict[str, Case] = {
     "qrels_jsonl_grade_overflow.jsonl": Case(
         "qrels", F, ("qrels_jsonl_grade_overflow.jsonl:2:", "'d3'", "out of range", "64-bit")
     ),
+    "qrels_fullwidth_grade.tsv": Case("qrels", F, ("qrels_fullwidth_grade.tsv:3:", "'２'", "non-ASCII")),
     # qrels: warnings
     "qrels_unknown_doc.tsv": Case("qrels", W, ("q2/d42",)),
     "qrels_duplicate_pair.tsv": Case("qrels", W, ("q1/d1",)),
@@ -97,7 +103,14 @@ CASES: dict[str, Case] = {
     "corpus_csv_short_row.csv": Case("corpus", W, ("line 3",)),
     "corpus_no_text_field.csv": Case("corpus", F, ("corpus_no_text_field.csv:", "summary", "--text-field")),
     "corpus_unknown_format.txt": Case("corpus", F, ("corpus_unknown_format.txt:1:", "just some prose")),
+    "corpus_list_text.parquet": Case("corpus", F, ("corpus_list_text.parquet:", "'text'", "list", "row 1")),
     # queries
+    "queries_struct_text.parquet": Case(
+        "queries", F, ("queries_struct_text.parquet:", "'text'", "object", "row 1")
+    ),
+    "queries_ids_collide_after_decoding.tsv": Case(
+        "queries", F, ("queries_ids_collide_after_decoding.tsv:", "'q\ufffd2'", "lines 3 and 4", "UTF-8")
+    ),
     "queries_not_utf8.tsv": Case("queries", W, ("line 2",)),
     "queries_no_tab.tsv": Case("queries", W, ("line 2",)),
     "queries_duplicate_ids.jsonl": Case("queries", W, ("q1",)),

@@ -775,3 +775,126 @@ def test_parse_run_arg_survives_paths_the_os_refuses():
     long = "n=" + "x" * 300 + ".trec"
     assert parse_run_arg(long) == ("n", "x" * 300 + ".trec")
     assert parse_run_arg("n=a\0b.trec") == ("n", "a\0b.trec")
+
+
+# Python's float()/int() read any Unicode digit ('９９' -> 99) and underscores ('1_0' -> 10); trec_eval's atof/atol
+# read '９９' as 0 and '1_0' as 1. Refused rather than guessed.
+@pytest.mark.parametrize("score", ["９９", "٣", "1_0", "²"])
+def test_trec_run_non_ascii_or_underscore_score_is_fatal(tmp_path, score, both_paths):
+    f = _write(tmp_path / "r.trec", f"q Q0 a 1 1 t\nq Q0 b 2 {score} t\n")
+    with pytest.raises(
+        DataError, match=rf"r\.trec:2: the score \(5th field\) is not a number: '{score}'"
+    ) as err:
+        read_run(f)
+    assert ("non-ASCII" in str(err.value)) == (not score.isascii())
+
+
+def test_csv_run_non_ascii_score_names_its_line(tmp_path, both_paths):
+    f = _write(tmp_path / "r.csv", "query_id,doc_id,score\nq,a,1\nq,b,2\nq,c,９\n")
+    with pytest.raises(DataError, match=r"r\.csv:4: .*'９'.*non-ASCII"):
+        read_run(f)
+
+
+@pytest.mark.parametrize("grade", ["１", "1_0", "٢"])
+@pytest.mark.parametrize("name", ["q.trec", "q.jsonl"])
+def test_qrels_non_ascii_or_underscore_grade_is_fatal(tmp_path, grade, name, both_paths):
+    text = (
+        f"q 0 a 1\nq 0 b {grade}\n"
+        if name == "q.trec"
+        else f'{{"query_id": "q", "relevant": {{"a": 1}}}}\n{{"query_id": "q", "relevant": {{"b": "{grade}"}}}}\n'
+    )
+    with pytest.raises(DataError, match=rf"{name.replace('.', '[.]')}:2: .*not an integer.*'{grade}'") as err:
+        read_qrels(_write(tmp_path / name, text))
+    assert ("non-ASCII" in str(err.value)) == (not grade.isascii())
+
+
+@pytest.mark.parametrize("kind", ["list", "struct", "binary-not-utf8"])
+@pytest.mark.parametrize("column", ["_id", "title", "text"])
+def test_parquet_non_text_columns_are_refused_with_their_name(tmp_path, kind, column):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    values = {
+        "list": pa.array([["x", "y"], ["z"]]),
+        "struct": pa.array([{"en": "x"}, {"en": "y"}]),
+        "binary-not-utf8": pa.array([b"ok", b"\xff\xfe"], type=pa.binary()),
+    }[kind]
+    cols = {"_id": pa.array(["d1", "d2"]), "title": pa.array(["t", "u"]), "text": pa.array(["a", "b"])}
+    cols[column] = values
+    f = tmp_path / "c.parquet"
+    pq.write_table(pa.table(cols), f)
+    with pytest.raises(DataError, match=rf"c\.parquet: the {column!r} column .*row [12].*Fix:"):
+        read_corpus(f)
+
+
+def test_parquet_binary_utf8_text_is_decoded(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    f = tmp_path / "q.parquet"
+    pq.write_table(
+        pa.table(
+            {"_id": pa.array([b"q1"], pa.binary()), "text": pa.array(["caf\u00e9".encode()], pa.binary())}
+        ),
+        f,
+    )
+    assert read_queries(f).df.to_dict("records") == [{"query_id": "q1", "text": "caf\u00e9"}]
+
+
+def test_jsonl_list_text_is_refused(tmp_path, both_paths):
+    f = _write(tmp_path / "c.jsonl", '{"_id": "d1", "text": "fine"}\n{"_id": "d2", "text": ["a", "b"]}\n')
+    with pytest.raises(DataError, match=r"c\.jsonl: the 'text' column .*line 2"):
+        read_corpus(f)
+
+
+@pytest.mark.parametrize(
+    ("name", "text"),
+    [
+        ("r.trec", b"q1 Q0 a 1 1 t\nq\xff2 Q0 a 1 1 t\nq\xfe2 Q0 b 1 1 t\n"),  # query ids
+        ("r.trec", b"q1 Q0 x 3 0.1 t\nq1 Q0 d\xff 1 1 t\nq1 Q0 d\xfe 2 0.5 t\n"),  # doc ids of one query
+        (
+            "r.jsonl",
+            b'{"query_id": "q1", "doc_ids": ["a"]}\n{"query_id": "q\xff2", "doc_ids": ["a"]}\n'
+            b'{"query_id": "q\xfe2", "doc_ids": ["b"]}\n',
+        ),
+        ("r.csv", b"query_id,doc_id,score\nq1,a,1\nq\xff2,a,1\nq\xfe2,b,1\n"),
+        # a real U+FFFD in valid UTF-8 and a bad byte that decodes to it
+        ("r.trec", "q1 Q0 a 1 1 t\nq\ufffd2 Q0 a 1 1 t\n".encode() + b"q\xfe2 Q0 b 1 1 t\n"),
+    ],
+)
+def test_ids_that_collide_only_after_decoding_are_fatal(tmp_path, name, text, both_paths):
+    with pytest.raises(DataError, match=rf"{name.replace('.', '[.]')}: .*UTF-8.*lines [23] and [34].*Fix:"):
+        read_run(_write(tmp_path / name, text))
+
+
+@pytest.mark.parametrize(
+    ("reader", "name", "text"),
+    [
+        (read_qrels, "q.trec", b"q1 0 a 1\nq\xff2 0 a 1\nq\xfe2 0 b 1\n"),
+        (
+            read_qrels,
+            "q.jsonl",
+            b'{"query_id": "q1", "relevant": ["a"]}\n{"query_id": "q\xff2", "relevant": ["a"]}\n'
+            b'{"query_id": "q\xfe2", "relevant": ["b"]}\n',
+        ),
+        (read_queries, "q.tsv", b"q1\tx\nq\xff2\ty\nq\xfe2\tz\n"),
+        (
+            read_queries,
+            "q.jsonl",
+            b'{"_id": "q1", "text": "x"}\n{"_id": "q\xff2", "text": "y"}\n{"_id": "q\xfe2", "text": "z"}\n',
+        ),
+        (read_corpus, "c.csv", b"_id,text\nd1,x\nd\xff2,y\nd\xfe2,z\n"),
+    ],
+)
+def test_other_readers_refuse_ids_that_collide_after_decoding(tmp_path, reader, name, text, both_paths):
+    lines = "lines 3 and 4" if name.endswith(".csv") else "lines 2 and 3"  # the CSV header is line 1
+    with pytest.raises(DataError, match=rf"{name.replace('.', '[.]')}: .*UTF-8.*{lines}"):
+        reader(_write(tmp_path / name, text))
+
+
+def test_non_utf8_ids_that_stay_distinct_are_only_warned(tmp_path, both_paths):
+    # q\xff2 and q\xfe3 decode to q\ufffd2 and q\ufffd3: distinct, so the old counted warning only
+    report = ValidationReport()
+    run = read_run(_write(tmp_path / "r.trec", b"q\xff2 Q0 a 1 1 t\nq\xfe3 Q0 b 1 1 t\n"), report=report)
+    assert run.query_ids() == ["q\ufffd2", "q\ufffd3"]
+    assert _codes(report) == {"non_utf8": 2}  # two lines with bytes that are not UTF-8
