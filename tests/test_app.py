@@ -17,6 +17,7 @@ pytest.importorskip("streamlit")
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from diagnose import report  # noqa: E402
+from diagnose.data import DataError  # noqa: E402
 from diagnose.failures import CLASS_LABELS, RECOMMENDATIONS  # noqa: E402
 from diagnose.ui import sources, text  # noqa: E402
 
@@ -366,6 +367,24 @@ def test_a_missing_beir_folder_is_reported_not_raised():
     assert not at.exception
     shown = _shown(" ".join(x.value for x in [*at.error, *at.info]))
     assert "/nonexistent/beir" in shown
+
+
+def test_typed_paths_outside_the_data_root_are_refused(tmp_path, monkeypatch):
+    """The sidebar reads files under the folder the app was started in (or DIAGNOSE_DATA_ROOT) only: not
+    /etc/passwd, not a symbolic link out of the root, not a folder typed as the corpus outside it."""
+    (tmp_path / "escape").symlink_to("/etc")
+    monkeypatch.setenv("DIAGNOSE_DATA_ROOT", str(tmp_path))
+    for corpus in ("/etc/passwd", "escape/passwd", "../../etc", str(ROOT)):
+        with pytest.raises(DataError, match="outside the data folder"):
+            sources.files_spec(corpus, "q.jsonl", "qrels.tsv", "")
+    at = _app()
+    at.selectbox(key="src_kind").set_value("files").run()
+    at.text_input(key="f_corpus").input("/etc/passwd")
+    at.text_input(key="f_queries").input("/etc/passwd")
+    at.text_input(key="f_qrels").input("/etc/passwd").run()
+    assert not at.exception
+    shown = _shown(" ".join(x.value for x in [*at.error, *at.info]))
+    assert "outside the data folder" in shown and "root:" not in shown
 
 
 def test_file_paths_source():

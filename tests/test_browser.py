@@ -1,8 +1,10 @@
 """The app in a real browser: `streamlit run app.py` on a free port, driven by headless Chromium (Playwright).
 
 Visits every page through the sidebar navigation, checks that it rendered without an exception (and that the
-overview shows its metrics table and charts), and saves a screenshot of each page to ``docs/screenshots/<page>.png``
-(the README's pictures).
+overview shows its metrics table and charts), records every request the page makes (none may leave 127.0.0.1: the
+app runs offline), and saves a screenshot of each page into a temporary folder; with
+``DIAGNOSE_REFRESH_SCREENSHOTS=1`` into ``docs/screenshots/<page>.png`` (the README's pictures), so the test run never
+modifies tracked files unless asked.
 
 Encoder: the real bundled model by default, so the screenshots show what a user sees (on the demo corpus the first
 load, UMAP included, takes about a minute on 2 CPU cores). ``DIAGNOSE_BROWSER_ENCODER=keyword`` switches to the fake
@@ -32,7 +34,9 @@ pytestmark = pytest.mark.browser
 
 ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = Path("/usr/bin/chromium")
-SHOTS = ROOT / "docs" / "screenshots"
+DOCS_SHOTS = ROOT / "docs" / "screenshots"
+REFRESH_ENV = "DIAGNOSE_REFRESH_SCREENSHOTS"
+LOCAL_HOSTS = {"127.0.0.1", "localhost", "[::1]", "::1"}
 CHROMIUM_ARGS = [
     "--no-sandbox",
     "--disable-gpu",
@@ -56,6 +60,13 @@ PAGES = [
 ]
 FIRST_LOAD_S = 600
 PAGE_LOAD_S = 300
+
+
+def _is_local(url: str) -> bool:
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    return parts.scheme in ("data", "blob", "about") or parts.hostname in LOCAL_HOSTS
 
 
 def _free_port() -> int:
@@ -140,11 +151,12 @@ def _compare_two_models(page, model_folder: Path) -> None:
     _assert_no_exception(page, "models (two models)")
 
 
-def _visit_every_page(browser, url: str, second_model: Path, step: list[str]) -> None:
+def _visit_every_page(browser, url: str, second_model: Path, step: list[str], shots: Path, requests: list) -> None:
     """Open the app in a new tab, visit every page through the sidebar, check it and save its screenshot.
 
-    ``step[0]`` names what is being done, for the error message."""
+    ``step[0]`` names what is being done, for the error message; every request URL is appended to ``requests``."""
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.on("request", lambda r: requests.append(r.url))
     page.goto(url, wait_until="domcontentloaded")
     _wait_page(page, "Overview", True, FIRST_LOAD_S)
     for name, link, title, charts in PAGES:
@@ -162,7 +174,7 @@ def _visit_every_page(browser, url: str, second_model: Path, step: list[str]) ->
             _compare_two_models(page, second_model)
         if name in ("worst", "inspector"):
             assert page.locator('[data-testid="stDataFrame"]').count() >= 1, f"{name}: no table"
-        page.screenshot(path=str(SHOTS / f"{name}.png"))
+        page.screenshot(path=str(shots / f"{name}.png"))
         if name == "overview":
             step[0] = "overview: downloading the report"
             _check_report_download(page)
@@ -198,7 +210,9 @@ def test_every_page_in_chromium(tmp_path, second_model):
         )
     try:
         _wait_healthy(url, proc, log)
-        SHOTS.mkdir(parents=True, exist_ok=True)
+        shots = DOCS_SHOTS if os.environ.get(REFRESH_ENV) == "1" else tmp_path / "screenshots"
+        shots.mkdir(parents=True, exist_ok=True)
+        requests: list[str] = []
         with sync_api.sync_playwright() as p:
             browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
             try:
@@ -208,7 +222,7 @@ def test_every_page_in_chromium(tmp_path, second_model):
                 for attempt in (1, 2):
                     step = ["start"]
                     try:
-                        _visit_every_page(browser, url, second_model, step)
+                        _visit_every_page(browser, url, second_model, step, shots, requests)
                         break
                     except sync_api.Error as e:
                         shot = tmp_path / f"failure_{attempt}.png"
@@ -222,6 +236,8 @@ def test_every_page_in_chromium(tmp_path, second_model):
                         print(f"browser test, retrying once after: {message}", file=sys.stderr)
             finally:
                 browser.close()
+        outside = sorted({u for u in requests if not _is_local(u)})
+        assert requests and not outside, f"the page made requests outside 127.0.0.1: {outside[:10]}"
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, 15)

@@ -127,10 +127,36 @@ def parse_run_lines(text: str) -> list[tuple[str | None, str]]:
     return out
 
 
+DATA_ROOT_ENV = "DIAGNOSE_DATA_ROOT"
+
+
+def data_root() -> Path:
+    """The folder typed paths must lie under: ``$DIAGNOSE_DATA_ROOT``, else the folder the app was started in.
+
+    The page is served to a browser: without a root, anyone who can reach it could make the server read any file
+    it can read (and show its first line in an error message, or a folder's files in the inspector)."""
+    return Path(os.environ.get(DATA_ROOT_ENV) or os.getcwd()).resolve()
+
+
 def _check_exists(path: str, what: str) -> str:
-    p = Path(path).expanduser()
-    if not p.exists():
-        raise DataError(f"The {what} path {str(p)!r} does not exist. Check the path typed in the sidebar.")
+    """A typed path, resolved (symbolic links and ``..`` followed) and refused unless it lies under
+    :func:`data_root`; then it must exist."""
+    root = data_root()
+    try:
+        p = (root / Path(path).expanduser()).resolve()
+    except (OSError, RuntimeError, ValueError) as e:
+        raise DataError(f"The {what} path {path!r} cannot be resolved ({type(e).__name__}: {e}).") from None
+    if not p.is_relative_to(root):
+        raise DataError(
+            f"The {what} path {path!r} is outside the data folder {str(root)!r}; the app only reads files under "
+            f"it. Put the data there, or start the app with {DATA_ROOT_ENV}=/path/to/your/data."
+        )
+    try:
+        exists = p.exists()
+    except OSError as e:
+        raise DataError(f"The {what} path {path!r} cannot be read ({type(e).__name__}).") from None
+    if not exists:
+        raise DataError(f"The {what} path {path!r} does not exist under {str(root)!r}. Check the path typed in the sidebar.")
     return str(p)
 
 

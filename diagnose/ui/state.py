@@ -22,6 +22,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, TypeVar
 
 import pandas as pd
@@ -34,6 +35,7 @@ from diagnose.ui.text import escape_md
 
 T = TypeVar("T")
 
+ICON = str(Path(__file__).with_name("icon.png"))
 ENCODER_ENV = "DIAGNOSE_ENCODER"
 ENCODER_STATE_KEY = "diagnose_encoder"
 DEFAULT_MODEL_LABEL = "all-MiniLM-L6-v2 (bundled)"
