@@ -360,8 +360,15 @@ def _hub_revision(repo_ids: Sequence[str]) -> tuple[str, str] | None:
     return None
 
 
-def load_encoder(name_or_path: str | None = None, *, device: str = "cpu") -> SentenceTransformerEncoder:
+def load_encoder(
+    name_or_path: str | None = None, *, device: str = "cpu", precision: str = "fast"
+) -> SentenceTransformerEncoder:
     """Load a sentence-transformers model; never blocks on an unreachable Hub.
+
+    ``precision``: ``"fast"`` (default) runs the transformer in bfloat16 with fused oneDNN layers on a CPU with
+    bf16 instructions (:mod:`diagnose.fast_encoder`: ~3.5-4.8x the documents/s of fp32 on NFCorpus abstracts,
+    cosine to the fp32 vectors >= 0.9999, same nDCG@10), cache identity ``<exact name>+bf16``; where it does not
+    apply it warns once and returns the exact encoder. ``"exact"``: the fp32 model as sentence-transformers runs it.
 
     Resolution, in order:
 
@@ -386,6 +393,12 @@ def load_encoder(name_or_path: str | None = None, *, device: str = "cpu") -> Sen
     the bundled model and a copy of it share cached vectors); ``hub:<repo_id>@<commit>`` for case 4 (the snapshot
     commit in the HF cache; ``hub:<repo_id>`` if it cannot be found, which is then trusted not to change).
     """
+    if precision not in ("fast", "exact"):
+        raise ValueError(f"precision must be 'fast' or 'exact', got {precision!r}.")
+    if precision == "fast":
+        from diagnose.fast_encoder import fast_encoder
+
+        return fast_encoder(load_encoder(name_or_path, device=device, precision="exact"), device=device)
     if name_or_path is None or name_or_path.strip().lower() in DEFAULT_ALIASES:
         folder = default_model_path()
         if not folder.is_dir():
