@@ -59,7 +59,8 @@ class Problem:
 
     def format(self) -> str:
         where = f"{self.file}: " if self.file else ""
-        text = f"[{self.severity}] {where}{self.message} ({self.count}x)"
+        count = f" ({self.count}x)" if self.count != 1 else ""
+        text = f"[{self.severity}] {where}{self.message}{count}"
         if self.examples:
             text += "\n    e.g. " + "\n    e.g. ".join(self.examples)
         return text

@@ -91,6 +91,7 @@ __all__ = [
     "RUN_FORMATS",
     "check_input_files",
     "check_input_path",
+    "check_run_matches_qrels",
     "load_dataset",
     "max_input_bytes",
     "parse_run_arg",
@@ -175,6 +176,19 @@ def _show_id(value: str, limit: int = _ID_LIMIT) -> str:
     if len(value) <= limit:
         return value
     return f"{value[: limit - 1]}… ({len(value)} characters)"
+
+
+def _ids(values: Iterable[Any], n: int = 5) -> list[str]:
+    """The first ``n`` ids, each cut by :func:`_show_id`, for a problem's examples."""
+    return [_show_id(str(v)) for v in itertools.islice(values, n)]
+
+
+def _pair(query_id: Any, doc_id: Any) -> str:
+    return f"{_show_id(str(query_id))}/{_show_id(str(doc_id))}"
+
+
+def _keys(obj: Mapping[str, Any]) -> str:
+    return ", ".join(_show_id(str(k), 40) for k in sorted(obj)[:10]) or "none"
 
 
 def _fatal(file: str, line: int | None, what: str, seen: str | None, expected: str, fix: str) -> DataError:
@@ -579,8 +593,9 @@ def _clean_utf8(raw: bytes, file: str, report: ValidationReport) -> bytes:
             out.append(line.decode("utf-8", errors=errors).encode("utf-8"))
     report.add(
         "non_utf8",
-        f"{_plural(len(bad), 'line')} {_verb(len(bad), 'contains', 'contain')} bytes that are not UTF-8 (first: line {bad[0]}); they were decoded "
-        "with U+FFFD replacement characters. Re-save the file as UTF-8 to keep the original characters",
+        f"{_plural(len(bad), 'line')} {_verb(len(bad), 'contains', 'contain')} bytes that are not UTF-8 (first: line {bad[0]}); "
+        f"{_verb(len(bad), 'it was', 'they were')} decoded with U+FFFD replacement characters. Re-save the file as UTF-8 to "
+        "keep the original characters",
         file=file,
         count=len(bad),
         examples=[f"line {i}" for i in bad],
@@ -904,12 +919,13 @@ def _build_run(
         dropped = order[dup[order]]  # in final order
         sample = pa.array(dropped[:5])
         examples = [
-            f"{a}/{b}" for a, b in zip(q.take(sample).to_pylist(), d.take(sample).to_pylist(), strict=True)
+            _pair(a, b) for a, b in zip(q.take(sample).to_pylist(), d.take(sample).to_pylist(), strict=True)
         ]
         report.add(
             "duplicate_doc_in_run",
-            f"run {name!r}: {_plural(len(dropped), 'document')} {_verb(len(dropped), 'is', 'are')} listed more than once for the same query; the "
-            "best-ranked occurrence is kept and the later ones are dropped (trec_eval refuses such files)",
+            f"run {name!r}: {_plural(len(dropped), 'document')} {_verb(len(dropped), 'is', 'are')} listed more than "
+            "once for the same query; the best-ranked occurrence is kept and the later ones are dropped (trec_eval "
+            "refuses such files)",
             file=file,
             count=len(dropped),
             examples=examples,
@@ -944,7 +960,7 @@ def _check_rank_column(
     first = np.flatnonzero(wrong)[:5]
     rows = pa.array(order[first])
     examples = [
-        f"{qq}/{dd}: rank {_fmt_rank(file_ranks[order[i]])} in the file, {derived[i]} by score"
+        f"{_pair(qq, dd)}: rank {_fmt_rank(file_ranks[order[i]])} in the file, {derived[i]} by score"
         for qq, dd, i in zip(q.take(rows).to_pylist(), d.take(rows).to_pylist(), first, strict=True)
     ]
     report.add(
@@ -1181,13 +1197,13 @@ def _read_run_jsonl(raw: bytes, file: str, name: str, report: ValidationReport) 
             raise _fatal(
                 file,
                 lineno,
-                f'query {qid!r} has no "results" or "doc_ids" list (keys seen: {", ".join(sorted(obj))})',
+                f'query {_show_id(qid)!r} has no "results" or "doc_ids" list (keys seen: {_keys(obj)})',
                 None,
                 expected,
                 'add "results": [{"doc_id": .., "score": ..}, ..] or "doc_ids": [..]',
             )
         if qid in seen:
-            repeated.append(f"{qid} (lines {seen[qid]} and {lineno})")
+            repeated.append(f"{_show_id(qid)} (lines {seen[qid]} and {lineno})")
             continue
         seen[qid] = lineno
         qs.extend([qid] * len(docs))
@@ -1250,7 +1266,7 @@ def _json_query_lines(
         qid = _json_key(obj, _JSON_Q_KEYS)
         if qid is None:
             raise _fatal(
-                file, lineno, f"no query id (keys seen: {', '.join(sorted(obj)) or 'none'})", None, expected,
+                file, lineno, f"no query id (keys seen: {_keys(obj)})", None, expected,
                 'add "query_id"',
             )  # fmt: skip
         yield lineno, line, obj, str(qid).strip()
@@ -1294,7 +1310,7 @@ def _json_results(items: list, file: str, lineno: int, expected: str) -> tuple[l
                 file,
                 lineno,
                 f"result #{pos} has no doc id",
-                _snip(json.dumps(item)),
+                _snip(_json_text(item)),
                 expected,
                 'give each result a "doc_id"',
             )
@@ -1303,8 +1319,8 @@ def _json_results(items: list, file: str, lineno: int, expected: str) -> tuple[l
                 raise _fatal(
                     file,
                     lineno,
-                    f"result #{pos} ({doc}) has a score that is not a number",
-                    _snip(json.dumps(score)),
+                    f"result #{pos} ({_show_id(str(doc))}) has a score that is not a number",
+                    _snip(_json_text(score)),
                     expected,
                     "write the score as a JSON number",
                 )
@@ -1691,7 +1707,7 @@ def _read_qrels_jsonl(raw: bytes, file: str, report: ValidationReport) -> pd.Dat
             raise _fatal(
                 file,
                 lineno,
-                f'query {qid!r} has no "relevant" object or list',
+                f'query {_show_id(qid)!r} has no "relevant" object or list',
                 _snip(line),
                 expected,
                 'add "relevant": {"doc_id": grade}',
@@ -1701,7 +1717,7 @@ def _read_qrels_jsonl(raw: bytes, file: str, report: ValidationReport) -> pd.Dat
                 raise _fatal(
                     file,
                     lineno,
-                    f"a relevant doc id is not a string: {doc!r}",
+                    f"a relevant doc id is not a string: {_snip(_json_text(doc), 40)}",
                     None,
                     expected,
                     "write doc ids as strings",
@@ -1782,11 +1798,11 @@ def _finish_qrels(df: pd.DataFrame, file: str, report: ValidationReport) -> Qrel
         conflicts = int((firsts != rows["relevance"].to_numpy()).sum())
         report.add(
             "duplicate_judgement",
-            f"{_plural(int(dup.sum()), 'judgement')} repeat a (query, doc) pair already judged ({conflicts} with a different "
-            "grade); the first judgement is kept",
+            f"{_plural(int(dup.sum()), 'judgement')} {_verb(int(dup.sum()), 'repeats', 'repeat')} a (query, doc) pair "
+            f"already judged ({conflicts} with a different grade); the first judgement is kept",
             file=file,
             count=int(dup.sum()),
-            examples=[f"{q}/{d}" for q, d in keys],
+            examples=[_pair(q, d) for q, d in keys[:5]],
         )
         df = df[~dup].reset_index(drop=True)
     rel_any = df.groupby("query_id", sort=False)["relevance"].max()
@@ -1794,12 +1810,12 @@ def _finish_qrels(df: pd.DataFrame, file: str, report: ValidationReport) -> Qrel
     if no_rel:
         report.add(
             "query_without_relevant",
-            f"{_plural(len(no_rel), 'judged query', 'judged queries')} {_verb(len(no_rel), 'has', 'have')} no document with grade > 0; they are "
-            "left out of the metric means (like trec_eval)",
+            f"{_plural(len(no_rel), 'judged query', 'judged queries')} {_verb(len(no_rel), 'has', 'have')} no document "
+            f"with grade > 0; {_verb(len(no_rel), 'it is', 'they are')} left out of the metric means (like trec_eval)",
             severity="info",
             file=file,
             count=len(no_rel),
-            examples=no_rel,
+            examples=_ids(no_rel),
         )
     report.stats["qrels_rows"] = len(df)
     report.stats["qrels_queries"] = int(df["query_id"].nunique())
@@ -1909,8 +1925,8 @@ def _read_queries_id_tab_text(raw: bytes, file: str, report: ValidationReport) -
     if bad:
         report.add(
             "malformed_line",
-            f"{_plural(len(bad), 'line')} {_verb(len(bad), 'has', 'have')} no tab between the query id and the text and were skipped "
-            "(expected id<TAB>text)",
+            f"{_plural(len(bad), 'line')} {_verb(len(bad), 'has', 'have')} no tab between the query id and the text and "
+            f"{_verb(len(bad), 'was', 'were')} skipped (expected id<TAB>text)",
             file=file,
             count=len(bad),
             examples=bad,
@@ -2088,8 +2104,8 @@ def _read_text_folder(root: Path, file: str, report: ValidationReport) -> pd.Dat
     if non_utf8:
         report.add(
             "non_utf8",
-            f"{_plural(len(non_utf8), 'file')} {_verb(len(non_utf8), 'contains', 'contain')} bytes that are not UTF-8; they were decoded with U+FFFD "
-            "replacement characters",
+            f"{_plural(len(non_utf8), 'file')} {_verb(len(non_utf8), 'contains', 'contain')} bytes that are not UTF-8; "
+            f"{_verb(len(non_utf8), 'it was', 'they were')} decoded with U+FFFD replacement characters",
             file=file,
             count=len(non_utf8),
             examples=non_utf8,
@@ -2223,7 +2239,8 @@ def _finish_records(
         rows = np.flatnonzero(no_id.to_numpy())[:5]
         report.add(
             "missing_id",
-            f"{_plural(int(no_id.sum()), 'record')} {_verb(int(no_id.sum()), 'has', 'have')} no {src_id!r} and {_verb(int(no_id.sum()), 'was', 'were')} skipped",
+            f"{_plural(int(no_id.sum()), 'record')} {_verb(int(no_id.sum()), 'has', 'have')} no {src_id!r} and "
+            f"{_verb(int(no_id.sum()), 'was', 'were')} skipped",
             file=file,
             count=int(no_id.sum()),
             examples=[(where or (lambda i: f"record {i + 1}"))(int(i)) for i in rows],
@@ -2234,11 +2251,11 @@ def _finish_records(
         ids = pd.unique(out.loc[dup, id_col]).tolist()
         report.add(
             f"duplicate_{'doc' if is_corpus else 'query'}_id",
-            f"{_plural(int(dup.sum()), 'record')} {_verb(int(dup.sum()), 'repeats', 'repeat')} an id already seen ({len(ids)} distinct ids); the first "
-            "record of each id is kept",
+            f"{_plural(int(dup.sum()), 'record')} {_verb(int(dup.sum()), 'repeats', 'repeat')} an id already seen "
+            f"({_plural(len(ids), 'distinct id')}); the first record of each id is kept",
             file=file,
             count=int(dup.sum()),
-            examples=ids,
+            examples=_ids(ids),
         )
         out = out[~dup]
     blank = out["text"].str.strip() == ""
@@ -2248,12 +2265,17 @@ def _finish_records(
         ids = out.loc[blank, id_col].tolist()
         report.add(
             "empty_document" if is_corpus else "query_without_text",
-            f"{_plural(len(ids), 'document' if is_corpus else 'query', None if is_corpus else 'queries')} {_verb(len(ids), 'has', 'have')} no "
-            f"text{' and no title' if is_corpus else ''}; they are kept"
-            + (" (they can never be retrieved by text)" if is_corpus else " (empty query text)"),
+            f"{_plural(len(ids), 'document' if is_corpus else 'query', None if is_corpus else 'queries')} "
+            f"{_verb(len(ids), 'has', 'have')} no text{' and no title' if is_corpus else ''}; "
+            f"{_verb(len(ids), 'it is', 'they are')} kept"
+            + (
+                f" ({_verb(len(ids), 'it', 'they')} can never be retrieved by text)"
+                if is_corpus
+                else " (empty query text)"
+            ),
             file=file,
             count=len(ids),
-            examples=ids,
+            examples=_ids(ids),
         )
     out = out.reset_index(drop=True)
     report.stats[f"{kind}_records"] = len(out)
@@ -2332,7 +2354,7 @@ def write_trec_run(run: Run, path: PathLike, tag: str | None = None) -> None:
         if has_space.any():
             bad = df.loc[has_space, col].iloc[0]
             raise DataError(
-                f"{path}: cannot write run {run.name!r} as TREC: the {col} {bad!r} contains whitespace. Expected ids "
+                f"{path}: cannot write run {run.name!r} as TREC: the {col} {_show_id(bad)!r} contains whitespace. Expected ids "
                 "without spaces (TREC fields are whitespace-separated). Fix: replace the spaces in the ids, or keep "
                 "the run as JSONL."
             )
@@ -2447,11 +2469,78 @@ def load_dataset(
     queries_rec = read_queries(queries, report=report) if queries is not None else None
     run_recs = {rname: read_run(rpath, name=rname, report=report) for rname, rpath in run_specs}
 
+    for run in run_recs.values():
+        check_run_matches_qrels(run, qrels_rec)
     _cross_checks(qrels_rec, run_recs, corpus_rec, queries_rec, report)
     ds_name = name or (Path(data_dir).name if data_dir is not None else Path(str(qrels)).stem)
     return Dataset(
         qrels=qrels_rec, runs=run_recs, corpus=corpus_rec, queries=queries_rec, report=report, name=ds_name
     )
+
+
+def check_run_matches_qrels(run: Run, qrels: Qrels) -> None:
+    """Refuse a run that can only score 0: it has no results, or none of its query ids is a golden query (a query
+    with a relevant document). The message names a few ids of each side and says when they would match with case,
+    leading zeros or everything but their numbers ignored (``'Q1'`` vs ``'q1'``): ids are compared exactly, like
+    trec_eval does. A run that shares some golden queries is fine here (the rest is counted by the cross-checks).
+    """
+    file = run.source or run.name
+    if len(run.df) == 0:
+        raise _fatal(
+            file,
+            None,
+            f"run {run.name!r} has no results: every golden query would score 0",
+            None,
+            RUN_FORMATS + ", with at least one result line",
+            "check that the retriever wrote its output to this file, or pass the right file",
+        )
+    golden = qrels.queries_with_relevant()
+    if not golden:
+        return
+    in_run = run.query_ids()
+    golden_set = set(golden)
+    if any(q in golden_set for q in in_run):
+        return
+    seen = f"run ids: {_id_list(in_run)}; golden ids in {qrels.source or 'the qrels'}: {_id_list(golden)}"
+    hint = _id_mismatch_hint(in_run, golden)
+    raise _fatal(
+        file,
+        None,
+        f"none of the {_plural(len(in_run), 'query id')} of run {run.name!r} is a golden query of the qrels"
+        + (f"; {hint}" if hint else "")
+        + ": ids are compared exactly",
+        seen,
+        "run query ids written exactly like the query ids of the qrels",
+        "rename the query ids of the run (or of the qrels) so they match, or pass the qrels of the same collection",
+    )
+
+
+def _id_list(ids: Sequence[str], n: int = 3) -> str:
+    shown = ", ".join(repr(_show_id(i, 40)) for i in ids[:n])
+    return shown + (f" (and {len(ids) - n} more)" if len(ids) > n else "")
+
+
+def _id_mismatch_hint(run_ids: Sequence[str], golden: Sequence[str]) -> str:
+    """How the run's ids would match the golden ids, when they would: case, leading zeros, numbers only."""
+
+    def unpadded(q: str) -> str:
+        return re.sub(r"[0-9]+", lambda m: str(int(m.group())), q.lower())
+
+    def numbers(q: str) -> str:
+        found = re.findall(r"[0-9]+", q)
+        return ".".join(str(int(x)) for x in found) if found else "\0" + q
+
+    for how, key in (
+        ("when case is ignored", str.lower),
+        ("when leading zeros are ignored", unpadded),
+        ("when only their numbers are compared", numbers),
+    ):
+        by_key = {key(g): g for g in reversed(golden)}
+        for q in run_ids:
+            g = by_key.get(key(q))
+            if g is not None:
+                return f"they match {how} (run ids look like {_show_id(q, 40)!r}, the qrels use {_show_id(g, 40)!r})"
+    return ""
 
 
 def _existing(folder: Path, filename: str, expected: str) -> str | None:
@@ -2478,14 +2567,20 @@ def _cross_checks(
         if missing.any():
             rows = qrels.df[missing]
             n_rel = int((rows["relevance"] > 0).sum())
+            n_missing = int(missing.sum())
+            relevant = (
+                ("relevant: it can never be retrieved" if n_rel else "not relevant")
+                if n_missing == 1
+                else f"{n_rel} of them relevant: {_verb(n_rel, 'that one', 'those')} can never be retrieved"
+            )
             report.add(
                 "qrels_doc_not_in_corpus",
-                f"{_plural(int(missing.sum()), 'judgement')} {_verb(int(missing.sum()), 'names', 'name')} a document that is not in the corpus ({n_rel} of "
-                "them relevant: those can never be retrieved)",
+                f"{_plural(n_missing, 'judgement')} {_verb(n_missing, 'names', 'name')} a document that is not in the "
+                f"corpus ({relevant})",
                 file=qrels.source,
-                count=int(missing.sum()),
+                count=n_missing,
                 examples=[
-                    f"{q}/{d}" for q, d in zip(rows["query_id"].head(5), rows["doc_id"].head(5), strict=True)
+                    _pair(q, d) for q, d in zip(rows["query_id"].head(5), rows["doc_id"].head(5), strict=True)
                 ],
             )
         for run in runs.values():
@@ -2499,7 +2594,7 @@ def _cross_checks(
                     file=run.source,
                     count=int(missing.sum()),
                     examples=[
-                        f"{q}/{d}"
+                        _pair(q, d)
                         for q, d in zip(rows["query_id"].head(5), rows["doc_id"].head(5), strict=True)
                     ],
                 )
@@ -2509,21 +2604,22 @@ def _cross_checks(
         if len(absent):
             report.add(
                 "query_missing_from_run",
-                f"run {run.name!r}: {_plural(len(absent), 'golden query', 'golden queries')} {_verb(len(absent), 'has', 'have')} no results; they "
-                "score 0 (like trec_eval -c)",
+                f"run {run.name!r}: {_plural(len(absent), 'golden query', 'golden queries')} "
+                f"{_verb(len(absent), 'has', 'have')} no results; {_verb(len(absent), 'it scores', 'they score')} 0 "
+                "(like trec_eval -c)",
                 file=run.source,
                 count=len(absent),
-                examples=absent.tolist(),
+                examples=_ids(absent.tolist()),
             )
         unjudged = in_run.difference(judged, sort=False)
         if len(unjudged):
             report.add(
                 "run_query_not_judged",
-                f"run {run.name!r}: {_plural(len(unjudged), 'query', 'queries')} {_verb(len(unjudged), 'has', 'have')} no judgements in the qrels and "
-                "are ignored by the metrics",
+                f"run {run.name!r}: {_plural(len(unjudged), 'query', 'queries')} {_verb(len(unjudged), 'has', 'have')} "
+                f"no judgements in the qrels and {_verb(len(unjudged), 'is', 'are')} ignored by the metrics",
                 file=run.source,
                 count=len(unjudged),
-                examples=unjudged.tolist(),
+                examples=_ids(unjudged.tolist()),
             )
         report.stats[f"run:{run.name}:rows"] = len(run.df)
     if queries is not None:
@@ -2533,9 +2629,9 @@ def _cross_checks(
         if len(no_text):
             report.add(
                 "golden_query_without_text",
-                f"{_plural(len(no_text), 'golden query', 'golden queries')} {_verb(len(no_text), 'has', 'have')} no text in the queries file; "
-                "baselines and the failure analysis skip them",
+                f"{_plural(len(no_text), 'golden query', 'golden queries')} {_verb(len(no_text), 'has', 'have')} no "
+                f"text in the queries file; baselines and the failure analysis skip {_verb(len(no_text), 'it', 'them')}",
                 file=queries.source,
                 count=len(no_text),
-                examples=no_text.tolist(),
+                examples=_ids(no_text.tolist()),
             )

@@ -62,9 +62,20 @@ CASES: dict[str, Case] = {
     "run_ids_collide_after_decoding.trec": Case(
         "run", F, ("run_ids_collide_after_decoding.trec:", "'q\ufffd2'", "lines 3 and 4", "UTF-8")
     ),
+    # runs that can only score 0: empty, or no query id in common with the golden queries
+    "run_empty.trec": Case("run", F, ("run_empty.trec:", "'run' has no results", "every golden query")),
+    "run_no_golden_query.trec": Case(
+        "run", F, ("run_no_golden_query.trec:", "none of the 2 query ids", "'x7'", "'q1'", "compared exactly")
+    ),
+    "run_ids_differ_in_case.trec": Case(
+        "run", F, ("run_ids_differ_in_case.trec:", "when case is ignored", "look like 'Q1'", "use 'q1'")
+    ),
+    "run_ids_zero_padded.trec": Case(
+        "run", F, ("run_ids_zero_padded.trec:", "leading zeros", "look like 'q001'", "use 'q1'")
+    ),
     # runs: warnings
+    "run_unjudged_long_id.trec": Case("run", W, ("1 query has no judgements", "is ignored", "(200 characters)")),
     "run_duplicate_docs.trec": Case("run", W, ("q1/d1",)),
-    "run_empty.trec": Case("run", W, ("empty",)),
     "run_unknown_doc.trec": Case("run", W, ("q1/d99",)),
     "run_missing_golden_query.trec": Case("run", W, ("q2",)),
     "run_unjudged_query.trec": Case("run", W, ("q9",)),

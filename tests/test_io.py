@@ -898,3 +898,99 @@ def test_non_utf8_ids_that_stay_distinct_are_only_warned(tmp_path, both_paths):
     run = read_run(_write(tmp_path / "r.trec", b"q\xff2 Q0 a 1 1 t\nq\xfe3 Q0 b 1 1 t\n"), report=report)
     assert run.query_ids() == ["q\ufffd2", "q\ufffd3"]
     assert _codes(report) == {"non_utf8": 2}  # two lines with bytes that are not UTF-8
+
+
+def test_load_dataset_refuses_an_empty_run(tmp_path):
+    run = _write(tmp_path / "r.trec", "\n")
+    with pytest.raises(DataError, match=r"r\.trec: run 'r' has no results.*Fix:"):
+        load_dataset(qrels=FIX / "qrels.tsv", runs=[run])
+
+
+@pytest.mark.parametrize(
+    ("run_ids", "hint"),
+    [
+        (["Q1", "Q2"], "they match when case is ignored (run ids look like 'Q1', the qrels use 'q1')"),
+        (
+            ["q01", "q002"],
+            "they match when leading zeros are ignored (run ids look like 'q01', the qrels use 'q1')",
+        ),
+        (
+            ["1", "2"],
+            "they match when only their numbers are compared (run ids look like '1', the qrels use 'q1')",
+        ),
+        (["zz", "yy"], ""),
+    ],
+)
+def test_load_dataset_refuses_a_run_without_golden_queries(tmp_path, run_ids, hint):
+    text = "".join(f"{q} Q0 d1 1 1 t\n" for q in run_ids)
+    run = _write(tmp_path / "r.trec", text)
+    with pytest.raises(DataError) as err:
+        load_dataset(qrels=FIX / "qrels.tsv", runs=[("r", run)])
+    message = str(err.value)
+    assert message.startswith(f"{run}: none of the 2 query ids of run 'r' is a golden query of the qrels")
+    assert f"'{run_ids[0]}'" in message and "'q1'" in message  # a few ids from each side
+    assert hint in message and "ids are compared exactly" in message and "Fix:" in message
+
+
+def test_load_dataset_keeps_a_partial_run_as_a_warning(tmp_path):
+    run = _write(tmp_path / "r.trec", "q1 Q0 d1 1 1 t\nQ2 Q0 d3 1 1 t\n")  # q1 matches, Q2 does not
+    ds = load_dataset(qrels=FIX / "qrels.tsv", runs=[run])
+    assert set(_codes(ds.report)) >= {"query_missing_from_run", "run_query_not_judged"}
+
+
+def test_load_dataset_without_runs_is_fine():  # `diagnose evaluate --baseline bm25` has no --run
+    assert load_dataset(qrels=FIX / "qrels.tsv").runs == {}
+
+
+def test_messages_agree_in_number(tmp_path):
+    corpus = _write(tmp_path / "c.jsonl", '{"_id": "a", "text": "x"}\n{"_id": "b", "text": ""}\n')
+    queries = _write(tmp_path / "q.tsv", "q1\tx\nq2\t\n")
+    qrels = _write(tmp_path / "qrels.trec", "q1 0 a 1\nq1 0 a 1\nq2 0 zz 1\nq3 0 a 0\n")
+    run = _write(tmp_path / "r.trec", "q1 Q0 a 1 2 t\nq9 Q0 b 1 1 t\n")
+    ds = load_dataset(corpus=corpus, queries=queries, qrels=qrels, runs=[run])
+    text = ds.report.format()
+    for wrong in (
+        " are ignored",
+        "1 judgements",
+        "1 queries",
+        "they score",
+        "they are",
+        "repeat a",
+        "those can",
+    ):
+        assert wrong not in text, text
+    assert "(1x)" not in text
+    assert "1 query has no judgements in the qrels and is ignored" in text
+    assert "1 golden query has no results; it scores 0" in text
+
+
+def test_problem_format_shows_the_count_only_above_one():
+    from diagnose.data import Problem
+
+    assert Problem("c", "warning", "one thing", "f.txt").format() == "[warning] f.txt: one thing"
+    assert Problem("c", "warning", "things", None, 3).format() == "[warning] things (3x)"
+
+
+def test_long_ids_are_cut_in_messages_and_examples(tmp_path):
+    long_q, long_d = "q" * 300, "d" * 150
+    run = _write(tmp_path / "r.trec", f"q1 Q0 d1 1 1 t\n{long_q} Q0 {long_d} 1 1 t\nq1 Q0 {long_d} 2 0.5 t\n")
+    corpus = _write(tmp_path / "c.jsonl", '{"_id": "d1", "text": "x"}\n')
+    ds = load_dataset(corpus=corpus, qrels=FIX / "qrels.tsv", runs=[run])
+    for p in ds.report.problems:
+        for example in p.examples:
+            assert len(example) < 200, example
+    examples = {e for p in ds.report.problems for e in p.examples}
+    assert "q" * 79 + "… (300 characters)" in examples
+    jsonl = _write(
+        tmp_path / "r.jsonl", f'{{"query_id": "{long_q}", "results": [{{"doc_id": "a", "score": "x"}}]}}\n'
+    )
+    with pytest.raises(DataError) as err:
+        read_run(jsonl)
+    assert long_q not in str(err.value)
+
+
+def test_missing_values_are_not_shown_as_none(tmp_path):
+    f = _write(tmp_path / "q.jsonl", '{"query_id": "q", "relevant": [null]}\n')
+    with pytest.raises(DataError) as err:
+        read_qrels(f)
+    assert "None" not in str(err.value) and "null" in str(err.value)
