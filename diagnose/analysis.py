@@ -41,7 +41,10 @@ if TYPE_CHECKING:
     from diagnose.metrics import Evaluation
     from diagnose.models import ModelComparison
     from diagnose.projection import EmbeddingMap
+    from diagnose.remedies import Remedies
+    from diagnose.risk import RiskValidation
     from diagnose.space import VectorSpace
+    from diagnose.ties import TieAudit
 
 T = TypeVar("T")
 
@@ -538,6 +541,95 @@ class Analysis:
         n_docs = len(self.dataset.corpus) if self.dataset.corpus is not None else None
         return hubness(self.runs[name], k=k, n_docs=n_docs)
 
+    def ties(self, run: str | None = None, *, k: int | None = None) -> TieAudit:
+        """The tie audit of a run: queries whose score ties in the top k (or across rank k) make the metrics depend
+        on how documents are named, with each metric's exact range over tie orders. Computed once per run; a run
+        whose metrics depend on tie order gets a ``score_ties`` warning in the data set's report."""
+        from diagnose.ties import add_to_report, tie_audit
+
+        name = self._run_name(run)
+        k = self.k if k is None else _check_k(k)
+
+        def build() -> TieAudit:
+            audit = tie_audit(self.dataset.qrels, self.runs[name], self.metric_names(), k=k)
+            add_to_report(audit, self.dataset.report)
+            return audit
+
+        return self._cached(("ties", name, k), build)
+
+    def remedies(self, run: str | None = None, *, k: int | None = None, failure: str | None = None) -> Remedies:
+        """Each failure class's remedy applied to this run and measured: hybrid RRF with BM25 for
+        vocabulary_mismatch, exact dense search for index_gap, the top 3k reranked by exact cosine for near_miss
+        and ranking_failure; what each recovers and what hits it loses, with a paired randomization test."""
+        from diagnose.remedies import prove_remedies
+
+        name = self._run_name(run)
+        k = self.k if k is None else _check_k(k)
+        mode = self.failure if failure is None else self._check_failure(failure)
+
+        def build() -> Remedies:
+            sp = self.space
+            made = self._remedy_baselines()
+            return prove_remedies(
+                self.dataset, self.runs[name], self.diagnosis(name, k=k, failure=mode), space=sp,
+                bm25_run=made["bm25"], dense_run=made["dense"],
+            )  # fmt: skip
+
+        return self._cached(("remedies", name, k, mode), build)
+
+    def _remedy_baselines(self) -> dict[str, Run]:
+        """BM25 and exact dense runs over the golden queries (the analysis' baselines when it has them)."""
+
+        def build() -> dict[str, Run]:
+            from diagnose import baselines as bl
+
+            have = {kind: self.baseline_runs()[n] for n, kind in self._baselines.items() if kind in ("bm25", "dense")}
+            if "bm25" not in have:
+                have["bm25"] = bl.bm25_run(
+                    self.dataset.corpus, self.dataset.queries, self.golden, depth=self.depth, index=self.bm25,
+                    report=self.dataset.report,
+                )  # fmt: skip
+            if "dense" not in have:
+                sp = self.space
+                have["dense"] = bl.dense_run(sp.doc_vecs, sp.query_vecs, sp.doc_ids, sp.query_ids, depth=self.depth)
+            return have
+
+        return self._cached("remedy_baselines", build)
+
+    def risk(self, run: str | None = None, *, k: int | None = None) -> pd.DataFrame:
+        """Every query of the run (judged or not) ranked by how likely it fails, from its top-k scores alone
+        (:func:`diagnose.risk.failure_risk`): which unlabelled queries to judge first."""
+        from diagnose.risk import failure_risk
+
+        name = self._run_name(run)
+        k = self.k if k is None else _check_k(k)
+        return self._cached(("risk", name, k), lambda: failure_risk(self.runs[name], k=k)).copy()
+
+    def risk_validation(self, run: str | None = None, *, k: int | None = None) -> RiskValidation:
+        """How well :meth:`risk` finds the golden queries that fail at k (ROC AUC, per feature too)."""
+        from diagnose.risk import validate_risk
+
+        name = self._run_name(run)
+        k = self.k if k is None else _check_k(k)
+        return validate_risk(self.risk(name, k=k), self.dataset.qrels, self.runs[name], k)
+
+    def bounds(self, metrics: Sequence[str] | None = None) -> pd.DataFrame:
+        """How far the unjudged documents could move each metric: per run and metric, ``lower`` (unjudged =
+        non-relevant, today's value), ``upper`` (unjudged judged at best) and ``gap``, with ``judged@k``."""
+        from diagnose.metrics import metric_bounds
+
+        names = self.metric_names(metrics or [f"ndcg@{self.k}", f"recall@{self.k}", f"hit_rate@{self.k}", "mrr"])
+
+        def build() -> pd.DataFrame:
+            frames = []
+            for name, run in self.runs.items():
+                agg = metric_bounds(self.dataset.qrels, run, names).aggregate.reset_index()
+                agg.insert(0, "run", name)
+                frames.append(agg)
+            return pd.concat(frames, ignore_index=True)
+
+        return self._cached(("bounds", tuple(names)), build).copy()
+
     def inspect(
         self, query_id: str, run: str | None = None, *, k: int | None = None, failure: str | None = None
     ) -> Inspection:
@@ -701,11 +793,12 @@ class Analysis:
         comparisons = self.comparisons(ref, heads, n_resamples=n_resamples, seed=seed) if len(evs) > 1 else []
         changes = self.query_changes(ref, k=max(self.ks)) if len(evs) > 1 else {}
         gate = self.gate(fail_under, max_drop, reference=ref, skip_reference=skip_reference)
+        ties = {name: self.ties(name) for name in evs}
         slices = self.slices(slice_by, names) if slice_by else None
         return EvaluationReport(
             metrics=names, ks=list(self.ks), evaluations=evs, reference=ref, comparisons=comparisons,
             query_changes=changes, gate=gate, slices=slices, slice_field=slice_by,
-            validation=self.dataset.report, extra_columns=self.latency(),
+            validation=self.dataset.report, extra_columns=self.latency(), ties=ties,
         )  # fmt: skip
 
     # ------------------------------------------------------------------------------------------ models

@@ -195,6 +195,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="near-duplicate cosine for label_gap (default 0.95)",
     )
     fa.add_argument("--format", choices=["table", "json", "csv"], default="table")
+    fa.add_argument(
+        "--remedies",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="apply each class's offline remedy and measure what it recovers and loses (default: on)",
+    )
     _add_retriever_args(fa)
     _add_model_args(fa)
 
@@ -257,6 +263,20 @@ def build_parser() -> argparse.ArgumentParser:
         "--rrf-k", type=int, default=60, help="the k constant of reciprocal rank fusion (default 60)"
     )
     fu.add_argument("--format", choices=["table", "json", "csv"], default="table")
+
+    ri = sub.add_parser(
+        "risk",
+        help="which unlabelled queries to judge first: failure risk from the run's scores alone",
+        description="Rank every query of a run (judged or not) by how likely it fails, from the shape of its top-k "
+        "scores (top score, gap between ranks 1 and 2, spread, mean, softmax confidence for dense runs). With a "
+        "golden set (--data or --qrels), also the ROC AUC of that ranking on the golden queries.",
+        epilog="Example: diagnose risk --run demo_corpus/runs/ann_minilm.trec --data demo_corpus --top 20",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    _add_data_args(ri, run_required=True)
+    ri.add_argument("--k", type=int, default=10, help="cutoff of the score features and of failing (default 10)")
+    ri.add_argument("--top", type=int, default=0, help="show only the N riskiest queries (default: all)")
+    ri.add_argument("--format", choices=["table", "json", "csv"], default="table")
 
     return parser
 
@@ -385,7 +405,7 @@ def _print_warnings(report, fmt: str) -> None:
     if fmt == "json":
         return
     for p in report.warnings:
-        print("warning: " + p.format(), file=sys.stderr)
+        print(f"{p.severity}: " + p.format().removeprefix(f"[{p.severity}] "), file=sys.stderr)
 
 
 def _parse_bounds(items: list[str], flag: str) -> dict[str, float]:
@@ -483,14 +503,49 @@ def cmd_failures(args: argparse.Namespace) -> int:
     diag = analysis.diagnosis(name)
     noise = analysis.label_noise(name)
     hubs = analysis.hubness(name)
+    remedies = analysis.remedies(name) if args.remedies else None
     _write_runs(args, analysis)
     _print_warnings(ds.report, args.format)
     if args.format == "json":
-        print(dumps(failures_dict(diag, label_noise=noise, hubness=hubs, validation=ds.report)))
+        payload = failures_dict(diag, label_noise=noise, hubness=hubs, validation=ds.report)
+        if remedies is not None:
+            payload["remedies"] = remedies.to_dict()
+        print(dumps(payload))
     elif args.format == "csv":
         sys.stdout.write(diag.frame().to_csv(index=False, float_format="%.6f"))
     else:
-        print(failures_text(diag, model=analysis.space.model, label_noise=noise, hubness=hubs))
+        print(failures_text(diag, model=analysis.space.model, label_noise=noise, hubness=hubs, remedies=remedies))
+    return EXIT_OK
+
+
+def cmd_risk(args: argparse.Namespace) -> int:
+    from diagnose.report import dumps, text_table
+
+    if len(args.run) != 1:
+        raise DataError("diagnose risk ranks the queries of one run: pass exactly one --run [NAME=]FILE.")
+    if args.data or args.qrels:
+        analysis = _analysis(args, _load(args), k=args.k)
+        name = analysis.run_names[0]
+        risk, validation = analysis.risk(name), analysis.risk_validation(name)
+    else:
+        from diagnose.api import as_run
+        from diagnose.io import parse_run_arg
+        from diagnose.risk import failure_risk
+
+        name, path = parse_run_arg(args.run[0])
+        risk, validation = failure_risk(as_run(path, name=name), k=args.k), None
+    if args.top:
+        risk = risk.head(args.top)
+    if args.format == "json":
+        payload = {"run": name, "k": args.k, "queries": risk.to_dict(orient="records")}
+        payload["validation"] = validation.to_dict() if validation is not None else None
+        print(dumps(payload))
+    elif args.format == "csv":
+        sys.stdout.write(risk.to_csv(index=False, float_format="%.6f"))
+    else:
+        print(text_table(risk.to_dict(orient="records"), list(risk.columns)))
+        if validation is not None:
+            print("\n" + validation.sentence())
     return EXIT_OK
 
 
@@ -584,6 +639,7 @@ COMMANDS = {
     "models": cmd_models,
     "rerank": cmd_rerank,
     "fuse": cmd_fuse,
+    "risk": cmd_risk,
 }
 
 

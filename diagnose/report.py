@@ -22,6 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from diagnose.data import ValidationReport, json_default
@@ -123,6 +124,7 @@ class EvaluationReport:
     slice_field: str | None = None
     validation: ValidationReport = field(default_factory=ValidationReport)
     extra_columns: dict[str, dict[str, float]] = field(default_factory=dict)  # run -> {column: value} (latency)
+    ties: dict[str, Any] = field(default_factory=dict)  # run -> diagnose.ties.TieAudit
 
     @property
     def passed(self) -> bool:
@@ -157,13 +159,15 @@ class EvaluationReport:
         }
         if self.slices is not None:
             payload["slices"] = self.slices.to_dict(orient="records")
+        if self.ties:
+            payload["ties"] = {name: audit.to_dict() for name, audit in self.ties.items()}
         payload["gate"] = {"passed": self.passed, "failures": list(self.gate)}
         payload["warnings"] = [p.to_dict() for p in self.validation.warnings]
         payload["validation"] = self.validation.to_dict()
         return payload
 
     def to_json(self, *, per_query: bool = False) -> str:
-        return json.dumps(self.to_dict(per_query=per_query), indent=2, allow_nan=False, default=json_default)
+        return dumps(self.to_dict(per_query=per_query))
 
     def to_csv(self, *, per_query: bool = False) -> str:
         """Aggregates (``query_id`` = ``all``) or per-query values, one row per (run, query)."""
@@ -250,7 +254,9 @@ def failures_dict(diagnosis: Diagnosis, *, label_noise: Any = None, hubness: Any
     return payload
 
 
-def failures_text(diagnosis: Diagnosis, *, model: str, label_noise: Any = None, hubness: Any = None) -> str:
+def failures_text(
+    diagnosis: Diagnosis, *, model: str, label_noise: Any = None, hubness: Any = None, remedies: Any = None
+) -> str:
     """The human-readable report of ``diagnose failures``: every failure worst first, counts, recommendations."""
     d, cal = diagnosis, diagnosis.calibration
     lines = [
@@ -278,6 +284,8 @@ def failures_text(diagnosis: Diagnosis, *, model: str, label_noise: Any = None, 
     present = [c for c, n in d.class_counts.items() if n]
     if present:
         lines += ["", "recommendations:"] + [f"- {c}: {RECOMMENDATIONS[c]}" for c in present]
+    if remedies is not None and remedies.sentences():
+        lines += ["", "remedies, applied to this run and measured:"] + [f"- {x}" for x in remedies.sentences()]
     if label_noise is not None and (len(label_noise.unjudged_duplicates) or len(label_noise.conflicting_queries)):
         lines += [
             "",
@@ -365,6 +373,22 @@ def _diagnosis_markdown(d: Diagnosis, *, query_id: str | None, worst: int) -> li
 
 
 def dumps(payload: Any) -> str:
-    """JSON text of a report dict (numpy values converted; NaN refused: reports never carry it)."""
-    return json.dumps(payload, indent=2, allow_nan=False, default=json_default)
+    """JSON text of a report dict: numpy values converted, and NaN or infinite numbers (an undefined AUC, a
+    feature a run has no value for) written as ``null``, so the output is always valid JSON."""
+    try:
+        return json.dumps(payload, indent=2, allow_nan=False, default=json_default)
+    except ValueError:
+        return json.dumps(_finite_or_none(payload), indent=2, allow_nan=False, default=json_default)
+
+
+def _finite_or_none(o: Any) -> Any:
+    if isinstance(o, float | np.floating):
+        return float(o) if math.isfinite(o) else None
+    if isinstance(o, Mapping):
+        return {k: _finite_or_none(v) for k, v in o.items()}
+    if isinstance(o, list | tuple):
+        return [_finite_or_none(v) for v in o]
+    if isinstance(o, np.ndarray):
+        return _finite_or_none(o.tolist())
+    return o
 

@@ -184,15 +184,18 @@ class TieAudit:
             )
         else:
             where = f"some of the {self.n_queries} queries have tied scores below rank {self.k}"
+        digits = _digits(r.min, r.max)
         text = (
             f"run {self.run!r}: {where}, and {n_dep} {'has' if n_dep == 1 else 'have'} metrics that change "
-            f"with the order of the tied documents; {m} ranges {approx}{r.min:.3f}-{r.max:.3f} over tie orders ({order} "
-            f"gives {r.value:.3f})"
+            f"with the order of the tied documents; {m} ranges {approx}{r.min:.{digits}f}-{r.max:.{digits}f} over "
+            f"tie orders ({order} gives {r.value:.{digits}f})"
         )
         others = [o for o in self.varying_metrics if o != m]
         if others:
             shown = ", ".join(
-                f"{o} {self.aggregate[o].min:.3f}-{self.aggregate[o].max:.3f}" for o in others[:2]
+                f"{o} {self.aggregate[o].min:.{_digits(self.aggregate[o].min, self.aggregate[o].max)}f}-"
+                f"{self.aggregate[o].max:.{_digits(self.aggregate[o].min, self.aggregate[o].max)}f}"
+                for o in others[:2]
             )
             more = f" and {len(others) - 2} more" if len(others) > 2 else ""
             text += f"; also {shown}{more}"
@@ -575,3 +578,11 @@ def add_to_report(audit: TieAudit, report: ValidationReport) -> None:
             count=audit.n_queries_with_ties,
             examples=audit.examples,
         )
+
+
+def _digits(low: float, high: float) -> int:
+    """Decimals that show a range's two ends apart (3, up to 6 for a range narrower than 0.001)."""
+    for d in range(3, 7):
+        if f"{low:.{d}f}" != f"{high:.{d}f}":
+            return d
+    return 3

@@ -191,6 +191,9 @@ def test_failures_with_precomputed_vectors(tmp_path, capsys):
     assert f["cosine"] == pytest.approx(1.0) and f["bm25_rank"] == 1
     assert payload["class_counts"]["index_gap"] == 1
     assert payload["threshold"]["seed"] == 0.75
+    # the index_gap remedy is exact dense search: t is the nearest document, so it recovers the one failure
+    gap = next(r for r in payload["remedies"]["remedies"] if r["class"] == "index_gap")
+    assert gap["failures"] == 1 and gap["recovered"] == 1 and gap["lost_hits"] == 0
 
 
 def test_failures_needs_texts(files, capsys):
@@ -234,3 +237,19 @@ def test_a_live_retriever_from_the_command_line(tmp_path, capsys, monkeypatch):
 def test_a_retriever_spec_without_module_is_a_usage_error(capsys):
     code, _, err = run_cli(capsys, "evaluate", "--qrels", "x.tsv", "--retriever", "live")
     assert code == 2 and "NAME=module:attr" in err
+
+
+def test_risk_ranks_unlabelled_queries_and_validates_on_the_golden_set(files, capsys):
+    # without a golden set: every run query ranked, no validation
+    code, out, _ = run_cli(capsys, "risk", "--run", files / "bad.trec", "--k", "2", "--format", "json")
+    assert code == 0
+    payload = json.loads(out)
+    assert sorted(q["query_id"] for q in payload["queries"]) == ["q1", "q2"] and payload["validation"] is None
+    assert sorted(q["risk_rank"] for q in payload["queries"]) == [1, 2]
+    # with the golden set: bad fails q2 at k=2 (nothing relevant) and hits q1? no: d1 is at rank 3 -> both fail
+    code, out, _ = run_cli(capsys, "risk", "--run", files / "good.trec", "--qrels", files / "qrels.tsv", "--k", "1",
+                           "--format", "json")  # fmt: skip
+    assert code == 0
+    validation = json.loads(out)["validation"]
+    # good hits both queries at k=1: no failing query, so the AUC is undefined (NaN -> null), never made up
+    assert validation["n_failed"] == 0 and validation["auc"] is None
