@@ -1366,7 +1366,7 @@ def _read_run_table(
     raw: bytes, file: str, name: str, report: ValidationReport, header: str, header_line: int
 ) -> Run:
     delimiter = "\t" if ("\t" in header or (_suffixes(Path(file)) == ".tsv" and "," not in header)) else ","
-    columns = [c.strip() for c in next(csv.reader([header], delimiter=delimiter))]
+    columns = _header_fields(header, delimiter, file, header_line, RUN_FORMATS)
     lower = [c.lower() for c in columns]
     expected = "a CSV/TSV run with a header query_id,doc_id,score[,rank]"
 
@@ -1460,11 +1460,30 @@ def _csv_record_lines(body: bytes, delimiter: str) -> list[int]:
     reader = csv.reader(body.decode("utf-8").split("\n"), delimiter=delimiter)
     out: list[int] = []
     previous = 0
-    for fields in reader:
-        if fields:
-            out.append(previous + 1)
-        previous = reader.line_num
+    try:
+        for fields in reader:
+            if fields:
+                out.append(previous + 1)
+            previous = reader.line_num
+    except csv.Error:  # a lone CR inside a field: number the non-blank lines (quoted newlines not followed)
+        return [i for i, line in _lines(body) if line.strip()]
     return out
+
+
+def _header_fields(line: str, delimiter: str, file: str, lineno: int, expected: str) -> list[str]:
+    """The column names of a CSV/TSV header line."""
+    try:
+        fields = next(csv.reader([line], delimiter=delimiter), [])
+    except csv.Error as e:
+        raise _fatal(
+            file,
+            lineno,
+            f"the header line cannot be parsed ({e})",
+            _snip(line),
+            expected,
+            "fix the header line",
+        ) from None
+    return [c.strip() for c in fields]
 
 
 def _read_csv_table(
@@ -1966,7 +1985,7 @@ def _read_records(
         return _read_jsonl_records(raw, file, report)
     if suffix in (".csv", ".tsv", ".tab") or "," in line or "\t" in line:
         delimiter = "\t" if (suffix in (".tsv", ".tab") or ("\t" in line and "," not in line)) else ","
-        columns = [c.strip() for c in next(csv.reader([line], delimiter=delimiter))]
+        columns = _header_fields(line, delimiter, file, lineno, formats)
         table, line_of_row = _read_csv_table(
             raw, file, columns, delimiter, lineno, report, strict=False, expected=formats
         )

@@ -994,3 +994,24 @@ def test_missing_values_are_not_shown_as_none(tmp_path):
     with pytest.raises(DataError) as err:
         read_qrels(f)
     assert "None" not in str(err.value) and "null" in str(err.value)
+
+
+# found by tests/test_fuzz_readers.py: Python's csv module raises csv.Error on a lone CR in an unquoted field
+@pytest.mark.parametrize(
+    ("reader", "name", "text"),
+    [
+        (read_run, "r.csv", b"\x00\r\x00"),
+        (read_run, "r.csv", b"query_id,doc\rid,score\nq,a,1\n"),
+        (read_corpus, "c.csv", b"_id,te\rxt\nd1,x\n"),
+    ],
+)
+def test_csv_header_with_a_lone_cr_is_a_data_error(tmp_path, reader, name, text):
+    with pytest.raises(DataError, match=rf"{name.replace('.', '[.]')}:1: "):
+        reader(_write(tmp_path / name, text))
+
+
+def test_csv_line_numbers_survive_a_lone_cr_in_a_field(tmp_path, both_paths):
+    report = ValidationReport()
+    df = read_corpus(_write(tmp_path / "c.csv", b"_id,text\nd1,a\rb\nd2,c\nd3\n"), report=report).df
+    assert "d2" in df["doc_id"].tolist()
+    assert report.by_code("malformed_line")  # the short rows are counted with a line, not a crash
