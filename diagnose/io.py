@@ -981,11 +981,10 @@ def _fmt_rank(value: float) -> str:
 def _to_pandas(table: pa.Table) -> pd.DataFrame:
     """pandas frame; string columns get pandas' default ``str`` dtype (pyarrow-backed since pandas 3)."""
     df = table.to_pandas()
-    for field in table.schema:
-        if (pa.types.is_string(field.type) or pa.types.is_large_string(field.type)) and df[
-            field.name
-        ].dtype != "str":
-            df[field.name] = df[field.name].astype("str")
+    for i, field in enumerate(table.schema):  # by position: a CSV header may repeat a name
+        is_text = pa.types.is_string(field.type) or pa.types.is_large_string(field.type)
+        if is_text and df.iloc[:, i].dtype != "str":
+            df.isetitem(i, df.iloc[:, i].astype("str"))
     return df
 
 
@@ -1367,6 +1366,16 @@ def _read_run_table(
 ) -> Run:
     delimiter = "\t" if ("\t" in header or (_suffixes(Path(file)) == ".tsv" and "," not in header)) else ","
     columns = _header_fields(header, delimiter, file, header_line, RUN_FORMATS)
+    twice = sorted({c for c in columns if columns.count(c) > 1})
+    if twice:
+        raise _fatal(
+            file,
+            header_line,
+            f"the header names {', '.join(repr(_show_id(c, 40)) for c in twice)} more than once",
+            _snip(header),
+            "a CSV/TSV run with a header query_id,doc_id,score[,rank]",
+            "give every column its own name",
+        )
     lower = [c.lower() for c in columns]
     expected = "a CSV/TSV run with a header query_id,doc_id,score[,rank]"
 
@@ -2219,6 +2228,19 @@ def _finish_records(
         return record(pd.DataFrame({c: pd.Series([], dtype="str") for c in cols}), file)
     columns = [str(c) for c in df.columns]
     df.columns = columns
+    repeated = pd.Index(columns).duplicated()
+    if repeated.any():
+        names = list(dict.fromkeys(c for c, r in zip(columns, repeated, strict=True) if r))
+        report.add(
+            "duplicate_field",
+            f"{_plural(len(names), 'field name')} {_verb(len(names), 'appears', 'appear')} more than once (in the "
+            "header, or once metadata is flattened); the first field of each name is kept",
+            file=file,
+            count=len(names),
+            examples=[repr(_show_id(n, 40)) for n in names],
+        )
+        df = df.loc[:, ~repeated]
+        columns = [c for c, r in zip(columns, repeated, strict=True) if not r]
     src_id = _pick(columns, given[0], id_cands, "id", file, formats, "--id-field")
     src_text = _pick(columns, given[1], text_cands, "text", file, formats, "--text-field")
     src_title = (

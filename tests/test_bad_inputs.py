@@ -74,7 +74,9 @@ CASES: dict[str, Case] = {
         "run", F, ("run_ids_zero_padded.trec:", "leading zeros", "look like 'q001'", "use 'q1'")
     ),
     # runs: warnings
-    "run_unjudged_long_id.trec": Case("run", W, ("1 query has no judgements", "is ignored", "(200 characters)")),
+    "run_unjudged_long_id.trec": Case(
+        "run", W, ("1 query has no judgements", "is ignored", "(200 characters)")
+    ),
     "run_duplicate_docs.trec": Case("run", W, ("q1/d1",)),
     "run_unknown_doc.trec": Case("run", W, ("q1/d99",)),
     "run_missing_golden_query.trec": Case("run", W, ("q2",)),

@@ -1015,3 +1015,19 @@ def test_csv_line_numbers_survive_a_lone_cr_in_a_field(tmp_path, both_paths):
     df = read_corpus(_write(tmp_path / "c.csv", b"_id,text\nd1,a\rb\nd2,c\nd3\n"), report=report).df
     assert "d2" in df["doc_id"].tolist()
     assert report.by_code("malformed_line")  # the short rows are counted with a line, not a crash
+
+
+# found by tests/test_fuzz_readers.py: a header with a repeated name made df[name] a DataFrame (AttributeError)
+def test_repeated_field_names_keep_the_first_and_are_counted(tmp_path, both_paths):
+    report = ValidationReport()
+    corpus = read_corpus(_write(tmp_path / "c.csv", "_id,text,text\nd1,first,second\n"), report=report)
+    assert corpus.df["text"].tolist() == ["first"]
+    (p,) = report.by_code("duplicate_field")
+    assert p.examples == ("'text'",)
+    with pytest.raises(DataError, match="no id field found"):  # the fuzzed case: a header of two empty names
+        read_corpus(_write(tmp_path / "e.trec", ',\r\n{"_id": "d1"}\n'))
+
+
+def test_csv_run_with_a_repeated_column_is_fatal(tmp_path):
+    with pytest.raises(DataError, match=r"r\.csv:1: the header names 'score' more than once"):
+        read_run(_write(tmp_path / "r.csv", "query_id,doc_id,score,score\nq,a,1,2\n"))
