@@ -673,6 +673,25 @@ class Analysis:
 
         return self._cached(("comparisons", ref, names, n_resamples, seed), build)
 
+    def tukey(
+        self, metric: str | None = None, *, n_resamples: int = 10_000, seed: int = 0
+    ) -> pd.DataFrame:
+        """Every pair of runs at once (three or more runs): the randomised Tukey HSD test on ``metric`` (default
+        nDCG@k), which controls the family-wise error over all pairs; one row per pair with ``mean_diff``,
+        ``effect_size``, ``p_tukey``, ``significant``. Empty with fewer than three runs."""
+        from diagnose.stats import randomised_tukey_hsd
+
+        m = self.metric_names([metric or f"ndcg@{self.k}"])[0]
+
+        def build() -> pd.DataFrame:
+            if len(self.runs) < 3:
+                return pd.DataFrame(columns=["reference", "run", "mean_diff", "effect_size", "p_tukey", "significant"])
+            evs = self.evaluations([*self.metric_names(), m])
+            return randomised_tukey_hsd({n: ev.per_query for n, ev in evs.items()}, m, n_resamples=n_resamples,
+                                        seed=seed)  # fmt: skip
+
+        return self._cached(("tukey", m, n_resamples, seed), build).copy()
+
     def compare(
         self, reference: str | None = None, metrics: Sequence[str] | None = None, *, n_resamples: int = 10_000,
         seed: int = 0,
@@ -794,11 +813,12 @@ class Analysis:
         changes = self.query_changes(ref, k=max(self.ks)) if len(evs) > 1 else {}
         gate = self.gate(fail_under, max_drop, reference=ref, skip_reference=skip_reference)
         ties = {name: self.ties(name) for name in evs}
+        tukey = self.tukey(heads[0], n_resamples=n_resamples, seed=seed) if len(evs) >= 3 else None
         slices = self.slices(slice_by, names) if slice_by else None
         return EvaluationReport(
             metrics=names, ks=list(self.ks), evaluations=evs, reference=ref, comparisons=comparisons,
             query_changes=changes, gate=gate, slices=slices, slice_field=slice_by,
-            validation=self.dataset.report, extra_columns=self.latency(), ties=ties,
+            validation=self.dataset.report, extra_columns=self.latency(), ties=ties, tukey=tukey,
         )  # fmt: skip
 
     # ------------------------------------------------------------------------------------------ models

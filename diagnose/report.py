@@ -125,6 +125,7 @@ class EvaluationReport:
     validation: ValidationReport = field(default_factory=ValidationReport)
     extra_columns: dict[str, dict[str, float]] = field(default_factory=dict)  # run -> {column: value} (latency)
     ties: dict[str, Any] = field(default_factory=dict)  # run -> diagnose.ties.TieAudit
+    tukey: pd.DataFrame | None = None  # randomised Tukey HSD over every pair (three or more runs)
 
     @property
     def passed(self) -> bool:
@@ -161,6 +162,9 @@ class EvaluationReport:
             payload["slices"] = self.slices.to_dict(orient="records")
         if self.ties:
             payload["ties"] = {name: audit.to_dict() for name, audit in self.ties.items()}
+        if self.tukey is not None and len(self.tukey):
+            payload["tukey_hsd"] = {"metric": self.comparisons[0].metric if self.comparisons else None,
+                                    "pairs": self.tukey.to_dict(orient="records")}  # fmt: skip
         payload["gate"] = {"passed": self.passed, "failures": list(self.gate)}
         payload["warnings"] = [p.to_dict() for p in self.validation.warnings]
         payload["validation"] = self.validation.to_dict()
@@ -216,6 +220,14 @@ class EvaluationReport:
             family = "one test" if n_tests == 1 else f"Holm over {n_tests} tests"
             lines += ["", f"comparisons with {self.reference!r} (paired; 95% bootstrap CI; {family}):"]
             lines += [f"- {c.verdict()}" for c in self.comparisons]
+            if self.tukey is not None and len(self.tukey):
+                sig = self.tukey[self.tukey["significant"]]
+                lines.append(
+                    f"- randomised Tukey HSD over all {len(self.tukey)} pairs on {self.comparisons[0].metric}: "
+                    + (", ".join(f"{r.run} vs {r.reference} ({r.mean_diff:+.3f}, p={r.p_tukey:.3g})"
+                                 for r in sig.itertuples()) + " differ" if len(sig) else "no pair differs")  # fmt: skip
+                    + " (family-wise error controlled over every pair)."
+                )
             for name, ch in self.query_changes.items():
                 lines.append(
                     f"- {name} vs {self.reference} at k={ch['metric'].split('@')[1]}: fixes {len(ch['fixed'])} "
@@ -315,6 +327,7 @@ def markdown_report(
     page: str = "",
     query_id: str | None = None,
     worst: int = 10,
+    remedies: Any = None,
 ) -> str:
     """The report as Markdown. ``metrics``: one row per run (``run``, ``kind``, metric columns, ``band:<metric>``)."""
     lines = ["# diagnose report", ""]
@@ -334,6 +347,9 @@ def markdown_report(
     lines.append(markdown_table(table, ["run", "kind", "queries", *metric_cols]))
     if diagnosis is not None:
         lines += ["", *_diagnosis_markdown(diagnosis, query_id=query_id, worst=worst)]
+    if remedies is not None and remedies.sentences():
+        lines += ["", "### Remedies, applied to this run and measured", ""]
+        lines += [f"- {x}" for x in remedies.sentences()]
     lines += ["", "## Validation", ""]
     if len(validation):
         lines += [f"- {p.format().splitlines()[0]}" for p in validation]

@@ -621,7 +621,8 @@ class Comparison:
         else:
             direction = "higher" if self.mean_diff > 0 else "lower"
             head = f"{self.run} is {diff} {direction} than {self.reference} on {self.metric}"
-        detail = f" ({round(CI_LEVEL * 100)}% CI {low} to {high}, p_holm{_fmt_p(self.p_holm)}, {queries})"
+        effect = f", effect size d_z {self.effect_size:.2f}" if math.isfinite(self.effect_size) else ""
+        detail = f" ({round(CI_LEVEL * 100)}% CI {low} to {high}, p_holm{_fmt_p(self.p_holm)}{effect}, {queries})"
         if self.significant:
             return f"{head}{detail}: significant."
         if math.isfinite(self.mdd) and self.mdd > 0:

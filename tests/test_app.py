@@ -580,3 +580,40 @@ def test_a_live_retriever_shows_its_latency_on_overview_and_model_choice(tmp_pat
     at = _open("models", at)
     live = _frame_with(at, "retriever")
     assert live["retriever"].tolist() == ["live"] and (live["latency_p50_ms"] > 0).all()
+
+
+# ------------------------------------------------------------------------------------------------ golden set evidence
+
+
+def test_overview_shows_judgement_coverage_and_metric_bounds():
+    at = _app()
+    holes = _frame_with(at, "judged@10").set_index("run")
+    b = at.session_state["_bundle"]
+    assert set(holes.index) == set(b.runs)
+    # bounds: the reported value is the lower bound, never above the upper one
+    ndcg = b.analysis.evaluations(["ndcg@10"])
+    for run, row in holes.iterrows():
+        assert row["ndcg@10 lower"] == pytest.approx(ndcg[run].aggregate["ndcg@10"])
+        assert row["ndcg@10 lower"] <= row["ndcg@10 upper"] <= 1
+        assert 0 <= row["judged@10"] <= 1 and 0 <= row["hole@10"] <= 1
+
+
+def test_worst_queries_shows_each_remedy_measured():
+    at = _open("worst")
+    table = _frame_with(at, "remedy")
+    assert set(table["failure class"]) == set(CLASS_LABELS.values())
+    shown = table.dropna(subset=["recovered"])
+    assert (shown["recovered"] <= shown["failures"]).all()
+    assert any("would recover" in m.value for m in at.markdown)
+
+
+def test_golden_set_ranks_queries_by_risk_and_compare_runs_tukey():
+    at = _open("golden")
+    risk = _frame_with(at, "risk")
+    assert risk["risk_rank"].tolist() == sorted(risk["risk_rank"])
+    assert any("ROC AUC" in m.value for m in at.markdown)
+    at = _open("compare", at)
+    tukey = _frame_with(at, "p_tukey")
+    n = len(at.session_state["_bundle"].runs)
+    assert len(tukey) == n * (n - 1) // 2
+    assert "effect size" in _frame_with(at, "p (Holm)").columns

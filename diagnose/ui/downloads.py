@@ -31,6 +31,8 @@ def report_markdown(b, diagnosis=None, metrics=None, page: str = "", query_id: s
         validation=b.ds.report,
         page=page,
         query_id=query_id,
+        remedies=b.analysis.remedies(diagnosis.run if diagnosis is not None else b.selected_run, k=b.k,
+                                     failure=b.mode),  # fmt: skip
     )
 
 

@@ -43,6 +43,8 @@ rows = [
         "CI high": c.ci_high,
         "p (randomization)": c.p_randomization,
         "p (Holm)": c.p_holm,
+        "p (BH)": c.p_bh,
+        "effect size": c.effect_size,
         "significant": c.significant,
         "wins": c.wins,
         "ties": c.ties,
@@ -57,10 +59,38 @@ st.dataframe(
     width="stretch",
     column_config={
         c: st.column_config.NumberColumn(format="%.4f")
-        for c in ("mean diff", "CI low", "CI high", "p (randomization)", "p (Holm)", "min. detectable diff")
+        for c in ("mean diff", "CI low", "CI high", "p (randomization)", "p (Holm)", "p (BH)", "min. detectable diff")
+    }
+    | {
+        "effect size": st.column_config.NumberColumn(
+            format="%.2f", help="paired Cohen's d_z = mean difference / sd of the per-query differences"
+        )
     },
 )
 st.markdown("\n".join(f"- {escape_md(c.verdict())}" for c in comparisons))
+st.caption(
+    "p (Holm) controls the family-wise error and decides *significant*; p (BH) is Benjamini-Hochberg's false "
+    "discovery rate over the same family, for screening many runs."
+)
+if len(names) >= 3:
+    st.subheader("Every pair at once (randomised Tukey HSD)")
+    tukey = b.analysis.tukey(chosen[0])
+    st.dataframe(
+        tukey,
+        hide_index=True,
+        width="stretch",
+        key="cmp_tukey",
+        column_config={
+            "mean_diff": st.column_config.NumberColumn(format="%.4f"),
+            "effect_size": st.column_config.NumberColumn(format="%.2f"),
+            "p_tukey": st.column_config.NumberColumn(format="%.4f"),
+        },
+    )
+    st.caption(
+        f"{escape_md(chosen[0])}: each query's scores shuffled among the {len(names)} runs; a pair differs when the "
+        "range of the shuffled run means rarely reaches its observed difference (family-wise error controlled over "
+        "all pairs, no further correction)."
+    )
 
 st.subheader("Per-query differences")
 others = [n for n in names if n != ref]

@@ -119,3 +119,25 @@ else:
         "document each time: generic pages (FAQ, glossary, directories) often do. Consider down-weighting or "
         "excluding them, or splitting them into focused chunks."
     )
+
+st.subheader("Which queries to judge first")
+risk = b.analysis.risk(run_name, k=k)
+validation = b.analysis.risk_validation(run_name, k=k)
+judged = set(b.ds.qrels.query_ids())
+risk.insert(1, "judged", [q in judged for q in risk["query_id"]])
+risk.insert(2, "query", [q_text.get(q, "") for q in risk["query_id"]])
+st.markdown(escape_md(validation.sentence()))
+st.caption(
+    "Risk from the shape of each query's top-k scores alone (top score, gap between ranks 1 and 2, spread, mean, and "
+    "for dense runs the softmax confidence of the top document), normalised per run and rank-averaged: it needs no "
+    "judgement, so it ranks production queries too. The AUC says how well it finds the golden queries that fail; "
+    "judge the riskiest unjudged queries first."
+)
+st.dataframe(
+    risk.head(200),
+    hide_index=True,
+    width="stretch",
+    key="golden_risk",
+    column_config={c: st.column_config.NumberColumn(format="%.3f") for c in ("top1", "gap12", "spread", "mean_k",
+                                                                              "confidence", "risk")},
+)

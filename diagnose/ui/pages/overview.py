@@ -109,6 +109,39 @@ bars = pd.DataFrame(
 )
 st.altair_chart(charts.metrics_bar(bars, k=k), width="stretch")
 
+# ---------------------------------------------------------------------------------------------- holes
+st.subheader(f"How much of the top {k} is judged")
+coverage = b.analysis.evaluations([f"judged@{k}", f"hole@{k}"])
+bounds = b.analysis.bounds([f"ndcg@{k}", f"recall@{k}"]).set_index(["run", "metric"])
+holes = pd.DataFrame(
+    [
+        {
+            "run": name,
+            f"judged@{k}": ev.aggregate[f"judged@{k}"],
+            f"hole@{k}": ev.aggregate[f"hole@{k}"],
+            **{
+                f"{m} {side}": bounds.loc[(name, m), side]
+                for m in (f"ndcg@{k}", f"recall@{k}")
+                for side in ("lower", "upper")
+            },
+        }
+        for name, ev in coverage.items()
+    ]
+)
+st.dataframe(
+    holes,
+    hide_index=True,
+    width="stretch",
+    key="holes_table",
+    column_config={c: st.column_config.NumberColumn(format="%.3f") for c in holes.columns if c != "run"},
+)
+st.caption(
+    f"judged@{k}: share of the top {k} with a judgement for the query (ir_measures' Judged); hole@{k}: share judged "
+    f"for no query (BEIR's Hole). lower = the metric as reported (unjudged = not relevant); upper = the best it "
+    "could be if the unjudged documents in the run's list were judged (each relevant or not, at best). A wide gap "
+    "means the golden set, not the retriever, decides the number: judge the top documents before trusting it."
+)
+
 # ---------------------------------------------------------------------------------------------- curves
 st.subheader("Curves over k")
 evs = b.evaluations()

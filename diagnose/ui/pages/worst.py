@@ -24,6 +24,27 @@ if not diag.failures:
     st.success(f"No query fails at k={b.k}: every golden query has a relevant document in the top {b.k}.")
     st.stop()
 
+with st.expander("Would the recommendations help? Each remedy applied to this run and measured", expanded=True):
+    remedies = b.analysis.remedies(run, k=b.k, failure=b.mode)
+    st.markdown("\n".join(f"- {escape_md(x)}" for x in remedies.sentences()))
+    st.dataframe(
+        remedies.table().assign(**{"class": lambda t: t["class"].map(CLASS_LABELS)}).rename(
+            columns={"class": "failure class"}
+        ),
+        hide_index=True,
+        width="stretch",
+        key="worst_remedies",
+        column_config={
+            "mean_diff": st.column_config.NumberColumn(format="%+.3f"),
+            "p_value": st.column_config.NumberColumn(format="%.4f", help="paired randomization test"),
+        },
+    )
+    st.caption(
+        f"recovered: failures of the class the remedy fixes at k={b.k}; lost_hits: golden queries the run hits "
+        f"today that the remedied run misses; mean_diff and p_value: {escape_md(remedies.metric)} over all "
+        f"{remedies.n_queries} golden queries, remedied run minus the run."
+    )
+
 counts = diag.class_counts
 present = [c for c in CLASSES if counts.get(c)]
 chosen = st.multiselect(
