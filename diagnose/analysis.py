@@ -69,8 +69,10 @@ def _check_runs(runs: Mapping[str, Run], ds: Dataset) -> None:
     """The cross-file checks of :func:`diagnose.io.load_dataset` for runs given after loading (doc ids missing
     from the corpus, golden queries missing from a run, unjudged run queries), counted in the data set's report."""
     from diagnose.data import ValidationReport
-    from diagnose.io import _cross_checks
+    from diagnose.io import _cross_checks, check_run_matches_qrels
 
+    for run in runs.values():
+        check_run_matches_qrels(run, ds.qrels)
     scratch = ValidationReport()
     _cross_checks(ds.qrels, runs, ds.corpus, None, scratch)
     ds.report.problems.extend(p for p in scratch.problems if p.code != "qrels_doc_not_in_corpus")

@@ -470,12 +470,14 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 def _add_compare_to(args: argparse.Namespace, ds) -> str | None:
     if not args.compare_to:
         return None
-    from diagnose.io import parse_run_arg, read_run
+    from diagnose.io import check_run_matches_qrels, parse_run_arg, read_run
 
     name, path = parse_run_arg(args.compare_to)
     if name in ds.runs:
         raise DataError(f"--compare-to {name!r}: a --run has the same name; name the reference differently.")
-    ds.runs = {name: read_run(path, name=name, report=ds.report), **ds.runs}
+    reference = read_run(path, name=name, report=ds.report)
+    check_run_matches_qrels(reference, ds.qrels)
+    ds.runs = {name: reference, **ds.runs}
     return name
 
 
@@ -579,7 +581,7 @@ def cmd_models(args: argparse.Namespace) -> int:
 
 def cmd_rerank(args: argparse.Namespace) -> int:
     from diagnose.compare import rerank_cross_encoder, rerank_report
-    from diagnose.io import parse_run_arg, read_run
+    from diagnose.io import check_run_matches_qrels, parse_run_arg, read_run
     from diagnose.report import dumps, text_table
 
     if bool(args.reranked) == bool(args.cross_encoder):
@@ -589,9 +591,11 @@ def cmd_rerank(args: argparse.Namespace) -> int:
     ds = _load(args, need_text=bool(args.cross_encoder))
     name, path = parse_run_arg(args.candidates)
     candidates = read_run(path, name=name, report=ds.report)
+    check_run_matches_qrels(candidates, ds.qrels)
     if args.reranked:
         rname, rpath = parse_run_arg(args.reranked)
         reranked = read_run(rpath, name=rname, report=ds.report)
+        check_run_matches_qrels(reranked, ds.qrels)
     else:
         doc_text = dict(zip(ds.corpus.ids, ds.corpus.texts(), strict=True))
         reranked = rerank_cross_encoder(
