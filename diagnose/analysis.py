@@ -139,8 +139,10 @@ class Analysis:
         self._thresholds = thresholds
         self._encoder_given = encoder
         self._embeddings = embeddings
-        self._reporter = progress_mod.reporter(progress)
-        self._lock = threading.RLock()
+        self._default_reporter = progress_mod.reporter(progress)
+        self._local = threading.local()  # a reporter per thread (the app encodes in a background thread)
+        self._lock = threading.Lock()  # guards the memo and the per-key locks only
+        self._key_locks: dict[Hashable, threading.RLock] = {}
         self._memo: dict[Hashable, Any] = {}
         self._baselines = self._check_baselines(baselines)
         given = dict(dataset.runs) if runs is None else dict(runs)
@@ -176,13 +178,23 @@ class Analysis:
         return {str(n): str(kind) for n, kind in items.items()}
 
     def _cached(self, key: Hashable, build: Callable[[], T]) -> T:
+        """``build()`` once per key. Each key has its own lock, so a thread encoding the corpus does not block a
+        thread reading metrics; a key only ever waits for the keys it is built from (no cycles, no deadlock)."""
+        if key in self._memo:
+            return self._memo[key]
         with self._lock:
+            lock = self._key_locks.setdefault(key, threading.RLock())
+        with lock:
             if key not in self._memo:
                 self._memo[key] = build()
             return self._memo[key]
 
     def _has(self, key: Hashable) -> bool:
         return key in self._memo
+
+    @property
+    def _reporter(self) -> progress_mod.Reporter:
+        return getattr(self._local, "reporter", None) or self._default_reporter
 
     def _need_texts(self, what: str) -> None:
         ds = self.dataset
@@ -195,16 +207,15 @@ class Analysis:
 
     @contextmanager
     def reporting(self, progress: bool | progress_mod.Reporter | None) -> Iterator[Analysis]:
-        """``with analysis.reporting(reporter): ...``: what is computed inside reports to ``progress`` (the app
-        passes its ``st.status`` box; other threads wait for the block to end)."""
-        with self._lock:
-            saved = self._reporter
-            if progress is not None:
-                self._reporter = progress_mod.reporter(progress)
-            try:
-                yield self
-            finally:
-                self._reporter = saved
+        """``with analysis.reporting(reporter): ...``: what this thread computes inside the block reports to
+        ``progress`` (the app passes its ``st.status`` box); other threads keep their own reporter."""
+        saved = getattr(self._local, "reporter", None)
+        if progress is not None:
+            self._local.reporter = progress_mod.reporter(progress)
+        try:
+            yield self
+        finally:
+            self._local.reporter = saved
 
     def prepare(self, progress: bool | progress_mod.Reporter | None = None, *, vectors: bool = True) -> Analysis:
         """Compute the heavy parts now (runs, BM25 index, vector space, baselines), reporting to ``progress``
@@ -216,7 +227,9 @@ class Analysis:
                 _ = self.bm25
             if vectors:
                 _ = self.space
-            _ = self.runs
+                _ = self.runs
+            else:
+                self.ready_runs()
         return self
 
     # ------------------------------------------------------------------------------------------ data and runs
@@ -288,33 +301,43 @@ class Analysis:
     def baseline_runs(self) -> dict[str, Run]:
         """The baselines asked for: ``bm25`` (Lucene BM25 over title + text), ``dense`` (exact cosine search with
         the model), ``hybrid`` (RRF, k=60, of the two), each cut at ``depth``, under the names given."""
+        return {name: self._baseline(kind, name) for name, kind in self._baselines.items()}
 
-        def build() -> dict[str, Run]:
+    def _baseline(self, kind: str, name: str | None = None) -> Run:
+        """One baseline run (memoised per kind), renamed to ``name``."""
+
+        def build() -> Run:
             from diagnose import baselines as bl
 
-            kinds = set(self._baselines.values())
-            if not kinds:
-                return {}
             self._need_texts("A baseline run")
-            made: dict[str, Run] = {}
-            self._reporter.step(f"Computing the baseline runs ({', '.join(sorted(kinds))}; depth {self.depth})")
-            if kinds & {"bm25", "hybrid"}:
-                made["bm25"] = bl.bm25_run(
+            if kind == "bm25":
+                self._reporter.step(f"Computing the BM25 baseline (depth {self.depth})")
+                return bl.bm25_run(
                     self.dataset.corpus, self.dataset.queries, self.golden, depth=self.depth, index=self.bm25,
                     report=self.dataset.report,
                 )  # fmt: skip
-            if kinds & {"dense", "hybrid"}:
+            if kind == "dense":
                 sp = self.space
-                made["dense"] = bl.dense_run(sp.doc_vecs, sp.query_vecs, sp.doc_ids, sp.query_ids, depth=self.depth)
-            if "hybrid" in kinds:
-                made["hybrid"] = bl.hybrid_run(made["bm25"], made["dense"], depth=self.depth)
-            out = {}
-            for name, kind in self._baselines.items():
-                r = made[kind]
-                out[name] = r if r.name == name else replace(r, name=name)
-            return out
+                self._reporter.step(f"Computing the dense baseline (exact search, depth {self.depth})")
+                return bl.dense_run(sp.doc_vecs, sp.query_vecs, sp.doc_ids, sp.query_ids, depth=self.depth)
+            return bl.hybrid_run(self._baseline("bm25"), self._baseline("dense"), depth=self.depth)
 
-        return self._cached("baselines", build)
+        run = self._cached(("baseline", kind), build)
+        return run if name is None or run.name == name else replace(run, name=name)
+
+    @property
+    def vectors_ready(self) -> bool:
+        """Whether the vector space is computed (what the diagnosis, dense and hybrid baselines need)."""
+        return self._has("space")
+
+    def ready_runs(self) -> dict[str, Run]:
+        """The runs available without waiting for the vectors: the runs given, the BM25 baseline, and the dense and
+        hybrid baselines once :attr:`vectors_ready` (the app shows these while the corpus is being encoded)."""
+        if self.vectors_ready:
+            return self.runs
+        out = dict(self.user_runs())
+        out.update({n: self._baseline(kind, n) for n, kind in self._baselines.items() if kind == "bm25"})
+        return out
 
     @property
     def runs(self) -> dict[str, Run]:
@@ -428,28 +451,32 @@ class Analysis:
 
         return expand_metrics(metrics if metrics is not None else self._metric_names, self.ks)
 
-    def evaluations(self, metrics: Sequence[str] | None = None) -> dict[str, Evaluation]:
-        """Run name -> :class:`~diagnose.metrics.Evaluation` (per query and aggregate), every run and baseline."""
+    def evaluations(
+        self, metrics: Sequence[str] | None = None, *, runs: Sequence[str] | None = None
+    ) -> dict[str, Evaluation]:
+        """Run name -> :class:`~diagnose.metrics.Evaluation` (per query and aggregate), of every run and baseline
+        (or of the runs named: the app scores the runs it has while the vectors are still being computed)."""
         names = tuple(self.metric_names(metrics))
+        chosen = tuple(runs) if runs is not None else None
 
         def build() -> dict[str, Evaluation]:
             from diagnose.metrics import evaluate_many
 
-            return evaluate_many(self.dataset.qrels, self.runs, list(names))
+            pool = self.runs if chosen is None else self.ready_runs()
+            return evaluate_many(self.dataset.qrels, {n: pool[n] for n in (chosen or pool)}, list(names))
 
-        return self._cached(("evaluations", names), build)
+        return self._cached(("evaluations", names, chosen), build)
 
     def latency(self, k: int | None = None) -> dict[str, dict[str, float]]:
         """For runs with recorded latency (live retrievers): ``latency_p50_ms``, ``latency_p95_ms`` (over the
         queries that returned) and ``recall@k_per_ms`` (recall@k divided by the median latency: recall bought per
         millisecond of a query)."""
         out: dict[str, dict[str, float]] = {}
-        runs = self.runs
-        with_latency = {n: r for n, r in runs.items() if getattr(r, "latency_ms", None)}
+        with_latency = {n: r for n, r in self.user_runs().items() if getattr(r, "latency_ms", None)}
         if not with_latency:
             return out
         recall = f"recall@{self.k if k is None else _check_k(k)}"
-        evs = self.evaluations([recall])
+        evs = self.evaluations([recall], runs=list(with_latency))
         for name, r in with_latency.items():
             ms = np.asarray(list(r.latency_ms.values()), dtype=np.float64)
             p50 = float(np.percentile(ms, 50))
@@ -571,32 +598,12 @@ class Analysis:
 
         def build() -> Remedies:
             sp = self.space
-            made = self._remedy_baselines()
             return prove_remedies(
                 self.dataset, self.runs[name], self.diagnosis(name, k=k, failure=mode), space=sp,
-                bm25_run=made["bm25"], dense_run=made["dense"],
+                bm25_run=self._baseline("bm25"), dense_run=self._baseline("dense"),
             )  # fmt: skip
 
         return self._cached(("remedies", name, k, mode), build)
-
-    def _remedy_baselines(self) -> dict[str, Run]:
-        """BM25 and exact dense runs over the golden queries (the analysis' baselines when it has them)."""
-
-        def build() -> dict[str, Run]:
-            from diagnose import baselines as bl
-
-            have = {kind: self.baseline_runs()[n] for n, kind in self._baselines.items() if kind in ("bm25", "dense")}
-            if "bm25" not in have:
-                have["bm25"] = bl.bm25_run(
-                    self.dataset.corpus, self.dataset.queries, self.golden, depth=self.depth, index=self.bm25,
-                    report=self.dataset.report,
-                )  # fmt: skip
-            if "dense" not in have:
-                sp = self.space
-                have["dense"] = bl.dense_run(sp.doc_vecs, sp.query_vecs, sp.doc_ids, sp.query_ids, depth=self.depth)
-            return have
-
-        return self._cached("remedy_baselines", build)
 
     def risk(self, run: str | None = None, *, k: int | None = None) -> pd.DataFrame:
         """Every query of the run (judged or not) ranked by how likely it fails, from its top-k scores alone
@@ -615,22 +622,25 @@ class Analysis:
         k = self.k if k is None else _check_k(k)
         return validate_risk(self.risk(name, k=k), self.dataset.qrels, self.runs[name], k)
 
-    def bounds(self, metrics: Sequence[str] | None = None) -> pd.DataFrame:
-        """How far the unjudged documents could move each metric: per run and metric, ``lower`` (unjudged =
-        non-relevant, today's value), ``upper`` (unjudged judged at best) and ``gap``, with ``judged@k``."""
+    def bounds(self, metrics: Sequence[str] | None = None, *, runs: Sequence[str] | None = None) -> pd.DataFrame:
+        """How far the unjudged documents could move each metric: per run (all, or those named) and metric,
+        ``lower`` (unjudged = non-relevant, today's value), ``upper`` (unjudged judged at best) and ``gap``."""
         from diagnose.metrics import metric_bounds
 
         names = self.metric_names(metrics or [f"ndcg@{self.k}", f"recall@{self.k}", f"hit_rate@{self.k}", "mrr"])
+        chosen = tuple(runs) if runs is not None else None
 
         def build() -> pd.DataFrame:
             frames = []
-            for name, run in self.runs.items():
+            pool = self.runs if chosen is None else self.ready_runs()
+            for name in chosen or pool:
+                run = pool[name]
                 agg = metric_bounds(self.dataset.qrels, run, names).aggregate.reset_index()
                 agg.insert(0, "run", name)
                 frames.append(agg)
             return pd.concat(frames, ignore_index=True)
 
-        return self._cached(("bounds", tuple(names)), build).copy()
+        return self._cached(("bounds", tuple(names), chosen), build).copy()
 
     def inspect(
         self, query_id: str, run: str | None = None, *, k: int | None = None, failure: str | None = None

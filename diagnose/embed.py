@@ -17,6 +17,7 @@ import logging
 import os
 import re
 import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -109,10 +110,11 @@ class KeywordEncoder:
     configurations never share a cache entry.
     """
 
-    def __init__(self, dim: int = 256, synonyms: dict[str, str] | None = None) -> None:
+    def __init__(self, dim: int = 256, synonyms: dict[str, str] | None = None, *, delay: float = 0.0) -> None:
         if dim < 1:
             raise ValueError("dim must be >= 1")
         self.dim = int(dim)
+        self.delay = float(delay)  # seconds per text: stands in for a slow model in tests of progress
         self.synonyms = {k.lower(): v.lower() for k, v in (synonyms or {}).items()}
         self.name = f"keyword-hash-{self.dim}"
         if self.synonyms:
@@ -131,6 +133,8 @@ class KeywordEncoder:
         for i, text in enumerate(texts):
             for tok in self.tokens(text):
                 out[i, self.bucket(tok)] += 1.0
+        if self.delay:
+            time.sleep(self.delay * len(texts))
         if callable(progress):
             progress(len(texts), len(texts))
         return _l2_normalise(out)

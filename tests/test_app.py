@@ -617,3 +617,39 @@ def test_golden_set_ranks_queries_by_risk_and_compare_runs_tukey():
     n = len(at.session_state["_bundle"].runs)
     assert len(tukey) == n * (n - 1) // 2
     assert "effect size" in _frame_with(at, "p (Holm)").columns
+
+
+# ------------------------------------------------------------------------------------------------ cold start
+
+
+def test_metrics_come_before_the_vectors_and_pages_fill_in_when_they_are_ready(tmp_path, monkeypatch):
+    """A slow model: the Overview shows the metrics of the runs and of BM25 at once, pages that need the vectors
+    show the encoding's progress, switching pages does not restart it, and the pages fill in when it ends."""
+    import time
+
+    import streamlit as st
+
+    st.cache_resource.clear()  # no analysis left ready by another test
+    monkeypatch.setenv("DIAGNOSE_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("DIAGNOSE_ENCODER_DELAY", "0.02")  # ~6 s for the 296 demo texts
+    monkeypatch.setenv("DIAGNOSE_FOREGROUND_SECONDS", "0")
+    at = _app()
+    _assert_clean(at)
+    b = at.session_state["_bundle"]
+    assert not b.ready
+    table = _frame_with(at, "run")
+    assert sorted(table["run"]) == sorted([*DEMO_RUNS, "bm25"])  # dense and hybrid need the vectors
+    assert table["failed queries"].isna().all()
+    assert at.get("progress"), "no progress bar while encoding"
+    background = b.background
+    at = _open("worst", at)
+    assert at.title[0].value == "Worst queries" and not [d for d in at.dataframe if "class" in d.value.columns]
+    deadline = time.monotonic() + 120
+    while not at.session_state["_bundle"].ready and time.monotonic() < deadline:
+        time.sleep(0.5)
+        at.run()
+    at.run()
+    _assert_clean(at)
+    assert at.session_state["_bundle"].background is background  # one encoding, never restarted
+    assert len(_frame_with(at, "class")) > 0
+    st.cache_resource.clear()

@@ -18,8 +18,9 @@ from diagnose.ui.text import escape_md
 
 
 def report_markdown(b, diagnosis=None, metrics=None, page: str = "", query_id: str | None = None) -> str:
-    """The Markdown report of the current state of the app."""
+    """The Markdown report of the current state of the app (without the diagnosis while the vectors are computed)."""
     s = b.settings
+    remedies = b.analysis.remedies(diagnosis.run, k=b.k, failure=b.mode) if diagnosis is not None else None
     return report.markdown_report(
         data_label=s.spec.label,
         data_lines=sources.describe(s.spec),
@@ -27,12 +28,11 @@ def report_markdown(b, diagnosis=None, metrics=None, page: str = "", query_id: s
         k=b.k,
         mode=b.mode,
         metrics=metrics if metrics is not None else b.metrics_table(),
-        diagnosis=diagnosis if diagnosis is not None else b.diagnosis(),
+        diagnosis=diagnosis,
         validation=b.ds.report,
         page=page,
         query_id=query_id,
-        remedies=b.analysis.remedies(diagnosis.run if diagnosis is not None else b.selected_run, k=b.k,
-                                     failure=b.mode),  # fmt: skip
+        remedies=remedies,
     )
 
 
@@ -40,10 +40,10 @@ def sidebar_downloads(b) -> None:
     k = b.k
     run = b.selected_run
     names = b.metric_names((k,))
-    evs = b.analysis.evaluations(names)
-    diag = b.diagnosis(run)
-    metrics = b.metrics_table()
     analysis = b.analysis
+    evs = b.analysis.evaluations(names, runs=None if b.ready else b.run_names)
+    diag = b.diagnosis(run) if b.ready else None
+    metrics = b.metrics_table()
     scores = report.EvaluationReport(
         metrics=names, ks=[k], evaluations=evs, reference=b.run_names[0], validation=b.ds.report,
         extra_columns=analysis.latency(),
@@ -56,44 +56,20 @@ def sidebar_downloads(b) -> None:
 
     page = st.session_state.get("_page_title", "")
     qid = st.session_state.get("query_id")
+    csv, js, md = "text/csv", "application/json", "text/markdown"
+    files = [
+        ("Per-query metrics (CSV)", lambda: scores.to_csv(per_query=True), f"per_query_k{k}.csv", csv, "dl_pq_csv"),
+        ("Per-query metrics (JSON)", lambda: scores.to_json(per_query=True), f"per_query_k{k}.json", js, "dl_pq_json"),
+    ]
+    if diag is not None:
+        files += [
+            (f"Diagnosis of {escape_md(run)} (CSV)", lambda: diag.frame().to_csv(index=False, float_format="%.6f"),
+             f"failures_{slug(run)}_k{k}.csv", csv, "dl_diag_csv"),
+            (f"Diagnosis of {escape_md(run)} (JSON)", diagnosis_json, f"failures_{slug(run)}_k{k}.json", js,
+             "dl_diag_json"),
+        ]  # fmt: skip
+    files.append(("Report (Markdown)", lambda: report_markdown(b, diag, metrics, page, qid),
+                  f"diagnose_report_{slug(run)}_k{k}.md", md, "dl_report"))  # fmt: skip
     with st.sidebar.expander("Downloads", icon=":material/download:"):
-        st.download_button(
-            "Per-query metrics (CSV)",
-            lambda: scores.to_csv(per_query=True),
-            file_name=f"per_query_k{k}.csv",
-            mime="text/csv",
-            on_click="ignore",
-            key="dl_pq_csv",
-        )
-        st.download_button(
-            "Per-query metrics (JSON)",
-            lambda: scores.to_json(per_query=True),
-            file_name=f"per_query_k{k}.json",
-            mime="application/json",
-            on_click="ignore",
-            key="dl_pq_json",
-        )
-        st.download_button(
-            f"Diagnosis of {escape_md(run)} (CSV)",
-            lambda: diag.frame().to_csv(index=False, float_format="%.6f"),
-            file_name=f"failures_{slug(run)}_k{k}.csv",
-            mime="text/csv",
-            on_click="ignore",
-            key="dl_diag_csv",
-        )
-        st.download_button(
-            f"Diagnosis of {escape_md(run)} (JSON)",
-            diagnosis_json,
-            file_name=f"failures_{slug(run)}_k{k}.json",
-            mime="application/json",
-            on_click="ignore",
-            key="dl_diag_json",
-        )
-        st.download_button(
-            "Report (Markdown)",
-            lambda: report_markdown(b, diag, metrics, page, qid),
-            file_name=f"diagnose_report_{slug(run)}_k{k}.md",
-            mime="text/markdown",
-            on_click="ignore",
-            key="dl_report",
-        )
+        for label, data, name, mime, key in files:
+            st.download_button(label, data, file_name=name, mime=mime, on_click="ignore", key=key)

@@ -37,6 +37,9 @@ T = TypeVar("T")
 
 ICON = str(Path(__file__).with_name("icon.png"))
 ENCODER_ENV = "DIAGNOSE_ENCODER"
+ENCODER_DELAY_ENV = "DIAGNOSE_ENCODER_DELAY"  # seconds per text for the keyword encoder: a slow model in tests
+FOREGROUND_ENV = "DIAGNOSE_FOREGROUND_SECONDS"  # how long a page waits for the vectors before drawing without them
+FOREGROUND_SECONDS = 3.0
 ENCODER_STATE_KEY = "diagnose_encoder"
 DEFAULT_MODEL_LABEL = "all-MiniLM-L6-v2 (bundled)"
 BASELINE_DEPTH = 100
@@ -267,6 +270,103 @@ def _fill(slot: _Slot, build: Callable[[], T]) -> T:
     return slot.value
 
 
+# ------------------------------------------------------------------------------------------------ background
+
+
+class Background:
+    """The vectors of one analysis, computed in a thread of their own (not tied to a script run: switching pages
+    never restarts it), with the progress the pages poll: a :class:`diagnose.progress.Reporter` that records the
+    current stage, documents done / total and the start time instead of drawing."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.thread: threading.Thread | None = None
+        self.label = "Waiting to start"
+        self.done = 0
+        self.total = 0
+        self.started = time.monotonic()
+        self.error: BaseException | None = None
+
+    def step(self, label: str) -> None:
+        with self.lock:
+            self.label, self.done, self.total = label, 0, 0
+
+    def bar(self, label: str) -> Callable[[int, int], None]:
+        self.step(label)
+
+        def update(done: int, total: int) -> None:
+            with self.lock:
+                self.done, self.total = done, total
+
+        return update
+
+    def start(self, analysis: Analysis) -> None:
+        with self.lock:
+            if self.thread is not None:
+                return
+            self.started = time.monotonic()
+            self.thread = threading.Thread(target=self._run, args=(analysis,), name="diagnose-vectors", daemon=True)
+            self.thread.start()
+
+    def _run(self, analysis: Analysis) -> None:
+        try:
+            analysis.prepare(progress=self)
+        except BaseException as e:  # noqa: BLE001 - shown on the page, never lost in a thread
+            with self.lock:
+                self.error = e
+
+    def wait(self, seconds: float) -> None:
+        if self.thread is not None:
+            self.thread.join(timeout=max(seconds, 0.0))
+
+    def status(self) -> str:
+        with self.lock:
+            label, done, total, started = self.label, self.done, self.total, self.started
+        text = label
+        if total:
+            elapsed = time.monotonic() - started
+            rate = done / elapsed if elapsed > 0 and done else 0.0
+            text += f": {done:,} / {total:,}"
+            if rate:
+                text += f" ({rate:,.0f}/s, about {(total - done) / rate:,.0f} s left)"
+        return text
+
+    def fraction(self) -> float:
+        with self.lock:
+            return min(self.done / self.total, 1.0) if self.total else 0.0
+
+
+@st.cache_resource(show_spinner=False, max_entries=6)
+def _background(key: str, encoder: str, engine: str, retrievers: tuple[tuple[str, str], ...]) -> Background:
+    return Background()
+
+
+def wait_for_vectors(b: Bundle, title: str | None = None, what: str = "This page") -> None:
+    """At the top of a page that needs the vectors: when they are not ready yet, draw the page's ``title`` and the
+    encoding's progress (refreshed every second; the page reruns by itself when they are) and stop the page here."""
+    if b.analysis.vectors_ready:
+        return
+    bg = b.background
+    if title:
+        st.title(title)
+
+    @st.fragment(run_every=1.0)
+    def progress() -> None:
+        if bg.error is not None:
+            show_error(bg.error, "Could not compute the vectors: ")
+            return
+        if b.analysis.vectors_ready:
+            st.rerun()
+        st.progress(bg.fraction(), text=escape_md(bg.status()))
+        st.caption(
+            f"{what} needs the vectors of the corpus and the queries. The metrics of your runs and of BM25 are "
+            "ready on the Overview; this page fills in by itself when the encoding ends (other pages stay usable)."
+        )
+
+    progress()
+    st.stop()
+
+
 # ------------------------------------------------------------------------------------------------ the bundle
 
 
@@ -278,6 +378,12 @@ class Bundle:
     settings: Settings
     key: str
     analysis: Analysis
+    background: Background | None = None
+
+    @property
+    def ready(self) -> bool:
+        """Whether the vectors (hence the diagnosis, the dense and hybrid baselines) are computed."""
+        return self.analysis.vectors_ready
 
     @property
     def ds(self) -> Dataset:
@@ -297,11 +403,13 @@ class Bundle:
 
     @property
     def runs(self) -> dict[str, Run]:
-        return self.analysis.runs
+        """Every run once the vectors are ready; before, the runs given and the BM25 baseline."""
+        return self.analysis.ready_runs()
 
     @property
     def kinds(self) -> dict[str, str]:
-        return self.analysis.kinds
+        runs = self.runs
+        return {n: kind for n, kind in self.analysis.kinds.items() if n in runs}
 
     @property
     def golden(self) -> list[str]:
@@ -326,7 +434,7 @@ class Bundle:
 
     @property
     def run_names(self) -> list[str]:
-        return self.analysis.run_names
+        return list(self.runs)
 
     @property
     def selected_run(self) -> str:
@@ -353,7 +461,7 @@ class Bundle:
     def evaluations(self, ks: tuple[int, ...] | None = None) -> dict[str, Any]:
         """run name -> Evaluation with every family at ``ks`` (default: the chosen k and the curve cut-offs)."""
         ks = tuple(sorted(set(ks or (*CURVE_KS, self.k))))
-        return self.analysis.evaluations(self.metric_names(ks))
+        return self.analysis.evaluations(self.metric_names(ks), runs=None if self.ready else list(self.runs))
 
     def metrics_table(self) -> pd.DataFrame:
         """One row per run at the chosen k: the metric values (and their quality bands in ``band:<metric>``)."""
@@ -405,7 +513,7 @@ def _load_encoder(model: str | None, override: str | None):
     from diagnose import embed
 
     if model is None and override == "keyword":
-        return embed.KeywordEncoder()
+        return embed.KeywordEncoder(delay=float(os.environ.get(ENCODER_DELAY_ENV) or 0))
     try:
         return embed.load_encoder(model)
     except DataError:
@@ -492,8 +600,15 @@ def build_bundle(s: Settings) -> Bundle | None:
                 bm25_engine=s.bm25_engine, depth=BASELINE_DEPTH,
             )  # fmt: skip
 
-        analysis = _fill(_analysis_slot(key, encoder.name, s.bm25_engine, tuple(specs)), make)
-        analysis.prepare(progress=prog)
+        slot_key = (key, encoder.name, s.bm25_engine, tuple(specs))
+        analysis = _fill(_analysis_slot(*slot_key), make)
+        analysis.prepare(progress=prog, vectors=False)  # the runs and BM25: seconds
+        background = _background(*slot_key)
+        if not analysis.vectors_ready:
+            background.start(analysis)  # the vectors: encoded in a thread that outlives this script run
+            background.wait(float(os.environ.get(FOREGROUND_ENV) or FOREGROUND_SECONDS))
+        if background.error is not None:
+            raise background.error
     except DataError as e:
         prog.fail("Could not prepare the analysis")
         show_error(e)
@@ -502,11 +617,14 @@ def build_bundle(s: Settings) -> Bundle | None:
         prog.fail("Could not prepare the analysis")
         show_error(e, f"Could not read the data: {type(e).__name__}: ")
         return None
-    prog.done(
-        f"Ready: {len(ds.corpus):,} documents, {len(analysis.golden):,} golden queries, model {label_of(encoder)}"
-    )
-    st.session_state.setdefault("_models_seen", {})[label_of(encoder)] = encoder
-    return Bundle(s, key, analysis)
+    if analysis.vectors_ready:
+        prog.done(
+            f"Ready: {len(ds.corpus):,} documents, {len(analysis.golden):,} golden queries, model {label_of(encoder)}"
+        )
+        st.session_state.setdefault("_models_seen", {})[label_of(encoder)] = encoder
+    else:
+        prog.done("Metrics ready; the vectors are being computed (the diagnosis pages fill in when they are)")
+    return Bundle(s, key, analysis, background)
 
 
 def setup(page: Any = None) -> Bundle | None:

@@ -115,6 +115,8 @@ st.altair_chart(
 def _classes(run: str) -> dict[str, str]:
     """query id -> the failure classes of its missed relevant documents in ``run`` (at k, the sidebar's definition)."""
     out: dict[str, set[str]] = {}
+    if not b.ready:
+        return {}
     for f in b.diagnosis(run).failures:
         out.setdefault(f.query_id, set()).add(CLASS_LABELS[f.cls])
     return {q: ", ".join(sorted(c)) for q, c in out.items()}

@@ -9,6 +9,7 @@ from diagnose.ui import state
 from diagnose.ui.text import escape_md, truncate
 
 b = state.bundle()
+state.wait_for_vectors(b, "Golden set", "The Golden set page")
 run_name = b.selected_run
 k = b.k
 noise = b.analysis.label_noise(run_name, k=b.k)

@@ -10,6 +10,7 @@ from diagnose.ui import state
 from diagnose.ui.text import chips, escape_md, fmt, highlight_md, rank_text, truncate
 
 b = state.bundle()
+state.wait_for_vectors(b, "Query inspector", "The Query inspector page")
 run_name = b.selected_run
 diag = b.diagnosis(run_name)
 cal = diag.calibration

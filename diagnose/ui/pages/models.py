@@ -12,6 +12,7 @@ from diagnose.ui import state
 from diagnose.ui.text import escape_md
 
 b = state.bundle()
+state.wait_for_vectors(b, "Model choice", "The Model choice page")
 k = b.k
 
 st.title("Model choice")

@@ -33,8 +33,8 @@ if n_warn:
 # ---------------------------------------------------------------------------------------------- metrics table
 st.subheader(f"Metrics at k={k}")
 table = b.metrics_table()
-diagnoses = {name: b.diagnosis(name) for name in b.run_names}
-table["failed queries"] = [len(diagnoses[n].failed_queries) for n in table["run"]]
+diagnoses = {name: b.diagnosis(name) for name in b.run_names} if b.ready else {}
+table["failed queries"] = [len(diagnoses[n].failed_queries) if n in diagnoses else None for n in table["run"]]
 metric_cols = [f"{fam}@{k}" for fam in state.FAMILIES]
 same_n = table["queries"].nunique() == 1
 latency = b.analysis.latency(k)
@@ -111,8 +111,9 @@ st.altair_chart(charts.metrics_bar(bars, k=k), width="stretch")
 
 # ---------------------------------------------------------------------------------------------- holes
 st.subheader(f"How much of the top {k} is judged")
-coverage = b.analysis.evaluations([f"judged@{k}", f"hole@{k}"])
-bounds = b.analysis.bounds([f"ndcg@{k}", f"recall@{k}"]).set_index(["run", "metric"])
+available = None if b.ready else b.run_names
+coverage = b.analysis.evaluations([f"judged@{k}", f"hole@{k}"], runs=available)
+bounds = b.analysis.bounds([f"ndcg@{k}", f"recall@{k}"], runs=available).set_index(["run", "metric"])
 holes = pd.DataFrame(
     [
         {
@@ -172,6 +173,7 @@ with c2:
 
 # ---------------------------------------------------------------------------------------------- failures
 st.subheader("Failure classes")
+state.wait_for_vectors(b, None, "The failure classes")
 rows = []
 for name, d in diagnoses.items():
     for cls in CLASSES:

@@ -11,6 +11,7 @@ from diagnose.ui import state
 from diagnose.ui.text import escape_md
 
 b = state.bundle()
+state.wait_for_vectors(b, "Similarity", "The Similarity page")
 run_name = b.selected_run
 run = b.runs[run_name]
 k = b.k

@@ -10,6 +10,7 @@ from diagnose.ui import state
 from diagnose.ui.text import escape_md
 
 b = state.bundle()
+state.wait_for_vectors(b, "Worst queries", "The Worst queries page")
 run = b.selected_run
 diag = b.diagnosis(run)
 
