@@ -195,6 +195,7 @@ def test_every_page_in_chromium(tmp_path, second_model):
     url = f"http://127.0.0.1:{port}"
     env = dict(os.environ)
     env["DIAGNOSE_CACHE_DIR"] = str(tmp_path / "cache")
+    env["DIAGNOSE_FOREGROUND_SECONDS"] = "600"  # every page drawn whole (the progressive start has an AppTest)
     env.pop("DIAGNOSE_ENCODER", None)
     if os.environ.get("DIAGNOSE_BROWSER_ENCODER") == "keyword":
         env["DIAGNOSE_ENCODER"] = "keyword"
