@@ -16,6 +16,7 @@ import json
 import logging
 import os
 import re
+import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -320,7 +321,27 @@ _HUB_ID_RE = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
 def _sentence_transformer(name_or_path: str, device: str, **kwargs: Any) -> Any:
     from sentence_transformers import SentenceTransformer
 
+    _quiet_progress_bars_off_a_terminal()
     return SentenceTransformer(name_or_path, device=device, **kwargs)
+
+
+def _quiet_progress_bars_off_a_terminal() -> None:
+    """transformers and huggingface_hub draw their own tqdm bars ("Loading weights"); in a log or a CI job (stderr
+    not a terminal) those are escape codes, so they are switched off there, like diagnose's own bars."""
+    try:
+        if sys.stderr is not None and sys.stderr.isatty():
+            return
+    except (AttributeError, ValueError):
+        pass
+    try:
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()
+        from huggingface_hub.utils import disable_progress_bars
+
+        disable_progress_bars()
+    except Exception:  # noqa: BLE001 - only cosmetics: never fail a model load over a progress bar
+        log.debug("could not switch off the transformers progress bars", exc_info=True)
 
 
 def _load_folder(folder: Path, *, label: str, device: str) -> SentenceTransformerEncoder:
