@@ -714,6 +714,35 @@ class Analysis:
         rows = [c.to_dict() for c in self.comparisons(reference, metrics, n_resamples=n_resamples, seed=seed)]
         return pd.DataFrame(rows)
 
+    def queries_needed(
+        self, difference: float, reference: str | None = None, metrics: Sequence[str] | None = None
+    ) -> pd.DataFrame:
+        """Topic-set size (Sakai): per run and metric, the number of golden queries a paired t-test (alpha 0.05,
+        power 0.8) needs to detect a mean difference of ``difference`` from the reference, given the standard
+        deviation of the per-query differences observed here; beside the number of queries there are."""
+        import math
+
+        from diagnose.stats import topic_set_size
+
+        if isinstance(difference, bool) or not isinstance(difference, int | float) or not math.isfinite(difference) \
+                or difference <= 0:  # fmt: skip
+            raise _param_error("difference", f"difference must be a positive number, got {difference!r}.")
+        ref = self._reference(reference)
+        names = self.metric_names(metrics or [f"ndcg@{self.k}", f"recall@{self.k}", "mrr"])
+        evs = self.evaluations([*self.metric_names(), *names])
+        rows = []
+        for m in names:
+            base = evs[ref].per_query[m]
+            for name, ev in evs.items():
+                if name == ref:
+                    continue
+                d = (ev.per_query[m].reindex(base.index).fillna(0.0) - base).to_numpy()
+                sd = float(np.std(d, ddof=1)) if len(d) > 1 else float("nan")
+                need = topic_set_size(difference, sd) if math.isfinite(sd) else None
+                rows.append({"metric": m, "run": name, "reference": ref, "difference": float(difference),
+                             "sd_of_differences": sd, "queries_needed": need, "queries": len(d)})  # fmt: skip
+        return pd.DataFrame(rows)
+
     def query_changes(self, reference: str | None = None, *, k: int | None = None) -> dict[str, dict[str, Any]]:
         """Per run: the golden queries it fixes (the reference has no relevant document in its top k, the run
         has) and breaks (the reverse), by ``hit_rate@k``."""

@@ -126,6 +126,7 @@ class EvaluationReport:
     extra_columns: dict[str, dict[str, float]] = field(default_factory=dict)  # run -> {column: value} (latency)
     ties: dict[str, Any] = field(default_factory=dict)  # run -> diagnose.ties.TieAudit
     tukey: pd.DataFrame | None = None  # randomised Tukey HSD over every pair (three or more runs)
+    queries_needed: pd.DataFrame | None = None  # topic-set size per (metric, run), when asked
 
     @property
     def passed(self) -> bool:
@@ -165,6 +166,8 @@ class EvaluationReport:
         if self.tukey is not None and len(self.tukey):
             payload["tukey_hsd"] = {"metric": self.comparisons[0].metric if self.comparisons else None,
                                     "pairs": self.tukey.to_dict(orient="records")}  # fmt: skip
+        if self.queries_needed is not None:
+            payload["queries_needed"] = self.queries_needed.to_dict(orient="records")
         payload["gate"] = {"passed": self.passed, "failures": list(self.gate)}
         payload["warnings"] = [p.to_dict() for p in self.validation.warnings]
         payload["validation"] = self.validation.to_dict()
@@ -228,6 +231,13 @@ class EvaluationReport:
                                  for r in sig.itertuples()) + " differ" if len(sig) else "no pair differs")  # fmt: skip
                     + " (family-wise error controlled over every pair)."
                 )
+            if self.queries_needed is not None:
+                lines += [
+                    f"- to detect a difference of {r.difference:g} on {r.metric} between {r.run} and {r.reference} "
+                    f"(paired t-test, alpha 0.05, power 0.8, sd of the differences {r.sd_of_differences:.3f}): "
+                    f"{r.queries_needed} queries; the golden set has {r.queries}."
+                    for r in self.queries_needed.itertuples()
+                ]
             for name, ch in self.query_changes.items():
                 lines.append(
                     f"- {name} vs {self.reference} at k={ch['metric'].split('@')[1]}: fixes {len(ch['fixed'])} "

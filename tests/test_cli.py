@@ -253,3 +253,27 @@ def test_risk_ranks_unlabelled_queries_and_validates_on_the_golden_set(files, ca
     validation = json.loads(out)["validation"]
     # good hits both queries at k=1: no failing query, so the AUC is undefined (NaN -> null), never made up
     assert validation["n_failed"] == 0 and validation["auc"] is None
+
+
+def test_detect_reports_the_queries_needed_from_the_observed_variance(capsys):
+    import numpy as np
+
+    from diagnose.stats import topic_set_size
+
+    demo = __import__("pathlib").Path(__file__).resolve().parents[1] / "demo_corpus"
+    code, out, _ = run_cli(capsys, "evaluate", "--data", demo, "--run", demo / "runs" / "ann_minilm.trec",
+                           "--run", demo / "runs" / "bm25_langchain.trec", "--metrics", "ndcg@10",
+                           "--per-query", "--detect", "0.05", "--format", "json")  # fmt: skip
+    assert code == 0
+    payload = json.loads(out)
+    (row,) = payload["queries_needed"]
+    runs = payload["runs"]
+    a = runs["ann_minilm"]["per_query"]
+    b = runs["bm25_langchain"]["per_query"]
+    d = np.array([b[q]["ndcg@10"] - a[q]["ndcg@10"] for q in a])
+    # the sd of the per-query differences, and Sakai's n for it (itself checked against statsmodels in test_stats)
+    assert row["sd_of_differences"] == pytest.approx(np.std(d, ddof=1))
+    assert row["queries_needed"] == topic_set_size(0.05, np.std(d, ddof=1)) and row["queries"] == len(d) == 106
+    code, _, err = run_cli(capsys, "evaluate", "--data", demo, "--run", demo / "runs" / "ann_minilm.trec",
+                           "--detect", "0.05")  # fmt: skip
+    assert code == 2 and "--detect" in err

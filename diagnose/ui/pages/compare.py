@@ -72,6 +72,18 @@ st.caption(
     "p (Holm) controls the family-wise error and decides *significant*; p (BH) is Benjamini-Hochberg's false "
     "discovery rate over the same family, for screening many runs."
 )
+with st.expander("How many queries would it take?"):
+    diff = st.number_input(
+        "Smallest difference worth detecting", min_value=0.001, max_value=1.0, value=0.02, step=0.005,
+        format="%.3f", key="cmp_detect",
+    )  # fmt: skip
+    need = b.analysis.queries_needed(float(diff), ref, chosen)
+    st.dataframe(need, hide_index=True, width="stretch", key="cmp_need",
+                 column_config={"sd_of_differences": st.column_config.NumberColumn(format="%.3f")})  # fmt: skip
+    st.caption(
+        "Topic-set size (Sakai): queries a paired t-test at alpha 0.05 needs to detect that difference with 80% "
+        "power, from the standard deviation of the per-query differences observed on this golden set."
+    )
 if len(names) >= 3:
     st.subheader("Every pair at once (randomised Tukey HSD)")
     tukey = b.analysis.tukey(chosen[0])
