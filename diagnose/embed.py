@@ -306,8 +306,9 @@ def _alternatives() -> str:
         "  - the bundled default all-MiniLM-L6-v2 (works offline): pass no model name;\n"
         "  - a local folder with a sentence-transformers model (saved with model.save(DIR), or downloaded on a "
         "connected machine with `hf download NAME --local-dir DIR`): pass the folder's path;\n"
-        "  - the vectors of your production index: --doc-embeddings F.npy --query-embeddings F.npy "
-        "(+ --doc-ids F.txt --query-ids F.txt, one id per line) or parquet files with an id and a vector column."
+        "  - the vectors of your production index instead of a model: .npy files (+ id files, one id per line) or "
+        "parquet files with an id and a vector column (Python: Analysis(embeddings={'doc': ..., 'query': ...}); "
+        "command line: --doc-embeddings/--query-embeddings)."
     )
 
 

@@ -789,7 +789,7 @@ def expand_metrics(metrics: Sequence[str] | None, ks: Sequence[int]) -> list[str
             raise _unknown(str(raw), family, None)
         if REGISTRY[family].cutoff == "required":
             if not ks:
-                raise DataError(f"Metric {raw!r} needs a cutoff: give cutoffs (--k 10) or write {family}@10.")
+                raise DataError(f"Metric {raw!r} needs a cutoff: give cutoffs (k) or write {family}@10.", param="k")
             out.extend(f"{family}@{k}" for k in ks)
         else:
             out.append(family)
