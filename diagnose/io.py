@@ -2433,6 +2433,8 @@ def load_dataset(
     report: ValidationReport | None = None,
     corpus_fields: Mapping[str, str | None] | None = None,
     name: str | None = None,
+    require_qrels: bool = True,
+    qrels_transform: Callable[[Qrels], Qrels] | None = None,
 ) -> Dataset:
     """Read everything one evaluation or diagnosis needs, and check the files against each other.
 
@@ -2444,6 +2446,11 @@ def load_dataset(
     Cross-file checks (counted in ``report``): qrels and run doc ids missing from the corpus (when a corpus is
     given), golden queries (>= 1 relevant doc) missing from a run (they score 0, like ``trec_eval -c``), run
     queries without judgements (ignored by the metrics), golden queries without text (when queries are given).
+
+    ``require_qrels=False`` (judging a corpus that has no golden set yet, :mod:`diagnose.judging`): without a qrels
+    file (none given, none in ``data_dir``) the data set gets empty qrels (:func:`empty_qrels`) instead of an error.
+    ``qrels_transform`` maps the qrels read (or the empty ones) to the qrels the data set keeps, before the runs are
+    checked against them (``diagnose --extra-qrels`` merges judgements there).
     """
     report = report if report is not None else ValidationReport()
     if data_dir is not None:
@@ -2459,7 +2466,7 @@ def load_dataset(
         queries = queries if queries is not None else _existing(root, "queries.jsonl", QUERIES_FORMATS)
         if qrels is None:
             qrels = _existing(root / "qrels", f"{split}.tsv", QRELS_FORMATS)
-            if qrels is None:
+            if qrels is None and require_qrels:
                 try:
                     splits = sorted(p.name.split(".")[0] for p in (root / "qrels").glob("*.tsv*"))
                 except OSError:
@@ -2473,7 +2480,7 @@ def load_dataset(
                     f"{root / 'qrels' / (split + '.tsv')}: file not found ({have}). Expected the judgements of split "
                     f"{split!r} as qrels/{split}.tsv. Fix: pass --split with one of the available splits, or --qrels FILE."
                 )
-    if qrels is None:
+    if qrels is None and require_qrels:
         raise DataError(
             "No judgements given. Expected a qrels file. Fix: pass --qrels FILE, or --data DIR (a BEIR folder)."
         )
@@ -2494,7 +2501,9 @@ def load_dataset(
             )
         seen[rname] = rpath
 
-    qrels_rec = read_qrels(qrels, report=report)
+    qrels_rec = read_qrels(qrels, report=report) if qrels is not None else empty_qrels()
+    if qrels_transform is not None:
+        qrels_rec = qrels_transform(qrels_rec)
     fields = dict(corpus_fields or {})
     corpus_rec = (
         read_corpus(
@@ -2513,10 +2522,25 @@ def load_dataset(
     for run in run_recs.values():
         check_run_matches_qrels(run, qrels_rec)
     _cross_checks(qrels_rec, run_recs, corpus_rec, queries_rec, report)
-    ds_name = name or (Path(data_dir).name if data_dir is not None else Path(str(qrels)).stem)
+    ds_name = name or (
+        Path(data_dir).name if data_dir is not None else Path(str(qrels or queries or corpus or "data")).stem
+    )
     return Dataset(
         qrels=qrels_rec, runs=run_recs, corpus=corpus_rec, queries=queries_rec, report=report, name=ds_name
     )
+
+
+def empty_qrels(source: str = "") -> Qrels:
+    """Qrels without a judgement (a data set with no golden set yet). Evaluating them is an error: no query has a
+    relevant document."""
+    df = pd.DataFrame(
+        {
+            "query_id": pd.Series([], dtype="str"),
+            "doc_id": pd.Series([], dtype="str"),
+            "relevance": np.zeros(0, dtype=np.int64),
+        }
+    )
+    return Qrels(df, source)
 
 
 def check_run_matches_qrels(run: Run, qrels: Qrels) -> None:
