@@ -41,7 +41,7 @@ def _parse_ks(text: str) -> list[int]:
     return ks
 
 
-def _add_data_args(p: argparse.ArgumentParser, *, run_required: bool) -> None:
+def _add_data_args(p: argparse.ArgumentParser, *, run_required: bool | str) -> None:
     g = p.add_argument_group("data")
     g.add_argument(
         "--data", metavar="DIR", help="BEIR folder: DIR/corpus.jsonl, DIR/queries.jsonl, DIR/qrels/SPLIT.tsv"
@@ -57,8 +57,19 @@ def _add_data_args(p: argparse.ArgumentParser, *, run_required: bool) -> None:
         action="append",
         default=[],
         metavar="[NAME=]F",
-        help="a ranked run (TREC, JSONL or CSV); repeat for several"
-        + (" (required)" if run_required else ""),
+        help=(
+            "the ranked run to analyse (TREC, JSONL or CSV)"
+            if run_required == "one"
+            else "a ranked run (TREC, JSONL or CSV); repeat for several" + (" (required)" if run_required else "")
+        ),
+    )
+    g.add_argument(
+        "--extra-qrels",
+        action="append",
+        default=[],
+        metavar="F",
+        help="more judgements merged into the golden set (a judgement journal, a graded judge-queue TSV or any qrels "
+        "format); a new grade overrides the golden set's for the same pair; repeatable",
     )
     g.add_argument("--id-field", metavar="COL", help="corpus id column/key of a CSV, Parquet or JSONL corpus")
     g.add_argument("--text-field", metavar="COL", help="corpus text column/key of a CSV, Parquet or JSONL corpus")
@@ -161,6 +172,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--resamples", type=int, default=10_000, help="bootstrap / randomization resamples (default 10000)"
     )
     g.add_argument(
+        "--detect",
+        type=float,
+        metavar="DIFF",
+        help="also report how many queries a paired t-test needs to detect a difference of DIFF on each headline "
+        "metric, from the observed variance (topic-set size, Sakai), e.g. 0.02",
+    )
+    g.add_argument(
         "--slice",
         metavar="FIELD",
         help="also report the metrics per value of this query metadata field (e.g. area)",
@@ -175,7 +193,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="Example: diagnose failures --data demo_corpus --run demo_corpus/runs/ann_minilm.trec --k 10",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    _add_data_args(fa, run_required=True)
+    _add_data_args(fa, run_required="one")
     fa.add_argument(
         "--k", type=int, default=10, help="a query fails when no relevant document is in its top k"
     )
@@ -273,10 +291,29 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="Example: diagnose risk --run demo_corpus/runs/ann_minilm.trec --data demo_corpus --top 20",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    _add_data_args(ri, run_required=True)
+    _add_data_args(ri, run_required="one")
     ri.add_argument("--k", type=int, default=10, help="cutoff of the score features and of failing (default 10)")
     ri.add_argument("--top", type=int, default=0, help="show only the N riskiest queries (default: all)")
     ri.add_argument("--format", choices=["table", "json", "csv"], default="table")
+
+    jq = sub.add_parser(
+        "judge-queue",
+        help="which (query, document) pairs to judge first: the unjudged documents of the runs' top k",
+        description="Pool the unjudged documents in the top k of every run and of BM25, dense and hybrid search, "
+        "ordered by how likely each is a missed relevant document (near-duplicates of relevant documents first, "
+        "then agreement of the BM25 rank, the dense rank, the similarity to the judged relevant documents and the "
+        "number of runs that retrieved it). Works without a golden set (--queries and --corpus alone). Writes a "
+        "TSV to grade elsewhere; merge it back with --extra-qrels.",
+        epilog="Example: diagnose judge-queue --queries query_log.tsv --corpus corpus.jsonl --limit 200 "
+        "--out queue.tsv",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    _add_data_args(jq, run_required=False)
+    jq.add_argument("--k", type=int, default=10, help="pool the top k of every run (default 10)")
+    jq.add_argument("--limit", type=int, default=None, help="write only the first N pairs (default: all)")
+    jq.add_argument("--depth", type=int, default=100, help="depth of the BM25, dense and hybrid runs (default 100)")
+    jq.add_argument("--out", metavar="F", help="write the TSV here (default: standard output)")
+    _add_model_args(jq)
 
     return parser
 
@@ -306,18 +343,22 @@ PARAM_FLAGS = {
     "rrf_k": "--rrf-k",
     "retriever": "--retriever",
     "resamples": "--resamples",
+    "limit": "--limit",
 }
 
 
-def _load(args: argparse.Namespace, *, need_text: bool = False):
+def _load(args: argparse.Namespace, *, need_text: bool = False, require_qrels: bool = True):
+    from diagnose.data import ValidationReport
     from diagnose.io import load_dataset, parse_run_arg
 
-    if not args.data and not args.qrels:
-        raise DataError("No golden set given. Pass --data DIR (a BEIR folder) or --qrels FILE.")
+    extra = list(getattr(args, "extra_qrels", None) or [])
+    if require_qrels and not args.data and not args.qrels and not extra:
+        raise DataError("No golden set given. Pass --data DIR (a BEIR folder), --qrels FILE or --extra-qrels FILE.")
     _retriever_specs(args)
     fields = {
         k: v for k, v in (("id", args.id_field), ("text", args.text_field), ("title", args.title_field)) if v
     }
+    report = ValidationReport()
     ds = load_dataset(
         data_dir=args.data,
         split=args.split,
@@ -326,12 +367,29 @@ def _load(args: argparse.Namespace, *, need_text: bool = False):
         qrels=args.qrels,
         runs=[parse_run_arg(r) for r in args.run],
         corpus_fields=fields or None,
+        report=report,
+        require_qrels=require_qrels and not extra,
+        qrels_transform=_extra_qrels(extra, report) if extra else None,
     )
     if need_text and (ds.corpus is None or ds.queries is None):
         raise DataError(
             "This needs the texts of the corpus and the queries. Pass --data DIR, or --corpus and --queries."
         )
     return ds
+
+
+def _extra_qrels(paths: list[str], report):
+    """``--extra-qrels``: merge each file's judgements into the golden set (printing what was merged)."""
+    from diagnose.judging import merge, merge_counts, read_judgements
+
+    def transform(qrels):
+        for path in paths:
+            new = read_judgements(path, report=report)
+            print(merge_counts(qrels, new).sentence() + " (--extra-qrels)", file=sys.stderr)
+            qrels = merge(qrels, new, report=report)
+        return qrels
+
+    return transform
 
 
 def _retriever_specs(args: argparse.Namespace) -> list[tuple[str, str]]:
@@ -454,6 +512,12 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         max_drop=max_drop, skip_reference=bool(args.compare_to or max_drop), slice_by=args.slice,
         n_resamples=args.resamples, seed=args.seed,
     )  # fmt: skip
+    if args.detect is not None:
+        if len(analysis.run_names) < 2:
+            raise DataError("--detect needs two runs to compare (a second --run or a --baseline).")
+        rep.queries_needed = analysis.queries_needed(
+            args.detect, rep.reference, [c.metric for c in rep.comparisons] or None
+        )
     _write_runs(args, analysis)
     _print_warnings(ds.report, args.format)
     if args.format == "json":
@@ -637,6 +701,36 @@ def cmd_fuse(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_judge_queue(args: argparse.Namespace) -> int:
+    from diagnose.judging import QUEUE_TSV_COLUMNS, judge_queue, with_texts
+
+    if args.k < 1 or args.depth < 1 or (args.limit is not None and args.limit < 1):
+        raise DataError(f"--k, --depth and --limit must be at least 1 (got {args.k}, {args.depth}, {args.limit}).")
+    if not args.data and (not args.queries or not args.corpus):
+        raise DataError("diagnose judge-queue needs the texts: pass --data DIR, or --queries FILE and --corpus FILE.")
+    ds = _load(args, need_text=True, require_qrels=False)
+    analysis = _analysis(args, ds, k=args.k, depth=args.depth)
+    queue = judge_queue(analysis, k=args.k, limit=args.limit)
+    table = with_texts(queue, ds).assign(grade="")[QUEUE_TSV_COLUMNS]
+    if len(ds.qrels) == 0:  # no golden set yet: that the run's queries have no judgements is the point
+        ds.report.problems[:] = [p for p in ds.report.problems if p.code != "run_query_not_judged"]
+    _print_warnings(ds.report, "table")
+    text = table.to_csv(sep="\t", index=False, lineterminator="\n")
+    if args.out:
+        from pathlib import Path
+
+        Path(args.out).write_text(text, encoding="utf-8")
+        print(
+            f"wrote {len(table)} pairs of {table['query_id'].nunique()} queries to {args.out} (pooled: "
+            f"{', '.join(queue.attrs.get('pooled_runs', []))}); fill the grade column with 0-3 or skip and merge it "
+            "with --extra-qrels",
+            file=sys.stderr,
+        )
+    else:
+        sys.stdout.write(text)
+    return EXIT_OK
+
+
 COMMANDS = {
     "evaluate": cmd_evaluate,
     "failures": cmd_failures,
@@ -644,6 +738,7 @@ COMMANDS = {
     "rerank": cmd_rerank,
     "fuse": cmd_fuse,
     "risk": cmd_risk,
+    "judge-queue": cmd_judge_queue,
 }
 
 

@@ -653,3 +653,91 @@ def test_metrics_come_before_the_vectors_and_pages_fill_in_when_they_are_ready(t
     assert at.session_state["_bundle"].background is background  # one encoding, never restarted
     assert len(_frame_with(at, "class")) > 0
     st.cache_resource.clear()
+
+
+# ------------------------------------------------------------------------------------------------ judge
+
+
+def _judge(tmp_path, monkeypatch) -> tuple[AppTest, Path]:
+    journal = tmp_path / "journal" / "judgements.jsonl"
+    monkeypatch.setenv("DIAGNOSE_JOURNAL", str(journal))
+    monkeypatch.setenv("DIAGNOSE_FOREGROUND_SECONDS", "120")  # wait for the vectors (background encoding)
+    return _open("judge"), journal
+
+
+def _current_pair(at: AppTest) -> tuple[str, str]:
+    """The (query id, doc id) the page shows: its "Query ..." and "Document ..." headings."""
+    heads = [m.value for m in at.markdown if m.value.startswith("##### ")]
+    q = next(h for h in heads if h.startswith("##### Query "))
+    d = next(h for h in heads if h.startswith("##### Document "))
+    return _shown(q.removeprefix("##### Query ")), _shown(d.removeprefix("##### Document "))
+
+
+def test_judge_page_appends_every_grade_to_the_journal_and_resumes(tmp_path, monkeypatch):
+    from diagnose.judging import Journal
+
+    at, journal = _judge(tmp_path, monkeypatch)
+    assert at.title[0].value == "Judge"
+    assert [b.label for b in at.button if b.key and b.key.startswith("judge_")] == [
+        "0 · not relevant", "1 · related", "2 · relevant", "3 · highly relevant", "Skip",
+    ]  # fmt: skip
+    first = _current_pair(at)
+    # the demo's planted near-duplicates come first: the reason says so
+    assert any("near\\-duplicate of relevant" in m.value for m in at.markdown if m.value.startswith("**Why"))
+    at.button(key="judge_2").click().run()
+    _assert_clean(at)
+    second = _current_pair(at)
+    assert second != first
+    at.button(key="judge_skip").click().run()
+    _assert_clean(at)
+    lines = [json.loads(x) for x in journal.read_text().splitlines()]
+    assert [(x["query_id"], x["doc_id"], x["grade"]) for x in lines] == [(*first, 2), (*second, "skip")]
+    # the effect of the one graded judgement, per run
+    assert any("after 1 judgement" in m.value for m in at.markdown)
+
+    # reopening (a new session) resumes at the first pair not judged yet
+    again = _open("judge")
+    third = _current_pair(again)
+    assert third not in (first, second)
+    assert Journal(journal).judgements() == {first: 2, second: "skip"}
+    assert any(s.value.startswith("Pair 3 of") for s in again.subheader)
+    again.button(key="judge_0").click().run()
+    assert Journal(journal).judgements()[third] == 0
+
+
+def test_precomputed_vectors_typed_in_the_sidebar_replace_the_model(tmp_path, monkeypatch):
+    """The vectors of a production index (here: keyword vectors of the demo, as .npy + id files) are used as they
+    are: the dense baseline is exact search over exactly them."""
+    import numpy as np
+
+    from diagnose import load
+    from diagnose.baselines import dense_run
+    from diagnose.embed import KeywordEncoder
+
+    ds = load(DEMO)
+    enc = KeywordEncoder(dim=64)
+    qids = ds.qrels.queries_with_relevant()
+    texts = ds.queries.text_of()
+    np.save(tmp_path / "docs.npy", enc.encode(ds.corpus.texts()))
+    np.save(tmp_path / "queries.npy", enc.encode([texts[q] for q in qids]))
+    (tmp_path / "doc_ids.txt").write_text("\n".join(ds.corpus.ids) + "\n")
+    (tmp_path / "query_ids.txt").write_text("\n".join(qids) + "\n")
+    monkeypatch.setenv("DIAGNOSE_DATA_ROOT", str(tmp_path))
+    at = _app()
+    for key, name in (("doc", "docs.npy"), ("query", "queries.npy"), ("doc_ids", "doc_ids.txt"),
+                      ("query_ids", "query_ids.txt")):  # fmt: skip
+        at.text_input(key=f"emb_{key}").input(name)
+    at.run()
+    _assert_clean(at)
+    b = at.session_state["_bundle"]
+    assert b.space.model.startswith("precomputed:") and b.space.dim == 64
+    expected = dense_run(enc.encode(ds.corpus.texts()), enc.encode([texts[q] for q in qids]), list(ds.corpus.ids),
+                         qids)  # fmt: skip
+    got = b.runs["dense"].ranked_lists()
+    want = expected.ranked_lists()
+    assert set(got) == set(want)
+    # the same ranked lists (the depth-100 cut may take different ones of documents tied at the cut: compare the
+    # top 10, where ties are rare, and the scores everywhere)
+    assert all(got[q][:10] == want[q][:10] for q in want)
+    np.testing.assert_allclose(np.sort(b.runs["dense"].df["score"]), np.sort(expected.df["score"]), atol=1e-6)
+    assert "precomputed vectors" in b.encoder_label

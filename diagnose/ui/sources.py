@@ -160,6 +160,11 @@ def _check_exists(path: str, what: str) -> str:
     return str(p)
 
 
+def check_path(path: str, what: str) -> str:
+    """A typed path resolved under the data root (see :func:`_check_exists`)."""
+    return _check_exists(path, what)
+
+
 def beir_spec(
     folder: str, split: str = "test", runs_text: str = "", include_folder_runs: bool = True
 ) -> DataSpec:

@@ -63,6 +63,7 @@ PAGES: dict[str, tuple[str, str, str]] = {
     "compare": ("diagnose/ui/pages/compare.py", "Compare runs", ":material/compare_arrows:"),
     "models": ("diagnose/ui/pages/models.py", "Model choice", ":material/model_training:"),
     "golden": ("diagnose/ui/pages/golden.py", "Golden set", ":material/rule:"),
+    "judge": ("diagnose/ui/pages/judge.py", "Judge", ":material/gavel:"),
     "data": ("diagnose/ui/pages/data.py", "Data", ":material/dataset:"),
 }
 
@@ -85,6 +86,7 @@ class Settings:
     k: int
     mode: str
     bm25_engine: str
+    embeddings: tuple[tuple[str, str], ...] = ()  # precomputed vectors: ("doc", path), ("query", path), ids files
 
     @property
     def model_label(self) -> str:
@@ -159,7 +161,25 @@ def sidebar() -> Settings:
             key="bm25_engine",
             help="bm25s = Lucene BM25 (Anserini settings)",
         )
-    s = Settings(spec, err, model, override, k, mode, engine)
+        embeddings: tuple[tuple[str, str], ...] = ()
+        with st.expander("Precomputed vectors (optional)"):
+            st.caption(
+                "Your production index's vectors instead of encoding: .npy or .parquet (id + vector columns); "
+                "for .npy also the id files, one id per line. Paths under the data folder."
+            )
+            fields = [("doc", "Document vectors"), ("query", "Query vectors"), ("doc_ids", "Document ids (.npy)"),
+                      ("query_ids", "Query ids (.npy)")]  # fmt: skip
+            typed = {key: st.text_input(label, key=f"emb_{key}").strip() for key, label in fields}
+            if typed["doc"] or typed["query"]:
+                try:
+                    embeddings = tuple(
+                        (key, sources.check_path(path, label)) for (key, label), path in
+                        zip(fields, typed.values(), strict=True) if path
+                    )  # fmt: skip
+                except DataError as e:
+                    err = err or str(e)
+                    spec = None
+    s = Settings(spec, err, model, override, k, mode, engine, embeddings)
     st.session_state["_settings"] = s
     return s
 
@@ -422,6 +442,9 @@ class Bundle:
 
     @property
     def encoder_label(self) -> str:
+        if self.settings.embeddings:
+            return "precomputed vectors (" + ", ".join(Path(p).name for k, p in self.settings.embeddings if k in
+                                                       ("doc", "query")) + ")"  # fmt: skip
         return label_of(self.encoder)
 
     @property
@@ -563,6 +586,15 @@ def show_error(e: BaseException, prefix: str = "") -> None:
     st.error(escape_md(prefix + str(e)), icon=":material/error:")
 
 
+def _vectors_key(embeddings: tuple[tuple[str, str], ...]) -> str:
+    """Precomputed vector files by path, size and modification time: a rewritten file is a new analysis."""
+    parts = []
+    for key, path in embeddings:
+        st_ = os.stat(path)
+        parts.append(f"{key}={path}:{st_.st_size}:{st_.st_mtime_ns}")
+    return "precomputed:" + "|".join(parts)
+
+
 def build_bundle(s: Settings) -> Bundle | None:
     """Load and prepare the analysis, with progress; show problems (never raise them). None when it failed."""
     if s.spec is None:
@@ -597,10 +629,11 @@ def build_bundle(s: Settings) -> Bundle | None:
             names = sources.unique_names(["bm25", "dense", "hybrid"], runs)
             return Analysis(
                 ds, runs, baselines={new: kind for kind, new in names.items()}, encoder=encoder,
-                bm25_engine=s.bm25_engine, depth=BASELINE_DEPTH,
+                bm25_engine=s.bm25_engine, depth=BASELINE_DEPTH, embeddings=dict(s.embeddings) or None,
             )  # fmt: skip
 
-        slot_key = (key, encoder.name, s.bm25_engine, tuple(specs))
+        vectors = _vectors_key(s.embeddings) if s.embeddings else encoder.name
+        slot_key = (key, vectors, s.bm25_engine, tuple(specs))
         analysis = _fill(_analysis_slot(*slot_key), make)
         analysis.prepare(progress=prog, vectors=False)  # the runs and BM25: seconds
         background = _background(*slot_key)
