@@ -349,7 +349,10 @@ def test_kill_9_loses_no_acknowledged_judgement(tmp_path, acknowledged_before_ki
                 break
             acked.append(int(line))
         os.kill(proc.pid, signal.SIGKILL)
-        rest, _ = proc.communicate(timeout=30)
+        # read the rest through the same buffered file: communicate() would read the descriptor directly and
+        # lose acknowledgements readline() had already buffered
+        rest = proc.stdout.read()
+        proc.wait(timeout=30)
     finally:
         if proc.poll() is None:
             proc.kill()
