@@ -42,13 +42,7 @@ def slice_metrics(evaluations: Mapping[str, Evaluation], queries: Queries, field
     Queries without a value for the field fall in the group ``"(none)"``; the ``n`` column says how many golden
     queries each group holds, so a mean over three queries is read as such.
     """
-    if field not in queries.df.columns:
-        fields = [c for c in queries.df.columns if c not in ("query_id", "text")]
-        raise DataError(
-            f"The queries have no metadata field {field!r}. Available: {', '.join(fields) or 'none'}. "
-            'Add it to the queries file (BEIR: "metadata": {...}).'
-        )
-    group = queries.df.set_index("query_id")[field].astype("string").fillna("(none)")
+    group = _field_values(queries, field).astype("string").fillna("(none)")
     frames = []
     for name, ev in evaluations.items():
         pq = ev.per_query.copy()
@@ -58,6 +52,33 @@ def slice_metrics(evaluations: Mapping[str, Evaluation], queries: Queries, field
         agg.insert(0, "run", name)
         frames.append(agg.reset_index().rename(columns={"group": field}))
     return pd.concat(frames, ignore_index=True)
+
+
+def _field_values(queries: Queries, field: str) -> pd.Series:
+    """Query id -> the value of a metadata field: a column, or ``column.key`` inside an object the reader kept as
+    JSON text because it has too many fields (``diagnose.io.MAX_OBJECT_FIELDS``)."""
+    df = queries.df.set_index("query_id")
+    if field in df.columns:
+        return df[field]
+    column, _, key = field.partition(".")
+    if key and column in df.columns:
+        import json
+
+        def pick(text: object) -> object:
+            if not isinstance(text, str):
+                return None
+            value: object = json.loads(text)
+            for part in key.split("."):
+                value = value.get(part) if isinstance(value, dict) else None
+            return json.dumps(value) if isinstance(value, dict | list) else value
+
+        return df[column].map(pick)
+    fields = [c for c in df.columns if c != "text"]
+    raise DataError(
+        f"The queries have no metadata field {field!r}. Available: {', '.join(fields) or 'none'} (a field inside "
+        'an object kept whole: OBJECT.KEY). Add it to the queries file (BEIR: "metadata": {...}).',
+        param="slice_by",
+    )
 
 
 def _hits(ev: Evaluation, k: int) -> pd.Series:

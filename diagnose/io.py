@@ -2027,6 +2027,7 @@ def _read_jsonl_records(
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
             table = None
         if table is not None:
+            table = _keep_wide_objects_whole(table)
             while any(pa.types.is_struct(f.type) for f in table.schema):
                 table = table.flatten()
 
@@ -2054,6 +2055,7 @@ def _read_jsonl_records(
             continue
         rows.append(_flatten(obj))
         row_lines.append(lineno)
+    rows = _collapse_wide(rows)
     if bad:
         report.add(
             "malformed_line",
@@ -2065,6 +2067,43 @@ def _read_jsonl_records(
     return pd.DataFrame(rows), lambda i: f"line {row_lines[i]}"
 
 
+#: A nested object with more fields than this (SciFact's query metadata: one key per cited document) is kept as one
+#: column of JSON text instead of one column per field; ``slice_metrics`` still slices by a field inside it.
+MAX_OBJECT_FIELDS = 32
+
+
+def _n_leaves(t: pa.DataType) -> int:
+    return sum(_n_leaves(f.type) for f in t) if pa.types.is_struct(t) else 1
+
+
+def _keep_wide_objects_whole(table: pa.Table) -> pa.Table:
+    """Objects with more than :data:`MAX_OBJECT_FIELDS` leaves become JSON text (nulls dropped), the innermost
+    wide object first: ``metadata: {"area": .., "cites": {437 keys}}`` keeps ``area`` as a column."""
+    for i, f in enumerate(table.schema):
+        if pa.types.is_struct(f.type):
+            table = table.set_column(i, f.name, _narrow(table.column(i).combine_chunks()))
+    return table
+
+
+def _narrow(arr: pa.Array) -> pa.Array:
+    if not pa.types.is_struct(arr.type):
+        return arr
+    children = [_narrow(arr.field(j)) for j in range(arr.type.num_fields)]
+    names = [arr.type.field(j).name for j in range(arr.type.num_fields)]
+    arr = pa.StructArray.from_arrays(children, names=names, mask=arr.is_null())
+    if _n_leaves(arr.type) <= MAX_OBJECT_FIELDS:
+        return arr
+    rows = arr.to_pylist()
+    return pa.array([None if r is None else json.dumps(_drop_nulls(r), ensure_ascii=False) for r in rows],
+                    type=pa.string())  # fmt: skip
+
+
+def _drop_nulls(obj: Any) -> Any:
+    if isinstance(obj, dict):
+        return {k: _drop_nulls(v) for k, v in obj.items() if v is not None}
+    return obj
+
+
 def _flatten(obj: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     out: dict[str, Any] = {}
     for k, v in obj.items():
@@ -2074,6 +2113,36 @@ def _flatten(obj: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
         else:
             out[key] = v
     return out
+
+
+def _collapse_wide(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The line-by-line twin of :func:`_keep_wide_objects_whole`: an object whose fields over the whole file are
+    more than :data:`MAX_OBJECT_FIELDS` leaves is put back together as JSON text, the innermost first."""
+    leaves = list(dict.fromkeys(k for r in rows for k in r))
+    while True:
+        under: dict[str, list[str]] = {}
+        for name in leaves:
+            parts = name.split(".")
+            for depth in range(1, len(parts)):
+                under.setdefault(".".join(parts[:depth]), []).append(name)
+        wide = [p for p, names in under.items() if len(names) > MAX_OBJECT_FIELDS]
+        if not wide:
+            return rows
+        prefix = max(wide, key=lambda p: p.count("."))  # the innermost wide object
+        names = set(under[prefix])
+        for r in rows:
+            obj: dict[str, Any] = {}
+            for name in [n for n in r if n in names]:
+                value = r.pop(name)
+                if value is None:
+                    continue
+                node = obj
+                *path, last = name[len(prefix) + 1 :].split(".")
+                for part in path:
+                    node = node.setdefault(part, {})
+                node[last] = value
+            r[prefix] = json.dumps(obj, ensure_ascii=False) if obj else None
+        leaves = [n for n in leaves if n not in names] + [prefix]
 
 
 def _read_text_folder(root: Path, file: str, report: ValidationReport) -> pd.DataFrame:

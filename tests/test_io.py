@@ -1031,3 +1031,31 @@ def test_repeated_field_names_keep_the_first_and_are_counted(tmp_path, both_path
 def test_csv_run_with_a_repeated_column_is_fatal(tmp_path):
     with pytest.raises(DataError, match=r"r\.csv:1: the header names 'score' more than once"):
         read_run(_write(tmp_path / "r.csv", "query_id,doc_id,score,score\nq,a,1,2\n"))
+
+
+@pytest.mark.parametrize("fast", [True, False])
+def test_wide_metadata_objects_stay_one_column(tmp_path, monkeypatch, fast):
+    """SciFact's query metadata is an object keyed by cited document ids (hundreds of keys over the file): it stays
+    one column of JSON text (no column per document, no pandas PerformanceWarning), the innermost wide object only,
+    and a field inside it can still be sliced by."""
+    import json
+    import warnings
+
+    from diagnose import io as dio
+    from diagnose.compare import _field_values
+
+    monkeypatch.setattr(dio, "_FAST", fast)
+    path = tmp_path / "queries.jsonl"
+    with open(path, "w") as f:
+        for i in range(60):
+            cites = {f"doc{j}": [{"label": "SUPPORT"}] for j in range(i % 3, 100, 3)}  # 100 keys over the file
+            meta = {"area": "bio" if i % 2 else "med", "cites": cites}
+            f.write(json.dumps({"_id": f"q{i}", "text": f"claim {i}", "metadata": meta}) + "\n")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        q = dio.read_queries(path)
+    assert list(q.df.columns) == ["query_id", "text", "area", "cites"]
+    assert json.loads(q.df["cites"].iloc[1]) == {f"doc{j}": [{"label": "SUPPORT"}] for j in range(1, 100, 3)}
+    assert _field_values(q, "area").tolist()[:2] == ["med", "bio"]
+    # q0 cites doc0, doc3, ...; q1 does not cite doc0
+    assert _field_values(q, "cites.doc0").isna().tolist()[:2] == [False, True]
