@@ -257,6 +257,16 @@ class Analysis:
 
         return self._cached("golden", build)
 
+    def document(self, doc_id: str) -> tuple[str, str] | None:
+        """``(title, text)`` of a corpus document, None when the id is not in the corpus (or there is no corpus)."""
+        corpus = self.dataset.corpus
+        if corpus is None:
+            return None
+        row = self._cached("doc_row", corpus.index_of).get(doc_id)
+        if row is None:
+            return None
+        return str(corpus.df["title"].iat[row] or ""), str(corpus.df["text"].iat[row] or "")
+
     @property
     def kinds(self) -> dict[str, str]:
         """Run name -> ``"your run"``, ``"live retriever"`` or ``"baseline"``, in the order of :attr:`runs`."""

@@ -741,3 +741,25 @@ def test_precomputed_vectors_typed_in_the_sidebar_replace_the_model(tmp_path, mo
     assert all(got[q][:10] == want[q][:10] for q in want)
     np.testing.assert_allclose(np.sort(b.runs["dense"].df["score"]), np.sort(expected.df["score"]), atol=1e-6)
     assert "precomputed vectors" in b.encoder_label
+
+
+def test_starting_with_no_golden_set_builds_one_on_the_judge_page(tmp_path, monkeypatch):
+    """A production query log and a corpus, no qrels: the pages that need a golden set say how to start one, the
+    Judge page pools candidates (BM25, dense, hybrid) for every query and records grades."""
+    from diagnose.judging import Journal
+
+    journal = tmp_path / "journal" / "judgements.jsonl"
+    monkeypatch.setenv("DIAGNOSE_JOURNAL", str(journal))
+    at = _app()
+    at.selectbox(key="src_kind").set_value("files").run()
+    at.text_input(key="f_corpus").input(str(DEMO / "corpus.jsonl"))
+    at.text_input(key="f_queries").input(str(DEMO / "queries.jsonl")).run()
+    assert not at.exception
+    assert any("no golden set yet" in i.value for i in at.info)
+    at.switch_page(PAGES.format("judge")).run()
+    _assert_clean(at)
+    assert at.title[0].value == "Judge"
+    query, doc = _current_pair(at)
+    next(b for b in at.button if b.key == "judge_2").click().run()
+    _assert_clean(at)
+    assert Journal(journal).judgements() == {(query, doc): 2}

@@ -73,6 +73,8 @@ class DataSpec:
             "queries": self.queries,
             "qrels": self.qrels,
             "runs": list(self.runs),
+            # no golden set yet (a production query log and a corpus): the Judge page builds one
+            "require_qrels": self.kind != "files" or bool(self.qrels),
         }
 
 
@@ -188,19 +190,21 @@ def beir_spec(
 
 
 def files_spec(corpus: str, queries: str, qrels: str, runs_text: str) -> DataSpec:
-    """Separate files: corpus, queries and qrels are needed (the diagnosis reads the texts), runs optional."""
-    missing = [w for w, v in (("corpus", corpus), ("queries", queries), ("qrels", qrels)) if not v.strip()]
+    """Separate files: corpus and queries are needed (the diagnosis reads the texts); qrels too, except to start a
+    golden set from nothing on the Judge page; runs optional."""
+    missing = [w for w, v in (("corpus", corpus), ("queries", queries)) if not v.strip()]
     if missing:
         raise DataError(
-            f"Type the path of the {', '.join(missing)} file{'s' if len(missing) > 1 else ''} in the sidebar."
+            f"Type the path of the {', '.join(missing)} file{'s' if len(missing) > 1 else ''} in the sidebar "
+            "(and the qrels, or none to start a golden set on the Judge page)."
         )
     runs = [(n, _check_exists(p, "run")) for n, p in parse_run_lines(runs_text)]
     return DataSpec(
         "files",
-        f"files ({Path(qrels.strip()).name})",
+        f"files ({Path(qrels.strip()).name})" if qrels.strip() else "files (no golden set yet)",
         corpus=_check_exists(corpus.strip(), "corpus"),
         queries=_check_exists(queries.strip(), "queries"),
-        qrels=_check_exists(qrels.strip(), "qrels"),
+        qrels=_check_exists(qrels.strip(), "qrels") if qrels.strip() else None,
         runs=tuple(runs),
     )
 

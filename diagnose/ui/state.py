@@ -406,6 +406,11 @@ class Bundle:
         return self.analysis.vectors_ready
 
     @property
+    def has_golden(self) -> bool:
+        """False while there is no golden set yet (a query log and a corpus: the Judge page builds one)."""
+        return bool(len(self.analysis.dataset.qrels))
+
+    @property
     def ds(self) -> Dataset:
         return self.analysis.dataset
 
@@ -466,11 +471,7 @@ class Bundle:
 
     def document(self, doc_id: str) -> tuple[str, str] | None:
         """``(title, text)`` of a corpus document, None when the id is not in the corpus."""
-        row = self.space.doc_row.get(doc_id)
-        if row is None:
-            return None
-        df = self.ds.corpus.df
-        return str(df["title"].iat[row] or ""), str(df["text"].iat[row] or "")
+        return self.analysis.document(doc_id)
 
     def grades(self, query_id: str) -> dict[str, int]:
         """doc id -> grade of every judgement of a query."""
@@ -635,6 +636,9 @@ def build_bundle(s: Settings) -> Bundle | None:
         vectors = _vectors_key(s.embeddings) if s.embeddings else encoder.name
         slot_key = (key, vectors, s.bm25_engine, tuple(specs))
         analysis = _fill(_analysis_slot(*slot_key), make)
+        if not len(ds.qrels):  # no golden set yet: only the Judge page (which builds one) and the Data page work
+            prog.done("No golden set yet: judge on the Judge page")
+            return Bundle(s, key, analysis, None)
         analysis.prepare(progress=prog, vectors=False)  # the runs and BM25: seconds
         background = _background(*slot_key)
         if not analysis.vectors_ready:
@@ -673,6 +677,9 @@ def setup(page: Any = None) -> Bundle | None:
         if ds is not None:
             _report_link(ds)
         return None
+    if not b.has_golden:
+        _report_link(b.ds)
+        return b
     with st.sidebar:
         names = b.run_names
         pending = st.session_state.pop("_pending_run", None)
@@ -712,10 +719,23 @@ def _report_link(ds: Dataset) -> None:
     )
 
 
+WITHOUT_GOLDEN_SET = ("Judge", "Data")  # the pages that work before there is a golden set
+
+
 def bundle() -> Bundle:
-    """The bundle of this run (built by :func:`setup`), or stop the page: the problem was already shown."""
+    """The bundle of this run (built by :func:`setup`), or stop the page: the problem was already shown. With no
+    golden set yet, only the Judge and Data pages go on; the others say how to start one."""
     b = st.session_state.get("_bundle")
     if b is None:
+        st.stop()
+    if not b.has_golden and st.session_state.get("_page_title") not in WITHOUT_GOLDEN_SET:
+        st.title(st.session_state.get("_page_title") or "diagnose")
+        st.info(
+            "There is no golden set yet (no qrels given): the metrics and the diagnosis need one. Build it on the "
+            "Judge page: it pools the top documents of BM25, dense and hybrid search (and of your runs) for every "
+            "query and asks you to grade them; then export the judgements, or load them back here as the qrels."
+        )
+        st.page_link(page_path("judge"), label="Open the Judge page", icon=":material/gavel:")
         st.stop()
     return b
 

@@ -28,7 +28,7 @@ b = state.bundle()
 wait_for_vectors = getattr(
     state, "wait_for_vectors", None
 )  # present when the vectors are computed in the background
-if wait_for_vectors is not None:
+if wait_for_vectors is not None and b.has_golden:
     wait_for_vectors(b, "Judge", "The Judge page")
 
 
