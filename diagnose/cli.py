@@ -745,6 +745,7 @@ COMMANDS = {
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit code (the console script passes it to ``sys.exit``)."""
     parser = build_parser()
+    args = None
     try:
         args = parser.parse_args(argv)
         if not args.command:
@@ -754,6 +755,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     except DataError as e:
         flag = PARAM_FLAGS.get(e.param or "")
         print(f"error: {flag}: {e}" if flag else f"error: {e}", file=sys.stderr)
+        return EXIT_INPUT
+    except ModuleNotFoundError as e:  # an optional package (torch, bm25s, ...): name the extra that installs it
+        from diagnose.extras import missing_extra
+
+        err = missing_extra(e, f"diagnose {getattr(args, 'command', '') or ''}".strip())
+        if err is None:
+            raise
+        print(f"error: {err}", file=sys.stderr)
         return EXIT_INPUT
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)

@@ -140,3 +140,20 @@ def test_demo_runs(name):
     assert (name == "ann_minilm") == (
         not math.isnan(v.feature_auc["confidence"])
     )  # cosines only for the ANN run
+
+
+def test_auc_equals_scikit_learn_with_ties():
+    """The core install computes the AUC with scipy's ranks; scikit-learn's roc_auc_score is the reference."""
+    from sklearn.metrics import roc_auc_score
+
+    from diagnose.risk import _auc
+
+    rng = np.random.default_rng(7)
+    for _ in range(50):
+        n = int(rng.integers(2, 60))
+        y = rng.integers(0, 2, n)
+        score = rng.integers(0, 5, n).astype(float)  # many ties
+        if len(set(y)) < 2:
+            assert np.isnan(_auc(y, score))
+            continue
+        assert _auc(y, score) == pytest.approx(roc_auc_score(y, score), abs=1e-12)

@@ -1,0 +1,59 @@
+"""The light core: without the optional packages (blocked here, as in a core-only install), `diagnose evaluate`
+works and anything that needs an extra names it. CI also checks a real core-only install in a fresh venv."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+DEMO = ROOT / "demo_corpus"
+
+BLOCKER = """
+import importlib.abc, sys
+from diagnose.extras import EXTRA_OF
+
+class Blocker(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in EXTRA_OF:
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+
+sys.meta_path.insert(0, Blocker())
+"""
+
+
+def _run(code: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", BLOCKER + code], capture_output=True, text=True, cwd=ROOT,
+                          timeout=300)  # fmt: skip
+
+
+def test_evaluate_runs_on_the_core_alone():
+    done = _run(
+        "from diagnose.cli import main\n"
+        f"sys.exit(main(['evaluate', '--data', {str(DEMO)!r}, '--run', {str(DEMO / 'runs' / 'ann_minilm.trec')!r},"
+        f" '--run', {str(DEMO / 'runs' / 'bm25_langchain.trec')!r}, '--format', 'json']))\n"
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert '"ndcg@10"' in done.stdout
+
+
+def test_a_missing_extra_is_named_in_the_cli_and_the_library():
+    done = _run(
+        "from diagnose.cli import main\n"
+        f"sys.exit(main(['evaluate', '--data', {str(DEMO)!r}, '--run', {str(DEMO / 'runs' / 'ann_minilm.trec')!r},"
+        " '--baseline', 'bm25']))\n"
+    )
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert "pip install 'diagnose[embed]'" in done.stderr
+    done = _run(
+        "import diagnose\n"
+        f"a = diagnose.Analysis(diagnose.load({str(DEMO)!r}), {{'ann': {str(DEMO / 'runs' / 'ann_minilm.trec')!r}}})\n"
+        "print(round(a.metrics()['ndcg@10'].iloc[0], 4))\n"
+        "try:\n"
+        "    a.failures('ann')\n"
+        "except diagnose.DataError as e:\n"
+        "    print('refused:', e)\n"
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "refused:" in done.stdout and "diagnose[embed]" in done.stdout
