@@ -71,6 +71,12 @@ SNIPPET_CHARS = 140
 #: Below this many points UMAP has no neighbourhood graph worth the name; :func:`project` uses PCA instead.
 MIN_UMAP_POINTS = 8
 _CACHE_FORMAT = "diagnose-projection-v1"
+#: From this many points on, :func:`recipe_for` switches to the large-collection recipe (see :class:`LayoutRecipe`).
+LARGE_N = 20_000
+#: The large recipe first reduces the unit rows to this many principal components.
+LARGE_PCA_DIMS = 50
+#: Layout epochs of the large recipe (umap-learn's own default for more than 10,000 points is 200).
+LARGE_EPOCHS = 200
 NUMBA_CACHE_ENV = "DIAGNOSE_NUMBA_CACHE"
 
 DOC_ROLES = ("target", "retrieved", "document")
@@ -305,6 +311,7 @@ class Projection:
     cached: bool
     seconds: float
     key: str
+    recipe: str = ""
 
     def describe(self) -> str:
         """One line for the UI, e.g. ``"Trustworthiness 0.93 (k=5, on 1,000 of 3,956 points): ..."``."""
@@ -317,6 +324,60 @@ class Projection:
             "neighbourhoods that are real neighbourhoods in the embedding space (1 = all, ~0.5 = random). "
             "Read closeness on the map as a hint, and check cosines in the query inspector."
         )
+
+
+@dataclass(frozen=True)
+class LayoutRecipe:
+    """How :func:`project` builds the neighbour graph and the layout.
+
+    ``knn``: ``"exact"`` (:func:`exact_cosine_knn`, a blocked ``X @ X.T``: O(n^2), right for the sampled map) or
+    ``"nndescent"`` (pynndescent's approximate graph, ``low_memory=True``: O(n log n)-ish, for whole collections).
+    ``pca_dims``: reduce the unit rows to this many principal components first (None: keep every dimension). On
+    unit rows Euclidean distance is a monotone function of cosine (``|a-b|^2 = 2 - 2 cos``), and PCA is an
+    orthogonal projection, so Euclidean neighbours after PCA approximate cosine neighbours before it.
+    ``n_epochs``: layout epochs (None: umap-learn's default, 500 below 10,000 points, else 200).
+    Trustworthiness is always measured against cosine in the original space, so a cheaper recipe cannot hide
+    a worse map.
+    """
+
+    knn: str = "exact"
+    pca_dims: int | None = None
+    n_epochs: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.knn not in ("exact", "nndescent"):
+            raise ValueError(f"knn must be 'exact' or 'nndescent', got {self.knn!r}")
+        if self.pca_dims is not None and self.pca_dims < 2:
+            raise ValueError(f"pca_dims must be >= 2 or None, got {self.pca_dims}")
+        if self.n_epochs is not None and self.n_epochs < 1:
+            raise ValueError(f"n_epochs must be >= 1 or None, got {self.n_epochs}")
+
+    @property
+    def is_exact_default(self) -> bool:
+        return self == LayoutRecipe()
+
+    def tag(self) -> str:
+        return f"knn={self.knn},pca={self.pca_dims},epochs={self.n_epochs}"
+
+    def describe(self) -> str:
+        """E.g. ``"PCA to 50 dimensions, approximate neighbours (NN-descent), 200 epochs"``."""
+        parts = []
+        if self.pca_dims:
+            parts.append(f"PCA to {self.pca_dims} dimensions")
+        parts.append(
+            "exact cosine neighbours" if self.knn == "exact" else "approximate neighbours (NN-descent)"
+        )
+        parts.append(f"{self.n_epochs} epochs" if self.n_epochs else "umap-learn's default epochs")
+        return ", ".join(parts)
+
+
+def recipe_for(n: int, *, large_n: int = LARGE_N) -> LayoutRecipe:
+    """The recipe :func:`project` uses for ``n`` points: exact below ``large_n``, else PCA to
+    :data:`LARGE_PCA_DIMS` + NN-descent + :data:`LARGE_EPOCHS` epochs (measured in ``bench/RESULTS.md``,
+    "map: the whole collection")."""
+    if n < large_n:
+        return LayoutRecipe()
+    return LayoutRecipe(knn="nndescent", pca_dims=LARGE_PCA_DIMS, n_epochs=LARGE_EPOCHS)
 
 
 def _as_vectors(vectors: np.ndarray) -> np.ndarray:
@@ -337,8 +398,16 @@ def _as_vectors(vectors: np.ndarray) -> np.ndarray:
     return arr
 
 
-def cache_key(vectors: np.ndarray, *, n_neighbors: int, min_dist: float, seed: int | None) -> str:
-    """Hex SHA-256 of the vectors' bytes, shape and dtype, the parameters and the umap-learn version."""
+def cache_key(
+    vectors: np.ndarray,
+    *,
+    n_neighbors: int,
+    min_dist: float,
+    seed: int | None,
+    recipe: LayoutRecipe | None = None,
+) -> str:
+    """Hex SHA-256 of the vectors' bytes, shape and dtype, the parameters, the umap-learn version and (when it is
+    not the exact default) the :class:`LayoutRecipe`; keys of maps made with the default recipe are unchanged."""
     arr = np.ascontiguousarray(vectors)
     h = hashlib.sha256()
     h.update(_CACHE_FORMAT.encode())
@@ -348,6 +417,8 @@ def cache_key(vectors: np.ndarray, *, n_neighbors: int, min_dist: float, seed: i
         f"|n_neighbors={int(n_neighbors)}|min_dist={float(min_dist)!r}|seed={seed}|umap={_umap_version()}"
         f"|trust={TRUST_SAMPLE},{TRUST_NEIGHBORS}".encode()
     )
+    if recipe is not None and not recipe.is_exact_default:
+        h.update(f"|recipe={recipe.tag()}".encode())
     return h.hexdigest()
 
 
@@ -490,6 +561,125 @@ def _fit_umap(x: np.ndarray, n_neighbors: int, min_dist: float, seed: int | None
     return np.asarray(coords, dtype=np.float32)
 
 
+class _StepsOnly:
+    """A reporter over a plain ``callable(message)`` (or nothing): stages are passed on, bars ignored."""
+
+    def __init__(self, say: Progress | None) -> None:
+        self.say = say
+
+    def step(self, label: str) -> None:
+        if self.say is not None:
+            self.say(label)
+
+    def bar(self, label: str) -> Callable[[int, int], Any]:
+        self.step(label)
+        return lambda _done, _total: None
+
+
+class _EpochFile:
+    """What umap's epoch bar (tqdm, ``bar_format="{n}/{total}"``) writes to: each refresh becomes a
+    ``callback(done, total)`` of the reporter's "Optimising the layout" bar, opened at the first epoch."""
+
+    _DONE = re.compile(r"(\d+)/(\d+)")
+
+    def __init__(self, reporter: Any, label: str) -> None:
+        self.reporter, self.label = reporter, label
+        self.update: Callable[[int, int], Any] | None = None
+
+    def write(self, text: str) -> int:
+        found = self._DONE.findall(text)
+        if found:
+            if self.update is None:
+                self.update = self.reporter.bar(self.label)
+            self.update(int(found[-1][0]), int(found[-1][1]))
+        return len(text)
+
+    def flush(self) -> None:
+        return None
+
+
+def pca(x: np.ndarray, dims: int) -> np.ndarray:
+    """The first ``dims`` principal components of the rows of ``x`` (float32), from the eigenvectors of the
+    ``d x d`` scatter matrix (cheap for n >> d). ``dims >= d`` returns the centred rows rotated, all kept."""
+    x = np.asarray(x, dtype=np.float32)
+    c = x - x.mean(axis=0, dtype=np.float64).astype(np.float32)
+    if dims >= x.shape[1]:
+        dims = x.shape[1]
+    scatter = (
+        (c.T.astype(np.float64) @ c.astype(np.float64)) if len(c) < 4096 else (c.T @ c).astype(np.float64)
+    )
+    _, vecs = np.linalg.eigh(scatter)  # ascending eigenvalues
+    top = vecs[:, ::-1][:, :dims].astype(np.float32)
+    return c @ top
+
+
+def _fit_umap_large(
+    x: np.ndarray, n_neighbors: int, min_dist: float, seed: int | None, recipe: LayoutRecipe, reporter: Any
+) -> np.ndarray:
+    """UMAP of unit rows ``x`` with a non-default :class:`LayoutRecipe`, each stage announced to ``reporter``."""
+    enable_numba_cache()
+    import umap
+
+    n = len(x)
+    k = min(n_neighbors, n - 1)
+    y = x
+    if recipe.pca_dims and recipe.pca_dims < x.shape[1]:
+        reporter.step(f"Reducing {n:,} vectors to {recipe.pca_dims} dimensions (PCA)")
+        y = pca(x, recipe.pca_dims)
+    if recipe.knn == "exact":
+        reporter.step(f"Building the neighbour graph (exact, {k} neighbours of {n:,} points)")
+        knn_idx, knn_dist = exact_cosine_knn(y, k) if y is x else _exact_euclidean_knn(y, k)
+        metric = "cosine" if y is x else "euclidean"
+    else:
+        from pynndescent import NNDescent
+
+        reporter.step(f"Building the neighbour graph (NN-descent, {k} neighbours of {n:,} points)")
+        metric = "cosine" if y is x else "euclidean"
+        index = NNDescent(
+            y, metric=metric, n_neighbors=k, random_state=seed, low_memory=True,
+            n_jobs=1 if seed is not None else -1, verbose=False, compressed=True,
+        )  # fmt: skip
+        knn_idx, knn_dist = index.neighbor_graph
+        del index
+    reporter.step("Optimising the layout: fuzzy graph and spectral start")
+    epochs = _EpochFile(reporter, "Optimising the layout (epochs)")
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*knn_search_index.*")
+        warnings.filterwarnings("ignore", message=".*n_jobs value.*")
+        reducer = umap.UMAP(
+            n_neighbors=k, min_dist=min_dist, metric=metric, random_state=seed,
+            n_jobs=1 if seed is not None else -1, precomputed_knn=(knn_idx, knn_dist, None),
+            n_epochs=recipe.n_epochs, low_memory=True, verbose=False,
+            tqdm_kwds={"disable": False, "file": epochs, "bar_format": "{n}/{total}", "mininterval": 0.5},
+        )  # fmt: skip
+        coords = reducer.fit_transform(y)
+    return np.asarray(coords, dtype=np.float32)
+
+
+def _exact_euclidean_knn(y: np.ndarray, k: int, *, block: int = 1024) -> tuple[np.ndarray, np.ndarray]:
+    """Exact Euclidean k-NN (self first), in :func:`exact_cosine_knn`'s layout; for PCA-reduced rows."""
+    y = np.asarray(y, dtype=np.float32)
+    n = len(y)
+    sq = (y * y).sum(axis=1)
+    idx = np.empty((n, k), dtype=np.int64)
+    dist = np.empty((n, k), dtype=np.float32)
+    for start in range(0, n, block):
+        stop = min(start + block, n)
+        d2 = sq[start:stop, None] + sq[None, :] - 2.0 * (y[start:stop] @ y.T)
+        rows = np.arange(stop - start)
+        d2[rows, rows + start] = -np.inf
+        part = (
+            np.argpartition(d2, k - 1, axis=1)[:, :k] if k < n else np.tile(np.arange(n), (stop - start, 1))
+        )
+        top = np.take_along_axis(d2, part, axis=1)
+        order = np.lexsort((part, top), axis=1)
+        idx[start:stop] = np.take_along_axis(part, order, axis=1)
+        d = np.sqrt(np.clip(np.take_along_axis(top, order, axis=1), 0.0, None))
+        d[:, 0] = 0.0
+        dist[start:stop] = d
+    return idx, dist
+
+
 def project(
     vectors: np.ndarray,
     *,
@@ -498,10 +688,15 @@ def project(
     seed: int | None = 42,
     cache_dir: str | Path | None = None,
     use_cache: bool = True,
-    progress: Progress | None = None,
+    progress: Progress | Any | None = None,
     report: ValidationReport | None = None,
+    recipe: LayoutRecipe | None = None,
 ) -> Projection:
     """UMAP of ``vectors`` (rows = points) to 2-D, cosine metric, with trustworthiness; cached on disk.
+
+    ``recipe``: how the neighbour graph and layout are built (default :func:`recipe_for` the number of points:
+    exact below :data:`LARGE_N`). ``progress``: a ``callable(message)`` or a :class:`diagnose.progress.Reporter`
+    (then the large recipe also reports its stages and the layout's epochs as a bar).
 
     ``seed``: an int makes the map deterministic (umap-learn then runs single-threaded); ``None`` runs in parallel
     and every fit differs. ``cache_dir``: folder of the coordinate cache (default :func:`default_projection_dir`);
@@ -516,12 +711,17 @@ def project(
     Rows with NaN/inf raise :class:`DataError`. Rows are L2-normalised before anything (cosine ignores length).
     """
     t0 = time.perf_counter()
-    say = progress or (lambda _msg: None)
+    if progress is not None and hasattr(progress, "step") and hasattr(progress, "bar"):
+        reporter = progress
+    else:
+        reporter = _StepsOnly(progress)
+    say = reporter.step
     arr = _as_vectors(vectors)
     n = len(arr)
     if n_neighbors < 2:
         raise ValueError(f"n_neighbors must be >= 2, got {n_neighbors}")
-    key = cache_key(arr, n_neighbors=n_neighbors, min_dist=min_dist, seed=seed)
+    recipe = recipe or recipe_for(n)
+    key = cache_key(arr, n_neighbors=n_neighbors, min_dist=min_dist, seed=seed, recipe=recipe)
     cache = ArrayCache(Path(cache_dir) if cache_dir is not None else default_projection_dir(), report=report)
 
     def done(coords: np.ndarray, trust: tuple[float, int, int], method: str, cached: bool) -> Projection:
@@ -537,6 +737,7 @@ def project(
             cached=cached,
             seconds=time.perf_counter() - t0,
             key=key,
+            recipe="" if method == "pca" else recipe.describe(),
         )
 
     if n == 0:
@@ -565,7 +766,10 @@ def project(
             f"Projecting {n:,} points with UMAP (cosine, n_neighbors={min(n_neighbors, n - 1)}, min_dist={min_dist}); "
             "the first map in a new process also compiles numba code"
         )
-        coords = _fit_umap(x, n_neighbors, min_dist, seed)
+        if recipe.is_exact_default:
+            coords = _fit_umap(x, n_neighbors, min_dist, seed)
+        else:
+            coords = _fit_umap_large(x, n_neighbors, min_dist, seed, recipe, reporter)
     say("Measuring trustworthiness of the 2-D neighbourhoods")
     trust = _trustworthiness(x, coords, seed)
     if use_cache:
@@ -724,8 +928,9 @@ def build_map(
     seed: int | None = 42,
     cache_dir: str | Path | None = None,
     use_cache: bool = True,
-    progress: Progress | None = None,
+    progress: Progress | Any | None = None,
     report: ValidationReport | None = None,
+    recipe: LayoutRecipe | None = None,
 ) -> EmbeddingMap:
     """Sample, project, and tabulate in one call (see the module docstring for each step).
 
@@ -754,6 +959,7 @@ def build_map(
         use_cache=use_cache,
         progress=progress,
         report=report,
+        recipe=recipe,
     )
     points = map_frame(
         proj.coords,
@@ -764,4 +970,56 @@ def build_map(
         query_texts=query_texts,
         failed=failed,
     )
+    return EmbeddingMap(points=points, edges=map_edges(points, failed), sample=sample, projection=proj)
+
+
+def project_collection(
+    doc_vecs: np.ndarray, query_vecs: np.ndarray, *, large_n: int = LARGE_N, **kwargs: Any
+) -> Projection:
+    """:func:`project` of every document and then every query (the rows :func:`build_whole_map` draws), with
+    :func:`recipe_for` their number (``large_n``: where the large recipe starts). ``kwargs`` go to :func:`project`
+    (``cache_dir``, ``progress``, ``report``...). Minutes for 100k points on 2 cores the first time, then read from
+    the coordinate cache (same vectors, same parameters => same key, whichever run is diagnosed)."""
+    d, q = np.asarray(doc_vecs), np.asarray(query_vecs)
+    sample = sample_for_map(range(len(d)), range(len(q)), cap=len(d) + len(q))
+    vecs = stack_vectors(sample, d, q)
+    kwargs.setdefault("recipe", recipe_for(len(vecs), large_n=large_n))
+    return project(vecs, **kwargs)
+
+
+def build_whole_map(
+    *,
+    doc_ids: Sequence[str],
+    doc_texts: Sequence[str],
+    doc_vecs: np.ndarray,
+    query_ids: Sequence[str],
+    query_texts: Sequence[str],
+    query_vecs: np.ndarray,
+    failed: Sequence[FailedQuery] = (),
+    projected: Projection | None = None,
+    **kwargs: Any,
+) -> EmbeddingMap:
+    """The map of *every* document and query (no sampling), for the deck.gl chart
+    (:func:`diagnose.deck.embedding_deck`). ``projected``: the :func:`project_collection` of these vectors when
+    already computed (the app computes it once per data and model, in a background thread); else it is computed
+    here with ``kwargs``. Unplaced must-keep ids (targets missing from the corpus) are listed in the sample as in
+    :func:`build_map`."""
+    if len(doc_ids) != len(doc_vecs) or len(doc_ids) != len(doc_texts):
+        raise ValueError(
+            f"{len(doc_ids)} doc ids, {len(doc_texts)} texts and {len(doc_vecs)} vectors: must be aligned"
+        )
+    if len(query_ids) != len(query_vecs) or len(query_ids) != len(query_texts):
+        raise ValueError(
+            f"{len(query_ids)} query ids, {len(query_texts)} texts and {len(query_vecs)} vectors: must be aligned"
+        )
+    must_d, must_q = must_keep(failed)
+    n = len(doc_ids) + len(query_ids)
+    sample = sample_for_map(doc_ids, query_ids, must_docs=must_d, must_queries=must_q, cap=n)
+    proj = projected if projected is not None else project_collection(doc_vecs, query_vecs, **kwargs)
+    if proj.coords.shape != (n, 2):
+        raise ValueError(f"projected has {len(proj.coords)} points, expected {n} (every document and query)")
+    points = map_frame(
+        proj.coords, sample, doc_ids=doc_ids, doc_texts=doc_texts, query_ids=query_ids, query_texts=query_texts,
+        failed=failed,
+    )  # fmt: skip
     return EmbeddingMap(points=points, edges=map_edges(points, failed), sample=sample, projection=proj)

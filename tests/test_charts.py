@@ -344,3 +344,83 @@ def test_delta_chart_derives_change_and_stays_under_the_row_limit():
     data = rows(spec, bar)
     assert len(data) == 200 and {r["change"] for r in data} == {"better", "worse"}
     assert "5,800 unchanged queries not drawn" in spec["title"]["subtitle"]
+
+
+# ------------------------------------------------------------------------------------------------ deck.gl map
+
+
+def _deck_frames():
+    points = pd.DataFrame(
+        {
+            "x": [0.0, 1.0, 2.0, 3.0, 4.0],
+            "y": [0.0, 1.0, 2.0, 3.0, 4.0],
+            "kind": ["document"] * 3 + ["query"] * 2,
+            "id": ["d1", "d2", "d3", "q1", "q2"],
+            "snippet": ["<img src=x onerror=alert(1)> {id}", "b", "c", "q one", "q two"],
+            "role": ["document", "target", "retrieved", "failed query", "query"],
+            "failure_class": ["", "", "", "near_miss", ""],
+        }
+    )
+    edges = pd.DataFrame(
+        {"x": [3.0, 3.0], "y": [3.0, 3.0], "x2": [1.0, 2.0], "y2": [1.0, 2.0], "query_id": ["q1", "q1"],
+         "edge": ["target", "top retrieved"]}
+    )  # fmt: skip
+    return points, edges
+
+
+def test_deck_has_the_layers_an_orthographic_view_and_no_basemap():
+    import json
+
+    from diagnose import deck
+
+    points, edges = _deck_frames()
+    d = deck.embedding_deck(points, edges)
+    spec = json.loads(d.to_json())
+    assert [layer["id"] for layer in spec["layers"]] == list(deck.LAYER_IDS)
+    assert [layer["@@type"] for layer in spec["layers"]] == ["ScatterplotLayer"] * 3 + ["LineLayer"] + [
+        "ScatterplotLayer"
+    ] * 2
+    assert spec["views"] == [{"@@type": "OrthographicView", "controller": True, "flipY": False}]
+    assert "mapStyle" not in spec and "mapProvider" not in spec  # no basemap: nothing fetched
+    text = d.to_json()
+    assert "http" not in text and "cartocdn" not in text and "mapbox" not in text
+    # every point once, in the layer of its role; radii in pixels (a quoted literal, not an accessor)
+    rows = {layer["id"]: [r["id"] for r in layer["data"]] for layer in spec["layers"]}
+    assert rows["documents"] == ["d1"] and rows["targets"] == ["d2"] and rows["retrieved"] == ["d3"]
+    assert rows["queries"] == ["q2"] and rows[deck.DECK_QUERY_LAYER] == ["q1"]
+    assert rows["links"] == ["q1", "q1"]
+    assert all(layer.get("radiusUnits") == "pixels" for layer in spec["layers"] if "radiusUnits" in layer)
+    failed = spec["layers"][-1]
+    assert failed["pickable"] and failed["lineWidthUnits"] == "pixels"
+    # view: centred on the points; zoom z draws 2**z px per unit, the 4x4 box fits 0.9 * 660 px
+    vs = spec["initialViewState"]
+    assert vs["target"][:2] == [2.0, 2.0]
+    assert 2 ** vs["zoom"] == pytest.approx(0.9 * 660 / (3.98 - 0.02), rel=1e-3)
+
+
+def test_deck_tooltip_is_text_never_html():
+    from diagnose import deck
+
+    points, edges = _deck_frames()
+    d = deck.embedding_deck(points, edges)
+    tip = d._tooltip  # what st.pydeck_chart reads (streamlit's _get_pydeck_tooltip)
+    assert "html" not in tip and tip["text"] == "{label}: {id}\n{snippet}"
+    # deck.gl puts "text" into innerText: the markup travels as data, shown as characters
+    assert "<img src=x onerror=alert(1)> {id}" in d.to_json()
+
+
+def test_deck_colours_failed_queries_by_class_and_checks_its_input():
+    import json
+
+    from diagnose import deck
+
+    points, edges = _deck_frames()
+    by_class = json.loads(deck.embedding_deck(points, edges, color_by="failure_class").to_json())
+    assert by_class["layers"][-1]["data"][0]["color"] == deck.rgba(charts.CLASS_COLORS["near_miss"])
+    by_role = json.loads(deck.embedding_deck(points, edges).to_json())
+    assert by_role["layers"][-1]["data"][0]["color"] == deck.rgba(charts.ROLE_COLORS["failed query"])
+    with pytest.raises(ValueError, match="color_by"):
+        deck.embedding_deck(points, color_by="size")
+    with pytest.raises(ValueError, match="lack columns"):
+        deck.embedding_deck(points.drop(columns="snippet"))
+    assert deck.rgba("#D55E00", 10) == [213, 94, 0, 10]  # 0xD5=213, 0x5E=94

@@ -1,0 +1,43 @@
+"""A standalone Streamlit page for tests/test_browser_map.py and bench/bench_map_deck.py: the deck.gl embedding map
+(:func:`diagnose.deck.embedding_deck`) of ``DIAGNOSE_DECK_POINTS`` generated points (default 100,000): Gaussian
+blobs in 2-D as a UMAP layout would give, 1% queries, 300 failed queries each linked to a target and a top retrieved
+document. No projection runs: the coordinates are generated, so the page measures the browser, not UMAP.
+
+    streamlit run tests/browser_map_app.py
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pandas as pd
+import streamlit as st
+
+from diagnose import deck
+
+sys.path.insert(0, str(Path(__file__).parent))
+import deck_points  # noqa: E402
+
+N = int(os.environ.get("DIAGNOSE_DECK_POINTS", "100000"))
+
+
+@st.cache_resource
+def frames(n: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+    return deck_points.frames(n)
+
+
+st.set_page_config(page_title="deck map", layout="wide")
+points, edges = frames(N)
+st.title(f"Deck map: {len(points):,} points")
+event = st.pydeck_chart(
+    deck.embedding_deck(points, edges, color_by="failure_class"),
+    height=660,
+    on_select="rerun",
+    selection_mode="single-object",
+    key="map_deck",
+)
+objs = ((event or {}).get("selection") or {}).get("objects") or {}
+chosen = [o.get("id") for o in objs.get(deck.DECK_QUERY_LAYER, [])]
+st.markdown(f"Selected: `{chosen[0] if chosen else 'nothing'}`")

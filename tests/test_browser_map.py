@@ -1,0 +1,183 @@
+"""The whole-collection map in a real browser: 100,000 points through ``st.pydeck_chart`` in headless Chromium on
+software WebGL (SwiftShader, no GPU).
+
+Runs ``tests/browser_map_app.py`` (the :func:`diagnose.deck.embedding_deck` chart of generated points: no UMAP, so
+this measures the browser) on a free port and checks that the canvas draws (pixels other than the background in a
+screenshot), that a zoom with the mouse wheel and a pan with a drag keep drawing, and that no request leaves
+127.0.0.1 (the map has no basemap, no tiles, no fonts from a CDN). It prints the time to the first drawn frame and the
+median ``requestAnimationFrame`` interval while zooming and panning; numbers are reported, never asserted (2 shared
+cores). Screenshots go to a temporary folder (``DIAGNOSE_SHOTS_DIR`` to keep them). ``bench/bench_map_deck.py`` uses
+the same functions.
+
+Skipped cleanly when ``/usr/bin/chromium`` or the ``playwright`` package is missing (never runs ``playwright
+install``).
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.browser
+
+ROOT = Path(__file__).resolve().parents[1]
+APP = Path(__file__).with_name("browser_map_app.py")
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--no-first-run"]  # fmt: skip
+LOCAL_HOSTS = {"127.0.0.1", "localhost", "[::1]", "::1"}
+CHART = '[data-testid="stDeckGlJsonChart"]'
+N_POINTS = 100_000
+
+
+def is_local(url: str) -> bool:
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    return parts.scheme in ("data", "blob", "about") or parts.hostname in LOCAL_HOSTS
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_app(n_points: int, log: Path) -> tuple[subprocess.Popen, str]:
+    """``streamlit run tests/browser_map_app.py`` with ``n_points`` points; returns the process and its URL."""
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    env = dict(os.environ, DIAGNOSE_DECK_POINTS=str(n_points))
+    cmd = [
+        sys.executable, "-m", "streamlit", "run", str(APP), "--server.port", str(port), "--server.address",
+        "127.0.0.1", "--server.headless", "true", "--browser.gatherUsageStats", "false",
+    ]  # fmt: skip
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(
+            cmd, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+        )
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise AssertionError(f"streamlit exited: {log.read_text(errors='replace')[-3000:]}")
+        try:
+            with urllib.request.urlopen(url + "/_stcore/health", timeout=2) as r:
+                if r.status == 200:
+                    return proc, url
+        except OSError:
+            pass
+        time.sleep(0.5)
+    stop_app(proc)
+    raise AssertionError(f"streamlit did not answer on {url}")
+
+
+def stop_app(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        os.killpg(proc.pid, 15)
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, 9)
+            proc.wait(timeout=10)
+
+
+def drawn_pixels(png: bytes) -> int:
+    """Pixels that differ (by more than 40 in some channel) from the most common colour, the background."""
+    import numpy as np
+    from PIL import Image
+
+    img = np.asarray(Image.open(io.BytesIO(png)).convert("RGB")).astype(np.int16)
+    flat = img.reshape(-1, 3)
+    colours, counts = np.unique(flat, axis=0, return_counts=True)
+    bg = colours[counts.argmax()]
+    return int((np.abs(flat - bg).max(axis=1) > 40).sum())
+
+
+FRAMES_JS = """() => { window.__frames = []; window.__stop = false;
+  const tick = (t) => { window.__frames.push(t); if (!window.__stop) requestAnimationFrame(tick); };
+  requestAnimationFrame(tick); }"""
+
+
+def measure(page, url: str, shots: Path, *, timeout_s: float = 600) -> dict[str, float]:
+    """Open the page, wait for the first drawn frame, zoom and pan; returns the timings and pixel counts."""
+    out: dict[str, float] = {}
+    t0 = time.monotonic()
+    page.goto(url)
+    page.locator(f"{CHART} canvas").first.wait_for(timeout=int(timeout_s * 1000))
+    chart = page.locator(CHART).first
+    deadline = t0 + timeout_s
+    while True:
+        png = chart.screenshot()
+        n = drawn_pixels(png)
+        if n > 5000 or time.monotonic() > deadline:
+            break
+        page.wait_for_timeout(200)
+    out["first_frame_s"] = time.monotonic() - t0
+    out["drawn_pixels"] = n
+    page.wait_for_timeout(1500)
+    chart.screenshot(path=str(shots / "deck_map.png"))
+    box = page.locator(f"{CHART} canvas").first.bounding_box()
+    cx, cy = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
+    page.mouse.move(cx, cy)
+    page.evaluate(FRAMES_JS)
+    t1 = time.monotonic()
+    for _ in range(6):  # zoom in, 6 wheel notches
+        page.mouse.wheel(0, -120)
+        page.wait_for_timeout(120)
+    page.mouse.down()  # pan
+    for i in range(1, 21):
+        page.mouse.move(cx + 10 * i, cy + 5 * i)
+        page.wait_for_timeout(40)
+    page.mouse.up()
+    page.wait_for_timeout(800)
+    out["interaction_s"] = time.monotonic() - t1
+    frames = page.evaluate("() => { window.__stop = true; return window.__frames; }")
+    gaps = [b - a for a, b in zip(frames, frames[1:], strict=False)]
+    out["frames"] = len(frames)
+    out["median_frame_ms"] = statistics.median(gaps) if gaps else float("nan")
+    out["p95_frame_ms"] = sorted(gaps)[int(0.95 * (len(gaps) - 1))] if gaps else float("nan")
+    png = chart.screenshot(path=str(shots / "deck_map_zoomed.png"))
+    out["drawn_pixels_zoomed"] = drawn_pixels(png)
+    return out
+
+
+def test_deck_map_of_100k_points_draws_and_stays_interactive(tmp_path):
+    if not CHROMIUM.exists():
+        pytest.skip("/usr/bin/chromium is not installed")
+    sync_api = pytest.importorskip("playwright.sync_api")
+    if shutil.which("streamlit") is None and not (Path(sys.executable).parent / "streamlit").exists():
+        pytest.skip("the streamlit command is not installed")
+    shots = Path(os.environ.get("DIAGNOSE_SHOTS_DIR") or tmp_path / "shots")
+    shots.mkdir(parents=True, exist_ok=True)
+    proc, url = start_app(N_POINTS, tmp_path / "streamlit.log")
+    requests: list[str] = []
+    try:
+        with sync_api.sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+            try:
+                page = browser.new_page(viewport={"width": 1400, "height": 1000})
+                page.on("request", lambda r: requests.append(r.url))
+                page.set_default_timeout(600_000)
+                result = measure(page, url, shots)
+                title = page.locator("h1").first.inner_text()
+            finally:
+                browser.close()
+    finally:
+        stop_app(proc)
+    print(f"\ndeck map, {N_POINTS:,} points: {result} (screenshots in {shots})")
+    assert f"{N_POINTS:,} points" in title
+    assert result["drawn_pixels"] > 5000, "the deck.gl canvas stayed blank"
+    assert result["drawn_pixels_zoomed"] > 5000, "the canvas went blank after zooming and panning"
+    assert result["frames"] >= 2
+    outside = sorted({u for u in requests if not is_local(u)})
+    assert requests and not outside, f"the page made requests outside 127.0.0.1: {outside[:10]}"
