@@ -10,8 +10,9 @@ What is measured:
 
 - throughput: every route encodes the same --n-docs NFCorpus documents (title + " " + text, the texts the product
   embeds; biomedical abstracts like SciFact's, which is not on this machine) at batch 64. Repeats are interleaved
-  (route A, B, C, ... then again), so load from other jobs on the shared cores hits every route alike; the table
-  gives medians of --repeats of wall time and of process CPU time (all threads), and their ratios to exact;
+  (A, B, C, ... then B, C, ..., A: each repeat starts one route later), so load from other jobs on the shared cores
+  hits every route alike; the table gives medians of --repeats of wall time and of process CPU time (all threads),
+  and their ratios to exact;
 - quality: cosine of each route's vectors to the exact vectors, over the whole sample (mean, min);
 - retrieval: for the exact and the fast (default) encoder, the dense baseline of each collection in --ndcg (every
   document + every judged test query through ``embed_texts`` without a cache, ``diagnose.baselines.dense_run``,
@@ -124,6 +125,7 @@ def ort_route(path: Path, tokenizer, max_len: int, batch_size: int) -> Route:
     so = ort.SessionOptions()
     so.intra_op_num_threads = int(os.environ.get("OMP_NUM_THREADS", os.cpu_count() or 1))
     so.inter_op_num_threads = 1
+    so.add_session_config_entry("session.intra_op.allow_spinning", "0")  # fair on shared cores (no busy-wait)
     sess = ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
 
     def encode(texts: list[str]) -> np.ndarray:
@@ -132,9 +134,16 @@ def ort_route(path: Path, tokenizer, max_len: int, batch_size: int) -> Route:
         for i in range(0, len(texts), batch_size):
             idx = order[i : i + batch_size]
             b = tokenizer(
-                [texts[j] for j in idx], padding=True, truncation=True, max_length=max_len, return_tensors="np"
+                [texts[j] for j in idx],
+                padding=True,
+                truncation=True,
+                max_length=max_len,
+                return_tensors="np",
             )
-            feed = {"input_ids": b["input_ids"].astype(np.int64), "attention_mask": b["attention_mask"].astype(np.int64)}
+            feed = {
+                "input_ids": b["input_ids"].astype(np.int64),
+                "attention_mask": b["attention_mask"].astype(np.int64),
+            }
             out[idx] = sess.run(None, feed)[0]
         return out
 
@@ -154,7 +163,9 @@ def texts_of(name: str) -> tuple[list[str], list[str], list[str], list[str], obj
 def padding_share(lengths: list[int], batch_size: int, sort: bool) -> float:
     """Share of the token slots in padded batches that are real tokens."""
     lens = sorted(lengths, reverse=True) if sort else list(lengths)
-    slots = sum(max(lens[i : i + batch_size]) * len(lens[i : i + batch_size]) for i in range(0, len(lens), batch_size))
+    slots = sum(
+        max(lens[i : i + batch_size]) * len(lens[i : i + batch_size]) for i in range(0, len(lens), batch_size)
+    )
     return sum(lens) / slots
 
 
@@ -164,7 +175,9 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--batch-size", type=int, default=64)
     ap.add_argument("--no-onnx", action="store_true")
-    ap.add_argument("--ndcg", nargs="*", default=["nfcorpus"], help="collections under ../shared/data (BEIR layout)")
+    ap.add_argument(
+        "--ndcg", nargs="*", default=["nfcorpus"], help="collections under ../shared/data (BEIR layout)"
+    )
     args = ap.parse_args()
     bs = args.batch_size
 
@@ -238,8 +251,10 @@ def main() -> None:
     wall: dict[str, list[float]] = {k: [] for k in routes}
     cpu: dict[str, list[float]] = {k: [] for k in routes}
     vecs: dict[str, np.ndarray] = {}
+    names = list(routes)
     for r in range(args.repeats):
-        for k, f in routes.items():
+        for k in names[r % len(names) :] + names[: r % len(names)]:  # each repeat starts one route later
+            f = routes[k]
             gc.collect()
             t, c = time.perf_counter(), time.process_time()
             vecs[k] = f(sample)

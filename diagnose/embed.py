@@ -392,9 +392,10 @@ def load_encoder(
     """Load a sentence-transformers model; never blocks on an unreachable Hub.
 
     ``precision``: ``"fast"`` (default) runs the transformer in bfloat16 with fused oneDNN layers on a CPU with
-    bf16 instructions (:mod:`diagnose.fast_encoder`: ~3.5-4.8x the documents/s of fp32 on NFCorpus abstracts,
-    cosine to the fp32 vectors >= 0.9999, same nDCG@10), cache identity ``<exact name>+bf16``; where it does not
-    apply it warns once and returns the exact encoder. ``"exact"``: the fp32 model as sentence-transformers runs it.
+    bf16 instructions (:mod:`diagnose.fast_encoder`; bench/RESULTS.md: 2.7-4.8x the documents/s of fp32 on
+    NFCorpus abstracts, cosine to the fp32 vectors >= 0.9999, nDCG@10 within 0.0005), cache identity
+    ``<exact name>+bf16``; where it does not apply it warns once and returns the exact encoder. ``"exact"``: the
+    fp32 model as sentence-transformers runs it.
 
     Resolution, in order:
 
