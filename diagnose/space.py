@@ -136,7 +136,12 @@ def relevant_pair_cosines(qrels: Qrels, run: Run, space: VectorSpace, k: int) ->
     rel = qrels.relevant()[["query_id", "doc_id"]]
     top = run.top(k)[["query_id", "doc_id"]].assign(found=True)
     pairs = rel.merge(top, on=["query_id", "doc_id"], how="left")
-    pairs = pairs[pairs["query_id"].isin(space.query_row) & pairs["doc_id"].isin(space.doc_row)]
+    # membership tested pair by pair: Series.isin(dict) converts every key (1M documents: ~4 s)
+    known = [
+        q in space.query_row and d in space.doc_row
+        for q, d in zip(pairs["query_id"], pairs["doc_id"], strict=True)
+    ]
+    pairs = pairs[np.asarray(known, dtype=bool)]
     qi = pairs["query_id"].map(space.query_row).to_numpy(dtype=np.int64)
     di = pairs["doc_id"].map(space.doc_row).to_numpy(dtype=np.int64)
     cos = np.einsum("ij,ij->i", space.query_vecs[qi], space.doc_vecs[di]) if len(pairs) else np.zeros(0)
