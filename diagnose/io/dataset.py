@@ -1,0 +1,287 @@
+"""A data set read at once: :func:`load_dataset` (a BEIR folder and/or explicit files, and runs), and the checks
+of the files against each other (:func:`check_run_matches_qrels`, :func:`_cross_checks`)."""
+
+from __future__ import annotations
+
+import re
+import stat
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+
+import pandas as pd
+
+from diagnose.data import Corpus, DataError, Dataset, Qrels, Queries, Run, ValidationReport
+from diagnose.io.corpus import read_corpus
+from diagnose.io.files import PathLike, _stat
+from diagnose.io.formats import CORPUS_FORMATS, QRELS_FORMATS, QUERIES_FORMATS, RUN_FORMATS
+from diagnose.io.messages import _fatal, _ids, _pair, _plural, _show_id, _verb
+from diagnose.io.qrels import empty_qrels, read_qrels
+from diagnose.io.queries import read_queries
+from diagnose.io.runs import _run_stem, parse_run_arg, read_run
+
+
+def load_dataset(
+    *,
+    data_dir: PathLike | None = None,
+    split: str = "test",
+    corpus: PathLike | None = None,
+    queries: PathLike | None = None,
+    qrels: PathLike | None = None,
+    runs: Iterable[str | Path | tuple[str | None, PathLike]] = (),
+    report: ValidationReport | None = None,
+    corpus_fields: Mapping[str, str | None] | None = None,
+    name: str | None = None,
+    require_qrels: bool = True,
+    qrels_transform: Callable[[Qrels], Qrels] | None = None,
+) -> Dataset:
+    """Read everything one evaluation or diagnosis needs, and check the files against each other.
+
+    ``data_dir`` is a BEIR folder: ``DIR/corpus.jsonl``, ``DIR/queries.jsonl`` and ``DIR/qrels/SPLIT.tsv`` (each
+    also as ``.gz``); explicit paths override its files. A missing split file is fatal and lists the splits there
+    are. ``runs`` are ``"NAME=PATH"`` / ``"PATH"`` strings or ``(name or None, path)`` pairs; two runs with one
+    name are fatal. ``corpus_fields`` maps ``id`` / ``text`` / ``title`` to the corpus columns.
+
+    Cross-file checks (counted in ``report``): qrels and run doc ids missing from the corpus (when a corpus is
+    given), golden queries (>= 1 relevant doc) missing from a run (they score 0, like ``trec_eval -c``), run
+    queries without judgements (ignored by the metrics), golden queries without text (when queries are given).
+
+    ``require_qrels=False`` (judging a corpus that has no golden set yet, :mod:`diagnose.judging`): without a qrels
+    file (none given, none in ``data_dir``) the data set gets empty qrels (:func:`empty_qrels`) instead of an error.
+    ``qrels_transform`` maps the qrels read (or the empty ones) to the qrels the data set keeps, before the runs are
+    checked against them (``diagnose --extra-qrels`` merges judgements there).
+    """
+    report = report if report is not None else ValidationReport()
+    if data_dir is not None:
+        root = Path(data_dir)
+        beir = "a BEIR folder with corpus.jsonl, queries.jsonl and qrels/<split>.tsv"
+        st = _stat(root, beir)
+        if st is None or not stat.S_ISDIR(st.st_mode):
+            raise DataError(
+                f"{data_dir}: {'not found' if st is None else 'is a file, not a folder'}. Expected {beir}. Fix: pass "
+                "the folder path to --data, or the files with --corpus, --queries and --qrels."
+            )
+        corpus = corpus if corpus is not None else _existing(root, "corpus.jsonl", CORPUS_FORMATS)
+        queries = queries if queries is not None else _existing(root, "queries.jsonl", QUERIES_FORMATS)
+        if qrels is None:
+            qrels = _existing(root / "qrels", f"{split}.tsv", QRELS_FORMATS)
+            if qrels is None and require_qrels:
+                try:
+                    splits = sorted(p.name.split(".")[0] for p in (root / "qrels").glob("*.tsv*"))
+                except OSError:
+                    splits = []
+                have = (
+                    f"available splits: {', '.join(splits)}"
+                    if splits
+                    else "there is no qrels/ folder with .tsv files"
+                )
+                raise DataError(
+                    f"{root / 'qrels' / (split + '.tsv')}: file not found ({have}). Expected the judgements of split "
+                    f"{split!r} as qrels/{split}.tsv. Fix: pass --split with one of the available splits, or --qrels FILE."
+                )
+    if qrels is None and require_qrels:
+        raise DataError(
+            "No judgements given. Expected a qrels file. Fix: pass --qrels FILE, or --data DIR (a BEIR folder)."
+        )
+
+    run_specs: list[tuple[str, str]] = []
+    for spec in runs:
+        if isinstance(spec, tuple):
+            rname, rpath = spec
+            run_specs.append((rname or _run_stem(rpath), str(rpath)))
+        else:
+            run_specs.append(parse_run_arg(str(spec)))
+    seen: dict[str, str] = {}
+    for rname, rpath in run_specs:
+        if rname in seen:
+            raise DataError(
+                f"{rpath}: the run name {rname!r} is already used by {seen[rname]}. Expected one name per run. "
+                f"Fix: name the runs, e.g. --run {rname}_a={seen[rname]} --run {rname}_b={rpath}."
+            )
+        seen[rname] = rpath
+
+    qrels_rec = read_qrels(qrels, report=report) if qrels is not None else empty_qrels()
+    if qrels_transform is not None:
+        qrels_rec = qrels_transform(qrels_rec)
+    fields = dict(corpus_fields or {})
+    corpus_rec = (
+        read_corpus(
+            corpus,
+            id_field=fields.get("id") or fields.get("id_field"),
+            text_field=fields.get("text") or fields.get("text_field"),
+            title_field=fields.get("title") or fields.get("title_field"),
+            report=report,
+        )
+        if corpus is not None
+        else None
+    )
+    queries_rec = read_queries(queries, report=report) if queries is not None else None
+    run_recs = {rname: read_run(rpath, name=rname, report=report) for rname, rpath in run_specs}
+
+    for run in run_recs.values():
+        check_run_matches_qrels(run, qrels_rec)
+    _cross_checks(qrels_rec, run_recs, corpus_rec, queries_rec, report)
+    ds_name = name or (
+        Path(data_dir).name if data_dir is not None else Path(str(qrels or queries or corpus or "data")).stem
+    )
+    return Dataset(
+        qrels=qrels_rec, runs=run_recs, corpus=corpus_rec, queries=queries_rec, report=report, name=ds_name
+    )
+
+
+def check_run_matches_qrels(run: Run, qrels: Qrels) -> None:
+    """Refuse a run that can only score 0: it has no results, or none of its query ids is a golden query (a query
+    with a relevant document). The message names a few ids of each side and says when they would match with case,
+    leading zeros or everything but their numbers ignored (``'Q1'`` vs ``'q1'``): ids are compared exactly, like
+    trec_eval does. A run that shares some golden queries is fine here (the rest is counted by the cross-checks).
+    """
+    file = run.source or run.name
+    if len(run.df) == 0:
+        raise _fatal(
+            file,
+            None,
+            f"run {run.name!r} has no results: every golden query would score 0",
+            None,
+            RUN_FORMATS + ", with at least one result line",
+            "check that the retriever wrote its output to this file, or pass the right file",
+        )
+    golden = qrels.queries_with_relevant()
+    if not golden:
+        return
+    in_run = run.query_ids()
+    golden_set = set(golden)
+    if any(q in golden_set for q in in_run):
+        return
+    seen = f"run ids: {_id_list(in_run)}; golden ids in {qrels.source or 'the qrels'}: {_id_list(golden)}"
+    hint = _id_mismatch_hint(in_run, golden)
+    raise _fatal(
+        file,
+        None,
+        f"none of the {_plural(len(in_run), 'query id')} of run {run.name!r} is a golden query of the qrels"
+        + (f"; {hint}" if hint else "")
+        + ": ids are compared exactly",
+        seen,
+        "run query ids written exactly like the query ids of the qrels",
+        "rename the query ids of the run (or of the qrels) so they match, or pass the qrels of the same collection",
+    )
+
+
+def _id_list(ids: Sequence[str], n: int = 3) -> str:
+    shown = ", ".join(repr(_show_id(i, 40)) for i in ids[:n])
+    return shown + (f" (and {len(ids) - n} more)" if len(ids) > n else "")
+
+
+def _id_mismatch_hint(run_ids: Sequence[str], golden: Sequence[str]) -> str:
+    """How the run's ids would match the golden ids, when they would: case, leading zeros, numbers only."""
+
+    def unpadded(q: str) -> str:
+        return re.sub(r"[0-9]+", lambda m: str(int(m.group())), q.lower())
+
+    def numbers(q: str) -> str:
+        found = re.findall(r"[0-9]+", q)
+        return ".".join(str(int(x)) for x in found) if found else "\0" + q
+
+    for how, key in (
+        ("when case is ignored", str.lower),
+        ("when leading zeros are ignored", unpadded),
+        ("when only their numbers are compared", numbers),
+    ):
+        by_key = {key(g): g for g in reversed(golden)}
+        for q in run_ids:
+            g = by_key.get(key(q))
+            if g is not None:
+                return f"they match {how} (run ids look like {_show_id(q, 40)!r}, the qrels use {_show_id(g, 40)!r})"
+    return ""
+
+
+def _existing(folder: Path, filename: str, expected: str) -> str | None:
+    """``folder/filename`` or its ``.gz``, when it exists and is not a folder (the reader checks it further)."""
+    for candidate in (folder / filename, folder / (filename + ".gz")):
+        st = _stat(candidate, expected)
+        if st is not None and not stat.S_ISDIR(st.st_mode):
+            return str(candidate)
+    return None
+
+
+def _cross_checks(
+    qrels: Qrels,
+    runs: Mapping[str, Run],
+    corpus: Corpus | None,
+    queries: Queries | None,
+    report: ValidationReport,
+) -> None:
+    golden = pd.Index(qrels.queries_with_relevant())
+    judged = pd.Index(pd.unique(qrels.df["query_id"]))
+    if corpus is not None:
+        doc_ids = pd.Index(corpus.df["doc_id"])
+        missing = ~qrels.df["doc_id"].isin(doc_ids)
+        if missing.any():
+            rows = qrels.df[missing]
+            n_rel = int((rows["relevance"] > 0).sum())
+            n_missing = int(missing.sum())
+            relevant = (
+                ("relevant: it can never be retrieved" if n_rel else "not relevant")
+                if n_missing == 1
+                else f"{n_rel} of them relevant: {_verb(n_rel, 'that one', 'those')} can never be retrieved"
+            )
+            report.add(
+                "qrels_doc_not_in_corpus",
+                f"{_plural(n_missing, 'judgement')} {_verb(n_missing, 'names', 'name')} a document that is not in the "
+                f"corpus ({relevant})",
+                file=qrels.source,
+                count=n_missing,
+                examples=[
+                    _pair(q, d) for q, d in zip(rows["query_id"].head(5), rows["doc_id"].head(5), strict=True)
+                ],
+            )
+        for run in runs.values():
+            missing = ~run.df["doc_id"].isin(doc_ids)
+            if missing.any():
+                rows = run.df[missing]
+                report.add(
+                    "run_doc_not_in_corpus",
+                    f"run {run.name!r}: {_plural(int(missing.sum()), 'retrieved document')} {_verb(int(missing.sum()), 'is', 'are')} not in the corpus "
+                    "(wrong corpus, or ids written differently)",
+                    file=run.source,
+                    count=int(missing.sum()),
+                    examples=[
+                        _pair(q, d)
+                        for q, d in zip(rows["query_id"].head(5), rows["doc_id"].head(5), strict=True)
+                    ],
+                )
+    for run in runs.values():
+        in_run = pd.Index(pd.unique(run.df["query_id"]))
+        absent = golden.difference(in_run, sort=False)
+        if len(absent):
+            report.add(
+                "query_missing_from_run",
+                f"run {run.name!r}: {_plural(len(absent), 'golden query', 'golden queries')} "
+                f"{_verb(len(absent), 'has', 'have')} no results; {_verb(len(absent), 'it scores', 'they score')} 0 "
+                "(like trec_eval -c)",
+                file=run.source,
+                count=len(absent),
+                examples=_ids(absent.tolist()),
+            )
+        unjudged = in_run.difference(judged, sort=False)
+        if len(unjudged):
+            report.add(
+                "run_query_not_judged",
+                f"run {run.name!r}: {_plural(len(unjudged), 'query', 'queries')} {_verb(len(unjudged), 'has', 'have')} "
+                f"no judgements in the qrels and {_verb(len(unjudged), 'is', 'are')} ignored by the metrics",
+                file=run.source,
+                count=len(unjudged),
+                examples=_ids(unjudged.tolist()),
+            )
+        report.stats[f"run:{run.name}:rows"] = len(run.df)
+    if queries is not None:
+        text = queries.df.set_index("query_id")["text"]
+        has_text = text[text.str.strip() != ""].index
+        no_text = golden.difference(has_text, sort=False)
+        if len(no_text):
+            report.add(
+                "golden_query_without_text",
+                f"{_plural(len(no_text), 'golden query', 'golden queries')} {_verb(len(no_text), 'has', 'have')} no "
+                f"text in the queries file; baselines and the failure analysis skip {_verb(len(no_text), 'it', 'them')}",
+                file=queries.source,
+                count=len(no_text),
+                examples=_ids(no_text.tolist()),
+            )

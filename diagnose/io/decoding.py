@@ -1,0 +1,158 @@
+"""UTF-8 decoding: lines with bytes that are not UTF-8 are decoded with U+FFFD and counted, and ids that differ
+only in such bytes are refused instead of merged (:func:`_refuse_decoding_collisions`, around every public reader)."""
+
+from __future__ import annotations
+
+import codecs
+import re
+import threading
+from collections.abc import Callable, Sequence
+from functools import wraps
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from diagnose.data import DataError, ValidationReport
+from diagnose.io.files import PathLike
+from diagnose.io.messages import _fatal, _plural, _show_id, _verb
+
+# Bytes that are not UTF-8 become U+FFFD, so ``q\xff2`` and ``q\xfe2`` would both become the id ``q\ufffd2``. To
+# see such merges, a reader that produced an id with U+FFFD reads the file once more with every bad byte decoded
+# to its own private-use character (U+10FE80 + byte - 0x80, injective): ids that are distinct there but equal
+# after U+FFFD replacement collide, which is fatal.
+_MARK_BASE = 0x10FE00
+_MARKED = re.compile("[\U0010fe80-\U0010feff]+")
+
+
+def _mark_bad_bytes(e: UnicodeError) -> tuple[str, int]:
+    assert isinstance(e, UnicodeDecodeError)
+    return "".join(chr(_MARK_BASE + b) for b in e.object[e.start : e.end]), e.end
+
+
+codecs.register_error("diagnose.mark", _mark_bad_bytes)
+
+
+class _Decoding(threading.local):
+    mark = False  # decode bad bytes to marks instead of U+FFFD
+    original: bytes | None = None  # the raw bytes of the last file decoded with marks
+
+
+_DECODING = _Decoding()
+
+
+def _unmark(text: str) -> str:
+    """A marked string as the U+FFFD decoding gives it (the same replacement characters, run for run)."""
+    return _MARKED.sub(
+        lambda m: bytes(ord(c) - _MARK_BASE for c in m.group()).decode("utf-8", "replace"), text
+    )
+
+
+def _marked_bytes(text: str) -> bytes:
+    """The original bytes of a marked string."""
+    out = bytearray()
+    for c in text:
+        out += bytes([ord(c) - _MARK_BASE]) if 0x10FE80 <= ord(c) <= 0x10FEFF else c.encode("utf-8")
+    return bytes(out)
+
+
+def _line_of(raw: bytes, token: bytes) -> int | None:
+    """The first line where ``token`` stands as a whole field (else anywhere), 1-based; None when absent."""
+    m = re.search(rb'(?<![^\s,"\[{:])' + re.escape(token) + rb'(?![^\s,"\]}:])', raw)
+    pos = m.start() if m else raw.find(token)
+    return None if pos < 0 else raw.count(b"\n", 0, pos) + 1
+
+
+def _lines_text(lines: Sequence[int]) -> str:
+    ordered = sorted(set(lines))
+    if len(ordered) == 1:
+        return f"line {ordered[0]}"
+    return "lines " + ", ".join(map(str, ordered[:-1])) + f" and {ordered[-1]}"
+
+
+def _refuse_decoding_collisions(id_columns: Sequence[str]) -> Callable:
+    """Decorator for a public reader: ids that differ in the file but are equal after U+FFFD replacement are
+    fatal (DataError naming the id and the lines), instead of silently becoming one query or document."""
+
+    def decorate(reader: Callable) -> Callable:
+        @wraps(reader)
+        def read(path: PathLike, **kwargs: Any) -> Any:
+            record = reader(path, **kwargs)
+            if _DECODING.mark:
+                return record
+            df = record.df
+            cols = [c for c in id_columns if c in df.columns]
+            if not any(df[c].astype("str").str.contains("\ufffd", regex=False).any() for c in cols):
+                return record
+            _DECODING.mark, _DECODING.original = True, None
+            try:
+                marked = reader(path, **{**kwargs, "report": ValidationReport()}).df
+                original = _DECODING.original
+            except DataError:
+                return record
+            finally:
+                _DECODING.mark = False
+                _DECODING.original = None
+            if original is not None:
+                _check_collisions(str(path), marked, cols, original)
+            return record
+
+        return read
+
+    return decorate
+
+
+def _check_collisions(file: str, marked: pd.DataFrame, cols: Sequence[str], original: bytes) -> None:
+    for col in cols:
+        groups: dict[str, list[str]] = {}
+        for value in pd.unique(marked[col].astype("str")):
+            if "\ufffd" in value or _MARKED.search(value):
+                groups.setdefault(_unmark(value), []).append(value)
+        for shown, variants in groups.items():
+            if len(variants) < 2:
+                continue
+            lines = [ln for v in variants[:5] if (ln := _line_of(original, _marked_bytes(v))) is not None]
+            what = col.replace("_id", " ids").replace("query", "query").replace("doc", "doc")
+            raise _fatal(
+                file,
+                None,
+                f"{len(variants)} different {what} become the same id {_show_id(shown)!r} once the bytes that are "
+                f"not UTF-8 are replaced by U+FFFD ({_lines_text(lines) if lines else 'bytes differ'}); they "
+                "would be merged into one",
+                None,
+                "a UTF-8 file (distinct ids must stay distinct)",
+                "re-save the file as UTF-8 (e.g. iconv -f latin1 -t utf-8 FILE), so the ids keep their characters",
+            )
+
+
+def _clean_utf8(raw: bytes, file: str, report: ValidationReport) -> bytes:
+    """``raw`` when it is valid UTF-8; otherwise each bad line decoded with U+FFFD replacements, and counted."""
+    try:
+        offsets = pa.py_buffer(np.array([0, len(raw)], dtype=np.int64))
+        whole = pa.Array.from_buffers(pa.large_binary(), 1, [None, offsets, pa.py_buffer(raw)])  # no copy
+        whole.cast(pa.large_string())  # Arrow's (SIMD) UTF-8 validation
+        return raw
+    except pa.ArrowInvalid:
+        pass
+    out, bad = [], []
+    errors = "diagnose.mark" if _DECODING.mark else "replace"
+    if _DECODING.mark:
+        _DECODING.original = raw
+    for i, line in enumerate(raw.split(b"\n"), start=1):
+        try:
+            line.decode("utf-8")
+            out.append(line)
+        except UnicodeDecodeError:
+            bad.append(i)
+            out.append(line.decode("utf-8", errors=errors).encode("utf-8"))
+    report.add(
+        "non_utf8",
+        f"{_plural(len(bad), 'line')} {_verb(len(bad), 'contains', 'contain')} bytes that are not UTF-8 (first: line {bad[0]}); "
+        f"{_verb(len(bad), 'it was', 'they were')} decoded with U+FFFD replacement characters. Re-save the file as UTF-8 to "
+        "keep the original characters",
+        file=file,
+        count=len(bad),
+        examples=[f"line {i}" for i in bad],
+    )
+    return b"\n".join(out)

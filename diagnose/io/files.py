@@ -1,0 +1,275 @@
+"""Reading an input file safely: the path checks (missing, a folder, a FIFO or device, no permission), the size
+limit (``DIAGNOSE_MAX_INPUT_BYTES``, also for a gzip file once decompressed), and the whole file as bytes."""
+
+from __future__ import annotations
+
+import codecs
+import errno
+import gzip
+import io as stdio
+import os
+import re
+import stat
+import zlib
+from pathlib import Path
+
+from diagnose.data import DataError
+from diagnose.io.messages import _fatal, _plural
+
+PathLike = str | Path
+
+
+def _suffixes(path: Path) -> str:
+    """The format suffix of a path, ``.gz`` removed: ``run.trec.gz`` -> ``.trec``."""
+    name = path.name.lower()
+    if name.endswith(".gz"):
+        name = name[:-3]
+    return Path(name).suffix
+
+
+#: Environment variable that sets the largest input file read, in bytes (default :data:`DEFAULT_MAX_INPUT_BYTES`).
+MAX_INPUT_BYTES_ENV = "DIAGNOSE_MAX_INPUT_BYTES"
+DEFAULT_MAX_INPUT_BYTES = (
+    4 * 2**30
+)  # 4 GiB: a file is read whole into memory, and parsing needs a few times more
+
+
+def max_input_bytes() -> int:
+    """The size limit of one input file (and of a gzip file once decompressed, and of a corpus folder in all).
+
+    ``DIAGNOSE_MAX_INPUT_BYTES`` (a positive integer number of bytes) overrides the 4 GiB default.
+    """
+    text = os.environ.get(MAX_INPUT_BYTES_ENV, "").strip()
+    if not text:
+        return DEFAULT_MAX_INPUT_BYTES
+    if not re.fullmatch(r"[0-9]+", text) or int(text) <= 0:
+        raise DataError(
+            f"{MAX_INPUT_BYTES_ENV}={text!r} is not a positive whole number of bytes. Expected e.g. "
+            f"{MAX_INPUT_BYTES_ENV}={8 * 2**30} for 8 GiB. Fix: set it to a number of bytes, or unset it for the "
+            f"default ({_size(DEFAULT_MAX_INPUT_BYTES)})."
+        )
+    return int(text)
+
+
+def _size(n: int) -> str:
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= scale:
+            return f"{n / scale:.1f} {unit}"
+    return _plural(n, "byte")
+
+
+def _too_big_fix() -> str:
+    return (
+        f"split the file, or raise the limit with the environment variable {MAX_INPUT_BYTES_ENV} "
+        f"(e.g. {MAX_INPUT_BYTES_ENV}={8 * 2**30} for 8 GiB)"
+    )
+
+
+_NOT_REGULAR = (
+    (stat.S_ISFIFO, "is a named pipe (FIFO), not a regular file: reading it could wait forever"),
+    (stat.S_ISCHR, "is a device, not a regular file"),
+    (stat.S_ISBLK, "is a block device, not a regular file"),
+    (stat.S_ISSOCK, "is a socket, not a regular file"),
+)
+
+
+def _os_error(file: str, e: OSError, expected: str) -> DataError:
+    """A DataError for an OSError raised by stat/open/read on a user path."""
+    if isinstance(e, FileNotFoundError):
+        return _fatal(
+            file, None, "file not found", None, expected, f"check the path (relative to {Path.cwd()})"
+        )
+    if isinstance(e, PermissionError):
+        return _fatal(
+            file,
+            None,
+            "permission denied (the file cannot be read, or a folder on its path cannot be searched)",
+            None,
+            expected,
+            "give read permission on the file and search (x) permission on every folder above it "
+            "(e.g. chmod a+r FILE, chmod a+x FOLDER), or copy the file somewhere readable",
+        )
+    if e.errno == errno.ENAMETOOLONG:
+        longest = max((len(part) for part in Path(file).parts), default=0)
+        return _fatal(
+            file,
+            None,
+            "the path is too long for the file system",
+            f"its longest name has {longest} characters, the path {len(file)}; names are limited to 255 bytes",
+            expected,
+            "rename the file (or the folder) to a shorter name",
+        )
+    if isinstance(e, NotADirectoryError):
+        return _fatal(
+            file, None, "a part of the path is a file, not a folder", None, expected, "check the path"
+        )
+    if e.errno == errno.ELOOP:
+        return _fatal(
+            file, None, "too many levels of symbolic links", None, expected, "fix the symbolic links"
+        )
+    return _fatal(
+        file,
+        None,
+        "cannot read the file",
+        e.strerror or str(e),
+        expected,
+        "check the path and its permissions",
+    )
+
+
+def _stat(path: PathLike, expected: str) -> os.stat_result | None:
+    """``os.stat(path)``; None when it does not exist; any other failure is a DataError naming the path."""
+    file = str(path)
+    try:
+        return os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as e:
+        raise _os_error(file, e, expected) from None
+    except ValueError:  # a NUL character in the path
+        raise _fatal(
+            file, None, "the path contains a NUL character", None, expected, "check the path"
+        ) from None
+
+
+def _exists(path: PathLike) -> bool:
+    """Whether ``path`` names anything; False (never an exception) when it cannot be looked up."""
+    try:
+        os.stat(path)
+    except (OSError, ValueError):
+        return False
+    return True
+
+
+def check_input_path(path: PathLike, expected: str, *, folder: bool | None = False) -> os.stat_result:
+    """Refuse, before reading, a path that cannot be read safely; returns its ``os.stat`` result.
+
+    ``folder`` False: a regular file (or a symbolic link to one) no larger than :func:`max_input_bytes`; True: a
+    folder; None: either. Named pipes (FIFOs, which may never end), devices (``/dev/zero`` never ends) and
+    sockets are refused. Failures of ``stat`` (not found, permission denied, a name too long) are DataErrors that
+    name the path and the fix.
+    """
+    file = str(path)
+    try:
+        st = os.stat(path)
+    except OSError as e:
+        raise _os_error(file, e, expected) from None
+    except ValueError:
+        raise _fatal(
+            file, None, "the path contains a NUL character", None, expected, "check the path"
+        ) from None
+    mode = st.st_mode
+    if stat.S_ISDIR(mode):
+        if folder is False:
+            raise _fatal(
+                file, None, "is a folder, not a file", None, expected, "pass the file inside the folder"
+            )
+        return st
+    if folder is True:
+        raise _fatal(file, None, "is a file, not a folder", None, expected, "pass the folder")
+    for test, what in _NOT_REGULAR:
+        if test(mode):
+            raise _fatal(
+                file,
+                None,
+                what,
+                None,
+                expected + " in a regular file",
+                "write the data to a regular file first (e.g. cat SOURCE > run.trec) and pass that file",
+            )
+    if not stat.S_ISREG(mode):
+        raise _fatal(file, None, "is not a regular file", None, expected, "pass a regular file")
+    limit = max_input_bytes()
+    if st.st_size > limit:
+        raise _fatal(
+            file,
+            None,
+            f"is {_size(st.st_size)}{f' ({st.st_size} bytes)' if st.st_size >= 1024 else ''}, more than the "
+            f"input limit of {_size(limit)}",
+            None,
+            f"input files of at most {limit} bytes",
+            _too_big_fix(),
+        )
+    return st
+
+
+def check_input_files(*paths: PathLike | None, expected: str = "a readable regular file") -> None:
+    """:func:`check_input_path` for every path that is not None (for readers outside this module)."""
+    for path in paths:
+        if path is not None:
+            check_input_path(path, expected)
+
+
+def _gunzip(raw: bytes, limit: int) -> bytes:
+    """Decompressed ``raw`` (all gzip members), read in chunks: at most ``limit + 1`` bytes (a gzip bomb stops)."""
+    chunks: list[bytes] = []
+    size = 0
+    with gzip.GzipFile(fileobj=stdio.BytesIO(raw)) as gz:
+        while size <= limit:
+            chunk = gz.read1(1 << 20)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    return b"".join(chunks)
+
+
+def _read_bytes(path: PathLike, expected: str) -> bytes:
+    """The file's bytes: gunzipped when it is gzip, UTF-8 BOM removed.
+
+    Fatal (DataError naming the path) when missing, unreadable, not a regular file, or larger than
+    :func:`max_input_bytes` (also once decompressed).
+    """
+    file = str(path)
+    check_input_path(path, expected)  # a regular file within the limit: reading it whole ends
+    limit = max_input_bytes()
+    try:
+        with open(path, "rb") as f:
+            raw = f.read()
+    except OSError as e:
+        raise _os_error(file, e, expected) from None
+    except MemoryError:
+        raise _fatal(
+            file, None, "not enough memory to read the file", None, expected, "free memory, or split the file"
+        ) from None
+    if len(raw) > limit:  # it grew after the check
+        raise _fatal(
+            file, None, f"is more than the input limit of {_size(limit)}", None, expected, _too_big_fix()
+        )
+    if raw[:2] == b"\x1f\x8b":
+        try:
+            raw = _gunzip(raw, limit)
+        except (OSError, EOFError, zlib.error) as e:
+            raise _fatal(
+                file,
+                None,
+                "is not a valid gzip file",
+                str(e),
+                expected,
+                "re-compress it or pass it uncompressed",
+            ) from None
+        except MemoryError:
+            raise _fatal(
+                file, None, "not enough memory to decompress the file", None, expected, "free memory"
+            ) from None
+        if len(raw) > limit:
+            raise _fatal(
+                file,
+                None,
+                f"decompresses to more than the input limit of {_size(limit)}",
+                None,
+                f"input files of at most {limit} bytes once decompressed",
+                _too_big_fix(),
+            )
+    if raw.startswith(codecs.BOM_UTF8):
+        raw = raw[len(codecs.BOM_UTF8) :]
+    elif raw.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        raise _fatal(
+            file,
+            1,
+            "the file is UTF-16 encoded",
+            "byte-order mark",
+            expected + " in UTF-8",
+            "re-save it as UTF-8",
+        )
+    return raw

@@ -1,0 +1,305 @@
+"""Qrels: :func:`read_qrels` (BEIR TSV, TREC qrels, JSONL with ``"relevant"``), grades kept as integers, and
+:func:`empty_qrels` for a data set with no golden set yet."""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from diagnose.data import Qrels, ValidationReport
+from diagnose.io.decoding import _clean_utf8, _refuse_decoding_collisions
+from diagnose.io.files import PathLike, _read_bytes
+from diagnose.io.formats import _QRELS_D_HEADER, _QRELS_Q_HEADER, BEIR_QRELS, QRELS_FORMATS, TREC_QRELS
+from diagnose.io.messages import _fatal, _ids, _pair, _plural, _show_id, _snip, _verb
+from diagnose.io.tables import _fast_whitespace_table, _to_pandas
+from diagnose.io.text import (
+    _GRADE_FIX,
+    _INT_RE,
+    GRADE_RANGE,
+    _first_line,
+    _grade_fits,
+    _json_query_lines,
+    _json_text,
+    _lines,
+    _not_ascii_note,
+    _number_text,
+    _parse_grade,
+)
+
+
+@_refuse_decoding_collisions(("query_id", "doc_id"))
+def read_qrels(path: PathLike, *, report: ValidationReport | None = None) -> Qrels:
+    """Read judgements: BEIR TSV with header, TREC qrels (4 fields), or JSONL (see the module docstring).
+
+    The format is sniffed from the first non-blank, non-``#`` line: a JSON object -> JSONL; 3 fields whose
+    names look like ``query-id corpus-id score`` -> BEIR with header (3 fields of data: BEIR without header,
+    counted as info); 4 fields -> TREC. Grades must be integers (``1.5`` or ``high`` is fatal, naming the line);
+    negative grades are kept (trec_eval reads them as judged non-relevant). A (query, doc) pair judged twice
+    keeps its first grade (warning). Queries whose judgements are all <= 0 are counted as info: they have no
+    relevant document, so trec_eval and :mod:`diagnose.metrics` leave them out of the means.
+    """
+    report = report if report is not None else ValidationReport()
+    file = str(path)
+    raw = _clean_utf8(_read_bytes(path, QRELS_FORMATS), file, report)
+    first = _first_line(raw, skip_comments=True)
+    if first is None:
+        raise _fatal(
+            file, None, "the qrels file is empty", None, QRELS_FORMATS, "pass the file with the judgements"
+        )
+    lineno, line = first
+    if line.startswith("{"):
+        df = _read_qrels_jsonl(raw, file, report)
+    else:
+        fields = line.split("\t") if "\t" in line else line.split()
+        fields = [f.strip() for f in fields]
+        lower = [f.lower() for f in fields]
+        if len(fields) == 3 and lower[0] in _QRELS_Q_HEADER and lower[1] in _QRELS_D_HEADER:
+            df = _read_qrels_columns(raw, file, report, 3, skip_through=lineno, tabs="\t" in line)
+        elif len(fields) == 3 and _parse_grade(fields[2]) is not None:
+            report.add(
+                "qrels_without_header",
+                "3-field qrels without a header line; read as BEIR query-id corpus-id score",
+                severity="info",
+                file=file,
+            )
+            df = _read_qrels_columns(raw, file, report, 3, skip_through=0, tabs="\t" in line)
+        elif len(line.split()) == 4:
+            df = _read_qrels_columns(raw, file, report, 4, skip_through=0, tabs=False)
+        else:
+            raise _fatal(
+                file,
+                lineno,
+                "matches no qrels format",
+                f"line {lineno} is {_snip(line)}",
+                QRELS_FORMATS,
+                "convert the judgements to one of these formats",
+            )
+    return _finish_qrels(df, file, report)
+
+
+def _read_qrels_columns(
+    raw: bytes, file: str, report: ValidationReport, nfields: int, *, skip_through: int, tabs: bool
+) -> pd.DataFrame:
+    """TREC (4 fields) or BEIR (3 fields, tab-separated when ``tabs``) qrels; lines up to ``skip_through`` skipped."""
+    body = raw
+    if skip_through:
+        cut = 0
+        for _ in range(skip_through):
+            nl = body.find(b"\n", cut)
+            cut = len(body) if nl < 0 else nl + 1
+        body = b"\n" * skip_through + body[cut:]  # keep line numbers
+    expected = TREC_QRELS if nfields == 4 else BEIR_QRELS
+    names = ["q", "iter", "d", "g"] if nfields == 4 else ["q", "d", "g"]
+    types = {"q": pa.string(), "d": pa.string(), "g": pa.int64()}
+    table = None if tabs and _has_inner_spaces(body) else _fast_whitespace_table(body, names, types)
+    if table is not None:
+        return _to_pandas(
+            pa.table(
+                {"query_id": table.column("q"), "doc_id": table.column("d"), "relevance": table.column("g")}
+            )
+        )
+    qs: list[str] = []
+    ds: list[str] = []
+    gs: list[int] = []
+    decimals: list[int] = []
+    for lineno, line in _lines(body):
+        text = line.decode("utf-8")
+        if not text.strip() or text.lstrip().startswith("#"):
+            continue
+        parts = [p.strip() for p in text.split("\t")] if tabs else text.split()
+        if len(parts) != nfields:
+            fields_desc = '"qid iter docid rel"' if nfields == 4 else '"query-id corpus-id score"'
+            raise _fatal(
+                file,
+                lineno,
+                f"expected {nfields} {'tab' if tabs else 'whitespace'}-separated fields {fields_desc}, found {len(parts)}",
+                _snip(text),
+                expected,
+                "write every judgement on its own line with exactly these fields",
+            )
+        grade_text = parts[-1]
+        grade = _parse_grade(grade_text)
+        if grade is None:
+            raise _fatal(
+                file,
+                lineno,
+                f"the relevance grade is not an integer: {grade_text!r}{_not_ascii_note(grade_text)}",
+                _snip(text),
+                expected,
+                "use integer grades in ASCII digits (0 = not relevant, 1, 2, ... = relevant); map labels like "
+                "'high' to numbers first",
+            )
+        if not _grade_fits(grade):
+            raise _fatal(
+                file,
+                lineno,
+                f"the relevance grade is out of range: {_number_text(grade_text)}",
+                None,
+                GRADE_RANGE,
+                _GRADE_FIX,
+            )
+        if not _INT_RE.match(grade_text):
+            decimals.append(lineno)
+        qs.append(parts[0])
+        ds.append(parts[-2])
+        gs.append(grade)
+    if decimals:
+        report.add(
+            "decimal_grade",
+            f"{_plural(len(decimals), 'grade')} written as decimals (like 1.0) {_verb(len(decimals), 'was', 'were')} read as integers",
+            severity="info",
+            file=file,
+            count=len(decimals),
+            examples=[f"line {i}" for i in decimals],
+        )
+    return pd.DataFrame(
+        {
+            "query_id": pd.Series(qs, dtype="str"),
+            "doc_id": pd.Series(ds, dtype="str"),
+            "relevance": np.asarray(gs, dtype=np.int64),
+        }
+    )
+
+
+def _has_inner_spaces(body: bytes) -> bool:
+    """True when a tab-separated field contains a space between non-blank characters (an id with a space)."""
+    return b" " in body and re.search(rb"[^\s] +[^\s]", body) is not None
+
+
+def _read_qrels_jsonl(raw: bytes, file: str, report: ValidationReport) -> pd.DataFrame:
+    expected = '{"query_id": .., "relevant": {"doc_id": grade, ..}} or {"query_id": .., "relevant": [doc_id, ..]} per line'
+    qs: list[str] = []
+    ds: list[str] = []
+    gs: list[int] = []
+    for lineno, line, obj, qid in _json_query_lines(raw, file, expected, "write one object per line"):
+        rel = obj.get("relevant")
+        if isinstance(rel, list):
+            pairs = [(x, 1) for x in rel]
+        elif isinstance(rel, dict):
+            pairs = list(rel.items())
+        else:
+            raise _fatal(
+                file,
+                lineno,
+                f'query {_show_id(qid)!r} has no "relevant" object or list',
+                _snip(line),
+                expected,
+                'add "relevant": {"doc_id": grade}',
+            )
+        for doc, grade in pairs:
+            if not isinstance(doc, str | int) or isinstance(doc, bool):
+                raise _fatal(
+                    file,
+                    lineno,
+                    f"a relevant doc id is not a string: {_snip(_json_text(doc), 40)}",
+                    None,
+                    expected,
+                    "write doc ids as strings",
+                )
+            value = _json_grade(grade)
+            if value is None:
+                raise _fatal(
+                    file,
+                    lineno,
+                    f"the relevance grade of {_show_id(str(doc))!r} is not an integer: {_number_text(grade if isinstance(grade, str) else _json_text(grade))}"
+                    f"{_not_ascii_note(grade) if isinstance(grade, str) else ''}",
+                    None,
+                    expected,
+                    "use integer grades (0 = not relevant, 1, 2, ... = relevant)",
+                )
+            if not _grade_fits(value):
+                raise _fatal(
+                    file,
+                    lineno,
+                    f"the relevance grade of {_show_id(str(doc))!r} is out of range: {_number_text(grade if isinstance(grade, str) else _json_text(grade))}",
+                    None,
+                    GRADE_RANGE,
+                    _GRADE_FIX,
+                )
+            qs.append(qid)
+            ds.append(str(doc).strip())
+            gs.append(value)
+    return pd.DataFrame(
+        {
+            "query_id": pd.Series(qs, dtype="str"),
+            "doc_id": pd.Series(ds, dtype="str"),
+            "relevance": np.asarray(gs, dtype=np.int64),
+        }
+    )
+
+
+def _json_grade(grade: Any) -> int | None:
+    """A JSON grade as an int (possibly out of the int64 range), or None when it is not an integer."""
+    if isinstance(grade, bool):
+        return None
+    if isinstance(grade, int):
+        return grade
+    if isinstance(grade, float):
+        return int(grade) if math.isfinite(grade) and grade == int(grade) else None
+    if isinstance(grade, str):
+        return _parse_grade(grade)
+    return None
+
+
+def _finish_qrels(df: pd.DataFrame, file: str, report: ValidationReport) -> Qrels:
+    if df.empty:
+        raise _fatal(
+            file,
+            None,
+            "the qrels file has no judgements",
+            None,
+            QRELS_FORMATS,
+            "pass the file with the judgements",
+        )
+    df["query_id"] = df["query_id"].str.strip()
+    df["doc_id"] = df["doc_id"].str.strip()
+    dup = df.duplicated(["query_id", "doc_id"], keep="first")
+    if dup.any():
+        first_grade = df[~dup].set_index(["query_id", "doc_id"])["relevance"]
+        rows = df[dup]
+        keys = list(zip(rows["query_id"], rows["doc_id"], strict=True))
+        firsts = first_grade.loc[keys].to_numpy()
+        conflicts = int((firsts != rows["relevance"].to_numpy()).sum())
+        report.add(
+            "duplicate_judgement",
+            f"{_plural(int(dup.sum()), 'judgement')} {_verb(int(dup.sum()), 'repeats', 'repeat')} a (query, doc) pair "
+            f"already judged ({conflicts} with a different grade); the first judgement is kept",
+            file=file,
+            count=int(dup.sum()),
+            examples=[_pair(q, d) for q, d in keys[:5]],
+        )
+        df = df[~dup].reset_index(drop=True)
+    rel_any = df.groupby("query_id", sort=False)["relevance"].max()
+    no_rel = rel_any.index[rel_any <= 0].tolist()
+    if no_rel:
+        report.add(
+            "query_without_relevant",
+            f"{_plural(len(no_rel), 'judged query', 'judged queries')} {_verb(len(no_rel), 'has', 'have')} no document "
+            f"with grade > 0; {_verb(len(no_rel), 'it is', 'they are')} left out of the metric means (like trec_eval)",
+            severity="info",
+            file=file,
+            count=len(no_rel),
+            examples=_ids(no_rel),
+        )
+    report.stats["qrels_rows"] = len(df)
+    report.stats["qrels_queries"] = int(df["query_id"].nunique())
+    report.stats["golden_queries"] = int((rel_any > 0).sum())
+    return Qrels(df.reset_index(drop=True), file)
+
+
+def empty_qrels(source: str = "") -> Qrels:
+    """Qrels without a judgement (a data set with no golden set yet). Evaluating them is an error: no query has a
+    relevant document."""
+    df = pd.DataFrame(
+        {
+            "query_id": pd.Series([], dtype="str"),
+            "doc_id": pd.Series([], dtype="str"),
+            "relevance": np.zeros(0, dtype=np.int64),
+        }
+    )
+    return Qrels(df, source)

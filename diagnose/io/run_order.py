@@ -1,0 +1,243 @@
+"""How the rows of a run become ranked lists: trec_eval's order (:func:`trec_order`), later duplicates of a
+(query, doc) pair dropped, ranks 1..n per query, a disagreeing rank column counted. The convention is in
+:mod:`diagnose.io` ("Run order")."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from diagnose.data import Run, ValidationReport
+from diagnose.io.messages import _pair, _plural, _verb
+from diagnose.io.tables import _to_pandas
+
+
+def _empty_run_df() -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            "query_id": pd.Series([], dtype="str"),
+            "doc_id": pd.Series([], dtype="str"),
+            "score": np.array([], dtype=np.float64),
+            "rank": np.array([], dtype=np.int64),
+        }
+    )
+
+
+def _factorize_first_seen(arr: pa.ChunkedArray | pa.Array) -> np.ndarray:
+    """Integer codes numbering distinct values in order of first appearance."""
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    return pc.dictionary_encode(arr).indices.to_numpy(zero_copy_only=False).astype(np.int64)
+
+
+def _score32(scores: np.ndarray) -> np.ndarray:
+    """Scores as trec_eval (pytrec-eval-terrier) compares them: C float, -0.0 == 0.0."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        return scores.astype(np.float32) + np.float32(0.0)
+
+
+def trec_order(
+    query_ids: Sequence[str] | pa.Array, doc_ids: Sequence[str] | pa.Array, scores: np.ndarray
+) -> np.ndarray:
+    """Row permutation that orders a run like trec_eval.
+
+    Queries in first-seen order; within a query by ``float32(score)`` descending, ties by doc id descending
+    (byte order of the UTF-8 ids = ``strcmp``, which trec_eval's ``comp_sim_docno`` uses with its arguments
+    swapped). Scores must be finite (NaN has no order). Vectorised: one pyarrow multi-key sort.
+    """
+    q = (
+        pa.array(query_ids, type=pa.string())
+        if not isinstance(query_ids, pa.Array | pa.ChunkedArray)
+        else query_ids
+    )
+    d = (
+        pa.array(doc_ids, type=pa.string())
+        if not isinstance(doc_ids, pa.Array | pa.ChunkedArray)
+        else doc_ids
+    )
+    codes = _factorize_first_seen(q)
+    table = pa.table({"q": codes, "s": _score32(np.asarray(scores, dtype=np.float64)), "d": d})
+    return pc.sort_indices(
+        table, sort_keys=[("q", "ascending"), ("s", "descending"), ("d", "descending")]
+    ).to_numpy()
+
+
+def _group_ranks(codes_in_order: np.ndarray) -> np.ndarray:
+    """1-based position within each run of equal consecutive codes."""
+    n = len(codes_in_order)
+    if n == 0:
+        return np.array([], dtype=np.int64)
+    starts = np.flatnonzero(np.r_[True, codes_in_order[1:] != codes_in_order[:-1]])
+    sizes = np.diff(np.r_[starts, n])
+    return np.arange(n, dtype=np.int64) - np.repeat(starts, sizes) + 1
+
+
+def _id_fingerprint(arr: pa.ChunkedArray | pa.Array) -> np.ndarray:
+    """A uint64 fingerprint per string: equal strings get equal fingerprints (vectorised over Arrow buffers).
+
+    Mixes the length with three 8-byte windows of the UTF-8 bytes (start, middle, end), so strings of up to 24
+    bytes that differ get different windows; longer ones may collide, which only costs an exact comparison.
+    """
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    if not pa.types.is_large_string(arr.type):
+        arr = arr.cast(pa.large_string())
+    n = len(arr)
+    offsets = np.frombuffer(arr.buffers()[1], dtype=np.int64, count=n + 1, offset=arr.offset * 8)
+    base = int(offsets[0])
+    data = arr.buffers()[2]
+    raw = (
+        np.frombuffer(data, dtype=np.uint8)[base : int(offsets[-1])]
+        if data is not None
+        else np.zeros(0, np.uint8)
+    )
+    padded = np.concatenate([raw, np.zeros(8, np.uint8)])
+    # words[i] = the 8 bytes starting at byte i (overlapping, unaligned view; gathers at memory speed)
+    words = np.ndarray(shape=(len(padded) - 7,), dtype="<u8", buffer=padded, strides=(1,))
+    starts = offsets[:-1] - base
+    lengths = offsets[1:] - offsets[:-1]
+    keep = np.where(
+        lengths >= 8,
+        np.uint64(0xFFFFFFFFFFFFFFFF),
+        (np.uint64(1) << (np.minimum(lengths, 7) * 8).astype(np.uint64)) - np.uint64(1),
+    )
+    out = lengths.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+    with np.errstate(over="ignore"):
+        for shift, mult in ((0, 0xC2B2AE3D27D4EB4F), (1, 0x165667B19E3779F9), (2, 0xD6E8FEB86659FD93)):
+            at = starts + (
+                0
+                if shift == 0
+                else np.maximum(lengths // 2 - 4, 0)
+                if shift == 1
+                else np.maximum(lengths - 8, 0)
+            )
+            word = words[at] & keep
+            out = (out ^ (word * np.uint64(mult))) * np.uint64(0xFF51AFD7ED558CCD)
+            out ^= out >> np.uint64(33)
+    return out
+
+
+def _duplicate_mask(q_codes: np.ndarray, d: pa.ChunkedArray | pa.Array, order: np.ndarray) -> np.ndarray:
+    """Boolean mask over the original rows: True for a (query, doc) row that is not the first one in ``order``.
+
+    Rows whose (query, fingerprint(doc)) key is unique cannot be duplicates; only the rows sharing a key (the real
+    duplicates, plus astronomically rare hash collisions) are compared as strings.
+    """
+    n = len(q_codes)
+    mask = np.zeros(n, dtype=bool)
+    if n < 2:
+        return mask
+    with np.errstate(over="ignore"):
+        key = _id_fingerprint(d) ^ (q_codes.astype(np.uint64) * np.uint64(0x94D049BB133111EB))
+    sorted_keys = np.sort(key)
+    repeated = sorted_keys[1:][sorted_keys[1:] == sorted_keys[:-1]]
+    if not len(repeated):
+        return mask
+    rows = np.flatnonzero(np.isin(key, repeated))
+    position = np.empty(n, dtype=np.int64)
+    position[order] = np.arange(n, dtype=np.int64)
+    rows = rows[np.argsort(position[rows], kind="stable")]
+    docs = d.take(pa.array(rows)).to_pylist()
+    first: set[tuple[int, str]] = set()
+    for row, doc in zip(rows.tolist(), docs, strict=True):
+        pair = (int(q_codes[row]), doc)
+        if pair in first:
+            mask[row] = True
+        else:
+            first.add(pair)
+    return mask
+
+
+def _build_run(
+    name: str,
+    file: str,
+    q: pa.ChunkedArray | pa.Array,
+    d: pa.ChunkedArray | pa.Array,
+    scores: np.ndarray,
+    report: ValidationReport,
+    *,
+    order: np.ndarray | None = None,
+    file_ranks: np.ndarray | None = None,
+) -> Run:
+    """The Run for rows ``(q, d, scores)``: trec_eval order (``order`` None) or the given row order.
+
+    Removes later duplicates of a (query, doc) pair (warning), numbers ranks 1..n per query, and, with
+    ``file_ranks``, counts queries whose rank column disagrees with the final order (info).
+    """
+    n = len(scores)
+    if n == 0:
+        return Run(name, _empty_run_df(), file)
+    q_codes = _factorize_first_seen(q)
+    if order is None:
+        table = pa.table({"q": q_codes, "s": _score32(scores), "d": d})
+        keys = [("q", "ascending"), ("s", "descending"), ("d", "descending")]
+        order = pc.sort_indices(table, sort_keys=keys).to_numpy()
+    if file_ranks is not None:
+        _check_rank_column(file, q, d, q_codes, order, file_ranks, report)
+    dup = _duplicate_mask(q_codes, d, order)
+    if dup.any():
+        dropped = order[dup[order]]  # in final order
+        sample = pa.array(dropped[:5])
+        examples = [
+            _pair(a, b) for a, b in zip(q.take(sample).to_pylist(), d.take(sample).to_pylist(), strict=True)
+        ]
+        report.add(
+            "duplicate_doc_in_run",
+            f"run {name!r}: {_plural(len(dropped), 'document')} {_verb(len(dropped), 'is', 'are')} listed more than "
+            "once for the same query; the best-ranked occurrence is kept and the later ones are dropped (trec_eval "
+            "refuses such files)",
+            file=file,
+            count=len(dropped),
+            examples=examples,
+        )
+        order = order[~dup[order]]
+    take = pa.array(order)
+    table = pa.table(
+        {
+            "query_id": q.take(take),
+            "doc_id": d.take(take),
+            "score": pa.array(scores[order], type=pa.float64()),
+            "rank": pa.array(_group_ranks(q_codes[order]), type=pa.int64()),
+        }
+    )
+    return Run(name, _to_pandas(table), file)
+
+
+def _check_rank_column(
+    file: str,
+    q: pa.ChunkedArray | pa.Array,
+    d: pa.ChunkedArray | pa.Array,
+    q_codes: np.ndarray,
+    order: np.ndarray,
+    file_ranks: np.ndarray,
+    report: ValidationReport,
+) -> None:
+    derived = _group_ranks(q_codes[order])
+    wrong = file_ranks[order] != derived  # NaN (not an integer) never equals
+    if not wrong.any():
+        return
+    n_queries = len(np.unique(q_codes[order][wrong]))
+    first = np.flatnonzero(wrong)[:5]
+    rows = pa.array(order[first])
+    examples = [
+        f"{_pair(qq, dd)}: rank {_fmt_rank(file_ranks[order[i]])} in the file, {derived[i]} by score"
+        for qq, dd, i in zip(q.take(rows).to_pylist(), d.take(rows).to_pylist(), first, strict=True)
+    ]
+    report.add(
+        "rank_column_ignored",
+        f"the rank column of {_plural(n_queries, 'query', 'queries')} disagrees with the score order; the ranks "
+        "are re-derived from the scores like trec_eval does (score descending, ties by doc id descending)",
+        severity="info",
+        file=file,
+        count=n_queries,
+        examples=examples,
+    )
+
+
+def _fmt_rank(value: float) -> str:
+    return str(int(value)) if math.isfinite(value) and value == int(value) else "(not an integer)"

@@ -1,0 +1,490 @@
+"""Runs: :func:`read_run` (TREC run files, JSONL ranked lists, CSV/TSV long format), :func:`parse_run_arg`
+(``NAME=PATH``) and :func:`write_trec_run`. The order of the rows is decided in :mod:`diagnose.io.run_order`."""
+
+from __future__ import annotations
+
+import gzip
+import math
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from diagnose.data import DataError, Run, ValidationReport
+from diagnose.io.decoding import _clean_utf8, _refuse_decoding_collisions
+from diagnose.io.files import PathLike, _exists, _read_bytes, _suffixes
+from diagnose.io.formats import _JSON_D_KEYS, _RUN_D_COLS, _RUN_Q_COLS, RUN_FORMATS, TREC_RUN
+from diagnose.io.messages import _fatal, _keys, _plural, _show_id, _snip, _verb
+from diagnose.io.run_order import _build_run, _empty_run_df, _factorize_first_seen
+from diagnose.io.tables import _fast_whitespace_table, _header_fields, _read_csv_table, _strip_ids
+from diagnose.io.text import (
+    _first_line,
+    _is_number,
+    _json_key,
+    _json_query_lines,
+    _json_text,
+    _lines,
+    _not_ascii_note,
+    _number_text,
+    _parse_float,
+)
+
+
+def parse_run_arg(arg: str) -> tuple[str, str]:
+    """``"NAME=PATH"`` or ``"PATH"`` -> ``(name, path)``; the name defaults to the file name without ``.gz`` and
+    its extension (``runs/bm25.trec.gz`` -> ``bm25``).
+
+    A ``=`` only separates a name when the part before it has no path separator and the whole argument is not
+    an existing file (so ``runs/a=b.trec`` stays a path).
+    """
+    text = str(arg).strip()
+    name: str | None = None
+    path = text
+    if "=" in text and not _exists(text):
+        head, tail = text.split("=", 1)
+        if "/" not in head and "\\" not in head:
+            name, path = head.strip(), tail.strip()
+            if not name:
+                raise DataError(
+                    f"--run {text!r}: the run name before '=' is empty. Expected NAME=PATH or PATH. "
+                    "Fix: write e.g. --run bm25=runs/bm25.trec, or drop the '='."
+                )
+    if not path:
+        raise DataError(
+            f"--run {text!r}: no file given. Expected NAME=PATH or PATH. Fix: add the run file path."
+        )
+    return (name or _run_stem(path)), path
+
+
+def _run_stem(path: PathLike) -> str:
+    base = Path(path).name
+    if base.lower().endswith(".gz"):
+        base = base[:-3]
+    return Path(base).stem or base
+
+
+@_refuse_decoding_collisions(("query_id", "doc_id"))
+def read_run(path: PathLike, *, name: str | None = None, report: ValidationReport | None = None) -> Run:
+    """Read one run: TREC (also ``.gz``), JSONL ranked lists, or CSV/TSV long format (see the module docstring).
+
+    The format comes from the extension (``.jsonl``/``.json``, ``.csv``, ``.tsv``; anything else is sniffed) and
+    from the first non-blank line: a JSON object -> JSONL; a header naming ``query_id`` -> CSV/TSV; otherwise
+    whitespace-separated fields -> TREC. TREC files are ordered like trec_eval (score descending, ties by doc id
+    descending, the rank column ignored; see :func:`trec_order`); JSONL lists keep their order.
+    """
+    report = report if report is not None else ValidationReport()
+    file = str(path)
+    name = name or _run_stem(path)
+    raw = _clean_utf8(_read_bytes(path, RUN_FORMATS), file, report)
+    first = _first_line(raw, skip_comments=True)
+    if first is None:
+        report.add("empty_file", f"run {name!r} is empty: every golden query scores 0", file=file)
+        return Run(name, _empty_run_df(), file)
+    lineno, line = first
+    suffix = _suffixes(Path(path))
+    if suffix in (".jsonl", ".json", ".ndjson") or line.startswith("{"):
+        if not line.startswith("{"):
+            raise _fatal(
+                file, lineno, "not a JSON object", _snip(line), RUN_FORMATS, "write one JSON object per line"
+            )
+        return _read_run_jsonl(raw, file, name, report)
+    fields = [f.strip().lower() for f in re.split(r"[,\t]", line)]
+    if suffix in (".csv", ".tsv") or (len(fields) >= 2 and fields[0] in _RUN_Q_COLS):
+        return _read_run_table(raw, file, name, report, line, lineno)
+    if len(line.split()) >= 4:
+        return _read_run_trec(raw, file, name, report)
+    raise _fatal(
+        file,
+        lineno,
+        "matches no run format",
+        f"line {lineno} is {_snip(line)}",
+        RUN_FORMATS,
+        "convert the run to one of these formats",
+    )
+
+
+def _read_run_trec(raw: bytes, file: str, name: str, report: ValidationReport) -> Run:
+    types = {"q": pa.string(), "d": pa.string(), "r": pa.float64(), "s": pa.float64()}
+    table = _fast_whitespace_table(raw, ["q", "iter", "d", "r", "s", "tag"], types)
+    if table is not None:
+        scores = table.column("s").to_numpy()
+        if np.isfinite(scores).all():
+            return _build_run(
+                name,
+                file,
+                table.column("q"),
+                table.column("d"),
+                scores,
+                report,
+                file_ranks=table.column("r").to_numpy(),
+            )
+    # Line by line: exact line numbers for errors, comments, extra fields after the tag.
+    qs: list[str] = []
+    ds: list[str] = []
+    rs: list[float] = []
+    ss: list[float] = []
+    extra: list[int] = []
+    for lineno, line in _lines(raw):
+        parts = line.split()
+        if not parts or parts[0].startswith(b"#"):
+            continue
+        if len(parts) < 6:
+            fix = (
+                "add the run tag column, or pass a JSONL/CSV run instead"
+                if len(parts) == 5
+                else "write every line as qid Q0 docid rank score tag, or pass a JSONL/CSV run instead"
+            )
+            raise _fatal(
+                file,
+                lineno,
+                f'expected 6 whitespace-separated fields "qid Q0 docid rank score tag", found {len(parts)}',
+                _snip(line),
+                TREC_RUN,
+                fix,
+            )
+        if len(parts) > 6:
+            extra.append(lineno)
+        text = parts[4].decode("utf-8")
+        score = _parse_float(text)
+        if score is None:
+            raise _fatal(
+                file,
+                lineno,
+                f"the score (5th field) is not a number: {text!r}{_not_ascii_note(text)}",
+                _snip(line),
+                TREC_RUN,
+                "write a numeric score in ASCII digits",
+            )
+        if not math.isfinite(score):
+            raise _fatal(
+                file,
+                lineno,
+                f"the score is {text}, which cannot be ordered",
+                _snip(line),
+                TREC_RUN + " with finite scores",
+                "fix the retriever output (a NaN usually means a zero-norm embedding) or drop the line",
+            )
+        rank = _parse_float(parts[3].decode("utf-8"))
+        qs.append(parts[0].decode("utf-8"))
+        ds.append(parts[2].decode("utf-8"))
+        rs.append(rank if rank is not None else math.nan)
+        ss.append(score)
+    if extra:
+        report.add(
+            "extra_fields_ignored",
+            f"{_plural(len(extra), 'line')} {_verb(len(extra), 'has', 'have')} more than 6 fields; the fields after the run tag are ignored "
+            "(as trec_eval does)",
+            severity="info",
+            file=file,
+            count=len(extra),
+            examples=[f"line {i}" for i in extra],
+        )
+    if not qs:
+        report.add("empty_file", f"run {name!r} has no result lines: every golden query scores 0", file=file)
+        return Run(name, _empty_run_df(), file)
+    return _build_run(
+        name,
+        file,
+        pa.array(qs, type=pa.string()),
+        pa.array(ds, type=pa.string()),
+        np.asarray(ss, dtype=np.float64),
+        report,
+        file_ranks=np.asarray(rs, dtype=np.float64),
+    )
+
+
+def _read_run_jsonl(raw: bytes, file: str, name: str, report: ValidationReport) -> Run:
+    expected = (
+        'one JSON object per line: {"query_id": .., "results": [{"doc_id": .., "score": ..}, ..]} or '
+        '{"query_id": .., "doc_ids": [..]}'
+    )
+    qs: list[str] = []
+    ds: list[str] = []
+    ss: list[float] = []
+    seen: dict[str, int] = {}
+    repeated: list[str] = []
+    for lineno, line, obj, qid in _json_query_lines(raw, file, expected, "wrap the line in an object"):
+        if "results" in obj:
+            items = obj["results"]
+            if not isinstance(items, list):
+                raise _fatal(
+                    file,
+                    lineno,
+                    '"results" is not a list',
+                    _snip(line),
+                    expected,
+                    "make it a list of {doc_id, score} objects",
+                )
+            docs, scores = _json_results(items, file, lineno, expected)
+        elif "doc_ids" in obj:
+            items = obj["doc_ids"]
+            if not isinstance(items, list) or not all(
+                isinstance(x, str | int) and not isinstance(x, bool) for x in items
+            ):
+                raise _fatal(
+                    file,
+                    lineno,
+                    '"doc_ids" is not a list of ids',
+                    _snip(line),
+                    expected,
+                    "make it a list of strings",
+                )
+            docs = [str(x).strip() for x in items]
+            scores = [-float(i) for i in range(1, len(docs) + 1)]
+        else:
+            raise _fatal(
+                file,
+                lineno,
+                f'query {_show_id(qid)!r} has no "results" or "doc_ids" list (keys seen: {_keys(obj)})',
+                None,
+                expected,
+                'add "results": [{"doc_id": .., "score": ..}, ..] or "doc_ids": [..]',
+            )
+        if qid in seen:
+            repeated.append(f"{_show_id(qid)} (lines {seen[qid]} and {lineno})")
+            continue
+        seen[qid] = lineno
+        qs.extend([qid] * len(docs))
+        ds.extend(docs)
+        ss.extend(scores)
+    if repeated:
+        report.add(
+            "repeated_query_in_run",
+            f"run {name!r}: {_plural(len(repeated), 'query', 'queries')} {_verb(len(repeated), 'appears', 'appear')} on more than one line; the first "
+            "line is kept and the later lines are ignored",
+            file=file,
+            count=len(repeated),
+            examples=repeated,
+        )
+    if not qs:
+        report.add("empty_file", f"run {name!r} has no results: every golden query scores 0", file=file)
+        return Run(name, _empty_run_df(), file)
+    return _build_run(
+        name,
+        file,
+        pa.array(qs, type=pa.string()),
+        pa.array(ds, type=pa.string()),
+        np.asarray(ss, dtype=np.float64),
+        report,
+        order=np.arange(len(qs), dtype=np.int64),
+    )
+
+
+def _int_fits_float(value: int) -> bool:
+    try:
+        float(value)
+    except OverflowError:
+        return False
+    return True
+
+
+def _json_results(items: list, file: str, lineno: int, expected: str) -> tuple[list[str], list[float]]:
+    docs: list[str] = []
+    scores: list[float | None] = []
+    for pos, item in enumerate(items, start=1):
+        if isinstance(item, dict):
+            doc = _json_key(item, _JSON_D_KEYS)
+            score = item.get("score")
+        else:
+            doc, score = None, None
+        if doc is None:
+            raise _fatal(
+                file,
+                lineno,
+                f"result #{pos} has no doc id",
+                _snip(_json_text(item)),
+                expected,
+                'give each result a "doc_id"',
+            )
+        if score is not None:
+            if not _is_number(score):
+                raise _fatal(
+                    file,
+                    lineno,
+                    f"result #{pos} ({_show_id(str(doc))}) has a score that is not a number",
+                    _snip(_json_text(score)),
+                    expected,
+                    "write the score as a JSON number",
+                )
+            if isinstance(score, int) and not _int_fits_float(score):
+                raise _fatal(
+                    file,
+                    lineno,
+                    f"result #{pos} ({_show_id(str(doc))}) has a score too large for a 64-bit float: "
+                    f"{_number_text(_json_text(score))}",
+                    None,
+                    expected + " with finite scores (at most about 1.8e308)",
+                    "rescale the scores, or write them as floats",
+                )
+            if not math.isfinite(score):
+                raise _fatal(
+                    file,
+                    lineno,
+                    f"result #{pos} ({_show_id(str(doc))}) has score {score}, which cannot be ordered",
+                    None,
+                    expected + " with finite scores",
+                    "fix the retriever output (a NaN usually means a zero-norm embedding)",
+                )
+            score = float(score)
+        docs.append(str(doc).strip())
+        scores.append(score)
+    have = [s is not None for s in scores]
+    if all(have):
+        return docs, scores  # type: ignore[return-value]
+    if any(have):
+        missing = have.index(False) + 1
+        raise _fatal(
+            file,
+            lineno,
+            f"some results have a score and others not (result #{missing})",
+            None,
+            expected,
+            "give every result a score, or none",
+        )
+    return docs, [-float(i) for i in range(1, len(docs) + 1)]
+
+
+def _read_run_table(
+    raw: bytes, file: str, name: str, report: ValidationReport, header: str, header_line: int
+) -> Run:
+    delimiter = "\t" if ("\t" in header or (_suffixes(Path(file)) == ".tsv" and "," not in header)) else ","
+    columns = _header_fields(header, delimiter, file, header_line, RUN_FORMATS)
+    twice = sorted({c for c in columns if columns.count(c) > 1})
+    if twice:
+        raise _fatal(
+            file,
+            header_line,
+            f"the header names {', '.join(repr(_show_id(c, 40)) for c in twice)} more than once",
+            _snip(header),
+            "a CSV/TSV run with a header query_id,doc_id,score[,rank]",
+            "give every column its own name",
+        )
+    lower = [c.lower() for c in columns]
+    expected = "a CSV/TSV run with a header query_id,doc_id,score[,rank]"
+
+    def find(cands: Sequence[str]) -> str | None:
+        for c in cands:
+            if c in lower:
+                return columns[lower.index(c)]
+        return None
+
+    qcol, dcol, scol, rcol = find(_RUN_Q_COLS), find(_RUN_D_COLS), find(("score",)), find(("rank",))
+    if qcol is None or dcol is None or (scol is None and rcol is None):
+        raise _fatal(
+            file,
+            header_line,
+            f"the header names no {'query id' if qcol is None else 'doc id' if dcol is None else 'score or rank'} column",
+            f"columns: {', '.join(columns)}",
+            expected,
+            "name the columns query_id, doc_id and score (and optionally rank)",
+        )
+    table, line_of_row = _read_csv_table(
+        raw, file, columns, delimiter, header_line, report, strict=True, expected=expected
+    )
+    q = _strip_ids(table.column(qcol))
+    d = _strip_ids(table.column(dcol))
+    n = table.num_rows
+    numbers: dict[str, np.ndarray] = {}
+    for col in (c for c in (scol, rcol) if c is not None):
+        values = _as_float(table.column(col))
+        if values is None:
+            bad = _first_bad_row(table.column(col), lambda s: _parse_float(s) is None)
+            value = table.column(col)[bad].as_py()
+            raise _fatal(
+                file,
+                line_of_row(bad),
+                f"the {col} column is not a number: {value!r}{_not_ascii_note(value)}",
+                None,
+                expected,
+                f"write a numeric {col} in ASCII digits",
+            )
+        arr = values.to_numpy(zero_copy_only=False)
+        numbers[col] = arr
+        if not np.isfinite(arr).all():
+            bad = int(np.flatnonzero(~np.isfinite(arr))[0])
+            raise _fatal(
+                file,
+                line_of_row(bad),
+                f"the {col} is {table.column(col)[bad].as_py().strip()}, which cannot be ordered",
+                None,
+                expected + " with finite values",
+                "fix the retriever output (a NaN usually means a zero-norm embedding)",
+            )
+    if n == 0:
+        report.add("empty_file", f"run {name!r} has no result rows: every golden query scores 0", file=file)
+        return Run(name, _empty_run_df(), file)
+    if rcol is None:
+        return _build_run(name, file, q, d, numbers[scol], report)
+    ranks = numbers[rcol]
+    if not (ranks == np.round(ranks)).all():
+        bad = int(np.flatnonzero(ranks != np.round(ranks))[0])
+        raise _fatal(
+            file,
+            line_of_row(bad),
+            f"the rank is not an integer: {ranks[bad]}",
+            None,
+            expected,
+            "write integer ranks",
+        )
+    scores = numbers[scol] if scol is not None else -ranks
+    q_codes = _factorize_first_seen(q)
+    order = np.lexsort((np.arange(n), ranks, q_codes))  # query first-seen, rank, file order
+    return _build_run(name, file, q, d, scores.astype(np.float64), report, order=order)
+
+
+def _as_float(col: pa.ChunkedArray) -> pa.ChunkedArray | None:
+    """The column parsed as float64, or None when a value is not a number."""
+    try:
+        return pc.cast(pc.utf8_trim_whitespace(col), pa.float64())
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return None
+
+
+def _first_bad_row(col: pa.ChunkedArray, is_bad) -> int:
+    for i, value in enumerate(col.to_pylist()):
+        if is_bad(value):
+            return i
+    return 0
+
+
+def write_trec_run(run: Run, path: PathLike, tag: str | None = None) -> None:
+    """Write ``run`` as a TREC run file ``qid Q0 docid rank score tag`` (gzip when ``path`` ends in ``.gz``).
+
+    Rows are written in the run's order with its ranks; scores with Python's shortest round-trip repr. The tag
+    defaults to the run name (whitespace replaced by ``_``). trec_eval re-orders by score: a run whose scores do
+    not decrease along its ranks (a re-ranked list with stale scores) reads back in score order, not rank order.
+    Ids containing whitespace cannot be written (DataError).
+    """
+    tag = re.sub(r"\s+", "_", (tag or run.name or "run").strip()) or "run"
+    df = run.df
+    for col in ("query_id", "doc_id"):
+        has_space = df[col].astype("str").str.contains(r"\s", regex=True)
+        if has_space.any():
+            bad = df.loc[has_space, col].iloc[0]
+            raise DataError(
+                f"{path}: cannot write run {run.name!r} as TREC: the {col} {_show_id(bad)!r} contains whitespace. Expected ids "
+                "without spaces (TREC fields are whitespace-separated). Fix: replace the spaces in the ids, or keep "
+                "the run as JSONL."
+            )
+    scores = [repr(float(s)) for s in df["score"].to_numpy()]
+    lines = (
+        df["query_id"].astype("str")
+        + " Q0 "
+        + df["doc_id"].astype("str")
+        + " "
+        + df["rank"].astype("int64").astype("str")
+        + " "
+        + pd.Series(scores, index=df.index, dtype="str")
+        + " "
+        + tag
+    )
+    text = "\n".join(lines.tolist()) + ("\n" if len(lines) else "")
+    data = text.encode("utf-8")
+    p = Path(path)
+    if p.name.lower().endswith(".gz"):
+        data = gzip.compress(data, mtime=0)
+    p.write_bytes(data)

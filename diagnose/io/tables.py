@@ -1,0 +1,220 @@
+"""pyarrow fast paths shared by the readers: whitespace-separated files (TREC runs and qrels) and CSV/TSV files
+with a header, read into Arrow tables, and Arrow tables into pandas frames.
+
+``diagnose.io._FAST = False`` switches the fast paths off, so that the tests can check the line-by-line paths
+give the same result (:func:`_fast_paths` reads the flag at each call)."""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Callable
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pacsv
+
+from diagnose.data import ValidationReport
+from diagnose.io.messages import _fatal, _plural, _snip, _verb
+from diagnose.io.text import _lines
+
+
+def _fast_paths() -> bool:
+    """Whether the pyarrow fast paths are on: ``diagnose.io._FAST``, read at each call (tests switch it)."""
+    from diagnose import io
+
+    return io._FAST
+
+
+def _strip_ids(arr: pa.ChunkedArray | pa.Array) -> pa.ChunkedArray | pa.Array:
+    return pc.utf8_trim_whitespace(arr)
+
+
+def _normalise_whitespace(data: bytes) -> bytes:
+    """One space between fields, no leading/trailing blanks on a line; line count unchanged (vectorised)."""
+    data = data.translate(_WS_TO_SPACE)
+    while b"  " in data:
+        data = data.replace(b"  ", b" ")
+    if b"\n " in data:
+        data = data.replace(b"\n ", b"\n")
+    if b" \n" in data:
+        data = data.replace(b" \n", b"\n")
+    if data.startswith(b" "):
+        data = data[1:]
+    if data.endswith(b" "):
+        data = data[:-1]
+    return data
+
+
+_WS_TO_SPACE = bytes.maketrans(b"\t\r\x0b\x0c", b"    ")
+
+
+def _fast_whitespace_table(data: bytes, names: list[str], types: dict[str, pa.DataType]) -> pa.Table | None:
+    """Parse a whitespace-separated file with pyarrow, or None when it needs the line-by-line path.
+
+    A file that separates fields by single tabs only, or single spaces only, is parsed as is; otherwise (mixed
+    or repeated blanks, leading blanks) it is first normalised to single spaces, as trec_eval splits on any
+    run of whitespace. None when: fast paths are off, a line does not have exactly ``len(names)`` fields, a
+    field does not convert, or a line starts with ``#`` (a comment; the slow path skips it like trec_eval).
+    Only single-byte searches run on the whole buffer (memchr speed).
+    """
+    if not _fast_paths():
+        return None
+    candidates: list[tuple[bytes, str]] = []
+    if b"\x0b" not in data and b"\x0c" not in data:
+        has_tab, has_space = b"\t" in data, b" " in data
+        if not (has_tab and has_space):
+            candidates.append((data, "\t" if has_tab else " "))
+    candidates.append((b"", " "))  # normalised, built lazily
+    for buf, delimiter in candidates:
+        if not buf:
+            buf = _normalise_whitespace(data)
+        try:
+            table = pacsv.read_csv(
+                pa.BufferReader(buf),
+                read_options=pacsv.ReadOptions(column_names=names),
+                parse_options=pacsv.ParseOptions(
+                    delimiter=delimiter,
+                    quote_char=False,
+                    escape_char=False,
+                    newlines_in_values=False,
+                    ignore_empty_lines=True,
+                ),
+                convert_options=pacsv.ConvertOptions(
+                    include_columns=list(types),
+                    column_types=types,
+                    null_values=[],
+                    strings_can_be_null=False,
+                    quoted_strings_can_be_null=False,
+                ),
+            )
+        except (pa.ArrowInvalid, pa.ArrowTypeError):
+            continue
+        if table.num_rows and pc.any(pc.starts_with(table.column(names[0]), "#")).as_py():
+            return None
+        return table
+    return None
+
+
+def _to_pandas(table: pa.Table) -> pd.DataFrame:
+    """pandas frame; string columns get pandas' default ``str`` dtype (pyarrow-backed since pandas 3)."""
+    df = table.to_pandas()
+    for i, field in enumerate(table.schema):  # by position: a CSV header may repeat a name
+        is_text = pa.types.is_string(field.type) or pa.types.is_large_string(field.type)
+        if is_text and df.iloc[:, i].dtype != "str":
+            df.isetitem(i, df.iloc[:, i].astype("str"))
+    return df
+
+
+def _csv_record_lines(body: bytes, delimiter: str) -> list[int]:
+    """Start line (1-based, within ``body``) of every non-empty CSV record (quoted newlines span lines)."""
+    reader = csv.reader(body.decode("utf-8").split("\n"), delimiter=delimiter)
+    out: list[int] = []
+    previous = 0
+    try:
+        for fields in reader:
+            if fields:
+                out.append(previous + 1)
+            previous = reader.line_num
+    except csv.Error:  # a lone CR inside a field: number the non-blank lines (quoted newlines not followed)
+        return [i for i, line in _lines(body) if line.strip()]
+    return out
+
+
+def _header_fields(line: str, delimiter: str, file: str, lineno: int, expected: str) -> list[str]:
+    """The column names of a CSV/TSV header line."""
+    try:
+        fields = next(csv.reader([line], delimiter=delimiter), [])
+    except csv.Error as e:
+        raise _fatal(
+            file,
+            lineno,
+            f"the header line cannot be parsed ({e})",
+            _snip(line),
+            expected,
+            "fix the header line",
+        ) from None
+    return [c.strip() for c in fields]
+
+
+def _read_csv_table(
+    raw: bytes,
+    file: str,
+    columns: list[str],
+    delimiter: str,
+    header_line: int,
+    report: ValidationReport,
+    *,
+    strict: bool,
+    expected: str,
+) -> tuple[pa.Table, Callable[[int], int]]:
+    """The rows after the header line, every column as strings (ids like ``007`` stay ``007``), and a function
+    from a table row to its file line. Rows with the wrong number of fields are fatal (``strict``) or skipped and
+    counted."""
+    cut = 0
+    for _ in range(header_line):
+        nl = raw.find(b"\n", cut)
+        cut = len(raw) if nl < 0 else nl + 1
+    body = raw[cut:]
+    bad: list[tuple[int, str, int]] = []  # (record number within body, text, fields found)
+
+    def on_bad(row) -> str:
+        bad.append((row.number, row.text, row.actual_columns))
+        return "skip"
+
+    names = [f"c{i}" for i in range(len(columns))]
+    try:
+        table = pacsv.read_csv(
+            pa.BufferReader(body),
+            read_options=pacsv.ReadOptions(column_names=names, use_threads=False),
+            parse_options=pacsv.ParseOptions(
+                delimiter=delimiter, newlines_in_values=True, invalid_row_handler=on_bad
+            ),
+            convert_options=pacsv.ConvertOptions(
+                column_types={n: pa.string() for n in names},
+                strings_can_be_null=False,
+                quoted_strings_can_be_null=False,
+                null_values=[],
+            ),
+        )
+    except pa.ArrowInvalid as e:
+        raise _fatal(
+            file, None, "cannot be parsed as a table", str(e).splitlines()[0], expected, "check the quoting"
+        ) from None
+    record_lines: list[int] = []
+
+    def record_line(number: int) -> int:  # pyarrow numbers non-empty records from 1
+        if not record_lines:
+            record_lines.extend(_csv_record_lines(body, delimiter))
+        return header_line + (record_lines[number - 1] if 0 < number <= len(record_lines) else number)
+
+    bad_numbers = sorted(num for num, _, _ in bad)
+
+    def line_of_row(i: int) -> int:
+        number = i + 1
+        for b in bad_numbers:  # skipped records shift the rows after them
+            if b <= number:
+                number += 1
+        return record_line(number)
+
+    if bad:
+        lines = [record_line(num) for num, _, _ in bad]
+        if strict:
+            _, text, actual = bad[0]
+            raise _fatal(
+                file,
+                lines[0],
+                f"expected {len(columns)} fields like the header ({delimiter.join(columns)}), found {actual}",
+                _snip(text),
+                expected,
+                "give every row the same columns as the header",
+            )
+        report.add(
+            "malformed_line",
+            f"{_plural(len(bad), 'row')} {_verb(len(bad), 'does', 'do')} not have the {len(columns)} columns of "
+            f"the header and {_verb(len(bad), 'was', 'were')} skipped",
+            file=file,
+            count=len(bad),
+            examples=[f"line {ln}: {_snip(t, 60)}" for ln, (_, t, _) in zip(lines, bad, strict=True)],
+        )
+    return table.rename_columns(columns), line_of_row

@@ -1,0 +1,162 @@
+"""Lines and small parsers shared by the readers: the first line (to sniff a format), numbered lines, floats
+and integer grades as trec_eval reads them, and JSONL lines keyed by query id."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+from diagnose.io.formats import _JSON_Q_KEYS
+from diagnose.io.messages import _fatal, _keys, _snip
+
+_FLOAT_RE = re.compile(
+    r"^[+-]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|inf(?:inity)?|nan)$", re.IGNORECASE
+)
+_INT_RE = re.compile(r"^[+-]?[0-9]+$")
+
+#: Relevance grades must fit a signed 64-bit integer (trec_eval reads them with ``atol`` into a C long).
+GRADE_MIN, GRADE_MAX = -(2**63), 2**63 - 1
+GRADE_RANGE = f"integer grades in the 64-bit range {GRADE_MIN} .. {GRADE_MAX}"
+_GRADE_FIX = "use small integer grades (0 = not relevant, 1, 2, ... = relevant)"
+
+
+def _first_line(data: bytes, *, skip_comments: bool = False) -> tuple[int, str] | None:
+    """(line number, text) of the first non-blank line (and not a ``#`` comment when asked), or None."""
+    start = 0
+    lineno = 0
+    n = len(data)
+    while start < n:
+        end = data.find(b"\n", start)
+        if end < 0:
+            end = n
+        lineno += 1
+        line = data[start:end].decode("utf-8", errors="replace").strip()
+        if line and not (skip_comments and line.startswith("#")):
+            return lineno, line
+        start = end + 1
+    return None
+
+
+def _lines(data: bytes) -> Iterator[tuple[int, bytes]]:
+    """(line number, line without end-of-line) for every line."""
+    for i, line in enumerate(data.split(b"\n"), start=1):
+        yield i, line.rstrip(b"\r")
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _parse_float(text: str) -> float | None:
+    """A float from a field (``nan`` / ``inf`` allowed, so callers can name them); None when not a number."""
+    text = text.strip()
+    if not _FLOAT_RE.match(text):
+        return None
+    return float(text)
+
+
+def _parse_grade(text: str) -> int | None:
+    """An integer grade; ``"2"`` -> 2, ``"1.0"`` -> 1; None for ``"1.5"``, ``"high"``, ``"nan"``.
+
+    The result may lie outside :data:`GRADE_MIN` .. :data:`GRADE_MAX`; callers check with :func:`_grade_fits`.
+    """
+    text = text.strip()
+    if _INT_RE.match(text):
+        return int(text)
+    value = _parse_float(text)
+    if value is None or not math.isfinite(value) or value != int(value):
+        return None
+    return int(value)
+
+
+def _not_ascii_note(text: str) -> str:
+    """For a field that is not a number: say so when non-ASCII characters are why (``'９９'``: trec_eval's
+    ``atof`` reads 0, Python's ``float`` 99; we refuse rather than pick one)."""
+    if text.isascii():
+        return ""
+    return "; it contains non-ASCII characters (like full-width digits), which trec_eval would not read as this number"
+
+
+def _grade_fits(value: int) -> bool:
+    return GRADE_MIN <= value <= GRADE_MAX
+
+
+def _number_text(text: str, limit: int = 40) -> str:
+    """A number as shown in a message: whole when short, else its start, an ellipsis and its length."""
+    text = text.strip()
+    if len(text) <= limit:
+        return repr(text)
+    return (
+        f"'{text[: limit - 1]}…' ({len(text)} digits)"
+        if text.isdigit()
+        else f"{_snip(text, limit)} ({len(text)} characters)"
+    )
+
+
+def _json_query_lines(
+    raw: bytes, file: str, expected: str, not_object_fix: str
+) -> Iterator[tuple[int, bytes, dict[str, Any], str]]:
+    """(line number, line, object, query id) for every non-blank line of a JSONL file keyed by query.
+
+    A line that is not valid JSON, not an object, or has no query id is fatal: the error names the file and line.
+    """
+    for lineno, line in _lines(raw):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise _fatal(
+                file, lineno, f"invalid JSON ({e.msg} at column {e.colno})", _snip(line), expected,
+                "fix the JSON on this line",
+            ) from None  # fmt: skip
+        except (ValueError, RecursionError) as e:  # an integer of > 4300 digits, nesting too deep
+            raise _fatal(
+                file, lineno, f"cannot read the JSON ({_json_failure(e)})", _snip(line), expected,
+                "fix the JSON on this line",
+            ) from None  # fmt: skip
+        if not isinstance(obj, dict):
+            raise _fatal(
+                file,
+                lineno,
+                f"a JSON {type(obj).__name__}, not an object",
+                _snip(line),
+                expected,
+                not_object_fix,
+            )
+        qid = _json_key(obj, _JSON_Q_KEYS)
+        if qid is None:
+            raise _fatal(
+                file, lineno, f"no query id (keys seen: {_keys(obj)})", None, expected,
+                'add "query_id"',
+            )  # fmt: skip
+        yield lineno, line, obj, str(qid).strip()
+
+
+def _json_failure(e: BaseException) -> str:
+    """Why ``json.loads`` failed, for errors that are not ``JSONDecodeError``."""
+    if isinstance(e, RecursionError):
+        return "nested too deeply"
+    if "digits" in str(e):
+        return "a number with more than 4300 digits"
+    return str(e).splitlines()[0] if str(e) else type(e).__name__
+
+
+def _json_key(obj: Mapping[str, Any], keys: Sequence[str]) -> Any:
+    for k in keys:
+        if k in obj and obj[k] is not None and not isinstance(obj[k], dict | list | bool):
+            return obj[k]
+    return None
+
+
+def _json_text(value: Any) -> str:
+    """``json.dumps(value)`` that never fails (ints longer than Python's 4300-digit limit included)."""
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 10_000:
+        return f"{'-' if value < 0 else ''}an integer of about {int(value.bit_length() * 0.30103)} digits"
+    try:
+        return json.dumps(value)
+    except (ValueError, TypeError):
+        return repr(value)
