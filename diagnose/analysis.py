@@ -30,6 +30,7 @@ import pandas as pd
 from diagnose import progress as progress_mod
 from diagnose.api import as_run
 from diagnose.data import DataError, Dataset, Run
+from diagnose.extras import missing_extra, needs
 from diagnose.report import EvaluationReport, failures_dict
 
 if TYPE_CHECKING:
@@ -40,7 +41,7 @@ if TYPE_CHECKING:
     from diagnose.lexical import BM25Index
     from diagnose.metrics import Evaluation
     from diagnose.models import ModelComparison
-    from diagnose.projection import EmbeddingMap
+    from diagnose.projection import EmbeddingMap, Projection
     from diagnose.remedies import Remedies
     from diagnose.risk import RiskValidation
     from diagnose.space import VectorSpace
@@ -92,7 +93,9 @@ class Analysis:
     queries by :func:`diagnose.retrievers.run_retriever` the first time it is needed, latency recorded); default:
     the runs loaded with the data set. ``k``: the cutoff of the failures and of the headline metrics; ``ks``: the
     cutoffs of the metric table (``k`` is always added). ``model``: a sentence-transformers model name or folder
-    (``"default"``: the bundled all-MiniLM-L6-v2, offline); ``encoder``: an encoder object instead (``name`` +
+    (``"default"``: the bundled all-MiniLM-L6-v2, offline); ``precision``: ``"fast"`` (bf16 transformer where the CPU supports it, vectors
+    within cosine 0.9999 of fp32) or ``"exact"`` (fp32, as sentence-transformers encodes); ``encoder``: an encoder
+    object instead (``name`` +
     ``encode``, e.g. :class:`diagnose.embed.KeywordEncoder` in tests); ``embeddings``: precomputed vectors instead,
     ``{"doc": path, "query": path}`` (optional ``"doc_ids"``, ``"query_ids"`` files for ``.npy``) or a
     :class:`~diagnose.space.VectorSpace`. ``failure``: ``"hit"`` (a query fails when no relevant document is in its
@@ -119,6 +122,7 @@ class Analysis:
         thresholds: Thresholds | None = None,
         encoder: Any = None,
         embeddings: Mapping[str, Any] | VectorSpace | None = None,
+        precision: str = "fast",
         progress: bool | progress_mod.Reporter | None = False,
     ) -> None:
         if not isinstance(dataset, Dataset):
@@ -134,6 +138,9 @@ class Analysis:
             raise _param_error("bm25_engine", f"bm25_engine must be 'bm25s' or 'rank_bm25', got {bm25_engine!r}.")
         self.bm25_engine = bm25_engine
         self.model = None if model in (None, "", "default") else str(model)
+        if precision not in ("fast", "exact"):
+            raise _param_error("precision", f"precision must be 'fast' or 'exact', got {precision!r}.")
+        self.precision = precision
         self.cache_dir = Path(cache_dir) if cache_dir is not None else None
         self._metric_names = list(metrics) if metrics is not None else None
         self._thresholds = thresholds
@@ -186,7 +193,13 @@ class Analysis:
             lock = self._key_locks.setdefault(key, threading.RLock())
         with lock:
             if key not in self._memo:
-                self._memo[key] = build()
+                try:
+                    self._memo[key] = build()
+                except ModuleNotFoundError as e:  # an optional package: name the extra that installs it
+                    err = missing_extra(e, f"Analysis step {key[0] if isinstance(key, tuple) else key!r}")
+                    if err is None:
+                        raise
+                    raise err from None
             return self._memo[key]
 
     def _has(self, key: Hashable) -> bool:
@@ -380,7 +393,7 @@ class Analysis:
             from diagnose import embed
 
             self._reporter.step(f"Loading the embedding model {self.model or embed.DEFAULT_MODEL}")
-            return embed.load_encoder(self.model)
+            return embed.load_encoder(self.model, precision=self.precision)
 
         return self._cached("encoder", build)
 
@@ -895,7 +908,8 @@ class Analysis:
         for m in models or ["default"]:
             if isinstance(m, str | Path) or m is None:
                 name = None if m in (None, "", "default") else str(m)
-                enc = self.encoder if name == self.model and self._encoder_given is None else embed.load_encoder(name)
+                enc = (self.encoder if name == self.model and self._encoder_given is None
+                       else embed.load_encoder(name, precision=self.precision))  # fmt: skip
             else:
                 enc = m
             encoders.append(enc)
@@ -934,9 +948,48 @@ class Analysis:
 
         return self._cached(("map", name, k, mode, cap), build)
 
+    def whole_projection(self) -> Projection:
+        """Every document and query of the analysis in one 2-D projection (no sampling; the large recipe from
+        20,000 points on, see :func:`diagnose.projection.recipe_for`). Minutes for 100k points the first time
+        (stages and epochs reported to this thread's reporter), then read from the disk cache."""
+        from diagnose import projection
+
+        def build() -> Projection:
+            sp = self.space
+            return projection.project_collection(
+                sp.doc_vecs, sp.query_vecs, progress=self._reporter, report=self.dataset.report
+            )
+
+        return self._cached(("whole_projection",), build)
+
+    def whole_embedding_map(self, run: str | None = None, *, k: int | None = None,
+                            failure: str | None = None) -> EmbeddingMap:  # fmt: skip
+        """:meth:`embedding_map` of every document and query (for the deck.gl map): the failed queries of
+        ``run`` on :meth:`whole_projection`."""
+        from diagnose import projection
+
+        name = self._run_name(run)
+        k = self.k if k is None else _check_k(k)
+        mode = self.failure if failure is None else self._check_failure(failure)
+
+        def build() -> EmbeddingMap:
+            proj = self.whole_projection()
+            diag = self.diagnosis(name, k=k, failure=mode)
+            failed = projection.failed_queries_from(diag.failures, self.runs[name].ranked_lists(), k)
+            sp, ds = self.space, self.dataset
+            q_text = ds.queries.text_of()
+            return projection.build_whole_map(
+                doc_ids=list(sp.doc_ids), doc_texts=ds.corpus.texts(), doc_vecs=sp.doc_vecs,
+                query_ids=list(sp.query_ids), query_texts=[q_text.get(q, "") for q in sp.query_ids],
+                query_vecs=sp.query_vecs, failed=failed, projected=proj,
+            )  # fmt: skip
+
+        return self._cached(("whole_map", name, k, mode), build)
+
     def map(self, run: str | None = None, *, cap: int = 4000, color_by: str = "role") -> alt.LayerChart:
         """The embedding map as an Altair chart (``color_by``: ``"role"`` or ``"failure_class"``)."""
-        from diagnose import charts
+        with needs("The embedding map"):
+            from diagnose import charts
 
         emap = self.embedding_map(run, cap=cap)
         return charts.embedding_map(emap.points, emap.edges, color_by=color_by, selectable=False)
@@ -958,7 +1011,8 @@ class Analysis:
 
     def similarity(self, run: str | None = None, *, k: int | None = None) -> alt.Chart:
         """Histogram of cos(query, relevant document), hits vs misses, with the seed and calibrated thresholds."""
-        from diagnose import charts
+        with needs("The similarity chart"):
+            from diagnose import charts
 
         d = self.diagnosis(run, k=k)
         return charts.similarity_histogram(

@@ -107,6 +107,16 @@ def _add_model_args(p: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--bm25-engine", choices=["bm25s", "rank_bm25"], default="bm25s", help="BM25 engine (default: bm25s)"
     )
+    _add_precision_arg(g)
+
+
+def _add_precision_arg(g: Any) -> None:
+    g.add_argument(
+        "--precision",
+        choices=["fast", "exact"],
+        default="fast",
+        help="fast: bf16 transformer on CPUs that support it (cosine >= 0.9999 to fp32); exact: fp32 (default fast)",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -242,6 +252,7 @@ def build_parser() -> argparse.ArgumentParser:
     mo.add_argument("--k", type=int, default=10, help="cutoff (default 10)")
     mo.add_argument("--metric", default=None, help="the metric models are ranked by (default ndcg@K)")
     mo.add_argument("--cache-dir", metavar="DIR", help="where embeddings are cached")
+    _add_precision_arg(mo)
     mo.add_argument("--seed", type=int, default=0, help="seed of the bootstrap and randomization tests")
     mo.add_argument("--format", choices=["table", "json", "csv"], default="table")
 
@@ -430,10 +441,11 @@ def _analysis(args: argparse.Namespace, ds, *, runs=None, **kwargs: Any):
     return Analysis(
         ds,
         runs if runs is not None else {**ds.runs, **_retrievers(args, list(ds.runs))},
-        model=getattr(args, "model", None),
+        model=None if isinstance(getattr(args, "model", None), list) else getattr(args, "model", None),  # models: many
         cache_dir=getattr(args, "cache_dir", None),
         bm25_engine=getattr(args, "bm25_engine", "bm25s"),
         embeddings=embeddings,
+        precision=getattr(args, "precision", "fast"),
         progress=True,
         **kwargs,
     )

@@ -424,3 +424,13 @@ def test_deck_colours_failed_queries_by_class_and_checks_its_input():
     with pytest.raises(ValueError, match="lack columns"):
         deck.embedding_deck(points.drop(columns="snippet"))
     assert deck.rgba("#D55E00", 10) == [213, 94, 0, 10]  # 0xD5=213, 0x5E=94
+
+
+def test_legend_strip_draws_every_item_as_data():
+    from diagnose.charts import legend_strip
+
+    items = [("failed query", "#D55E00"), ("<b>target</b>", "#009E73")]
+    spec = legend_strip(items, [("line to a missed target", "#009E73")]).to_dict()
+    values = [v for d in spec["datasets"].values() for v in d]
+    assert {v["label"] for v in values} == {"failed query", "<b>target</b>", "line to a missed target"}
+    assert {v["color"] for v in values} == {"#D55E00", "#009E73"}

@@ -82,7 +82,7 @@ def test_models_cli_with_two_real_models(tmp_path, second_model, capsys):
     write_beir(data)
     code = main(
         ["models", "--data", str(data), "--model", "default", "--model", str(second_model), "--k", "3",
-         "--cache-dir", str(tmp_path / "cache"), "--format", "json"]
+         "--cache-dir", str(tmp_path / "cache"), "--precision", "exact", "--format", "json"]
     )  # fmt: skip
     out = capsys.readouterr().out
     assert code == 0

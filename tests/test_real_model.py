@@ -35,7 +35,7 @@ class Counting:
 
 @pytest.fixture(scope="module")
 def encoder():
-    return load_encoder(None)
+    return load_encoder(None, precision="exact")
 
 
 def test_bundled_model_vectors_and_semantics(encoder, tmp_path):
@@ -60,7 +60,7 @@ def test_a_cache_hit_never_loads_the_model(encoder, tmp_path):
     # disk without loading the weights or importing anything heavy for them
     texts = [QUESTION, UNRELATED]
     v = embed_texts(encoder, texts, cache=EmbeddingCache(tmp_path))
-    fresh = load_encoder(None)
+    fresh = load_encoder(None, precision="exact")
     assert not fresh.loaded
     v2 = embed_texts(fresh, texts, cache=EmbeddingCache(tmp_path))
     assert not fresh.loaded and fresh.dim == 384
@@ -71,7 +71,7 @@ def test_a_cache_hit_never_loads_the_model(encoder, tmp_path):
 
 
 def test_hub_name_alias_and_copied_folder_share_the_bundled_identity(encoder, tmp_path):
-    assert load_encoder("sentence-transformers/all-MiniLM-L6-v2").name == encoder.name
+    assert load_encoder("sentence-transformers/all-MiniLM-L6-v2", precision="exact").name == encoder.name
     copy = tmp_path / "minilm-copy"
     shutil.copytree(default_model_path(), copy)
     assert model_fingerprint(copy) == model_fingerprint(default_model_path())
@@ -89,5 +89,5 @@ def test_hub_id_loads_from_local_hf_cache_without_network(monkeypatch, tmp_path)
     (repo / "refs" / "main").write_text(commit)
     monkeypatch.setenv("SENTENCE_TRANSFORMERS_HOME", str(tmp_path / "hub"))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    enc = load_encoder("acme/minilm")
+    enc = load_encoder("acme/minilm", precision="exact")
     assert enc.name == f"hub:acme/minilm@{commit}" and enc.dim == 384
