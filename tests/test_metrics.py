@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from diagnose import metrics as M
+import diagnose.metrics.join as M
 from diagnose.data import DataError, Qrels, Run
 from diagnose.metrics import (
     QUALITY_BANDS,

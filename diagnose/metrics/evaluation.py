@@ -1,0 +1,114 @@
+"""Score runs: :func:`evaluate` (one run), :func:`evaluate_many` (several runs, the qrels prepared once), and the
+:class:`Evaluation` record they return (per query and aggregate, with the queries left out and why).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from diagnose.data import DataError, Qrels, Run
+from diagnose.metrics.definitions import REGISTRY
+from diagnose.metrics.join import _prepare, _PreparedQrels, _RunTables
+from diagnose.metrics.names import _parse_all
+
+__all__ = ["Evaluation", "evaluate", "evaluate_many"]
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """Scores of one run.
+
+    ``per_query``: index ``query_id`` (golden queries with >= 1 relevant document, in the qrels' first-seen order),
+    one float column per metric in the order asked; queries missing from the run are rows of zeros.
+    ``aggregate``: metric name -> mean of its column (the number to report).
+    ``missing_queries``: golden queries with >= 1 relevant document and no result in the run (scored 0).
+    ``no_relevant_queries``: judged queries without any relevant document (not scored, not averaged).
+    ``unjudged_queries``: run queries absent from the qrels (ignored).
+    """
+
+    per_query: pd.DataFrame
+    aggregate: dict[str, float]
+    missing_queries: list[str] = field(default_factory=list)
+    no_relevant_queries: list[str] = field(default_factory=list)
+    unjudged_queries: list[str] = field(default_factory=list)
+    run_name: str = ""
+
+    @property
+    def metrics(self) -> list[str]:
+        return [str(c) for c in self.per_query.columns]
+
+    @property
+    def n_queries(self) -> int:
+        """Number of queries averaged."""
+        return len(self.per_query)
+
+
+def evaluate(qrels: Qrels, run: Run, metrics: Sequence[str], *, relevance_level: int = 1) -> Evaluation:
+    """Score ``run`` against ``qrels`` with the conventions of :mod:`diagnose.metrics.definitions`.
+
+    ``metrics``: full names such as ``["ndcg@10", "recall@100", "mrr"]`` (see :func:`expand_metrics` to build
+    them from families and cutoffs); duplicates are dropped, order kept. ``relevance_level``: minimum grade that
+    counts as relevant (trec_eval ``-l``, default 1); nDCG gains still use every grade > 0.
+
+    Raises :class:`DataError` for an unknown metric name or when no judged query has a relevant document.
+    """
+    names = _parse_all(metrics)
+    prep = _prepare(qrels, relevance_level)
+    _check_has_relevant(prep, qrels)
+    return _evaluate_prepared(prep, run, names)
+
+
+def evaluate_many(
+    qrels: Qrels, runs: Mapping[str, Run], metrics: Sequence[str], *, relevance_level: int = 1
+) -> dict[str, Evaluation]:
+    """:func:`evaluate` for several runs (keyed by name, order kept), preparing the qrels once."""
+    names = _parse_all(metrics)
+    prep = _prepare(qrels, relevance_level)
+    _check_has_relevant(prep, qrels)
+    return {key: _evaluate_prepared(prep, run, names) for key, run in runs.items()}
+
+
+def _evaluate_prepared(
+    prep: _PreparedQrels, run: Run, names: list[tuple[str, str, int | None]]
+) -> Evaluation:
+    t = _RunTables(prep, run)
+    values = np.empty((t.n, len(names)), dtype=np.float64)
+    for j, (_, family, k) in enumerate(names):
+        values[:, j] = REGISTRY[family].kernel(t, k)
+    return _evaluation(prep, run, t, names, values)
+
+
+def _evaluation(
+    prep: _PreparedQrels,
+    run: Run,
+    t: _RunTables,
+    names: list[tuple[str, str, int | None]],
+    values: np.ndarray,
+) -> Evaluation:
+    columns = [name for name, _, _ in names]
+    per_query = pd.DataFrame(
+        values, columns=columns, index=pd.Index(prep.eval_ids, name="query_id", dtype=object)
+    )
+    aggregate = dict(zip(columns, values.mean(axis=0).tolist(), strict=True))
+    return Evaluation(
+        per_query=per_query,
+        aggregate=aggregate,
+        missing_queries=t.missing,
+        no_relevant_queries=list(prep.no_relevant),
+        unjudged_queries=t.unjudged,
+        run_name=run.name,
+    )
+
+
+def _check_has_relevant(prep: _PreparedQrels, qrels: Qrels) -> None:
+    if len(prep.eval_ids) == 0:
+        where = qrels.source or "the qrels"
+        raise DataError(
+            f"{where}: no query has a relevant document (grade >= {prep.relevance_level}); "
+            f"{len(prep.no_relevant)} judged queries, all with grades below that. Check the relevance column "
+            "(relevant documents need a positive integer grade)."
+        )

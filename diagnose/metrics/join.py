@@ -1,0 +1,444 @@
+"""The qrels x run join that feeds the metric kernels of :mod:`diagnose.metrics.definitions`.
+
+Implementation, vectorised over all queries at once (no Python loop over queries or rows): the query of each run
+row comes from the blocks of consecutive equal query ids (one neighbour comparison); doc ids get a 64-bit
+fingerprint computed from their UTF-8 bytes straight from the Arrow buffers; (query, doc) pairs are looked up in
+the keys of the *positive* judgements (a direct-address table on the keys' top bits) and every match is confirmed
+on the id strings, so the join is exact. Each metric is then a per-query ``np.bincount`` over the few joined
+rows, masked by rank cutoffs; the ideal DCG comes from the judged grades sorted once per query. About 0.1 s for a
+1M-row run of 1,000 queries (see ``bench/RESULTS.md``).
+
+- :func:`_prepare` reads the qrels once (:class:`_PreparedQrels`, shared by every run of
+  :func:`~diagnose.metrics.evaluate_many`);
+- :class:`_RunTables` joins one run to it: the retrieved relevant rows grouped by query in rank order, which is
+  all a kernel reads, and (on first use) every listed document with its judgement status for ``judged@k``,
+  ``hole@k`` and the bounds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, NamedTuple
+
+import numpy as np
+import pandas as pd
+
+from diagnose.data import DataError, Qrels, Run
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+
+# --------------------------------------------------------------------------------------------- string keys
+
+_M1 = np.uint64(0x9E3779B97F4A7C15)
+_M2 = np.uint64(0xBF58476D1CE4E5B9)
+_M3 = np.uint64(0x94D049BB133111EB)
+
+
+def _arrow(values: pd.Series) -> pa.Array:
+    """The column as one contiguous Arrow ``large_string`` array (zero-copy for pandas' Arrow-backed ``str``)."""
+    import pyarrow as pa
+
+    if isinstance(values.dtype, pd.StringDtype) and values.dtype.storage == "pyarrow":
+        arr = pa.array(values.array)
+    else:
+        obj = values.to_numpy(dtype=object)
+        try:
+            arr = pa.array(obj, type=pa.large_string())
+        except (pa.ArrowTypeError, pa.ArrowInvalid):  # ids that are not str (the records promise str)
+            arr = pa.array([str(v) for v in obj], type=pa.large_string())
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks() if arr.num_chunks else pa.array([], type=pa.large_string())
+    if arr.type != pa.large_string():
+        arr = arr.cast(pa.large_string())
+    if arr.null_count:
+        import pyarrow.compute as pc
+
+        arr = pc.fill_null(arr, "")
+    return arr
+
+
+def _fingerprints(arr: pa.Array) -> np.ndarray:
+    """64-bit fingerprint of each string of a ``large_string`` array, from its UTF-8 bytes and length.
+
+    Vectorised: an unaligned little-endian 64-bit view over the data buffer gives, for any byte offset, the next
+    8 bytes; word ``j`` of every string is gathered at ``start + 8 j``, masked past the string's end, and mixed in.
+    Equal strings always get equal fingerprints, whatever the other strings of the array; two different strings
+    collide with probability ~2^-64, and every match found through fingerprints is confirmed on the strings
+    themselves (see :func:`_join`).
+    """
+    n = len(arr)
+    if n == 0:
+        return np.empty(0, dtype=np.uint64)
+    bufs = arr.buffers()
+    offs = np.frombuffer(bufs[1], dtype=np.int64)[arr.offset : arr.offset + n + 1]
+    lens = np.diff(offs)
+    lo, hi = int(offs[0]), int(offs[-1])
+    pad = np.zeros(hi - lo + 8, dtype=np.uint8)
+    if hi > lo:
+        pad[: hi - lo] = np.frombuffer(bufs[2], dtype=np.uint8)[lo:hi]
+    words = np.ndarray(shape=(hi - lo + 1,), dtype="<u8", buffer=pad, strides=(1,))  # words[i]: bytes i..i+7
+    starts = offs[:-1] - lo
+    keep = np.array([(1 << (8 * b)) - 1 for b in range(9)], dtype=np.uint64)  # mask of the first b bytes
+    h = lens.astype(np.uint64) * _M1
+    for j in range(-(-int(lens.max()) // 8)):
+        rows = None if lens.min() > 8 * j else np.flatnonzero(lens > 8 * j)  # strings that have a word j
+        at = starts + 8 * j if rows is None else starts[rows] + 8 * j
+        nb = np.minimum(lens - 8 * j if rows is None else lens[rows] - 8 * j, 8)
+        x = ((h if rows is None else h[rows]) ^ (words[at].astype(np.uint64, copy=False) & keep[nb])) * _M2
+        x ^= x >> np.uint64(31)
+        if rows is None:
+            h = x
+        else:
+            h[rows] = x
+    h ^= h >> np.uint64(29)
+    return h * _M3
+
+
+def _pair_keys(doc_fp: np.ndarray, query_code: np.ndarray) -> np.ndarray:
+    """64-bit key of a (judged query code, doc fingerprint) pair."""
+    k = doc_fp ^ ((query_code.astype(np.uint64) + np.uint64(1)) * _M3)
+    k ^= k >> np.uint64(33)
+    k *= _M2
+    k ^= k >> np.uint64(29)
+    return k
+
+
+def _segments(arr: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """Split a column into blocks of equal consecutive values: ``(starts, value_of_each_block)``.
+
+    A run lists each query's results together, so the query blocks come from one vectorised comparison of
+    neighbours instead of hashing every row; a query split over several blocks just gives several blocks.
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    n = len(arr)
+    if n == 0:
+        return np.empty(0, dtype=np.int64), np.empty(0, dtype=object)
+    changed = pc.not_equal(arr.slice(1), arr.slice(0, n - 1)).to_numpy(zero_copy_only=False)
+    starts = np.concatenate(([0], np.flatnonzero(changed) + 1))
+    return starts, np.asarray(arr.take(pa.array(starts)).to_pylist(), dtype=object)
+
+
+# --------------------------------------------------------------------------------------------- qrels
+
+
+@dataclass(frozen=True)
+class _PreparedQrels:
+    """Everything about the qrels that does not depend on the run (shared by :func:`evaluate_many`)."""
+
+    relevance_level: int
+    query_index: pd.Index  # every judged query id (object), first-seen order; position = judged query code
+    eval_of_query: np.ndarray  # judged query code -> scored query code (-1: no relevant document)
+    eval_ids: np.ndarray  # scored query ids (object), output order
+    n_rel: np.ndarray  # R per scored query, float64
+    no_relevant: list[str]
+    pos_keys: np.ndarray  # sorted pair keys of the grade > 0 judgements
+    pos_q: np.ndarray  # their judged query codes, aligned with pos_keys
+    pos_docs: pa.Array  # their doc ids (large_string), aligned
+    pos_grades: np.ndarray  # their grades (int64), aligned
+    table: np.ndarray  # slot (key >> shift) -> position in pos_keys; -1 empty, -2 shared by several keys
+    shift: np.uint64
+    keys_unique: bool  # False if two positive pairs share a key (then the exact, slower join is used)
+    ideal_q: np.ndarray  # scored query code of each grade > 0 judgement, sorted by (query, grade desc)
+    ideal_rank: np.ndarray  # 1-based position of that grade in the ideal ranking of its query
+    ideal_gain: np.ndarray  # the grade (float64)
+    judged_keys: np.ndarray  # sorted pair keys of *every* judgement (any grade), for judged@k and the bounds
+    judged_q: np.ndarray  # their judged query codes, aligned with judged_keys
+    judged_rows: np.ndarray  # their positions in judged_docs, aligned
+    judged_docs: pa.Array  # doc ids of the qrels rows (large_string), indexed by judged_rows
+    judged_unique: bool  # False if two judgements share a key (then the exact, slower lookup is used)
+
+
+def _grades(qrels: Qrels) -> np.ndarray:
+    rel = qrels.df["relevance"]
+    if pd.api.types.is_integer_dtype(rel.dtype):
+        return rel.to_numpy(dtype=np.int64)
+    values = pd.to_numeric(rel, errors="coerce").to_numpy(dtype=np.float64)
+    bad = ~np.isfinite(values) | (values != np.round(values))
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise DataError(
+            f"{qrels.source or 'qrels'}: relevance must be an integer grade; query "
+            f"{qrels.df['query_id'].iloc[i]!r} doc {qrels.df['doc_id'].iloc[i]!r} has {rel.iloc[i]!r} "
+            f"({int(bad.sum())} such rows). Round the grades (trec_eval reads them as integers)."
+        )
+    return values.astype(np.int64)
+
+
+def _prepare(qrels: Qrels, relevance_level: int = 1) -> _PreparedQrels:
+    import pyarrow as pa
+
+    if isinstance(relevance_level, bool) or not isinstance(relevance_level, (int, np.integer)):
+        raise DataError(f"relevance_level must be an integer >= 1, got {relevance_level!r}.")
+    if relevance_level < 1:
+        raise DataError(f"relevance_level must be an integer >= 1, got {relevance_level!r}.")
+    df = qrels.df
+    grades = _grades(qrels)
+    q_codes, q_ids = pd.factorize(df["query_id"], sort=False)
+    q_codes = q_codes.astype(np.int64)
+    docs = _arrow(df["doc_id"])
+    keys = _pair_keys(_fingerprints(docs), q_codes)
+    rows = np.arange(len(df))
+    order = np.argsort(keys)
+    if len(keys) > 1 and (keys[order[1:]] == keys[order[:-1]]).any():
+        # a (query, doc) pair judged twice: the last judgement wins, like Qrels.as_dict(). Decided on the ids
+        # themselves, not on the keys, so a key collision cannot drop a judgement.
+        dup = pd.DataFrame({"q": q_codes, "d": docs.to_numpy(zero_copy_only=False)}).duplicated(keep="last")
+        rows = np.flatnonzero(~dup.to_numpy())
+        q_codes, grades, keys = q_codes[rows], grades[rows], keys[rows]
+        order = np.argsort(keys)
+    query_index = pd.Index(np.asarray(q_ids, dtype=object), dtype=object)
+    n_all = len(query_index)
+
+    n_rel_all = np.bincount(q_codes[grades >= relevance_level], minlength=n_all)
+    has_rel = n_rel_all > 0
+    eval_of_query = np.full(n_all, -1, dtype=np.int64)
+    eval_of_query[has_rel] = np.arange(int(has_rel.sum()))
+    eval_ids = query_index.to_numpy()[has_rel]
+    no_relevant = [str(q) for q in query_index.to_numpy()[~has_rel]]
+
+    judged_keys, judged_q, judged_rows = keys[order], q_codes[order], rows[order]  # every judgement, by key
+    pos = np.flatnonzero(grades > 0)
+    order = order[grades[order] > 0]  # positive judgements, sorted by key
+    pos_keys = keys[order]
+    # direct-address table on the top bits of the key (load <= 1/8): slot -> position in pos_keys, -1 when empty,
+    # -2 when several positive keys share the slot (those few lookups fall back to a binary search)
+    bits = min(25, max(16, int(np.ceil(np.log2(max(len(pos_keys), 1) * 8)))))
+    shift = np.uint64(64 - bits)
+    slots = (pos_keys >> shift).astype(np.intp)
+    table = np.full(1 << bits, -1, dtype=np.int32 if len(pos_keys) < 2**31 else np.int64)
+    table[slots] = np.arange(len(pos_keys))
+    shared = np.flatnonzero(np.bincount(slots, minlength=1 << bits) > 1) if len(slots) else slots
+    table[shared] = -2
+
+    # ideal ranking: grades of each scored query sorted decreasingly (queries without relevant docs dropped)
+    pe, pg = eval_of_query[q_codes[pos]], grades[pos]
+    iq, ig = pe[pe >= 0], pg[pe >= 0]
+    iorder = np.lexsort((-ig, iq))
+    iq, ig = iq[iorder], ig[iorder]
+    first = np.searchsorted(iq, np.arange(len(eval_ids)))
+    ideal_rank = np.arange(1, len(iq) + 1, dtype=np.int64) - (first[iq] if len(iq) else 0)
+
+    return _PreparedQrels(
+        relevance_level=int(relevance_level),
+        query_index=query_index,
+        eval_of_query=eval_of_query,
+        eval_ids=eval_ids,
+        n_rel=n_rel_all[has_rel].astype(np.float64),
+        no_relevant=no_relevant,
+        pos_keys=pos_keys,
+        pos_q=q_codes[order],
+        pos_docs=docs.take(pa.array(rows[order], type=pa.int64())),
+        pos_grades=grades[order],
+        table=table,
+        shift=shift,
+        keys_unique=not (pos_keys[1:] == pos_keys[:-1]).any(),
+        ideal_q=iq,
+        ideal_rank=ideal_rank,
+        ideal_gain=ig.astype(np.float64),
+        judged_keys=judged_keys,
+        judged_q=judged_q,
+        judged_rows=judged_rows,
+        judged_docs=docs,
+        judged_unique=not (judged_keys[1:] == judged_keys[:-1]).any(),
+    )
+
+
+# --------------------------------------------------------------------------------------------- run join
+
+
+def _join(prep: _PreparedQrels, row_q: np.ndarray, docs: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """Run rows whose (query, doc) has a grade > 0: ``(run row indices, positions in prep.pos_*)``.
+
+    Hash join on 64-bit pair keys (a direct-address table on the keys' top bits, binary search for the few
+    crowded slots), each match confirmed on the query code and the doc id string, so the join is exact.
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    empty = np.empty(0, dtype=np.int64)
+    if len(prep.pos_keys) == 0 or len(row_q) == 0:
+        return empty, empty
+    if not prep.keys_unique:
+        return _join_exact(prep, row_q, docs)
+    keys = _pair_keys(_fingerprints(docs), row_q)
+    slot = prep.table[(keys >> prep.shift).astype(np.intp)]
+    slot[row_q < 0] = -1  # run queries without judgements
+    cand = np.flatnonzero(slot != -1)
+    at = slot[cand].astype(np.int64)
+    crowded = np.flatnonzero(at == -2)
+    if len(crowded):
+        at[crowded] = np.minimum(np.searchsorted(prep.pos_keys, keys[cand[crowded]]), len(prep.pos_keys) - 1)
+    found = prep.pos_keys[at] == keys[cand]
+    cand, at = cand[found], at[found]
+    if len(cand) == 0:
+        return empty, empty
+    same_doc = pc.equal(docs.take(pa.array(cand)), prep.pos_docs.take(pa.array(at)))
+    same = (prep.pos_q[at] == row_q[cand]) & same_doc.to_numpy(zero_copy_only=False)
+    return cand[same], at[same]
+
+
+def _join_exact(prep: _PreparedQrels, row_q: np.ndarray, docs: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """The same join as :func:`_join` with a pandas merge on the id strings (used only after a key collision)."""
+    left = pd.DataFrame({"q": row_q, "d": docs.to_numpy(zero_copy_only=False), "row": np.arange(len(row_q))})
+    right = pd.DataFrame(
+        {"q": prep.pos_q, "d": prep.pos_docs.to_numpy(zero_copy_only=False), "at": np.arange(len(prep.pos_q))}
+    )
+    m = left[left["q"] >= 0].merge(right, on=["q", "d"], how="inner").sort_values("row")
+    return m["row"].to_numpy(dtype=np.int64), m["at"].to_numpy(dtype=np.int64)
+
+
+class _Listed(NamedTuple):
+    """The distinct (scored query, document) pairs of a run, sorted by (query, rank); see :meth:`_RunTables.listed`."""
+
+    q: np.ndarray  # scored query code
+    rank: np.ndarray  # best rank of the document for that query
+    judged: np.ndarray  # bool: the qrels have a row for this (query, doc), any grade (ir_measures' Judged)
+    in_qrels: np.ndarray  # bool: the doc is judged for *some* query of the qrels (BEIR's annotated corpus)
+
+
+def _judged_pairs(prep: _PreparedQrels, row_q: np.ndarray, docs: pa.Array) -> np.ndarray:
+    """Per run row: does the qrels have a row (any grade) for its (judged query code, doc)? Exact.
+
+    Binary search of the rows' pair keys among the sorted keys of every judgement, each hit confirmed on the
+    query code and the doc id string; after a key collision among the judgements, a pandas merge on the ids.
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    out = np.zeros(len(row_q), dtype=bool)
+    if len(prep.judged_keys) == 0 or len(row_q) == 0:
+        return out
+    if not prep.judged_unique:
+        left = pd.DataFrame({"q": row_q, "d": docs.to_numpy(zero_copy_only=False)})
+        all_docs = prep.judged_docs.take(pa.array(prep.judged_rows, type=pa.int64()))
+        right = pd.DataFrame({"q": prep.judged_q, "d": all_docs.to_numpy(zero_copy_only=False)})
+        keys = pd.MultiIndex.from_frame(right)
+        return pd.MultiIndex.from_frame(left).isin(keys) & (row_q >= 0)
+    keys = _pair_keys(_fingerprints(docs), row_q)
+    at = np.minimum(np.searchsorted(prep.judged_keys, keys), len(prep.judged_keys) - 1)
+    cand = np.flatnonzero((prep.judged_keys[at] == keys) & (row_q >= 0))
+    if len(cand) == 0:
+        return out
+    at = at[cand]
+    same_doc = pc.equal(
+        docs.take(pa.array(cand)), prep.judged_docs.take(pa.array(prep.judged_rows[at], type=pa.int64()))
+    ).to_numpy(zero_copy_only=False)
+    out[cand] = (prep.judged_q[at] == row_q[cand]) & same_doc
+    return out
+
+
+def _list_documents(prep: _PreparedQrels, row_q: np.ndarray, ranks: np.ndarray, docs: pa.Array) -> _Listed:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    e = np.full(len(row_q), -1, dtype=np.int64)
+    e[row_q >= 0] = prep.eval_of_query[row_q[row_q >= 0]]
+    idx = np.flatnonzero(e >= 0)
+    idx = idx[np.lexsort((ranks[idx], e[idx]))]
+    sub = docs.take(pa.array(idx, type=pa.int64()))
+    q, rank = e[idx], ranks[idx].astype(np.int64, copy=False)
+    # a document listed twice for one query counts once, at its best rank. Equal (query, doc) pairs have equal
+    # keys; only when keys repeat are the ids compared (a repeat may also be a key collision).
+    keys = _pair_keys(_fingerprints(sub), q)
+    if len(keys) and pd.Index(keys).has_duplicates:
+        frame = pd.DataFrame({"q": q, "d": sub.to_numpy(zero_copy_only=False)})
+        first = ~frame.duplicated(keep="first").to_numpy()
+        idx, q, rank = idx[first], q[first], rank[first]
+        sub = sub.filter(pa.array(first))
+    judged = _judged_pairs(prep, row_q[idx], sub)
+    qrels_docs = pc.unique(prep.judged_docs)
+    in_qrels = pc.is_in(sub, value_set=qrels_docs).to_numpy(zero_copy_only=False).astype(bool)
+    return _Listed(q, rank, judged, in_qrels)
+
+
+class _RunTables:
+    """The run joined to the positive judgements: only rows with grade > 0 survive, grouped by query in rank order."""
+
+    def __init__(self, prep: _PreparedQrels, run: Run) -> None:
+        self.prep = prep
+        self.n = len(prep.eval_ids)
+        self.n_rel = prep.n_rel
+        df = run.df
+        n_rows = len(df)
+
+        # query of every row, from the query blocks of the run
+        starts, block_ids = _segments(_arrow(df["query_id"]))
+        block_q = prep.query_index.get_indexer(block_ids).astype(np.int64) if len(block_ids) else starts
+        row_q = np.repeat(block_q, np.diff(np.append(starts, n_rows)))
+        run_qids = pd.unique(block_ids) if len(block_ids) else block_ids
+        run_q = prep.query_index.get_indexer(run_qids) if len(run_qids) else starts
+        self.unjudged = [str(q) for q, c in zip(run_qids, run_q, strict=True) if c < 0]
+        present = np.zeros(self.n, dtype=bool)
+        e = prep.eval_of_query[run_q[run_q >= 0]]
+        present[e[e >= 0]] = True
+        self.missing = [str(q) for q in prep.eval_ids[~present]]
+
+        ranks = df["rank"].to_numpy()
+        if n_rows and ranks.min() < 1:
+            bad = int(np.argmin(ranks))
+            raise DataError(
+                f"run {run.name!r}{f' ({run.source})' if run.source else ''}: ranks must be 1-based, query "
+                f"{df['query_id'].iloc[bad]!r} doc {df['doc_id'].iloc[bad]!r} has rank {ranks[bad]!r}. "
+                "Read the run with diagnose.io, or number each query's results 1, 2, 3, ..."
+            )
+
+        docs = _arrow(df["doc_id"])
+        self._row_q, self._ranks, self._docs = row_q, ranks, docs  # for the lazy tables of :meth:`listed`
+        self._listed: _Listed | None = None
+        rows, at = _join(prep, row_q, docs)  # rows ascending
+        q = prep.eval_of_query[prep.pos_q[at]]
+        scored = q >= 0
+        rows, at, q = rows[scored], at[scored], q[scored]
+        rank = ranks[rows].astype(np.int64, copy=False)
+        # group the joined rows by query, in rank order. A run read by diagnose.io already lists each query once,
+        # ranks increasing, so row order is that order; anything else is sorted.
+        increasing = np.diff(ranks) > 0
+        increasing[starts[1:] - 1] = True  # a new query block may restart at rank 1
+        if len(run_qids) != len(block_ids) or not increasing.all():
+            order = np.lexsort((rank, q))
+            q, rank, at = q[order], rank[order], at[order]
+        # a document listed twice for one query counts once, at its best (first) rank
+        if len(at) and np.bincount(at).max() > 1:
+            first = ~pd.Index(at).duplicated(keep="first")
+            q, rank, at = q[first], rank[first], at[first]
+        grade = prep.pos_grades[at]
+
+        self.gain_q, self.gain_rank, self.gain = q, rank, grade.astype(np.float64)
+        is_rel = grade >= prep.relevance_level
+        self.rel_q, self.rel_rank = q[is_rel], rank[is_rel]
+        # each query's relevant rows are contiguous and in rank order: the head of a group is the first
+        # relevant document (rank r1; inf when none), and the position in the group counts relevant ranks
+        self.first_rank = np.full(self.n, np.inf)
+        head = np.concatenate(([True], self.rel_q[1:] != self.rel_q[:-1])) if len(self.rel_q) else self.rel_q
+        heads = np.flatnonzero(head)
+        self.first_rank[self.rel_q[heads]] = self.rel_rank[heads]
+        self.rel_pos = np.arange(1, len(self.rel_q) + 1) - heads[np.cumsum(head) - 1] if len(heads) else heads
+        self._cache: dict[int, np.ndarray] = {}
+
+    def listed(self) -> _Listed:
+        """Every distinct document each scored query lists, with its judgement status (computed on first use).
+
+        Sorted by (scored query, rank); a document listed twice for one query is kept once, at its best rank.
+        """
+        if self._listed is None:
+            self._listed = _list_documents(self.prep, self._row_q, self._ranks, self._docs)
+        return self._listed
+
+    def count(
+        self, values: np.ndarray, mask: np.ndarray | None = None, weights: np.ndarray | None = None
+    ) -> np.ndarray:
+        """Per scored query: number of ``values`` (query codes) kept by ``mask``, or sum of their ``weights``."""
+        if mask is not None:
+            values = values[mask]
+            weights = None if weights is None else weights[mask]
+        return np.bincount(values, weights=weights, minlength=self.n).astype(np.float64)
+
+    def rel_at(self, k: int) -> np.ndarray:
+        """Number of relevant documents at ranks 1..k, per scored query."""
+        if k not in self._cache:
+            self._cache[k] = self.count(self.rel_q, self.rel_rank <= k)
+        return self._cache[k]

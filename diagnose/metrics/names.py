@@ -1,0 +1,158 @@
+"""Metric names: ``family`` or ``family@k`` (``"ndcg@10"``, ``"mrr"``), parsed, expanded from families and
+cutoffs, and checked, with a suggestion for the trec_eval / ir_measures spellings people type (``P_10``, ``recip_rank``).
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Sequence
+
+import numpy as np
+
+from diagnose.data import DataError
+from diagnose.metrics.definitions import REGISTRY
+
+__all__ = ["DEFAULT_FAMILIES", "expand_metrics", "metric_family", "parse_metric"]
+
+DEFAULT_FAMILIES = ("precision", "recall", "hit_rate", "mrr", "ndcg", "map")
+"""Families taken at every k by :func:`expand_metrics` when no metric is given (then ``mrr``, ``map``,
+``r_precision`` without cutoff are added)."""
+
+_NAME = re.compile(r"^([a-z0-9_]+)(?:@(.*))?$")
+# trec_eval / ir_measures spellings people type, to suggest the right name
+_ALIASES = {
+    "p": "precision",
+    "prec": "precision",
+    "r": "recall",
+    "success": "hit_rate",
+    "hits": "hit_rate",
+    "hitrate": "hit_rate",
+    "recip_rank": "mrr",
+    "rr": "mrr",
+    "ndcg_cut": "ndcg",
+    "map_cut": "map",
+    "ap": "map",
+    "rprec": "r_precision",
+    "r-precision": "r_precision",
+    "f": "f1",
+}
+
+
+def _valid_names() -> str:
+    parts = []
+    for m in REGISTRY.values():
+        if m.cutoff == "required":
+            parts.append(f"{m.name}@k")
+        elif m.cutoff == "optional":
+            parts.append(f"{m.name}, {m.name}@k")
+        else:
+            parts.append(m.name)
+    return ", ".join(parts) + " (k a positive integer, e.g. ndcg@10)"
+
+
+def _unknown(name: str, family: str, k: str | None) -> DataError:
+    guess = _ALIASES.get(re.sub(r"[._]?\d+$", "", family)) or next(
+        iter(difflib.get_close_matches(family, list(REGISTRY), n=1)), None
+    )
+    cut = (
+        k
+        if k is not None
+        else (re.search(r"(\d+)$", family).group(1) if re.search(r"\d+$", family) else None)
+    )
+    hint = ""
+    if guess:
+        suggestion = f"{guess}@{cut}" if cut and REGISTRY[guess].cutoff != "none" else guess
+        hint = f" Did you mean {suggestion!r}?"
+    return DataError(f"Unknown metric {name!r}.{hint} Valid metrics: {_valid_names()}.")
+
+
+def parse_metric(name: str) -> tuple[str, int | None]:
+    """``"ndcg@10" -> ("ndcg", 10)``, ``"mrr" -> ("mrr", None)``. Case and surrounding spaces are ignored.
+
+    Raises :class:`DataError` (listing the valid names) for an unknown family, a missing or non-positive ``k``,
+    or a ``k`` on ``r_precision``.
+    """
+    text = str(name).strip().lower()
+    match = _NAME.match(text)
+    if not match:
+        raise _unknown(str(name), text, None)
+    family, k_text = match.group(1), match.group(2)
+    if family not in REGISTRY:
+        raise _unknown(str(name), family, k_text)
+    spec = REGISTRY[family]
+    if k_text is None:
+        if spec.cutoff == "required":
+            raise DataError(
+                f"Metric {name!r} needs a cutoff, e.g. {family}@10. Valid metrics: {_valid_names()}."
+            )
+        return family, None
+    if spec.cutoff == "none":
+        raise DataError(f"Metric {name!r}: {family} takes no cutoff (its cutoff is R). Use {family!r}.")
+    if not re.fullmatch(r"\d+", k_text) or int(k_text) < 1:
+        raise DataError(f"Metric {name!r}: the cutoff after @ must be a positive integer, e.g. {family}@10.")
+    return family, int(k_text)
+
+
+def metric_family(name: str) -> str:
+    """``"ndcg@10" -> "ndcg"``."""
+    return parse_metric(name)[0]
+
+
+def _canonical(name: str) -> str:
+    family, k = parse_metric(name)
+    return family if k is None else f"{family}@{k}"
+
+
+def expand_metrics(metrics: Sequence[str] | None, ks: Sequence[int]) -> list[str]:
+    """Turn user metric names into full names, in order, without duplicates.
+
+    - ``None``: ``precision, recall, hit_rate, mrr, ndcg, map`` at every k, then ``mrr``, ``map``, ``r_precision``.
+    - a name with ``@`` is kept as is (``ndcg@10`` stays even if 10 is not in ``ks``);
+    - a family that needs a cutoff (``precision recall hit_rate ndcg f1 judged hole``) is taken at every k:
+      ``"ndcg"`` with ks ``[1, 10]`` -> ``ndcg@1, ndcg@10``;
+    - ``mrr`` and ``map`` without ``@`` mean the metric without cutoff (``recip_rank``, ``map``); write ``mrr@10``
+      for the cut version; ``r_precision`` has no cutoff.
+
+    Unknown names raise :class:`DataError` listing the valid ones.
+    """
+    ks = list(ks)
+    for k in ks:
+        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+            raise DataError(f"Cutoffs must be positive integers, got {k!r} in {ks!r}.")
+    if metrics is None:
+        names = [f"{f}@{k}" for f in DEFAULT_FAMILIES for k in ks] + ["mrr", "map", "r_precision"]
+        return list(dict.fromkeys(names))
+    out: list[str] = []
+    for raw in metrics:
+        text = str(raw).strip().lower()
+        if not text:
+            continue
+        if "@" in text:
+            out.append(_canonical(text))
+            continue
+        family = text
+        if family not in REGISTRY:
+            raise _unknown(str(raw), family, None)
+        if REGISTRY[family].cutoff == "required":
+            if not ks:
+                raise DataError(f"Metric {raw!r} needs a cutoff: give cutoffs (k) or write {family}@10.", param="k")
+            out.extend(f"{family}@{k}" for k in ks)
+        else:
+            out.append(family)
+    if not out:
+        raise DataError(f"No metric given. Valid metrics: {_valid_names()}.")
+    return list(dict.fromkeys(out))
+
+
+def _parse_all(metrics: Sequence[str]) -> list[tuple[str, str, int | None]]:
+    if isinstance(metrics, str):
+        metrics = [metrics]
+    parsed = {}
+    for m in metrics:
+        family, k = parse_metric(m)
+        name = family if k is None else f"{family}@{k}"
+        parsed.setdefault(name, (name, family, k))
+    if not parsed:
+        raise DataError(f"No metric given. Valid metrics: {_valid_names()}.")
+    return list(parsed.values())
