@@ -935,18 +935,25 @@ class Analysis:
         mode = self.failure if failure is None else self._check_failure(failure)
 
         def build() -> EmbeddingMap:
-            diag = self.diagnosis(name, k=k, failure=mode)
-            failed = projection.failed_queries_from(diag.failures, self.runs[name].ranked_lists(), k)
-            sp, ds = self.space, self.dataset
-            q_text = ds.queries.text_of()
             return projection.build_map(
-                doc_ids=list(sp.doc_ids), doc_texts=ds.corpus.texts(), doc_vecs=sp.doc_vecs,
-                query_ids=list(sp.query_ids), query_texts=[q_text.get(q, "") for q in sp.query_ids],
-                query_vecs=sp.query_vecs, failed=failed, cap=cap, report=ds.report,
-                progress=self._reporter.step,
-            )  # fmt: skip
+                **self._map_inputs(name, k, mode), cap=cap, report=self.dataset.report, progress=self._reporter.step
+            )
 
         return self._cached(("map", name, k, mode, cap), build)
+
+    def _map_inputs(self, name: str, k: int, mode: str) -> dict[str, Any]:
+        """What both maps draw: every document and golden query (ids, texts, vectors) and the run's failed queries."""
+        from diagnose import projection
+
+        diag = self.diagnosis(name, k=k, failure=mode)
+        sp, ds = self.space, self.dataset
+        q_text = ds.queries.text_of()
+        return {
+            "doc_ids": list(sp.doc_ids), "doc_texts": ds.corpus.texts(), "doc_vecs": sp.doc_vecs,
+            "query_ids": list(sp.query_ids), "query_texts": [q_text.get(q, "") for q in sp.query_ids],
+            "query_vecs": sp.query_vecs,
+            "failed": projection.failed_queries_from(diag.failures, self.runs[name].ranked_lists(), k),
+        }  # fmt: skip
 
     def whole_projection(self) -> Projection:
         """Every document and query of the analysis in one 2-D projection (no sampling; the large recipe from
@@ -974,15 +981,7 @@ class Analysis:
 
         def build() -> EmbeddingMap:
             proj = self.whole_projection()
-            diag = self.diagnosis(name, k=k, failure=mode)
-            failed = projection.failed_queries_from(diag.failures, self.runs[name].ranked_lists(), k)
-            sp, ds = self.space, self.dataset
-            q_text = ds.queries.text_of()
-            return projection.build_whole_map(
-                doc_ids=list(sp.doc_ids), doc_texts=ds.corpus.texts(), doc_vecs=sp.doc_vecs,
-                query_ids=list(sp.query_ids), query_texts=[q_text.get(q, "") for q in sp.query_ids],
-                query_vecs=sp.query_vecs, failed=failed, projected=proj,
-            )  # fmt: skip
+            return projection.build_whole_map(**self._map_inputs(name, k, mode), projected=proj)
 
         return self._cached(("whole_map", name, k, mode), build)
 

@@ -27,9 +27,12 @@ def load(
     qrels: PathLike | None = None,
     split: str = "test",
     runs: Sequence[str | Path | tuple[str | None, PathLike]] = (),
+    require_qrels: bool = True,
 ) -> Dataset:
     """Read a data set: a BEIR folder ``data`` (``corpus.jsonl``, ``queries.jsonl``, ``qrels/<split>.tsv``) and/or
     explicit files (which override the folder's). Formats and checks: :func:`diagnose.io.load_dataset`.
+    ``require_qrels=False``: no golden set yet (a query log and a corpus get empty qrels, to judge: see
+    :mod:`diagnose.judging`).
 
     ``runs``: run files, ``"NAME=PATH"`` or ``(name, path)``; runs can also be given later to
     :class:`~diagnose.analysis.Analysis`. Problems that do not stop the work are counted in ``Dataset.report``;
@@ -41,11 +44,14 @@ def load(
     """
     from diagnose.io import load_dataset
 
-    if data is None and qrels is None:
+    if data is None and qrels is None and require_qrels:
         raise DataError(
             "No golden set given: pass a BEIR folder (data='path/to/folder') or a qrels file (qrels='qrels.tsv')."
         )
-    return load_dataset(data_dir=data, split=split, corpus=corpus, queries=queries, qrels=qrels, runs=runs)
+    return load_dataset(
+        data_dir=data, split=split, corpus=corpus, queries=queries, qrels=qrels, runs=runs,
+        require_qrels=require_qrels,
+    )  # fmt: skip
 
 
 def as_qrels(qrels: Qrels | Dataset | PathLike | Mapping[str, Mapping[str, int]]) -> Qrels:

@@ -714,19 +714,11 @@ def load_for_judging(
     """:func:`diagnose.load` where the golden set is optional: a BEIR folder without ``qrels/<split>.tsv``, or a
     corpus and a queries file (a production query log) alone get empty qrels. Evaluating such a data set stays an
     error (no query has a relevant document); :func:`judge_queue` and :func:`with_judgements` work."""
-    from diagnose.io import load_dataset
+    from diagnose.api import load
 
     if data is None and (corpus is None or queries is None):
         raise DataError("Judging needs a corpus and queries: pass a BEIR folder, or corpus= and queries=.")
-    return load_dataset(
-        data_dir=data,
-        split=split,
-        corpus=corpus,
-        queries=queries,
-        qrels=qrels,
-        runs=runs,
-        require_qrels=False,
-    )
+    return load(data, corpus=corpus, queries=queries, qrels=qrels, split=split, runs=runs, require_qrels=False)
 
 
 # ============================================================================================== effect
