@@ -1,0 +1,119 @@
+"""The one pipeline: data -> golden queries -> vectors -> BM25 -> baselines -> metrics -> failures.
+
+:class:`Analysis` is what a notebook, the ``diagnose`` CLI and the Streamlit app all call. Every step is lazy and
+computed once per analysis (memoised by its parameters, thread-safe): metrics need neither a model nor torch;
+the vector space is encoded the first time a step needs it (and cached on disk by :mod:`diagnose.embed`);
+changing ``k`` or the failure definition in a call re-encodes and re-indexes nothing.
+
+>>> import diagnose                                                              # doctest: +SKIP
+>>> a = diagnose.Analysis(diagnose.load("demo_corpus"), {"ann": "demo_corpus/runs/ann_minilm.trec"},
+...                       baselines=("bm25", "hybrid"))                          # doctest: +SKIP
+>>> a.metrics()[["ndcg@10", "recall@10"]]                                         # doctest: +SKIP
+>>> a.failures("ann").head()                                                       # doctest: +SKIP
+>>> a.inspect("q17", "ann")                                                        # doctest: +SKIP
+
+Errors name the parameter (``DataError.param``); the CLI and the app translate it into their flag or widget.
+
+Where things are (one class, built in layers, each a file): :mod:`.base` (parameters, the memo, progress),
+:mod:`.pipeline` (golden queries, runs, baselines, vectors, BM25), :mod:`.scores` (metrics, comparisons, the CI gate,
+ties, bounds), :mod:`.evidence` (failures, remedies, risk, inspection, model choice), :mod:`.pictures` (maps,
+similarity); :class:`Analysis` (here) adds the outputs: ``to_dict``, the summary and the notebook display.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from diagnose.analysis.base import (
+    BASELINE,
+    BASELINES,
+    DEFAULT_DEPTH,
+    DEFAULT_KS,
+    FAILURE_MODES,
+    LIVE,
+    YOUR_RUN,
+    _check_k,
+    _check_runs,
+    _param_error,
+)
+from diagnose.analysis.pictures import Pictures
+from diagnose.data import DataError
+from diagnose.report import failures_dict
+
+__all__ = ["Analysis", "BASELINE", "BASELINES", "DEFAULT_DEPTH", "DEFAULT_KS", "FAILURE_MODES", "LIVE", "YOUR_RUN",
+           "_check_k", "_check_runs", "_param_error"]  # fmt: skip
+
+
+class Analysis(Pictures):
+    """A retriever analysis over one data set.
+
+    ``dataset``: a :class:`~diagnose.data.Dataset` (``diagnose.load(...)``). ``runs``: ``{name: run}`` where a run
+    is a file path, a :class:`~diagnose.data.Run`, a dict ``{query_id: {doc_id: score}}``, or a live retriever (a
+    callable ``str -> list[doc_id | (doc_id, score)]``, a LangChain or LlamaIndex retriever; run over the golden
+    queries by :func:`diagnose.retrievers.run_retriever` the first time it is needed, latency recorded); default:
+    the runs loaded with the data set. ``k``: the cutoff of the failures and of the headline metrics; ``ks``: the
+    cutoffs of the metric table (``k`` is always added). ``model``: a sentence-transformers model name or folder
+    (``"default"``: the bundled all-MiniLM-L6-v2, offline); ``precision``: ``"fast"`` (bf16 transformer where the CPU supports it, vectors
+    within cosine 0.9999 of fp32) or ``"exact"`` (fp32, as sentence-transformers encodes); ``encoder``: an encoder
+    object instead (``name`` +
+    ``encode``, e.g. :class:`diagnose.embed.KeywordEncoder` in tests); ``embeddings``: precomputed vectors instead,
+    ``{"doc": path, "query": path}`` (optional ``"doc_ids"``, ``"query_ids"`` files for ``.npy``) or a
+    :class:`~diagnose.space.VectorSpace`. ``failure``: ``"hit"`` (a query fails when no relevant document is in its
+    top k) or ``"recall"`` (any relevant document missing). ``baselines``: any of ``"bm25"``, ``"dense"``,
+    ``"hybrid"`` (names as given), or a mapping ``{run name: kind}``. ``cache_dir``: where vectors and the BM25
+    index are cached (default: the user cache folder, ``DIAGNOSE_CACHE_DIR``). ``progress``: ``True`` (tqdm and
+    stage labels on a terminal), ``False``, or a reporter (:mod:`diagnose.progress`).
+    """
+
+    def to_dict(self, *, per_query: bool = False) -> dict[str, Any]:
+        """The same dict as ``diagnose evaluate --format json``, plus ``failures`` (run -> the ``diagnose
+        failures --format json`` dict) for every diagnosis computed so far."""
+        payload = self.evaluation_report().to_dict(per_query=per_query)
+        diagnosed = [key for key in list(self._memo) if isinstance(key, tuple) and key[0] == "diagnosis"]
+        if diagnosed:
+            payload["failures"] = {
+                f"{name}@{k}:{mode}" if (k, mode) != (self.k, self.failure) else name: failures_dict(self._memo[key])
+                for key in diagnosed
+                for _, name, k, mode in [key]
+            }
+        return payload
+
+    def summary(self) -> pd.DataFrame:
+        """The headline table: per run, nDCG, recall and hit rate at k, MRR, and (when the texts are loaded)
+        the number of failed queries and the failure classes."""
+        k = self.k
+        cols = [f"ndcg@{k}", f"recall@{k}", f"hit_rate@{k}", "mrr"]
+        table = self.metrics(cols)
+        if self.dataset.corpus is not None and self.dataset.queries is not None:
+            table["failed queries"] = [len(self.diagnosis(n).failed_queries) for n in table.index]
+            counts = self.class_counts()
+            table = table.join(counts.loc[:, counts.sum() > 0])
+        return table
+
+    def __repr__(self) -> str:
+        ds = self.dataset
+        parts = [f"{len(ds.corpus):,} documents" if ds.corpus is not None else "no corpus",
+                 f"{len(ds.qrels.queries_with_relevant()):,} golden queries",
+                 f"runs: {', '.join(self.run_names) or 'none'}", f"k={self.k}", f"failure={self.failure!r}",
+                 f"model={self.model or 'default'!r}"]  # fmt: skip
+        return f"Analysis({ds.name!r}: " + "; ".join(parts) + ")"
+
+    def _repr_html_(self) -> str:
+        import html
+
+        try:
+            table = self.summary()
+        except DataError as e:
+            return f"<p><b>Analysis</b>: {html.escape(str(e))}</p>"
+        head = html.escape(repr(self))
+        body = table.to_html(float_format=lambda v: f"{v:.4f}", escape=True, border=0)
+        note = (
+            f"<p>Failure classes count missed (query, relevant document) pairs at k={self.k} "
+            f"({html.escape(self.failure)}). <code>.failures(run)</code> lists them, <code>.inspect(query_id, "
+            "run)</code> shows one.</p>"
+            if "failed queries" in table
+            else ""
+        )
+        return f"<div><p><b>{head}</b></p>{body}{note}</div>"

@@ -1,0 +1,202 @@
+"""The analysis' foundation: its parameters, the memo (a lock per step, so a thread encoding never blocks one
+reading metrics), the per-thread progress reporter, and the parameter checks. The steps live in the subclasses:
+:mod:`.pipeline` (data, runs, vectors, BM25), :mod:`.scores` (metrics, comparisons, the CI gate), :mod:`.evidence`
+(failures, golden-set evidence, model choice), :mod:`.pictures` (maps and charts)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import numpy as np
+
+from diagnose import progress as progress_mod
+from diagnose.data import DataError, Dataset, Run
+from diagnose.extras import missing_extra
+
+if TYPE_CHECKING:
+
+    from diagnose.failures import Thresholds
+    from diagnose.space import VectorSpace
+
+T = TypeVar("T")
+
+BASELINES = ("bm25", "dense", "hybrid")
+FAILURE_MODES = ("hit", "recall")
+DEFAULT_KS = (1, 3, 5, 10)
+DEFAULT_DEPTH = 100
+YOUR_RUN, BASELINE, LIVE = "your run", "baseline", "live retriever"
+
+
+def _param_error(param: str, message: str) -> DataError:
+    return DataError(message, param=param)
+
+
+def _check_k(k: Any, param: str = "k") -> int:
+    if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 1:
+        raise _param_error(param, f"{param} must be a positive integer (the rank cutoff), got {k!r}.")
+    return int(k)
+
+
+def _check_runs(runs: Mapping[str, Run], ds: Dataset) -> None:
+    """The cross-file checks of :func:`diagnose.io.load_dataset` for runs given after loading (doc ids missing
+    from the corpus, golden queries missing from a run, unjudged run queries), counted in the data set's report."""
+    from diagnose.data import ValidationReport
+    from diagnose.io import _cross_checks, check_run_matches_qrels
+
+    for run in runs.values():
+        check_run_matches_qrels(run, ds.qrels)
+    scratch = ValidationReport()
+    _cross_checks(ds.qrels, runs, ds.corpus, None, scratch)
+    ds.report.problems.extend(p for p in scratch.problems if p.code != "qrels_doc_not_in_corpus")
+    ds.report.stats.update(scratch.stats)
+
+
+def _is_run_like(value: Any) -> bool:
+    return isinstance(value, Run | str | Path | Mapping)
+
+
+
+class AnalysisBase:
+    """Parameters, memo and reporting of :class:`diagnose.analysis.Analysis` (its docstring lists them)."""
+
+    def __init__(
+        self,
+        dataset: Dataset,
+        runs: Mapping[str, Any] | None = None,
+        *,
+        k: int = 10,
+        model: str | None = "default",
+        failure: str = "hit",
+        baselines: Sequence[str] | Mapping[str, str] = (),
+        cache_dir: str | Path | None = None,
+        ks: Sequence[int] = DEFAULT_KS,
+        metrics: Sequence[str] | None = None,
+        depth: int = DEFAULT_DEPTH,
+        bm25_engine: str = "bm25s",
+        thresholds: Thresholds | None = None,
+        encoder: Any = None,
+        embeddings: Mapping[str, Any] | VectorSpace | None = None,
+        precision: str = "fast",
+        progress: bool | progress_mod.Reporter | None = False,
+    ) -> None:
+        if not isinstance(dataset, Dataset):
+            raise _param_error(
+                "dataset", f"dataset must be a Dataset (diagnose.load(...)), got {type(dataset).__name__}."
+            )
+        self.dataset = dataset
+        self.k = _check_k(k)
+        self.ks = tuple(sorted({*(_check_k(x, "ks") for x in ks), self.k}))
+        self.failure = self._check_failure(failure)
+        self.depth = _check_k(depth, "depth")
+        if bm25_engine not in ("bm25s", "rank_bm25"):
+            raise _param_error("bm25_engine", f"bm25_engine must be 'bm25s' or 'rank_bm25', got {bm25_engine!r}.")
+        self.bm25_engine = bm25_engine
+        self.model = None if model in (None, "", "default") else str(model)
+        if precision not in ("fast", "exact"):
+            raise _param_error("precision", f"precision must be 'fast' or 'exact', got {precision!r}.")
+        self.precision = precision
+        self.cache_dir = Path(cache_dir) if cache_dir is not None else None
+        self._metric_names = list(metrics) if metrics is not None else None
+        self._thresholds = thresholds
+        self._encoder_given = encoder
+        self._embeddings = embeddings
+        self._default_reporter = progress_mod.reporter(progress)
+        self._local = threading.local()  # a reporter per thread (the app encodes in a background thread)
+        self._lock = threading.Lock()  # guards the memo and the per-key locks only
+        self._key_locks: dict[Hashable, threading.RLock] = {}
+        self._memo: dict[Hashable, Any] = {}
+        self._baselines = self._check_baselines(baselines)
+        given = dict(dataset.runs) if runs is None else dict(runs)
+        self._inputs: dict[str, Any] = {str(n): r for n, r in given.items()}
+        clash = sorted(set(self._inputs) & set(self._baselines))
+        if clash:
+            raise _param_error(
+                "baselines",
+                f"A run is already named {clash[0]!r}; baseline runs use that name. Rename the run, or give the "
+                f"baselines other names, e.g. baselines={{'{clash[0]} (baseline)': '{self._baselines[clash[0]]}'}}.",
+            )
+
+    @staticmethod
+    def _check_failure(failure: str) -> str:
+        if failure not in FAILURE_MODES:
+            raise _param_error(
+                "failure",
+                f"failure must be 'hit' (no relevant document in the top k) or 'recall' (any relevant document "
+                f"missing), got {failure!r}.",
+            )
+        return failure
+
+    @staticmethod
+    def _check_baselines(baselines: Sequence[str] | Mapping[str, str]) -> dict[str, str]:
+        items = dict(baselines) if isinstance(baselines, Mapping) else {b: b for b in dict.fromkeys(baselines)}
+        bad = [kind for kind in items.values() if kind not in BASELINES]
+        if bad:
+            raise _param_error(
+                "baselines", f"Unknown baseline {bad[0]!r}; choose among {', '.join(BASELINES)}."
+            )
+        return {str(n): str(kind) for n, kind in items.items()}
+
+    def _cached(self, key: Hashable, build: Callable[[], T]) -> T:
+        """``build()`` once per key. Each key has its own lock, so a thread encoding the corpus does not block a
+        thread reading metrics; a key only ever waits for the keys it is built from (no cycles, no deadlock)."""
+        if key in self._memo:
+            return self._memo[key]
+        with self._lock:
+            lock = self._key_locks.setdefault(key, threading.RLock())
+        with lock:
+            if key not in self._memo:
+                try:
+                    self._memo[key] = build()
+                except ModuleNotFoundError as e:  # an optional package: name the extra that installs it
+                    err = missing_extra(e, f"Analysis step {key[0] if isinstance(key, tuple) else key!r}")
+                    if err is None:
+                        raise
+                    raise err from None
+            return self._memo[key]
+
+    def _has(self, key: Hashable) -> bool:
+        return key in self._memo
+
+    @property
+    def _reporter(self) -> progress_mod.Reporter:
+        return getattr(self._local, "reporter", None) or self._default_reporter
+
+    def _need_texts(self, what: str) -> None:
+        ds = self.dataset
+        if ds.corpus is None or ds.queries is None:
+            raise _param_error(
+                "corpus" if ds.corpus is None else "queries",
+                f"{what} needs the texts of the corpus and the queries: load the data with a BEIR folder "
+                "(diagnose.load('folder')) or give corpus= and queries= files.",
+            )
+
+    @contextmanager
+    def reporting(self, progress: bool | progress_mod.Reporter | None) -> Iterator[Any]:
+        """``with analysis.reporting(reporter): ...``: what this thread computes inside the block reports to
+        ``progress`` (the app passes its ``st.status`` box); other threads keep their own reporter."""
+        saved = getattr(self._local, "reporter", None)
+        if progress is not None:
+            self._local.reporter = progress_mod.reporter(progress)
+        try:
+            yield self
+        finally:
+            self._local.reporter = saved
+
+    def prepare(self, progress: bool | progress_mod.Reporter | None = None, *, vectors: bool = True) -> Any:
+        """Compute the heavy parts now (runs, BM25 index, vector space, baselines), reporting to ``progress``
+        (default: the analysis' own reporter). ``vectors=False`` stops before anything needs a model."""
+        with self.reporting(progress):
+            self.user_runs()
+            needs_text = vectors or any(kind in ("bm25", "hybrid") for kind in self._baselines.values())
+            if needs_text and self.dataset.corpus is not None and self.dataset.queries is not None:
+                _ = self.bm25
+            if vectors:
+                _ = self.space
+                _ = self.runs
+            else:
+                self.ready_runs()
+        return self

@@ -1,0 +1,173 @@
+"""Why runs fail: the diagnosis per missed (query, relevant document), the golden set's own evidence (label
+noise, hubs, risk), each remedy measured on the data, one query inspected, and which embedding model to choose."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+
+if TYPE_CHECKING:
+
+    from diagnose.failures import Diagnosis, Hubness, LabelNoise
+    from diagnose.inspection import Inspection
+    from diagnose.models import ModelComparison
+    from diagnose.remedies import Remedies
+    from diagnose.risk import RiskValidation
+
+from diagnose.analysis.base import (
+    _check_k,
+    _param_error,
+)
+from diagnose.analysis.scores import Scores
+
+
+class Evidence(Scores):
+    """See :class:`diagnose.analysis.Analysis`."""
+
+    def diagnosis(self, run: str | None = None, *, k: int | None = None, failure: str | None = None) -> Diagnosis:
+        """The :class:`~diagnose.failures.Diagnosis` of a run: every failed (query, relevant document) pair with
+        its evidence, class and recommendation."""
+        name = self._run_name(run)
+        k = self.k if k is None else _check_k(k)
+        mode = self.failure if failure is None else self._check_failure(failure)
+
+        def build() -> Diagnosis:
+            from diagnose.failures import diagnose_run
+
+            self._need_texts("The failure analysis")
+            run_obj = self.runs[name]
+            space, bm25 = self.space, self.bm25
+            self._reporter.step(f"Diagnosing the failures of {name} at k={k}")
+            return diagnose_run(self.dataset, run_obj, space, bm25, k=k, mode=mode, thresholds=self.thresholds)
+
+        return self._cached(("diagnosis", name, k, mode), build)
+
+    def failures(self, run: str | None = None, *, k: int | None = None, failure: str | None = None) -> pd.DataFrame:
+        """One row per failed (query, target) pair, worst first; the columns are the keys of ``diagnose failures
+        --format json`` (``class``, ``label``, ``cosine``, ``run_rank``, ``dense_rank``, ``bm25_rank``,
+        ``missing_terms``, ``evidence``, ``recommendation``, ``top_retrieved``, ...)."""
+        from diagnose.failures import Failure, sort_worst
+
+        d = self.diagnosis(run, k=k, failure=failure)
+        rows = [f.to_dict() for f in sort_worst(d.failures)]
+        columns = list(Failure.__dataclass_fields__)
+        columns[columns.index("cls")] = "class"
+        columns.insert(columns.index("class") + 1, "label")
+        return pd.DataFrame(rows, columns=columns)
+
+    def class_counts(self, k: int | None = None, failure: str | None = None) -> pd.DataFrame:
+        """Failure classes per run: one row per run, one column per class id (taxonomy order)."""
+        from diagnose.failures import CLASSES
+
+        rows = {n: self.diagnosis(n, k=k, failure=failure).class_counts for n in self.run_names}
+        return pd.DataFrame.from_dict(rows, orient="index", columns=list(CLASSES)).rename_axis("run")
+
+    def label_noise(self, run: str | None = None, *, k: int | None = None) -> LabelNoise:
+        """Unjudged near-duplicates of relevant documents in the top k, duplicate documents, conflicting queries."""
+        name = self._run_name(run)
+        k = self.k if k is None else _check_k(k)
+
+        def build() -> LabelNoise:
+            from diagnose.failures import find_label_noise
+
+            self._need_texts("The label-noise finder")
+            return find_label_noise(
+                self.dataset, self.runs[name], self.space, k=k, duplicate_cosine=self.thresholds.duplicate_cosine
+            )
+
+        return self._cached(("label_noise", name, k), build)
+
+    def hubness(self, run: str | None = None, *, k: int | None = None) -> Hubness:
+        """Documents in the top k of unusually many queries (k-occurrence skewness)."""
+        from diagnose.failures import hubness
+
+        name = self._run_name(run)
+        k = self.k if k is None else _check_k(k)
+        n_docs = len(self.dataset.corpus) if self.dataset.corpus is not None else None
+        return hubness(self.runs[name], k=k, n_docs=n_docs)
+
+    def remedies(self, run: str | None = None, *, k: int | None = None, failure: str | None = None) -> Remedies:
+        """Each failure class's remedy applied to this run and measured: hybrid RRF with BM25 for
+        vocabulary_mismatch, exact dense search for index_gap, the top 3k reranked by exact cosine for near_miss
+        and ranking_failure; what each recovers and what hits it loses, with a paired randomization test."""
+        from diagnose.remedies import prove_remedies
+
+        name = self._run_name(run)
+        k = self.k if k is None else _check_k(k)
+        mode = self.failure if failure is None else self._check_failure(failure)
+
+        def build() -> Remedies:
+            sp = self.space
+            return prove_remedies(
+                self.dataset, self.runs[name], self.diagnosis(name, k=k, failure=mode), space=sp,
+                bm25_run=self._baseline("bm25"), dense_run=self._baseline("dense"),
+            )  # fmt: skip
+
+        return self._cached(("remedies", name, k, mode), build)
+
+    def risk(self, run: str | None = None, *, k: int | None = None) -> pd.DataFrame:
+        """Every query of the run (judged or not) ranked by how likely it fails, from its top-k scores alone
+        (:func:`diagnose.risk.failure_risk`): which unlabelled queries to judge first."""
+        from diagnose.risk import failure_risk
+
+        name = self._run_name(run)
+        k = self.k if k is None else _check_k(k)
+        return self._cached(("risk", name, k), lambda: failure_risk(self.runs[name], k=k)).copy()
+
+    def risk_validation(self, run: str | None = None, *, k: int | None = None) -> RiskValidation:
+        """How well :meth:`risk` finds the golden queries that fail at k (ROC AUC, per feature too)."""
+        from diagnose.risk import validate_risk
+
+        name = self._run_name(run)
+        k = self.k if k is None else _check_k(k)
+        return validate_risk(self.risk(name, k=k), self.dataset.qrels, self.runs[name], k)
+
+    def inspect(
+        self, query_id: str, run: str | None = None, *, k: int | None = None, failure: str | None = None
+    ) -> Inspection:
+        """One query in one run: its missed targets with their evidence (terms present and missing marked), class
+        and recommendation, and what the run retrieved instead. Shows itself as HTML in a notebook."""
+        from diagnose.inspection import inspect_query
+
+        name = self._run_name(run)
+        qid = str(query_id)
+        if self.dataset.queries is not None and qid not in self.dataset.queries.text_of():
+            raise _param_error("query_id", f"No query {qid!r} in the queries file.")
+        diag = self.diagnosis(name, k=k, failure=failure)
+        return inspect_query(self.dataset, self.runs[name], diag, self.space, self.bm25, qid)
+
+    def models(
+        self,
+        models: Sequence[Any],
+        *,
+        metric: str | None = None,
+        k: int | None = None,
+        n_resamples: int = 10_000,
+        seed: int = 0,
+    ) -> ModelComparison:
+        """Which embedding model for this golden set: each model (a name, a folder, ``"default"``, or an encoder
+        object) searches the corpus exactly; metrics with CIs, ties with the best, speed, memory, failure classes.
+        Vectors are the analysis' own (memoised and cached on disk)."""
+        from diagnose import embed
+        from diagnose.models import compare_models
+
+        k = self.k if k is None else _check_k(k)
+        self._need_texts("Comparing models")
+        encoders = []
+        for m in models or ["default"]:
+            if isinstance(m, str | Path) or m is None:
+                name = None if m in (None, "", "default") else str(m)
+                enc = (self.encoder if name == self.model and self._encoder_given is None
+                       else embed.load_encoder(name, precision=self.precision))  # fmt: skip
+            else:
+                enc = m
+            encoders.append(enc)
+        spaces = [self.space if e is self.encoder else self.space_for(e) for e in encoders]
+        key = ("models", tuple(e.name for e in encoders), metric, k, n_resamples, seed)
+        return self._cached(key, lambda: compare_models(
+            self.dataset, self.golden, encoders, spaces, bm25=self.bm25, k=k, metric=metric, depth=self.depth,
+            n_resamples=n_resamples, seed=seed,
+        ))  # fmt: skip

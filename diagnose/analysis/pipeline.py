@@ -1,0 +1,247 @@
+"""The pipeline's inputs, each computed once: the golden queries, the runs (files, dicts, live retrievers), the
+baselines, the encoder, the vector space and the BM25 index."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from diagnose.api import as_run
+from diagnose.data import Run
+
+if TYPE_CHECKING:
+
+    from diagnose.failures import Thresholds
+    from diagnose.lexical import BM25Index
+    from diagnose.space import VectorSpace
+
+from diagnose.analysis.base import (
+    BASELINE,
+    LIVE,
+    YOUR_RUN,
+    AnalysisBase,
+    _check_runs,
+    _is_run_like,
+    _param_error,
+)
+
+
+class Pipeline(AnalysisBase):
+    """See :class:`diagnose.analysis.Analysis`."""
+
+    @property
+    def golden(self) -> list[str]:
+        """The golden queries: judged with at least one relevant document (grade > 0), and with a text when the
+        queries are loaded (those are embedded, searched by the baselines and diagnosed). Qrels order."""
+
+        def build() -> list[str]:
+            ds = self.dataset
+            golden = ds.qrels.queries_with_relevant()
+            if ds.queries is not None:
+                texts = ds.queries.text_of()
+                golden = [q for q in golden if str(texts.get(q, "")).strip()]
+            if not golden:
+                raise _param_error(
+                    "queries",
+                    "No judged query has a relevant document (grade > 0)"
+                    + (" and a text in the queries file" if ds.queries is not None else "")
+                    + ", so there is nothing to evaluate. Check that the qrels and the queries use the same query "
+                    "ids and that relevant documents have a positive grade.",
+                )
+            return golden
+
+        return self._cached("golden", build)
+
+    def document(self, doc_id: str) -> tuple[str, str] | None:
+        """``(title, text)`` of a corpus document, None when the id is not in the corpus (or there is no corpus)."""
+        corpus = self.dataset.corpus
+        if corpus is None:
+            return None
+        row = self._cached("doc_row", corpus.index_of).get(doc_id)
+        if row is None:
+            return None
+        return str(corpus.df["title"].iat[row] or ""), str(corpus.df["text"].iat[row] or "")
+
+    @property
+    def kinds(self) -> dict[str, str]:
+        """Run name -> ``"your run"``, ``"live retriever"`` or ``"baseline"``, in the order of :attr:`runs`."""
+        out = {n: (YOUR_RUN if _is_run_like(r) else LIVE) for n, r in self._inputs.items()}
+        out.update({n: BASELINE for n in self._baselines})
+        return out
+
+    @property
+    def run_names(self) -> list[str]:
+        return list(self.kinds)
+
+    def user_runs(self) -> dict[str, Run]:
+        """The runs given (files read, dicts converted, live retrievers run over the golden queries)."""
+        return self._cached("user_runs", self._read_runs)
+
+    def _read_runs(self) -> dict[str, Run]:
+        ds = self.dataset
+        out: dict[str, Run] = {}
+        fresh: dict[str, Run] = {}
+        for name, value in self._inputs.items():
+            if isinstance(value, Run) and ds.runs.get(name) is value:
+                out[name] = value  # loaded (and cross-checked) with the data set
+            elif _is_run_like(value):
+                out[name] = fresh[name] = as_run(value, name=name, report=ds.report)
+            else:
+                from diagnose.retrievers import run_retriever
+
+                self._need_texts(f"The live retriever {name!r}")
+                self._reporter.step(f"Running the retriever {name} over {len(self.golden):,} golden queries")
+                out[name] = fresh[name] = run_retriever(
+                    value,
+                    {q: t for q, t in ds.queries.text_of().items() if q in set(self.golden)},
+                    depth=self.depth,
+                    name=name,
+                    report=ds.report,
+                    progress=self._reporter.bar(f"Retriever {name}"),
+                )
+        if fresh:
+            _check_runs(fresh, ds)
+        return out
+
+    def baseline_runs(self) -> dict[str, Run]:
+        """The baselines asked for: ``bm25`` (Lucene BM25 over title + text), ``dense`` (exact cosine search with
+        the model), ``hybrid`` (RRF, k=60, of the two), each cut at ``depth``, under the names given."""
+        return {name: self._baseline(kind, name) for name, kind in self._baselines.items()}
+
+    def _baseline(self, kind: str, name: str | None = None) -> Run:
+        """One baseline run (memoised per kind), renamed to ``name``."""
+
+        def build() -> Run:
+            from diagnose import baselines as bl
+
+            self._need_texts("A baseline run")
+            if kind == "bm25":
+                self._reporter.step(f"Computing the BM25 baseline (depth {self.depth})")
+                return bl.bm25_run(
+                    self.dataset.corpus, self.dataset.queries, self.golden, depth=self.depth, index=self.bm25,
+                    report=self.dataset.report,
+                )  # fmt: skip
+            if kind == "dense":
+                sp = self.space
+                self._reporter.step(f"Computing the dense baseline (exact search, depth {self.depth})")
+                return bl.dense_run(sp.doc_vecs, sp.query_vecs, sp.doc_ids, sp.query_ids, depth=self.depth)
+            return bl.hybrid_run(self._baseline("bm25"), self._baseline("dense"), depth=self.depth)
+
+        run = self._cached(("baseline", kind), build)
+        return run if name is None or run.name == name else replace(run, name=name)
+
+    @property
+    def vectors_ready(self) -> bool:
+        """Whether the vector space is computed (what the diagnosis, dense and hybrid baselines need)."""
+        return self._has("space")
+
+    def ready_runs(self) -> dict[str, Run]:
+        """The runs available without waiting for the vectors: the runs given, the BM25 baseline, and the dense and
+        hybrid baselines once :attr:`vectors_ready` (the app shows these while the corpus is being encoded)."""
+        if self.vectors_ready:
+            return self.runs
+        out = dict(self.user_runs())
+        out.update({n: self._baseline(kind, n) for n, kind in self._baselines.items() if kind == "bm25"})
+        return out
+
+    @property
+    def runs(self) -> dict[str, Run]:
+        """Every run: the runs given, then the baselines."""
+        return {**self.user_runs(), **self.baseline_runs()}
+
+    def run(self, name: str | None = None) -> Run:
+        """One run by name (default: the first)."""
+        return self.runs[self._run_name(name)]
+
+    def _run_name(self, name: str | None) -> str:
+        names = self.run_names
+        if not names:
+            raise _param_error("runs", "No run to analyse: give runs={name: path or run} or baselines=('bm25',).")
+        if name is None:
+            return names[0]
+        if name not in names:
+            raise _param_error("run", f"No run named {name!r}; the runs are: {', '.join(names)}.")
+        return name
+
+    @property
+    def encoder(self) -> Any:
+        """The encoder of ``model`` (loaded lazily: the weights are read the first time something is encoded)."""
+
+        def build() -> Any:
+            if self._encoder_given is not None:
+                return self._encoder_given
+            from diagnose import embed
+
+            self._reporter.step(f"Loading the embedding model {self.model or embed.DEFAULT_MODEL}")
+            return embed.load_encoder(self.model, precision=self.precision)
+
+        return self._cached("encoder", build)
+
+    @property
+    def space(self) -> VectorSpace:
+        """The corpus and the golden queries in the model's vector space (rows L2-normalised)."""
+
+        def build() -> VectorSpace:
+            from diagnose.space import VectorSpace
+
+            self._need_texts("The vector space")
+            emb = self._embeddings
+            if isinstance(emb, VectorSpace):
+                return emb
+            if emb is not None:
+                self._reporter.step("Loading the precomputed vectors")
+                return VectorSpace.build(
+                    self.dataset, self.golden, doc_embeddings=emb.get("doc"), query_embeddings=emb.get("query"),
+                    doc_ids=emb.get("doc_ids"), query_ids_file=emb.get("query_ids"), report=self.dataset.report,
+                )  # fmt: skip
+            return self.space_for(self.encoder)
+
+        return self._cached("space", build)
+
+    def space_for(self, encoder: Any) -> VectorSpace:
+        """The vector space of another encoder on the same data and golden queries (memoised per encoder name)."""
+
+        def build() -> VectorSpace:
+            from diagnose.space import VectorSpace
+
+            self._need_texts("The vector space")
+            label = getattr(encoder, "label", "") or encoder.name
+            bar = self._reporter.bar(
+                f"Encoding {len(self.dataset.corpus):,} documents and {len(self.golden):,} queries with {label}"
+            )
+            return VectorSpace.build(
+                self.dataset, self.golden, encoder=encoder, cache_dir=self.cache_dir, progress=bar,
+                report=self.dataset.report,
+            )  # fmt: skip
+
+        return self._cached(("space", encoder.name), build)
+
+    def has_space(self, encoder: Any) -> bool:
+        """Whether the vectors of ``encoder`` were already computed in this analysis."""
+        return self._has(("space", encoder.name)) or (self._has("space") and self._has("encoder")
+                                                       and self._memo["encoder"].name == encoder.name)  # fmt: skip
+
+    @property
+    def bm25(self) -> BM25Index:
+        """The BM25 index of the corpus (title + text), cached on disk for the bm25s engine."""
+
+        def build() -> BM25Index:
+            from diagnose.cache import default_cache_root
+            from diagnose.lexical import BM25Index
+
+            self._need_texts("BM25")
+            self._reporter.step(f"Building the BM25 index ({self.bm25_engine})")
+            root = self.cache_dir or default_cache_root()
+            corpus = self.dataset.corpus
+            return BM25Index.build(
+                corpus.texts(), list(corpus.ids), engine=self.bm25_engine, cache_dir=root / "bm25",
+                report=self.dataset.report,
+            )  # fmt: skip
+
+        return self._cached("bm25", build)
+
+    @property
+    def thresholds(self) -> Thresholds:
+        from diagnose.failures import Thresholds
+
+        return self._thresholds or Thresholds()

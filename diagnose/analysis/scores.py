@@ -1,0 +1,330 @@
+"""What the runs score: metrics per query and overall, latency of live retrievers, the tie audit and the bounds
+over unjudged documents, paired comparisons (Holm, Benjamini-Hochberg, Tukey HSD, topic-set size), the queries
+each run fixes and breaks, the CI gate, slices, what-if fusion, and the report of ``diagnose evaluate``."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from diagnose.data import DataError
+from diagnose.report import EvaluationReport
+
+if TYPE_CHECKING:
+
+    from diagnose.metrics import Evaluation
+    from diagnose.ties import TieAudit
+
+from diagnose.analysis.base import (
+    _check_k,
+    _param_error,
+)
+from diagnose.analysis.pipeline import Pipeline
+
+
+class Scores(Pipeline):
+    """See :class:`diagnose.analysis.Analysis`."""
+
+    def metric_names(self, metrics: Sequence[str] | None = None) -> list[str]:
+        """Full metric names: ``metrics`` (or the analysis' own, or the CLI's default set) expanded at ``ks``."""
+        from diagnose.metrics import expand_metrics
+
+        return expand_metrics(metrics if metrics is not None else self._metric_names, self.ks)
+
+    def evaluations(
+        self, metrics: Sequence[str] | None = None, *, runs: Sequence[str] | None = None
+    ) -> dict[str, Evaluation]:
+        """Run name -> :class:`~diagnose.metrics.Evaluation` (per query and aggregate), of every run and baseline
+        (or of the runs named: the app scores the runs it has while the vectors are still being computed)."""
+        names = tuple(self.metric_names(metrics))
+        chosen = tuple(runs) if runs is not None else None
+
+        def build() -> dict[str, Evaluation]:
+            from diagnose.metrics import evaluate_many
+
+            pool = self.runs if chosen is None else self.ready_runs()
+            return evaluate_many(self.dataset.qrels, {n: pool[n] for n in (chosen or pool)}, list(names))
+
+        return self._cached(("evaluations", names, chosen), build)
+
+    def latency(self, k: int | None = None) -> dict[str, dict[str, float]]:
+        """For runs with recorded latency (live retrievers): ``latency_p50_ms``, ``latency_p95_ms`` (over the
+        queries that returned) and ``recall@k_per_ms`` (recall@k divided by the median latency: recall bought per
+        millisecond of a query)."""
+        out: dict[str, dict[str, float]] = {}
+        with_latency = {n: r for n, r in self.user_runs().items() if getattr(r, "latency_ms", None)}
+        if not with_latency:
+            return out
+        recall = f"recall@{self.k if k is None else _check_k(k)}"
+        evs = self.evaluations([recall], runs=list(with_latency))
+        for name, r in with_latency.items():
+            ms = np.asarray(list(r.latency_ms.values()), dtype=np.float64)
+            p50 = float(np.percentile(ms, 50))
+            out[name] = {
+                "latency_p50_ms": p50,
+                "latency_p95_ms": float(np.percentile(ms, 95)),
+                f"{recall}_per_ms": evs[name].aggregate[recall] / p50 if p50 > 0 else float("nan"),
+            }
+        return out
+
+    def metrics(self, metrics: Sequence[str] | None = None) -> pd.DataFrame:
+        """Mean metrics: one row per run (index: run names, baselines included), one column per metric (the
+        CLI's names, e.g. ``ndcg@10``); live retrievers add ``latency_p50_ms``, ``latency_p95_ms`` and
+        ``recall@k_per_ms``."""
+        evs = self.evaluations(metrics)
+        names = self.metric_names(metrics)
+        table = pd.DataFrame(
+            [evs[n].aggregate for n in evs], index=pd.Index(list(evs), name="run"), columns=names
+        )
+        lat = self.latency()
+        if lat:
+            extra = pd.DataFrame.from_dict(lat, orient="index")
+            table = table.join(extra)
+        return table
+
+    def per_query(self, run: str | None = None, metrics: Sequence[str] | None = None) -> pd.DataFrame:
+        """Per-query metrics of one run (index: golden query ids; missing queries score 0)."""
+        return self.evaluations(metrics)[self._run_name(run)].per_query.copy()
+
+    def ties(self, run: str | None = None, *, k: int | None = None) -> TieAudit:
+        """The tie audit of a run: queries whose score ties in the top k (or across rank k) make the metrics depend
+        on how documents are named, with each metric's exact range over tie orders. Computed once per run; a run
+        whose metrics depend on tie order gets a ``score_ties`` warning in the data set's report."""
+        from diagnose.ties import add_to_report, tie_audit
+
+        name = self._run_name(run)
+        k = self.k if k is None else _check_k(k)
+
+        def build() -> TieAudit:
+            audit = tie_audit(self.dataset.qrels, self.runs[name], self.metric_names(), k=k)
+            add_to_report(audit, self.dataset.report)
+            return audit
+
+        return self._cached(("ties", name, k), build)
+
+    def bounds(self, metrics: Sequence[str] | None = None, *, runs: Sequence[str] | None = None) -> pd.DataFrame:
+        """How far the unjudged documents could move each metric: per run (all, or those named) and metric,
+        ``lower`` (unjudged = non-relevant, today's value), ``upper`` (unjudged judged at best) and ``gap``."""
+        from diagnose.metrics import metric_bounds
+
+        names = self.metric_names(metrics or [f"ndcg@{self.k}", f"recall@{self.k}", f"hit_rate@{self.k}", "mrr"])
+        chosen = tuple(runs) if runs is not None else None
+
+        def build() -> pd.DataFrame:
+            frames = []
+            pool = self.runs if chosen is None else self.ready_runs()
+            for name in chosen or pool:
+                run = pool[name]
+                agg = metric_bounds(self.dataset.qrels, run, names).aggregate.reset_index()
+                agg.insert(0, "run", name)
+                frames.append(agg)
+            return pd.concat(frames, ignore_index=True)
+
+        return self._cached(("bounds", tuple(names), chosen), build).copy()
+
+    def _reference(self, reference: str | None) -> str:
+        return self._run_name(reference)
+
+    def comparisons(
+        self,
+        reference: str | None = None,
+        metrics: Sequence[str] | None = None,
+        *,
+        n_resamples: int = 10_000,
+        seed: int = 0,
+    ) -> list[Any]:
+        """Paired comparisons (:class:`diagnose.stats.Comparison`) of every run with ``reference`` (default: the
+        first run) on ``metrics`` (default: nDCG and recall at k, and MRR), Holm-corrected as one family."""
+        ref = self._reference(reference)
+        names = tuple(metrics or (f"ndcg@{self.k}", f"recall@{self.k}", "mrr"))
+
+        def build() -> list[Any]:
+            from diagnose.stats import compare_all
+
+            if len(self.runs) < 2:
+                return []
+            evs = self.evaluations([*self.metric_names(), *names])
+            per_query = {n: ev.per_query for n, ev in evs.items()}
+            return compare_all(per_query, ref, list(names), n_resamples=n_resamples, seed=seed)
+
+        return self._cached(("comparisons", ref, names, n_resamples, seed), build)
+
+    def tukey(
+        self, metric: str | None = None, *, n_resamples: int = 10_000, seed: int = 0
+    ) -> pd.DataFrame:
+        """Every pair of runs at once (three or more runs): the randomised Tukey HSD test on ``metric`` (default
+        nDCG@k), which controls the family-wise error over all pairs; one row per pair with ``mean_diff``,
+        ``effect_size``, ``p_tukey``, ``significant``. Empty with fewer than three runs."""
+        from diagnose.stats import randomised_tukey_hsd
+
+        m = self.metric_names([metric or f"ndcg@{self.k}"])[0]
+
+        def build() -> pd.DataFrame:
+            if len(self.runs) < 3:
+                return pd.DataFrame(columns=["reference", "run", "mean_diff", "effect_size", "p_tukey", "significant"])
+            evs = self.evaluations([*self.metric_names(), m])
+            return randomised_tukey_hsd({n: ev.per_query for n, ev in evs.items()}, m, n_resamples=n_resamples,
+                                        seed=seed)  # fmt: skip
+
+        return self._cached(("tukey", m, n_resamples, seed), build).copy()
+
+    def compare(
+        self, reference: str | None = None, metrics: Sequence[str] | None = None, *, n_resamples: int = 10_000,
+        seed: int = 0,
+    ) -> pd.DataFrame:  # fmt: skip
+        """:meth:`comparisons` as a table: one row per (metric, run), the columns of the CLI's ``comparisons``
+        (``metric, run, reference, mean_diff, ci_low, ci_high, p_ttest, p_randomization, p_wilcoxon, p_holm, wins,
+        ties, losses, n_queries, mdd, significant``)."""
+        rows = [c.to_dict() for c in self.comparisons(reference, metrics, n_resamples=n_resamples, seed=seed)]
+        return pd.DataFrame(rows)
+
+    def queries_needed(
+        self, difference: float, reference: str | None = None, metrics: Sequence[str] | None = None
+    ) -> pd.DataFrame:
+        """Topic-set size (Sakai): per run and metric, the number of golden queries a paired t-test (alpha 0.05,
+        power 0.8) needs to detect a mean difference of ``difference`` from the reference, given the standard
+        deviation of the per-query differences observed here; beside the number of queries there are."""
+        import math
+
+        from diagnose.stats import topic_set_size
+
+        if isinstance(difference, bool) or not isinstance(difference, int | float) or not math.isfinite(difference) \
+                or difference <= 0:  # fmt: skip
+            raise _param_error("difference", f"difference must be a positive number, got {difference!r}.")
+        ref = self._reference(reference)
+        names = self.metric_names(metrics or [f"ndcg@{self.k}", f"recall@{self.k}", "mrr"])
+        evs = self.evaluations([*self.metric_names(), *names])
+        rows = []
+        for m in names:
+            base = evs[ref].per_query[m]
+            for name, ev in evs.items():
+                if name == ref:
+                    continue
+                d = (ev.per_query[m].reindex(base.index).fillna(0.0) - base).to_numpy()
+                sd = float(np.std(d, ddof=1)) if len(d) > 1 else float("nan")
+                need = topic_set_size(difference, sd) if math.isfinite(sd) else None
+                rows.append({"metric": m, "run": name, "reference": ref, "difference": float(difference),
+                             "sd_of_differences": sd, "queries_needed": need, "queries": len(d)})  # fmt: skip
+        return pd.DataFrame(rows)
+
+    def query_changes(self, reference: str | None = None, *, k: int | None = None) -> dict[str, dict[str, Any]]:
+        """Per run: the golden queries it fixes (the reference has no relevant document in its top k, the run
+        has) and breaks (the reverse), by ``hit_rate@k``."""
+        from diagnose.compare import per_query_deltas
+
+        ref = self._reference(reference)
+        k = self.k if k is None else _check_k(k)
+        metric = f"hit_rate@{k}"
+        evs = self.evaluations([*self.metric_names(), metric])
+        out: dict[str, dict[str, Any]] = {}
+        for name, ev in evs.items():
+            if name == ref:
+                continue
+            d = per_query_deltas(evs[ref], ev, metric)
+            out[name] = {
+                "metric": metric,
+                "fixed": d.loc[d["change"] == "fixed", "query_id"].astype(str).tolist(),
+                "broken": d.loc[d["change"] == "broken", "query_id"].astype(str).tolist(),
+            }
+        return out
+
+    def gate(
+        self,
+        fail_under: Mapping[str, float] | None = None,
+        max_drop: Mapping[str, float] | None = None,
+        *,
+        reference: str | None = None,
+        skip_reference: bool = False,
+    ) -> list[str]:
+        """The CI gate: a message for every bound a run breaks (empty: passed). ``fail_under``: metric -> lowest
+        allowed mean; ``max_drop``: metric -> largest allowed drop below the reference's mean. The reference
+        itself is not gated when ``skip_reference``."""
+        import math
+
+        fail_under, max_drop = dict(fail_under or {}), dict(max_drop or {})
+        for param, bounds in (("fail_under", fail_under), ("max_drop", max_drop)):
+            for metric, bound in bounds.items():
+                if isinstance(bound, bool) or not isinstance(bound, int | float) or not math.isfinite(bound):
+                    raise _param_error(param, f"{param}[{metric!r}] must be a finite number, got {bound!r}.")
+                if param == "max_drop" and bound < 0:
+                    raise _param_error(param, f"{param}[{metric!r}] must be >= 0, got {bound!r}.")
+        if max_drop and len(self.runs) < 2:
+            raise _param_error("max_drop", "max_drop needs a reference run to compare with: give a second run.")
+        ref = self._reference(reference)
+        evs = self.evaluations([*self.metric_names(), *fail_under, *max_drop])
+        out = []
+        for name, ev in evs.items():
+            if name == ref and skip_reference:
+                continue
+            for metric, bound in fail_under.items():
+                value = ev.aggregate[self.metric_names([metric])[0]]
+                if value < bound:
+                    out.append(f"run {name!r}: {metric} = {value:.4f} is below the bound {bound:g} (fail_under)")
+            for metric, drop in max_drop.items():
+                m = self.metric_names([metric])[0]
+                value, refv = ev.aggregate[m], evs[ref].aggregate[m]
+                if refv - value > drop:
+                    out.append(
+                        f"run {name!r}: {metric} = {value:.4f} dropped {refv - value:.4f} below the reference "
+                        f"{ref!r} ({refv:.4f}); the allowed drop is {drop:g} (max_drop)"
+                    )
+        return out
+
+    def slices(self, field: str, metrics: Sequence[str] | None = None) -> pd.DataFrame:
+        """Mean metrics per run and per value of the query metadata ``field``."""
+        from diagnose.compare import slice_metrics
+
+        if self.dataset.queries is None:
+            raise _param_error("slice_by", "Slicing needs the queries file with its metadata (queries=...).")
+        try:
+            return slice_metrics(self.evaluations(metrics), self.dataset.queries, field)
+        except DataError as e:
+            raise DataError(str(e), param="slice_by") from None
+
+    def fusion(self, a: str, b: str, *, k: int | None = None, rrf_k: int = 60) -> pd.DataFrame:
+        """What if runs ``a`` and ``b`` were fused (RRF and weighted): metrics and failures recovered or lost."""
+        from diagnose.compare import fusion_whatif
+
+        k = self.k if k is None else _check_k(k)
+        rrf_k = _check_k(rrf_k, "rrf_k")
+        return fusion_whatif(self.dataset.qrels, [self.run(a), self.run(b)], k=k, rrf_k=rrf_k)
+
+    def evaluation_report(
+        self,
+        reference: str | None = None,
+        *,
+        headline: Sequence[str] | None = None,
+        fail_under: Mapping[str, float] | None = None,
+        max_drop: Mapping[str, float] | None = None,
+        skip_reference: bool = False,
+        slice_by: str | None = None,
+        n_resamples: int = 10_000,
+        seed: int = 0,
+    ) -> EvaluationReport:
+        """Everything ``diagnose evaluate`` reports, in one object (``to_dict``, ``to_csv``, ``to_text``, ...)."""
+        if not self.runs:
+            raise _param_error(
+                "runs", "No run to evaluate: give runs={name: path or run} or baselines=('bm25', 'dense', 'hybrid')."
+            )
+        names = self.metric_names()
+        extra = [m for m in self.metric_names([*(fail_under or {}), *(max_drop or {})]) if m not in names] if (
+            fail_under or max_drop) else []  # fmt: skip
+        names = names + extra
+        ref = self._reference(reference)
+        evs = self.evaluations(names)
+        heads = list(dict.fromkeys([*(headline or (f"ndcg@{self.k}", f"recall@{self.k}", "mrr")), *(max_drop or {})]))
+        heads = self.metric_names(heads)
+        comparisons = self.comparisons(ref, heads, n_resamples=n_resamples, seed=seed) if len(evs) > 1 else []
+        changes = self.query_changes(ref, k=max(self.ks)) if len(evs) > 1 else {}
+        gate = self.gate(fail_under, max_drop, reference=ref, skip_reference=skip_reference)
+        ties = {name: self.ties(name) for name in evs}
+        tukey = self.tukey(heads[0], n_resamples=n_resamples, seed=seed) if len(evs) >= 3 else None
+        slices = self.slices(slice_by, names) if slice_by else None
+        return EvaluationReport(
+            metrics=names, ks=list(self.ks), evaluations=evs, reference=ref, comparisons=comparisons,
+            query_changes=changes, gate=gate, slices=slices, slice_field=slice_by,
+            validation=self.dataset.report, extra_columns=self.latency(), ties=ties, tukey=tukey,
+        )  # fmt: skip
