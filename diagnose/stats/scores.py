@@ -1,0 +1,122 @@
+"""Per-query scores in: one finite value per golden query, two runs aligned on query id (or by position), the
+differences ``b - a`` with float noise (``|d| <= ZERO_TOL``) set to 0, and the checks every test shares. Nothing is
+dropped silently: a mismatch raises :class:`~diagnose.data.DataError` naming the ids."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from numpy.typing import ArrayLike
+
+from diagnose.data import DataError
+
+Scores = ArrayLike | pd.Series
+ZERO_TOL = 1e-12
+"""Per-query differences with ``|b - a| <= ZERO_TOL`` are treated as exact ties (float rounding noise)."""
+_CHUNK_ELEMENTS = 1 << 20  # resampled values held in memory at once (8 MB of float64 / int64)
+
+
+def _examples(ids: Sequence[Any], k: int = 5) -> str:
+    shown = ", ".join(repr(str(i)) for i in list(ids)[:k])
+    return shown + (f" (and {len(ids) - k} more)" if len(ids) > k else "")
+
+
+def _values(x: Scores, what: str) -> np.ndarray:
+    """One run's scores as a finite float64 1-D array."""
+    if isinstance(x, pd.DataFrame):
+        raise DataError(
+            f"{what}: got a table with columns {list(x.columns)}; pass one metric column (df[metric])."
+        )
+    try:
+        arr = np.asarray(x.to_numpy() if isinstance(x, pd.Series) else x, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise DataError(f"{what}: per-query scores must be numbers ({exc}).") from None
+    if arr.ndim != 1:
+        raise DataError(f"{what}: per-query scores must be 1-D (one value per query), got shape {arr.shape}.")
+    bad = ~np.isfinite(arr)
+    if bad.any():
+        where = x.index[bad] if isinstance(x, pd.Series) else np.flatnonzero(bad)
+        label = "query ids" if isinstance(x, pd.Series) else "positions"
+        raise DataError(
+            f"{what}: score is NaN or infinite for {int(bad.sum())} queries ({label} {_examples(list(where))}). "
+            "Every golden query needs a score; a query the run did not answer scores 0 "
+            "(that is what diagnose.metrics.evaluate does)."
+        )
+    return arr
+
+
+def _pair(a: Scores, b: Scores, what: str = "scores") -> tuple[np.ndarray, np.ndarray]:
+    """Align two runs' per-query scores: Series on their query-id index, anything else by position."""
+    if isinstance(a, pd.Series) and isinstance(b, pd.Series):
+        for s, side in ((a, "reference"), (b, "run")):
+            dup = s.index[s.index.duplicated()]
+            if len(dup):
+                raise DataError(
+                    f"{what}: query ids repeat in the {side} scores: {_examples(list(dup.unique()))}."
+                )
+        if not a.index.equals(b.index):
+            only_a = a.index.difference(b.index)
+            only_b = b.index.difference(a.index)
+            if len(only_a) or len(only_b):
+                msg = f"{what}: the two runs were scored on different queries"
+                if len(only_a):
+                    msg += f"; only in the reference: {_examples(list(only_a))}"
+                if len(only_b):
+                    msg += f"; only in the run: {_examples(list(only_b))}"
+                raise DataError(
+                    msg + ". Evaluate both runs against the same qrels so every golden query has a score."
+                )
+            b = b.reindex(a.index)
+    av, bv = _values(a, f"{what} (reference)"), _values(b, f"{what} (run)")
+    if av.shape != bv.shape:
+        raise DataError(
+            f"{what}: the runs have {av.size} and {bv.size} per-query scores; paired tests need one score per "
+            "query for both runs, in the same order (or pass pandas Series indexed by query id)."
+        )
+    if av.size == 0:
+        raise DataError(f"{what}: no queries to compare (the per-query scores are empty).")
+    return av, bv
+
+
+def _diffs(a: Scores, b: Scores, what: str = "scores") -> np.ndarray:
+    """Per-query ``b - a``, with float-noise differences (``|d| <= ZERO_TOL``) set to exactly 0."""
+    av, bv = _pair(a, b, what)
+    d = bv - av
+    d[np.abs(d) <= ZERO_TOL] = 0.0
+    return d
+
+
+def _check_fraction(value: float, name: str) -> float:
+    if not 0.0 < value < 1.0:
+        raise DataError(f"{name} must be strictly between 0 and 1, got {value!r}.")
+    return float(value)
+
+
+def _check_resamples(n_resamples: int) -> int:
+    if int(n_resamples) != n_resamples or n_resamples < 1:
+        raise DataError(f"n_resamples must be a positive integer, got {n_resamples!r}.")
+    return int(n_resamples)
+
+
+def _metric_scores(table: Any, metric: str, name: str) -> pd.Series:
+    """``metric`` column of one run's per-query table (DataFrame, mapping of Series, or an Evaluation)."""
+    if hasattr(table, "per_query") and not isinstance(table, pd.DataFrame | Mapping):
+        table = table.per_query
+    if isinstance(table, pd.Series):
+        return table
+    if isinstance(table, pd.DataFrame):
+        columns = list(table.columns)
+    elif isinstance(table, Mapping):
+        columns = list(table.keys())
+    else:
+        raise DataError(
+            f"run {name!r}: expected per-query scores as a DataFrame (columns = metrics) or a mapping "
+            f"metric -> Series, got {type(table).__name__}."
+        )
+    if metric not in columns:
+        raise DataError(f"run {name!r} has no per-query scores for metric {metric!r}; it has {columns}.")
+    scores = table[metric]
+    return scores if isinstance(scores, pd.Series) else pd.Series(np.asarray(scores, dtype=np.float64))
