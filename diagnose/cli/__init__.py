@@ -1,0 +1,105 @@
+"""The `diagnose` command line: a thin layer over the library.
+
+Exit codes: 0 ok, 1 an unexpected internal error (or a CI gate that failed), 2 an input or usage error (a message,
+never a traceback).
+
+Where things are
+----------------
+Each command parses its flags, calls the library (mostly one :class:`~diagnose.analysis.Analysis`) and prints;
+this package holds :func:`main` and the table of commands, and re-exports the public names.
+
+``parser``
+    :func:`build_parser`: the argument groups (data, live retrievers, embeddings) and one parser per command
+    (add a flag here).
+``shared``
+    the steps every command shares: loading the data, building the ``Analysis``, ``--write-runs``, warnings,
+    ``--k`` and ``METRIC=VALUE`` parsing, the exit codes and :data:`PARAM_FLAGS` (library parameter -> flag).
+``evaluate``
+    ``diagnose evaluate``: metrics, comparisons, the CI gate.
+``failures``
+    ``diagnose failures`` and ``diagnose risk``: why queries failed, which ones will.
+``models``
+    ``diagnose models``, ``rerank`` and ``fuse``: what another model, a reranker or a fusion would change.
+``judge``
+    ``diagnose judge-queue``: which pairs to judge first.
+"""
+
+from __future__ import annotations
+
+import sys
+import traceback
+from collections.abc import Sequence
+
+from diagnose.cli.evaluate import cmd_evaluate
+from diagnose.cli.failures import cmd_failures, cmd_risk
+from diagnose.cli.judge import cmd_judge_queue
+from diagnose.cli.models import cmd_fuse, cmd_models, cmd_rerank
+from diagnose.cli.parser import DEFAULT_KS, build_parser
+from diagnose.cli.shared import EXIT_FAIL, EXIT_INPUT, EXIT_OK, PARAM_FLAGS
+from diagnose.data import DataError
+
+__all__ = [
+    "COMMANDS",
+    "DEFAULT_KS",
+    "EXIT_FAIL",
+    "EXIT_INPUT",
+    "EXIT_OK",
+    "PARAM_FLAGS",
+    "build_parser",
+    "cmd_evaluate",
+    "cmd_failures",
+    "cmd_fuse",
+    "cmd_judge_queue",
+    "cmd_models",
+    "cmd_rerank",
+    "cmd_risk",
+    "main",
+]
+
+COMMANDS = {
+    "evaluate": cmd_evaluate,
+    "failures": cmd_failures,
+    "models": cmd_models,
+    "rerank": cmd_rerank,
+    "fuse": cmd_fuse,
+    "risk": cmd_risk,
+    "judge-queue": cmd_judge_queue,
+}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI; returns the exit code (the console script passes it to ``sys.exit``)."""
+    parser = build_parser()
+    args = None
+    try:
+        args = parser.parse_args(argv)
+        if not args.command:
+            parser.print_help()
+            return EXIT_INPUT
+        return COMMANDS[args.command](args)
+    except DataError as e:
+        flag = PARAM_FLAGS.get(e.param or "")
+        print(f"error: {flag}: {e}" if flag else f"error: {e}", file=sys.stderr)
+        return EXIT_INPUT
+    except ModuleNotFoundError as e:  # an optional package (torch, bm25s, ...): name the extra that installs it
+        from diagnose.extras import missing_extra
+
+        err = missing_extra(e, f"diagnose {getattr(args, 'command', '') or ''}".strip())
+        if err is None:
+            raise
+        print(f"error: {err}", file=sys.stderr)
+        return EXIT_INPUT
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return EXIT_OK
+    except SystemExit as e:  # --help
+        return int(e.code or 0)
+    except Exception as e:  # noqa: BLE001 - the last line of defence: a bug, not a user mistake
+        traceback.print_exc()
+        print(
+            f"internal error: {type(e).__name__}: {e}. This is a bug in diagnose; please report it.",
+            file=sys.stderr,
+        )
+        return EXIT_FAIL

@@ -1,0 +1,84 @@
+"""``diagnose evaluate``: score runs against a golden set, compare them, gate a CI job."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from diagnose.cli.shared import (
+    EXIT_FAIL,
+    EXIT_OK,
+    _analysis,
+    _load,
+    _parse_bounds,
+    _parse_ks,
+    _print_warnings,
+    _write_runs,
+)
+from diagnose.data import DataError
+
+
+def cmd_evaluate(args: argparse.Namespace) -> int:
+    ks = _parse_ks(args.k)
+    fail_under = _parse_bounds(args.fail_under, "--fail-under")
+    max_drop = _parse_bounds(args.max_drop, "--max-drop")
+    if args.resamples < 1:
+        raise DataError(f"--resamples must be at least 1 (got {args.resamples}).")
+    ds = _load(args)
+    reference = _add_compare_to(args, ds)
+    analysis = _analysis(
+        args, ds, k=ks[-1], ks=ks, metrics=args.metrics.split(",") if args.metrics else None,
+        baselines=list(dict.fromkeys(args.baseline)), depth=args.depth,
+    )  # fmt: skip
+    if not analysis.run_names:
+        raise DataError(
+            "No run to evaluate. Pass --run [NAME=]FILE (repeatable), --retriever NAME=module:attr or "
+            "--baseline bm25|dense|hybrid."
+        )
+    reference = reference or args.reference
+    if reference is not None and reference not in analysis.run_names:
+        raise DataError(f"--reference {reference!r} is not one of the runs: {', '.join(analysis.run_names)}.")
+    if max_drop and len(analysis.run_names) < 2:
+        raise DataError("--max-drop needs a reference: pass --compare-to NAME=FILE or a second --run.")
+    rep = analysis.evaluation_report(
+        reference, headline=analysis.metric_names() if args.metrics else None, fail_under=fail_under,
+        max_drop=max_drop, skip_reference=bool(args.compare_to or max_drop), slice_by=args.slice,
+        n_resamples=args.resamples, seed=args.seed,
+    )  # fmt: skip
+    if args.detect is not None:
+        if len(analysis.run_names) < 2:
+            raise DataError("--detect needs two runs to compare (a second --run or a --baseline).")
+        rep.queries_needed = analysis.queries_needed(
+            args.detect, rep.reference, [c.metric for c in rep.comparisons] or None
+        )
+    _write_runs(args, analysis)
+    _print_warnings(ds.report, args.format)
+    if args.format == "json":
+        print(rep.to_json(per_query=args.per_query))
+    elif args.format == "csv":
+        sys.stdout.write(rep.to_csv(per_query=args.per_query))
+    elif args.format == "markdown":
+        print(rep.to_markdown(per_query=args.per_query))
+    else:
+        print(rep.to_text(per_query=args.per_query))
+    return _gate_exit(rep.gate)
+
+
+def _add_compare_to(args: argparse.Namespace, ds) -> str | None:
+    if not args.compare_to:
+        return None
+    from diagnose.io import check_run_matches_qrels, parse_run_arg, read_run
+
+    name, path = parse_run_arg(args.compare_to)
+    if name in ds.runs:
+        raise DataError(f"--compare-to {name!r}: a --run has the same name; name the reference differently.")
+    reference = read_run(path, name=name, report=ds.report)
+    check_run_matches_qrels(reference, ds.qrels)
+    ds.runs = {name: reference, **ds.runs}
+    return name
+
+
+def _gate_exit(gate: list[str]) -> int:
+    for msg in gate:
+        print(f"gate failed: {msg}", file=sys.stderr)
+    return EXIT_FAIL if gate else EXIT_OK

@@ -1,0 +1,39 @@
+"""``diagnose judge-queue``: the (query, document) pairs to judge first, as a TSV to grade."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from diagnose.cli.shared import EXIT_OK, _analysis, _load, _print_warnings
+from diagnose.data import DataError
+
+
+def cmd_judge_queue(args: argparse.Namespace) -> int:
+    from diagnose.judging import QUEUE_TSV_COLUMNS, judge_queue, with_texts
+
+    if args.k < 1 or args.depth < 1 or (args.limit is not None and args.limit < 1):
+        raise DataError(f"--k, --depth and --limit must be at least 1 (got {args.k}, {args.depth}, {args.limit}).")
+    if not args.data and (not args.queries or not args.corpus):
+        raise DataError("diagnose judge-queue needs the texts: pass --data DIR, or --queries FILE and --corpus FILE.")
+    ds = _load(args, need_text=True, require_qrels=False)
+    analysis = _analysis(args, ds, k=args.k, depth=args.depth)
+    queue = judge_queue(analysis, k=args.k, limit=args.limit)
+    table = with_texts(queue, ds).assign(grade="")[QUEUE_TSV_COLUMNS]
+    if len(ds.qrels) == 0:  # no golden set yet: that the run's queries have no judgements is the point
+        ds.report.problems[:] = [p for p in ds.report.problems if p.code != "run_query_not_judged"]
+    _print_warnings(ds.report, "table")
+    text = table.to_csv(sep="\t", index=False, lineterminator="\n")
+    if args.out:
+        from pathlib import Path
+
+        Path(args.out).write_text(text, encoding="utf-8")
+        print(
+            f"wrote {len(table)} pairs of {table['query_id'].nunique()} queries to {args.out} (pooled: "
+            f"{', '.join(queue.attrs.get('pooled_runs', []))}); fill the grade column with 0-3 or skip and merge it "
+            "with --extra-qrels",
+            file=sys.stderr,
+        )
+    else:
+        sys.stdout.write(text)
+    return EXIT_OK

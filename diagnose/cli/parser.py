@@ -1,0 +1,337 @@
+"""The argument parser of `diagnose`: the shared argument groups and one subcommand parser per command."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from diagnose.data import DataError
+
+DEFAULT_KS = "1,3,5,10"
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that raises instead of exiting, so `main` decides the exit code and the message."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise DataError(f"{self.prog}: {message}. Run `{self.prog} --help` for the options.")
+
+
+def _add_data_args(p: argparse.ArgumentParser, *, run_required: bool | str) -> None:
+    g = p.add_argument_group("data")
+    g.add_argument(
+        "--data", metavar="DIR", help="BEIR folder: DIR/corpus.jsonl, DIR/queries.jsonl, DIR/qrels/SPLIT.tsv"
+    )
+    g.add_argument("--split", default="test", help="qrels split inside --data (default: test)")
+    g.add_argument("--qrels", metavar="F", help="golden set: BEIR TSV, TREC qrels or JSONL")
+    g.add_argument("--queries", metavar="F", help="queries: BEIR queries.jsonl or TSV id<TAB>text")
+    g.add_argument(
+        "--corpus", metavar="F", help="corpus: BEIR corpus.jsonl, CSV/TSV/Parquet, or a folder of .txt/.md"
+    )
+    g.add_argument(
+        "--run",
+        action="append",
+        default=[],
+        metavar="[NAME=]F",
+        help=(
+            "the ranked run to analyse (TREC, JSONL or CSV)"
+            if run_required == "one"
+            else "a ranked run (TREC, JSONL or CSV); repeat for several" + (" (required)" if run_required else "")
+        ),
+    )
+    g.add_argument(
+        "--extra-qrels",
+        action="append",
+        default=[],
+        metavar="F",
+        help="more judgements merged into the golden set (a judgement journal, a graded judge-queue TSV or any qrels "
+        "format); a new grade overrides the golden set's for the same pair; repeatable",
+    )
+    g.add_argument("--id-field", metavar="COL", help="corpus id column/key of a CSV, Parquet or JSONL corpus")
+    g.add_argument("--text-field", metavar="COL", help="corpus text column/key of a CSV, Parquet or JSONL corpus")
+    g.add_argument("--title-field", metavar="COL", help="corpus title column/key (optional)")
+
+
+def _add_retriever_args(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("live retrievers")
+    g.add_argument(
+        "--retriever",
+        action="append",
+        default=[],
+        metavar="NAME=MODULE:ATTR",
+        help="run a retriever from your code over the golden queries (an object or a zero-argument factory: a "
+        "callable str -> ids, a LangChain or LlamaIndex retriever); repeatable",
+    )
+    g.add_argument("--write-runs", metavar="DIR", help="write the runs computed here (baselines, retrievers) as TREC files")
+
+
+def _add_model_args(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("embeddings")
+    g.add_argument(
+        "--model",
+        metavar="NAME_OR_PATH",
+        default=None,
+        help="sentence-transformers model name or local folder (default: bundled all-MiniLM-L6-v2, offline)",
+    )
+    g.add_argument("--doc-embeddings", metavar="F", help="precomputed document vectors (.npy or .parquet)")
+    g.add_argument("--query-embeddings", metavar="F", help="precomputed query vectors (.npy or .parquet)")
+    g.add_argument("--doc-ids", metavar="F", help="ids for --doc-embeddings .npy, one per line")
+    g.add_argument("--query-ids", metavar="F", help="ids for --query-embeddings .npy, one per line")
+    g.add_argument(
+        "--cache-dir", metavar="DIR", help="where embeddings are cached (default: the user cache dir)"
+    )
+    g.add_argument(
+        "--bm25-engine", choices=["bm25s", "rank_bm25"], default="bm25s", help="BM25 engine (default: bm25s)"
+    )
+    _add_precision_arg(g)
+
+
+def _add_precision_arg(g: Any) -> None:
+    g.add_argument(
+        "--precision",
+        choices=["fast", "exact"],
+        default="fast",
+        help="fast: bf16 transformer on CPUs that support it (cosine >= 0.9999 to fp32); exact: fp32 (default fast)",
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="diagnose",
+        description="Tell why a retriever fails: exact trec_eval metrics, failure classes with evidence, baselines.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    _add_evaluate(sub)
+    _add_failures(sub)
+    _add_models(sub)
+    _add_rerank(sub)
+    _add_fuse(sub)
+    _add_risk(sub)
+    _add_judge_queue(sub)
+    return parser
+
+
+def _add_evaluate(sub: Any) -> None:
+    """The ``evaluate`` subcommand: data, cutoffs and metrics, baselines, live retrievers, comparisons, embeddings."""
+    ev = sub.add_parser(
+        "evaluate",
+        help="score runs against a golden set (trec_eval conventions)",
+        description="Score one or more runs against a golden set, per query and overall.",
+        epilog="Example: diagnose evaluate --data demo_corpus --run demo_corpus/runs/ann_minilm.trec --k 1,5,10",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    _add_data_args(ev, run_required=False)
+    ev.add_argument("--k", default=DEFAULT_KS, help=f"cutoffs, comma-separated (default: {DEFAULT_KS})")
+    ev.add_argument(
+        "--metrics",
+        default=None,
+        help="comma-separated metric names, e.g. ndcg@10,recall,mrr@10 (precision, recall, hit_rate, ndcg and f1 "
+        "without @k are taken at every --k; mrr, map and r_precision without @k mean no cutoff)",
+    )
+    ev.add_argument("--per-query", action="store_true", help="also print per-query values")
+    ev.add_argument("--format", choices=["table", "json", "csv", "markdown"], default="table")
+    ev.add_argument(
+        "--baseline",
+        action="append",
+        default=[],
+        choices=["bm25", "dense", "hybrid"],
+        help="add a baseline run computed here (repeatable); then --run is optional",
+    )
+    ev.add_argument("--depth", type=int, default=100, help="depth of baseline runs (default: 100)")
+    _add_retriever_args(ev)
+    _add_comparison_args(ev)
+    _add_model_args(ev)
+
+
+def _add_comparison_args(ev: argparse.ArgumentParser) -> None:
+    """``evaluate``'s comparisons and CI gate: reference, bounds, resamples, topic-set size, slices."""
+    g = ev.add_argument_group("comparisons and CI gate")
+    g.add_argument(
+        "--reference", metavar="NAME", help="the run the others are compared with (default: the first)"
+    )
+    g.add_argument(
+        "--compare-to",
+        metavar="NAME=F",
+        help="a reference run file (e.g. the last release); it becomes the reference of the comparisons",
+    )
+    g.add_argument(
+        "--fail-under",
+        action="append",
+        default=[],
+        metavar="METRIC=VALUE",
+        help="exit 1 when a run's mean metric is below VALUE (repeatable), e.g. ndcg@10=0.60",
+    )
+    g.add_argument(
+        "--max-drop",
+        action="append",
+        default=[],
+        metavar="METRIC=VALUE",
+        help="exit 1 when a run's mean metric is more than VALUE below the reference's (repeatable), e.g. ndcg@10=0.01",
+    )
+    g.add_argument(
+        "--seed", type=int, default=0, help="seed of the bootstrap and randomization tests (default 0)"
+    )
+    g.add_argument(
+        "--resamples", type=int, default=10_000, help="bootstrap / randomization resamples (default 10000)"
+    )
+    g.add_argument(
+        "--detect",
+        type=float,
+        metavar="DIFF",
+        help="also report how many queries a paired t-test needs to detect a difference of DIFF on each headline "
+        "metric, from the observed variance (topic-set size, Sakai), e.g. 0.02",
+    )
+    g.add_argument(
+        "--slice",
+        metavar="FIELD",
+        help="also report the metrics per value of this query metadata field (e.g. area)",
+    )
+
+
+def _add_failures(sub: Any) -> None:
+    """The ``failures`` subcommand: one run, the failure definition, thresholds, remedies."""
+    fa = sub.add_parser(
+        "failures",
+        help="why each failed query failed: class, evidence, recommendation",
+        description="Diagnose every failed (query, relevant document) pair of a run: a failure class with its "
+        "evidence (cosine, run/dense/BM25 ranks, missing terms, the documents that beat it) and a recommendation.",
+        epilog="Example: diagnose failures --data demo_corpus --run demo_corpus/runs/ann_minilm.trec --k 10",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    _add_data_args(fa, run_required="one")
+    fa.add_argument(
+        "--k", type=int, default=10, help="a query fails when no relevant document is in its top k"
+    )
+    fa.add_argument(
+        "--failure",
+        choices=["hit", "recall"],
+        default="hit",
+        help="hit: no relevant document in the top k (default); recall: any relevant document missing from the top k",
+    )
+    fa.add_argument(
+        "--seed-threshold", type=float, default=0.75, help="cosine of the seed rule (default 0.75)"
+    )
+    fa.add_argument(
+        "--duplicate-cosine",
+        type=float,
+        default=0.95,
+        help="near-duplicate cosine for label_gap (default 0.95)",
+    )
+    fa.add_argument("--format", choices=["table", "json", "csv"], default="table")
+    fa.add_argument(
+        "--remedies",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="apply each class's offline remedy and measure what it recovers and loses (default: on)",
+    )
+    _add_retriever_args(fa)
+    _add_model_args(fa)
+
+
+def _add_models(sub: Any) -> None:
+    """The ``models`` subcommand: many ``--model``, the ranking metric."""
+    mo = sub.add_parser(
+        "models",
+        help="which embedding model for this golden set: metrics with CIs, ties, speed, memory",
+        description="Compare embedding models on the golden set: exact dense retrieval per model, metrics with 95%% "
+        "bootstrap CIs, significance against the best (statistically tied models share rank 1), encoding "
+        "throughput, vector size, index memory, calibrated threshold, failure classes, recall per millisecond.",
+        epilog="Example: diagnose models --data demo_corpus --model default --model /path/to/other-model",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    _add_data_args(mo, run_required=False)
+    mo.add_argument(
+        "--model",
+        action="append",
+        default=[],
+        metavar="NAME_OR_PATH",
+        help="a sentence-transformers model name or local folder, repeatable; `default` = the bundled model",
+    )
+    mo.add_argument("--k", type=int, default=10, help="cutoff (default 10)")
+    mo.add_argument("--metric", default=None, help="the metric models are ranked by (default ndcg@K)")
+    mo.add_argument("--cache-dir", metavar="DIR", help="where embeddings are cached")
+    _add_precision_arg(mo)
+    mo.add_argument("--seed", type=int, default=0, help="seed of the bootstrap and randomization tests")
+    mo.add_argument("--format", choices=["table", "json", "csv"], default="table")
+
+
+def _add_rerank(sub: Any) -> None:
+    """The ``rerank`` subcommand: candidates and a reranked run, or a live CrossEncoder."""
+    rr = sub.add_parser(
+        "rerank",
+        help="judge a reranker against its candidates (ceiling, gains, failures recovered and introduced)",
+        description="Evaluate a reranker from a candidate run and a reranked run, or rerank live with a "
+        "sentence-transformers CrossEncoder.",
+        epilog="Example: diagnose rerank --data demo_corpus --candidates demo_corpus/runs/ann_minilm.trec "
+        "--reranked reranked.trec",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    _add_data_args(rr, run_required=False)
+    rr.add_argument("--candidates", required=True, metavar="[NAME=]F", help="the first-stage run")
+    rr.add_argument("--reranked", metavar="[NAME=]F", help="the reranked run")
+    rr.add_argument(
+        "--cross-encoder", metavar="NAME_OR_PATH", help="rerank live with this CrossEncoder instead"
+    )
+    rr.add_argument(
+        "--depth", type=int, default=100, help="candidates reranked / recall ceiling depth (default 100)"
+    )
+    rr.add_argument("--k", type=int, default=10, help="cutoff of the failures and nDCG (default 10)")
+    rr.add_argument("--format", choices=["table", "json"], default="table")
+
+
+def _add_fuse(sub: Any) -> None:
+    """The ``fuse`` subcommand: two runs, the RRF constant."""
+    fu = sub.add_parser(
+        "fuse",
+        help="what if two runs were fused (RRF, weighted): metrics and failures recovered",
+        description="Fuse two runs with reciprocal rank fusion and weighted min-max score fusion at several weights, "
+        "and count the failures at k each fusion would recover or lose.",
+        epilog="Example: diagnose fuse --data demo_corpus --run demo_corpus/runs/ann_minilm.trec "
+        "--run demo_corpus/runs/bm25_langchain.trec",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    _add_data_args(fu, run_required=True)
+    fu.add_argument("--k", type=int, default=10, help="cutoff (default 10)")
+    fu.add_argument(
+        "--rrf-k", type=int, default=60, help="the k constant of reciprocal rank fusion (default 60)"
+    )
+    fu.add_argument("--format", choices=["table", "json", "csv"], default="table")
+
+
+def _add_risk(sub: Any) -> None:
+    """The ``risk`` subcommand: one run, the cutoff of the score features, the top N."""
+    ri = sub.add_parser(
+        "risk",
+        help="which unlabelled queries to judge first: failure risk from the run's scores alone",
+        description="Rank every query of a run (judged or not) by how likely it fails, from the shape of its top-k "
+        "scores (top score, gap between ranks 1 and 2, spread, mean, softmax confidence for dense runs). With a "
+        "golden set (--data or --qrels), also the ROC AUC of that ranking on the golden queries.",
+        epilog="Example: diagnose risk --run demo_corpus/runs/ann_minilm.trec --data demo_corpus --top 20",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    _add_data_args(ri, run_required="one")
+    ri.add_argument("--k", type=int, default=10, help="cutoff of the score features and of failing (default 10)")
+    ri.add_argument("--top", type=int, default=0, help="show only the N riskiest queries (default: all)")
+    ri.add_argument("--format", choices=["table", "json", "csv"], default="table")
+
+
+def _add_judge_queue(sub: Any) -> None:
+    """The ``judge-queue`` subcommand: the pooling depth, the limit, the output file."""
+    jq = sub.add_parser(
+        "judge-queue",
+        help="which (query, document) pairs to judge first: the unjudged documents of the runs' top k",
+        description="Pool the unjudged documents in the top k of every run and of BM25, dense and hybrid search, "
+        "ordered by how likely each is a missed relevant document (near-duplicates of relevant documents first, "
+        "then agreement of the BM25 rank, the dense rank, the similarity to the judged relevant documents and the "
+        "number of runs that retrieved it). Works without a golden set (--queries and --corpus alone). Writes a "
+        "TSV to grade elsewhere; merge it back with --extra-qrels.",
+        epilog="Example: diagnose judge-queue --queries query_log.tsv --corpus corpus.jsonl --limit 200 "
+        "--out queue.tsv",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    _add_data_args(jq, run_required=False)
+    jq.add_argument("--k", type=int, default=10, help="pool the top k of every run (default 10)")
+    jq.add_argument("--limit", type=int, default=None, help="write only the first N pairs (default: all)")
+    jq.add_argument("--depth", type=int, default=100, help="depth of the BM25, dense and hybrid runs (default 100)")
+    jq.add_argument("--out", metavar="F", help="write the TSV here (default: standard output)")
+    _add_model_args(jq)

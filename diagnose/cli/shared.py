@@ -1,0 +1,193 @@
+"""The steps every command shares: load the data, build the one :class:`~diagnose.analysis.Analysis`, write the
+runs computed here, print the warnings, parse ``--k`` and ``METRIC=VALUE`` bounds; the exit codes and the flags that
+set each library parameter."""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from diagnose.data import DataError
+
+EXIT_OK = 0
+
+EXIT_FAIL = 1
+
+EXIT_INPUT = 2
+
+#: Library parameters (``DataError.param``) and the flags that set them, so an error names what the user typed.
+PARAM_FLAGS = {
+    "k": "--k",
+    "ks": "--k",
+    "depth": "--depth",
+    "failure": "--failure",
+    "baselines": "--baseline",
+    "model": "--model",
+    "models": "--model",
+    "embeddings": "--doc-embeddings/--query-embeddings",
+    "corpus": "--corpus (or --data)",
+    "queries": "--queries (or --data)",
+    "runs": "--run",
+    "run": "--run",
+    "reference": "--reference",
+    "fail_under": "--fail-under",
+    "max_drop": "--max-drop",
+    "slice_by": "--slice",
+    "seed_cosine": "--seed-threshold",
+    "duplicate_cosine": "--duplicate-cosine",
+    "rrf_k": "--rrf-k",
+    "retriever": "--retriever",
+    "resamples": "--resamples",
+    "limit": "--limit",
+}
+
+
+def _load(args: argparse.Namespace, *, need_text: bool = False, require_qrels: bool = True):
+    from diagnose.data import ValidationReport
+    from diagnose.io import load_dataset, parse_run_arg
+
+    extra = list(getattr(args, "extra_qrels", None) or [])
+    if require_qrels and not args.data and not args.qrels and not extra:
+        raise DataError("No golden set given. Pass --data DIR (a BEIR folder), --qrels FILE or --extra-qrels FILE.")
+    _retriever_specs(args)
+    fields = {
+        k: v for k, v in (("id", args.id_field), ("text", args.text_field), ("title", args.title_field)) if v
+    }
+    report = ValidationReport()
+    ds = load_dataset(
+        data_dir=args.data,
+        split=args.split,
+        corpus=args.corpus,
+        queries=args.queries,
+        qrels=args.qrels,
+        runs=[parse_run_arg(r) for r in args.run],
+        corpus_fields=fields or None,
+        report=report,
+        require_qrels=require_qrels and not extra,
+        qrels_transform=_extra_qrels(extra, report) if extra else None,
+    )
+    if need_text and (ds.corpus is None or ds.queries is None):
+        raise DataError(
+            "This needs the texts of the corpus and the queries. Pass --data DIR, or --corpus and --queries."
+        )
+    return ds
+
+
+def _extra_qrels(paths: list[str], report):
+    """``--extra-qrels``: merge each file's judgements into the golden set (printing what was merged)."""
+    from diagnose.judging import merge, merge_counts, read_judgements
+
+    def transform(qrels):
+        for path in paths:
+            new = read_judgements(path, report=report)
+            print(merge_counts(qrels, new).sentence() + " (--extra-qrels)", file=sys.stderr)
+            qrels = merge(qrels, new, report=report)
+        return qrels
+
+    return transform
+
+
+def _retriever_specs(args: argparse.Namespace) -> list[tuple[str, str]]:
+    """``--retriever NAME=module:attr`` as ``(name, target)`` pairs (checked before any file is read)."""
+    out = []
+    for spec in getattr(args, "retriever", None) or []:
+        name, sep, target = spec.partition("=")
+        if not sep or not name.strip() or ":" not in target:
+            raise DataError(f"--retriever expects NAME=module:attr, e.g. prod=my_rag:retriever; got {spec!r}.")
+        out.append((name.strip(), target.strip()))
+    return out
+
+
+def _retrievers(args: argparse.Namespace, taken: Sequence[str]) -> dict[str, Any]:
+    """The user's retriever objects (a factory is called), by name."""
+    out: dict[str, Any] = {}
+    for name, target in _retriever_specs(args):
+        from diagnose.retrievers import load_retriever
+
+        if name in out or name in taken:
+            raise DataError(f"--retriever {name!r}: a run already has that name; name each run differently.")
+        out[name] = load_retriever(target)
+    return out
+
+
+def _analysis(args: argparse.Namespace, ds, *, runs=None, **kwargs: Any):
+    """The :class:`~diagnose.analysis.Analysis` of the parsed arguments (the one pipeline)."""
+    from diagnose.analysis import Analysis
+
+    embeddings = None
+    if getattr(args, "doc_embeddings", None) or getattr(args, "query_embeddings", None):
+        embeddings = {
+            "doc": args.doc_embeddings,
+            "query": args.query_embeddings,
+            "doc_ids": args.doc_ids,
+            "query_ids": args.query_ids,
+        }
+    return Analysis(
+        ds,
+        runs if runs is not None else {**ds.runs, **_retrievers(args, list(ds.runs))},
+        model=None if isinstance(getattr(args, "model", None), list) else getattr(args, "model", None),  # models: many
+        cache_dir=getattr(args, "cache_dir", None),
+        bm25_engine=getattr(args, "bm25_engine", "bm25s"),
+        embeddings=embeddings,
+        precision=getattr(args, "precision", "fast"),
+        progress=True,
+        **kwargs,
+    )
+
+
+def _write_runs(args: argparse.Namespace, analysis) -> None:
+    """``--write-runs DIR``: the runs computed here (baselines, live retrievers) as TREC files."""
+    if not getattr(args, "write_runs", None):
+        return
+    from pathlib import Path
+
+    from diagnose.analysis import YOUR_RUN
+    from diagnose.cache import slug
+    from diagnose.io import write_trec_run
+
+    out = Path(args.write_runs)
+    out.mkdir(parents=True, exist_ok=True)
+    for name, run in analysis.runs.items():
+        if analysis.kinds[name] == YOUR_RUN:
+            continue
+        path = out / f"{slug(name)}.trec"
+        write_trec_run(run, path)
+        print(f"wrote {path}", file=sys.stderr)
+
+
+def _print_warnings(report, fmt: str) -> None:
+    if fmt == "json":
+        return
+    for p in report.warnings:
+        print(f"{p.severity}: " + p.format().removeprefix(f"[{p.severity}] "), file=sys.stderr)
+
+
+def _parse_ks(text: str) -> list[int]:
+    try:
+        ks = sorted({int(x) for x in text.split(",") if x.strip()})
+    except ValueError:
+        raise DataError(
+            f"--k expects comma-separated positive integers like 1,3,5,10; got {text!r}."
+        ) from None
+    if not ks or ks[0] < 1:
+        raise DataError(f"--k expects comma-separated positive integers like 1,3,5,10; got {text!r}.")
+    return ks
+
+
+def _parse_bounds(items: list[str], flag: str) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        try:
+            if not sep or not name.strip():
+                raise ValueError
+            bound = float(value)
+        except ValueError:
+            raise DataError(f"{flag} expects METRIC=VALUE like ndcg@10=0.60; got {item!r}.") from None
+        if not math.isfinite(bound):
+            raise DataError(f"{flag} {item!r}: the bound must be a finite number (a NaN bound can never fail).")
+        out[name.strip()] = bound
+    return out
