@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import os
 import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,27 +30,34 @@ import streamlit as st
 from diagnose.analysis import Analysis
 from diagnose.data import DataError, Dataset, Run
 from diagnose.ui import sources
+
+# The pages talk to this module only: what they use from the sidebar and progress modules is re-exported here.
+from diagnose.ui.errors import show_error as show_error
+from diagnose.ui.progress import Background, ProjectionBackground, _Progress
+from diagnose.ui.progress import wait_for_vectors as wait_for_vectors
+from diagnose.ui.settings import (
+    DEFAULT_MODEL_LABEL,
+    Settings,
+    retriever_specs,
+    sidebar,
+)
+from diagnose.ui.settings import ENCODER_ENV as ENCODER_ENV
+from diagnose.ui.settings import ENCODER_STATE_KEY as ENCODER_STATE_KEY
+from diagnose.ui.settings import MODES as MODES
+from diagnose.ui.settings import RETRIEVERS_ENV as RETRIEVERS_ENV
+from diagnose.ui.settings import SOURCES as SOURCES
+from diagnose.ui.settings import encoder_override as encoder_override
 from diagnose.ui.text import escape_md
 
 T = TypeVar("T")
 
 ICON = str(Path(__file__).with_name("icon.png"))
-ENCODER_ENV = "DIAGNOSE_ENCODER"
 ENCODER_DELAY_ENV = "DIAGNOSE_ENCODER_DELAY"  # seconds per text for the keyword encoder: a slow model in tests
 FOREGROUND_ENV = "DIAGNOSE_FOREGROUND_SECONDS"  # how long a page waits for the vectors before drawing without them
 FOREGROUND_SECONDS = 3.0
-ENCODER_STATE_KEY = "diagnose_encoder"
-DEFAULT_MODEL_LABEL = "all-MiniLM-L6-v2 (bundled)"
 BASELINE_DEPTH = 100
 CURVE_KS = (1, 2, 3, 5, 10, 20, 30, 50, 100)
 FAMILIES = ("hit_rate", "recall", "ndcg", "mrr", "precision", "map")
-SOURCES = {
-    "demo": "Demo corpus",
-    "beir": "BEIR folder",
-    "files": "File paths",
-    "upload": "Upload files",
-}
-MODES = {"hit": "hit: no relevant document in the top k", "recall": "recall: any relevant document missed"}
 
 # Page files, relative to app.py (st.Page / st.switch_page / AppTest.switch_page all take these paths).
 PAGES: dict[str, tuple[str, str, str]] = {
@@ -68,131 +74,10 @@ PAGES: dict[str, tuple[str, str, str]] = {
 }
 
 
+
+
 def page_path(name: str) -> str:
     return PAGES[name][0]
-
-
-# ------------------------------------------------------------------------------------------------ settings
-
-
-@dataclass(frozen=True)
-class Settings:
-    """What the sidebar chose. ``spec`` is None when the data source is incomplete (``spec_error`` says why)."""
-
-    spec: sources.DataSpec | None
-    spec_error: str | None
-    model: str | None  # None = the bundled default
-    override: str | None  # "keyword": the fake encoder replaces the default model
-    k: int
-    mode: str
-    bm25_engine: str
-    embeddings: tuple[tuple[str, str], ...] = ()  # precomputed vectors: ("doc", path), ("query", path), ids files
-    precision: str = "fast"  # "fast" (bf16 where the CPU has it) or "exact" (fp32)
-
-    @property
-    def model_label(self) -> str:
-        if self.model:
-            return self.model
-        if self.override == "keyword":
-            return "keyword-hash (test encoder, DIAGNOSE_ENCODER=keyword)"
-        return DEFAULT_MODEL_LABEL
-
-
-def encoder_override() -> str | None:
-    """``"keyword"`` when the environment or the session asks for the fake encoder, else None."""
-    value = os.environ.get(ENCODER_ENV) or st.session_state.get(ENCODER_STATE_KEY)
-    if not value:
-        return None
-    value = str(value).strip().lower()
-    return value if value == "keyword" else None
-
-
-def _spec_from_sidebar(kind: str) -> sources.DataSpec:
-    if kind == "demo":
-        return sources.demo_spec()
-    if kind == "beir":
-        folder = st.text_input("BEIR folder", key="beir_dir", placeholder="/path/to/scifact")
-        split = st.text_input("qrels split", value="test", key="beir_split")
-        runs = st.text_area("Run files, one per line ([NAME=]PATH)", key="beir_runs", height=80)
-        in_folder = st.checkbox("Also load the runs in FOLDER/runs/", value=True, key="beir_folder_runs")
-        return sources.beir_spec(folder, split, runs, in_folder)
-    if kind == "files":
-        corpus = st.text_input("Corpus (jsonl, csv, tsv, parquet, or a folder of .txt/.md)", key="f_corpus")
-        queries = st.text_input("Queries (jsonl or tsv)", key="f_queries")
-        qrels = st.text_input("Qrels (BEIR tsv, TREC, jsonl)", key="f_qrels")
-        runs = st.text_area("Run files, one per line ([NAME=]PATH)", key="f_runs", height=80)
-        return sources.files_spec(corpus, queries, qrels, runs)
-    up_c = st.file_uploader("Corpus", key="up_corpus")
-    up_q = st.file_uploader("Queries", key="up_queries")
-    up_r = st.file_uploader("Qrels", key="up_qrels")
-    up_runs = st.file_uploader("Runs (one or more)", key="up_runs", accept_multiple_files=True)
-
-    def up(f: Any) -> sources.Upload | None:
-        return sources.Upload(f.name, f.getvalue()) if f is not None else None
-
-    return sources.upload_spec(up(up_c), up(up_q), up(up_r), [up(f) for f in up_runs or []])  # type: ignore[misc]
-
-
-def sidebar() -> Settings:
-    """Draw the data / model / k / failure-definition controls (entry script: they keep their state across pages)."""
-    override = encoder_override()
-    with st.sidebar:
-        st.subheader("Data")
-        kind = st.selectbox("Source", list(SOURCES), format_func=SOURCES.__getitem__, key="src_kind")
-        spec, err = None, None
-        try:
-            spec = _spec_from_sidebar(kind)
-        except DataError as e:
-            err = str(e)
-        st.subheader("Analysis")
-        model_text = st.text_input(
-            "Embedding model",
-            value=DEFAULT_MODEL_LABEL,
-            key="model",
-            help="A sentence-transformers model name or a local folder. The default is bundled and works offline.",
-        ).strip()
-        model = None if model_text in ("", DEFAULT_MODEL_LABEL) else model_text
-        if override and model is None:
-            st.caption("Test encoder: `DIAGNOSE_ENCODER=keyword` replaces the default model.")
-        k = int(st.number_input("k (cut-off)", min_value=1, max_value=1000, value=10, step=1, key="k"))
-        mode = st.radio("A query fails when", list(MODES), format_func=MODES.__getitem__, key="mode")
-        engine = st.selectbox(
-            "BM25 engine",
-            ["bm25s", "rank_bm25"],
-            key="bm25_engine",
-            help="bm25s = Lucene BM25 (Anserini settings)",
-        )
-        precision = st.selectbox(
-            "Encoding precision",
-            ["fast", "exact"],
-            key="precision",
-            help="fast: the model's transformer in bfloat16 on CPUs that support it (vectors within cosine 0.9999 of "
-            "fp32, ~3x faster here); exact: fp32, as sentence-transformers encodes. Cached separately.",
-        )
-        embeddings: tuple[tuple[str, str], ...] = ()
-        with st.expander("Precomputed vectors (optional)"):
-            st.caption(
-                "Your production index's vectors instead of encoding: .npy or .parquet (id + vector columns); "
-                "for .npy also the id files, one id per line. Paths under the data folder."
-            )
-            fields = [("doc", "Document vectors"), ("query", "Query vectors"), ("doc_ids", "Document ids (.npy)"),
-                      ("query_ids", "Query ids (.npy)")]  # fmt: skip
-            typed = {key: st.text_input(label, key=f"emb_{key}").strip() for key, label in fields}
-            if typed["doc"] or typed["query"]:
-                try:
-                    embeddings = tuple(
-                        (key, sources.check_path(path, label)) for (key, label), path in
-                        zip(fields, typed.values(), strict=True) if path
-                    )  # fmt: skip
-                except DataError as e:
-                    err = err or str(e)
-                    spec = None
-    s = Settings(spec, err, model, override, k, mode, engine, embeddings, precision)
-    st.session_state["_settings"] = s
-    return s
-
-
-# ------------------------------------------------------------------------------------------------ slots
 
 
 class _Slot:
@@ -227,68 +112,6 @@ def _retriever(target: str) -> Any:
     return load_retriever(target)
 
 
-RETRIEVERS_ENV = "DIAGNOSE_RETRIEVERS"
-
-
-def retriever_specs() -> list[tuple[str, str]]:
-    """Live retrievers chosen by whoever started the app (never from the page): ``streamlit run app.py --
-    --retriever NAME=module:attr`` (repeatable), or ``DIAGNOSE_RETRIEVERS="NAME=module:attr;NAME2=..."``."""
-    import sys
-
-    items = [a.split("=", 1)[1] if a.startswith("--retriever=") else a
-             for i, a in enumerate(sys.argv[1:], start=1)
-             if a.startswith("--retriever=") or (i > 1 and sys.argv[i - 1] == "--retriever")]  # fmt: skip
-    items += [x for x in os.environ.get(RETRIEVERS_ENV, "").split(";") if x.strip()]
-    out = []
-    for item in items:
-        name, sep, target = item.partition("=")
-        if not sep or not name.strip() or ":" not in target:
-            raise DataError(f"Live retriever {item!r}: expected NAME=module:attr, e.g. prod=my_rag:retriever.")
-        out.append((name.strip(), target.strip()))
-    return out
-
-
-class _Progress:
-    """A :class:`diagnose.progress.Reporter` drawing into an ``st.status`` box, created only when something
-    actually has to be computed. Bars show documents done, the rate and the time left."""
-
-    def __init__(self) -> None:
-        self.box: Any = None
-
-    def step(self, label: str) -> None:
-        self._box(label)
-
-    def _box(self, label: str) -> Any:
-        if self.box is None:
-            self.box = st.status("Preparing the analysis ...", expanded=True)
-        self.box.update(label=label + " ...", expanded=True)
-        self.box.write(label)
-        return self.box
-
-    def bar(self, label: str) -> Callable[[int, int], None]:
-        box = self._box(label)
-        bar = box.progress(0.0, text=label)
-        start = time.monotonic()
-
-        def update(done: int, total: int) -> None:
-            frac = min(max(done / total, 0.0), 1.0) if total else 1.0
-            elapsed = time.monotonic() - start
-            rate = done / elapsed if elapsed > 0 and done else 0.0
-            eta = f", about {(total - done) / rate:,.0f} s left" if rate and done < total else ""
-            speed = f" ({rate:,.0f}/s{eta})" if rate else ""
-            bar.progress(frac, text=f"{label}: {done:,} / {total:,}{speed}")
-
-        return update
-
-    def done(self, label: str) -> None:
-        if self.box is not None:
-            self.box.update(label=label, state="complete", expanded=False)
-
-    def fail(self, label: str) -> None:
-        if self.box is not None:
-            self.box.update(label=label, state="error", expanded=False)
-
-
 def _fill(slot: _Slot, build: Callable[[], T]) -> T:
     if not slot.ready:
         with slot.lock:
@@ -298,152 +121,9 @@ def _fill(slot: _Slot, build: Callable[[], T]) -> T:
     return slot.value
 
 
-# ------------------------------------------------------------------------------------------------ background
-
-
-class Background:
-    """The vectors of one analysis, computed in a thread of their own (not tied to a script run: switching pages
-    never restarts it), with the progress the pages poll: a :class:`diagnose.progress.Reporter` that records the
-    current stage, documents done / total and the start time instead of drawing."""
-
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.thread: threading.Thread | None = None
-        self.label = "Waiting to start"
-        self.done = 0
-        self.total = 0
-        self.started = time.monotonic()
-        self.error: BaseException | None = None
-
-    def step(self, label: str) -> None:
-        with self.lock:
-            self.label, self.done, self.total = label, 0, 0
-
-    def bar(self, label: str) -> Callable[[int, int], None]:
-        self.step(label)
-
-        def update(done: int, total: int) -> None:
-            with self.lock:
-                self.done, self.total = done, total
-
-        return update
-
-    def start(self, analysis: Analysis) -> None:
-        with self.lock:
-            if self.thread is not None:
-                return
-            self.started = time.monotonic()
-            self.thread = threading.Thread(target=self._run, args=(analysis,), name="diagnose-vectors", daemon=True)
-            self.thread.start()
-
-    def _run(self, analysis: Analysis) -> None:
-        try:
-            analysis.prepare(progress=self)
-        except BaseException as e:  # noqa: BLE001 - shown on the page, never lost in a thread
-            with self.lock:
-                self.error = e
-
-    def wait(self, seconds: float) -> None:
-        if self.thread is not None:
-            self.thread.join(timeout=max(seconds, 0.0))
-
-    def status(self) -> str:
-        with self.lock:
-            label, done, total, started = self.label, self.done, self.total, self.started
-        text = label
-        if total:
-            elapsed = time.monotonic() - started
-            rate = done / elapsed if elapsed > 0 and done else 0.0
-            text += f": {done:,} / {total:,}"
-            if rate:
-                text += f" ({rate:,.0f}/s, about {(total - done) / rate:,.0f} s left)"
-        return text
-
-    def fraction(self) -> float:
-        with self.lock:
-            return min(self.done / self.total, 1.0) if self.total else 0.0
-
-
 @st.cache_resource(show_spinner=False, max_entries=6)
 def _background(key: str, encoder: str, engine: str, retrievers: tuple[tuple[str, str], ...]) -> Background:
     return Background()
-
-
-def wait_for_vectors(b: Bundle, title: str | None = None, what: str = "This page") -> None:
-    """At the top of a page that needs the vectors: when they are not ready yet, draw the page's ``title`` and the
-    encoding's progress (refreshed every second; the page reruns by itself when they are) and stop the page here."""
-    if b.analysis.vectors_ready:
-        return
-    bg = b.background
-    if title:
-        st.title(title)
-
-    @st.fragment(run_every=1.0)
-    def progress() -> None:
-        if bg.error is not None:
-            show_error(bg.error, "Could not compute the vectors: ")
-            return
-        if b.analysis.vectors_ready:
-            st.rerun()
-        st.progress(bg.fraction(), text=escape_md(bg.status()))
-        st.caption(
-            f"{what} needs the vectors of the corpus and the queries. The metrics of your runs and of BM25 are "
-            "ready on the Overview; this page fills in by itself when the encoding ends (other pages stay usable)."
-        )
-
-    progress()
-    st.stop()
-
-
-class ProjectionBackground(Background):
-    """The whole-collection projection of one data set and model (:meth:`Analysis.whole_projection`, then the map
-    of the run asked for first), in a thread of its own, with the stage, the layout's epochs and the elapsed time
-    the map page polls. Started by :func:`whole_map_background`."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.stage_started = time.monotonic()
-        self.finished = False
-
-    def step(self, label: str) -> None:
-        with self.lock:
-            self.label, self.done, self.total = label, 0, 0
-            self.stage_started = time.monotonic()
-
-    def start_map(self, analysis: Analysis, run: str, k: int, failure: str) -> None:
-        with self.lock:
-            if self.thread is not None:
-                return
-            self.started = self.stage_started = time.monotonic()
-            self.thread = threading.Thread(
-                target=self._run_map, args=(analysis, run, k, failure), name="diagnose-whole-map", daemon=True
-            )
-            self.thread.start()
-
-    def _run_map(self, analysis: Analysis, run: str, k: int, failure: str) -> None:
-        try:
-            with analysis.reporting(self):
-                analysis.whole_projection()
-                self.step("Placing the failed queries of the run")
-                analysis.whole_embedding_map(run, k=k, failure=failure)
-            with self.lock:
-                self.finished = True
-        except BaseException as e:  # noqa: BLE001 - shown on the page, never lost in a thread
-            with self.lock:
-                self.error = e
-
-    def status(self) -> str:
-        with self.lock:
-            label, done, total = self.label, self.done, self.total
-            started, stage = self.started, self.stage_started
-        now = time.monotonic()
-        text = label
-        if total:
-            rate = done / (now - stage) if now > stage and done else 0.0
-            text += f": {done:,} / {total:,}"
-            if rate and done < total:
-                text += f", about {(total - done) / rate:,.0f} s left"
-        return f"{text} ({now - started:,.0f} s elapsed)"
 
 
 @st.cache_resource(show_spinner=False, max_entries=6)
@@ -457,9 +137,6 @@ def whole_map_background(b: Bundle, run_name: str) -> ProjectionBackground:
     bg = _projection_background(b.key, b.encoder_name, b.settings.bm25_engine)
     bg.start_map(b.analysis, run_name, b.k, b.mode)
     return bg
-
-
-# ------------------------------------------------------------------------------------------------ the bundle
 
 
 @dataclass
@@ -654,11 +331,6 @@ def model_space(b: Bundle, model: str) -> tuple[Any, Any]:
     return encoder, space
 
 
-def show_error(e: BaseException, prefix: str = "") -> None:
-    """An input problem as a message: user text is escaped (never rendered as Markdown, links or images)."""
-    st.error(escape_md(prefix + str(e)), icon=":material/error:")
-
-
 def _vectors_key(embeddings: tuple[tuple[str, str], ...]) -> str:
     """Precomputed vector files by path, size and modification time: a rewritten file is a new analysis."""
     parts = []
@@ -821,3 +493,5 @@ def open_query(query_id: str, run: str | None = None) -> None:
     if run is not None and run != st.session_state.get("run"):
         st.session_state["_pending_run"] = run
     st.switch_page(page_path("inspector"))
+
+

@@ -1,0 +1,15 @@
+"""How the app shows a user's mistake: a message, escaped (user text is never rendered as Markdown, links or
+images), never a traceback."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from diagnose.ui.text import escape_md
+
+
+def show_error(e: BaseException, prefix: str = "") -> None:
+    """An input problem as a message: user text is escaped (never rendered as Markdown, links or images)."""
+    st.error(escape_md(prefix + str(e)), icon=":material/error:")
+
+

@@ -1,0 +1,162 @@
+"""The sidebar: what the user chose (data source, model, precision, k, failure definition, BM25 engine, precomputed
+vectors) as a :class:`Settings` record, and the live retrievers given by whoever started the app."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+import streamlit as st
+
+from diagnose.data import DataError
+from diagnose.ui import sources
+
+ENCODER_ENV = "DIAGNOSE_ENCODER"
+ENCODER_STATE_KEY = "diagnose_encoder"
+DEFAULT_MODEL_LABEL = "all-MiniLM-L6-v2 (bundled)"
+RETRIEVERS_ENV = "DIAGNOSE_RETRIEVERS"
+SOURCES = {
+    "demo": "Demo corpus",
+    "beir": "BEIR folder",
+    "files": "File paths",
+    "upload": "Upload files",
+}
+MODES = {"hit": "hit: no relevant document in the top k", "recall": "recall: any relevant document missed"}
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What the sidebar chose. ``spec`` is None when the data source is incomplete (``spec_error`` says why)."""
+
+    spec: sources.DataSpec | None
+    spec_error: str | None
+    model: str | None  # None = the bundled default
+    override: str | None  # "keyword": the fake encoder replaces the default model
+    k: int
+    mode: str
+    bm25_engine: str
+    embeddings: tuple[tuple[str, str], ...] = ()  # precomputed vectors: ("doc", path), ("query", path), ids files
+    precision: str = "fast"  # "fast" (bf16 where the CPU has it) or "exact" (fp32)
+
+    @property
+    def model_label(self) -> str:
+        if self.model:
+            return self.model
+        if self.override == "keyword":
+            return "keyword-hash (test encoder, DIAGNOSE_ENCODER=keyword)"
+        return DEFAULT_MODEL_LABEL
+
+
+def encoder_override() -> str | None:
+    """``"keyword"`` when the environment or the session asks for the fake encoder, else None."""
+    value = os.environ.get(ENCODER_ENV) or st.session_state.get(ENCODER_STATE_KEY)
+    if not value:
+        return None
+    value = str(value).strip().lower()
+    return value if value == "keyword" else None
+
+
+def _spec_from_sidebar(kind: str) -> sources.DataSpec:
+    if kind == "demo":
+        return sources.demo_spec()
+    if kind == "beir":
+        folder = st.text_input("BEIR folder", key="beir_dir", placeholder="/path/to/scifact")
+        split = st.text_input("qrels split", value="test", key="beir_split")
+        runs = st.text_area("Run files, one per line ([NAME=]PATH)", key="beir_runs", height=80)
+        in_folder = st.checkbox("Also load the runs in FOLDER/runs/", value=True, key="beir_folder_runs")
+        return sources.beir_spec(folder, split, runs, in_folder)
+    if kind == "files":
+        corpus = st.text_input("Corpus (jsonl, csv, tsv, parquet, or a folder of .txt/.md)", key="f_corpus")
+        queries = st.text_input("Queries (jsonl or tsv)", key="f_queries")
+        qrels = st.text_input("Qrels (BEIR tsv, TREC, jsonl)", key="f_qrels")
+        runs = st.text_area("Run files, one per line ([NAME=]PATH)", key="f_runs", height=80)
+        return sources.files_spec(corpus, queries, qrels, runs)
+    up_c = st.file_uploader("Corpus", key="up_corpus")
+    up_q = st.file_uploader("Queries", key="up_queries")
+    up_r = st.file_uploader("Qrels", key="up_qrels")
+    up_runs = st.file_uploader("Runs (one or more)", key="up_runs", accept_multiple_files=True)
+
+    def up(f: Any) -> sources.Upload | None:
+        return sources.Upload(f.name, f.getvalue()) if f is not None else None
+
+    return sources.upload_spec(up(up_c), up(up_q), up(up_r), [up(f) for f in up_runs or []])  # type: ignore[misc]
+
+
+def sidebar() -> Settings:
+    """Draw the data / model / k / failure-definition controls (entry script: they keep their state across pages)."""
+    override = encoder_override()
+    with st.sidebar:
+        st.subheader("Data")
+        kind = st.selectbox("Source", list(SOURCES), format_func=SOURCES.__getitem__, key="src_kind")
+        spec, err = None, None
+        try:
+            spec = _spec_from_sidebar(kind)
+        except DataError as e:
+            err = str(e)
+        st.subheader("Analysis")
+        model_text = st.text_input(
+            "Embedding model",
+            value=DEFAULT_MODEL_LABEL,
+            key="model",
+            help="A sentence-transformers model name or a local folder. The default is bundled and works offline.",
+        ).strip()
+        model = None if model_text in ("", DEFAULT_MODEL_LABEL) else model_text
+        if override and model is None:
+            st.caption("Test encoder: `DIAGNOSE_ENCODER=keyword` replaces the default model.")
+        k = int(st.number_input("k (cut-off)", min_value=1, max_value=1000, value=10, step=1, key="k"))
+        mode = st.radio("A query fails when", list(MODES), format_func=MODES.__getitem__, key="mode")
+        engine = st.selectbox(
+            "BM25 engine",
+            ["bm25s", "rank_bm25"],
+            key="bm25_engine",
+            help="bm25s = Lucene BM25 (Anserini settings)",
+        )
+        precision = st.selectbox(
+            "Encoding precision",
+            ["fast", "exact"],
+            key="precision",
+            help="fast: the model's transformer in bfloat16 on CPUs that support it (vectors within cosine 0.9999 of "
+            "fp32, ~3x faster here); exact: fp32, as sentence-transformers encodes. Cached separately.",
+        )
+        embeddings: tuple[tuple[str, str], ...] = ()
+        with st.expander("Precomputed vectors (optional)"):
+            st.caption(
+                "Your production index's vectors instead of encoding: .npy or .parquet (id + vector columns); "
+                "for .npy also the id files, one id per line. Paths under the data folder."
+            )
+            fields = [("doc", "Document vectors"), ("query", "Query vectors"), ("doc_ids", "Document ids (.npy)"),
+                      ("query_ids", "Query ids (.npy)")]  # fmt: skip
+            typed = {key: st.text_input(label, key=f"emb_{key}").strip() for key, label in fields}
+            if typed["doc"] or typed["query"]:
+                try:
+                    embeddings = tuple(
+                        (key, sources.check_path(path, label)) for (key, label), path in
+                        zip(fields, typed.values(), strict=True) if path
+                    )  # fmt: skip
+                except DataError as e:
+                    err = err or str(e)
+                    spec = None
+    s = Settings(spec, err, model, override, k, mode, engine, embeddings, precision)
+    st.session_state["_settings"] = s
+    return s
+
+
+def retriever_specs() -> list[tuple[str, str]]:
+    """Live retrievers chosen by whoever started the app (never from the page): ``streamlit run app.py --
+    --retriever NAME=module:attr`` (repeatable), or ``DIAGNOSE_RETRIEVERS="NAME=module:attr;NAME2=..."``."""
+    import sys
+
+    items = [a.split("=", 1)[1] if a.startswith("--retriever=") else a
+             for i, a in enumerate(sys.argv[1:], start=1)
+             if a.startswith("--retriever=") or (i > 1 and sys.argv[i - 1] == "--retriever")]  # fmt: skip
+    items += [x for x in os.environ.get(RETRIEVERS_ENV, "").split(";") if x.strip()]
+    out = []
+    for item in items:
+        name, sep, target = item.partition("=")
+        if not sep or not name.strip() or ":" not in target:
+            raise DataError(f"Live retriever {item!r}: expected NAME=module:attr, e.g. prod=my_rag:retriever.")
+        out.append((name.strip(), target.strip()))
+    return out
+
+
