@@ -13,10 +13,9 @@ from typing import Any
 from diagnose.data import DataError
 
 EXIT_OK = 0
-
 EXIT_FAIL = 1
-
 EXIT_INPUT = 2
+
 
 #: Library parameters (``DataError.param``) and the flags that set them, so an error names what the user typed.
 PARAM_FLAGS = {
