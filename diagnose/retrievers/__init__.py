@@ -1,0 +1,201 @@
+"""Run a live retriever over the golden queries and get a :class:`~diagnose.data.Run`, as if it were a run file.
+
+:func:`run_retriever` accepts three kinds of retriever, recognised without importing their packages (a LangChain or
+LlamaIndex object can only exist if its package is already imported, so the checks look in ``sys.modules``):
+
+- a plain callable ``query_text -> [doc_id, ...]`` or ``-> [(doc_id, score), ...]`` (any iterable; ids that are
+  not strings, e.g. ints, go through ``str()``). It may also return LangChain ``Document`` or LlamaIndex
+  ``NodeWithScore`` objects, read as below;
+- a LangChain retriever (``langchain_core.retrievers.BaseRetriever``, or any ``Runnable`` with ``invoke`` and
+  ``batch`` returning ``Document`` objects): the id is ``Document.id``, or ``Document.metadata[id_key]``;
+  LangChain retrievers return no scores;
+- a LlamaIndex retriever (``llama_index.core`` ``BaseRetriever``, anything with ``retrieve(str)``) returning
+  ``NodeWithScore``: the id is ``node.ref_doc_id`` (the document the chunk was cut from), or the node's own
+  ``node_id`` when it has no source document, or ``node.metadata[id_key]``; the score is ``NodeWithScore.score``.
+
+Conventions (they decide every metric):
+
+- **Order.** The run's ``rank`` column is the retriever's order (the ranked-list convention of the JSONL reader).
+  Scores are made consistent with it so that writing the run with :func:`diagnose.io.write_trec_run` and reading
+  it back with :func:`diagnose.io.read_run` (trec_eval's order: ``float32(score)`` descending, ties by doc id
+  descending) gives the same ranked lists and the same metrics:
+
+  - no scores (LangChain; plain ids; a list where any score is missing or not finite as a float32): the score is
+    ``-rank`` (``-1.0, -2.0, ...``);
+  - scores: kept as given while they strictly decrease (compared as float32, like trec_eval) along the
+    retriever's order. A score that ties with, or is above, the previous one (after that one's own adjustment)
+    is lowered to the next float32 below it: ties become 1-ulp steps and an out-of-order score is pulled down.
+    Each query so adjusted is counted in the report (``retriever_scores_adjusted``).
+
+- **Chunks** (``chunk_to_doc``). Golden sets judge documents, RAG retrievers return chunks.
+
+  - ``"max"`` (default): results whose ids are equal (after ``id_key``/``ref_doc_id``) are one document, placed
+    at its *first* rank with its *best* (max) score. Counted as info (``retriever_chunks_collapsed``).
+  - a callable ``chunk_id -> doc_id``: applied to every id first, then collapsed as with ``"max"``.
+  - ``None`` or ``"none"``: ids kept as returned; a repeated id keeps its first occurrence (as the run readers do)
+    and the repeats are counted as a warning (``retriever_duplicate_ids``).
+
+  ``depth`` cuts each list *after* collapsing. Ids are stripped of surrounding whitespace, like the readers do.
+
+- **How many results.** You configure ``k`` on your retriever (LangChain ``search_kwargs={"k": ...}``, LlamaIndex
+  ``similarity_top_k=...``; ask for more than ``depth`` when chunks collapse). One exception: a LangChain
+  retriever with a ``search_kwargs`` dict that has no ``"k"`` (LangChain's default is 4) is copied with
+  ``k=depth`` (your object is not changed). Queries that come back with fewer than ``depth`` documents are
+  counted (``retriever_short_lists``: a warning when that is more than half of them, else info).
+
+- **Concurrency and latency.** ``concurrency`` queries run at once. LangChain retrievers go through their own
+  ``batch(texts, config={"max_concurrency": concurrency, ...}, return_exceptions=True)``; each query's latency is
+  timed by a callback handler from the start to the end of that query's own run (``on_retriever_start`` /
+  ``on_chain_start`` of the root run to its end), so it is the time of that query alone, not a share of the batch
+  time (a ``batch`` overridden to skip per-query runs leaves those latencies unmeasured, counted as info).
+  Callables and LlamaIndex retrievers are called from a thread pool of ``concurrency`` workers, each call timed
+  with ``time.perf_counter``; ``concurrency=1`` calls them one by one in the calling thread (use it for a
+  retriever that is not thread-safe). Latencies are wall-clock milliseconds under that concurrency (queries
+  share the CPU), recorded for every query that returned, in ``Run.latency_ms``.
+
+- **Errors.** A query on which the retriever raises is not dropped silently: it is counted in ``report`` (code
+  ``retriever_error``, examples ``query_id: ExceptionType: message``) and listed in ``Run.errors``; it has no rows,
+  so the metrics score it 0 (like ``trec_eval -c``). The other queries still run. Only when every query fails does
+  :func:`run_retriever` raise :class:`~diagnose.data.DataError`. Results of an unexpected shape (a Document
+  without id, a missing ``id_key``) are a setup mistake and raise ``DataError`` at once.
+
+Where things are
+----------------
+One question a file; this package holds :func:`run_retriever` (and what it accepts as ``queries``) and re-exports
+:func:`load_retriever`.
+
+``kinds``
+    recognising a retriever (callable, LangChain, LlamaIndex) without importing their packages; its name; the
+    LangChain ``k`` default; what to say when an object is no retriever.
+``calls``
+    calling it on every query: the thread pool, LangChain's ``batch`` with a per-query timer, the progress bar.
+``results``
+    what it returned, as ranked lists: ids, chunks collapsed into documents, scores made strictly decreasing;
+    what is counted in the report.
+``loading``
+    :func:`load_retriever`: ``module:attr`` or ``path/to/file.py:attr``, objects and factories.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any
+
+from diagnose.data import DataError, Dataset, Queries, Run, ValidationReport
+from diagnose.progress import Callback, Reporter
+from diagnose.retrievers.calls import _call
+from diagnose.retrievers.kinds import _default_name, _kind, _not_a_retriever, _type_name, _with_k
+from diagnose.retrievers.loading import load_retriever
+from diagnose.retrievers.results import ChunkToDoc, _chunk_mapper, _ranked_lists, _record
+
+__all__ = ["ChunkToDoc", "load_retriever", "run_retriever"]
+
+
+def run_retriever(
+    retriever: Any,
+    queries: Mapping[str, str] | Queries | Dataset,
+    *,
+    depth: int = 100,
+    id_key: str | None = None,
+    chunk_to_doc: ChunkToDoc = "max",
+    name: str | None = None,
+    concurrency: int = 4,
+    report: ValidationReport | None = None,
+    progress: bool | Reporter | Callback | None = False,
+) -> Run:
+    """Call ``retriever`` on every query and return its results as a :class:`~diagnose.data.Run`.
+
+    ``queries``: ``{query_id: text}``, a :class:`~diagnose.data.Queries`, or a :class:`~diagnose.data.Dataset`
+    (then its golden queries, ``ds.qrels.queries_with_relevant()``, in that order; those without a text are left
+    out and counted in ``report`` as ``retriever_query_without_text``). The run lists queries in input order.
+
+    ``depth``: at most this many documents per query, after ``chunk_to_doc`` collapsing. ``id_key``: read the
+    document id from ``metadata[id_key]`` of LangChain Documents / LlamaIndex nodes instead of their own id.
+    ``chunk_to_doc``: ``"max"``, ``None``/``"none"`` or a callable ``chunk_id -> doc_id`` (see the module
+    docstring). ``name``: the run name (default: the retriever's ``name``, class or function name).
+    ``concurrency``: queries in flight at once. ``report``: where retriever errors, duplicates, short lists and
+    score adjustments are counted. ``progress``: ``True`` for a tqdm bar on stderr (only when stderr is a terminal), or a
+    :mod:`diagnose.progress` reporter or ``callback(done, total)``.
+
+    Scores: the retriever's own when it gives them, lowered where needed so that they strictly decrease (as
+    float32) in the retriever's order; ``-rank`` when it gives none. So ``rank`` is always the retriever's order
+    and the run reads back identically from :func:`diagnose.io.write_trec_run`. ``Run.latency_ms`` holds each
+    returned query's wall-clock time, ``Run.errors`` each failed query's ``"ExceptionType: message"``.
+
+    Raises :class:`~diagnose.data.DataError` when there is no query to run, the retriever is of no known kind,
+    a result has no usable id, or the retriever raised on every query (the message quotes the first error).
+    """
+    if isinstance(depth, bool) or not isinstance(depth, int) or depth < 1:
+        raise ValueError(f"depth must be an integer >= 1, got {depth!r}.")
+    if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
+        raise ValueError(f"concurrency must be an integer >= 1, got {concurrency!r}.")
+    report = report if report is not None else ValidationReport()
+    mapper, collapse = _chunk_mapper(chunk_to_doc)
+    kind = _kind(retriever)
+    if kind is None:
+        raise DataError(_not_a_retriever(retriever, "retriever"))
+    run_name = name or _default_name(retriever)
+    qids, texts = _golden(queries, report, run_name)
+
+    if kind == "langchain":
+        retriever = _with_k(retriever, depth, report, run_name)
+    outcomes = _call(retriever, kind, texts, concurrency, progress, run_name)
+
+    lists, latency, errors, tally = _ranked_lists(qids, outcomes, id_key, mapper, collapse, depth, run_name)
+    _record(report, run_name, len(qids), errors, tally, depth, collapse, latency)
+    if not lists:
+        raise _raised_on_every_query(run_name, len(qids), errors)
+    run = Run.from_ranked_lists(run_name, lists, source=f"live retriever {_type_name(retriever)}")
+    return replace(run, latency_ms=latency, errors=errors)
+
+
+def _golden(
+    queries: Mapping[str, str] | Queries | Dataset, report: ValidationReport, run_name: str
+) -> tuple[list[str], list[str]]:
+    if isinstance(queries, Dataset):
+        if queries.queries is None:
+            raise DataError(
+                "queries: the dataset has no queries file, so there is no text to send to the retriever. Fix: load "
+                "the dataset with its queries (a BEIR folder with queries.jsonl, or queries=...)."
+            )
+        text_of = queries.queries.text_of()
+        golden = [str(q) for q in queries.qrels.queries_with_relevant()]
+        missing = [q for q in golden if q not in text_of]
+        report.add(
+            "retriever_query_without_text",
+            f"{len(missing)} golden queries have no text in the queries file, so retriever {run_name!r} was not "
+            "run on them (they score 0 if evaluated). Fix: add them to the queries file.",
+            count=len(missing),
+            examples=missing,
+        )
+        pairs = [(q, text_of[q]) for q in golden if q in text_of]
+    elif isinstance(queries, Queries):
+        pairs = [(str(q), t) for q, t in queries.text_of().items()]
+    elif isinstance(queries, Mapping):
+        pairs = [(str(q), t) for q, t in queries.items()]
+    else:
+        raise DataError(
+            f"queries must be a dict {{query_id: text}}, a diagnose Queries or a Dataset; got {_type_name(queries)}."
+        )
+    seen: dict[str, str] = {}
+    for q, t in pairs:
+        if not isinstance(t, str):
+            raise DataError(
+                f"queries: query {q!r} has text {t!r} ({type(t).__name__}), not a string. Fix: give every query a "
+                "text."
+            )
+        seen.setdefault(q, t)
+    if not seen:
+        raise DataError("queries: there is no query to run (the golden set or the queries given are empty).")
+    return list(seen), list(seen.values())
+
+
+def _raised_on_every_query(run_name: str, n_queries: int, errors: dict[str, str]) -> DataError:
+    """The error when no query returned: it quotes the first one's exception."""
+    first = next(iter(errors))
+    return DataError(
+        f"The retriever {run_name!r} raised on every one of the {n_queries} queries; the first error (query "
+        f"{first!r}) was {errors[first]}. Fix: call the retriever by hand on one query text to see the "
+        "traceback, then run again."
+    )
