@@ -1,0 +1,178 @@
+"""The golden set with the new judgements: merge them (a new grade wins), count what merging did, read judgements from
+a journal, a graded queue TSV or a qrels file, and export as TREC qrels or BEIR TSV."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import numpy as np
+import pandas as pd
+
+from diagnose.data import DataError, Qrels, ValidationReport
+from diagnose.judging.journal import SKIP, Journal, PathLike, _check_grade, _param_error
+from diagnose.judging.queue import QUEUE_TSV_COLUMNS
+
+
+class MergeCounts(NamedTuple):
+    """What merging new judgements did: ``judgements`` read, ``added`` (pairs the golden set did not judge),
+    ``overridden`` (pairs it judged: the new grade wins), of which ``changed`` (a different grade)."""
+
+    source: str
+    judgements: int
+    added: int
+    overridden: int
+    changed: int
+
+    def sentence(self) -> str:
+        return (
+            f"merged {self.judgements} judgement{'s' if self.judgements != 1 else ''} from {self.source}: "
+            f"{self.added} new, {self.overridden} overriding an existing grade ({self.changed} with a different grade)"
+        )
+
+
+def _as_new(extra: Journal | Qrels | Mapping[tuple[str, str], Any], report: ValidationReport | None) -> Qrels:
+    if isinstance(extra, Journal):
+        return extra.as_qrels(report)
+    if isinstance(extra, Qrels):
+        return extra
+    items = [(str(q), str(d), g) for (q, d), g in extra.items() if g != SKIP]
+    df = pd.DataFrame(
+        {
+            "query_id": pd.Series([q for q, _, _ in items], dtype="str"),
+            "doc_id": pd.Series([d for _, d, _ in items], dtype="str"),
+            "relevance": np.asarray([int(g) for _, _, g in items], dtype=np.int64),
+        }
+    )
+    return Qrels(df, "judgements")
+
+
+def merge_counts(
+    qrels: Qrels, extra: Journal | Qrels, *, report: ValidationReport | None = None
+) -> MergeCounts:
+    """How :func:`merge` would change ``qrels`` (see :class:`MergeCounts`)."""
+    new = _as_new(extra, report)
+    old = qrels.df.set_index(["query_id", "doc_id"])["relevance"]
+    old = old[~old.index.duplicated()]
+    keys = list(zip(new.df["query_id"].tolist(), new.df["doc_id"].tolist(), strict=True))
+    grades = new.df["relevance"].tolist()
+    overridden = [(key, g) for key, g in zip(keys, grades, strict=True) if key in old.index]
+    changed = sum(1 for key, g in overridden if int(old.loc[key]) != int(g))
+    return MergeCounts(
+        new.source or "judgements", len(keys), len(keys) - len(overridden), len(overridden), changed
+    )
+
+
+def merge(qrels: Qrels, extra: Journal | Qrels, *, report: ValidationReport | None = None) -> Qrels:
+    """The golden set plus the new judgements: every pair of ``qrels`` (a new grade replaces the old one of the same
+    pair, in place) and then the new pairs in their order. ``report`` gets an info line with the counts
+    (:class:`MergeCounts`: how many were added, how many overrode a grade)."""
+    new = _as_new(extra, report)
+    counts = merge_counts(qrels, new)
+    grade = dict(zip(zip(new.df["query_id"].tolist(), new.df["doc_id"].tolist(), strict=True),
+                     new.df["relevance"].tolist(), strict=True))  # fmt: skip
+    base = qrels.df.copy()
+    keys = list(zip(base["query_id"].tolist(), base["doc_id"].tolist(), strict=True))
+    base["relevance"] = np.asarray(
+        [int(grade.pop(key)) if key in grade else int(g) for key, g in zip(keys, base["relevance"].tolist(),
+                                                                              strict=True)], dtype=np.int64,
+    )  # fmt: skip
+    added = pd.DataFrame(
+        {
+            "query_id": pd.Series([q for q, _ in grade], dtype="str"),
+            "doc_id": pd.Series([d for _, d in grade], dtype="str"),
+            "relevance": np.asarray(list(grade.values()), dtype=np.int64),
+        }
+    )
+    df = pd.concat([base, added], ignore_index=True) if len(added) else base.reset_index(drop=True)
+    df["relevance"] = df["relevance"].astype(np.int64)
+    if report is not None:
+        report.add("judgements_merged", counts.sentence(), severity="info", file=counts.source,
+                   count=max(1, counts.judgements))  # fmt: skip
+    source = " + ".join(s for s in (qrels.source, counts.source) if s)
+    return Qrels(df, source)
+
+
+def read_judgements(path: PathLike, *, report: ValidationReport | None = None) -> Qrels:
+    """New judgements from a file: a :class:`Journal` (JSON lines with a ``"grade"``), a judging queue TSV written by
+    ``diagnose judge-queue`` with its ``grade`` column filled in (rows left empty or ``skip`` are not judgements), or
+    any qrels format (:func:`diagnose.io.read_qrels`: BEIR TSV, TREC qrels, JSONL with ``"relevant"``)."""
+    from diagnose.io import check_input_path, read_qrels
+
+    check_input_path(path, "a judgement journal (JSONL), a graded judge-queue TSV or a qrels file")
+    with open(path, "rb") as f:
+        head = f.read(65536)
+    first = next(
+        (line for line in head.split(b"\n") if line.strip() and not line.lstrip().startswith(b"#")), b""
+    )
+    if first.rstrip(b"\r").split(b"\t") == [c.encode() for c in QUEUE_TSV_COLUMNS]:
+        return _read_graded_queue(Path(path), report)
+    try:
+        obj = json.loads(first.decode("utf-8")) if first.lstrip().startswith(b"{") else None
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        obj = {"grade": None} if b'"grade"' in first else None  # a journal whose only line is torn
+    if (isinstance(obj, dict) and "grade" in obj) or not first:
+        return Journal(path).as_qrels(report)
+    return read_qrels(path, report=report)
+
+
+def _read_graded_queue(path: Path, report: ValidationReport | None) -> Qrels:
+    """The graded rows of a ``diagnose judge-queue`` TSV (see :func:`read_judgements`)."""
+    try:
+        df = pd.read_csv(path, sep="\t", dtype=str, keep_default_na=False, quoting=3)
+    except (OSError, ValueError, UnicodeDecodeError) as e:
+        raise DataError(f"{path}: cannot read the graded judging queue ({e}).") from None
+    rows, ungraded, skipped = [], 0, 0
+    for i, (q, d, g) in enumerate(zip(df["query_id"], df["doc_id"], df["grade"], strict=True), start=2):
+        g = g.strip()
+        if not g:
+            ungraded += 1
+            continue
+        grade = _check_grade(int(g) if g.lstrip("-").isdigit() else g, f"{path}, line {i}")
+        if grade == SKIP:
+            skipped += 1
+            continue
+        rows.append((q.strip(), d.strip(), grade))
+    if report is not None and (ungraded or skipped):
+        report.add(
+            "queue_rows_not_graded",
+            f"{ungraded} rows of the judging queue have no grade and {skipped} were skipped: not judgements",
+            severity="info", file=str(path), count=ungraded + skipped,
+        )  # fmt: skip
+    return Qrels(_as_new({(q, d): g for q, d, g in rows}, None).df, str(path))
+
+
+def _check_writable(qrels: Qrels, path: PathLike, what: str, bad: str, fix: str) -> pd.DataFrame:
+    df = qrels.df
+    if df.empty:
+        raise _param_error("qrels", f"{path}: no judgement to write as {what} (judge some pairs first).")
+    for col in ("query_id", "doc_id"):
+        has = df[col].astype("str").str.contains(bad, regex=True)
+        if has.any():
+            raise _param_error(
+                "qrels", f"{path}: cannot write {what}: the {col} {str(df.loc[has, col].iloc[0])!r} contains "
+                f"whitespace that the format uses as a separator. Fix: {fix}.",
+            )  # fmt: skip
+    return df
+
+
+def write_trec_qrels(qrels: Qrels, path: PathLike) -> None:
+    """Write ``qrels`` as TREC qrels, ``qid 0 docid grade`` per line (what ``trec_eval`` and
+    :func:`diagnose.io.read_qrels` read). Ids containing whitespace cannot be written (DataError)."""
+    df = _check_writable(qrels, path, "TREC qrels", r"\s", "replace the spaces in the ids, or write BEIR TSV")
+    lines = [
+        f"{q} 0 {d} {int(g)}\n" for q, d, g in zip(df["query_id"], df["doc_id"], df["relevance"], strict=True)
+    ]
+    Path(path).write_text("".join(lines), encoding="utf-8")
+
+
+def write_beir_qrels(qrels: Qrels, path: PathLike) -> None:
+    """Write ``qrels`` as a BEIR qrels TSV: the header ``query-id<TAB>corpus-id<TAB>score``, then one judgement per
+    line. Ids containing a tab or a newline cannot be written (DataError)."""
+    df = _check_writable(qrels, path, "BEIR TSV", r"[\t\r\n]", "remove tabs and newlines from the ids")
+    lines = ["query-id\tcorpus-id\tscore\n"] + [
+        f"{q}\t{d}\t{int(g)}\n" for q, d, g in zip(df["query_id"], df["doc_id"], df["relevance"], strict=True)
+    ]
+    Path(path).write_text("".join(lines), encoding="utf-8")
