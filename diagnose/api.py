@@ -28,10 +28,12 @@ def load(
     split: str = "test",
     runs: Sequence[str | Path | tuple[str | None, PathLike]] = (),
     require_qrels: bool = True,
+    corpus_fields: Mapping[str, str] | None = None,
 ) -> Dataset:
     """Read a data set: a BEIR folder ``data`` (``corpus.jsonl``, ``queries.jsonl``, ``qrels/<split>.tsv``) and/or
     explicit files (which override the folder's). Formats and checks: :func:`diagnose.io.load_dataset`.
-    ``require_qrels=False``: no golden set yet (a query log and a corpus get empty qrels, to judge: see
+    ``corpus_fields``: the corpus columns or keys of ``id``, ``text`` and ``title`` when they are not auto-detected,
+    e.g. ``{"id": "doc_id", "text": "body"}``. ``require_qrels=False``: no golden set yet (a query log and a corpus get empty qrels, to judge: see
     :mod:`diagnose.judging`).
 
     ``runs``: run files, ``"NAME=PATH"`` or ``(name, path)``; runs can also be given later to
@@ -50,7 +52,7 @@ def load(
         )
     return load_dataset(
         data_dir=data, split=split, corpus=corpus, queries=queries, qrels=qrels, runs=runs,
-        require_qrels=require_qrels,
+        require_qrels=require_qrels, corpus_fields=corpus_fields,
     )  # fmt: skip
 
 

@@ -258,3 +258,11 @@ def test_the_readme_python_section_runs_as_written(tmp_path):
                           env=env, timeout=900)  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
     assert "Dataset('demo_corpus'" in done.stdout and "latency_p50_ms" in done.stdout
+
+
+def test_reader_errors_name_the_parameter_and_the_cli_names_the_flag(capsys):
+    with pytest.raises(DataError) as err:
+        diagnose.load(DEMO, split="dev")
+    assert err.value.param == "split" and "--" not in str(err.value)
+    assert main(["evaluate", "--data", str(DEMO), "--split", "dev"]) == 2
+    assert capsys.readouterr().err.startswith("error: --split: ")

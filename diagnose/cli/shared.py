@@ -20,6 +20,12 @@ EXIT_INPUT = 2
 #: Library parameters (``DataError.param``) and the flags that set them, so an error names what the user typed.
 PARAM_FLAGS = {
     "k": "--k",
+    "data": "--data",
+    "split": "--split",
+    "qrels": "--qrels",
+    "id_field": "--id-field",
+    "text_field": "--text-field",
+    "title_field": "--title-field",
     "ks": "--k",
     "depth": "--depth",
     "failure": "--failure",

@@ -57,8 +57,9 @@ def load_dataset(
         st = _stat(root, beir)
         if st is None or not stat.S_ISDIR(st.st_mode):
             raise DataError(
-                f"{data_dir}: {'not found' if st is None else 'is a file, not a folder'}. Expected {beir}. Fix: pass "
-                "the folder path to --data, or the files with --corpus, --queries and --qrels."
+                f"{data_dir}: {'not found' if st is None else 'is a file, not a folder'}. Expected {beir}. Fix: give "
+                "the folder's path, or the corpus, queries and qrels files one by one.",
+                param="data",
             )
         corpus = corpus if corpus is not None else _existing(root, "corpus.jsonl", CORPUS_FORMATS)
         queries = queries if queries is not None else _existing(root, "queries.jsonl", QUERIES_FORMATS)
@@ -76,11 +77,12 @@ def load_dataset(
                 )
                 raise DataError(
                     f"{root / 'qrels' / (split + '.tsv')}: file not found ({have}). Expected the judgements of split "
-                    f"{split!r} as qrels/{split}.tsv. Fix: pass --split with one of the available splits, or --qrels FILE."
+                    f"{split!r} as qrels/{split}.tsv. Fix: choose one of the available splits, or give the qrels file.",
+                    param="split",
                 )
     if qrels is None and require_qrels:
         raise DataError(
-            "No judgements given. Expected a qrels file. Fix: pass --qrels FILE, or --data DIR (a BEIR folder)."
+            "No judgements given. Expected a qrels file. Fix: give the qrels file, or a BEIR folder.", param="qrels"
         )
 
     run_specs: list[tuple[str, str]] = []
@@ -95,7 +97,8 @@ def load_dataset(
         if rname in seen:
             raise DataError(
                 f"{rpath}: the run name {rname!r} is already used by {seen[rname]}. Expected one name per run. "
-                f"Fix: name the runs, e.g. --run {rname}_a={seen[rname]} --run {rname}_b={rpath}."
+                f"Fix: name the runs, e.g. {rname}_a={seen[rname]} and {rname}_b={rpath}.",
+                param="runs",
             )
         seen[rname] = rpath
 

@@ -226,14 +226,16 @@ def _pick(
     if given:
         if given in columns:
             return given
-        raise _fatal(
+        err = _fatal(
             file,
             None,
             f"has no {role} field {given!r}",
             f"fields: {', '.join(map(str, columns)) or 'none'}",
             formats,
-            f"pass {option} with one of these fields",
+            f"give the {role} field as one of these ({option})",
         )
+        err.param = option
+        raise err
     lower = {str(c).lower(): c for c in reversed(list(columns))}
     for cand in candidates:
         if cand in lower:
@@ -275,10 +277,10 @@ def _finish_records(
         )
         df = df.loc[:, ~repeated]
         columns = [c for c, r in zip(columns, repeated, strict=True) if not r]
-    src_id = _pick(columns, given[0], id_cands, "id", file, formats, "--id-field")
-    src_text = _pick(columns, given[1], text_cands, "text", file, formats, "--text-field")
+    src_id = _pick(columns, given[0], id_cands, "id", file, formats, "id_field")
+    src_text = _pick(columns, given[1], text_cands, "text", file, formats, "text_field")
     src_title = (
-        _pick(columns, given[2], title_cands, "title", file, formats, "--title-field") if is_corpus else None
+        _pick(columns, given[2], title_cands, "title", file, formats, "title_field") if is_corpus else None
     )
     if src_id is None or src_text is None:
         role = "id" if src_id is None else "text"

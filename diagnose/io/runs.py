@@ -50,12 +50,13 @@ def parse_run_arg(arg: str) -> tuple[str, str]:
             name, path = head.strip(), tail.strip()
             if not name:
                 raise DataError(
-                    f"--run {text!r}: the run name before '=' is empty. Expected NAME=PATH or PATH. "
-                    "Fix: write e.g. --run bm25=runs/bm25.trec, or drop the '='."
+                    f"run {text!r}: the run name before '=' is empty. Expected NAME=PATH or PATH. "
+                    "Fix: write e.g. bm25=runs/bm25.trec, or drop the '='.",
+                    param="runs",
                 )
     if not path:
         raise DataError(
-            f"--run {text!r}: no file given. Expected NAME=PATH or PATH. Fix: add the run file path."
+            f"run {text!r}: no file given. Expected NAME=PATH or PATH. Fix: add the run file path.", param="runs"
         )
     return (name or _run_stem(path)), path
 
