@@ -313,7 +313,7 @@ def test_dense_search_equals_brute_force(block_size, k):
 
 
 def test_dense_search_query_blocks(monkeypatch):
-    monkeypatch.setattr(embed, "BLOCK_ELEMENTS", 30)  # 30 // block 10 = 3 queries per block
+    monkeypatch.setattr(embed.search, "BLOCK_ELEMENTS", 30)  # 30 // block 10 = 3 queries per block
     rng = np.random.default_rng(3)
     q, d = _unit(rng, 8, 4), _unit(rng, 25, 4)
     idx, _ = dense_search(q, d, 5, block_size=10)
