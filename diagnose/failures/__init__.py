@@ -1,0 +1,63 @@
+"""Why each failed query failed: evidence -> failure class -> recommendation.
+
+A golden query *fails at k* when none of its relevant documents is in the run's top k (``mode="hit"``), or, with
+``mode="recall"``, for every relevant document missing from the top k. Each (failed query, missed relevant document)
+pair, the *target*, is analysed on its own: its evidence (cosine, run / exact dense / BM25 ranks, term overlap, the
+documents that beat it), the first of seven classes whose rule matches (``missing_document``, ``label_gap``,
+``near_miss``, ``index_gap``, ``vocabulary_mismatch``, ``semantic_gap``, ``ranking_failure``), a sentence saying
+why, and the class's recommendation.
+
+Where things are
+----------------
+One question a file:
+
+- :mod:`~diagnose.failures.taxonomy`: the classes, their labels and recommendations, :class:`Thresholds`,
+  :func:`classify` (the rules, in order) and each class's evidence sentence. Open it to add a failure class.
+- :mod:`~diagnose.failures.evidence`: one (query, target) pair: the :class:`Failure` and :class:`Competitor`
+  records, how each piece of evidence is computed, :func:`sort_worst`.
+- :mod:`~diagnose.failures.diagnosis`: a whole run: :func:`failed_pairs`, :func:`calibrate` (:class:`Calibration`),
+  :func:`diagnose_run` -> :class:`Diagnosis`.
+- :mod:`diagnose.golden` (outside this package: it asks whether the golden set is wrong, not the retriever):
+  :func:`find_label_noise`, :func:`normalise_text`, :func:`hubness`; re-exported here.
+
+Every name below is importable from ``diagnose.failures`` itself::
+
+    from diagnose.failures import diagnose_run
+    diagnose_run(ds, run, space, bm25, k=10).class_counts
+"""
+
+from __future__ import annotations
+
+from diagnose.failures.diagnosis import Calibration, Diagnosis, calibrate, diagnose_run, failed_pairs
+from diagnose.failures.evidence import Competitor, Failure, sort_worst
+from diagnose.failures.taxonomy import (
+    CLASS_LABELS,
+    CLASSES,
+    RECOMMENDATIONS,
+    FailureMode,
+    Thresholds,
+    classify,
+)
+from diagnose.golden import Hubness, LabelNoise, find_label_noise, hubness, normalise_text
+
+__all__ = [
+    "CLASSES",
+    "CLASS_LABELS",
+    "RECOMMENDATIONS",
+    "Calibration",
+    "Competitor",
+    "Diagnosis",
+    "Failure",
+    "FailureMode",
+    "Hubness",
+    "LabelNoise",
+    "Thresholds",
+    "calibrate",
+    "classify",
+    "diagnose_run",
+    "failed_pairs",
+    "find_label_noise",
+    "hubness",
+    "normalise_text",
+    "sort_worst",
+]

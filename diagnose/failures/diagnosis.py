@@ -1,0 +1,186 @@
+"""A run's diagnosis: which (query, target) pairs failed, the model's calibrated threshold, and every failure.
+
+A golden query *fails at k* when none of its relevant documents (grade > 0) is in the run's top k
+(``hit_rate@k = 0``). With ``mode="recall"`` every relevant document missing from the top k is a (partial) failure,
+even when another relevant document was found. Each (failed query, missed relevant document) pair — the *target* — is
+analysed on its own (:mod:`diagnose.failures.evidence`).
+
+The calibrated threshold (:func:`calibrate`): a low percentile (default the 10th) of cosine(query, relevant
+document) over the relevant documents the run found in the top k. 0.75 means different things for different models.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from diagnose.data import DataError, Dataset, Run
+from diagnose.failures.evidence import Failure, _Bm25Scores, _failure, _lookups
+from diagnose.failures.taxonomy import CLASSES, RECOMMENDATIONS, FailureMode, Thresholds
+from diagnose.space import VectorSpace
+
+
+@dataclass(frozen=True)
+class Calibration:
+    model: str
+    seed: float
+    calibrated: float
+    percentile: float
+    n_pairs: int
+    fallback: bool
+
+    def to_dict(self) -> dict:
+        return {
+            "model": self.model,
+            "seed": self.seed,
+            "calibrated": self.calibrated,
+            "percentile": self.percentile,
+            "n_pairs": self.n_pairs,
+            "method": (
+                f"{self.percentile:g}th percentile of cosine(query, relevant) over relevant documents the run "
+                "found in the top k"
+                if not self.fallback
+                else "too few successful pairs to calibrate; the seed threshold is used"
+            ),
+        }
+
+
+@dataclass
+class Diagnosis:
+    run: str
+    k: int
+    mode: FailureMode
+    failures: list[Failure]
+    calibration: Calibration
+    n_queries: int
+    failed_queries: list[str]
+    thresholds: Thresholds = field(default_factory=Thresholds)
+
+    @property
+    def class_counts(self) -> dict[str, int]:
+        c = Counter(f.cls for f in self.failures)
+        return {k: int(c.get(k, 0)) for k in CLASSES}
+
+    def frame(self) -> pd.DataFrame:
+        """One row per failure: the table the CLI and the app show."""
+        cols = [
+            "query_id", "doc_id", "class", "cosine", "run_rank", "dense_rank", "bm25_rank", "bm25_score",
+            "margin", "overlap", "missing_terms", "seed_verdict", "calibrated_verdict", "query_text", "grade",
+        ]  # fmt: skip
+        rows = []
+        for f in self.failures:
+            d = f.to_dict()
+            d["missing_terms"] = " ".join(f.missing_terms)
+            rows.append({c: d[c] for c in cols})
+        return pd.DataFrame(rows, columns=cols)
+
+    def to_dict(self) -> dict:
+        return {
+            "run": self.run,
+            "k": self.k,
+            "mode": self.mode,
+            "n_queries": self.n_queries,
+            "n_failed_queries": len(self.failed_queries),
+            "failures": [f.to_dict() for f in self.failures],
+            "class_counts": self.class_counts,
+            "threshold": self.calibration.to_dict(),
+            "thresholds": asdict(self.thresholds),
+            "recommendations": {c: RECOMMENDATIONS[c] for c in CLASSES},
+        }
+
+
+def calibrate(
+    ds: Dataset,
+    run: Run,
+    space: VectorSpace,
+    k: int,
+    thresholds: Thresholds = Thresholds(),  # noqa: B008 - frozen
+) -> Calibration:
+    """The calibrated cosine threshold of a model on this golden set.
+
+    Pairs: (query, relevant document) where the run has the document in its top k — the successes. The threshold
+    is their ``calibration_percentile``-th percentile of cosine: 90% of the relevant documents this model and run
+    found score above it. Fewer than ``min_calibration_pairs`` pairs -> the seed threshold, flagged as fallback.
+    """
+    top = run.top(k)
+    rel = ds.qrels.relevant()
+    hits = top.merge(rel[["query_id", "doc_id"]], on=["query_id", "doc_id"], how="inner")
+    # membership tested pair by pair: Series.isin(dict) converts every key (1M documents: ~4 s)
+    known = [
+        q in space.query_row and d in space.doc_row
+        for q, d in zip(hits["query_id"], hits["doc_id"], strict=True)
+    ]
+    hits = hits[np.asarray(known, dtype=bool)]
+    if len(hits) < thresholds.min_calibration_pairs:
+        return Calibration(space.model, thresholds.seed_cosine, thresholds.seed_cosine,
+                           thresholds.calibration_percentile, len(hits), True)  # fmt: skip
+    qi = hits["query_id"].map(space.query_row).to_numpy()
+    di = hits["doc_id"].map(space.doc_row).to_numpy()
+    cos = np.einsum("ij,ij->i", space.query_vecs[qi], space.doc_vecs[di])
+    value = float(np.percentile(cos, thresholds.calibration_percentile))
+    return Calibration(
+        space.model, thresholds.seed_cosine, value, thresholds.calibration_percentile, len(hits), False
+    )
+
+
+def failed_pairs(
+    ds: Dataset, run: Run, k: int, mode: FailureMode = "hit"
+) -> tuple[list[tuple[str, str, int]], int]:
+    """The (query, target, grade) pairs to analyse, and the number of golden queries considered."""
+    rel = ds.qrels.relevant()
+    golden = list(pd.unique(rel["query_id"]))
+    found = rel.merge(
+        run.top(k)[["query_id", "doc_id"]], on=["query_id", "doc_id"], how="left", indicator=True
+    )
+    found["hit"] = found["_merge"] == "both"
+    if mode == "hit":
+        hit_q = set(found.loc[found["hit"], "query_id"])
+        missed = found[~found["query_id"].isin(hit_q)]
+    elif mode == "recall":
+        missed = found[~found["hit"]]
+    else:
+        raise DataError(f"Unknown failure definition {mode!r}: use 'hit' or 'recall'.")
+    pairs = [
+        (q, d, int(g))
+        for q, d, g in zip(missed["query_id"], missed["doc_id"], missed["relevance"], strict=True)
+    ]
+    return pairs, len(golden)
+
+
+def diagnose_run(
+    ds: Dataset,
+    run: Run,
+    space: VectorSpace,
+    bm25,
+    *,
+    k: int = 10,
+    mode: FailureMode = "hit",
+    thresholds: Thresholds = Thresholds(),  # noqa: B008 - frozen, as in classify()
+    calibration: Calibration | None = None,
+    progress=None,
+) -> Diagnosis:
+    """Analyse every failed (query, target) pair of ``run`` at ``k``.
+
+    ``bm25`` is a :class:`diagnose.lexical.BM25Index` over the same corpus. ``calibration`` defaults to
+    :func:`calibrate` on this run.
+    """
+    if ds.corpus is None or ds.queries is None:
+        raise DataError("The diagnosis needs the corpus and the queries.", param="corpus")
+    if k < 1:
+        raise DataError(f"k must be at least 1 (got {k}).")
+    calibration = calibration or calibrate(ds, run, space, k, thresholds)
+    pairs, n_golden = failed_pairs(ds, run, k, mode)
+    look = _lookups(ds, run, space, pairs)
+    scores = _Bm25Scores(bm25)
+    failures: list[Failure] = []
+    for i, (q, d, g) in enumerate(pairs):
+        if progress is not None:
+            progress(i, len(pairs))
+        failures.append(
+            _failure(look, scores, q, d, g, k=k, thresholds=thresholds, calibrated=calibration.calibrated)
+        )
+    failed_queries = list(dict.fromkeys(f.query_id for f in failures))
+    return Diagnosis(run.name, k, mode, failures, calibration, n_golden, failed_queries, thresholds)

@@ -1,0 +1,336 @@
+"""The evidence of one (query, target) pair: the :class:`Failure` and :class:`Competitor` records and how each field
+is computed.
+
+``cosine`` = cos(query, target) under the chosen model; ``run_rank`` = the target's rank in the run (``None`` when the
+run did not retrieve it; ``run_depth`` says how deep the run went for that query); ``dense_rank`` = 1 + the number of
+corpus documents with a strictly higher cosine to the query (exact search over the whole corpus); ``bm25_rank`` and
+``bm25_score`` likewise for BM25; the query terms present in / missing from the target (BM25's tokenizer, query stop
+words such as "how", "do", "my" left out: :data:`diagnose.lexical.QUERY_STOPWORDS`) and the share present
+(``overlap``), with the stop words left out listed (``ignored_terms``) and the share over every term BM25 scores
+(``bm25_overlap``); the run's top documents with their cosine to the query and to the target; ``margin`` =
+cos(query, k-th retrieved) - cosine.
+
+:func:`_lookups` gathers once per run what every pair reads; :func:`_failure` computes one pair's evidence, asks
+:func:`~diagnose.failures.taxonomy.classify` for its class and returns the :class:`Failure`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field, fields
+from typing import NamedTuple
+
+import numpy as np
+
+from diagnose.data import Dataset, Run
+from diagnose.failures.taxonomy import (
+    CLASS_LABELS,
+    RECOMMENDATIONS,
+    Thresholds,
+    _evidence,
+    _PairEvidence,
+    _rule,
+    classify,
+)
+from diagnose.golden import normalise_text
+from diagnose.space import VectorSpace
+
+
+class Competitor(NamedTuple):
+    """A document the run ranked above the target."""
+
+    doc_id: str
+    rank: int
+    cosine_query: float | None
+    cosine_target: float | None
+    grade: int | None
+
+
+@dataclass(frozen=True)
+class Failure:
+    """One missed (query, relevant document) pair with its evidence, class and recommendation.
+
+    ``present_terms``/``missing_terms``/``overlap``: the query's terms found in / missing from the target and the
+    share found, query stop words left out (:func:`diagnose.lexical.term_overlap`); ``overlap`` is what the
+    taxonomy's ``min_overlap`` rule reads. ``ignored_terms``: the query stop words left out; ``bm25_overlap``: the
+    share over every term BM25 scores, stop words included (equal to ``overlap`` when nothing was ignored).
+    Both ``None``/empty when the target is not in the corpus.
+    """
+
+    query_id: str
+    query_text: str
+    doc_id: str
+    grade: int
+    cls: str
+    cosine: float | None
+    run_rank: int | None
+    run_depth: int
+    dense_rank: int | None
+    bm25_rank: int | None
+    bm25_score: float | None
+    present_terms: tuple[str, ...]
+    missing_terms: tuple[str, ...]
+    overlap: float | None
+    kth_cosine: float | None
+    margin: float | None
+    duplicate_doc_id: str | None
+    duplicate_cosine: float | None
+    seed_verdict: str
+    calibrated_verdict: str
+    evidence: str
+    recommendation: str
+    top_retrieved: tuple[Competitor, ...] = ()
+    ignored_terms: tuple[str, ...] = ()
+    bm25_overlap: float | None = None
+
+    def to_dict(self) -> dict:
+        """The JSON record of ``diagnose failures --format json``: every field (``cls`` as ``class``) plus
+        ``label``. A contract: keys are added, never renamed or removed."""
+        # shallow on purpose: dataclasses.asdict deep-copies every field and dominated `--format json` time
+        d = {f: getattr(self, f) for f in _FAILURE_FIELDS}
+        d["class"] = d.pop("cls")
+        d["label"] = CLASS_LABELS[self.cls]
+        d["present_terms"] = list(self.present_terms)
+        d["missing_terms"] = list(self.missing_terms)
+        d["top_retrieved"] = [c._asdict() for c in self.top_retrieved]
+        d["ignored_terms"] = list(self.ignored_terms)
+        return d
+
+
+_FAILURE_FIELDS = tuple(f.name for f in fields(Failure))
+
+
+def sort_worst(failures: Sequence[Failure]) -> list[Failure]:
+    """Worst first: missed deepest (not retrieved, then by run rank descending), then lowest cosine."""
+
+    def key(f: Failure):
+        rank = f.run_rank if f.run_rank is not None else 10**9
+        return (-rank, f.cosine if f.cosine is not None else -2.0)
+
+    return sorted(failures, key=key)
+
+
+def _dense_ranks(
+    space: VectorSpace, pairs: list[tuple[str, str]], block: int = 256
+) -> dict[tuple[str, str], int]:
+    """Rank of each target among all corpus documents: 1 + number with a strictly higher cosine."""
+    from diagnose.embed import dense_rank_of
+
+    ok = [(q, d) for q, d in pairs if q in space.query_row and d in space.doc_row]
+    if not ok:
+        return {}
+    qr = np.array([space.query_row[q] for q, _ in ok])
+    dr = np.array([space.doc_row[d] for _, d in ok])
+    ranks = dense_rank_of(space.query_vecs, space.doc_vecs, qr, dr)
+    return {p: int(r) for p, r in zip(ok, ranks, strict=True)}
+
+
+@dataclass
+class _Lookups:
+    """What every pair of one run reads, computed once per run (:func:`_lookups`)."""
+
+    space: VectorSpace
+    q_text: dict[str, str]
+    corpus_row: dict[str, int]
+    doc_texts: Sequence[str]
+    grades: dict[str, dict[str, int]]
+    lists: dict[str, list[str]]
+    dense: dict[tuple[str, str], int]
+    target_stems: dict[str, set[str]]
+    norm_cache: dict[str, str] = field(default_factory=dict)
+
+    def norm(self, doc: str) -> str:
+        if doc not in self.norm_cache:
+            self.norm_cache[doc] = normalise_text(self.doc_texts[self.corpus_row[doc]])
+        return self.norm_cache[doc]
+
+
+def _lookups(ds: Dataset, run: Run, space: VectorSpace, pairs: list[tuple[str, str, int]]) -> _Lookups:
+    from diagnose.lexical import tokenize
+
+    corpus_row = ds.corpus.index_of()
+    doc_texts = ds.corpus.texts()
+    targets = list(dict.fromkeys(d for _, d, _ in pairs if d in corpus_row))
+    # one tokenize() call for every target: each distinct word is stemmed once
+    target_stems = dict(
+        zip(targets, map(set, tokenize([doc_texts[corpus_row[d]] for d in targets])), strict=True)
+    )
+    return _Lookups(
+        space=space,
+        q_text=ds.queries.text_of(),
+        corpus_row=corpus_row,
+        doc_texts=doc_texts,
+        grades=ds.qrels.as_dict(),
+        lists=run.ranked_lists(),
+        dense=_dense_ranks(space, [(q, d) for q, d, _ in pairs if d in corpus_row]),
+        target_stems=target_stems,
+    )
+
+
+class _Bm25Scores:
+    """BM25 scores of the current query only: one float64 per corpus document (8 MB at 1M documents), and a pair's
+    query is usually the previous pair's; keeping every query's scores held GBs on large corpora."""
+
+    def __init__(self, bm25) -> None:
+        self.bm25 = bm25
+        self.query: str | None = None
+        self.scores = np.zeros(0)
+
+    def of(self, q: str, text: str) -> np.ndarray:
+        if q != self.query:
+            self.query, self.scores = q, self.bm25.scores(text)
+        return self.scores
+
+
+class _Lexical(NamedTuple):
+    """The BM25 and term-overlap evidence of a target in the corpus (all ``None``/empty otherwise)."""
+
+    bm25_rank: int | None = None
+    bm25_score: float | None = None
+    present: tuple[str, ...] = ()
+    missing: tuple[str, ...] = ()
+    overlap: float | None = None
+    ignored: tuple[str, ...] = ()
+    bm25_overlap: float | None = None
+
+
+def _lexical(look: _Lookups, bm25: _Bm25Scores, q: str, d: str, text: str) -> _Lexical:
+    from diagnose.lexical import term_overlap
+
+    scores = bm25.of(q, text)
+    s = float(scores[look.corpus_row[d]])
+    ov = term_overlap(text, "", doc_stems=look.target_stems[d])
+    return _Lexical(
+        bm25_rank=int(np.count_nonzero(scores > s)) + 1,
+        bm25_score=s,
+        present=tuple(ov.present),
+        missing=tuple(ov.missing),
+        overlap=float(ov.overlap_ratio),
+        ignored=tuple(ov.ignored),
+        bm25_overlap=float(ov.bm25_overlap_ratio),
+    )
+
+
+def _competitors(
+    space: VectorSpace, q: str, d: str, ranked: list[str], qg: dict[str, int], has_vec: bool, shown: int
+) -> list[Competitor]:
+    """The run's top ``shown`` documents with their cosine to the query and to the target."""
+    competitors = []
+    for r, doc in enumerate(ranked[:shown], start=1):
+        known = doc in space.doc_row and q in space.query_row
+        competitors.append(
+            Competitor(
+                doc,
+                r,
+                space.cosine(q, doc) if known else None,
+                float(space.doc_vec(doc) @ space.doc_vec(d)) if known and has_vec else None,
+                qg.get(doc),
+            )
+        )
+    return competitors
+
+
+def _duplicate(
+    look: _Lookups, top_k: Sequence[Competitor], d: str, qg: dict[str, int], duplicate_cosine: float
+) -> tuple[str | None, float | None]:
+    """The closest near-duplicate of the target among the top k that is not judged relevant, and its strength
+    (1.0 for the same normalised text)."""
+    dup_id, dup_cos = None, None
+    for c in top_k:
+        if (qg.get(c.doc_id) or 0) > 0 or c.doc_id == d or c.doc_id not in look.corpus_row:
+            continue
+        same_text = look.norm(c.doc_id) == look.norm(d)
+        close = c.cosine_target is not None and c.cosine_target >= duplicate_cosine
+        strength = 1.0 if same_text else c.cosine_target
+        if (same_text or close) and (dup_cos is None or strength > dup_cos):
+            dup_id, dup_cos = c.doc_id, strength
+    return dup_id, dup_cos
+
+
+def _failure(
+    look: _Lookups,
+    bm25: _Bm25Scores,
+    q: str,
+    d: str,
+    g: int,
+    *,
+    k: int,
+    thresholds: Thresholds,
+    calibrated: float,
+) -> Failure:
+    """One failed (query ``q``, target ``d`` of grade ``g``) pair: its evidence, class, verdicts and sentence."""
+    space = look.space
+    text = look.q_text.get(q, "")
+    ranked = look.lists.get(q, [])
+    run_rank = ranked.index(d) + 1 if d in ranked else None
+    qg = look.grades.get(q, {})
+    in_corpus = d in look.corpus_row
+    has_vec = in_corpus and q in space.query_row
+    cosine = space.cosine(q, d) if has_vec else None
+    competitors = _competitors(space, q, d, ranked, qg, has_vec, max(k, thresholds.top_shown))
+    kth = competitors[k - 1].cosine_query if len(competitors) >= k else None
+    margin = (kth - cosine) if kth is not None and cosine is not None else None
+    dup_id, dup_cos = None, None
+    lex = _Lexical()
+    if in_corpus:
+        dup_id, dup_cos = _duplicate(look, competitors[:k], d, qg, thresholds.duplicate_cosine)
+        lex = _lexical(look, bm25, q, d, text)
+    dense_rank = look.dense.get((q, d))
+    ev = _PairEvidence(
+        doc_id=d,
+        k=k,
+        near_hi=thresholds.near_miss_factor * k,
+        run_rank=run_rank,
+        run_depth=len(ranked),
+        dense_rank=dense_rank,
+        bm25_rank=lex.bm25_rank,
+        cosine=cosine,
+        calibrated=calibrated,
+        overlap=lex.overlap,
+        duplicate_doc_id=dup_id,
+        duplicate_cosine=dup_cos,
+    )
+    cls = _classify(ev, in_corpus, thresholds)
+    return Failure(
+        query_id=q,
+        query_text=text,
+        doc_id=d,
+        grade=g,
+        cls=cls,
+        cosine=cosine,
+        run_rank=run_rank,
+        run_depth=len(ranked),
+        dense_rank=dense_rank,
+        bm25_rank=lex.bm25_rank,
+        bm25_score=lex.bm25_score,
+        present_terms=lex.present,
+        missing_terms=lex.missing,
+        overlap=lex.overlap,
+        kth_cosine=kth,
+        margin=margin,
+        duplicate_doc_id=dup_id,
+        duplicate_cosine=dup_cos,
+        seed_verdict=_rule(cosine, thresholds.seed_cosine),
+        calibrated_verdict=_rule(cosine, calibrated),
+        evidence=_evidence(cls, ev),
+        recommendation=RECOMMENDATIONS[cls],
+        top_retrieved=tuple(competitors),
+        ignored_terms=lex.ignored,
+        bm25_overlap=lex.bm25_overlap,
+    )
+
+
+def _classify(e: _PairEvidence, in_corpus: bool, thresholds: Thresholds) -> str:
+    """:func:`~diagnose.failures.taxonomy.classify` on one pair's evidence."""
+    return classify(
+        in_corpus=in_corpus,
+        duplicate=e.duplicate_doc_id is not None,
+        run_rank=e.run_rank,
+        dense_rank=e.dense_rank,
+        bm25_rank=e.bm25_rank,
+        cosine=e.cosine,
+        overlap=e.overlap,
+        k=e.k,
+        calibrated=e.calibrated,
+        thresholds=thresholds,
+    )
