@@ -287,7 +287,7 @@ def fake_fit(monkeypatch):
         calls.append(seed)
         return (np.asarray(x)[:, :2] * 10 + (seed or 0)).astype(np.float32)
 
-    monkeypatch.setattr(pj, "_fit_umap", fit)
+    monkeypatch.setattr(pj.layout, "_fit_umap", fit)
     return calls
 
 

@@ -195,7 +195,7 @@ def fake_fit(monkeypatch):
         calls.append(len(x))
         return (np.asarray(x)[:, :2] * 10).astype(np.float32)
 
-    monkeypatch.setattr(pj, "_fit_umap", fit)
+    monkeypatch.setattr(pj.layout, "_fit_umap", fit)
     return calls
 
 
@@ -269,7 +269,7 @@ def test_tiny_and_bad_inputs(tmp_path, fake_fit):
 
 
 def test_numba_cache_switch_respects_the_env(monkeypatch):
-    monkeypatch.setattr(pj, "_NUMBA_CACHE_DONE", False)
+    monkeypatch.setattr(pj.layout, "_NUMBA_CACHE_DONE", False)
     monkeypatch.setenv(pj.NUMBA_CACHE_ENV, "0")
     assert pj.enable_numba_cache() == 0
 

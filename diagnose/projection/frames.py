@@ -1,0 +1,146 @@
+"""The tables the chart draws: :func:`snippet`, :func:`map_frame` (one row per point, its role and class) and
+:func:`map_edges` (failed query -> target / top retrieved document).
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+import pandas as pd
+
+from diagnose.projection.sampling import FailedQuery, MapSample
+
+SNIPPET_CHARS = 140
+
+
+DOC_ROLES = ("target", "retrieved", "document")
+QUERY_ROLES = ("failed query", "query")
+ROLES = ("failed query", "query", "target", "retrieved", "document")
+EDGE_KINDS = ("target", "top retrieved")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Tables for the chart
+# ---------------------------------------------------------------------------------------------------------------
+
+_TAG = re.compile(r"<[^>]{0,200}>")
+_WS = re.compile(r"\s+")
+
+
+_LONGEST_ENTITY = 33  # "&CounterClockwiseContourIntegral;"
+
+
+def _clean(text: str) -> str:
+    """HTML tags removed, entities decoded, whitespace collapsed."""
+    return _WS.sub(" ", html.unescape(_TAG.sub(" ", text))).strip()
+
+
+def snippet(text: str | None, limit: int = SNIPPET_CHARS) -> str:
+    """Plain-text start of ``text``: HTML tags removed, entities decoded, whitespace collapsed, at most ``limit``
+    characters, cut at a word boundary when one is in the last 40% and ended with "…" when cut."""
+    if not text:
+        return ""
+    text = str(text)
+    # Cleaning a long document whole costs more than the map's other steps: clean a prefix, and keep the result
+    # only when it reaches well past the snippet, so that an entity cut at its end ("&nb" of "&nbsp;", at most 32
+    # characters) cannot reach the snippet. A tag cut in half is left out of the prefix.
+    head = text[: 4 * limit + 256]
+    if len(head) < len(text):
+        tag = head.rfind("<")
+        if tag > head.rfind(">"):
+            head = head[:tag]
+        t = _clean(head)
+        if len(t) <= limit + _LONGEST_ENTITY:  # mostly markup: clean the whole text
+            t = _clean(text)
+    else:
+        t = _clean(text)
+    if len(t) <= limit:
+        return t
+    cut = t[: limit - 1]
+    space = cut.rfind(" ")
+    if space >= int(limit * 0.6):
+        cut = cut[:space]
+    return cut.rstrip(" ,;:.-") + "…"
+
+
+MAP_COLUMNS = ("x", "y", "kind", "id", "snippet", "role", "failure_class")
+EDGE_COLUMNS = ("x", "y", "x2", "y2", "query_id", "edge")
+
+
+def map_frame(
+    coords: np.ndarray,
+    sample: MapSample,
+    *,
+    doc_ids: Sequence[str],
+    doc_texts: Sequence[str],
+    query_ids: Sequence[str],
+    query_texts: Sequence[str],
+    failed: Iterable[FailedQuery] = (),
+) -> pd.DataFrame:
+    """The tidy table the map draws, one row per point, documents first (in ``sample`` order), then queries.
+
+    ``coords``: :attr:`Projection.coords` of ``stack_vectors(sample, ...)``. ``doc_ids/doc_texts`` and
+    ``query_ids/query_texts`` are the full aligned lists the sample indexes into.
+
+    Columns: ``x, y`` (float), ``kind`` ("document" | "query"), ``id``, ``snippet`` (first ~140 characters, plain
+    text), ``role`` and ``failure_class``. A query's role is "failed query" or "query"; a document's is "target" (a
+    missed relevant document of some failed query), else "retrieved" (in the top-k of some failed query), else
+    "document". ``failure_class`` is the failed query's class id; "" for every other point (a document can be the
+    target of several queries of different classes, so it gets none).
+    """
+    coords = np.asarray(coords)
+    n_d, n_q = len(sample.doc_rows), len(sample.query_rows)
+    if coords.shape != (n_d + n_q, 2):
+        raise ValueError(
+            f"coords has shape {coords.shape}, expected ({n_d + n_q}, 2) for {n_d} documents + {n_q} queries"
+        )
+    failed = list(failed)
+    cls_of = {f.query_id: f.failure_class for f in failed}
+    targets = {d for f in failed for d in f.targets}
+    retrieved = {d for f in failed for d in f.retrieved}
+    d_ids = [str(doc_ids[i]) for i in sample.doc_rows]
+    q_ids = [str(query_ids[i]) for i in sample.query_rows]
+    d_role = ["target" if d in targets else "retrieved" if d in retrieved else "document" for d in d_ids]
+    q_role = ["failed query" if q in cls_of else "query" for q in q_ids]
+    return pd.DataFrame(
+        {
+            "x": coords[:, 0].astype(np.float64),
+            "y": coords[:, 1].astype(np.float64),
+            "kind": ["document"] * n_d + ["query"] * n_q,
+            "id": d_ids + q_ids,
+            "snippet": [snippet(doc_texts[i]) for i in sample.doc_rows]
+            + [snippet(query_texts[i]) for i in sample.query_rows],
+            "role": d_role + q_role,
+            "failure_class": [""] * n_d + [cls_of.get(q, "") for q in q_ids],
+        },
+        columns=list(MAP_COLUMNS),
+    )
+
+
+def map_edges(points: pd.DataFrame, failed: Iterable[FailedQuery]) -> pd.DataFrame:
+    """Lines from each failed query on the map to each of its targets and to its top retrieved document.
+
+    Columns ``x, y`` (the query), ``x2, y2`` (the document), ``query_id``, ``edge`` ("target" | "top retrieved").
+    Documents or queries not on the map (sampled out cannot happen for must-keep ids; missing from the corpus can)
+    get no line. Order: failed queries in the order given, targets before the top retrieved document.
+    """
+    docs = points[points["kind"] == "document"]
+    queries = points[points["kind"] == "query"]
+    d_xy = {i: (x, y) for i, x, y in zip(docs["id"], docs["x"], docs["y"], strict=True)}
+    q_xy = {i: (x, y) for i, x, y in zip(queries["id"], queries["x"], queries["y"], strict=True)}
+    rows: list[tuple[float, float, float, float, str, str]] = []
+    for f in failed:
+        if f.query_id not in q_xy:
+            continue
+        qx, qy = q_xy[f.query_id]
+        for t in f.targets:
+            if t in d_xy:
+                rows.append((qx, qy, *d_xy[t], f.query_id, "target"))
+        if f.retrieved and f.retrieved[0] in d_xy:
+            rows.append((qx, qy, *d_xy[f.retrieved[0]], f.query_id, "top retrieved"))
+    return pd.DataFrame(rows, columns=list(EDGE_COLUMNS)).astype(
+        {"x": float, "y": float, "x2": float, "y2": float, "query_id": object, "edge": object}
+    )
