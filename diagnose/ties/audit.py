@@ -1,0 +1,265 @@
+""":func:`tie_audit` (the ranges of every metric over tie orders, per query and for the mean) and
+:func:`add_to_report` (the ``score_ties`` entry of a validation report).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any, NamedTuple
+
+import numpy as np
+import pandas as pd
+
+from diagnose.data import DataError, Qrels, Run, ValidationReport
+from diagnose.metrics import evaluate, expand_metrics, metric_family
+from diagnose.ties.orders import (
+    EXACT_KEYS,
+    _depth,
+    _in_trec_order,
+    _keys,
+    _Layout,
+    _layout,
+    _reordered,
+    _varies_in_groups,
+    _widen,
+)
+from diagnose.ties.records import _TOL, MAX_EXAMPLES, TieAudit, TieRange
+
+# --------------------------------------------------------------------------------------------- audit
+
+
+def tie_audit(
+    qrels: Qrels,
+    run: Run,
+    metrics: Sequence[str] | None = None,
+    *,
+    k: int = 10,
+    n_orders: int = 20,
+    seed: int = 0,
+    relevance_level: int = 1,
+) -> TieAudit:
+    """Audit ``run`` for score ties that make its metrics depend on document naming (see the module docstring).
+
+    ``metrics``: full names as for :func:`~diagnose.metrics.evaluate` (``["ndcg@10", "mrr"]``); None means
+    :func:`~diagnose.metrics.expand_metrics` of None at cutoff ``k``. ``k``: the cutoff whose crossing is counted
+    (it does not change the metrics asked). ``n_orders`` and ``seed``: random tie orders for metric families without
+    an exact key (none today). ``relevance_level``: as for :func:`~diagnose.metrics.evaluate`.
+
+    Raises :class:`~diagnose.data.DataError` for a bad ``k`` / ``n_orders``, an unknown metric, or qrels without
+    any relevant document.
+    """
+    k = _checked_k(k, n_orders)
+    names = expand_metrics(None, [k]) if metrics is None else list(metrics)
+    base = evaluate(qrels, run, names, relevance_level=relevance_level)
+    names = base.metrics
+    golden = base.per_query.index
+    lay = _layout(run)
+    groups = np.flatnonzero(lay.g_size > 1)
+    counts = _tie_counts(lay, groups, golden, k)
+
+    lo = base.per_query.to_numpy(dtype=np.float64, copy=True)
+    hi = lo.copy()
+    exact = {m: metric_family(m) in EXACT_KEYS for m in names}
+    sampled = 0
+    if len(groups):
+        sampled = _widen_over_orders(qrels, run, lay, names, exact, lo, hi, n_orders, seed, relevance_level)
+
+    value = base.per_query.to_numpy(dtype=np.float64)
+    depends = (hi - lo > _TOL).any(axis=1) if len(names) else np.zeros(len(golden), dtype=bool)
+    ties_top = counts.per_golden(counts.in_top, False)
+    cross = counts.per_golden(counts.crossing, False)
+    n_groups = counts.per_golden(counts.n_groups.astype(np.int64), 0)
+    per_query = _per_query_table(golden, names, value, lo, hi, n_groups, ties_top, cross, depends)
+    present = counts.at >= 0
+    return TieAudit(
+        run=run.name,
+        k=k,
+        metrics=tuple(names),
+        n_queries=len(golden),
+        n_queries_with_ties=int(ties_top.sum()),
+        n_queries_crossing_cutoff=int(cross.sum()),
+        n_queries_metric_depends_on_order=int(depends.sum()),
+        examples=_examples(golden, len(names), lo, hi, depends, ties_top),
+        per_query=per_query,
+        aggregate=_aggregate(names, value, lo, hi, exact),
+        trec_order=_in_trec_order(run, lay, np.isin(np.arange(len(lay.qids)), counts.at[present])),
+        sampled_orders=sampled,
+        source=run.source,
+    )
+
+
+def _checked_k(k: int, n_orders: int) -> int:
+    """``k`` as an int; :class:`DataError` for a ``k`` or ``n_orders`` that is not a positive integer."""
+    if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 1:
+        raise DataError(f"k must be a positive integer, got {k!r}.", param="k")
+    if isinstance(n_orders, bool) or not isinstance(n_orders, int | np.integer) or n_orders < 1:
+        raise DataError(f"n_orders must be a positive integer, got {n_orders!r}.", param="n_orders")
+    return int(k)
+
+
+class _TieCounts(NamedTuple):
+    """Per run query (code): tie groups, ties in the top k, a group crossing k; ``at``: each golden query's run
+    query code, -1 when the run does not list it."""
+
+    n_groups: np.ndarray
+    in_top: np.ndarray
+    crossing: np.ndarray
+    at: np.ndarray
+
+    def per_golden(self, values: np.ndarray, fill: Any) -> np.ndarray:
+        """``values`` (one per run query) for each golden query, ``fill`` for those the run does not list."""
+        present = self.at >= 0
+        out = np.full(len(self.at), fill, dtype=values.dtype)
+        out[present] = values[self.at[present]]
+        return out
+
+
+def _tie_counts(lay: _Layout, groups: np.ndarray, golden: pd.Index, k: int) -> _TieCounts:
+    """Per run query: tie groups, ties in the top k, crossing k (``groups``: the tie groups of >= 2 documents)."""
+    gq = lay.qcode[lay.g_start[groups]]
+    g_first = lay.rank[lay.g_start[groups]]
+    g_last = lay.rank[lay.g_start[groups] + lay.g_size[groups] - 1]
+    n_run_q = len(lay.qids)
+    n_groups = np.bincount(gq, minlength=n_run_q)
+    in_top = np.bincount(gq, weights=g_first <= k, minlength=n_run_q) > 0
+    crossing = np.bincount(gq, weights=(g_first <= k) & (g_last > k), minlength=n_run_q) > 0
+    at = pd.Index(lay.qids, dtype=object).get_indexer(golden) if n_run_q else np.full(len(golden), -1)
+    return _TieCounts(n_groups, in_top, crossing, at)
+
+
+def _widen_over_orders(
+    qrels: Qrels,
+    run: Run,
+    lay: _Layout,
+    names: list[str],
+    exact: dict[str, bool],
+    lo: np.ndarray,
+    hi: np.ndarray,
+    n_orders: int,
+    seed: int,
+    relevance_level: int,
+) -> int:
+    """Widen ``lo`` / ``hi`` (per query x metric, in place) with the best- and worst-case orders of each needed key,
+    then with ``n_orders`` random orders for the metrics without an exact key; returns how many were sampled."""
+    sampled = 0
+    needed = {EXACT_KEYS[metric_family(m)] for m in names if exact[m]}
+    if not all(exact.values()):
+        needed.add("gain")
+    keys = _keys(qrels, run, lay, needed)
+    for key_name in sorted(needed):
+        cols = [j for j, m in enumerate(names) if EXACT_KEYS.get(metric_family(m), "gain") == key_name]
+        key = keys[key_name]
+        if not _varies_in_groups(key, lay):
+            continue
+        sub = [names[j] for j in cols]
+        for sign in (-1.0, 1.0):
+            e = evaluate(
+                qrels, _reordered(run, lay, sign * key, _depth(sub)), sub, relevance_level=relevance_level
+            )
+            _widen(lo, hi, cols, e)
+    inexact = [j for j, m in enumerate(names) if not exact[m]]
+    if inexact:
+        rng = np.random.default_rng(seed)
+        sub = [names[j] for j in inexact]
+        for _ in range(n_orders):
+            e = evaluate(
+                qrels,
+                _reordered(run, lay, rng.random(len(lay.order)), _depth(sub)),
+                sub,
+                relevance_level=relevance_level,
+            )
+            _widen(lo, hi, inexact, e)
+        sampled = n_orders
+    return sampled
+
+
+def _per_query_table(
+    golden: pd.Index,
+    names: list[str],
+    value: np.ndarray,
+    lo: np.ndarray,
+    hi: np.ndarray,
+    n_groups: np.ndarray,
+    ties_top: np.ndarray,
+    cross: np.ndarray,
+    depends: np.ndarray,
+) -> pd.DataFrame:
+    """:attr:`TieAudit.per_query`: the counts per golden query, then each metric's value, min and max."""
+    per_query = pd.DataFrame(
+        {
+            "query_id": np.asarray(golden, dtype=object),
+            "tie_groups": n_groups,
+            "ties_in_top_k": ties_top,
+            "crossing_cutoff": cross,
+            "depends_on_order": depends,
+        }
+    )
+    for j, m in enumerate(names):
+        per_query[m] = value[:, j]
+        per_query[f"{m}_min"] = lo[:, j]
+        per_query[f"{m}_max"] = hi[:, j]
+    return per_query
+
+
+def _aggregate(
+    names: list[str], value: np.ndarray, lo: np.ndarray, hi: np.ndarray, exact: dict[str, bool]
+) -> dict[str, TieRange]:
+    """:attr:`TieAudit.aggregate`: each metric's value, min and max averaged over the golden queries (NaN for none)."""
+    n = len(value)
+    return {
+        m: TieRange(
+            float(value[:, j].mean()) if n else math.nan,
+            float(lo[:, j].mean()) if n else math.nan,
+            float(hi[:, j].mean()) if n else math.nan,
+            exact[m],
+        )
+        for j, m in enumerate(names)
+    }
+
+
+def _examples(
+    golden: pd.Index,
+    n_metrics: int,
+    lo: np.ndarray,
+    hi: np.ndarray,
+    depends: np.ndarray,
+    ties_top: np.ndarray,
+) -> tuple[str, ...]:
+    """Queries whose metrics depend on the order, widest range of the first varying metric first (else the queries
+    with ties in the top k); at most :data:`MAX_EXAMPLES`."""
+    varying = [j for j in range(n_metrics) if (hi[:, j] - lo[:, j] > _TOL).any()]
+    if varying:
+        width = hi[:, varying[0]] - lo[:, varying[0]]
+        idx = np.flatnonzero(depends)
+        idx = idx[np.argsort(-width[idx], kind="stable")]
+    else:
+        idx = np.flatnonzero(ties_top)
+    return tuple(str(golden[i]) for i in idx[:MAX_EXAMPLES])
+
+
+def add_to_report(audit: TieAudit, report: ValidationReport) -> None:
+    """Add the audit to ``report`` under code ``score_ties``: one warning (count = queries whose metrics depend on
+    the tie order, examples = those queries with their range) when any metric depends on the order; one info
+    (count = queries with ties in the top k) when ties exist but change none of the metrics asked; nothing else."""
+    file = audit.source or None
+    if audit.depends_on_order:
+        report.add(
+            "score_ties",
+            audit.message() or "",
+            severity="warning",
+            file=file,
+            count=audit.n_queries_metric_depends_on_order,
+            examples=audit.query_examples(),
+        )
+    elif audit.n_queries_with_ties:
+        report.add(
+            "score_ties",
+            f"run {audit.run!r}: {audit.n_queries_with_ties} of {audit.n_queries} queries have tied scores in the "
+            f"top {audit.k}, but none of the metrics ({', '.join(audit.metrics)}) changes with the order of the "
+            "tied documents",
+            severity="info",
+            file=file,
+            count=audit.n_queries_with_ties,
+            examples=audit.examples,
+        )

@@ -1,0 +1,203 @@
+"""The tie-order machinery: :data:`EXACT_KEYS` (the per-document sort key of each metric family), the run's tie
+groups (:class:`_Layout`), the keys looked up in the qrels, and the best- and worst-case re-ordered copies of the
+run. Start here when a new metric family needs its key.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, NamedTuple
+
+import numpy as np
+import pandas as pd
+
+from diagnose.data import Qrels, Run
+from diagnose.metrics import Evaluation, parse_metric
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+
+EXACT_KEYS: dict[str, str] = {
+    "precision": "gain",
+    "recall": "gain",
+    "hit_rate": "gain",
+    "mrr": "gain",
+    "ndcg": "gain",
+    "map": "gain",
+    "r_precision": "gain",
+    "f1": "gain",
+    "judged": "judged",
+    "hole": "unannotated",
+}
+"""Metric family -> the per-document key whose decreasing order inside tie groups maximises the metric and whose
+increasing order minimises it (see the module docstring for the argument). Families missing here are sampled."""
+
+_TOP_K_ONLY = frozenset({"precision", "recall", "hit_rate", "mrr", "ndcg", "map", "f1", "judged", "hole"})
+"""Families whose ``@k`` value reads only ranks <= k (so the re-ordered copies can be cut there; ``judged@k``
+divides by ``min(k, n)``, which the cut keeps). ``mrr``, ``map`` without cutoff and ``r_precision`` read the whole
+list."""
+
+
+# --------------------------------------------------------------------------------------------- layout
+
+
+class _Layout(NamedTuple):
+    """The run's rows sorted by (query, rank) ("positions"), with their tie groups."""
+
+    order: np.ndarray  # position -> row of run.df
+    qcode: np.ndarray  # position -> run query code (first-seen order)
+    qids: np.ndarray  # run query code -> query id
+    rank: np.ndarray  # position -> rank value
+    group: np.ndarray  # position -> group id (non-decreasing; singletons are groups of one)
+    tied: np.ndarray  # position -> bool, in a group of >= 2
+    g_start: np.ndarray  # per group: first position
+    g_size: np.ndarray  # per group: number of documents
+
+
+def _layout(run: Run) -> _Layout:
+    df = run.df
+    n = len(df)
+    qcode, qids = pd.factorize(df["query_id"], sort=False)
+    ranks = df["rank"].to_numpy(dtype=np.int64)
+    order = np.lexsort((np.arange(n), ranks, qcode))
+    q, r = qcode[order].astype(np.int64), ranks[order]
+    with np.errstate(over="ignore", invalid="ignore"):
+        s32 = df["score"].to_numpy(dtype=np.float64)[order].astype(np.float32) + np.float32(0.0)
+    new = np.ones(n, dtype=bool)
+    if n > 1:
+        new[1:] = (q[1:] != q[:-1]) | (s32[1:] != s32[:-1])  # NaN != NaN: NaN ties with nothing
+    group = np.cumsum(new) - 1
+    g_start = np.flatnonzero(new)
+    g_size = np.diff(np.append(g_start, n))
+    tied = g_size[group] > 1 if n else np.zeros(0, dtype=bool)
+    return _Layout(order, q, np.asarray(qids, dtype=object), r, group, tied, g_start, g_size)
+
+
+def _strings(values: pd.Series) -> pa.Array:
+    """A column of ids as one Arrow ``large_string`` array (zero-copy for pandas' Arrow-backed strings)."""
+    import pyarrow as pa
+
+    if isinstance(values.dtype, pd.StringDtype) and values.dtype.storage == "pyarrow":
+        arr = pa.array(values.array)
+    else:
+        obj = values.to_numpy(dtype=object)
+        try:
+            arr = pa.array(obj, type=pa.large_string())
+        except (pa.ArrowTypeError, pa.ArrowInvalid):  # ids that are not str (the records promise str)
+            arr = pa.array([str(v) for v in obj], type=pa.large_string())
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks() if arr.num_chunks else pa.array([], type=pa.large_string())
+    return arr.cast(pa.large_string()) if arr.type != pa.large_string() else arr
+
+
+def _keys(qrels: Qrels, run: Run, lay: _Layout, needed: set[str]) -> dict[str, np.ndarray]:
+    """Per position, the sort keys of :data:`EXACT_KEYS` that are needed (0 outside tie groups: unused there).
+
+    Only tied positions are looked up: their doc ids are coded against the qrels' doc ids with Arrow's hash
+    ``index_in``, their queries against the run's query codes, and the (query, doc) code pairs found by binary
+    search among the qrels' pairs (exact: codes come from the strings, not from hashes)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    n = len(lay.order)
+    out = {name: np.zeros(n, dtype=np.float64) for name in needed}
+    pos = np.flatnonzero(lay.tied)
+    if not len(pos) or not len(qrels.df):
+        if "unannotated" in needed:
+            out["unannotated"][pos] = 1.0
+        return out
+    qdf = qrels.df
+    q_docs = _strings(qdf["doc_id"])
+    doc_values = pc.unique(q_docs)
+    q_doc = pc.fill_null(pc.index_in(q_docs, value_set=doc_values), -1).to_numpy(zero_copy_only=False)
+    q_doc = q_doc.astype(np.int64)
+    q_query = pd.Index(lay.qids, dtype=object).get_indexer(qdf["query_id"].to_numpy(dtype=object))
+    docs = _strings(run.df["doc_id"]).take(pa.array(lay.order[pos], type=pa.int64()))
+    doc = pc.fill_null(pc.index_in(docs, value_set=doc_values), -1).to_numpy(zero_copy_only=False)
+    doc = doc.astype(np.int64)
+    if "unannotated" in needed:
+        out["unannotated"][pos] = (doc < 0).astype(np.float64)
+    if needed & {"gain", "judged"}:
+        width = np.int64(len(doc_values) + 1)
+        keep = q_query >= 0  # judgements of queries the run lists
+        pair = q_query[keep].astype(np.int64) * width + q_doc[keep]
+        grade = pd.to_numeric(qdf["relevance"]).to_numpy(dtype=np.float64)[keep]
+        # a (query, doc) pair judged twice keeps the last grade, like diagnose.metrics: stable sort, take the last
+        srt = np.argsort(pair, kind="stable")
+        pair, grade = pair[srt], grade[srt]
+        last = np.append(pair[1:] != pair[:-1], True)
+        pair, grade = pair[last], grade[last]
+        found = doc >= 0
+        look = lay.qcode[pos[found]] * width + doc[found]
+        at = np.minimum(np.searchsorted(pair, look), max(len(pair) - 1, 0))
+        hit = pair[at] == look if len(pair) else np.zeros(len(look), dtype=bool)
+        where = pos[found][hit]
+        if "gain" in needed:
+            out["gain"][where] = np.maximum(grade[at[hit]], 0.0)
+        if "judged" in needed:
+            out["judged"][where] = 1.0
+    return out
+
+
+def _reordered(run: Run, lay: _Layout, key: np.ndarray, depth: int | None = None) -> Run:
+    """A copy of ``run`` whose tie groups are sorted by ``key`` ascending (pass ``-key`` for descending; equal keys
+    keep the run's order). Ranks stay at their positions; scores become ``-rank`` so the order is explicit.
+    ``depth``: keep only ranks <= depth (for metrics that read nothing deeper)."""
+    n = len(lay.order)
+    perm = np.lexsort((np.arange(n), key, lay.group))
+    rows, where = lay.order[perm], lay.order
+    rank = lay.rank
+    if depth is not None:
+        keep = lay.rank <= depth
+        rows, where, rank = rows[keep], where[keep], rank[keep]
+    df = run.df
+    out = pd.DataFrame(
+        {
+            "query_id": df["query_id"].take(where).reset_index(drop=True),
+            "doc_id": df["doc_id"].take(rows).reset_index(drop=True),
+            "score": -rank.astype(np.float64),
+            "rank": rank,
+        }
+    )
+    return Run(run.name, out, run.source)
+
+
+def _depth(names: Sequence[str]) -> int | None:
+    """The deepest rank any of ``names`` reads: the largest cutoff when every one is a cutoff metric of a family in
+    :data:`_TOP_K_ONLY`, else None (the whole list)."""
+    cuts = [parse_metric(m) for m in names]
+    if all(f in _TOP_K_ONLY and c is not None for f, c in cuts):
+        return max(int(c) for _, c in cuts if c is not None)
+    return None
+
+
+def _in_trec_order(run: Run, lay: _Layout, scored: np.ndarray) -> bool:
+    """Is every tie group of the scored queries (``scored``: bool per run query code) in descending doc-id order
+    (trec_eval's tie-break: byte order of the UTF-8 ids, which is code-point order)?"""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if len(lay.order) < 2:
+        return True
+    pairs = np.flatnonzero((lay.group[1:] == lay.group[:-1]) & scored[lay.qcode[1:]])
+    if not len(pairs):
+        return True
+    docs = _strings(run.df["doc_id"])
+    first = docs.take(pa.array(lay.order[pairs], type=pa.int64()))
+    second = docs.take(pa.array(lay.order[pairs + 1], type=pa.int64()))
+    return bool(pc.all(pc.greater(first, second)).as_py())
+
+
+def _varies_in_groups(key: np.ndarray, lay: _Layout) -> bool:
+    """Does ``key`` take two different values inside some tie group? (Else every tie order gives the same value.)"""
+    if len(key) < 2:
+        return False
+    same_group = lay.group[1:] == lay.group[:-1]
+    return bool((same_group & (key[1:] != key[:-1])).any())
+
+
+def _widen(lo: np.ndarray, hi: np.ndarray, cols: list[int], e: Evaluation) -> None:
+    v = e.per_query.to_numpy(dtype=np.float64)
+    lo[:, cols] = np.minimum(lo[:, cols], v)
+    hi[:, cols] = np.maximum(hi[:, cols], v)

@@ -1,0 +1,163 @@
+"""What an audit reports: :class:`TieRange` (one metric over tie orders) and :class:`TieAudit` (one run: counts,
+per-query table, means, the message and the JSON form).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+import numpy as np
+import pandas as pd
+
+_TOL = 1e-12
+MAX_EXAMPLES = 5
+
+
+class TieRange(NamedTuple):
+    """One metric over tie orders: ``value`` in the run's own order (trec_eval's for TREC files), ``min`` and
+    ``max`` over every tie order, ``exact`` False when min / max come from sampled orders (a lower bound on the
+    range). In :attr:`TieAudit.aggregate` each number is a mean over the golden queries."""
+
+    value: float
+    min: float
+    max: float
+    exact: bool = True
+
+
+@dataclass(frozen=True)
+class TieAudit:
+    """How much one run's metrics depend on the order of tied scores (see the module docstring).
+
+    ``per_query``: one row per golden query (the queries of :func:`~diagnose.metrics.evaluate`, same order), columns
+    ``query_id``, ``tie_groups`` (tie groups anywhere in its list), ``ties_in_top_k``, ``crossing_cutoff``,
+    ``depends_on_order`` (bool), then for each metric ``m``: ``m`` (value in the run's order), ``m_min``, ``m_max``.
+    ``aggregate``: metric -> :class:`TieRange` of the means. ``examples``: up to 5 query ids whose metrics depend
+    on the order, widest range of the headline metric first (else queries with ties in the top k).
+    ``trec_order``: every tie group is in descending doc-id order (trec_eval's tie-break), so ``value`` is what
+    trec_eval reports. ``sampled_orders``: random orders evaluated for families without an exact key (0 when all
+    ranges are exact).
+    """
+
+    run: str
+    k: int
+    metrics: tuple[str, ...]
+    n_queries: int
+    n_queries_with_ties: int
+    n_queries_crossing_cutoff: int
+    n_queries_metric_depends_on_order: int
+    examples: tuple[str, ...]
+    per_query: pd.DataFrame
+    aggregate: dict[str, TieRange]
+    trec_order: bool = True
+    sampled_orders: int = 0
+    source: str = ""
+
+    @property
+    def depends_on_order(self) -> bool:
+        return self.n_queries_metric_depends_on_order > 0
+
+    @property
+    def varying_metrics(self) -> list[str]:
+        """Metrics (in the order asked) whose value changes with the tie order for at least one query."""
+        return [
+            m for m in self.metrics if (self.per_query[f"{m}_max"] - self.per_query[f"{m}_min"] > _TOL).any()
+        ]
+
+    @property
+    def headline(self) -> str | None:
+        """The metric the message speaks of: the first one asked whose mean changes with the tie order."""
+        varying = self.varying_metrics
+        return varying[0] if varying else None
+
+    def message(self) -> str | None:
+        """One plain-language warning, or None when no metric depends on the order of tied documents."""
+        m = self.headline
+        if m is None:
+            return None
+        r = self.aggregate[m]
+        order = "trec_eval's doc-id order" if self.trec_order else "the run's order"
+        n_dep = self.n_queries_metric_depends_on_order
+        approx = "" if r.exact else "at least "
+        if self.n_queries_crossing_cutoff:
+            where = f"{self.n_queries_crossing_cutoff} of {self.n_queries} queries have tied scores across rank {self.k}"
+        elif self.n_queries_with_ties:
+            where = (
+                f"{self.n_queries_with_ties} of {self.n_queries} queries have tied scores in the top {self.k}"
+            )
+        else:
+            where = f"some of the {self.n_queries} queries have tied scores below rank {self.k}"
+        digits = _digits(r.min, r.max)
+        text = (
+            f"run {self.run!r}: {where}, and {n_dep} {'has' if n_dep == 1 else 'have'} metrics that change "
+            f"with the order of the tied documents; {m} ranges {approx}{r.min:.{digits}f}-{r.max:.{digits}f} over "
+            f"tie orders ({order} gives {r.value:.{digits}f})"
+        )
+        others = [o for o in self.varying_metrics if o != m]
+        if others:
+            shown = ", ".join(
+                f"{o} {self.aggregate[o].min:.{_digits(self.aggregate[o].min, self.aggregate[o].max)}f}-"
+                f"{self.aggregate[o].max:.{_digits(self.aggregate[o].min, self.aggregate[o].max)}f}"
+                for o in others[:2]
+            )
+            more = f" and {len(others) - 2} more" if len(others) > 2 else ""
+            text += f"; also {shown}{more}"
+        return text + ". The metrics depend on how documents are named: break ties in the retriever."
+
+    def query_examples(self) -> list[str]:
+        """The example queries with their range of the headline metric, e.g. ``"q7: mrr 0.200-1.000 (run order
+        1.000)"``; bare ids when no metric depends on the order."""
+        m = self.headline
+        if m is None:
+            return list(self.examples)
+        rows = self.per_query.set_index("query_id")
+        return [
+            f"{q}: {m} {rows.at[q, f'{m}_min']:.3f}-{rows.at[q, f'{m}_max']:.3f} "
+            f"(run order {rows.at[q, m]:.3f})"
+            for q in self.examples
+        ]
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-safe: counts, ``aggregate`` ``{metric: {value, min, max, exact}}``, the message, and ``queries``:
+        the per-query rows of the queries with ties in the top k or a metric that depends on the order."""
+        pq = self.per_query
+        keep = pq[pq["ties_in_top_k"] | pq["depends_on_order"]]
+        queries = [
+            {c: _plain(v) for c, v in zip(keep.columns, row, strict=True)}
+            for row in keep.itertuples(index=False, name=None)
+        ]
+        return {
+            "run": self.run,
+            "k": int(self.k),
+            "metrics": list(self.metrics),
+            "n_queries": int(self.n_queries),
+            "n_queries_with_ties": int(self.n_queries_with_ties),
+            "n_queries_crossing_cutoff": int(self.n_queries_crossing_cutoff),
+            "n_queries_metric_depends_on_order": int(self.n_queries_metric_depends_on_order),
+            "examples": list(self.examples),
+            "trec_order": bool(self.trec_order),
+            "sampled_orders": int(self.sampled_orders),
+            "message": self.message(),
+            "aggregate": {
+                m: {f: _plain(v) for f, v in r._asdict().items()} for m, r in self.aggregate.items()
+            },
+            "queries": queries,
+        }
+
+
+def _plain(v: Any) -> Any:
+    if isinstance(v, np.bool_ | bool):
+        return bool(v)
+    if isinstance(v, np.integer):
+        return int(v)
+    if isinstance(v, np.floating | float):
+        return float(v)
+    return v
+
+
+def _digits(low: float, high: float) -> int:
+    """Decimals that show a range's two ends apart (3, up to 6 for a range narrower than 0.001)."""
+    for d in range(3, 7):
+        if f"{low:.{d}f}" != f"{high:.{d}f}":
+            return d
+    return 3
