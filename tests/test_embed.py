@@ -283,7 +283,7 @@ def test_atomic_save_leaves_old_file_when_write_fails(tmp_path, monkeypatch):
     def boom(*args, **kwargs):
         raise OSError("disk full")
 
-    monkeypatch.setattr(cache_mod.os, "fsync", boom)
+    monkeypatch.setattr(cache_mod.files.os, "fsync", boom)
     with pytest.raises(OSError):
         cache_mod.atomic_save(path, np.zeros(3))
     np.testing.assert_array_equal(np.load(path), np.ones(3))
