@@ -363,7 +363,7 @@ def test_cached_index_gives_the_same_scores_without_tokenising(tmp_path, monkeyp
 
     calls = []
     real = lexical.tokenize
-    monkeypatch.setattr(lexical, "tokenize", lambda t: calls.append(len(t)) or real(t))
+    monkeypatch.setattr(lexical.bm25, "tokenize", lambda t: calls.append(len(t)) or real(t))
     cached = lexical.BM25Index.build(texts, ids, cache_dir=tmp_path)
     assert calls == []  # served from disk: the corpus was not tokenised again
     np.testing.assert_array_equal(cached.score_matrix(["vpn token", "password reset linux"]), expected)

@@ -1,0 +1,183 @@
+"""The two BM25 engines behind :class:`~diagnose.lexical.bm25.BM25Index` (bm25s, rank_bm25) and the index cache's
+key and file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from itertools import chain
+from typing import Any
+
+import numpy as np
+
+from diagnose.cache import ArrayCache
+
+#: Bumped whenever :func:`tokenize` or the scoring changes, so cached indexes of the old rules are not reused.
+INDEX_VERSION = 1
+
+
+def _index_key(ids: np.ndarray, texts: Sequence[str], method: str, k1: float, b: float) -> str:
+    h = hashlib.sha1(f"bm25s/{INDEX_VERSION}/{method}/{k1!r}/{b!r}/{len(ids)}".encode())
+    for d, t in zip(ids, texts, strict=True):
+        h.update(f"{d}\0{t}\0".encode("utf-8", "surrogatepass"))
+    return "bm25-" + h.hexdigest()
+
+
+def _bm25s_scores_vectorised(retriever: Any, tokens: list[list[str]], vocab: dict[str, int]) -> dict | None:
+    """What ``retriever.index((token_ids, vocab))`` stores in ``retriever.scores``, bit for bit, computed with whole-
+    corpus numpy operations instead of bm25s' loop over documents (a ``Counter`` and a dozen small numpy calls per
+    document: ~25 s of the ~40 s index build at 1M documents).
+
+    The same arrays in the same order: per document, its distinct terms in first-occurrence order (the order of
+    bm25s' ``Counter``) with their counts; document frequencies, average length, idf array (bm25s' own function),
+    term-frequency part (bm25s' own function, given per-entry arrays: every operation is the same IEEE operation on
+    the same float32/float64 operands as bm25s' per-document call under numpy >= 2's promotion rules), the float64
+    product rounded into the float32 score array, and bm25s' own CSC builder. Returns None (the caller lets bm25s
+    index) for methods with a non-occurrence term (bm25l, bm25+) and under numpy < 2, whose value-based casting
+    would compute the per-document call in float32."""
+    from bm25s import scoring
+
+    if retriever.method in getattr(retriever, "methods_requiring_nonoccurrence", ("bm25l", "bm25+")):
+        return None
+    if np.lib.NumpyVersion(np.__version__) < "2.0.0":
+        return None
+    n_docs, n_vocab = len(tokens), len(vocab)
+    lens = np.fromiter(map(len, tokens), dtype=np.int64, count=n_docs)
+    flat = np.fromiter(map(vocab.__getitem__, chain.from_iterable(tokens)), dtype=np.int64, count=int(lens.sum()))
+    doc_of = np.repeat(np.arange(n_docs, dtype=np.int64), lens)
+    keys, first, counts = np.unique(doc_of * n_vocab + flat, return_index=True, return_counts=True)
+    del flat
+    order = np.argsort(first, kind="stable")  # documents in order, terms by first occurrence (Counter's order)
+    keys, counts = keys[order], counts[order]
+    doc_idx, voc_idx = np.divmod(keys, n_vocab)
+    del keys, order, first
+    df = np.bincount(voc_idx, minlength=n_vocab)
+    doc_frequencies = dict(zip(range(n_vocab), df.tolist(), strict=True))
+    avg_doc_len = lens.mean()  # bm25s: np.array([len(doc_ids) for doc_ids in corpus_token_ids]).mean()
+    idf_array = scoring._build_idf_array(
+        doc_frequencies=doc_frequencies,
+        n_docs=n_docs,
+        compute_idf_fn=scoring._select_idf_scorer(retriever.idf_method),
+        dtype=retriever.dtype,
+    )
+    tf_array = counts.astype(retriever.dtype)
+    tfc = scoring._select_tfc_scorer(retriever.method)(
+        tf_array=tf_array, l_d=lens[doc_idx], l_avg=avg_doc_len, k1=retriever.k1, b=retriever.b,
+        delta=retriever.delta,
+    )  # fmt: skip
+    scores_flat = np.empty(len(tf_array), dtype=retriever.dtype)
+    scores_flat[:] = idf_array[voc_idx] * tfc
+    doc_idx = doc_idx.astype(retriever.int_dtype)
+    voc_idx = voc_idx.astype(retriever.int_dtype)
+    if retriever.csc_backend == "scipy":
+        import scipy.sparse as sp
+
+        m = sp.csc_matrix((scores_flat, (doc_idx, voc_idx)), shape=(n_docs, n_vocab), dtype=retriever.dtype)
+        data, indices, indptr = m.data, m.indices, m.indptr
+    else:
+        data, indices, indptr = retriever._np_csc(
+            data=scores_flat, rows=doc_idx, cols=voc_idx, shape=(n_docs, n_vocab)
+        )
+        data = data.astype(retriever.dtype)
+    return {"data": data, "indices": indices, "indptr": indptr, "num_docs": n_docs}
+
+
+class _Bm25sImpl:
+    """bm25s builds the (document x term) score matrix; we score query blocks with one sparse product."""
+
+    def __init__(self, tokens: list[list[str]], k1: float, b: float, method: str) -> None:
+        import bm25s
+        import scipy.sparse as sp
+
+        # term ids in first-seen order (dict.fromkeys keeps it), assigned in C rather than per token in Python
+        vocab: dict[str, int] = {t: j for j, t in enumerate(dict.fromkeys(chain.from_iterable(tokens)))}
+        retriever = bm25s.BM25(k1=k1, b=b, method=method)
+        sc = _bm25s_scores_vectorised(retriever, tokens, vocab)
+        if sc is None:  # what the fast path does not replicate: let bm25s index, one document at a time
+            token_ids = [list(map(vocab.__getitem__, doc)) for doc in tokens]
+            retriever.index((token_ids, vocab), create_empty_token=False, show_progress=False)
+            sc = retriever.scores
+        else:
+            retriever.vocab_dict = vocab
+        n_docs, n_vocab = sc["num_docs"], len(sc["indptr"]) - 1
+        # CSC over (docs x terms) == CSR over (terms x docs): row t lists the documents containing term t
+        self.matrix = sp.csr_matrix(
+            (sc["data"].astype(np.float64), sc["indices"], sc["indptr"]), shape=(n_vocab, n_docs)
+        )
+        self.vocab: dict[str, int] = retriever.vocab_dict
+        self.n_docs = n_docs
+
+    _PARTS = ("data", "indices", "indptr", "terms")
+
+    def to_cache(self, cache: ArrayCache, key: str) -> None:
+        """Store the index under ``key`` as ONE checked file (see :mod:`diagnose.cache`): its digest covers every
+        array and the metadata, which records ``key`` (the SHA-1 of every id, text and parameter) and the number of
+        documents, so a damaged, truncated or misplaced index does not verify and is rebuilt."""
+        terms = np.empty(len(self.vocab), dtype=object)
+        for t, j in self.vocab.items():
+            terms[j] = t
+        m = self.matrix
+        arrays = {"data": m.data, "indices": m.indices, "indptr": m.indptr, "terms": terms.astype(str)}
+        if cache.put_arrays(key, arrays):
+            for part in self._PARTS:  # the four files of a cache written before indexes were checked
+                cache.path_for(f"{key}/{part}").unlink(missing_ok=True)
+
+    @classmethod
+    def from_cache(cls, cache: ArrayCache, key: str, n_docs: int) -> _Bm25sImpl | None:
+        """The cached index, or None on a miss or a file that does not verify (reported, deleted; then the index
+        is rebuilt and rewritten)."""
+        import scipy.sparse as sp
+
+        def consistent(parts: dict[str, np.ndarray], _meta: dict) -> str | None:
+            terms, indptr, indices = parts["terms"], parts["indptr"], parts["indices"]
+            if indptr.ndim != 1 or len(indptr) != len(terms) + 1 or len(parts["data"]) != len(indices):
+                return "index arrays of inconsistent lengths"
+            if len(indices) and int(indices.max()) >= n_docs:
+                return f"document numbers beyond the {n_docs} documents"
+            return None
+
+        parts = cache.get_arrays(key, cls._PARTS, check=consistent)
+        if parts is None:
+            return None
+        self = cls.__new__(cls)
+        self.matrix = sp.csr_matrix(
+            (parts["data"], parts["indices"], parts["indptr"]), shape=(len(parts["terms"]), n_docs)
+        )
+        self.vocab = {str(t): j for j, t in enumerate(parts["terms"])}
+        self.n_docs = n_docs
+        return self
+
+    def score_block(self, queries: list[list[str]]) -> np.ndarray:
+        import scipy.sparse as sp
+
+        rows, cols = [], []
+        for i, toks in enumerate(queries):
+            for t in toks:
+                j = self.vocab.get(t)
+                if j is not None:
+                    rows.append(i)
+                    cols.append(j)
+        # duplicate (row, col) entries are summed: a repeated query token counts again, as in bm25s
+        q = sp.csr_matrix(
+            (np.ones(len(rows)), (np.asarray(rows, dtype=np.int64), np.asarray(cols, dtype=np.int64))),
+            shape=(len(queries), self.matrix.shape[0]),
+        )
+        return np.asarray((q @ self.matrix).toarray(), dtype=np.float64)
+
+
+class _RankBm25Impl:
+    """rank_bm25.BM25Okapi, called exactly as LangChain's BM25Retriever calls it (``get_scores`` per query)."""
+
+    def __init__(self, tokens: list[list[str]], k1: float, b: float) -> None:
+        from rank_bm25 import BM25Okapi
+
+        self.okapi = BM25Okapi(tokens, k1=k1, b=b, epsilon=0.25)
+        self.n_docs = len(tokens)
+
+    def score_block(self, queries: list[list[str]]) -> np.ndarray:
+        out = np.zeros((len(queries), self.n_docs), dtype=np.float64)
+        for i, toks in enumerate(queries):
+            if toks:
+                out[i] = self.okapi.get_scores(toks)
+        return out
