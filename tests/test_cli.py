@@ -205,7 +205,7 @@ def test_a_live_retriever_from_the_command_line(tmp_path, capsys, monkeypatch):
     """--retriever NAME=module:attr runs the user's retriever (here a factory of a callable over a tiny index) and
     --write-runs saves what it returned, which scores the same when read back as a file."""
     demo = __import__("pathlib").Path(__file__).resolve().parents[1] / "demo_corpus"
-    (tmp_path / "my_rag.py").write_text(
+    (tmp_path / "my_rag_cli.py").write_text(
         "from pathlib import Path\n"
         "from diagnose import load\n"
         "from diagnose.lexical import BM25Index\n"
@@ -219,7 +219,7 @@ def test_a_live_retriever_from_the_command_line(tmp_path, capsys, monkeypatch):
         "    return retrieve\n"
     )
     monkeypatch.chdir(tmp_path)
-    code, out, err = run_cli(capsys, "evaluate", "--data", demo, "--retriever", "live=my_rag:make",
+    code, out, err = run_cli(capsys, "evaluate", "--data", demo, "--retriever", "live=my_rag_cli:make",
                              "--write-runs", tmp_path / "runs", "--format", "json")  # fmt: skip
     assert code == 0, err
     payload = json.loads(out)
