@@ -13,9 +13,10 @@ import pandas as pd
 
 from diagnose.data import Qrels, Run
 from diagnose.metrics import Evaluation, parse_metric
+from diagnose.metrics.join import _arrow as _strings  # ids as one large_string array
 
 if TYPE_CHECKING:
-    import pyarrow as pa
+    pass
 
 
 EXACT_KEYS: dict[str, str] = {
@@ -74,21 +75,6 @@ def _layout(run: Run) -> _Layout:
     return _Layout(order, q, np.asarray(qids, dtype=object), r, group, tied, g_start, g_size)
 
 
-def _strings(values: pd.Series) -> pa.Array:
-    """A column of ids as one Arrow ``large_string`` array (zero-copy for pandas' Arrow-backed strings)."""
-    import pyarrow as pa
-
-    if isinstance(values.dtype, pd.StringDtype) and values.dtype.storage == "pyarrow":
-        arr = pa.array(values.array)
-    else:
-        obj = values.to_numpy(dtype=object)
-        try:
-            arr = pa.array(obj, type=pa.large_string())
-        except (pa.ArrowTypeError, pa.ArrowInvalid):  # ids that are not str (the records promise str)
-            arr = pa.array([str(v) for v in obj], type=pa.large_string())
-    if isinstance(arr, pa.ChunkedArray):
-        arr = arr.combine_chunks() if arr.num_chunks else pa.array([], type=pa.large_string())
-    return arr.cast(pa.large_string()) if arr.type != pa.large_string() else arr
 
 
 def _keys(qrels: Qrels, run: Run, lay: _Layout, needed: set[str]) -> dict[str, np.ndarray]:
