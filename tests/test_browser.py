@@ -56,6 +56,7 @@ PAGES = [
     ("compare", "Compare runs", "Compare runs", True),
     ("models", "Model choice", "Model choice", True),
     ("golden", "Golden set", "Golden set", False),
+    ("judge", "Judge", "Judge", False),
     ("data", "Data", "Data", False),
 ]
 FIRST_LOAD_S = 600
