@@ -50,7 +50,7 @@ from diagnose.failures import CLASSES, Diagnosis, FailureMode
 from diagnose.space import VectorSpace
 
 #: class id -> (remedy id, remedy as the table shows it, what to do instead when no remedy runs offline).
-#: Remedy ids: "hybrid", "dense", "rerank", "judge", "none".
+#: Remedy ids: "hybrid", "dense", "rerank", "judge", "none" (and "crossencoder" when a CrossEncoder is given).
 REMEDIES: dict[str, tuple[str, str, str]] = {
     "missing_document": (
         "none",
@@ -256,6 +256,7 @@ def prove_remedies(
     mode: FailureMode | None = None,
     metric: str | None = None,
     rerank_depth_factor: int = 3,
+    cross_encoder_run: Run | None = None,
     n_resamples: int = 10_000,
     seed: int = 0,
 ) -> Remedies:
@@ -265,7 +266,10 @@ def prove_remedies(
     must match it when given. ``bm25_run`` (the BM25 baseline over the golden queries), ``dense_run`` (exact dense
     search) and ``space`` (for the cosine rerank) are optional: a remedy whose input is missing is reported as not
     tried, not silently skipped. ``metric``: the metric of the paired test (default ``hit_rate@k``; any name of
-    :mod:`diagnose.metrics`, e.g. ``"ndcg@10"``). Pure: nothing is encoded or indexed here.
+    :mod:`diagnose.metrics`, e.g. ``"ndcg@10"``). ``cross_encoder_run``: the run's top ``rerank_depth_factor * k``
+    reranked by a CrossEncoder (:func:`diagnose.compare.rerank_cross_encoder`), when the user gives one: measured as
+    a second ``near_miss`` row (remedy id ``"crossencoder"``) after the seven rows of the taxonomy. Pure: nothing
+    is encoded or indexed here.
     """
     from diagnose.fusion import rrf
     from diagnose.metrics import evaluate, expand_metrics
@@ -299,7 +303,8 @@ def prove_remedies(
 
     depth = rerank_depth_factor * k
     missing_input = {"hybrid": "pass bm25_run", "dense": "pass dense_run", "rerank": "pass space"}
-    builders = {
+    builders: dict[str, Any] = {
+        "crossencoder": (lambda: cross_encoder_run) if cross_encoder_run is not None else None,
         "hybrid": (lambda: rrf([run, bm25_run], k=RRF_K, name=f"{run.name}+bm25 (RRF)"))
         if bm25_run
         else None,
@@ -326,12 +331,14 @@ def prove_remedies(
         by_class[f.cls].append((f.query_id, f.doc_id))
 
     rows = []
-    for cls in CLASSES:
+    plan = [(cls, REMEDIES[cls]) for cls in CLASSES]
+    if cross_encoder_run is not None:
+        plan.append(("near_miss", ("crossencoder", "cross-encoder rerank of the top {depth}", "")))
+    for cls, (rid, text, advice) in plan:
         pairs = by_class[cls]
         units: list[Any] = (
             list(dict.fromkeys(q for q, _ in pairs)) if mode == "hit" else list(dict.fromkeys(pairs))
         )
-        rid, text, advice = REMEDIES[cls]
         text = text.format(depth=depth)
         common = dict(
             cls=cls, failures=len(units), remedy_id=rid, remedy=text, metric=metric_name, advice=advice

@@ -249,3 +249,32 @@ def test_demo_remedies_with_the_default_model(tmp_path):
     # reported, not asserted beyond the invariants: the numbers move with the demo corpus
     print(rem.table().to_string())
     print("\n".join(rem.sentences()))
+
+
+@pytest.mark.real_model
+def test_a_cross_encoder_is_measured_as_a_second_near_miss_remedy(tmp_path, capsys):
+    """`diagnose failures --cross-encoder DIR` with a real CrossEncoder folder built here from the bundled weights:
+    the seven taxonomy rows, then the cross-encoder rerank of the top 3k as one more near_miss row, measured."""
+    import json
+
+    import torch
+    from sentence_transformers import CrossEncoder
+
+    from diagnose.cli import main
+    from diagnose.embed import default_model_path
+
+    torch.manual_seed(0)
+    folder = tmp_path / "ce"
+    CrossEncoder(str(default_model_path()), num_labels=1, device="cpu").save(str(folder))
+    demo = Path(__file__).resolve().parents[1] / "demo_corpus"
+    code = main(["failures", "--data", str(demo), "--run", str(demo / "runs" / "ann_minilm.trec"), "--cross-encoder",
+                 str(folder), "--cache-dir", str(tmp_path / "cache"), "--format", "json"])  # fmt: skip
+    out = capsys.readouterr().out
+    assert code == 0
+    rows = json.loads(out)["remedies"]["remedies"]
+    assert len(rows) == 8 and [r["class"] for r in rows[:7]] == list(CLASSES)
+    extra = rows[7]
+    assert extra["class"] == "near_miss" and extra["remedy_id"] == "crossencoder"
+    cosine = rows[[r["class"] for r in rows].index("near_miss")]
+    assert extra["failures"] == cosine["failures"] > 0
+    assert 0 <= extra["recovered"] <= extra["failures"] and extra["p_value"] is not None

@@ -22,6 +22,7 @@ from diagnose.analysis.base import (
     _param_error,
 )
 from diagnose.analysis.scores import Scores
+from diagnose.data import Run
 
 
 class Evidence(Scores):
@@ -89,10 +90,15 @@ class Evidence(Scores):
         n_docs = len(self.dataset.corpus) if self.dataset.corpus is not None else None
         return hubness(self.runs[name], k=k, n_docs=n_docs)
 
-    def remedies(self, run: str | None = None, *, k: int | None = None, failure: str | None = None) -> Remedies:
+    def remedies(
+        self, run: str | None = None, *, k: int | None = None, failure: str | None = None,
+        cross_encoder: str | None = None,
+    ) -> Remedies:  # fmt: skip
         """Each failure class's remedy applied to this run and measured: hybrid RRF with BM25 for
         vocabulary_mismatch, exact dense search for index_gap, the top 3k reranked by exact cosine for near_miss
-        and ranking_failure; what each recovers and what hits it loses, with a paired randomization test."""
+        and ranking_failure; what each recovers and what hits it loses, with a paired randomization test.
+        ``cross_encoder``: a sentence-transformers CrossEncoder (a local folder, or a hub name when online): the top
+        3k reranked by it is measured too, as a second near_miss remedy."""
         from diagnose.remedies import prove_remedies
 
         name = self._run_name(run)
@@ -104,9 +110,24 @@ class Evidence(Scores):
             return prove_remedies(
                 self.dataset, self.runs[name], self.diagnosis(name, k=k, failure=mode), space=sp,
                 bm25_run=self._baseline("bm25"), dense_run=self._baseline("dense"),
+                cross_encoder_run=self._cross_encoded(name, cross_encoder, 3 * k) if cross_encoder else None,
             )  # fmt: skip
 
-        return self._cached(("remedies", name, k, mode), build)
+        return self._cached(("remedies", name, k, mode, cross_encoder), build)
+
+    def _cross_encoded(self, name: str, model: str, depth: int) -> Run:
+        """The run's top ``depth`` reranked live by the CrossEncoder ``model`` (memoised)."""
+
+        def build() -> Run:
+            from diagnose.compare import rerank_cross_encoder
+
+            self._need_texts("A cross-encoder rerank")
+            ds = self.dataset
+            doc_text = dict(zip(ds.corpus.ids, ds.corpus.texts(), strict=True))
+            self._reporter.step(f"Reranking the top {depth} of {name} with the cross-encoder {model}")
+            return rerank_cross_encoder(self.runs[name], ds.queries.text_of(), doc_text, model, depth=depth)
+
+        return self._cached(("cross_encoded", name, model, depth), build)
 
     def risk(self, run: str | None = None, *, k: int | None = None) -> pd.DataFrame:
         """Every query of the run (judged or not) ranked by how likely it fails, from its top-k scores alone

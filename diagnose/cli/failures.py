@@ -24,7 +24,7 @@ def cmd_failures(args: argparse.Namespace) -> int:
     diag = analysis.diagnosis(name)
     noise = analysis.label_noise(name)
     hubs = analysis.hubness(name)
-    remedies = analysis.remedies(name) if args.remedies else None
+    remedies = analysis.remedies(name, cross_encoder=args.cross_encoder) if args.remedies else None
     _write_runs(args, analysis)
     _print_warnings(ds.report, args.format)
     if args.format == "json":

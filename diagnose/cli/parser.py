@@ -224,6 +224,11 @@ def _add_failures(sub: Any) -> None:
         default=True,
         help="apply each class's offline remedy and measure what it recovers and loses (default: on)",
     )
+    fa.add_argument(
+        "--cross-encoder",
+        metavar="NAME_OR_PATH",
+        help="also measure a sentence-transformers CrossEncoder rerank of the top 3k as a near_miss remedy",
+    )
     _add_retriever_args(fa)
     _add_model_args(fa)
 
