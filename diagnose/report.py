@@ -127,6 +127,8 @@ class EvaluationReport:
     ties: dict[str, Any] = field(default_factory=dict)  # run -> diagnose.ties.TieAudit
     tukey: pd.DataFrame | None = None  # randomised Tukey HSD over every pair (three or more runs)
     queries_needed: pd.DataFrame | None = None  # topic-set size per (metric, run), when asked
+    bounds: pd.DataFrame | None = None  # per (run, metric): lower (as reported), upper (unjudged at best), gap
+    coverage: pd.DataFrame | None = None  # per run: judged@k and hole@k
 
     @property
     def passed(self) -> bool:
@@ -168,6 +170,11 @@ class EvaluationReport:
                                     "pairs": self.tukey.to_dict(orient="records")}  # fmt: skip
         if self.queries_needed is not None:
             payload["queries_needed"] = self.queries_needed.to_dict(orient="records")
+        if self.bounds is not None:
+            payload["bounds"] = self.bounds.to_dict(orient="records")
+        if self.coverage is not None:
+            payload["coverage"] = {run: {m: float(v) for m, v in row.items()} for run, row in
+                                   self.coverage.iterrows()}  # fmt: skip
         payload["gate"] = {"passed": self.passed, "failures": list(self.gate)}
         payload["warnings"] = [p.to_dict() for p in self.validation.warnings]
         payload["validation"] = self.validation.to_dict()
@@ -218,6 +225,13 @@ class EvaluationReport:
                 lines += ["", f"per query: {name}", text_table(pq, ["query_id", *self.metrics])]
         if self.slices is not None:
             lines += ["", f"per {self.slice_field}:", text_table(self.slices.to_dict(orient="records"), list(self.slices.columns))]
+        if self.coverage is not None:
+            cov = self.coverage.reset_index()
+            lines += ["", "judged share of the top k (judged@k) and documents judged for no query (hole@k):",
+                      text_table(cov.to_dict(orient="records"), list(cov.columns))]  # fmt: skip
+        if self.bounds is not None:
+            lines += ["", "metric bounds: unjudged documents counted non-relevant (lower, as reported) and at best "
+                      "(upper):", text_table(self.bounds.to_dict(orient="records"), list(self.bounds.columns))]  # fmt: skip
         if self.comparisons:
             n_tests = len(self.comparisons)
             family = "one test" if n_tests == 1 else f"Holm over {n_tests} tests"

@@ -277,3 +277,26 @@ def test_detect_reports_the_queries_needed_from_the_observed_variance(capsys):
     code, _, err = run_cli(capsys, "evaluate", "--data", demo, "--run", demo / "runs" / "ann_minilm.trec",
                            "--detect", "0.05")  # fmt: skip
     assert code == 2 and "--detect" in err
+
+
+def test_bounds_reports_the_metrics_over_the_holes(capsys):
+    """--bounds: per run and headline metric the value as reported (lower) and at best (upper), from
+    diagnose.metrics.metric_bounds, and judged@k / hole@k from the metric registry."""
+    from diagnose import load
+    from diagnose.metrics import evaluate, metric_bounds
+
+    demo = __import__("pathlib").Path(__file__).resolve().parents[1] / "demo_corpus"
+    run_file = demo / "runs" / "ann_minilm.trec"
+    code, out, _ = run_cli(capsys, "evaluate", "--data", demo, "--run", run_file, "--bounds", "--format", "json")
+    assert code == 0
+    payload = json.loads(out)
+    ds = load(demo, runs=[run_file])
+    want = metric_bounds(ds.qrels, ds.runs["ann_minilm"], ["ndcg@10", "recall@10", "mrr"]).aggregate
+    got = {(r["metric"]): r for r in payload["bounds"]}
+    for m in ("ndcg@10", "recall@10", "mrr"):
+        assert got[m]["lower"] == pytest.approx(want.loc[m, "lower"]) and got[m]["upper"] == pytest.approx(
+            want.loc[m, "upper"]
+        )
+        assert got[m]["lower"] == pytest.approx(payload["runs"]["ann_minilm"]["aggregate"][m])
+    cov = evaluate(ds.qrels, ds.runs["ann_minilm"], ["judged@10", "hole@10"]).aggregate
+    assert payload["coverage"]["ann_minilm"] == pytest.approx(cov)

@@ -45,6 +45,12 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         max_drop=max_drop, skip_reference=bool(args.compare_to or max_drop), slice_by=args.slice,
         n_resamples=args.resamples, seed=args.seed,
     )  # fmt: skip
+    if args.bounds:
+        heads = [c.metric for c in rep.comparisons] or analysis.metric_names(
+            [f"ndcg@{analysis.k}", f"recall@{analysis.k}", "mrr"]
+        )
+        rep.bounds = analysis.bounds(list(dict.fromkeys(heads)))
+        rep.coverage = analysis.metrics([f"judged@{analysis.k}", f"hole@{analysis.k}"])
     if args.detect is not None:
         if len(analysis.run_names) < 2:
             raise DataError("--detect needs two runs to compare (a second --run or a --baseline).")

@@ -175,6 +175,12 @@ def _add_comparison_args(ev: argparse.ArgumentParser) -> None:
         "--resamples", type=int, default=10_000, help="bootstrap / randomization resamples (default 10000)"
     )
     g.add_argument(
+        "--bounds",
+        action="store_true",
+        help="also report each headline metric with the run's unjudged top documents counted non-relevant (as "
+        "reported) and at best (upper bound), and judged@k / hole@k",
+    )
+    g.add_argument(
         "--detect",
         type=float,
         metavar="DIFF",
