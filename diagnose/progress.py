@@ -47,7 +47,7 @@ class Terminal:
     """Stage labels and tqdm bars on stderr, only when stderr is a terminal (``force=True``: always)."""
 
     def __init__(self, *, force: bool = False) -> None:
-        self.enabled = force or _stderr_is_terminal()
+        self.enabled = force or stderr_is_terminal()
 
     def step(self, label: str) -> None:
         if self.enabled:
@@ -84,7 +84,8 @@ class _CallbackOnly:
         return self.callback
 
 
-def _stderr_is_terminal() -> bool:
+def stderr_is_terminal() -> bool:
+    """Whether stderr is a terminal (bars are drawn only then: elsewhere they are escape codes in a log)."""
     try:
         return sys.stderr.isatty()
     except (AttributeError, ValueError):

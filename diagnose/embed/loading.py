@@ -8,7 +8,6 @@ import hashlib
 import logging
 import os
 import re
-import sys
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -137,11 +136,10 @@ def _sentence_transformer(name_or_path: str, device: str, **kwargs: Any) -> Any:
 def _quiet_progress_bars_off_a_terminal() -> None:
     """transformers and huggingface_hub draw their own tqdm bars ("Loading weights"); in a log or a CI job (stderr
     not a terminal) those are escape codes, so they are switched off there, like diagnose's own bars."""
-    try:
-        if sys.stderr is not None and sys.stderr.isatty():
-            return
-    except (AttributeError, ValueError):
-        pass
+    from diagnose.progress import stderr_is_terminal
+
+    if stderr_is_terminal():
+        return
     try:
         from transformers.utils import logging as hf_logging
 

@@ -72,12 +72,13 @@ class Background:
         self.label = "Waiting to start"
         self.done = 0
         self.total = 0
-        self.started = time.monotonic()
+        self.started = self.stage_started = time.monotonic()
         self.error: BaseException | None = None
 
     def step(self, label: str) -> None:
         with self.lock:
             self.label, self.done, self.total = label, 0, 0
+            self.stage_started = time.monotonic()
 
     def bar(self, label: str) -> Callable[[int, int], None]:
         self.step(label)
@@ -89,19 +90,25 @@ class Background:
         return update
 
     def start(self, analysis: Analysis) -> None:
+        """Compute the analysis' vectors (and what needs them) in the thread, once."""
+        self._launch(lambda: analysis.prepare(progress=self), "diagnose-vectors")
+
+    def _launch(self, work: Callable[[], None], name: str) -> None:
+        """Run ``work`` in a daemon thread unless one was started already; its exception is kept for the page."""
         with self.lock:
             if self.thread is not None:
                 return
-            self.started = time.monotonic()
-            self.thread = threading.Thread(target=self._run, args=(analysis,), name="diagnose-vectors", daemon=True)
-            self.thread.start()
+            self.started = self.stage_started = time.monotonic()
 
-    def _run(self, analysis: Analysis) -> None:
-        try:
-            analysis.prepare(progress=self)
-        except BaseException as e:  # noqa: BLE001 - shown on the page, never lost in a thread
-            with self.lock:
-                self.error = e
+            def run() -> None:
+                try:
+                    work()
+                except BaseException as e:  # noqa: BLE001 - shown on the page, never lost in a thread
+                    with self.lock:
+                        self.error = e
+
+            self.thread = threading.Thread(target=run, name=name, daemon=True)
+            self.thread.start()
 
     def wait(self, seconds: float) -> None:
         if self.thread is not None:
@@ -109,10 +116,10 @@ class Background:
 
     def status(self) -> str:
         with self.lock:
-            label, done, total, started = self.label, self.done, self.total, self.started
+            label, done, total, stage = self.label, self.done, self.total, self.stage_started
         text = label
         if total:
-            elapsed = time.monotonic() - started
+            elapsed = time.monotonic() - stage  # the rate of this stage (loading the model is not encoding)
             rate = done / elapsed if elapsed > 0 and done else 0.0
             text += f": {done:,} / {total:,}"
             if rate:
@@ -157,35 +164,18 @@ class ProjectionBackground(Background):
 
     def __init__(self) -> None:
         super().__init__()
-        self.stage_started = time.monotonic()
         self.finished = False
 
-    def step(self, label: str) -> None:
-        with self.lock:
-            self.label, self.done, self.total = label, 0, 0
-            self.stage_started = time.monotonic()
-
     def start_map(self, analysis: Analysis, run: str, k: int, failure: str) -> None:
-        with self.lock:
-            if self.thread is not None:
-                return
-            self.started = self.stage_started = time.monotonic()
-            self.thread = threading.Thread(
-                target=self._run_map, args=(analysis, run, k, failure), name="diagnose-whole-map", daemon=True
-            )
-            self.thread.start()
+        self._launch(lambda: self._run_map(analysis, run, k, failure), "diagnose-whole-map")
 
     def _run_map(self, analysis: Analysis, run: str, k: int, failure: str) -> None:
-        try:
-            with analysis.reporting(self):
-                analysis.whole_projection()
-                self.step("Placing the failed queries of the run")
-                analysis.whole_embedding_map(run, k=k, failure=failure)
-            with self.lock:
-                self.finished = True
-        except BaseException as e:  # noqa: BLE001 - shown on the page, never lost in a thread
-            with self.lock:
-                self.error = e
+        with analysis.reporting(self):
+            analysis.whole_projection()
+            self.step("Placing the failed queries of the run")
+            analysis.whole_embedding_map(run, k=k, failure=failure)
+        with self.lock:
+            self.finished = True
 
     def status(self) -> str:
         with self.lock:
