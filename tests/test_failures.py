@@ -68,6 +68,16 @@ def world(docs, query, qrels, run, bm25):
     return ds, r, space, FakeBM25({qtext: bm25})
 
 
+# a, b and c have cos ~1 with q = (1,0,0), so a target t of cos < 0.99 has dense rank 4 > k; the run retrieves a, b
+OUTRANKERS = {"a": ("a", [1, 0.01, 0]), "b": ("b", [1, 0.02, 0]), "c": ("c", [1, 0, 0.01])}
+
+
+def outranked_world(target_text, query_text, bm25, target_vec=(0.3, 0.954, 0)):
+    """The world of a target t (cos(q,t) = 0.3 by default) outranked by a, b, c; bm25: scores of a, b, c, t."""
+    docs = {**OUTRANKERS, "t": (target_text, list(target_vec))}
+    return world(docs, ("q", query_text, [1, 0, 0]), {"t": 1}, ["a", "b"], bm25)
+
+
 def only_failure(ds, run, space, bm25, **kw):
     diag = diagnose_run(ds, run, space, bm25, k=K, calibration=CAL, **kw)
     assert len(diag.failures) == 1
@@ -159,18 +169,7 @@ def test_index_gap():
 def test_vocabulary_mismatch_bm25_finds_it():
     # q = (1,0,0); t = (0.3,0.954,0): cos 0.3 < 0.5 calibrated; a, b, c have cos ~1 so dense rank of t = 4 > k;
     # BM25 puts t first (score 5 vs 0) -> vocabulary_mismatch
-    ds, run, space, bm25 = world(
-        {
-            "a": ("a", [1, 0.01, 0]),
-            "b": ("b", [1, 0.02, 0]),
-            "c": ("c", [1, 0, 0.01]),
-            "t": ("ERR-4291 webhook", [0.3, 0.954, 0]),
-        },
-        ("q", "ERR-4291 on webhook", [1, 0, 0]),
-        {"t": 1},
-        ["a", "b"],
-        [0.0, 0.0, 0.0, 5.0],
-    )
+    ds, run, space, bm25 = outranked_world("ERR-4291 webhook", "ERR-4291 on webhook", [0.0, 0.0, 0.0, 5.0])
     f = only_failure(ds, run, space, bm25)
     assert f.cls == "vocabulary_mismatch"
     assert f.dense_rank == 4 and f.bm25_rank == 1
@@ -179,17 +178,8 @@ def test_vocabulary_mismatch_bm25_finds_it():
 
 def test_vocabulary_mismatch_no_shared_terms():
     # BM25 ranks t 3rd (> k), but the query shares no term with it (overlap 0 < 0.2) and cos 0.3 < 0.5
-    ds, run, space, bm25 = world(
-        {
-            "a": ("a", [1, 0.01, 0]),
-            "b": ("b", [1, 0.02, 0]),
-            "c": ("c", [1, 0, 0.01]),
-            "t": ("credential recovery procedure", [0.3, 0.954, 0]),
-        },  # fmt: skip
-        ("q", "forgot the password", [1, 0, 0]),
-        {"t": 1},
-        ["a", "b"],
-        [3.0, 2.0, 0.0, 1.0],
+    ds, run, space, bm25 = outranked_world(
+        "credential recovery procedure", "forgot the password", [3.0, 2.0, 0.0, 1.0]
     )
     f = only_failure(ds, run, space, bm25)
     assert f.cls == "vocabulary_mismatch"
@@ -201,17 +191,8 @@ def test_question_words_do_not_make_a_vocabulary_mismatch():
     # same geometry as above (cos 0.3 < 0.5, dense rank 4 > k, BM25 rank 3 > k). BM25's terms of the query:
     # how, do, i, vpn, token, expire -> 2 of 6 in the target = 0.333; without the query stop words how/do/i:
     # 2 of 3 = 0.667. Both >= 0.2, so semantic_gap; the evidence lists only the content words.
-    ds, run, space, bm25 = world(
-        {
-            "a": ("a", [1, 0.01, 0]),
-            "b": ("b", [1, 0.02, 0]),
-            "c": ("c", [1, 0, 0.01]),
-            "t": ("vpn token lifetime policy", [0.3, 0.954, 0]),
-        },  # fmt: skip
-        ("q", "how do I fix an expired vpn token", [1, 0, 0]),
-        {"t": 1},
-        ["a", "b"],
-        [3.0, 2.0, 0.0, 1.0],
+    ds, run, space, bm25 = outranked_world(
+        "vpn token lifetime policy", "how do I fix an expired vpn token", [3.0, 2.0, 0.0, 1.0]
     )
     f = only_failure(ds, run, space, bm25)
     assert f.cls == "semantic_gap"
@@ -228,17 +209,8 @@ def test_question_words_in_the_denominator_no_longer_hide_a_match():
     # get, new, laptop, my, team -> 1 / 8 = 0.125 < 0.2, which made it a vocabulary_mismatch before; without the
     # query stop words how/do/i/my: get, new, laptop, team -> 1 / 4 = 0.25 >= 0.2, and BM25 rank 3 > k:
     # semantic_gap
-    ds, run, space, bm25 = world(
-        {
-            "a": ("a", [1, 0.01, 0]),
-            "b": ("b", [1, 0.02, 0]),
-            "c": ("c", [1, 0, 0.01]),
-            "t": ("laptop refresh policy", [0.3, 0.954, 0]),
-        },  # fmt: skip
-        ("q", "how do I get a new laptop for my team", [1, 0, 0]),
-        {"t": 1},
-        ["a", "b"],
-        [3.0, 2.0, 0.0, 1.0],
+    ds, run, space, bm25 = outranked_world(
+        "laptop refresh policy", "how do I get a new laptop for my team", [3.0, 2.0, 0.0, 1.0]
     )
     f = only_failure(ds, run, space, bm25)
     assert f.bm25_overlap == pytest.approx(1 / 8) and f.overlap == pytest.approx(1 / 4)
@@ -248,17 +220,8 @@ def test_question_words_in_the_denominator_no_longer_hide_a_match():
 
 def test_semantic_gap():
     # same geometry (cos 0.3, dense rank 4) but the words overlap (vpn, token: 2 of 3 terms) and BM25 ranks t 3rd
-    ds, run, space, bm25 = world(
-        {
-            "a": ("a", [1, 0.01, 0]),
-            "b": ("b", [1, 0.02, 0]),
-            "c": ("c", [1, 0, 0.01]),
-            "t": ("vpn token lifetime policy", [0.3, 0.954, 0]),
-        },  # fmt: skip
-        ("q", "vpn token expired", [1, 0, 0]),
-        {"t": 1},
-        ["a", "b"],
-        [3.0, 2.0, 0.0, 1.0],
+    ds, run, space, bm25 = outranked_world(
+        "vpn token lifetime policy", "vpn token expired", [3.0, 2.0, 0.0, 1.0]
     )
     f = only_failure(ds, run, space, bm25)
     assert f.cls == "semantic_gap"
@@ -268,18 +231,7 @@ def test_semantic_gap():
 
 def test_ranking_failure():
     # cos(q,t) = 0.6 >= 0.5 calibrated, dense rank 4 (a,b,c ~1), BM25 rank 1, run depth 2: findable but outranked
-    ds, run, space, bm25 = world(
-        {
-            "a": ("a", [1, 0.01, 0]),
-            "b": ("b", [1, 0.02, 0]),
-            "c": ("c", [1, 0, 0.01]),
-            "t": ("vpn", [0.6, 0.8, 0]),
-        },
-        ("q", "vpn", [1, 0, 0]),
-        {"t": 1},
-        ["a", "b"],
-        [0.0, 0.0, 0.0, 4.0],
-    )
+    ds, run, space, bm25 = outranked_world("vpn", "vpn", [0.0, 0.0, 0.0, 4.0], target_vec=(0.6, 0.8, 0))
     f = only_failure(ds, run, space, bm25)
     assert f.cls == "ranking_failure"
     assert (
