@@ -251,9 +251,7 @@ def test_arrow_and_object_string_columns_agree():
 def test_fingerprint_collisions_are_caught_on_the_ids(monkeypatch):
     # fingerprint = string length: "x" looks like relevant "a", "yy" like relevant "bb". The key lookup finds them,
     # the check on the id strings must drop them: relevant at ranks 2 and 4 -> mrr 1/2, precision@5 2/5, recall 1.
-    monkeypatch.setattr(
-        M, "_fingerprints", lambda arr: np.array([len(s) for s in arr.to_pylist()], np.uint64)
-    )
+    monkeypatch.setattr(M, "fingerprints", lambda arr: np.array([len(s) for s in arr.to_pylist()], np.uint64))
     qrels = make_qrels([("q", "a", 1), ("q", "bb", 1)])
     assert M._prepare(qrels).keys_unique  # the two positive keys differ: the fast join is used
     ev = evaluate(qrels, make_run({"q": ["x", "a", "yy", "bb", "zzz"]}), ["mrr", "precision@5", "recall@5"])
@@ -262,7 +260,7 @@ def test_fingerprint_collisions_are_caught_on_the_ids(monkeypatch):
 
 def test_colliding_positive_keys_use_the_exact_join(monkeypatch):
     expected = evaluate(QRELS, RUN, ALL).per_query
-    monkeypatch.setattr(M, "_fingerprints", lambda arr: np.zeros(len(arr), dtype=np.uint64))
+    monkeypatch.setattr(M, "fingerprints", lambda arr: np.zeros(len(arr), dtype=np.uint64))
     assert not M._prepare(QRELS).keys_unique  # d1, d2, d4 of q1 now share one key: pandas merge on the ids
     pd.testing.assert_frame_equal(evaluate(QRELS, RUN, ALL).per_query, expected)
 
@@ -272,26 +270,12 @@ def test_crowded_table_slots_fall_back_to_binary_search(monkeypatch):
     # small keys (byte sums of the ids, distinct here): every key lands in table slot 0, which is then marked
     # crowded -> binary search for every lookup
     monkeypatch.setattr(
-        M, "_fingerprints", lambda arr: np.array([sum(s.encode()) for s in arr.to_pylist()], np.uint64)
+        M, "fingerprints", lambda arr: np.array([sum(s.encode()) for s in arr.to_pylist()], np.uint64)
     )
-    monkeypatch.setattr(M, "_pair_keys", lambda fp, q: fp * np.uint64(1000) + (q + 1).astype(np.uint64))
+    monkeypatch.setattr(M, "pair_keys", lambda fp, q: fp * np.uint64(1000) + (q + 1).astype(np.uint64))
     prep = M._prepare(QRELS)
     assert prep.keys_unique and prep.table[0] == -2
     pd.testing.assert_frame_equal(evaluate(QRELS, RUN, ALL).per_query, expected)
-
-
-def test_fingerprints_depend_only_on_the_string():
-    import pyarrow as pa
-
-    short = pa.array(["d1", "abc", "", "é"], type=pa.large_string())
-    long = pa.array(
-        ["a much longer document identifier", "d1", "abc", "", "é", "abd"], type=pa.large_string()
-    )
-    fs, fl = M._fingerprints(short), M._fingerprints(long)
-    assert list(fs) == list(fl[1:5])  # same strings, same fingerprints, whatever the widest string
-    assert len(set(fl.tolist())) == len(fl)  # different strings differ here
-    sliced = long.slice(1, 3)  # an Arrow slice has a non-zero offset into the buffers
-    assert list(M._fingerprints(sliced)) == list(fs[:3])
 
 
 # --------------------------------------------------------------------------------------------- names

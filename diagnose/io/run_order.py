@@ -13,6 +13,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from diagnose.data import Run, ValidationReport
+from diagnose.ids import fingerprints, pair_keys
 from diagnose.io.messages import _pair, _plural, _verb
 from diagnose.io.tables import _to_pandas
 
@@ -77,63 +78,17 @@ def _group_ranks(codes_in_order: np.ndarray) -> np.ndarray:
     return np.arange(n, dtype=np.int64) - np.repeat(starts, sizes) + 1
 
 
-def _id_fingerprint(arr: pa.ChunkedArray | pa.Array) -> np.ndarray:
-    """A uint64 fingerprint per string: equal strings get equal fingerprints (vectorised over Arrow buffers).
-
-    Mixes the length with three 8-byte windows of the UTF-8 bytes (start, middle, end), so strings of up to 24
-    bytes that differ get different windows; longer ones may collide, which only costs an exact comparison.
-    """
-    if isinstance(arr, pa.ChunkedArray):
-        arr = arr.combine_chunks()
-    if not pa.types.is_large_string(arr.type):
-        arr = arr.cast(pa.large_string())
-    n = len(arr)
-    offsets = np.frombuffer(arr.buffers()[1], dtype=np.int64, count=n + 1, offset=arr.offset * 8)
-    base = int(offsets[0])
-    data = arr.buffers()[2]
-    raw = (
-        np.frombuffer(data, dtype=np.uint8)[base : int(offsets[-1])]
-        if data is not None
-        else np.zeros(0, np.uint8)
-    )
-    padded = np.concatenate([raw, np.zeros(8, np.uint8)])
-    # words[i] = the 8 bytes starting at byte i (overlapping, unaligned view; gathers at memory speed)
-    words = np.ndarray(shape=(len(padded) - 7,), dtype="<u8", buffer=padded, strides=(1,))
-    starts = offsets[:-1] - base
-    lengths = offsets[1:] - offsets[:-1]
-    keep = np.where(
-        lengths >= 8,
-        np.uint64(0xFFFFFFFFFFFFFFFF),
-        (np.uint64(1) << (np.minimum(lengths, 7) * 8).astype(np.uint64)) - np.uint64(1),
-    )
-    out = lengths.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
-    with np.errstate(over="ignore"):
-        for shift, mult in ((0, 0xC2B2AE3D27D4EB4F), (1, 0x165667B19E3779F9), (2, 0xD6E8FEB86659FD93)):
-            at = starts + (
-                0
-                if shift == 0
-                else np.maximum(lengths // 2 - 4, 0)
-                if shift == 1
-                else np.maximum(lengths - 8, 0)
-            )
-            word = words[at] & keep
-            out = (out ^ (word * np.uint64(mult))) * np.uint64(0xFF51AFD7ED558CCD)
-            out ^= out >> np.uint64(33)
-    return out
-
-
 def _duplicate_mask(q_codes: np.ndarray, d: pa.ChunkedArray | pa.Array, order: np.ndarray) -> np.ndarray:
     """Boolean mask over the original rows: True for a (query, doc) row that is not the first one in ``order``.
 
-    Rows whose (query, fingerprint(doc)) key is unique cannot be duplicates; only the rows sharing a key (the real
-    duplicates, plus astronomically rare hash collisions) are compared as strings.
+    Rows whose (query, doc) key (:mod:`diagnose.ids`) is unique cannot be duplicates; only the rows sharing a key
+    (the real duplicates, plus astronomically rare collisions) are compared as strings.
     """
     n = len(q_codes)
     mask = np.zeros(n, dtype=bool)
     if n < 2:
         return mask
-    with np.errstate(over="ignore"):
-        key = _id_fingerprint(d) ^ (q_codes.astype(np.uint64) * np.uint64(0x94D049BB133111EB))
+    key = pair_keys(fingerprints(d), q_codes)
     sorted_keys = np.sort(key)
     repeated = sorted_keys[1:][sorted_keys[1:] == sorted_keys[:-1]]
     if not len(repeated):

@@ -2,11 +2,11 @@
 
 Implementation, vectorised over all queries at once (no Python loop over queries or rows): the query of each run
 row comes from the blocks of consecutive equal query ids (one neighbour comparison); doc ids get a 64-bit
-fingerprint computed from their UTF-8 bytes straight from the Arrow buffers; (query, doc) pairs are looked up in
-the keys of the *positive* judgements (a direct-address table on the keys' top bits) and every match is confirmed
-on the id strings, so the join is exact. Each metric is then a per-query ``np.bincount`` over the few joined
-rows, masked by rank cutoffs; the ideal DCG comes from the judged grades sorted once per query. About 0.1 s for a
-1M-row run of 1,000 queries (see ``bench/RESULTS.md``).
+fingerprint computed from their UTF-8 bytes straight from the Arrow buffers (:mod:`diagnose.ids`); (query, doc)
+pairs are looked up in the keys of the *positive* judgements (a direct-address table on the keys' top bits) and
+every match is confirmed on the id strings, so the join is exact. Each metric is then a per-query ``np.bincount``
+over the few joined rows, masked by rank cutoffs; the ideal DCG comes from the judged grades sorted once per query.
+About 0.1 s for a 1M-row run of 1,000 queries (see ``bench/RESULTS.md``).
 
 - :func:`_prepare` reads the qrels once (:class:`_PreparedQrels`, shared by every run of
   :func:`~diagnose.metrics.evaluate_many`);
@@ -24,16 +24,13 @@ import numpy as np
 import pandas as pd
 
 from diagnose.data import DataError, Qrels, Run
+from diagnose.ids import fingerprints, pair_keys
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
 
 # --------------------------------------------------------------------------------------------- string keys
-
-_M1 = np.uint64(0x9E3779B97F4A7C15)
-_M2 = np.uint64(0xBF58476D1CE4E5B9)
-_M3 = np.uint64(0x94D049BB133111EB)
 
 
 def _arrow(values: pd.Series) -> pa.Array:
@@ -57,52 +54,6 @@ def _arrow(values: pd.Series) -> pa.Array:
 
         arr = pc.fill_null(arr, "")
     return arr
-
-
-def _fingerprints(arr: pa.Array) -> np.ndarray:
-    """64-bit fingerprint of each string of a ``large_string`` array, from its UTF-8 bytes and length.
-
-    Vectorised: an unaligned little-endian 64-bit view over the data buffer gives, for any byte offset, the next
-    8 bytes; word ``j`` of every string is gathered at ``start + 8 j``, masked past the string's end, and mixed in.
-    Equal strings always get equal fingerprints, whatever the other strings of the array; two different strings
-    collide with probability ~2^-64, and every match found through fingerprints is confirmed on the strings
-    themselves (see :func:`_join`).
-    """
-    n = len(arr)
-    if n == 0:
-        return np.empty(0, dtype=np.uint64)
-    bufs = arr.buffers()
-    offs = np.frombuffer(bufs[1], dtype=np.int64)[arr.offset : arr.offset + n + 1]
-    lens = np.diff(offs)
-    lo, hi = int(offs[0]), int(offs[-1])
-    pad = np.zeros(hi - lo + 8, dtype=np.uint8)
-    if hi > lo:
-        pad[: hi - lo] = np.frombuffer(bufs[2], dtype=np.uint8)[lo:hi]
-    words = np.ndarray(shape=(hi - lo + 1,), dtype="<u8", buffer=pad, strides=(1,))  # words[i]: bytes i..i+7
-    starts = offs[:-1] - lo
-    keep = np.array([(1 << (8 * b)) - 1 for b in range(9)], dtype=np.uint64)  # mask of the first b bytes
-    h = lens.astype(np.uint64) * _M1
-    for j in range(-(-int(lens.max()) // 8)):
-        rows = None if lens.min() > 8 * j else np.flatnonzero(lens > 8 * j)  # strings that have a word j
-        at = starts + 8 * j if rows is None else starts[rows] + 8 * j
-        nb = np.minimum(lens - 8 * j if rows is None else lens[rows] - 8 * j, 8)
-        x = ((h if rows is None else h[rows]) ^ (words[at].astype(np.uint64, copy=False) & keep[nb])) * _M2
-        x ^= x >> np.uint64(31)
-        if rows is None:
-            h = x
-        else:
-            h[rows] = x
-    h ^= h >> np.uint64(29)
-    return h * _M3
-
-
-def _pair_keys(doc_fp: np.ndarray, query_code: np.ndarray) -> np.ndarray:
-    """64-bit key of a (judged query code, doc fingerprint) pair."""
-    k = doc_fp ^ ((query_code.astype(np.uint64) + np.uint64(1)) * _M3)
-    k ^= k >> np.uint64(33)
-    k *= _M2
-    k ^= k >> np.uint64(29)
-    return k
 
 
 def _segments(arr: pa.Array) -> tuple[np.ndarray, np.ndarray]:
@@ -180,7 +131,7 @@ def _prepare(qrels: Qrels, relevance_level: int = 1) -> _PreparedQrels:
     q_codes, q_ids = pd.factorize(df["query_id"], sort=False)
     q_codes = q_codes.astype(np.int64)
     docs = _arrow(df["doc_id"])
-    keys = _pair_keys(_fingerprints(docs), q_codes)
+    keys = pair_keys(fingerprints(docs), q_codes)
     rows = np.arange(len(df))
     order = np.argsort(keys)
     if len(keys) > 1 and (keys[order[1:]] == keys[order[:-1]]).any():
@@ -264,7 +215,7 @@ def _join(prep: _PreparedQrels, row_q: np.ndarray, docs: pa.Array) -> tuple[np.n
         return empty, empty
     if not prep.keys_unique:
         return _join_exact(prep, row_q, docs)
-    keys = _pair_keys(_fingerprints(docs), row_q)
+    keys = pair_keys(fingerprints(docs), row_q)
     slot = prep.table[(keys >> prep.shift).astype(np.intp)]
     slot[row_q < 0] = -1  # run queries without judgements
     cand = np.flatnonzero(slot != -1)
@@ -318,7 +269,7 @@ def _judged_pairs(prep: _PreparedQrels, row_q: np.ndarray, docs: pa.Array) -> np
         right = pd.DataFrame({"q": prep.judged_q, "d": all_docs.to_numpy(zero_copy_only=False)})
         keys = pd.MultiIndex.from_frame(right)
         return pd.MultiIndex.from_frame(left).isin(keys) & (row_q >= 0)
-    keys = _pair_keys(_fingerprints(docs), row_q)
+    keys = pair_keys(fingerprints(docs), row_q)
     at = np.minimum(np.searchsorted(prep.judged_keys, keys), len(prep.judged_keys) - 1)
     cand = np.flatnonzero((prep.judged_keys[at] == keys) & (row_q >= 0))
     if len(cand) == 0:
@@ -343,7 +294,7 @@ def _list_documents(prep: _PreparedQrels, row_q: np.ndarray, ranks: np.ndarray, 
     q, rank = e[idx], ranks[idx].astype(np.int64, copy=False)
     # a document listed twice for one query counts once, at its best rank. Equal (query, doc) pairs have equal
     # keys; only when keys repeat are the ids compared (a repeat may also be a key collision).
-    keys = _pair_keys(_fingerprints(sub), q)
+    keys = pair_keys(fingerprints(sub), q)
     if len(keys) and pd.Index(keys).has_duplicates:
         frame = pd.DataFrame({"q": q, "d": sub.to_numpy(zero_copy_only=False)})
         first = ~frame.duplicated(keep="first").to_numpy()

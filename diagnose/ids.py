@@ -1,0 +1,70 @@
+"""Fingerprints of ids: a 64-bit number per id string, and one per (query, doc) pair, computed from the Arrow
+buffers without a Python loop. The run reader (:mod:`diagnose.io.run_order`, repeated documents) and the metric
+join (:mod:`diagnose.metrics.join`) both find candidate matches through them and confirm every candidate on the
+id strings themselves: a collision costs an exact comparison, never a wrong result.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+_M1 = np.uint64(0x9E3779B97F4A7C15)
+_M2 = np.uint64(0xBF58476D1CE4E5B9)
+_M3 = np.uint64(0x94D049BB133111EB)
+_KEEP = np.array([(1 << (8 * b)) - 1 for b in range(9)], dtype=np.uint64)  # _KEEP[b]: the first b bytes
+
+
+def fingerprints(arr: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    """64-bit fingerprint (uint64) of each string of a ``string`` / ``large_string`` array, from all its UTF-8
+    bytes and its length.
+
+    Vectorised: an unaligned little-endian 64-bit view over the data buffer gives, for any byte offset, the next
+    8 bytes; word ``j`` of every string is gathered at ``start + 8 j``, masked past the string's end, and mixed in.
+    Equal strings always get equal fingerprints, whatever the other strings of the array (and whatever its chunks,
+    slice offset or string type); two different strings collide with probability ~2^-64, every byte counts (ids
+    that share a long prefix and suffix, like URLs, do not collide). Callers confirm matches on the strings.
+    """
+    import pyarrow as pa
+
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks() if arr.num_chunks else pa.array([], type=pa.large_string())
+    n = len(arr)
+    if n == 0:
+        return np.empty(0, dtype=np.uint64)
+    bufs = arr.buffers()
+    width = np.int64 if pa.types.is_large_string(arr.type) else np.int32
+    offs = np.frombuffer(bufs[1], dtype=width)[arr.offset : arr.offset + n + 1].astype(np.int64)
+    lens = np.diff(offs)
+    lo, hi = int(offs[0]), int(offs[-1])
+    pad = np.zeros(hi - lo + 8, dtype=np.uint8)
+    if hi > lo:
+        pad[: hi - lo] = np.frombuffer(bufs[2], dtype=np.uint8)[lo:hi]
+    words = np.ndarray(shape=(hi - lo + 1,), dtype="<u8", buffer=pad, strides=(1,))  # words[i]: bytes i..i+7
+    starts = offs[:-1] - lo
+    h = lens.astype(np.uint64) * _M1
+    for j in range(-(-int(lens.max()) // 8)):
+        rows = None if lens.min() > 8 * j else np.flatnonzero(lens > 8 * j)  # strings that have a word j
+        at = starts + 8 * j if rows is None else starts[rows] + 8 * j
+        nb = np.minimum(lens - 8 * j if rows is None else lens[rows] - 8 * j, 8)
+        x = ((h if rows is None else h[rows]) ^ (words[at].astype(np.uint64, copy=False) & _KEEP[nb])) * _M2
+        x ^= x >> np.uint64(31)
+        if rows is None:
+            h = x
+        else:
+            h[rows] = x
+    h ^= h >> np.uint64(29)
+    return h * _M3
+
+
+def pair_keys(doc_fp: np.ndarray, query_code: np.ndarray) -> np.ndarray:
+    """64-bit key of each (query code, doc fingerprint) pair: equal pairs get equal keys (query codes >= -1)."""
+    k = doc_fp ^ ((query_code.astype(np.uint64) + np.uint64(1)) * _M3)
+    k ^= k >> np.uint64(33)
+    k *= _M2
+    k ^= k >> np.uint64(29)
+    return k
