@@ -51,22 +51,15 @@ def timed(fn):
 
 def browser(n: int, tmp: Path) -> dict[str, float]:
     import test_browser_map as tb
-    from playwright.sync_api import sync_playwright
+    from browser import chromium, running_app
+    from playwright import sync_api
 
-    proc, url = tb.start_app(n, tmp / f"streamlit_{n}.log")
-    try:
-        with sync_playwright() as p:
-            b = p.chromium.launch(executable_path=str(tb.CHROMIUM), args=tb.CHROMIUM_ARGS)
-            try:
-                page = b.new_page(viewport={"width": 1400, "height": 1000})
-                page.set_default_timeout(600_000)
-                shots = tmp / f"shots_{n}"
-                shots.mkdir(exist_ok=True)
-                return tb.measure(page, url, shots)
-            finally:
-                b.close()
-    finally:
-        tb.stop_app(proc)
+    with running_app(tb.APP, tmp / f"streamlit_{n}.log", tb.deck_env(n)) as url, chromium(sync_api) as b:
+        page = b.new_page(viewport={"width": 1400, "height": 1000})
+        page.set_default_timeout(600_000)
+        shots = tmp / f"shots_{n}"
+        shots.mkdir(exist_ok=True)
+        return tb.measure(page, url, shots)
 
 
 def main() -> None:

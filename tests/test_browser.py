@@ -20,32 +20,14 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import shutil
-import socket
-import subprocess
 import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
+from browser import DOCS_SHOTS, READY, REFRESH_ENV, ROOT, chromium, is_local, require_browser, running_app
 
 pytestmark = pytest.mark.browser
 
-ROOT = Path(__file__).resolve().parents[1]
-CHROMIUM = Path("/usr/bin/chromium")
-DOCS_SHOTS = ROOT / "docs" / "screenshots"
-REFRESH_ENV = "DIAGNOSE_REFRESH_SCREENSHOTS"
-LOCAL_HOSTS = {"127.0.0.1", "localhost", "[::1]", "::1"}
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
-READY = '[data-testid="stApp"][data-test-script-state="notRunning"]'
 # (file name, sidebar link text, page title, has charts)
 PAGES = [
     ("overview", "Overview", "Overview", True),
@@ -61,36 +43,6 @@ PAGES = [
 ]
 FIRST_LOAD_S = 600
 PAGE_LOAD_S = 300
-
-
-def _is_local(url: str) -> bool:
-    from urllib.parse import urlsplit
-
-    parts = urlsplit(url)
-    return parts.scheme in ("data", "blob", "about") or parts.hostname in LOCAL_HOSTS
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _wait_healthy(url: str, proc: subprocess.Popen, log: Path, timeout: float = 120) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise AssertionError(
-                f"streamlit exited with {proc.returncode}:\n{log.read_text(errors='replace')[-3000:]}"
-            )
-        try:
-            with urllib.request.urlopen(url + "/_stcore/health", timeout=2) as r:
-                if r.status == 200:
-                    return
-        except OSError:
-            pass
-        time.sleep(0.5)
-    raise AssertionError(f"streamlit did not answer on {url} within {timeout:.0f} s")
 
 
 def _wait_page(page, title: str, charts: bool, timeout_s: float) -> None:
@@ -152,7 +104,9 @@ def _compare_two_models(page, model_folder: Path) -> None:
     _assert_no_exception(page, "models (two models)")
 
 
-def _visit_every_page(browser, url: str, second_model: Path, step: list[str], shots: Path, requests: list) -> None:
+def _visit_every_page(
+    browser, url: str, second_model: Path, step: list[str], shots: Path, requests: list
+) -> None:
     """Open the app in a new tab, visit every page through the sidebar, check it and save its screenshot.
 
     ``step[0]`` names what is being done, for the error message; every request URL is appended to ``requests``."""
@@ -186,65 +140,35 @@ def _visit_every_page(browser, url: str, second_model: Path, step: list[str], sh
 
 
 def test_every_page_in_chromium(tmp_path, second_model):
-    if not CHROMIUM.exists():
-        pytest.skip("/usr/bin/chromium is not installed")
-    sync_api = pytest.importorskip("playwright.sync_api")
-    if shutil.which("streamlit") is None and not (Path(sys.executable).parent / "streamlit").exists():
-        pytest.skip("the streamlit command is not installed")
-
-    port = _free_port()
-    url = f"http://127.0.0.1:{port}"
+    sync_api = require_browser()
     env = dict(os.environ)
     env["DIAGNOSE_CACHE_DIR"] = str(tmp_path / "cache")
-    env["DIAGNOSE_FOREGROUND_SECONDS"] = "600"  # every page drawn whole (the progressive start has an AppTest)
+    # every page drawn whole (the progressive start has an AppTest)
+    env["DIAGNOSE_FOREGROUND_SECONDS"] = "600"
     env.pop("DIAGNOSE_ENCODER", None)
     if os.environ.get("DIAGNOSE_BROWSER_ENCODER") == "keyword":
         env["DIAGNOSE_ENCODER"] = "keyword"
     log = tmp_path / "streamlit.log"
-    cmd = [
-        sys.executable, "-m", "streamlit", "run", "app.py",
-        "--server.port", str(port), "--server.address", "127.0.0.1", "--server.headless", "true",
-        "--browser.gatherUsageStats", "false",
-    ]  # fmt: skip
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(
-            cmd, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
-        )
-    try:
-        _wait_healthy(url, proc, log)
+    with running_app("app.py", log, env) as url:
         shots = DOCS_SHOTS if os.environ.get(REFRESH_ENV) == "1" else tmp_path / "screenshots"
         shots.mkdir(parents=True, exist_ok=True)
         requests: list[str] = []
-        with sync_api.sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-            try:
-                # A browser-automation error (a timeout, a detached element) on this shared 2-core machine gets one
-                # more attempt on a fresh tab, with the first error printed; an assertion about the app (an
-                # exception or an error box on a page, a missing table or chart) fails at once.
-                for attempt in (1, 2):
-                    step = ["start"]
-                    try:
-                        _visit_every_page(browser, url, second_model, step, shots, requests)
-                        break
-                    except sync_api.Error as e:
-                        shot = tmp_path / f"failure_{attempt}.png"
-                        with contextlib.suppress(sync_api.Error):
-                            browser.contexts[-1].pages[-1].screenshot(path=str(shot))
-                        message = f"attempt {attempt}, step {step[0]}: {e}\nscreenshot: {shot}"
-                        if attempt == 2:
-                            raise AssertionError(
-                                message + "\n" + log.read_text(errors="replace")[-3000:]
-                            ) from e
-                        print(f"browser test, retrying once after: {message}", file=sys.stderr)
-            finally:
-                browser.close()
-        outside = sorted({u for u in requests if not _is_local(u)})
+        with chromium(sync_api) as browser:
+            # A browser-automation error (a timeout, a detached element) on this shared 2-core machine gets one
+            # more attempt on a fresh tab, with the first error printed; an assertion about the app (an
+            # exception or an error box on a page, a missing table or chart) fails at once.
+            for attempt in (1, 2):
+                step = ["start"]
+                try:
+                    _visit_every_page(browser, url, second_model, step, shots, requests)
+                    break
+                except sync_api.Error as e:
+                    shot = tmp_path / f"failure_{attempt}.png"
+                    with contextlib.suppress(sync_api.Error):
+                        browser.contexts[-1].pages[-1].screenshot(path=str(shot))
+                    message = f"attempt {attempt}, step {step[0]}: {e}\nscreenshot: {shot}"
+                    if attempt == 2:
+                        raise AssertionError(message + "\n" + log.read_text(errors="replace")[-3000:]) from e
+                    print(f"browser test, retrying once after: {message}", file=sys.stderr)
+        outside = sorted({u for u in requests if not is_local(u)})
         assert requests and not outside, f"the page made requests outside 127.0.0.1: {outside[:10]}"
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, 15)
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, 9)
-                proc.wait(timeout=10)

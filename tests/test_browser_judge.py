@@ -13,47 +13,15 @@ import json
 import os
 import re
 import shutil
-import socket
-import subprocess
-import sys
 import time
-import urllib.request
 from pathlib import Path
 
 import pytest
+from browser import DOCS_SHOTS, READY, REFRESH_ENV, chromium, require_browser, running_app
 
 pytestmark = pytest.mark.browser
 
-ROOT = Path(__file__).resolve().parents[1]
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run"]
-DOCS_SHOTS = ROOT / "docs" / "screenshots"
-REFRESH_ENV = "DIAGNOSE_REFRESH_SCREENSHOTS"
-READY = '[data-testid="stApp"][data-test-script-state="notRunning"]'
 LOAD_S = 300
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _wait_healthy(url: str, proc: subprocess.Popen, log: Path, timeout: float = 120) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise AssertionError(
-                f"streamlit exited with {proc.returncode}:\n{log.read_text(errors='replace')[-3000:]}"
-            )
-        try:
-            with urllib.request.urlopen(url + "/_stcore/health", timeout=2) as r:
-                if r.status == 200:
-                    return
-        except OSError:
-            pass
-        time.sleep(0.5)
-    raise AssertionError(f"streamlit did not answer on {url} within {timeout:.0f} s")
 
 
 def _lines(path: Path) -> list[dict]:
@@ -91,79 +59,45 @@ def _wait_ready(page) -> None:
 
 
 def test_judge_page_grades_with_the_keyboard(tmp_path):
-    if not CHROMIUM.exists():
-        pytest.skip("/usr/bin/chromium is not installed")
-    sync_api = pytest.importorskip("playwright.sync_api")
-    if shutil.which("streamlit") is None and not (Path(sys.executable).parent / "streamlit").exists():
-        pytest.skip("the streamlit command is not installed")
-
+    sync_api = require_browser()
     journal = tmp_path / "journal" / "judgements.jsonl"
-    port = _free_port()
-    url = f"http://127.0.0.1:{port}"
     env = {
         **os.environ, "DIAGNOSE_ENCODER": "keyword", "DIAGNOSE_CACHE_DIR": str(tmp_path / "cache"),
         "DIAGNOSE_JOURNAL": str(journal), "DIAGNOSE_FOREGROUND_SECONDS": "120",
     }  # fmt: skip
-    log = tmp_path / "streamlit.log"
-    cmd = [
-        sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port), "--server.address",
-        "127.0.0.1", "--server.headless", "true", "--browser.gatherUsageStats", "false",
-    ]  # fmt: skip
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(
-            cmd, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+    with running_app("app.py", tmp_path / "streamlit.log", env) as url, chromium(sync_api) as browser:
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page.goto(url + "/judge", wait_until="domcontentloaded")
+        page.locator('h1:has-text("Judge"), [data-testid="stException"]').first.wait_for(
+            timeout=LOAD_S * 1000
         )
-    try:
-        _wait_healthy(url, proc, log)
-        with sync_api.sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-            try:
-                page = browser.new_page(viewport={"width": 1400, "height": 1000})
-                page.goto(url + "/judge", wait_until="domcontentloaded")
-                page.locator('h1:has-text("Judge"), [data-testid="stException"]').first.wait_for(
-                    timeout=LOAD_S * 1000
-                )
-                assert page.locator('[data-testid="stException"]').count() == 0, page.inner_text("body")[
-                    :2000
-                ]
-                page.get_by_role("button", name=re.compile("2 · relevant")).wait_for(timeout=LOAD_S * 1000)
-                _wait_ready(page)
-                page.screenshot(path=str(tmp_path / "judge.png"), full_page=True)
-                if os.environ.get(REFRESH_ENV) == "1":
-                    DOCS_SHOTS.mkdir(parents=True, exist_ok=True)
-                    shutil.copy(tmp_path / "judge.png", DOCS_SHOTS / "judge.png")
+        assert page.locator('[data-testid="stException"]').count() == 0, page.inner_text("body")[:2000]
+        page.get_by_role("button", name=re.compile("2 · relevant")).wait_for(timeout=LOAD_S * 1000)
+        _wait_ready(page)
+        page.screenshot(path=str(tmp_path / "judge.png"), full_page=True)
+        if os.environ.get(REFRESH_ENV) == "1":
+            DOCS_SHOTS.mkdir(parents=True, exist_ok=True)
+            shutil.copy(tmp_path / "judge.png", DOCS_SHOTS / "judge.png")
 
-                expected: list[tuple[str, str, int | str]] = []
-                for key, grade in (("2", 2), ("s", "skip"), ("0", 0), ("3", 3)):
-                    pair = _current_pair(page)
-                    page.locator(
-                        "h1", has_text="Judge"
-                    ).first.click()  # the focus on the page, not a text field
-                    page.keyboard.press(key)
-                    expected.append((*pair, grade))
-                    _wait_lines(journal, len(expected))
-                    deadline = time.monotonic() + 60
-                    while _current_pair(page) == pair:  # the page moves on to the next pair
-                        assert time.monotonic() < deadline, f"the page still shows {pair} after key {key!r}"
-                        page.wait_for_timeout(200)
-                    _wait_ready(page)
-                got = [(x["query_id"], x["doc_id"], x["grade"]) for x in _lines(journal)]
-                assert got == expected
-                assert len({(q, d) for q, d, _ in got}) == 4  # each key judged the next pair
-                assert page.locator('[data-testid="stException"]').count() == 0
-                # three grades (the skip is not one): the page says what they changed, per run
-                effect = page.get_by_text(re.compile(r"after 3 judgements")).first
-                effect.wait_for(timeout=60_000)
-                effect.scroll_into_view_if_needed()
-                page.wait_for_timeout(500)
-                page.screenshot(path=str(tmp_path / "judge_effect.png"))
-            finally:
-                browser.close()
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, 15)
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, 9)
-                proc.wait(timeout=10)
+        expected: list[tuple[str, str, int | str]] = []
+        for key, grade in (("2", 2), ("s", "skip"), ("0", 0), ("3", 3)):
+            pair = _current_pair(page)
+            page.locator("h1", has_text="Judge").first.click()  # the focus on the page, not a text field
+            page.keyboard.press(key)
+            expected.append((*pair, grade))
+            _wait_lines(journal, len(expected))
+            deadline = time.monotonic() + 60
+            while _current_pair(page) == pair:  # the page moves on to the next pair
+                assert time.monotonic() < deadline, f"the page still shows {pair} after key {key!r}"
+                page.wait_for_timeout(200)
+            _wait_ready(page)
+        got = [(x["query_id"], x["doc_id"], x["grade"]) for x in _lines(journal)]
+        assert got == expected
+        assert len({(q, d) for q, d, _ in got}) == 4  # each key judged the next pair
+        assert page.locator('[data-testid="stException"]').count() == 0
+        # three grades (the skip is not one): the page says what they changed, per run
+        effect = page.get_by_text(re.compile(r"after 3 judgements")).first
+        effect.wait_for(timeout=60_000)
+        effect.scroll_into_view_if_needed()
+        page.wait_for_timeout(500)
+        page.screenshot(path=str(tmp_path / "judge_effect.png"))

@@ -17,78 +17,23 @@ from __future__ import annotations
 
 import io
 import os
-import shutil
-import socket
 import statistics
-import subprocess
-import sys
 import time
-import urllib.request
 from pathlib import Path
 
 import pytest
+from browser import chromium, is_local, require_browser, running_app
 
 pytestmark = pytest.mark.browser
 
-ROOT = Path(__file__).resolve().parents[1]
 APP = Path(__file__).with_name("browser_map_app.py")
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run"]  # fmt: skip
-LOCAL_HOSTS = {"127.0.0.1", "localhost", "[::1]", "::1"}
 CHART = '[data-testid="stDeckGlJsonChart"]'
 N_POINTS = 100_000
 
 
-def is_local(url: str) -> bool:
-    from urllib.parse import urlsplit
-
-    parts = urlsplit(url)
-    return parts.scheme in ("data", "blob", "about") or parts.hostname in LOCAL_HOSTS
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def start_app(n_points: int, log: Path) -> tuple[subprocess.Popen, str]:
-    """``streamlit run tests/browser_map_app.py`` with ``n_points`` points; returns the process and its URL."""
-    port = free_port()
-    url = f"http://127.0.0.1:{port}"
-    env = dict(os.environ, DIAGNOSE_DECK_POINTS=str(n_points))
-    cmd = [
-        sys.executable, "-m", "streamlit", "run", str(APP), "--server.port", str(port), "--server.address",
-        "127.0.0.1", "--server.headless", "true", "--browser.gatherUsageStats", "false",
-    ]  # fmt: skip
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(
-            cmd, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
-        )
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise AssertionError(f"streamlit exited: {log.read_text(errors='replace')[-3000:]}")
-        try:
-            with urllib.request.urlopen(url + "/_stcore/health", timeout=2) as r:
-                if r.status == 200:
-                    return proc, url
-        except OSError:
-            pass
-        time.sleep(0.5)
-    stop_app(proc)
-    raise AssertionError(f"streamlit did not answer on {url}")
-
-
-def stop_app(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        os.killpg(proc.pid, 15)
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, 9)
-            proc.wait(timeout=10)
+def deck_env(n_points: int) -> dict[str, str]:
+    """The environment in which ``tests/browser_map_app.py`` draws ``n_points`` points."""
+    return dict(os.environ, DIAGNOSE_DECK_POINTS=str(n_points))
 
 
 def drawn_pixels(png: bytes) -> int:
@@ -152,28 +97,19 @@ def measure(page, url: str, shots: Path, *, timeout_s: float = 600) -> dict[str,
 
 
 def test_deck_map_of_100k_points_draws_and_stays_interactive(tmp_path):
-    if not CHROMIUM.exists():
-        pytest.skip("/usr/bin/chromium is not installed")
-    sync_api = pytest.importorskip("playwright.sync_api")
-    if shutil.which("streamlit") is None and not (Path(sys.executable).parent / "streamlit").exists():
-        pytest.skip("the streamlit command is not installed")
+    sync_api = require_browser()
     shots = Path(os.environ.get("DIAGNOSE_SHOTS_DIR") or tmp_path / "shots")
     shots.mkdir(parents=True, exist_ok=True)
-    proc, url = start_app(N_POINTS, tmp_path / "streamlit.log")
     requests: list[str] = []
-    try:
-        with sync_api.sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-            try:
-                page = browser.new_page(viewport={"width": 1400, "height": 1000})
-                page.on("request", lambda r: requests.append(r.url))
-                page.set_default_timeout(600_000)
-                result = measure(page, url, shots)
-                title = page.locator("h1").first.inner_text()
-            finally:
-                browser.close()
-    finally:
-        stop_app(proc)
+    with (
+        running_app(APP, tmp_path / "streamlit.log", deck_env(N_POINTS)) as url,
+        chromium(sync_api) as browser,
+    ):
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page.on("request", lambda r: requests.append(r.url))
+        page.set_default_timeout(600_000)
+        result = measure(page, url, shots)
+        title = page.locator("h1").first.inner_text()
     print(f"\ndeck map, {N_POINTS:,} points: {result} (screenshots in {shots})")
     assert f"{N_POINTS:,} points" in title
     assert result["drawn_pixels"] > 5000, "the deck.gl canvas stayed blank"
