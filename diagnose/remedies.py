@@ -38,9 +38,9 @@ another model it is a cheap bi-encoder reranker (a cross-encoder would do better
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -244,6 +244,145 @@ def _top_pairs(run: Run, k: int) -> set[tuple[str, str]]:
     return set(zip(top["query_id"].tolist(), top["doc_id"].tolist(), strict=True))
 
 
+class _Measured(NamedTuple):
+    """A remedied run measured against the run: per-query metrics over the golden queries, its top-k pairs, the
+    mean difference and p value of the paired test, and the golden queries it turns from hit to miss."""
+
+    per_query: pd.DataFrame
+    top: set[tuple[str, str]]
+    mean_diff: float
+    p_value: float
+    lost: tuple[str, ...]
+
+
+@dataclass
+class _Trials:
+    """The remedied runs, each built (by its builder) and measured once, on first need."""
+
+    ds: Dataset
+    base: pd.DataFrame  # the run's per-query metrics over the golden queries
+    names: list[str]
+    hit_name: str
+    metric_name: str
+    k: int
+    builders: dict[str, Callable[[], Run] | None]
+    n_resamples: int
+    seed: int
+    remedied: dict[str, Run] = field(default_factory=dict)
+    measured: dict[str, _Measured] = field(default_factory=dict)
+
+    def measure(self, rid: str) -> _Measured:
+        from diagnose.metrics import evaluate
+        from diagnose.stats import randomization_test
+
+        if rid not in self.measured:
+            r = self.builders[rid]()
+            self.remedied[rid] = r
+            golden = list(self.base.index)
+            hits_before = self.base[self.hit_name] > 0
+            pq = evaluate(self.ds.qrels, r, self.names).per_query.reindex(golden, fill_value=0.0)
+            a, b = self.base[self.metric_name], pq[self.metric_name]
+            mean_diff = float((b - a).mean())
+            p = randomization_test(a, b, n_resamples=self.n_resamples, seed=self.seed)
+            lost = tuple(str(q) for q in golden if hits_before[q] and not pq.at[q, self.hit_name] > 0)
+            self.measured[rid] = _Measured(pq, _top_pairs(r, self.k), mean_diff, p, lost)
+        return self.measured[rid]
+
+
+def _check_inputs(
+    run: Run, diagnosis: Diagnosis, k: int | None, mode: FailureMode | None, rerank_depth_factor: int
+) -> tuple[int, FailureMode]:
+    """``k`` and ``mode`` (defaulting to the diagnosis's), after checking that the inputs agree."""
+    k = diagnosis.k if k is None else k
+    mode = diagnosis.mode if mode is None else mode
+    if k != diagnosis.k or mode != diagnosis.mode:
+        raise DataError(
+            f"The diagnosis was made at k={diagnosis.k}, mode {diagnosis.mode!r}; the remedies were asked at k={k}, "
+            f"mode {mode!r}. Diagnose the run at the same k and mode.",
+            param="k" if k != diagnosis.k else "failure",
+        )
+    if diagnosis.run != run.name:
+        raise DataError(f"The diagnosis is of run {diagnosis.run!r}, not of {run.name!r}.", param="run")
+    if (
+        isinstance(rerank_depth_factor, bool)
+        or not isinstance(rerank_depth_factor, int)
+        or rerank_depth_factor < 1
+    ):
+        raise DataError(
+            f"rerank_depth_factor must be a positive integer, got {rerank_depth_factor!r}.",
+            param="rerank_depth_factor",
+        )
+    return k, mode
+
+
+def _builders(
+    run: Run,
+    space: VectorSpace | None,
+    bm25_run: Run | None,
+    dense_run: Run | None,
+    cross_encoder_run: Run | None,
+    depth: int,
+) -> dict[str, Callable[[], Run] | None]:
+    """remedy id -> what builds the remedied run (None when its input was not given)."""
+    from diagnose.fusion import rrf
+
+    return {
+        "crossencoder": (lambda: cross_encoder_run) if cross_encoder_run is not None else None,
+        "hybrid": (lambda: rrf([run, bm25_run], k=RRF_K, name=f"{run.name}+bm25 (RRF)"))
+        if bm25_run
+        else None,
+        "dense": (lambda: dense_run) if dense_run else None,
+        "rerank": (lambda: cosine_rerank(run, space, depth)) if space is not None else None,
+    }
+
+
+_MISSING_INPUT = {"hybrid": "pass bm25_run", "dense": "pass dense_run", "rerank": "pass space"}
+_NOT_MEASURED = dict(recovered=None, lost_hits=None, mean_diff=None, p_value=None)
+
+
+def _result(
+    trials: _Trials,
+    mode: FailureMode,
+    cls: str,
+    remedy: tuple[str, str, str],
+    pairs: list[tuple[str, str]],
+    depth: int,
+) -> RemedyResult:
+    """One class's row: its remedy measured on its failures (``pairs``), or why it was not."""
+    rid, text, advice = remedy
+    units: list[Any] = (
+        list(dict.fromkeys(q for q, _ in pairs)) if mode == "hit" else list(dict.fromkeys(pairs))
+    )
+    common = dict(
+        cls=cls,
+        failures=len(units),
+        remedy_id=rid,
+        remedy=text.format(depth=depth),
+        metric=trials.metric_name,
+        advice=advice,
+    )
+    if rid in ("judge", "none"):
+        return RemedyResult(**_NOT_MEASURED, **common)
+    if trials.builders[rid] is None:
+        return RemedyResult(**_NOT_MEASURED, available=False, note=_MISSING_INPUT[rid], **common)
+    m = trials.measure(rid)
+    if mode == "hit":
+        rec = tuple(
+            str(q) for q in units if q in m.per_query.index and m.per_query.at[q, trials.hit_name] > 0
+        )
+    else:
+        rec = tuple(f"{q}/{d}" for q, d in units if (q, d) in m.top)
+    return RemedyResult(
+        recovered=len(rec),
+        lost_hits=len(m.lost),
+        mean_diff=m.mean_diff,
+        p_value=m.p_value,
+        recovered_ids=rec,
+        lost_ids=m.lost,
+        **common,
+    )
+
+
 def prove_remedies(
     ds: Dataset,
     run: Run,
@@ -271,117 +410,31 @@ def prove_remedies(
     a second ``near_miss`` row (remedy id ``"crossencoder"``) after the seven rows of the taxonomy. Pure: nothing
     is encoded or indexed here.
     """
-    from diagnose.fusion import rrf
     from diagnose.metrics import evaluate, expand_metrics
-    from diagnose.stats import randomization_test
 
-    k = diagnosis.k if k is None else k
-    mode = diagnosis.mode if mode is None else mode
-    if k != diagnosis.k or mode != diagnosis.mode:
-        raise DataError(
-            f"The diagnosis was made at k={diagnosis.k}, mode {diagnosis.mode!r}; the remedies were asked at k={k}, "
-            f"mode {mode!r}. Diagnose the run at the same k and mode.",
-            param="k" if k != diagnosis.k else "failure",
-        )
-    if diagnosis.run != run.name:
-        raise DataError(f"The diagnosis is of run {diagnosis.run!r}, not of {run.name!r}.", param="run")
-    if (
-        isinstance(rerank_depth_factor, bool)
-        or not isinstance(rerank_depth_factor, int)
-        or rerank_depth_factor < 1
-    ):
-        raise DataError(
-            f"rerank_depth_factor must be a positive integer, got {rerank_depth_factor!r}.",
-            param="rerank_depth_factor",
-        )
+    k, mode = _check_inputs(run, diagnosis, k, mode, rerank_depth_factor)
     hit_name = f"hit_rate@{k}"
     metric_name = expand_metrics([metric], [k])[0] if metric else hit_name
     names = list(dict.fromkeys([hit_name, metric_name]))
     base = evaluate(ds.qrels, run, names).per_query
-    golden = list(base.index)
-    hits_before = base[hit_name] > 0
-
     depth = rerank_depth_factor * k
-    missing_input = {"hybrid": "pass bm25_run", "dense": "pass dense_run", "rerank": "pass space"}
-    builders: dict[str, Any] = {
-        "crossencoder": (lambda: cross_encoder_run) if cross_encoder_run is not None else None,
-        "hybrid": (lambda: rrf([run, bm25_run], k=RRF_K, name=f"{run.name}+bm25 (RRF)"))
-        if bm25_run
-        else None,
-        "dense": (lambda: dense_run) if dense_run else None,
-        "rerank": (lambda: cosine_rerank(run, space, depth)) if space is not None else None,
-    }
-    remedied: dict[str, Run] = {}
-    measured: dict[str, tuple[pd.DataFrame, set[tuple[str, str]], float, float, tuple[str, ...]]] = {}
-
-    def measure(rid: str) -> tuple[pd.DataFrame, set[tuple[str, str]], float, float, tuple[str, ...]]:
-        if rid not in measured:
-            r = builders[rid]()
-            remedied[rid] = r
-            pq = evaluate(ds.qrels, r, names).per_query.reindex(golden, fill_value=0.0)
-            a, b = base[metric_name], pq[metric_name]
-            mean_diff = float((b - a).mean())
-            p = randomization_test(a, b, n_resamples=n_resamples, seed=seed)
-            lost = tuple(str(q) for q in golden if hits_before[q] and not pq.at[q, hit_name] > 0)
-            measured[rid] = (pq, _top_pairs(r, k), mean_diff, p, lost)
-        return measured[rid]
+    builders = _builders(run, space, bm25_run, dense_run, cross_encoder_run, depth)
+    trials = _Trials(ds, base, names, hit_name, metric_name, k, builders, n_resamples, seed)
 
     by_class: dict[str, list[tuple[str, str]]] = {c: [] for c in CLASSES}
     for f in diagnosis.failures:
         by_class[f.cls].append((f.query_id, f.doc_id))
-
-    rows = []
     plan = [(cls, REMEDIES[cls]) for cls in CLASSES]
     if cross_encoder_run is not None:
         plan.append(("near_miss", ("crossencoder", "cross-encoder rerank of the top {depth}", "")))
-    for cls, (rid, text, advice) in plan:
-        pairs = by_class[cls]
-        units: list[Any] = (
-            list(dict.fromkeys(q for q, _ in pairs)) if mode == "hit" else list(dict.fromkeys(pairs))
-        )
-        text = text.format(depth=depth)
-        common = dict(
-            cls=cls, failures=len(units), remedy_id=rid, remedy=text, metric=metric_name, advice=advice
-        )
-        if rid in ("judge", "none"):
-            rows.append(RemedyResult(recovered=None, lost_hits=None, mean_diff=None, p_value=None, **common))
-            continue
-        if builders[rid] is None:
-            rows.append(
-                RemedyResult(
-                    recovered=None,
-                    lost_hits=None,
-                    mean_diff=None,
-                    p_value=None,
-                    available=False,
-                    note=missing_input[rid],
-                    **common,
-                )
-            )
-            continue
-        pq, top, mean_diff, p, lost = measure(rid)
-        if mode == "hit":
-            rec = tuple(str(q) for q in units if q in pq.index and pq.at[q, hit_name] > 0)
-        else:
-            rec = tuple(f"{q}/{d}" for q, d in units if (q, d) in top)
-        rows.append(
-            RemedyResult(
-                recovered=len(rec),
-                lost_hits=len(lost),
-                mean_diff=mean_diff,
-                p_value=p,
-                recovered_ids=rec,
-                lost_ids=lost,
-                **common,
-            )
-        )
+    rows = [_result(trials, mode, cls, remedy, by_class[cls], depth) for cls, remedy in plan]
     return Remedies(
         run=run.name,
         k=k,
         mode=mode,
         metric=metric_name,
-        n_queries=len(golden),
-        hits=int(hits_before.sum()),
+        n_queries=len(base.index),
+        hits=int((base[hit_name] > 0).sum()),
         rows=tuple(rows),
-        runs=dict(remedied),
+        runs=dict(trials.remedied),
     )
