@@ -183,14 +183,15 @@ class _Bm25Scores:
 
 
 class _Lexical(NamedTuple):
-    """The BM25 and term-overlap evidence of a target in the corpus (all ``None``/empty otherwise)."""
+    """The BM25 and term-overlap evidence of a target in the corpus (all ``None``/empty otherwise), named as the
+    :class:`Failure` fields they fill."""
 
     bm25_rank: int | None = None
     bm25_score: float | None = None
-    present: tuple[str, ...] = ()
-    missing: tuple[str, ...] = ()
+    present_terms: tuple[str, ...] = ()
+    missing_terms: tuple[str, ...] = ()
     overlap: float | None = None
-    ignored: tuple[str, ...] = ()
+    ignored_terms: tuple[str, ...] = ()
     bm25_overlap: float | None = None
 
 
@@ -201,13 +202,13 @@ def _lexical(look: _Lookups, bm25: _Bm25Scores, q: str, d: str, text: str) -> _L
     s = float(scores[look.corpus_row[d]])
     ov = term_overlap(text, "", doc_stems=look.target_stems[d])
     return _Lexical(
-        bm25_rank=int(np.count_nonzero(scores > s)) + 1,
-        bm25_score=s,
-        present=tuple(ov.present),
-        missing=tuple(ov.missing),
-        overlap=float(ov.overlap_ratio),
-        ignored=tuple(ov.ignored),
-        bm25_overlap=float(ov.bm25_overlap_ratio),
+        int(np.count_nonzero(scores > s)) + 1,
+        s,
+        tuple(ov.present),
+        tuple(ov.missing),
+        float(ov.overlap_ratio),
+        tuple(ov.ignored),
+        float(ov.bm25_overlap_ratio),
     )
 
 
@@ -247,6 +248,53 @@ def _duplicate(
     return dup_id, dup_cos
 
 
+def _pair(
+    look: _Lookups, bm25: _Bm25Scores, q: str, d: str, *, k: int, thresholds: Thresholds, calibrated: float
+) -> tuple[_PairEvidence, _Lexical, list[Competitor]]:
+    """The evidence of the (query ``q``, target ``d``) pair: what the rules read, the lexical evidence, and the
+    run's top documents."""
+    space = look.space
+    text = look.q_text.get(q, "")
+    ranked = look.lists.get(q, [])
+    qg = look.grades.get(q, {})
+    in_corpus = d in look.corpus_row
+    has_vec = in_corpus and q in space.query_row
+    cosine = space.cosine(q, d) if has_vec else None
+    competitors = _competitors(space, q, d, ranked, qg, has_vec, max(k, thresholds.top_shown))
+    dup_id, dup_cos = None, None
+    lex = _Lexical()
+    if in_corpus:
+        dup_id, dup_cos = _duplicate(look, competitors[:k], d, qg, thresholds.duplicate_cosine)
+        lex = _lexical(look, bm25, q, d, text)
+    ev = _PairEvidence(
+        doc_id=d,
+        k=k,
+        near_hi=thresholds.near_miss_factor * k,
+        run_rank=ranked.index(d) + 1 if d in ranked else None,
+        run_depth=len(ranked),
+        dense_rank=look.dense.get((q, d)),
+        bm25_rank=lex.bm25_rank,
+        cosine=cosine,
+        calibrated=calibrated,
+        overlap=lex.overlap,
+        duplicate_doc_id=dup_id,
+        duplicate_cosine=dup_cos,
+    )
+    return ev, lex, competitors
+
+
+# the Failure fields read from the pair's evidence as they are (the lexical ones come from _Lexical)
+_FROM_PAIR = (
+    "doc_id",
+    "cosine",
+    "run_rank",
+    "run_depth",
+    "dense_rank",
+    "duplicate_doc_id",
+    "duplicate_cosine",
+)
+
+
 def _failure(
     look: _Lookups,
     bm25: _Bm25Scores,
@@ -259,64 +307,23 @@ def _failure(
     calibrated: float,
 ) -> Failure:
     """One failed (query ``q``, target ``d`` of grade ``g``) pair: its evidence, class, verdicts and sentence."""
-    space = look.space
-    text = look.q_text.get(q, "")
-    ranked = look.lists.get(q, [])
-    run_rank = ranked.index(d) + 1 if d in ranked else None
-    qg = look.grades.get(q, {})
-    in_corpus = d in look.corpus_row
-    has_vec = in_corpus and q in space.query_row
-    cosine = space.cosine(q, d) if has_vec else None
-    competitors = _competitors(space, q, d, ranked, qg, has_vec, max(k, thresholds.top_shown))
+    ev, lex, competitors = _pair(look, bm25, q, d, k=k, thresholds=thresholds, calibrated=calibrated)
+    cls = _classify(ev, d in look.corpus_row, thresholds)
     kth = competitors[k - 1].cosine_query if len(competitors) >= k else None
-    margin = (kth - cosine) if kth is not None and cosine is not None else None
-    dup_id, dup_cos = None, None
-    lex = _Lexical()
-    if in_corpus:
-        dup_id, dup_cos = _duplicate(look, competitors[:k], d, qg, thresholds.duplicate_cosine)
-        lex = _lexical(look, bm25, q, d, text)
-    dense_rank = look.dense.get((q, d))
-    ev = _PairEvidence(
-        doc_id=d,
-        k=k,
-        near_hi=thresholds.near_miss_factor * k,
-        run_rank=run_rank,
-        run_depth=len(ranked),
-        dense_rank=dense_rank,
-        bm25_rank=lex.bm25_rank,
-        cosine=cosine,
-        calibrated=calibrated,
-        overlap=lex.overlap,
-        duplicate_doc_id=dup_id,
-        duplicate_cosine=dup_cos,
-    )
-    cls = _classify(ev, in_corpus, thresholds)
     return Failure(
         query_id=q,
-        query_text=text,
-        doc_id=d,
+        query_text=look.q_text.get(q, ""),
         grade=g,
         cls=cls,
-        cosine=cosine,
-        run_rank=run_rank,
-        run_depth=len(ranked),
-        dense_rank=dense_rank,
-        bm25_rank=lex.bm25_rank,
-        bm25_score=lex.bm25_score,
-        present_terms=lex.present,
-        missing_terms=lex.missing,
-        overlap=lex.overlap,
         kth_cosine=kth,
-        margin=margin,
-        duplicate_doc_id=dup_id,
-        duplicate_cosine=dup_cos,
-        seed_verdict=_rule(cosine, thresholds.seed_cosine),
-        calibrated_verdict=_rule(cosine, calibrated),
+        margin=(kth - ev.cosine) if kth is not None and ev.cosine is not None else None,
+        seed_verdict=_rule(ev.cosine, thresholds.seed_cosine),
+        calibrated_verdict=_rule(ev.cosine, calibrated),
         evidence=_evidence(cls, ev),
         recommendation=RECOMMENDATIONS[cls],
         top_retrieved=tuple(competitors),
-        ignored_terms=lex.ignored,
-        bm25_overlap=lex.bm25_overlap,
+        **{f: getattr(ev, f) for f in _FROM_PAIR},
+        **lex._asdict(),
     )
 
 
