@@ -58,6 +58,8 @@ One question a file (``diagnose/io/<name>.py``); this package re-exports the pub
 
 ``runs``
     :func:`read_run` and its formats, :func:`parse_run_arg`, :func:`write_trec_run` (add a run format here).
+``runs_jsonl``
+    the JSONL ranked lists of :func:`read_run` (``results`` with scores, or ``doc_ids`` in rank order).
 ``run_order``
     :func:`trec_order` and the ranked lists built from a run's rows (the run order above, duplicates, ranks).
 ``qrels``

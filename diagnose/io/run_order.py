@@ -29,6 +29,31 @@ def _empty_run_df() -> pd.DataFrame:
     )
 
 
+def _empty_run(name: str, file: str, report: ValidationReport, what: str) -> Run:
+    """The empty run of a file with no rows (counted: every golden query scores 0); ``what`` names the rows."""
+    report.add("empty_file", f"run {name!r} has no {what}: every golden query scores 0", file=file)
+    return Run(name, _empty_run_df(), file)
+
+
+def _run_from_lists(
+    name: str,
+    file: str,
+    rows: tuple[list[str], list[str], list[float]],
+    report: ValidationReport,
+    *,
+    what: str,
+    order: np.ndarray | None = None,
+    file_ranks: np.ndarray | None = None,
+) -> Run:
+    """:func:`_build_run` over rows read line by line (query ids, doc ids, scores); no rows: :func:`_empty_run`."""
+    qs, ds, ss = rows
+    if not qs:
+        return _empty_run(name, file, report, what)
+    q, d = pa.array(qs, type=pa.string()), pa.array(ds, type=pa.string())
+    scores = np.asarray(ss, dtype=np.float64)
+    return _build_run(name, file, q, d, scores, report, order=order, file_ranks=file_ranks)
+
+
 def _factorize_first_seen(arr: pa.ChunkedArray | pa.Array) -> np.ndarray:
     """Integer codes numbering distinct values in order of first appearance."""
     if isinstance(arr, pa.ChunkedArray):

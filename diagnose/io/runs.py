@@ -6,7 +6,7 @@ from __future__ import annotations
 import gzip
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -17,21 +17,18 @@ import pyarrow.compute as pc
 from diagnose.data import DataError, Run, ValidationReport
 from diagnose.io.decoding import _clean_utf8, _refuse_decoding_collisions
 from diagnose.io.files import PathLike, _exists, _read_bytes, _suffixes
-from diagnose.io.formats import _JSON_D_KEYS, _RUN_D_COLS, _RUN_Q_COLS, RUN_FORMATS, TREC_RUN
-from diagnose.io.messages import _fatal, _keys, _plural, _show_id, _snip, _verb
-from diagnose.io.run_order import _build_run, _empty_run_df, _factorize_first_seen
-from diagnose.io.tables import _fast_whitespace_table, _header_fields, _read_csv_table, _strip_ids
-from diagnose.io.text import (
-    _first_line,
-    _is_number,
-    _json_key,
-    _json_query_lines,
-    _json_text,
-    _lines,
-    _not_ascii_note,
-    _number_text,
-    _parse_float,
+from diagnose.io.formats import _RUN_D_COLS, _RUN_Q_COLS, RUN_FORMATS, TREC_RUN
+from diagnose.io.messages import _fatal, _plural, _show_id, _snip, _verb
+from diagnose.io.run_order import (
+    _build_run,
+    _empty_run,
+    _empty_run_df,
+    _factorize_first_seen,
+    _run_from_lists,
 )
+from diagnose.io.runs_jsonl import _read_run_jsonl
+from diagnose.io.tables import _fast_whitespace_table, _header_fields, _read_csv_table, _strip_ids
+from diagnose.io.text import _first_line, _lines, _not_ascii_note, _parse_float
 
 
 def parse_run_arg(arg: str) -> tuple[str, str]:
@@ -56,7 +53,8 @@ def parse_run_arg(arg: str) -> tuple[str, str]:
                 )
     if not path:
         raise DataError(
-            f"run {text!r}: no file given. Expected NAME=PATH or PATH. Fix: add the run file path.", param="runs"
+            f"run {text!r}: no file given. Expected NAME=PATH or PATH. Fix: add the run file path.",
+            param="runs",
         )
     return (name or _run_stem(path)), path
 
@@ -109,20 +107,9 @@ def read_run(path: PathLike, *, name: str | None = None, report: ValidationRepor
 
 
 def _read_run_trec(raw: bytes, file: str, name: str, report: ValidationReport) -> Run:
-    types = {"q": pa.string(), "d": pa.string(), "r": pa.float64(), "s": pa.float64()}
-    table = _fast_whitespace_table(raw, ["q", "iter", "d", "r", "s", "tag"], types)
-    if table is not None:
-        scores = table.column("s").to_numpy()
-        if np.isfinite(scores).all():
-            return _build_run(
-                name,
-                file,
-                table.column("q"),
-                table.column("d"),
-                scores,
-                report,
-                file_ranks=table.column("r").to_numpy(),
-            )
+    fast = _read_run_trec_fast(raw, file, name, report)
+    if fast is not None:
+        return fast
     # Line by line: exact line numbers for errors, comments, extra fields after the tag.
     qs: list[str] = []
     ds: list[str] = []
@@ -133,42 +120,9 @@ def _read_run_trec(raw: bytes, file: str, name: str, report: ValidationReport) -
         parts = line.split()
         if not parts or parts[0].startswith(b"#"):
             continue
-        if len(parts) < 6:
-            fix = (
-                "add the run tag column, or pass a JSONL/CSV run instead"
-                if len(parts) == 5
-                else "write every line as qid Q0 docid rank score tag, or pass a JSONL/CSV run instead"
-            )
-            raise _fatal(
-                file,
-                lineno,
-                f'expected 6 whitespace-separated fields "qid Q0 docid rank score tag", found {len(parts)}',
-                _snip(line),
-                TREC_RUN,
-                fix,
-            )
         if len(parts) > 6:
             extra.append(lineno)
-        text = parts[4].decode("utf-8")
-        score = _parse_float(text)
-        if score is None:
-            raise _fatal(
-                file,
-                lineno,
-                f"the score (5th field) is not a number: {text!r}{_not_ascii_note(text)}",
-                _snip(line),
-                TREC_RUN,
-                "write a numeric score in ASCII digits",
-            )
-        if not math.isfinite(score):
-            raise _fatal(
-                file,
-                lineno,
-                f"the score is {text}, which cannot be ordered",
-                _snip(line),
-                TREC_RUN + " with finite scores",
-                "fix the retriever output (a NaN usually means a zero-norm embedding) or drop the line",
-            )
+        score = _trec_score(parts, line, lineno, file)
         rank = _parse_float(parts[3].decode("utf-8"))
         qs.append(parts[0].decode("utf-8"))
         ds.append(parts[2].decode("utf-8"))
@@ -184,169 +138,63 @@ def _read_run_trec(raw: bytes, file: str, name: str, report: ValidationReport) -
             count=len(extra),
             examples=[f"line {i}" for i in extra],
         )
-    if not qs:
-        report.add("empty_file", f"run {name!r} has no result lines: every golden query scores 0", file=file)
-        return Run(name, _empty_run_df(), file)
-    return _build_run(
-        name,
-        file,
-        pa.array(qs, type=pa.string()),
-        pa.array(ds, type=pa.string()),
-        np.asarray(ss, dtype=np.float64),
-        report,
-        file_ranks=np.asarray(rs, dtype=np.float64),
-    )
+    file_ranks = np.asarray(rs, dtype=np.float64)
+    return _run_from_lists(name, file, (qs, ds, ss), report, what="result lines", file_ranks=file_ranks)
 
 
-def _read_run_jsonl(raw: bytes, file: str, name: str, report: ValidationReport) -> Run:
-    expected = (
-        'one JSON object per line: {"query_id": .., "results": [{"doc_id": .., "score": ..}, ..]} or '
-        '{"query_id": .., "doc_ids": [..]}'
-    )
-    qs: list[str] = []
-    ds: list[str] = []
-    ss: list[float] = []
-    seen: dict[str, int] = {}
-    repeated: list[str] = []
-    for lineno, line, obj, qid in _json_query_lines(raw, file, expected, "wrap the line in an object"):
-        if "results" in obj:
-            items = obj["results"]
-            if not isinstance(items, list):
-                raise _fatal(
-                    file,
-                    lineno,
-                    '"results" is not a list',
-                    _snip(line),
-                    expected,
-                    "make it a list of {doc_id, score} objects",
-                )
-            docs, scores = _json_results(items, file, lineno, expected)
-        elif "doc_ids" in obj:
-            items = obj["doc_ids"]
-            if not isinstance(items, list) or not all(
-                isinstance(x, str | int) and not isinstance(x, bool) for x in items
-            ):
-                raise _fatal(
-                    file,
-                    lineno,
-                    '"doc_ids" is not a list of ids',
-                    _snip(line),
-                    expected,
-                    "make it a list of strings",
-                )
-            docs = [str(x).strip() for x in items]
-            scores = [-float(i) for i in range(1, len(docs) + 1)]
-        else:
-            raise _fatal(
-                file,
-                lineno,
-                f'query {_show_id(qid)!r} has no "results" or "doc_ids" list (keys seen: {_keys(obj)})',
-                None,
-                expected,
-                'add "results": [{"doc_id": .., "score": ..}, ..] or "doc_ids": [..]',
-            )
-        if qid in seen:
-            repeated.append(f"{_show_id(qid)} (lines {seen[qid]} and {lineno})")
-            continue
-        seen[qid] = lineno
-        qs.extend([qid] * len(docs))
-        ds.extend(docs)
-        ss.extend(scores)
-    if repeated:
-        report.add(
-            "repeated_query_in_run",
-            f"run {name!r}: {_plural(len(repeated), 'query', 'queries')} {_verb(len(repeated), 'appears', 'appear')} on more than one line; the first "
-            "line is kept and the later lines are ignored",
-            file=file,
-            count=len(repeated),
-            examples=repeated,
+def _read_run_trec_fast(raw: bytes, file: str, name: str, report: ValidationReport) -> Run | None:
+    """The run through pyarrow, or None when the file needs the line-by-line reader (or a score is not finite)."""
+    types = {"q": pa.string(), "d": pa.string(), "r": pa.float64(), "s": pa.float64()}
+    table = _fast_whitespace_table(raw, ["q", "iter", "d", "r", "s", "tag"], types)
+    if table is None:
+        return None
+    scores = table.column("s").to_numpy()
+    if not np.isfinite(scores).all():
+        return None
+    q, d, ranks = table.column("q"), table.column("d"), table.column("r").to_numpy()
+    return _build_run(name, file, q, d, scores, report, file_ranks=ranks)
+
+
+def _trec_score(parts: list[bytes], line: bytes, lineno: int, file: str) -> float:
+    """The score of a TREC run line split into ``parts``; fatal when fields are missing or it is not finite."""
+    if len(parts) < 6:
+        fix = (
+            "add the run tag column, or pass a JSONL/CSV run instead"
+            if len(parts) == 5
+            else "write every line as qid Q0 docid rank score tag, or pass a JSONL/CSV run instead"
         )
-    if not qs:
-        report.add("empty_file", f"run {name!r} has no results: every golden query scores 0", file=file)
-        return Run(name, _empty_run_df(), file)
-    return _build_run(
-        name,
-        file,
-        pa.array(qs, type=pa.string()),
-        pa.array(ds, type=pa.string()),
-        np.asarray(ss, dtype=np.float64),
-        report,
-        order=np.arange(len(qs), dtype=np.int64),
-    )
-
-
-def _int_fits_float(value: int) -> bool:
-    try:
-        float(value)
-    except OverflowError:
-        return False
-    return True
-
-
-def _json_results(items: list, file: str, lineno: int, expected: str) -> tuple[list[str], list[float]]:
-    docs: list[str] = []
-    scores: list[float | None] = []
-    for pos, item in enumerate(items, start=1):
-        if isinstance(item, dict):
-            doc = _json_key(item, _JSON_D_KEYS)
-            score = item.get("score")
-        else:
-            doc, score = None, None
-        if doc is None:
-            raise _fatal(
-                file,
-                lineno,
-                f"result #{pos} has no doc id",
-                _snip(_json_text(item)),
-                expected,
-                'give each result a "doc_id"',
-            )
-        if score is not None:
-            if not _is_number(score):
-                raise _fatal(
-                    file,
-                    lineno,
-                    f"result #{pos} ({_show_id(str(doc))}) has a score that is not a number",
-                    _snip(_json_text(score)),
-                    expected,
-                    "write the score as a JSON number",
-                )
-            if isinstance(score, int) and not _int_fits_float(score):
-                raise _fatal(
-                    file,
-                    lineno,
-                    f"result #{pos} ({_show_id(str(doc))}) has a score too large for a 64-bit float: "
-                    f"{_number_text(_json_text(score))}",
-                    None,
-                    expected + " with finite scores (at most about 1.8e308)",
-                    "rescale the scores, or write them as floats",
-                )
-            if not math.isfinite(score):
-                raise _fatal(
-                    file,
-                    lineno,
-                    f"result #{pos} ({_show_id(str(doc))}) has score {score}, which cannot be ordered",
-                    None,
-                    expected + " with finite scores",
-                    "fix the retriever output (a NaN usually means a zero-norm embedding)",
-                )
-            score = float(score)
-        docs.append(str(doc).strip())
-        scores.append(score)
-    have = [s is not None for s in scores]
-    if all(have):
-        return docs, scores  # type: ignore[return-value]
-    if any(have):
-        missing = have.index(False) + 1
         raise _fatal(
             file,
             lineno,
-            f"some results have a score and others not (result #{missing})",
-            None,
-            expected,
-            "give every result a score, or none",
+            f'expected 6 whitespace-separated fields "qid Q0 docid rank score tag", found {len(parts)}',
+            _snip(line),
+            TREC_RUN,
+            fix,
         )
-    return docs, [-float(i) for i in range(1, len(docs) + 1)]
+    text = parts[4].decode("utf-8")
+    score = _parse_float(text)
+    if score is None:
+        raise _fatal(
+            file,
+            lineno,
+            f"the score (5th field) is not a number: {text!r}{_not_ascii_note(text)}",
+            _snip(line),
+            TREC_RUN,
+            "write a numeric score in ASCII digits",
+        )
+    if not math.isfinite(score):
+        raise _fatal(
+            file,
+            lineno,
+            f"the score is {text}, which cannot be ordered",
+            _snip(line),
+            TREC_RUN + " with finite scores",
+            "fix the retriever output (a NaN usually means a zero-norm embedding) or drop the line",
+        )
+    return score
+
+
+_RUN_TABLE = "a CSV/TSV run with a header query_id,doc_id,score[,rank]"
 
 
 def _read_run_table(
@@ -354,6 +202,38 @@ def _read_run_table(
 ) -> Run:
     delimiter = "\t" if ("\t" in header or (_suffixes(Path(file)) == ".tsv" and "," not in header)) else ","
     columns = _header_fields(header, delimiter, file, header_line, RUN_FORMATS)
+    qcol, dcol, scol, rcol = _run_table_columns(columns, header, file, header_line)
+    table, line_of_row = _read_csv_table(
+        raw, file, columns, delimiter, header_line, report, strict=True, expected=_RUN_TABLE
+    )
+    q = _strip_ids(table.column(qcol))
+    d = _strip_ids(table.column(dcol))
+    numbers = {col: _number_column(table, col, file, line_of_row) for col in (scol, rcol) if col is not None}
+    if table.num_rows == 0:
+        return _empty_run(name, file, report, "result rows")
+    if rcol is None:
+        return _build_run(name, file, q, d, numbers[scol], report)
+    ranks = numbers[rcol]
+    if not (ranks == np.round(ranks)).all():
+        bad = int(np.flatnonzero(ranks != np.round(ranks))[0])
+        raise _fatal(
+            file,
+            line_of_row(bad),
+            f"the rank is not an integer: {ranks[bad]}",
+            None,
+            _RUN_TABLE,
+            "write integer ranks",
+        )
+    scores = numbers[scol] if scol is not None else -ranks
+    q_codes = _factorize_first_seen(q)
+    order = np.lexsort((np.arange(table.num_rows), ranks, q_codes))  # query first-seen, rank, file order
+    return _build_run(name, file, q, d, scores.astype(np.float64), report, order=order)
+
+
+def _run_table_columns(
+    columns: list[str], header: str, file: str, header_line: int
+) -> tuple[str, str, str | None, str | None]:
+    """The query id, doc id, score and rank columns named by the header (score or rank may be missing, not both)."""
     twice = sorted({c for c in columns if columns.count(c) > 1})
     if twice:
         raise _fatal(
@@ -361,11 +241,10 @@ def _read_run_table(
             header_line,
             f"the header names {', '.join(repr(_show_id(c, 40)) for c in twice)} more than once",
             _snip(header),
-            "a CSV/TSV run with a header query_id,doc_id,score[,rank]",
+            _RUN_TABLE,
             "give every column its own name",
         )
     lower = [c.lower() for c in columns]
-    expected = "a CSV/TSV run with a header query_id,doc_id,score[,rank]"
 
     def find(cands: Sequence[str]) -> str | None:
         for c in cands:
@@ -380,61 +259,38 @@ def _read_run_table(
             header_line,
             f"the header names no {'query id' if qcol is None else 'doc id' if dcol is None else 'score or rank'} column",
             f"columns: {', '.join(columns)}",
-            expected,
+            _RUN_TABLE,
             "name the columns query_id, doc_id and score (and optionally rank)",
         )
-    table, line_of_row = _read_csv_table(
-        raw, file, columns, delimiter, header_line, report, strict=True, expected=expected
-    )
-    q = _strip_ids(table.column(qcol))
-    d = _strip_ids(table.column(dcol))
-    n = table.num_rows
-    numbers: dict[str, np.ndarray] = {}
-    for col in (c for c in (scol, rcol) if c is not None):
-        values = _as_float(table.column(col))
-        if values is None:
-            bad = _first_bad_row(table.column(col), lambda s: _parse_float(s) is None)
-            value = table.column(col)[bad].as_py()
-            raise _fatal(
-                file,
-                line_of_row(bad),
-                f"the {col} column is not a number: {value!r}{_not_ascii_note(value)}",
-                None,
-                expected,
-                f"write a numeric {col} in ASCII digits",
-            )
-        arr = values.to_numpy(zero_copy_only=False)
-        numbers[col] = arr
-        if not np.isfinite(arr).all():
-            bad = int(np.flatnonzero(~np.isfinite(arr))[0])
-            raise _fatal(
-                file,
-                line_of_row(bad),
-                f"the {col} is {table.column(col)[bad].as_py().strip()}, which cannot be ordered",
-                None,
-                expected + " with finite values",
-                "fix the retriever output (a NaN usually means a zero-norm embedding)",
-            )
-    if n == 0:
-        report.add("empty_file", f"run {name!r} has no result rows: every golden query scores 0", file=file)
-        return Run(name, _empty_run_df(), file)
-    if rcol is None:
-        return _build_run(name, file, q, d, numbers[scol], report)
-    ranks = numbers[rcol]
-    if not (ranks == np.round(ranks)).all():
-        bad = int(np.flatnonzero(ranks != np.round(ranks))[0])
+    return qcol, dcol, scol, rcol
+
+
+def _number_column(table: pa.Table, col: str, file: str, line_of_row: Callable[[int], int]) -> np.ndarray:
+    """A score or rank column as float64; fatal (naming the line) when a value is not a number or not finite."""
+    values = _as_float(table.column(col))
+    if values is None:
+        bad = _first_bad_row(table.column(col), lambda s: _parse_float(s) is None)
+        value = table.column(col)[bad].as_py()
         raise _fatal(
             file,
             line_of_row(bad),
-            f"the rank is not an integer: {ranks[bad]}",
+            f"the {col} column is not a number: {value!r}{_not_ascii_note(value)}",
             None,
-            expected,
-            "write integer ranks",
+            _RUN_TABLE,
+            f"write a numeric {col} in ASCII digits",
         )
-    scores = numbers[scol] if scol is not None else -ranks
-    q_codes = _factorize_first_seen(q)
-    order = np.lexsort((np.arange(n), ranks, q_codes))  # query first-seen, rank, file order
-    return _build_run(name, file, q, d, scores.astype(np.float64), report, order=order)
+    arr = values.to_numpy(zero_copy_only=False)
+    if not np.isfinite(arr).all():
+        bad = int(np.flatnonzero(~np.isfinite(arr))[0])
+        raise _fatal(
+            file,
+            line_of_row(bad),
+            f"the {col} is {table.column(col)[bad].as_py().strip()}, which cannot be ordered",
+            None,
+            _RUN_TABLE + " with finite values",
+            "fix the retriever output (a NaN usually means a zero-norm embedding)",
+        )
+    return arr
 
 
 def _as_float(col: pa.ChunkedArray) -> pa.ChunkedArray | None:
