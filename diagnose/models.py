@@ -96,6 +96,47 @@ def _time_encode(encoder, texts: Sequence[str]) -> float:
     return len(sample) / dt if dt > 0 else float("inf")
 
 
+def _model_result(
+    ds: Dataset,
+    golden: Sequence[str],
+    name: str,
+    encoder,
+    space: VectorSpace,
+    texts: Sequence[str],
+    *,
+    bm25,
+    k: int,
+    metrics: list[str],
+    depth: int,
+    n_resamples: int,
+    seed: int,
+) -> ModelResult:
+    """One model: its exact dense run timed, evaluated with bootstrap CIs, diagnosed, its throughput and hubness."""
+    from diagnose import baselines
+    from diagnose.stats import bootstrap_ci
+
+    t0 = time.perf_counter()
+    run = baselines.dense_run(
+        space.doc_vecs, space.query_vecs, space.doc_ids, space.query_ids, depth=depth, name=name
+    )
+    ms = (time.perf_counter() - t0) * 1000 / max(len(golden), 1)
+    ev = evaluate(ds.qrels, run, metrics)
+    ci = {m: bootstrap_ci(ev.per_query[m].to_numpy(), n_resamples=n_resamples, seed=seed) for m in metrics}
+    diag = diagnose_run(ds, run, space, bm25, k=k)
+    return ModelResult(
+        name=name,
+        model_id=space.model,
+        dim=space.dim,
+        docs_per_second=_time_encode(encoder, texts),
+        index_mb=space.doc_vecs.shape[0] * space.dim * 4 / 1e6,
+        ms_per_query=ms,
+        evaluation=ev,
+        ci=ci,
+        diagnosis=diag,
+        hub_skewness=hubness(run, k=k, n_docs=len(ds.corpus)).skewness,
+    )
+
+
 def compare_models(
     ds: Dataset,
     golden: Sequence[str],
@@ -117,8 +158,7 @@ def compare_models(
     by its ``label`` (else its ``name``). Throughput is measured on a fixed sample of the corpus with a bare
     ``encode`` (no cache), so it is comparable between models even when the vectors came from the cache.
     """
-    from diagnose import baselines
-    from diagnose.stats import bootstrap_ci, rank_with_ties
+    from diagnose.stats import rank_with_ties
 
     if ds.corpus is None or ds.queries is None:
         raise DataError("Comparing models needs the corpus and the queries.", param="corpus")
@@ -130,32 +170,11 @@ def compare_models(
     if len(set(names)) != len(names):
         raise DataError(f"The same model is given twice: {names}.", param="models")
     texts = ds.corpus.texts()
-    results = []
-    for name, enc, space in zip(names, encoders, spaces, strict=True):
-        t0 = time.perf_counter()
-        run = baselines.dense_run(
-            space.doc_vecs, space.query_vecs, space.doc_ids, space.query_ids, depth=depth, name=name
-        )
-        ms = (time.perf_counter() - t0) * 1000 / max(len(golden), 1)
-        ev = evaluate(ds.qrels, run, metrics)
-        ci = {
-            m: bootstrap_ci(ev.per_query[m].to_numpy(), n_resamples=n_resamples, seed=seed) for m in metrics
-        }
-        diag = diagnose_run(ds, run, space, bm25, k=k)
-        results.append(
-            ModelResult(
-                name=name,
-                model_id=space.model,
-                dim=space.dim,
-                docs_per_second=_time_encode(enc, texts),
-                index_mb=space.doc_vecs.shape[0] * space.dim * 4 / 1e6,
-                ms_per_query=ms,
-                evaluation=ev,
-                ci=ci,
-                diagnosis=diag,
-                hub_skewness=hubness(run, k=k, n_docs=len(ds.corpus)).skewness,
-            )
-        )
+    results = [
+        _model_result(ds, golden, name, enc, space, texts, bm25=bm25, k=k, metrics=metrics, depth=depth,
+                      n_resamples=n_resamples, seed=seed)
+        for name, enc, space in zip(names, encoders, spaces, strict=True)
+    ]  # fmt: skip
     ranking = rank_with_ties(
         {r.name: r.evaluation.per_query for r in results}, metric, n_resamples=n_resamples, seed=seed
     )
