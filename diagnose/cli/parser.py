@@ -1,9 +1,11 @@
-"""The argument parser of `diagnose`: the shared argument groups and one subcommand parser per command."""
+"""The argument parser of `diagnose`: the shared argument groups, each command's own options, and the table of
+commands (name, help, description, example) that `build_parser` turns into one subcommand parser each."""
 
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 from diagnose.data import DataError
 
@@ -36,7 +38,8 @@ def _add_data_args(p: argparse.ArgumentParser, *, run_required: bool | str) -> N
         help=(
             "the ranked run to analyse (TREC, JSONL or CSV)"
             if run_required == "one"
-            else "a ranked run (TREC, JSONL or CSV); repeat for several" + (" (required)" if run_required else "")
+            else "a ranked run (TREC, JSONL or CSV); repeat for several"
+            + (" (required)" if run_required else "")
         ),
     )
     g.add_argument(
@@ -48,7 +51,9 @@ def _add_data_args(p: argparse.ArgumentParser, *, run_required: bool | str) -> N
         "format); a new grade overrides the golden set's for the same pair; repeatable",
     )
     g.add_argument("--id-field", metavar="COL", help="corpus id column/key of a CSV, Parquet or JSONL corpus")
-    g.add_argument("--text-field", metavar="COL", help="corpus text column/key of a CSV, Parquet or JSONL corpus")
+    g.add_argument(
+        "--text-field", metavar="COL", help="corpus text column/key of a CSV, Parquet or JSONL corpus"
+    )
     g.add_argument("--title-field", metavar="COL", help="corpus title column/key (optional)")
 
 
@@ -62,7 +67,11 @@ def _add_retriever_args(p: argparse.ArgumentParser) -> None:
         help="run a retriever from your code over the golden queries (an object or a zero-argument factory: a "
         "callable str -> ids, a LangChain or LlamaIndex retriever); repeatable",
     )
-    g.add_argument("--write-runs", metavar="DIR", help="write the runs computed here (baselines, retrievers) as TREC files")
+    g.add_argument(
+        "--write-runs",
+        metavar="DIR",
+        help="write the runs computed here (baselines, retrievers) as TREC files",
+    )
 
 
 def _add_model_args(p: argparse.ArgumentParser) -> None:
@@ -95,32 +104,18 @@ def _add_precision_arg(g: Any) -> None:
     )
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(
-        prog="diagnose",
-        description="Tell why a retriever fails: exact trec_eval metrics, failure classes with evidence, baselines.",
-    )
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    _add_evaluate(sub)
-    _add_failures(sub)
-    _add_models(sub)
-    _add_rerank(sub)
-    _add_fuse(sub)
-    _add_risk(sub)
-    _add_judge_queue(sub)
-    return parser
+def _add_cutoff(p: argparse.ArgumentParser, help: str) -> None:
+    """``--k``, one integer cutoff (default 10)."""
+    p.add_argument("--k", type=int, default=10, help=help)
 
 
-def _add_evaluate(sub: Any) -> None:
-    """The ``evaluate`` subcommand: data, cutoffs and metrics, baselines, live retrievers, comparisons, embeddings."""
-    ev = sub.add_parser(
-        "evaluate",
-        help="score runs against a golden set (trec_eval conventions)",
-        description="Score one or more runs against a golden set, per query and overall.",
-        epilog="Example: diagnose evaluate --data demo_corpus --run demo_corpus/runs/ann_minilm.trec --k 1,5,10",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    _add_data_args(ev, run_required=False)
+def _add_format(p: argparse.ArgumentParser, choices: list[str]) -> None:
+    """``--format``, one of ``choices`` (default: table)."""
+    p.add_argument("--format", choices=choices, default="table")
+
+
+def _evaluate_options(ev: argparse.ArgumentParser) -> None:
+    """``evaluate``'s options: cutoffs and metrics, baselines, live retrievers, comparisons, embeddings."""
     ev.add_argument("--k", default=DEFAULT_KS, help=f"cutoffs, comma-separated (default: {DEFAULT_KS})")
     ev.add_argument(
         "--metrics",
@@ -129,7 +124,7 @@ def _add_evaluate(sub: Any) -> None:
         "without @k are taken at every --k; mrr, map and r_precision without @k mean no cutoff)",
     )
     ev.add_argument("--per-query", action="store_true", help="also print per-query values")
-    ev.add_argument("--format", choices=["table", "json", "csv", "markdown"], default="table")
+    _add_format(ev, ["table", "json", "csv", "markdown"])
     ev.add_argument(
         "--baseline",
         action="append",
@@ -194,20 +189,9 @@ def _add_comparison_args(ev: argparse.ArgumentParser) -> None:
     )
 
 
-def _add_failures(sub: Any) -> None:
-    """The ``failures`` subcommand: one run, the failure definition, thresholds, remedies."""
-    fa = sub.add_parser(
-        "failures",
-        help="why each failed query failed: class, evidence, recommendation",
-        description="Diagnose every failed (query, relevant document) pair of a run: a failure class with its "
-        "evidence (cosine, run/dense/BM25 ranks, missing terms, the documents that beat it) and a recommendation.",
-        epilog="Example: diagnose failures --data demo_corpus --run demo_corpus/runs/ann_minilm.trec --k 10",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    _add_data_args(fa, run_required="one")
-    fa.add_argument(
-        "--k", type=int, default=10, help="a query fails when no relevant document is in its top k"
-    )
+def _failures_options(fa: argparse.ArgumentParser) -> None:
+    """``failures``'s options: one run, the failure definition, thresholds, remedies."""
+    _add_cutoff(fa, "a query fails when no relevant document is in its top k")
     fa.add_argument(
         "--failure",
         choices=["hit", "recall"],
@@ -223,7 +207,7 @@ def _add_failures(sub: Any) -> None:
         default=0.95,
         help="near-duplicate cosine for label_gap (default 0.95)",
     )
-    fa.add_argument("--format", choices=["table", "json", "csv"], default="table")
+    _add_format(fa, ["table", "json", "csv"])
     fa.add_argument(
         "--remedies",
         action=argparse.BooleanOptionalAction,
@@ -239,18 +223,8 @@ def _add_failures(sub: Any) -> None:
     _add_model_args(fa)
 
 
-def _add_models(sub: Any) -> None:
-    """The ``models`` subcommand: many ``--model``, the ranking metric."""
-    mo = sub.add_parser(
-        "models",
-        help="which embedding model for this golden set: metrics with CIs, ties, speed, memory",
-        description="Compare embedding models on the golden set: exact dense retrieval per model, metrics with 95%% "
-        "bootstrap CIs, significance against the best (statistically tied models share rank 1), encoding "
-        "throughput, vector size, index memory, calibrated threshold, failure classes, recall per millisecond.",
-        epilog="Example: diagnose models --data demo_corpus --model default --model /path/to/other-model",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    _add_data_args(mo, run_required=False)
+def _models_options(mo: argparse.ArgumentParser) -> None:
+    """``models``'s options: many ``--model``, the ranking metric."""
     mo.add_argument(
         "--model",
         action="append",
@@ -258,26 +232,16 @@ def _add_models(sub: Any) -> None:
         metavar="NAME_OR_PATH",
         help="a sentence-transformers model name or local folder, repeatable; `default` = the bundled model",
     )
-    mo.add_argument("--k", type=int, default=10, help="cutoff (default 10)")
+    _add_cutoff(mo, "cutoff (default 10)")
     mo.add_argument("--metric", default=None, help="the metric models are ranked by (default ndcg@K)")
     mo.add_argument("--cache-dir", metavar="DIR", help="where embeddings are cached")
     _add_precision_arg(mo)
     mo.add_argument("--seed", type=int, default=0, help="seed of the bootstrap and randomization tests")
-    mo.add_argument("--format", choices=["table", "json", "csv"], default="table")
+    _add_format(mo, ["table", "json", "csv"])
 
 
-def _add_rerank(sub: Any) -> None:
-    """The ``rerank`` subcommand: candidates and a reranked run, or a live CrossEncoder."""
-    rr = sub.add_parser(
-        "rerank",
-        help="judge a reranker against its candidates (ceiling, gains, failures recovered and introduced)",
-        description="Evaluate a reranker from a candidate run and a reranked run, or rerank live with a "
-        "sentence-transformers CrossEncoder.",
-        epilog="Example: diagnose rerank --data demo_corpus --candidates demo_corpus/runs/ann_minilm.trec "
-        "--reranked reranked.trec",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    _add_data_args(rr, run_required=False)
+def _rerank_options(rr: argparse.ArgumentParser) -> None:
+    """``rerank``'s options: candidates and a reranked run, or a live CrossEncoder."""
     rr.add_argument("--candidates", required=True, metavar="[NAME=]F", help="the first-stage run")
     rr.add_argument("--reranked", metavar="[NAME=]F", help="the reranked run")
     rr.add_argument(
@@ -286,49 +250,108 @@ def _add_rerank(sub: Any) -> None:
     rr.add_argument(
         "--depth", type=int, default=100, help="candidates reranked / recall ceiling depth (default 100)"
     )
-    rr.add_argument("--k", type=int, default=10, help="cutoff of the failures and nDCG (default 10)")
-    rr.add_argument("--format", choices=["table", "json"], default="table")
+    _add_cutoff(rr, "cutoff of the failures and nDCG (default 10)")
+    _add_format(rr, ["table", "json"])
 
 
-def _add_fuse(sub: Any) -> None:
-    """The ``fuse`` subcommand: two runs, the RRF constant."""
-    fu = sub.add_parser(
+def _fuse_options(fu: argparse.ArgumentParser) -> None:
+    """``fuse``'s options: two runs, the RRF constant."""
+    _add_cutoff(fu, "cutoff (default 10)")
+    fu.add_argument(
+        "--rrf-k", type=int, default=60, help="the k constant of reciprocal rank fusion (default 60)"
+    )
+    _add_format(fu, ["table", "json", "csv"])
+
+
+def _risk_options(ri: argparse.ArgumentParser) -> None:
+    """``risk``'s options: one run, the cutoff of the score features, the top N."""
+    _add_cutoff(ri, "cutoff of the score features and of failing (default 10)")
+    ri.add_argument("--top", type=int, default=0, help="show only the N riskiest queries (default: all)")
+    _add_format(ri, ["table", "json", "csv"])
+
+
+def _judge_queue_options(jq: argparse.ArgumentParser) -> None:
+    """``judge-queue``'s options: the pooling depth, the limit, the output file."""
+    _add_cutoff(jq, "pool the top k of every run (default 10)")
+    jq.add_argument("--limit", type=int, default=None, help="write only the first N pairs (default: all)")
+    jq.add_argument(
+        "--depth", type=int, default=100, help="depth of the BM25, dense and hybrid runs (default 100)"
+    )
+    jq.add_argument("--out", metavar="F", help="write the TSV here (default: standard output)")
+    _add_model_args(jq)
+
+
+class _Command(NamedTuple):
+    """A subcommand: its line in ``diagnose --help``, its description, the example of its epilog, whether ``--run``
+    is required (``"one"``: the one run analysed) and what adds its own options after the data group."""
+
+    name: str
+    help: str
+    description: str
+    example: str
+    run_required: bool | str
+    add_options: Callable[[argparse.ArgumentParser], None]
+
+
+_COMMANDS = (
+    _Command(
+        "evaluate",
+        help="score runs against a golden set (trec_eval conventions)",
+        description="Score one or more runs against a golden set, per query and overall.",
+        example="diagnose evaluate --data demo_corpus --run demo_corpus/runs/ann_minilm.trec --k 1,5,10",
+        run_required=False,
+        add_options=_evaluate_options,
+    ),
+    _Command(
+        "failures",
+        help="why each failed query failed: class, evidence, recommendation",
+        description="Diagnose every failed (query, relevant document) pair of a run: a failure class with its "
+        "evidence (cosine, run/dense/BM25 ranks, missing terms, the documents that beat it) and a recommendation.",
+        example="diagnose failures --data demo_corpus --run demo_corpus/runs/ann_minilm.trec --k 10",
+        run_required="one",
+        add_options=_failures_options,
+    ),
+    _Command(
+        "models",
+        help="which embedding model for this golden set: metrics with CIs, ties, speed, memory",
+        description="Compare embedding models on the golden set: exact dense retrieval per model, metrics with 95%% "
+        "bootstrap CIs, significance against the best (statistically tied models share rank 1), encoding "
+        "throughput, vector size, index memory, calibrated threshold, failure classes, recall per millisecond.",
+        example="diagnose models --data demo_corpus --model default --model /path/to/other-model",
+        run_required=False,
+        add_options=_models_options,
+    ),
+    _Command(
+        "rerank",
+        help="judge a reranker against its candidates (ceiling, gains, failures recovered and introduced)",
+        description="Evaluate a reranker from a candidate run and a reranked run, or rerank live with a "
+        "sentence-transformers CrossEncoder.",
+        example="diagnose rerank --data demo_corpus --candidates demo_corpus/runs/ann_minilm.trec "
+        "--reranked reranked.trec",
+        run_required=False,
+        add_options=_rerank_options,
+    ),
+    _Command(
         "fuse",
         help="what if two runs were fused (RRF, weighted): metrics and failures recovered",
         description="Fuse two runs with reciprocal rank fusion and weighted min-max score fusion at several weights, "
         "and count the failures at k each fusion would recover or lose.",
-        epilog="Example: diagnose fuse --data demo_corpus --run demo_corpus/runs/ann_minilm.trec "
+        example="diagnose fuse --data demo_corpus --run demo_corpus/runs/ann_minilm.trec "
         "--run demo_corpus/runs/bm25_langchain.trec",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    _add_data_args(fu, run_required=True)
-    fu.add_argument("--k", type=int, default=10, help="cutoff (default 10)")
-    fu.add_argument(
-        "--rrf-k", type=int, default=60, help="the k constant of reciprocal rank fusion (default 60)"
-    )
-    fu.add_argument("--format", choices=["table", "json", "csv"], default="table")
-
-
-def _add_risk(sub: Any) -> None:
-    """The ``risk`` subcommand: one run, the cutoff of the score features, the top N."""
-    ri = sub.add_parser(
+        run_required=True,
+        add_options=_fuse_options,
+    ),
+    _Command(
         "risk",
         help="which unlabelled queries to judge first: failure risk from the run's scores alone",
         description="Rank every query of a run (judged or not) by how likely it fails, from the shape of its top-k "
         "scores (top score, gap between ranks 1 and 2, spread, mean, softmax confidence for dense runs). With a "
         "golden set (--data or --qrels), also the ROC AUC of that ranking on the golden queries.",
-        epilog="Example: diagnose risk --run demo_corpus/runs/ann_minilm.trec --data demo_corpus --top 20",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    _add_data_args(ri, run_required="one")
-    ri.add_argument("--k", type=int, default=10, help="cutoff of the score features and of failing (default 10)")
-    ri.add_argument("--top", type=int, default=0, help="show only the N riskiest queries (default: all)")
-    ri.add_argument("--format", choices=["table", "json", "csv"], default="table")
-
-
-def _add_judge_queue(sub: Any) -> None:
-    """The ``judge-queue`` subcommand: the pooling depth, the limit, the output file."""
-    jq = sub.add_parser(
+        example="diagnose risk --run demo_corpus/runs/ann_minilm.trec --data demo_corpus --top 20",
+        run_required="one",
+        add_options=_risk_options,
+    ),
+    _Command(
         "judge-queue",
         help="which (query, document) pairs to judge first: the unjudged documents of the runs' top k",
         description="Pool the unjudged documents in the top k of every run and of BM25, dense and hybrid search, "
@@ -336,13 +359,28 @@ def _add_judge_queue(sub: Any) -> None:
         "then agreement of the BM25 rank, the dense rank, the similarity to the judged relevant documents and the "
         "number of runs that retrieved it). Works without a golden set (--queries and --corpus alone). Writes a "
         "TSV to grade elsewhere; merge it back with --extra-qrels.",
-        epilog="Example: diagnose judge-queue --queries query_log.tsv --corpus corpus.jsonl --limit 200 "
+        example="diagnose judge-queue --queries query_log.tsv --corpus corpus.jsonl --limit 200 "
         "--out queue.tsv",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        run_required=False,
+        add_options=_judge_queue_options,
+    ),
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="diagnose",
+        description="Tell why a retriever fails: exact trec_eval metrics, failure classes with evidence, baselines.",
     )
-    _add_data_args(jq, run_required=False)
-    jq.add_argument("--k", type=int, default=10, help="pool the top k of every run (default 10)")
-    jq.add_argument("--limit", type=int, default=None, help="write only the first N pairs (default: all)")
-    jq.add_argument("--depth", type=int, default=100, help="depth of the BM25, dense and hybrid runs (default 100)")
-    jq.add_argument("--out", metavar="F", help="write the TSV here (default: standard output)")
-    _add_model_args(jq)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    for command in _COMMANDS:
+        p = sub.add_parser(
+            command.name,
+            help=command.help,
+            description=command.description,
+            epilog=f"Example: {command.example}",
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
+        _add_data_args(p, run_required=command.run_required)
+        command.add_options(p)
+    return parser
