@@ -27,7 +27,7 @@ from diagnose.io.formats import (
 )
 from diagnose.io.messages import _fatal, _ids, _plural, _show_id, _snip, _verb
 from diagnose.io.tables import _fast_paths, _header_fields, _read_csv_table, _to_pandas
-from diagnose.io.text import _first_line, _json_failure, _json_text, _lines
+from diagnose.io.text import _first_line, _json_error, _json_text, _json_values, _lines
 
 
 def _read_records(
@@ -107,22 +107,14 @@ def _read_jsonl_records(
     rows: list[dict[str, Any]] = []
     row_lines: list[int] = []
     bad: list[str] = []
-    for lineno, line in _lines(raw):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as e:
-            bad.append(f"line {lineno}: {e.msg} at column {e.colno}")
-            continue
-        except (ValueError, RecursionError) as e:
-            bad.append(f"line {lineno}: {_json_failure(e)}")
-            continue
-        if not isinstance(obj, dict):
+    for lineno, _, obj in _json_values(raw):
+        if isinstance(obj, BaseException):
+            bad.append(f"line {lineno}: {_json_error(obj)}")
+        elif not isinstance(obj, dict):
             bad.append(f"line {lineno}: a JSON {type(obj).__name__}, not an object")
-            continue
-        rows.append(_flatten(obj))
-        row_lines.append(lineno)
+        else:
+            rows.append(_flatten(obj))
+            row_lines.append(lineno)
     rows = _collapse_wide(rows)
     if bad:
         report.add(
@@ -256,27 +248,66 @@ def _finish_records(
 ) -> Any:
     """Raw fields -> Corpus / Queries: pick and rename the columns, clean ids, count problems."""
     is_corpus = kind == "corpus"
-    formats = CORPUS_FORMATS if is_corpus else QUERIES_FORMATS
-    id_col, text_col = ("doc_id", "text") if is_corpus else ("query_id", "text")
+    id_col = "doc_id" if is_corpus else "query_id"
     record = Corpus if is_corpus else Queries
     if df.empty and not len(df.columns):
         cols = [id_col, "title", "text"] if is_corpus else [id_col, "text"]
         return record(pd.DataFrame({c: pd.Series([], dtype="str") for c in cols}), file)
+    df, columns = _drop_repeated_fields(df, file, report)
+    sources = _pick_fields(columns, given, (id_cands, text_cands, title_cands), is_corpus, file)
+    at = where or (lambda i: f"record {i + 1}")
+    out = _record_columns(df, columns, sources, id_col, file, at)
+    out = _drop_records_without_id(out, id_col, sources[0], file, report, at)
+    dup = out[id_col].duplicated(keep="first")
+    if dup.any():
+        ids = pd.unique(out.loc[dup, id_col]).tolist()
+        n = int(dup.sum())
+        report.add(
+            f"duplicate_{'doc' if is_corpus else 'query'}_id",
+            f"{_plural(n, 'record')} {_verb(n, 'repeats', 'repeat')} an id already seen "
+            f"({_plural(len(ids), 'distinct id')}); the first record of each id is kept",
+            file=file,
+            count=n,
+            examples=_ids(ids),
+        )
+        out = out[~dup]
+    _count_records_without_text(out, id_col, is_corpus, file, report)
+    out = out.reset_index(drop=True)
+    report.stats[f"{kind}_records"] = len(out)
+    return record(out, file)
+
+
+def _drop_repeated_fields(
+    df: pd.DataFrame, file: str, report: ValidationReport
+) -> tuple[pd.DataFrame, list[str]]:
+    """The frame with string column names, the first field of each name kept (warning), and those names."""
     columns = [str(c) for c in df.columns]
     df.columns = columns
     repeated = pd.Index(columns).duplicated()
-    if repeated.any():
-        names = list(dict.fromkeys(c for c, r in zip(columns, repeated, strict=True) if r))
-        report.add(
-            "duplicate_field",
-            f"{_plural(len(names), 'field name')} {_verb(len(names), 'appears', 'appear')} more than once (in the "
-            "header, or once metadata is flattened); the first field of each name is kept",
-            file=file,
-            count=len(names),
-            examples=[repr(_show_id(n, 40)) for n in names],
-        )
-        df = df.loc[:, ~repeated]
-        columns = [c for c, r in zip(columns, repeated, strict=True) if not r]
+    if not repeated.any():
+        return df, columns
+    names = list(dict.fromkeys(c for c, r in zip(columns, repeated, strict=True) if r))
+    report.add(
+        "duplicate_field",
+        f"{_plural(len(names), 'field name')} {_verb(len(names), 'appears', 'appear')} more than once (in the "
+        "header, or once metadata is flattened); the first field of each name is kept",
+        file=file,
+        count=len(names),
+        examples=[repr(_show_id(n, 40)) for n in names],
+    )
+    return df.loc[:, ~repeated], [c for c, r in zip(columns, repeated, strict=True) if not r]
+
+
+def _pick_fields(
+    columns: Sequence[str],
+    given: tuple[str | None, str | None, str | None],
+    candidates: tuple[Sequence[str], Sequence[str], Sequence[str]],
+    is_corpus: bool,
+    file: str,
+) -> tuple[str, str, str | None]:
+    """The id, text and title fields (title: corpus only, may be missing); fatal when no id or text field."""
+    formats = CORPUS_FORMATS if is_corpus else QUERIES_FORMATS
+    id_cands, text_cands, title_cands = candidates
     src_id = _pick(columns, given[0], id_cands, "id", file, formats, "id_field")
     src_text = _pick(columns, given[1], text_cands, "text", file, formats, "text_field")
     src_title = (
@@ -293,14 +324,27 @@ def _finish_records(
             f"{formats}, with the {role} in a field named {' or '.join(cands)}",
             f"rename the field, or name it with --{role}-field",
         )
+    return src_id, src_text, src_title
+
+
+def _record_columns(
+    df: pd.DataFrame,
+    columns: Sequence[str],
+    sources: tuple[str, str, str | None],
+    id_col: str,
+    file: str,
+    at: Callable[[int], str],
+) -> pd.DataFrame:
+    """The id, (title,) text columns as strings, then every other field (``metadata.`` dropped from its name when
+    that name is free)."""
+    src_id, src_text, src_title = sources
     out = pd.DataFrame(index=df.index)
-    at = where or (lambda i: f"record {i + 1}")
     out[id_col] = _text_column(df[src_id], file, src_id, at).str.strip()
-    if is_corpus:
+    if id_col == "doc_id":
         out["title"] = _text_column(df[src_title], file, src_title, at) if src_title is not None else ""
         out["title"] = out["title"].astype("str")
     out["text"] = _text_column(df[src_text], file, src_text, at)
-    used = {src_id, src_text, src_title}
+    used = set(sources)
     core = set(out.columns)
     for col in columns:
         if col in used:
@@ -310,53 +354,51 @@ def _finish_records(
         if target in out.columns:
             continue
         out[target] = df[col]
-    # rows without an id
+    return out
+
+
+def _drop_records_without_id(
+    out: pd.DataFrame, id_col: str, src_id: str, file: str, report: ValidationReport, at: Callable[[int], str]
+) -> pd.DataFrame:
     no_id = out[id_col] == ""
-    if no_id.any():
-        rows = np.flatnonzero(no_id.to_numpy())[:5]
-        report.add(
-            "missing_id",
-            f"{_plural(int(no_id.sum()), 'record')} {_verb(int(no_id.sum()), 'has', 'have')} no {src_id!r} and "
-            f"{_verb(int(no_id.sum()), 'was', 'were')} skipped",
-            file=file,
-            count=int(no_id.sum()),
-            examples=[(where or (lambda i: f"record {i + 1}"))(int(i)) for i in rows],
-        )
-        out = out[~no_id]
-    dup = out[id_col].duplicated(keep="first")
-    if dup.any():
-        ids = pd.unique(out.loc[dup, id_col]).tolist()
-        report.add(
-            f"duplicate_{'doc' if is_corpus else 'query'}_id",
-            f"{_plural(int(dup.sum()), 'record')} {_verb(int(dup.sum()), 'repeats', 'repeat')} an id already seen "
-            f"({_plural(len(ids), 'distinct id')}); the first record of each id is kept",
-            file=file,
-            count=int(dup.sum()),
-            examples=_ids(ids),
-        )
-        out = out[~dup]
+    if not no_id.any():
+        return out
+    rows = np.flatnonzero(no_id.to_numpy())[:5]
+    n = int(no_id.sum())
+    report.add(
+        "missing_id",
+        f"{_plural(n, 'record')} {_verb(n, 'has', 'have')} no {src_id!r} and {_verb(n, 'was', 'were')} skipped",
+        file=file,
+        count=n,
+        examples=[at(int(i)) for i in rows],
+    )
+    return out[~no_id]
+
+
+def _count_records_without_text(
+    out: pd.DataFrame, id_col: str, is_corpus: bool, file: str, report: ValidationReport
+) -> None:
+    """Documents with no text and no title, queries with no text: kept, and counted."""
     blank = out["text"].str.strip() == ""
     if is_corpus:
         blank &= out["title"].str.strip() == ""
-    if blank.any():
-        ids = out.loc[blank, id_col].tolist()
-        report.add(
-            "empty_document" if is_corpus else "query_without_text",
-            f"{_plural(len(ids), 'document' if is_corpus else 'query', None if is_corpus else 'queries')} "
-            f"{_verb(len(ids), 'has', 'have')} no text{' and no title' if is_corpus else ''}; "
-            f"{_verb(len(ids), 'it is', 'they are')} kept"
-            + (
-                f" ({_verb(len(ids), 'it', 'they')} can never be retrieved by text)"
-                if is_corpus
-                else " (empty query text)"
-            ),
-            file=file,
-            count=len(ids),
-            examples=_ids(ids),
-        )
-    out = out.reset_index(drop=True)
-    report.stats[f"{kind}_records"] = len(out)
-    return record(out, file)
+    if not blank.any():
+        return
+    ids = out.loc[blank, id_col].tolist()
+    report.add(
+        "empty_document" if is_corpus else "query_without_text",
+        f"{_plural(len(ids), 'document' if is_corpus else 'query', None if is_corpus else 'queries')} "
+        f"{_verb(len(ids), 'has', 'have')} no text{' and no title' if is_corpus else ''}; "
+        f"{_verb(len(ids), 'it is', 'they are')} kept"
+        + (
+            f" ({_verb(len(ids), 'it', 'they')} can never be retrieved by text)"
+            if is_corpus
+            else " (empty query text)"
+        ),
+        file=file,
+        count=len(ids),
+        examples=_ids(ids),
+    )
 
 
 def _text_column(s: pd.Series, file: str, name: str, where: Callable[[int], str]) -> pd.Series:

@@ -96,6 +96,24 @@ def _number_text(text: str, limit: int = 40) -> str:
     )
 
 
+def _json_values(raw: bytes) -> Iterator[tuple[int, bytes, Any]]:
+    """(line number, line, value) for every non-blank line of a JSONL file: the parsed JSON value, or the exception
+    when the line cannot be parsed (:func:`_json_error` words it); the caller decides what a bad line costs."""
+    for lineno, line in _lines(raw):
+        if not line.strip():
+            continue
+        try:
+            value = json.loads(line)
+        except (ValueError, RecursionError) as e:  # bad JSON, an integer of > 4300 digits, deep nesting
+            value = e
+        yield lineno, line, value
+
+
+def _json_error(e: BaseException) -> str:
+    """Why a line is not JSON: ``<reason> at column <n>`` for a syntax error, else :func:`_json_failure`."""
+    return f"{e.msg} at column {e.colno}" if isinstance(e, json.JSONDecodeError) else _json_failure(e)
+
+
 def _json_query_lines(
     raw: bytes, file: str, expected: str, not_object_fix: str
 ) -> Iterator[tuple[int, bytes, dict[str, Any], str]]:
@@ -103,21 +121,17 @@ def _json_query_lines(
 
     A line that is not valid JSON, not an object, or has no query id is fatal: the error names the file and line.
     """
-    for lineno, line in _lines(raw):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as e:
+    for lineno, line, obj in _json_values(raw):
+        if isinstance(obj, BaseException):
+            what = "invalid JSON" if isinstance(obj, json.JSONDecodeError) else "cannot read the JSON"
             raise _fatal(
-                file, lineno, f"invalid JSON ({e.msg} at column {e.colno})", _snip(line), expected,
+                file,
+                lineno,
+                f"{what} ({_json_error(obj)})",
+                _snip(line),
+                expected,
                 "fix the JSON on this line",
-            ) from None  # fmt: skip
-        except (ValueError, RecursionError) as e:  # an integer of > 4300 digits, nesting too deep
-            raise _fatal(
-                file, lineno, f"cannot read the JSON ({_json_failure(e)})", _snip(line), expected,
-                "fix the JSON on this line",
-            ) from None  # fmt: skip
+            )
         if not isinstance(obj, dict):
             raise _fatal(
                 file,
