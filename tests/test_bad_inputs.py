@@ -21,114 +21,104 @@ HERE = Path(__file__).resolve().parent / "bad_inputs"
 COMP = HERE / "companions"
 
 
+ROLES = ("corpus", "queries", "qrels", "run")  # a file's role is the start of its name: run_nan_score.trec
+COMPANIONS = {
+    "corpus": COMP / "corpus.jsonl",
+    "queries": COMP / "queries.jsonl",
+    "qrels": COMP / "qrels.tsv",
+    "run": COMP / "run.trec",
+}
+
+
 @dataclass(frozen=True)
 class Case:
-    role: str  # corpus | queries | qrels | run
     fatal: bool
     needles: tuple[str, ...]  # must all appear in the message (fatal) or in one warning of this file
+    line: int | None = None  # fatal: the message places the file at "<file>:<line>:" (None: "<file>:")
+
+    def expected(self, name: str) -> tuple[str, ...]:
+        """The needles, a fatal message's place first."""
+        if not self.fatal:
+            return self.needles
+        return (f"{name}:" if self.line is None else f"{name}:{self.line}:", *self.needles)
 
 
-F, W = True, False
+def fatal(line: int | None, *needles: str) -> Case:
+    return Case(True, needles, line)
+
+
+def warns(*needles: str) -> Case:
+    return Case(False, needles)
+
+
 CASES: dict[str, Case] = {
     # runs: fatal
-    "run_five_columns.trec": Case(
-        "run", F, ("run_five_columns.trec:3:", "found 5", '"q1 Q0 d3 3 0.7"', "Fix:")
-    ),
-    "run_nan_score.trec": Case("run", F, ("run_nan_score.trec:2:", "nan")),
-    "run_inf_score.trec": Case("run", F, ("run_inf_score.trec:4:", "-inf")),
-    "run_score_not_number.trec": Case("run", F, ("run_score_not_number.trec:2:", "'high'")),
-    "run_jsonl_missing_results.jsonl": Case(
-        "run", F, ("run_jsonl_missing_results.jsonl:2:", '"results"', "docs")
-    ),
-    "run_jsonl_bad_json_line2.jsonl": Case("run", F, ("run_jsonl_bad_json_line2.jsonl:2:", "invalid JSON")),
-    "run_jsonl_nan_score.jsonl": Case("run", F, ("run_jsonl_nan_score.jsonl:2:", "d3", "nan")),
-    "run_jsonl_result_without_doc_id.jsonl": Case(
-        "run", F, ("run_jsonl_result_without_doc_id.jsonl:1:", "#2")
-    ),
-    "run_jsonl_mixed_scores.jsonl": Case("run", F, ("run_jsonl_mixed_scores.jsonl:1:", "#2")),
-    "run_jsonl_score_overflow.jsonl": Case(
-        "run", F, ("run_jsonl_score_overflow.jsonl:2:", "d3", "too large", "401 digits")
-    ),
-    "run_csv_missing_doc_column.csv": Case(
-        "run", F, ("run_csv_missing_doc_column.csv:1:", "doc id", "document")
-    ),
-    "run_csv_extra_field_line4.csv": Case("run", F, ("run_csv_extra_field_line4.csv:4:", "found 4")),
-    "run_csv_bad_score.csv": Case("run", F, ("run_csv_bad_score.csv:3:", "score")),
-    "run_unknown_format.txt": Case("run", F, ("run_unknown_format.txt:1:", "these are not", "TREC run")),
-    "run_gzip_corrupt.trec.gz": Case("run", F, ("run_gzip_corrupt.trec.gz:", "gzip")),
-    "run_utf16.trec": Case("run", F, ("run_utf16.trec:1:", "UTF-16")),
-    "run_fullwidth_score.trec": Case("run", F, ("run_fullwidth_score.trec:2:", "'９９'", "non-ASCII")),
-    "run_csv_fullwidth_score.csv": Case("run", F, ("run_csv_fullwidth_score.csv:3:", "'９９'", "non-ASCII")),
-    "run_ids_collide_after_decoding.trec": Case(
-        "run", F, ("run_ids_collide_after_decoding.trec:", "'q\ufffd2'", "lines 3 and 4", "UTF-8")
-    ),
+    "run_five_columns.trec": fatal(3, "found 5", '"q1 Q0 d3 3 0.7"', "Fix:"),
+    "run_nan_score.trec": fatal(2, "nan"),
+    "run_inf_score.trec": fatal(4, "-inf"),
+    "run_score_not_number.trec": fatal(2, "'high'"),
+    "run_jsonl_missing_results.jsonl": fatal(2, '"results"', "docs"),
+    "run_jsonl_bad_json_line2.jsonl": fatal(2, "invalid JSON"),
+    "run_jsonl_nan_score.jsonl": fatal(2, "d3", "nan"),
+    "run_jsonl_result_without_doc_id.jsonl": fatal(1, "#2"),
+    "run_jsonl_mixed_scores.jsonl": fatal(1, "#2"),
+    "run_jsonl_score_overflow.jsonl": fatal(2, "d3", "too large", "401 digits"),
+    "run_csv_missing_doc_column.csv": fatal(1, "doc id", "document"),
+    "run_csv_extra_field_line4.csv": fatal(4, "found 4"),
+    "run_csv_bad_score.csv": fatal(3, "score"),
+    "run_unknown_format.txt": fatal(1, "these are not", "TREC run"),
+    "run_gzip_corrupt.trec.gz": fatal(None, "gzip"),
+    "run_utf16.trec": fatal(1, "UTF-16"),
+    "run_fullwidth_score.trec": fatal(2, "'９９'", "non-ASCII"),
+    "run_csv_fullwidth_score.csv": fatal(3, "'９９'", "non-ASCII"),
+    "run_ids_collide_after_decoding.trec": fatal(None, "'q\ufffd2'", "lines 3 and 4", "UTF-8"),
     # runs that can only score 0: empty, or no query id in common with the golden queries
-    "run_empty.trec": Case("run", F, ("run_empty.trec:", "'run' has no results", "every golden query")),
-    "run_no_golden_query.trec": Case(
-        "run", F, ("run_no_golden_query.trec:", "none of the 2 query ids", "'x7'", "'q1'", "compared exactly")
-    ),
-    "run_ids_differ_in_case.trec": Case(
-        "run", F, ("run_ids_differ_in_case.trec:", "when case is ignored", "look like 'Q1'", "use 'q1'")
-    ),
-    "run_ids_zero_padded.trec": Case(
-        "run", F, ("run_ids_zero_padded.trec:", "leading zeros", "look like 'q001'", "use 'q1'")
-    ),
+    "run_empty.trec": fatal(None, "'run' has no results", "every golden query"),
+    "run_no_golden_query.trec": fatal(None, "none of the 2 query ids", "'x7'", "'q1'", "compared exactly"),
+    "run_ids_differ_in_case.trec": fatal(None, "when case is ignored", "look like 'Q1'", "use 'q1'"),
+    "run_ids_zero_padded.trec": fatal(None, "leading zeros", "look like 'q001'", "use 'q1'"),
     # runs: warnings
-    "run_unjudged_long_id.trec": Case(
-        "run", W, ("1 query has no judgements", "is ignored", "(200 characters)")
-    ),
-    "run_duplicate_docs.trec": Case("run", W, ("q1/d1",)),
-    "run_unknown_doc.trec": Case("run", W, ("q1/d99",)),
-    "run_missing_golden_query.trec": Case("run", W, ("q2",)),
-    "run_unjudged_query.trec": Case("run", W, ("q9",)),
-    "run_not_utf8.trec": Case("run", W, ("line 2",)),
-    "run_jsonl_repeated_query.jsonl": Case("run", W, ("q1 (lines 1 and 3)",)),
+    "run_unjudged_long_id.trec": warns("1 query has no judgements", "is ignored", "(200 characters)"),
+    "run_duplicate_docs.trec": warns("q1/d1"),
+    "run_unknown_doc.trec": warns("q1/d99"),
+    "run_missing_golden_query.trec": warns("q2"),
+    "run_unjudged_query.trec": warns("q9"),
+    "run_not_utf8.trec": warns("line 2"),
+    "run_jsonl_repeated_query.jsonl": warns("q1 (lines 1 and 3)"),
     # qrels: fatal
-    "qrels_grade_float.tsv": Case("qrels", F, ("qrels_grade_float.tsv:3:", "'1.5'", "not an integer")),
-    "qrels_grade_word.trec": Case("qrels", F, ("qrels_grade_word.trec:2:", "'high'")),
-    "qrels_three_fields_line4.trec": Case("qrels", F, ("qrels_three_fields_line4.trec:4:", "found 3")),
-    "qrels_empty.tsv": Case("qrels", F, ("qrels_empty.tsv:", "empty")),
-    "qrels_header_only.tsv": Case("qrels", F, ("qrels_header_only.tsv:", "no judgements")),
-    "qrels_jsonl_grade_float.jsonl": Case("qrels", F, ("qrels_jsonl_grade_float.jsonl:2:", "'d3'", "0.5")),
-    "qrels_jsonl_missing_relevant.jsonl": Case(
-        "qrels", F, ("qrels_jsonl_missing_relevant.jsonl:2:", '"relevant"')
-    ),
-    "qrels_unknown_format.txt": Case("qrels", F, ("qrels_unknown_format.txt:1:", "q1,d1,1", "TREC qrels")),
-    "qrels_grade_overflow.tsv": Case(
-        "qrels", F, ("qrels_grade_overflow.tsv:3:", "out of range", "99999999999999999999999", "64-bit")
-    ),
-    "qrels_grade_overflow.trec": Case(
-        "qrels", F, ("qrels_grade_overflow.trec:2:", "out of range", "99999999999999999999999", "64-bit")
-    ),
-    "qrels_jsonl_grade_overflow.jsonl": Case(
-        "qrels", F, ("qrels_jsonl_grade_overflow.jsonl:2:", "'d3'", "out of range", "64-bit")
-    ),
-    "qrels_fullwidth_grade.tsv": Case("qrels", F, ("qrels_fullwidth_grade.tsv:3:", "'２'", "non-ASCII")),
+    "qrels_grade_float.tsv": fatal(3, "'1.5'", "not an integer"),
+    "qrels_grade_word.trec": fatal(2, "'high'"),
+    "qrels_three_fields_line4.trec": fatal(4, "found 3"),
+    "qrels_empty.tsv": fatal(None, "empty"),
+    "qrels_header_only.tsv": fatal(None, "no judgements"),
+    "qrels_jsonl_grade_float.jsonl": fatal(2, "'d3'", "0.5"),
+    "qrels_jsonl_missing_relevant.jsonl": fatal(2, '"relevant"'),
+    "qrels_unknown_format.txt": fatal(1, "q1,d1,1", "TREC qrels"),
+    "qrels_grade_overflow.tsv": fatal(3, "out of range", "99999999999999999999999", "64-bit"),
+    "qrels_grade_overflow.trec": fatal(2, "out of range", "99999999999999999999999", "64-bit"),
+    "qrels_jsonl_grade_overflow.jsonl": fatal(2, "'d3'", "out of range", "64-bit"),
+    "qrels_fullwidth_grade.tsv": fatal(3, "'２'", "non-ASCII"),
     # qrels: warnings
-    "qrels_unknown_doc.tsv": Case("qrels", W, ("q2/d42",)),
-    "qrels_duplicate_pair.tsv": Case("qrels", W, ("q1/d1",)),
+    "qrels_unknown_doc.tsv": warns("q2/d42"),
+    "qrels_duplicate_pair.tsv": warns("q1/d1"),
     # corpus
-    "corpus_duplicate_ids.jsonl": Case("corpus", W, ("d2",)),
-    "corpus_bad_json_line3.jsonl": Case("corpus", W, ("line 3",)),
-    "corpus_empty_document.jsonl": Case("corpus", W, ("d2",)),
-    "corpus_missing_id.jsonl": Case("corpus", W, ("line 2",)),
-    "corpus_not_utf8.jsonl": Case("corpus", W, ("line 2",)),
-    "corpus_csv_short_row.csv": Case("corpus", W, ("line 3",)),
-    "corpus_no_text_field.csv": Case("corpus", F, ("corpus_no_text_field.csv:", "summary", "--text-field")),
-    "corpus_unknown_format.txt": Case("corpus", F, ("corpus_unknown_format.txt:1:", "just some prose")),
-    "corpus_list_text.parquet": Case("corpus", F, ("corpus_list_text.parquet:", "'text'", "list", "row 1")),
+    "corpus_duplicate_ids.jsonl": warns("d2"),
+    "corpus_bad_json_line3.jsonl": warns("line 3"),
+    "corpus_empty_document.jsonl": warns("d2"),
+    "corpus_missing_id.jsonl": warns("line 2"),
+    "corpus_not_utf8.jsonl": warns("line 2"),
+    "corpus_csv_short_row.csv": warns("line 3"),
+    "corpus_no_text_field.csv": fatal(None, "summary", "--text-field"),
+    "corpus_unknown_format.txt": fatal(1, "just some prose"),
+    "corpus_list_text.parquet": fatal(None, "'text'", "list", "row 1"),
     # queries
-    "queries_struct_text.parquet": Case(
-        "queries", F, ("queries_struct_text.parquet:", "'text'", "object", "row 1")
-    ),
-    "queries_ids_collide_after_decoding.tsv": Case(
-        "queries", F, ("queries_ids_collide_after_decoding.tsv:", "'q\ufffd2'", "lines 3 and 4", "UTF-8")
-    ),
-    "queries_not_utf8.tsv": Case("queries", W, ("line 2",)),
-    "queries_no_tab.tsv": Case("queries", W, ("line 2",)),
-    "queries_duplicate_ids.jsonl": Case("queries", W, ("q1",)),
-    "queries_empty_text.jsonl": Case("queries", W, ("q2",)),
-    "queries_missing_golden_query.tsv": Case("queries", W, ("q2",)),
+    "queries_struct_text.parquet": fatal(None, "'text'", "object", "row 1"),
+    "queries_ids_collide_after_decoding.tsv": fatal(None, "'q\ufffd2'", "lines 3 and 4", "UTF-8"),
+    "queries_not_utf8.tsv": warns("line 2"),
+    "queries_no_tab.tsv": warns("line 2"),
+    "queries_duplicate_ids.jsonl": warns("q1"),
+    "queries_empty_text.jsonl": warns("q2"),
+    "queries_missing_golden_query.tsv": warns("q2"),
 }
 
 
@@ -136,17 +126,15 @@ def test_every_bad_input_has_a_case_and_vice_versa():
     files = {p.name for p in HERE.iterdir() if p.is_file()}
     assert files == set(CASES)
     assert len(CASES) >= 30
+    assert {_role(name) for name in CASES} == set(ROLES)
+
+
+def _role(name: str) -> str:
+    return name.split("_")[0]
 
 
 def _paths(name: str) -> dict[str, Path]:
-    paths = {
-        "corpus": COMP / "corpus.jsonl",
-        "queries": COMP / "queries.jsonl",
-        "qrels": COMP / "qrels.tsv",
-        "run": COMP / "run.trec",
-    }
-    paths[CASES[name].role] = HERE / name
-    return paths
+    return {**COMPANIONS, _role(name): HERE / name}
 
 
 def _matching_warning(problems: list[dict], name: str, needles: tuple[str, ...]) -> dict | None:
@@ -161,6 +149,7 @@ def _matching_warning(problems: list[dict], name: str, needles: tuple[str, ...])
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_library(name: str):
     case = CASES[name]
+    needles = case.expected(name)
     p = _paths(name)
     kwargs = dict(corpus=p["corpus"], queries=p["queries"], qrels=p["qrels"], runs=[("run", p["run"])])
     if case.fatal:
@@ -168,12 +157,12 @@ def test_library(name: str):
             load_dataset(**kwargs)
         message = str(err.value)
         assert "\n" not in message, "a fatal message is one paragraph"
-        for needle in case.needles:
+        for needle in needles:
             assert needle in message, message
         assert "Expected" in message and "Fix:" in message, message
     else:
         ds = load_dataset(**kwargs)
-        found = _matching_warning([q.to_dict() for q in ds.report.problems], name, case.needles)
+        found = _matching_warning([q.to_dict() for q in ds.report.problems], name, needles)
         assert found is not None, ds.report.format()
 
 
@@ -192,6 +181,7 @@ def test_cli(name: str, capsys):
     from diagnose.cli import main
 
     case = CASES[name]
+    needles = case.expected(name)
     p = _paths(name)
     code = main(
         [
@@ -212,12 +202,12 @@ def test_cli(name: str, capsys):
     if case.fatal:
         assert code == 2, err
         assert err.startswith("error: "), err
-        for needle in case.needles:
+        for needle in needles:
             assert needle in err, err
     else:
         assert code == 0, err
         payload = json.loads(out)
-        assert _matching_warning(payload["warnings"], name, case.needles) is not None, payload["warnings"]
+        assert _matching_warning(payload["warnings"], name, needles) is not None, payload["warnings"]
 
 
 # ---------------------------------------------------------------------------------------------- paths that are not
@@ -228,13 +218,7 @@ def _evaluate(capsys, **paths: Path | str) -> tuple[int, str]:
     """``diagnose evaluate`` on the companions, with ``paths`` (corpus/queries/qrels/run) replaced."""
     from diagnose.cli import main
 
-    p: dict[str, Path | str] = {
-        "corpus": COMP / "corpus.jsonl",
-        "queries": COMP / "queries.jsonl",
-        "qrels": COMP / "qrels.tsv",
-        "run": COMP / "run.trec",
-    }
-    p.update(paths)
+    p: dict[str, Path | str] = {**COMPANIONS, **paths}
     argv = ["evaluate", "--format", "json"]
     for role in ("qrels", "queries", "corpus", "run"):
         argv += [f"--{role}", str(p[role])]
