@@ -18,6 +18,7 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -156,8 +157,19 @@ def _write(folder: str, suffix: str, data: bytes) -> str:
     return str(path)
 
 
+@contextlib.contextmanager
+def _mutated(source: str, mutations: list[tuple[str, float, int]], other_suffix: str | None, fast: bool):
+    """A mutated copy of ``SOURCES[source]`` in a temporary folder, named with the source's suffix or
+    ``other_suffix``, with the readers' fast paths on or off; yields (path, bytes)."""
+    suffix, valid = SOURCES[source]
+    data = mutate(valid, mutations)
+    with tempfile.TemporaryDirectory() as d, _fast(fast):
+        yield _write(d, other_suffix if other_suffix is not None else suffix, data), data
+
+
 SUFFIXES = [".trec", ".jsonl", ".csv", ".tsv", ".txt", ".gz", ""]
 SCALE = int(os.environ.get("FUZZ_SCALE", "1"))
+OTHER_SUFFIX = st.none() | st.sampled_from(SUFFIXES)
 
 
 def _fuzz(n: int) -> settings:
@@ -167,35 +179,26 @@ def _fuzz(n: int) -> settings:
 FUZZ = _fuzz(40)
 
 
-@FUZZ
-@given(
-    source=st.sampled_from(RUNS),
-    mutations=st.lists(mutation, min_size=1, max_size=4),
-    other_suffix=st.none() | st.sampled_from(SUFFIXES),
-    fast=st.booleans(),
-)
-def test_cli_evaluate_survives_mutated_runs(source, mutations, other_suffix, fast):
-    suffix, valid = SOURCES[source]
-    data = mutate(valid, mutations)
-    with tempfile.TemporaryDirectory() as d, _fast(fast):
-        run = _write(d, other_suffix if other_suffix is not None else suffix, data)
-        code, err = _cli(["evaluate", "--qrels", str(QRELS_FILE), "--run", run, "--format", "json"])
-    _assert_clean_exit(code, err, data)
+# the file mutated, the sources it is a mutation of, and the command line around it
+CLI_CASES: dict[str, tuple[list[str], Callable[[str], list[str]]]] = {
+    "run": (RUNS, lambda run: ["evaluate", "--qrels", str(QRELS_FILE), "--run", run, "--format", "json"]),
+    "qrels": (QRELS, lambda qrels: ["evaluate", "--qrels", qrels, "--run", str(RUN_FILE)]),
+}
 
 
+@pytest.mark.parametrize("role", sorted(CLI_CASES))
 @FUZZ
 @given(
-    source=st.sampled_from(QRELS),
+    draw=st.data(),
     mutations=st.lists(mutation, min_size=1, max_size=4),
-    other_suffix=st.none() | st.sampled_from(SUFFIXES),
+    other_suffix=OTHER_SUFFIX,
     fast=st.booleans(),
 )
-def test_cli_evaluate_survives_mutated_qrels(source, mutations, other_suffix, fast):
-    suffix, valid = SOURCES[source]
-    data = mutate(valid, mutations)
-    with tempfile.TemporaryDirectory() as d, _fast(fast):
-        qrels = _write(d, other_suffix if other_suffix is not None else suffix, data)
-        code, err = _cli(["evaluate", "--qrels", qrels, "--run", str(RUN_FILE)])
+def test_cli_evaluate_survives_mutated_files(role, draw, mutations, other_suffix, fast):
+    sources, argv = CLI_CASES[role]
+    source = draw.draw(st.sampled_from(sources), label="source")
+    with _mutated(source, mutations, other_suffix, fast) as (path, data):
+        code, err = _cli(argv(path))
     _assert_clean_exit(code, err, data)
 
 
@@ -212,14 +215,11 @@ READERS: dict[str, Callable] = {
     reader=st.sampled_from(sorted(READERS)),
     source=st.sampled_from(sorted(SOURCES)),
     mutations=st.lists(mutation, max_size=4),
-    other_suffix=st.none() | st.sampled_from(SUFFIXES),
+    other_suffix=OTHER_SUFFIX,
     fast=st.booleans(),
 )
 def test_every_reader_survives_mutated_files(reader, source, mutations, other_suffix, fast):
-    suffix, valid = SOURCES[source]
-    data = mutate(valid, mutations)
-    with tempfile.TemporaryDirectory() as d, _fast(fast):
-        path = _write(d, other_suffix if other_suffix is not None else suffix, data)
+    with _mutated(source, mutations, other_suffix, fast) as (path, _):
         try:
             READERS[reader](path)
         except DataError as e:
