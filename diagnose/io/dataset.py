@@ -52,39 +52,93 @@ def load_dataset(
     """
     report = report if report is not None else ValidationReport()
     if data_dir is not None:
-        root = Path(data_dir)
-        beir = "a BEIR folder with corpus.jsonl, queries.jsonl and qrels/<split>.tsv"
-        st = _stat(root, beir)
-        if st is None or not stat.S_ISDIR(st.st_mode):
-            raise DataError(
-                f"{data_dir}: {'not found' if st is None else 'is a file, not a folder'}. Expected {beir}. Fix: give "
-                "the folder's path, or the corpus, queries and qrels files one by one.",
-                param="data",
-            )
-        corpus = corpus if corpus is not None else _existing(root, "corpus.jsonl", CORPUS_FORMATS)
-        queries = queries if queries is not None else _existing(root, "queries.jsonl", QUERIES_FORMATS)
-        if qrels is None:
-            qrels = _existing(root / "qrels", f"{split}.tsv", QRELS_FORMATS)
-            if qrels is None and require_qrels:
-                try:
-                    splits = sorted(p.name.split(".")[0] for p in (root / "qrels").glob("*.tsv*"))
-                except OSError:
-                    splits = []
-                have = (
-                    f"available splits: {', '.join(splits)}"
-                    if splits
-                    else "there is no qrels/ folder with .tsv files"
-                )
-                raise DataError(
-                    f"{root / 'qrels' / (split + '.tsv')}: file not found ({have}). Expected the judgements of split "
-                    f"{split!r} as qrels/{split}.tsv. Fix: choose one of the available splits, or give the qrels file.",
-                    param="split",
-                )
+        corpus, queries, qrels = _beir_files(
+            data_dir, split, corpus, queries, qrels, require_qrels=require_qrels
+        )
     if qrels is None and require_qrels:
         raise DataError(
-            "No judgements given. Expected a qrels file. Fix: give the qrels file, or a BEIR folder.", param="qrels"
+            "No judgements given. Expected a qrels file. Fix: give the qrels file, or a BEIR folder.",
+            param="qrels",
         )
+    run_specs = _run_specs(runs)
 
+    qrels_rec = read_qrels(qrels, report=report) if qrels is not None else empty_qrels()
+    if qrels_transform is not None:
+        qrels_rec = qrels_transform(qrels_rec)
+    corpus_rec = _read_corpus_fields(corpus, corpus_fields, report) if corpus is not None else None
+    queries_rec = read_queries(queries, report=report) if queries is not None else None
+    run_recs = {rname: read_run(rpath, name=rname, report=report) for rname, rpath in run_specs}
+
+    for run in run_recs.values():
+        check_run_matches_qrels(run, qrels_rec)
+    _cross_checks(qrels_rec, run_recs, corpus_rec, queries_rec, report)
+    ds_name = name or (
+        Path(data_dir).name if data_dir is not None else Path(str(qrels or queries or corpus or "data")).stem
+    )
+    return Dataset(
+        qrels=qrels_rec, runs=run_recs, corpus=corpus_rec, queries=queries_rec, report=report, name=ds_name
+    )
+
+
+def _read_corpus_fields(
+    corpus: PathLike, corpus_fields: Mapping[str, str | None] | None, report: ValidationReport
+) -> Corpus:
+    """:func:`read_corpus` with the fields named by ``corpus_fields`` (``id`` or ``id_field``, likewise text, title)."""
+    fields = dict(corpus_fields or {})
+    return read_corpus(
+        corpus,
+        id_field=fields.get("id") or fields.get("id_field"),
+        text_field=fields.get("text") or fields.get("text_field"),
+        title_field=fields.get("title") or fields.get("title_field"),
+        report=report,
+    )
+
+
+def _beir_files(
+    data_dir: PathLike,
+    split: str,
+    corpus: PathLike | None,
+    queries: PathLike | None,
+    qrels: PathLike | None,
+    *,
+    require_qrels: bool,
+) -> tuple[PathLike | None, PathLike | None, PathLike | None]:
+    """The corpus, queries and qrels files: those given, else the BEIR folder's (a missing split is fatal when
+    judgements are required, and the message lists the splits there are)."""
+    root = Path(data_dir)
+    beir = "a BEIR folder with corpus.jsonl, queries.jsonl and qrels/<split>.tsv"
+    st = _stat(root, beir)
+    if st is None or not stat.S_ISDIR(st.st_mode):
+        raise DataError(
+            f"{data_dir}: {'not found' if st is None else 'is a file, not a folder'}. Expected {beir}. Fix: give "
+            "the folder's path, or the corpus, queries and qrels files one by one.",
+            param="data",
+        )
+    corpus = corpus if corpus is not None else _existing(root, "corpus.jsonl", CORPUS_FORMATS)
+    queries = queries if queries is not None else _existing(root, "queries.jsonl", QUERIES_FORMATS)
+    if qrels is None:
+        qrels = _existing(root / "qrels", f"{split}.tsv", QRELS_FORMATS)
+        if qrels is None and require_qrels:
+            try:
+                splits = sorted(p.name.split(".")[0] for p in (root / "qrels").glob("*.tsv*"))
+            except OSError:
+                splits = []
+            have = (
+                f"available splits: {', '.join(splits)}"
+                if splits
+                else "there is no qrels/ folder with .tsv files"
+            )
+            raise DataError(
+                f"{root / 'qrels' / (split + '.tsv')}: file not found ({have}). Expected the judgements of split "
+                f"{split!r} as qrels/{split}.tsv. Fix: choose one of the available splits, or give the qrels file.",
+                param="split",
+            )
+    return corpus, queries, qrels
+
+
+def _run_specs(runs: Iterable[str | Path | tuple[str | None, PathLike]]) -> list[tuple[str, str]]:
+    """``(name, path)`` of every run (``NAME=PATH`` parsed, a missing name from the file name); one name twice is
+    fatal."""
     run_specs: list[tuple[str, str]] = []
     for spec in runs:
         if isinstance(spec, tuple):
@@ -101,34 +155,7 @@ def load_dataset(
                 param="runs",
             )
         seen[rname] = rpath
-
-    qrels_rec = read_qrels(qrels, report=report) if qrels is not None else empty_qrels()
-    if qrels_transform is not None:
-        qrels_rec = qrels_transform(qrels_rec)
-    fields = dict(corpus_fields or {})
-    corpus_rec = (
-        read_corpus(
-            corpus,
-            id_field=fields.get("id") or fields.get("id_field"),
-            text_field=fields.get("text") or fields.get("text_field"),
-            title_field=fields.get("title") or fields.get("title_field"),
-            report=report,
-        )
-        if corpus is not None
-        else None
-    )
-    queries_rec = read_queries(queries, report=report) if queries is not None else None
-    run_recs = {rname: read_run(rpath, name=rname, report=report) for rname, rpath in run_specs}
-
-    for run in run_recs.values():
-        check_run_matches_qrels(run, qrels_rec)
-    _cross_checks(qrels_rec, run_recs, corpus_rec, queries_rec, report)
-    ds_name = name or (
-        Path(data_dir).name if data_dir is not None else Path(str(qrels or queries or corpus or "data")).stem
-    )
-    return Dataset(
-        qrels=qrels_rec, runs=run_recs, corpus=corpus_rec, queries=queries_rec, report=report, name=ds_name
-    )
+    return run_specs
 
 
 def check_run_matches_qrels(run: Run, qrels: Qrels) -> None:
@@ -215,81 +242,90 @@ def _cross_checks(
     golden = pd.Index(qrels.queries_with_relevant())
     judged = pd.Index(pd.unique(qrels.df["query_id"]))
     if corpus is not None:
-        # a Python set: Series.isin(1M arrow strings) converts every value to a pyarrow scalar (~7 s at 1M ids)
-        doc_ids = set(corpus.df["doc_id"].tolist())
-
-        def not_in_corpus(col: pd.Series) -> pd.Series:
-            return pd.Series([d not in doc_ids for d in col.tolist()], index=col.index, dtype=bool)
-
-        missing = not_in_corpus(qrels.df["doc_id"])
-        if missing.any():
-            rows = qrels.df[missing]
-            n_rel = int((rows["relevance"] > 0).sum())
-            n_missing = int(missing.sum())
-            relevant = (
-                ("relevant: it can never be retrieved" if n_rel else "not relevant")
-                if n_missing == 1
-                else f"{n_rel} of them relevant: {_verb(n_rel, 'that one', 'those')} can never be retrieved"
-            )
-            report.add(
-                "qrels_doc_not_in_corpus",
-                f"{_plural(n_missing, 'judgement')} {_verb(n_missing, 'names', 'name')} a document that is not in the "
-                f"corpus ({relevant})",
-                file=qrels.source,
-                count=n_missing,
-                examples=[
-                    _pair(q, d) for q, d in zip(rows["query_id"].head(5), rows["doc_id"].head(5), strict=True)
-                ],
-            )
-        for run in runs.values():
-            missing = not_in_corpus(run.df["doc_id"])
-            if missing.any():
-                rows = run.df[missing]
-                report.add(
-                    "run_doc_not_in_corpus",
-                    f"run {run.name!r}: {_plural(int(missing.sum()), 'retrieved document')} {_verb(int(missing.sum()), 'is', 'are')} not in the corpus "
-                    "(wrong corpus, or ids written differently)",
-                    file=run.source,
-                    count=int(missing.sum()),
-                    examples=[
-                        _pair(q, d)
-                        for q, d in zip(rows["query_id"].head(5), rows["doc_id"].head(5), strict=True)
-                    ],
-                )
+        _check_doc_ids(qrels, runs, corpus, report)
     for run in runs.values():
         in_run = pd.Index(pd.unique(run.df["query_id"]))
         absent = golden.difference(in_run, sort=False)
-        if len(absent):
-            report.add(
-                "query_missing_from_run",
-                f"run {run.name!r}: {_plural(len(absent), 'golden query', 'golden queries')} "
-                f"{_verb(len(absent), 'has', 'have')} no results; {_verb(len(absent), 'it scores', 'they score')} 0 "
-                "(like trec_eval -c)",
-                file=run.source,
-                count=len(absent),
-                examples=_ids(absent.tolist()),
-            )
+        n = len(absent)
+        _count_ids(
+            report,
+            "query_missing_from_run",
+            f"run {run.name!r}: {_plural(n, 'golden query', 'golden queries')} {_verb(n, 'has', 'have')} no "
+            f"results; {_verb(n, 'it scores', 'they score')} 0 (like trec_eval -c)",
+            absent,
+            run.source,
+        )
         unjudged = in_run.difference(judged, sort=False)
-        if len(unjudged):
-            report.add(
-                "run_query_not_judged",
-                f"run {run.name!r}: {_plural(len(unjudged), 'query', 'queries')} {_verb(len(unjudged), 'has', 'have')} "
-                f"no judgements in the qrels and {_verb(len(unjudged), 'is', 'are')} ignored by the metrics",
-                file=run.source,
-                count=len(unjudged),
-                examples=_ids(unjudged.tolist()),
-            )
+        n = len(unjudged)
+        _count_ids(
+            report,
+            "run_query_not_judged",
+            f"run {run.name!r}: {_plural(n, 'query', 'queries')} {_verb(n, 'has', 'have')} no judgements in the "
+            f"qrels and {_verb(n, 'is', 'are')} ignored by the metrics",
+            unjudged,
+            run.source,
+        )
         report.stats[f"run:{run.name}:rows"] = len(run.df)
     if queries is not None:
         text = queries.df.set_index("query_id")["text"]
-        has_text = text[text.str.strip() != ""].index
-        no_text = golden.difference(has_text, sort=False)
-        if len(no_text):
+        no_text = golden.difference(text[text.str.strip() != ""].index, sort=False)
+        n = len(no_text)
+        _count_ids(
+            report,
+            "golden_query_without_text",
+            f"{_plural(n, 'golden query', 'golden queries')} {_verb(n, 'has', 'have')} no text in the queries "
+            f"file; baselines and the failure analysis skip {_verb(n, 'it', 'them')}",
+            no_text,
+            queries.source,
+        )
+
+
+def _count_ids(report: ValidationReport, code: str, message: str, ids: pd.Index, file: str | None) -> None:
+    """A warning naming the first few of ``ids``, when there are any."""
+    if len(ids):
+        report.add(code, message, file=file, count=len(ids), examples=_ids(ids.tolist()))
+
+
+def _check_doc_ids(qrels: Qrels, runs: Mapping[str, Run], corpus: Corpus, report: ValidationReport) -> None:
+    """Judged and retrieved documents that are not in the corpus (counted)."""
+    # a Python set: Series.isin(1M arrow strings) converts every value to a pyarrow scalar (~7 s at 1M ids)
+    doc_ids = set(corpus.df["doc_id"].tolist())
+
+    def not_in_corpus(col: pd.Series) -> pd.Series:
+        return pd.Series([d not in doc_ids for d in col.tolist()], index=col.index, dtype=bool)
+
+    missing = not_in_corpus(qrels.df["doc_id"])
+    if missing.any():
+        rows = qrels.df[missing]
+        n_rel = int((rows["relevance"] > 0).sum())
+        n_missing = int(missing.sum())
+        relevant = (
+            ("relevant: it can never be retrieved" if n_rel else "not relevant")
+            if n_missing == 1
+            else f"{n_rel} of them relevant: {_verb(n_rel, 'that one', 'those')} can never be retrieved"
+        )
+        report.add(
+            "qrels_doc_not_in_corpus",
+            f"{_plural(n_missing, 'judgement')} {_verb(n_missing, 'names', 'name')} a document that is not in the "
+            f"corpus ({relevant})",
+            file=qrels.source,
+            count=n_missing,
+            examples=_pairs(rows),
+        )
+    for run in runs.values():
+        missing = not_in_corpus(run.df["doc_id"])
+        if missing.any():
+            n = int(missing.sum())
             report.add(
-                "golden_query_without_text",
-                f"{_plural(len(no_text), 'golden query', 'golden queries')} {_verb(len(no_text), 'has', 'have')} no "
-                f"text in the queries file; baselines and the failure analysis skip {_verb(len(no_text), 'it', 'them')}",
-                file=queries.source,
-                count=len(no_text),
-                examples=_ids(no_text.tolist()),
+                "run_doc_not_in_corpus",
+                f"run {run.name!r}: {_plural(n, 'retrieved document')} {_verb(n, 'is', 'are')} not in the corpus "
+                "(wrong corpus, or ids written differently)",
+                file=run.source,
+                count=n,
+                examples=_pairs(run.df[missing]),
             )
+
+
+def _pairs(rows: pd.DataFrame) -> list[str]:
+    """The first five (query, doc) pairs of ``rows``, for a problem's examples."""
+    return [_pair(q, d) for q, d in zip(rows["query_id"].head(5), rows["doc_id"].head(5), strict=True)]
