@@ -29,6 +29,11 @@ class Reporter(Protocol):
     def bar(self, label: str) -> Callback: ...
 
 
+#: What a ``progress`` argument of the library takes (:func:`reporter` reads it): ``True`` (:class:`Terminal`),
+#: ``False`` or ``None`` (:class:`Silent`), a :class:`Reporter`, or a bare ``callback(done, total)`` for the bars.
+Progress = bool | Reporter | Callback | None
+
+
 def _ignore(done: int, total: int) -> None:
     return None
 
@@ -92,7 +97,7 @@ def stderr_is_terminal() -> bool:
         return False
 
 
-def reporter(progress: bool | Reporter | Callback | None) -> Reporter:
+def reporter(progress: Progress) -> Reporter:
     """The reporter for a ``progress`` argument: ``True`` -> :class:`Terminal`, ``False``/``None`` ->
     :class:`Silent`, a reporter as is, a ``callback(done, total)`` -> bars call it."""
     if progress is None or progress is False:

@@ -7,14 +7,16 @@ tests), encoded once and cached on disk, or from vectors the user already has fr
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from diagnose.data import DataError, Dataset, Qrels, Run, ValidationReport
+from diagnose.progress import Progress
 
 
 @dataclass(frozen=True)
@@ -76,12 +78,13 @@ class VectorSpace:
         doc_ids: str | Path | None = None,
         query_ids_file: str | Path | None = None,
         cache_dir: str | Path | None = None,
-        progress: bool | Callable[[int, int], None] = False,
+        progress: Progress = False,
         report: ValidationReport | None = None,
     ) -> VectorSpace:
         """Embed (or load) the corpus and ``query_ids`` (default: every query with text).
 
         ``encoder`` (an object with ``name`` and ``encode``) wins over ``model``; precomputed vectors win over both.
+        ``progress`` (:data:`diagnose.progress.Progress`): the bar of the documents' encoding.
         """
         from diagnose import embed
 
@@ -112,6 +115,23 @@ class VectorSpace:
             )
         if encoder is None:
             encoder = embed.load_encoder(model)
+        return cls._encoded(ds, qids, texts_of, encoder, cache_dir, progress, report)
+
+    @classmethod
+    def _encoded(
+        cls,
+        ds: Dataset,
+        qids: list[str],
+        texts_of: dict[str, str],
+        encoder: Any,
+        cache_dir: str | Path | None,
+        progress: Progress,
+        report: ValidationReport,
+    ) -> VectorSpace:
+        """The space of ``encoder``'s vectors of the corpus and the queries ``qids`` (read from the embedding cache
+        under ``cache_dir`` when there; the documents' encoding reported to ``progress``)."""
+        from diagnose import embed
+
         cache = embed.EmbeddingCache(Path(cache_dir) / "embeddings" if cache_dir else None)
         missing_text = [q for q in qids if q not in texts_of]
         if missing_text:

@@ -39,7 +39,7 @@ class Pictures(Evidence):
 
         def build() -> EmbeddingMap:
             return projection.build_map(
-                **self._map_inputs(name, k, mode), cap=cap, report=self.dataset.report, progress=self._reporter.step
+                **self._map_inputs(name, k, mode), cap=cap, report=self.dataset.report, progress=self._reporter
             )
 
         return self._cached(("map", name, k, mode, cap), build)

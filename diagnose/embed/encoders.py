@@ -12,7 +12,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-Progress = bool | Callable[[int, int], Any]
+from diagnose.progress import Progress, reporter
 
 
 @runtime_checkable
@@ -20,8 +20,9 @@ class Encoder(Protocol):
     """What :func:`embed_texts` needs from a model.
 
     ``name`` is the cache identity (same name => same vectors), ``dim`` the vector length, and ``encode`` returns
-    float32 ``[len(texts), dim]`` with L2-normalised rows (zero rows allowed). ``progress``: ``True`` shows a tqdm
-    bar on stderr, a callable is called as ``progress(done, total)``.
+    float32 ``[len(texts), dim]`` with L2-normalised rows (zero rows allowed). ``progress``
+    (:data:`diagnose.progress.Progress`): ``True`` shows the model's own tqdm bar on stderr, a reporter or a
+    ``callback(done, total)`` gets a bar of texts done.
     """
 
     name: str
@@ -91,8 +92,8 @@ class KeywordEncoder:
                 out[i, self.bucket(tok)] += 1.0
         if self.delay:
             time.sleep(self.delay * len(texts))
-        if callable(progress):
-            progress(len(texts), len(texts))
+        if not isinstance(progress, bool) and progress is not None:
+            reporter(progress).bar(f"Encoding {len(texts):,} texts")(len(texts), len(texts))
         return _l2_normalise(out)
 
     def __repr__(self) -> str:
@@ -159,7 +160,7 @@ class SentenceTransformerEncoder:
         texts = list(texts)
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        if not callable(progress):
+        if isinstance(progress, bool) or progress is None:  # True: sentence-transformers' own bar
             vecs = self.model.encode(
                 texts,
                 batch_size=batch_size,
@@ -168,11 +169,12 @@ class SentenceTransformerEncoder:
                 normalize_embeddings=True,
             )
             return _renormalise(vecs)
+        update = reporter(progress).bar(f"Encoding {len(texts):,} texts")
         parts = []
         step = batch_size * 4
         for start in range(0, len(texts), step):
             parts.append(self.encode(texts[start : start + step], batch_size=batch_size))
-            progress(min(start + step, len(texts)), len(texts))
+            update(min(start + step, len(texts)), len(texts))
         return np.concatenate(parts)
 
     def __repr__(self) -> str:

@@ -21,7 +21,8 @@ from diagnose.cache import (
     text_key,
 )
 from diagnose.data import ValidationReport
-from diagnose.embed.encoders import Encoder, Progress, SentenceTransformerEncoder, _renormalise
+from diagnose.embed.encoders import Encoder, SentenceTransformerEncoder, _renormalise
+from diagnose.progress import Progress, reporter
 
 log = logging.getLogger("diagnose.embed")  # the name it logged under as one module
 
@@ -168,8 +169,8 @@ def embed_texts(
       warnings in ``report`` (or :class:`~diagnose.cache.CacheWarning` warnings without one); they never raise.
     - Texts to encode are sorted by length (longest first, less padding per batch), encoded in chunks of
       ``4 * batch_size``, and put back in the input order.
-    - ``progress``: ``True`` shows a tqdm bar on stderr; a callable gets ``progress(done, total)`` where ``total`` is
-      the number of distinct texts to encode (called with ``(0, total)`` first and ``(total, total)`` last; never
+    - ``progress`` (:data:`diagnose.progress.Progress`; ``True``: tqdm on a terminal) gets ``(done, total)``, where
+      ``total`` is the number of distinct texts to encode (``(0, total)`` first and ``(total, total)`` last; never
       called when everything came from the cache).
     - Encoder rows whose norm is off 1 by more than 1e-5 are re-normalised (others are kept bit for bit; rows of
       norm 0 stay 0); non-finite output raises ``RuntimeError``.
@@ -224,13 +225,8 @@ def _encode_missing(
     progress: Progress,
 ) -> None:
     total = len(order)
-    bar = None
-    if progress is True:
-        from tqdm import tqdm
-
-        bar = tqdm(total=total, desc=f"Embedding ({getattr(encoder, 'label', encoder.name)})", unit="text")
-    elif callable(progress):
-        progress(0, total)
+    update = reporter(progress).bar(f"Embedding ({getattr(encoder, 'label', encoder.name)})")
+    update(0, total)
     pending: list[int] = []
 
     def flush() -> None:
@@ -251,14 +247,8 @@ def _encode_missing(
                 raise RuntimeError(f"encoder {encoder.name!r} returned non-finite values (NaN/inf)")
             uvecs[chunk] = _renormalise(vecs)
             pending.extend(chunk)
-            done = min(start + step, total)
-            if bar is not None:
-                bar.update(len(chunk))
-            elif callable(progress):
-                progress(done, total)
+            update(min(start + step, total), total)
             if len(pending) >= CACHE_FLUSH_ROWS:
                 flush()
     finally:
         flush()  # also on KeyboardInterrupt: the next run resumes from what was encoded
-        if bar is not None:
-            bar.close()

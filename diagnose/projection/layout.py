@@ -20,12 +20,10 @@ import numpy as np
 
 from diagnose.cache import ArrayCache, default_cache_root, report_corrupt
 from diagnose.data import DataError, ValidationReport
+from diagnose.progress import Progress, Reporter, reporter
 from diagnose.projection.knn import _exact_euclidean_knn, _pca_2d, _unit_rows, exact_cosine_knn, pca
 
 log = logging.getLogger(__name__)
-
-Progress = Callable[[str], Any]
-
 
 TRUST_SAMPLE = 1000
 TRUST_NEIGHBORS = 5
@@ -272,28 +270,13 @@ def _fit_umap(x: np.ndarray, n_neighbors: int, min_dist: float, seed: int | None
     return np.asarray(coords, dtype=np.float32)
 
 
-class _StepsOnly:
-    """A reporter over a plain ``callable(message)`` (or nothing): stages are passed on, bars ignored."""
-
-    def __init__(self, say: Progress | None) -> None:
-        self.say = say
-
-    def step(self, label: str) -> None:
-        if self.say is not None:
-            self.say(label)
-
-    def bar(self, label: str) -> Callable[[int, int], Any]:
-        self.step(label)
-        return lambda _done, _total: None
-
-
 class _EpochFile:
     """What umap's epoch bar (tqdm, ``bar_format="{n}/{total}"``) writes to: each refresh becomes a
     ``callback(done, total)`` of the reporter's "Optimising the layout" bar, opened at the first epoch."""
 
     _DONE = re.compile(r"(\d+)/(\d+)")
 
-    def __init__(self, reporter: Any, label: str) -> None:
+    def __init__(self, reporter: Reporter, label: str) -> None:
         self.reporter, self.label = reporter, label
         self.update: Callable[[int, int], Any] | None = None
 
@@ -310,7 +293,7 @@ class _EpochFile:
 
 
 def _fit_umap_large(
-    x: np.ndarray, n_neighbors: int, min_dist: float, seed: int | None, recipe: LayoutRecipe, reporter: Any
+    x: np.ndarray, n_neighbors: int, min_dist: float, seed: int | None, recipe: LayoutRecipe, reporter: Reporter
 ) -> np.ndarray:
     """UMAP of unit rows ``x`` with a non-default :class:`LayoutRecipe`, each stage announced to ``reporter``."""
     enable_numba_cache()
@@ -352,20 +335,13 @@ def _fit_umap_large(
     return np.asarray(coords, dtype=np.float32)
 
 
-def _reporter_for(progress: Progress | Any | None) -> Any:
-    """``progress`` itself when it is a reporter (``step`` and ``bar``), else a :class:`_StepsOnly` over it."""
-    if progress is not None and hasattr(progress, "step") and hasattr(progress, "bar"):
-        return progress
-    return _StepsOnly(progress)
-
-
 def _cached_layout(
     cache: ArrayCache,
     key: str,
     x: np.ndarray,
     seed: int | None,
     report: ValidationReport | None,
-    say: Progress,
+    say: Callable[[str], Any],
 ) -> tuple[np.ndarray, tuple[float, int, int]] | None:
     """``(coords, trust)`` read from the coordinate cache, or ``None`` when absent or not finite (reported). A
     missing trustworthiness entry is measured again and written back."""
@@ -393,7 +369,7 @@ def _fit_layout(
     min_dist: float,
     seed: int | None,
     recipe: LayoutRecipe,
-    reporter: Any,
+    reporter: Reporter,
 ) -> np.ndarray:
     """Coordinates of unit rows ``x``: the 2-D PCA for ``method == "pca"``, else the UMAP fit of ``recipe``."""
     if method == "pca":
@@ -416,68 +392,80 @@ def project(
     seed: int | None = 42,
     cache_dir: str | Path | None = None,
     use_cache: bool = True,
-    progress: Progress | Any | None = None,
+    progress: Progress = None,
     report: ValidationReport | None = None,
     recipe: LayoutRecipe | None = None,
 ) -> Projection:
     """UMAP of ``vectors`` (rows = points) to 2-D, cosine metric, with trustworthiness; cached on disk.
 
     ``recipe``: how the neighbour graph and layout are built (default :func:`recipe_for` the number of points:
-    exact below :data:`LARGE_N`). ``progress``: a ``callable(message)`` or a :class:`diagnose.progress.Reporter`
-    (then the large recipe also reports its stages and the layout's epochs as a bar).
+    exact below :data:`LARGE_N`). ``progress`` (:data:`diagnose.progress.Progress`): each slow step is announced
+    as a stage before it runs; the large recipe also reports the layout's epochs as a bar.
 
     ``seed``: an int makes the map deterministic (umap-learn then runs single-threaded); ``None`` runs in parallel
     and every fit differs. ``cache_dir``: folder of the coordinate cache (default :func:`default_projection_dir`);
     ``use_cache=False`` neither reads nor writes it. The key is :func:`cache_key`: same bytes, shape, dtype,
     parameters and umap-learn version => same file. Each file (coordinates, trustworthiness) carries a checksum of
     its values and its full key (:class:`diagnose.cache.ArrayCache`); one that does not verify, or holds NaN, is
-    reported (``cache_corrupt`` in ``report``, else a :class:`diagnose.cache.CacheWarning`), deleted and recomputed. ``progress(message)`` is called
-    before each slow step.
+    reported (``cache_corrupt`` in ``report``, else a :class:`diagnose.cache.CacheWarning`), deleted and recomputed.
 
     Edge cases: 0 points -> empty coordinates; fewer than :data:`MIN_UMAP_POINTS` points -> the first two principal
     components (UMAP needs a neighbourhood graph); ``n_neighbors`` larger than ``n - 1`` is reduced to ``n - 1``.
     Rows with NaN/inf raise :class:`DataError`. Rows are L2-normalised before anything (cosine ignores length).
     """
     t0 = time.perf_counter()
-    reporter = _reporter_for(progress)
-    say = reporter.step
+    steps = reporter(progress)
     arr = _as_vectors(vectors)
-    n = len(arr)
     if n_neighbors < 2:
         raise ValueError(f"n_neighbors must be >= 2, got {n_neighbors}")
-    recipe = recipe or recipe_for(n)
+    recipe = recipe or recipe_for(len(arr))
     key = cache_key(arr, n_neighbors=n_neighbors, min_dist=min_dist, seed=seed, recipe=recipe)
     cache = ArrayCache(Path(cache_dir) if cache_dir is not None else default_projection_dir(), report=report)
+    coords, trust, method, cached = _layout(
+        arr, n_neighbors, min_dist, seed, recipe, cache if use_cache else None, key, report, steps
+    )
+    return Projection(
+        coords=coords,
+        trustworthiness=trust[0],
+        trust_points=trust[1],
+        trust_neighbors=trust[2],
+        n_neighbors=n_neighbors,
+        min_dist=min_dist,
+        seed=seed,
+        method=method,
+        cached=cached,
+        seconds=time.perf_counter() - t0,
+        key=key,
+        recipe="" if method == "pca" else recipe.describe(),
+    )
 
-    def done(coords: np.ndarray, trust: tuple[float, int, int], method: str, cached: bool) -> Projection:
-        return Projection(
-            coords=coords,
-            trustworthiness=trust[0],
-            trust_points=trust[1],
-            trust_neighbors=trust[2],
-            n_neighbors=n_neighbors,
-            min_dist=min_dist,
-            seed=seed,
-            method=method,
-            cached=cached,
-            seconds=time.perf_counter() - t0,
-            key=key,
-            recipe="" if method == "pca" else recipe.describe(),
-        )
 
+def _layout(
+    arr: np.ndarray,
+    n_neighbors: int,
+    min_dist: float,
+    seed: int | None,
+    recipe: LayoutRecipe,
+    cache: ArrayCache | None,
+    key: str,
+    report: ValidationReport | None,
+    steps: Reporter,
+) -> tuple[np.ndarray, tuple[float, int, int], str, bool]:
+    """``(coords, trust, method, cached)`` of the :func:`project` of ``arr``: read from ``cache`` under ``key`` when
+    there (``cache=None``: neither read nor written), else fitted, measured and written."""
+    n = len(arr)
     if n == 0:
-        return done(np.zeros((0, 2), dtype=np.float32), (float("nan"), 0, 0), "umap", False)
+        return np.zeros((0, 2), dtype=np.float32), (float("nan"), 0, 0), "umap", False
     x = _unit_rows(arr)
     method = "umap" if n >= MIN_UMAP_POINTS else "pca"
-    if use_cache:
-        hit = _cached_layout(cache, key, x, seed, report, say)
+    if cache is not None:
+        hit = _cached_layout(cache, key, x, seed, report, steps.step)
         if hit is not None:
-            return done(hit[0], hit[1], method, True)
-
-    coords = _fit_layout(x, method, n_neighbors, min_dist, seed, recipe, reporter)
-    say("Measuring trustworthiness of the 2-D neighbourhoods")
+            return hit[0], hit[1], method, True
+    coords = _fit_layout(x, method, n_neighbors, min_dist, seed, recipe, steps)
+    steps.step("Measuring trustworthiness of the 2-D neighbourhoods")
     trust = _trustworthiness(x, coords, seed)
-    if use_cache:
+    if cache is not None:
         cache.put(key, coords)
         cache.put(key + "/trust", np.asarray(trust, dtype=np.float64))
-    return done(coords, trust, method, False)
+    return coords, trust, method, False

@@ -6,15 +6,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from diagnose.data import ValidationReport
 from diagnose.projection.frames import map_edges, map_frame
-from diagnose.projection.layout import LARGE_N, LayoutRecipe, Progress, Projection, project, recipe_for
+from diagnose.projection.layout import LARGE_N, Projection, project, recipe_for
 from diagnose.projection.sampling import (
     DEFAULT_CAP,
     FailedQuery,
@@ -35,6 +33,14 @@ class EmbeddingMap:
     projection: Projection
 
 
+def _check_aligned(what: str, ids: Sequence[str], texts: Sequence[str], vecs: np.ndarray) -> None:
+    """``ValueError`` unless there are as many ``ids`` as ``texts`` and rows of ``vecs`` (``what``: doc, query)."""
+    if len(ids) != len(vecs) or len(ids) != len(texts):
+        raise ValueError(
+            f"{len(ids)} {what} ids, {len(texts)} texts and {len(vecs)} vectors: must be aligned"
+        )
+
+
 def build_map(
     *,
     doc_ids: Sequence[str],
@@ -46,44 +52,23 @@ def build_map(
     failed: Sequence[FailedQuery] = (),
     cap: int = DEFAULT_CAP,
     sample_seed: int = 0,
-    n_neighbors: int = 15,
-    min_dist: float = 0.1,
-    seed: int | None = 42,
-    cache_dir: str | Path | None = None,
-    use_cache: bool = True,
-    progress: Progress | Any | None = None,
-    report: ValidationReport | None = None,
-    recipe: LayoutRecipe | None = None,
+    **layout: Any,
 ) -> EmbeddingMap:
     """Sample, project, and tabulate in one call (see the module docstring for each step).
 
     The ``doc_*`` and ``query_*`` sequences are aligned (row i of ``doc_vecs`` is ``doc_ids[i]``), e.g. a
-    :class:`diagnose.space.VectorSpace`'s ids and vectors with the matching texts.
+    :class:`diagnose.space.VectorSpace`'s ids and vectors with the matching texts. ``layout`` goes to
+    :func:`project` as in :func:`project_collection` (``n_neighbors``, ``min_dist``, ``seed``, ``cache_dir``,
+    ``use_cache``, ``progress``, ``report``, ``recipe``; the same defaults).
     """
-    if len(doc_ids) != len(doc_vecs) or len(doc_ids) != len(doc_texts):
-        raise ValueError(
-            f"{len(doc_ids)} doc ids, {len(doc_texts)} texts and {len(doc_vecs)} vectors: must be aligned"
-        )
-    if len(query_ids) != len(query_vecs) or len(query_ids) != len(query_texts):
-        raise ValueError(
-            f"{len(query_ids)} query ids, {len(query_texts)} texts and {len(query_vecs)} vectors: must be aligned"
-        )
+    _check_aligned("doc", doc_ids, doc_texts, doc_vecs)
+    _check_aligned("query", query_ids, query_texts, query_vecs)
     must_d, must_q = must_keep(failed)
     sample = sample_for_map(
         doc_ids, query_ids, must_docs=must_d, must_queries=must_q, cap=cap, seed=sample_seed
     )
     vecs = stack_vectors(sample, doc_vecs, query_vecs)
-    proj = project(
-        vecs,
-        n_neighbors=n_neighbors,
-        min_dist=min_dist,
-        seed=seed,
-        cache_dir=cache_dir,
-        use_cache=use_cache,
-        progress=progress,
-        report=report,
-        recipe=recipe,
-    )
+    proj = project(vecs, **layout)
     points = map_frame(
         proj.coords,
         sample,
@@ -111,30 +96,17 @@ def project_collection(
 
 
 def build_whole_map(
-    *,
-    doc_ids: Sequence[str],
-    doc_texts: Sequence[str],
-    doc_vecs: np.ndarray,
-    query_ids: Sequence[str],
-    query_texts: Sequence[str],
-    query_vecs: np.ndarray,
-    failed: Sequence[FailedQuery] = (),
-    projected: Projection | None = None,
-    **kwargs: Any,
-) -> EmbeddingMap:
+    *, doc_ids: Sequence[str], doc_texts: Sequence[str], doc_vecs: np.ndarray,
+    query_ids: Sequence[str], query_texts: Sequence[str], query_vecs: np.ndarray,
+    failed: Sequence[FailedQuery] = (), projected: Projection | None = None, **kwargs: Any,
+) -> EmbeddingMap:  # fmt: skip
     """The map of *every* document and query (no sampling), for the deck.gl chart
     (:func:`diagnose.deck.embedding_deck`). ``projected``: the :func:`project_collection` of these vectors when
     already computed (the app computes it once per data and model, in a background thread); else it is computed
     here with ``kwargs``. Unplaced must-keep ids (targets missing from the corpus) are listed in the sample as in
     :func:`build_map`."""
-    if len(doc_ids) != len(doc_vecs) or len(doc_ids) != len(doc_texts):
-        raise ValueError(
-            f"{len(doc_ids)} doc ids, {len(doc_texts)} texts and {len(doc_vecs)} vectors: must be aligned"
-        )
-    if len(query_ids) != len(query_vecs) or len(query_ids) != len(query_texts):
-        raise ValueError(
-            f"{len(query_ids)} query ids, {len(query_texts)} texts and {len(query_vecs)} vectors: must be aligned"
-        )
+    _check_aligned("doc", doc_ids, doc_texts, doc_vecs)
+    _check_aligned("query", query_ids, query_texts, query_vecs)
     must_d, must_q = must_keep(failed)
     n = len(doc_ids) + len(query_ids)
     sample = sample_for_map(doc_ids, query_ids, must_docs=must_d, must_queries=must_q, cap=n)
