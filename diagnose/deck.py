@@ -34,12 +34,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import pandas as pd
 
 from diagnose.charts import CLASS_COLORS, CLASS_LABELS, OTHER_COLOR, ROLE_COLORS, class_label
+from diagnose.projection.frames import shorten
 
 if TYPE_CHECKING:  # pragma: no cover
     import pydeck
@@ -73,16 +74,6 @@ def rgba(hex_color: str, alpha: int = 255) -> list[int]:
     return [int(h[i : i + 2], 16) for i in (0, 2, 4)] + [int(alpha)]
 
 
-def _cut(text: str, limit: int) -> str:
-    if len(text) <= limit:
-        return text
-    cut = text[: limit - 1]
-    space = cut.rfind(" ")
-    if space >= int(limit * 0.6):
-        cut = cut[:space]
-    return cut.rstrip(" ,;:.-") + "…"
-
-
 def _rows(frame: pd.DataFrame, label: Sequence[str] | str, snippet_chars: int) -> pd.DataFrame:
     out = pd.DataFrame(
         {
@@ -90,7 +81,7 @@ def _rows(frame: pd.DataFrame, label: Sequence[str] | str, snippet_chars: int) -
             "y": frame["y"].to_numpy(dtype=np.float64).round(COORD_DECIMALS),
             "id": frame["id"].astype(str).to_numpy(),
             "label": label if isinstance(label, str) else list(label),
-            "snippet": [_cut(str(s), snippet_chars) for s in frame["snippet"]],
+            "snippet": [shorten(str(s), snippet_chars) for s in frame["snippet"]],
         }
     )
     return out.reset_index(drop=True)
@@ -154,89 +145,15 @@ def embedding_deck(
     if color_by not in ("role", "failure_class"):
         raise ValueError(f"color_by must be 'role' or 'failure_class', got {color_by!r}")
 
-    layers = []
-
-    def scatter(layer_id: str, role: str, label: str, **extra: object) -> None:
-        sel = points[points["role"] == role]
-        data = _rows(sel, label, snippet_chars)
-        kwargs: dict[str, object] = {
-            "id": layer_id,
-            "data": data,
-            "get_position": ["x", "y"],
-            "get_fill_color": rgba(ROLE_COLORS[role], ROLE_ALPHA[role]),
-            "get_radius": ROLE_RADIUS[role],
-            "radius_units": '"pixels"',
-            "pickable": True,
-            "auto_highlight": True,
-            "highlight_color": [0, 0, 0, 90],
-        }
-        kwargs.update(extra)
-        layers.append(pdk.Layer("ScatterplotLayer", **kwargs))
-
-    scatter("documents", "document", "Document")
-    scatter("retrieved", "retrieved", "Retrieved (top k of a failed query)")
-    scatter("targets", "target", "Missed target")
-
-    if edges is not None and len(edges):
-        miss = [c for c in ("x", "y", "x2", "y2", "query_id", "edge") if c not in edges.columns]
-        if miss:
-            raise ValueError(f"embedding_deck: edges lack columns {miss}")
-        lines = pd.DataFrame(
-            {
-                "x": edges["x"].to_numpy(dtype=np.float64).round(COORD_DECIMALS),
-                "y": edges["y"].to_numpy(dtype=np.float64).round(COORD_DECIMALS),
-                "x2": edges["x2"].to_numpy(dtype=np.float64).round(COORD_DECIMALS),
-                "y2": edges["y2"].to_numpy(dtype=np.float64).round(COORD_DECIMALS),
-                "id": edges["query_id"].astype(str).to_numpy(),
-                "label": ["Line from failed query to its " + str(e) for e in edges["edge"]],
-                "snippet": ["" for _ in range(len(edges))],
-                "color": [rgba(EDGE_COLORS.get(str(e), OTHER_COLOR), 200) for e in edges["edge"]],
-            }
-        )
-        layers.append(
-            pdk.Layer(
-                "LineLayer",
-                id="links",
-                data=lines,
-                get_source_position=["x", "y"],
-                get_target_position=["x2", "y2"],
-                get_color="color",
-                get_width=1.5,
-                width_units='"pixels"',
-                pickable=True,
-            )
-        )
-
-    scatter("queries", "query", "Query")
-    failed = points[points["role"] == "failed query"]
-    labels = [
-        f"Failed query ({class_label(c) if c else 'no class'}), click to inspect"
-        for c in failed["failure_class"]
+    layers = [
+        _role_layer(pdk, points, "documents", "document", "Document", snippet_chars),
+        _role_layer(pdk, points, "retrieved", "retrieved", "Retrieved (top k of a failed query)", snippet_chars),
+        _role_layer(pdk, points, "targets", "target", "Missed target", snippet_chars),
     ]
-    fq = _rows(failed, labels, snippet_chars)
-    if color_by == "failure_class":
-        fq["color"] = [rgba(CLASS_COLORS.get(str(c), OTHER_COLOR)) for c in failed["failure_class"]]
-    else:
-        fq["color"] = [rgba(ROLE_COLORS["failed query"])] * len(fq)
-    layers.append(
-        pdk.Layer(
-            "ScatterplotLayer",
-            id=DECK_QUERY_LAYER,
-            data=fq,
-            get_position=["x", "y"],
-            get_fill_color="color",
-            get_radius=ROLE_RADIUS["failed query"],
-            radius_units='"pixels"',
-            stroked=True,
-            get_line_color=[34, 34, 34, 255],
-            get_line_width=1,
-            line_width_units='"pixels"',  # the default unit is a coordinate unit: 2**zoom pixels wide
-            line_width_min_pixels=1,
-            pickable=True,
-            auto_highlight=True,
-            highlight_color=[0, 0, 0, 90],
-        )
-    )
+    if edges is not None and len(edges):
+        layers.append(_links_layer(pdk, edges))
+    layers.append(_role_layer(pdk, points, "queries", "query", "Query", snippet_chars))
+    layers.append(_failed_query_layer(pdk, points, color_by, snippet_chars))
     view = pdk.View(type="OrthographicView", controller=True, flip_y=False)
     return pdk.Deck(
         layers=layers,
@@ -249,6 +166,88 @@ def embedding_deck(
             "style": {"maxWidth": "380px", "whiteSpace": "pre-wrap", "fontSize": "12px"},
         },
         height=height,
+    )
+
+
+def _role_layer(
+    pdk: Any, points: pd.DataFrame, layer_id: str, role: str, label: str, snippet_chars: int
+) -> pydeck.Layer:
+    """The points of one ``role``, in that role's colour, alpha and radius (pixels), pickable."""
+    return pdk.Layer(
+        "ScatterplotLayer",
+        id=layer_id,
+        data=_rows(points[points["role"] == role], label, snippet_chars),
+        get_position=["x", "y"],
+        get_fill_color=rgba(ROLE_COLORS[role], ROLE_ALPHA[role]),
+        get_radius=ROLE_RADIUS[role],
+        radius_units='"pixels"',
+        pickable=True,
+        auto_highlight=True,
+        highlight_color=[0, 0, 0, 90],
+    )
+
+
+def _links_layer(pdk: Any, edges: pd.DataFrame) -> pydeck.Layer:
+    """The ``links`` layer: a line from each failed query to a missed target (green) or its top retrieved
+    document (orange)."""
+    miss = [c for c in ("x", "y", "x2", "y2", "query_id", "edge") if c not in edges.columns]
+    if miss:
+        raise ValueError(f"embedding_deck: edges lack columns {miss}")
+    lines = pd.DataFrame(
+        {
+            "x": edges["x"].to_numpy(dtype=np.float64).round(COORD_DECIMALS),
+            "y": edges["y"].to_numpy(dtype=np.float64).round(COORD_DECIMALS),
+            "x2": edges["x2"].to_numpy(dtype=np.float64).round(COORD_DECIMALS),
+            "y2": edges["y2"].to_numpy(dtype=np.float64).round(COORD_DECIMALS),
+            "id": edges["query_id"].astype(str).to_numpy(),
+            "label": ["Line from failed query to its " + str(e) for e in edges["edge"]],
+            "snippet": ["" for _ in range(len(edges))],
+            "color": [rgba(EDGE_COLORS.get(str(e), OTHER_COLOR), 200) for e in edges["edge"]],
+        }
+    )
+    return pdk.Layer(
+        "LineLayer",
+        id="links",
+        data=lines,
+        get_source_position=["x", "y"],
+        get_target_position=["x2", "y2"],
+        get_color="color",
+        get_width=1.5,
+        width_units='"pixels"',
+        pickable=True,
+    )
+
+
+def _failed_query_layer(
+    pdk: Any, points: pd.DataFrame, color_by: str, snippet_chars: int
+) -> pydeck.Layer:
+    """:data:`DECK_QUERY_LAYER`: the failed queries, large and outlined, coloured by role or by failure class."""
+    failed = points[points["role"] == "failed query"]
+    labels = [
+        f"Failed query ({class_label(c) if c else 'no class'}), click to inspect"
+        for c in failed["failure_class"]
+    ]
+    fq = _rows(failed, labels, snippet_chars)
+    if color_by == "failure_class":
+        fq["color"] = [rgba(CLASS_COLORS.get(str(c), OTHER_COLOR)) for c in failed["failure_class"]]
+    else:
+        fq["color"] = [rgba(ROLE_COLORS["failed query"])] * len(fq)
+    return pdk.Layer(
+        "ScatterplotLayer",
+        id=DECK_QUERY_LAYER,
+        data=fq,
+        get_position=["x", "y"],
+        get_fill_color="color",
+        get_radius=ROLE_RADIUS["failed query"],
+        radius_units='"pixels"',
+        stroked=True,
+        get_line_color=[34, 34, 34, 255],
+        get_line_width=1,
+        line_width_units='"pixels"',  # the default unit is a coordinate unit: 2**zoom pixels wide
+        line_width_min_pixels=1,
+        pickable=True,
+        auto_highlight=True,
+        highlight_color=[0, 0, 0, 90],
     )
 
 

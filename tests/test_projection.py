@@ -19,6 +19,7 @@ from diagnose import projection as pj
 from diagnose.cache import ArrayCache, CacheWarning
 from diagnose.data import DataError, ValidationReport
 from diagnose.projection import FailedQuery, MapSample
+from diagnose.projection.frames import shorten
 
 # ------------------------------------------------------------------------------------------------ sampling
 
@@ -292,13 +293,17 @@ def _snippet_whole(text: str, limit: int = pj.SNIPPET_CHARS) -> str:
     import re
 
     t = re.sub(r"\s+", " ", html.unescape(re.sub(r"<[^>]{0,200}>", " ", text))).strip()
-    if len(t) <= limit:
-        return t
-    cut = t[: limit - 1]
-    space = cut.rfind(" ")
-    if space >= int(limit * 0.6):
-        cut = cut[:space]
-    return cut.rstrip(" ,;:.-") + "…"
+    return shorten(t, limit)
+
+
+def test_shorten_cuts_at_a_word_boundary_in_the_last_40_percent():
+    assert shorten("short", 10) == "short"
+    # limit 10: the cut keeps 9 characters "abcdefg h"; its last space (index 7) is >= int(10 * 0.6) = 6: cut there
+    assert shorten("abcdefg hij", 10) == "abcdefg…"
+    # "aaaa bbbb": the last space (index 4) is < 6, so the word is cut instead; 9 characters + "…" = 10
+    assert shorten("aaaa bbbb cccc", 10) == "aaaa bbbb…"
+    # trailing punctuation before the ellipsis is dropped: "abcdefg," -> "abcdefg"
+    assert shorten("abcdefg, hij", 10) == "abcdefg…"
 
 
 @settings(max_examples=300, deadline=None)

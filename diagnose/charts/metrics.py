@@ -27,6 +27,31 @@ def metrics_bar(df: pd.DataFrame, *, k: int | None = None, title: str | None = N
     data = _with_band_and_label(df)
     has_ci = {"ci_low", "ci_high"} <= set(data.columns)
     order = list(dict.fromkeys(data["label"]))
+    layers = _metric_layers(alt, order, has_ci)
+    metrics = list(dict.fromkeys(data["metric"]))
+    text = title or (f"Metrics at k={k}" if k is not None else "Metrics")
+    subtitle = "Bars: mean over the golden queries" + ("; lines: 95% bootstrap CI" if has_ci else "")
+    chart = alt.layer(*layers, data=data)
+    if len(metrics) == 1:
+        return chart.properties(
+            width="container",
+            height=max(60, 28 * len(order)),
+            title=_title(alt, f"{text}: {metrics[0]}", subtitle),
+        )
+    return (
+        chart.properties(width=420, height=max(60, 28 * len(order)))
+        .facet(
+            row=alt.Row(
+                "metric:N", title=None, sort=metrics, header=alt.Header(labelAngle=0, labelAlign="left")
+            )
+        )
+        .properties(title=_title(alt, text, subtitle))
+    )
+
+
+def _metric_layers(alt, order: list[str], has_ci: bool) -> list:
+    """The bars coloured by quality band, the CI rules (``has_ci``) and the values written at the bars' ends, on
+    one y axis of the runs' labels in ``order``."""
     bands = list(BAND_COLORS)
     tooltip = [
         alt.Tooltip("run:N", title="Run"),
@@ -66,26 +91,7 @@ def metrics_bar(df: pd.DataFrame, *, k: int | None = None, title: str | None = N
         .mark_text(align="left", dx=4, fontSize=11)
         .encode(y=y, x=alt.X("ci_high:Q" if has_ci else "value:Q"), text=alt.Text("value:Q", format=".3f"))
     )
-    metrics = list(dict.fromkeys(data["metric"]))
-    text = title or (f"Metrics at k={k}" if k is not None else "Metrics")
-    subtitle = "Bars: mean over the golden queries" + ("; lines: 95% bootstrap CI" if has_ci else "")
-    chart = alt.layer(*layers, data=data)
-    if len(metrics) == 1:
-        return chart.properties(
-            width="container",
-            height=max(60, 28 * len(order)),
-            title=_title(alt, f"{text}: {metrics[0]}", subtitle),
-        )
-    return (
-        chart.properties(width=420, height=max(60, 28 * len(order)))
-        .facet(
-            row=alt.Row(
-                "metric:N", title=None, sort=metrics, header=alt.Header(labelAngle=0, labelAlign="left")
-            )
-        )
-        .properties(title=_title(alt, text, subtitle))
-    )
-
+    return layers
 
 
 def _with_band_and_label(df: pd.DataFrame) -> pd.DataFrame:
@@ -164,6 +170,27 @@ def curve_over_k(
     return chart.properties(width="container", height=260, title=_title(alt, text))
 
 
+def _drawn_deltas(df: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
+    """The rows :func:`delta_chart` draws, sorted by ``delta`` and numbered (``position``), with ``change`` derived
+    when absent, and the notes on what was left out to stay under :data:`ALTAIR_MAX_ROWS` (the unchanged queries
+    first, then all but the largest losses and gains)."""
+    data = df.copy()
+    if "change" not in data.columns:
+        data["change"] = ["better" if d > 1e-9 else "worse" if d < -1e-9 else "same" for d in data["delta"]]
+    data = data.sort_values("delta", kind="stable").reset_index(drop=True)
+    notes = []
+    if len(data) > ALTAIR_MAX_ROWS:
+        same = data["change"] == "same"
+        notes.append(f"{int(same.sum()):,} unchanged queries not drawn")
+        data = data[~same].reset_index(drop=True)
+    if len(data) > ALTAIR_MAX_ROWS:
+        half = ALTAIR_MAX_ROWS // 2
+        notes.append(f"only the {half:,} largest losses and gains of {len(data):,} drawn")
+        data = pd.concat([data.head(half), data.tail(half)], ignore_index=True)
+    data["position"] = range(len(data))
+    return data, notes
+
+
 def delta_chart(
     df: pd.DataFrame,
     *,
@@ -183,20 +210,7 @@ def delta_chart(
     """
     alt = _alt()
     _require(df, ["query_id", "delta"], "delta_chart")
-    data = df.copy()
-    if "change" not in data.columns:
-        data["change"] = ["better" if d > 1e-9 else "worse" if d < -1e-9 else "same" for d in data["delta"]]
-    data = data.sort_values("delta", kind="stable").reset_index(drop=True)
-    notes = []
-    if len(data) > ALTAIR_MAX_ROWS:
-        same = data["change"] == "same"
-        notes.append(f"{int(same.sum()):,} unchanged queries not drawn")
-        data = data[~same].reset_index(drop=True)
-    if len(data) > ALTAIR_MAX_ROWS:
-        half = ALTAIR_MAX_ROWS // 2
-        notes.append(f"only the {half:,} largest losses and gains of {len(data):,} drawn")
-        data = pd.concat([data.head(half), data.tail(half)], ignore_index=True)
-    data["position"] = range(len(data))
+    data, notes = _drawn_deltas(df)
     changes = list(CHANGE_COLORS)
     tooltip = [
         alt.Tooltip("query_id:N", title="Query"),

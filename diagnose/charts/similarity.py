@@ -43,7 +43,6 @@ def _histogram_rows(df: pd.DataFrame, bins: int, extra: Sequence[float]) -> pd.D
     return pd.DataFrame(rows, columns=["model", "outcome", "bin_start", "bin_end", "pairs"])
 
 
-
 def _calibrated(calibrated_threshold: float | Mapping[str, float] | None, models: Sequence[str]) -> dict[str, float]:
     """Model -> calibrated threshold: one value for every model, or the given ones (NaN and None left out)."""
     if isinstance(calibrated_threshold, Mapping):
@@ -116,39 +115,9 @@ def similarity_histogram(
     cal = _calibrated(calibrated_threshold, models)
     hist = _histogram_rows(data, bins, [float(seed_threshold), *cal.values()])
     hist["_layer"] = "value"
-    rules = [
-        {
-            "model": m,
-            "_layer": "seed",
-            "threshold": float(seed_threshold),
-            "label": f"seed {seed_threshold:.2f}",
-        }
-        for m in models
-    ]
-    rules += [
-        {"model": m, "_layer": "calibrated", "threshold": cal[m], "label": f"calibrated {cal[m]:.2f}"}
-        for m in models
-        if m in cal
-    ]
-    full = pd.concat([hist, pd.DataFrame(rules)], ignore_index=True)
+    full = pd.concat([hist, pd.DataFrame(_threshold_rows(models, seed_threshold, cal))], ignore_index=True)
     outcomes = list(OUTCOME_COLORS) + sorted(set(hist["outcome"]) - set(OUTCOME_COLORS))
-    bars = _histogram_bars(alt, outcomes)
-    layers = [bars]
-    for kind, colour, dash, dy in (("seed", "#333333", [6, 4], 10), ("calibrated", "#CC79A7", [1, 0], 26)):
-        if kind == "calibrated" and not cal:
-            continue
-        sel = alt.Chart().transform_filter(alt.datum._layer == kind)
-        layers.append(
-            sel.mark_rule(color=colour, strokeDash=dash, strokeWidth=2).encode(
-                x=alt.X("threshold:Q"),
-                tooltip=[alt.Tooltip("label:N", title="Threshold"), alt.Tooltip("threshold:Q", format=".3f")],
-            )
-        )
-        layers.append(
-            sel.mark_text(align="left", dx=4, color=colour, fontWeight="bold").encode(
-                x="threshold:Q", y=alt.value(dy), text="label:N"
-            )
-        )
+    layers = [_histogram_bars(alt, outcomes), *_threshold_layers(alt, with_calibrated=bool(cal))]
     text = title or "How similar are queries to their relevant documents?"
     sub = (
         f"Seed rule: cosine < {seed_threshold:.2f} reads as vocabulary mismatch; the calibrated threshold is this "
@@ -164,3 +133,43 @@ def similarity_histogram(
     return chart.properties(
         width="container", height=280, title=_title(alt, text, [sub, f"Model {models[0]}"])
     )
+
+
+def _threshold_rows(models: Sequence[str], seed_threshold: float, cal: Mapping[str, float]) -> list[dict]:
+    """The rows of layers ``seed`` (every model) and ``calibrated`` (the models in ``cal``): the rules' positions."""
+    rules = [
+        {
+            "model": m,
+            "_layer": "seed",
+            "threshold": float(seed_threshold),
+            "label": f"seed {seed_threshold:.2f}",
+        }
+        for m in models
+    ]
+    rules += [
+        {"model": m, "_layer": "calibrated", "threshold": cal[m], "label": f"calibrated {cal[m]:.2f}"}
+        for m in models
+        if m in cal
+    ]
+    return rules
+
+
+def _threshold_layers(alt, *, with_calibrated: bool) -> list:
+    """A rule and its label per threshold: the seed (dark, dashed), then the calibrated one (pink) when any."""
+    layers = []
+    for kind, colour, dash, dy in (("seed", "#333333", [6, 4], 10), ("calibrated", "#CC79A7", [1, 0], 26)):
+        if kind == "calibrated" and not with_calibrated:
+            continue
+        sel = alt.Chart().transform_filter(alt.datum._layer == kind)
+        layers.append(
+            sel.mark_rule(color=colour, strokeDash=dash, strokeWidth=2).encode(
+                x=alt.X("threshold:Q"),
+                tooltip=[alt.Tooltip("label:N", title="Threshold"), alt.Tooltip("threshold:Q", format=".3f")],
+            )
+        )
+        layers.append(
+            sel.mark_text(align="left", dx=4, color=colour, fontWeight="bold").encode(
+                x="threshold:Q", y=alt.value(dy), text="label:N"
+            )
+        )
+    return layers

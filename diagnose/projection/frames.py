@@ -1,4 +1,4 @@
-"""The tables the chart draws: :func:`snippet`, :func:`map_frame` (one row per point, its role and class) and
+"""The tables the chart draws: :func:`snippet` (:func:`shorten`), :func:`map_frame` (one row per point, its role and class) and
 :func:`map_edges` (failed query -> target / top retrieved document).
 """
 
@@ -57,9 +57,15 @@ def snippet(text: str | None, limit: int = SNIPPET_CHARS) -> str:
             t = _clean(text)
     else:
         t = _clean(text)
-    if len(t) <= limit:
-        return t
-    cut = t[: limit - 1]
+    return shorten(t, limit)
+
+
+def shorten(text: str, limit: int) -> str:
+    """``text`` when it has at most ``limit`` characters, else its start cut at a word boundary when one is in the
+    last 40%, trailing punctuation dropped, ended with "…" (``limit`` characters at most)."""
+    if len(text) <= limit:
+        return text
+    cut = text[: limit - 1]
     space = cut.rfind(" ")
     if space >= int(limit * 0.6):
         cut = cut[:space]
