@@ -82,14 +82,9 @@ def bootstrap_ci(
 
 
 def paired_bootstrap_ci(
-    a: Scores,
-    b: Scores,
-    *,
-    n_resamples: int = 10_000,
-    confidence: float = 0.95,
-    seed: int = 0,
+    a: Scores, b: Scores, *, n_resamples: int = 10_000, confidence: float = 0.95, seed: int = 0,
     method: BootstrapMethod = "percentile",
-) -> tuple[float, float]:
+) -> tuple[float, float]:  # fmt: skip
     """Bootstrap CI of the mean difference ``mean(b) - mean(a)``, resampling **queries** (the same resampled
     query indices for both runs). Since ``mean(b[i]) - mean(a[i]) == mean((b - a)[i])`` for any index vector
     ``i``, this is exactly :func:`bootstrap_ci` of the per-query differences ``b - a``; pairing keeps the

@@ -5,6 +5,7 @@ table: who is tied with the best)."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -106,17 +107,9 @@ class Comparison:
 
 
 def compare(
-    a: Scores,
-    b: Scores,
-    *,
-    metric: str,
-    run: str,
-    reference: str,
-    alpha: float = 0.05,
-    n_resamples: int = 10_000,
-    seed: int = 0,
-    bootstrap_method: BootstrapMethod = "percentile",
-) -> Comparison:
+    a: Scores, b: Scores, *, metric: str, run: str, reference: str,
+    alpha: float = 0.05, n_resamples: int = 10_000, seed: int = 0, bootstrap_method: BootstrapMethod = "percentile",
+) -> Comparison:  # fmt: skip
     """Compare run ``b`` (named ``run``) with reference ``a`` (named ``reference``) on one metric.
 
     Runs every test above on the same per-query differences ``b - a``; the CI is the 95% paired bootstrap CI
@@ -181,17 +174,17 @@ def compare_all(
     if reference not in per_query:
         raise DataError(f"reference run {reference!r} is not among the runs {list(per_query)}.")
     alpha = _check_fraction(alpha, "alpha")
+    # the settings every comparison of the family shares
+    one = functools.partial(
+        compare, alpha=alpha, n_resamples=n_resamples, seed=seed, bootstrap_method=bootstrap_method
+    )
     results = [
-        compare(
+        one(
             _metric_scores(per_query[reference], metric, reference),
             _metric_scores(table, metric, name),
             metric=metric,
             run=name,
             reference=reference,
-            alpha=alpha,
-            n_resamples=n_resamples,
-            seed=seed,
-            bootstrap_method=bootstrap_method,
         )
         for metric in metrics
         for name, table in per_query.items()
