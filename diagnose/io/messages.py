@@ -4,10 +4,10 @@ one-paragraph fatal error ``<file>:<line>: what is wrong (what was seen). Expect
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from diagnose.data import DataError
+from diagnose.data import DataError, ValidationReport
 
 
 def _snip(text: str | bytes, limit: int = 80) -> str:
@@ -56,3 +56,10 @@ def _plural(n: int, word: str, plural: str | None = None) -> str:
 
 def _verb(n: int, singular: str, plural: str) -> str:
     return singular if n == 1 else plural
+
+
+def _note_lines(report: ValidationReport, code: str, message: str, lines: Sequence[int], file: str) -> None:
+    """An info item about ``lines`` (line numbers, shown as ``line N``), when there are any."""
+    if lines:
+        examples = [f"line {i}" for i in lines]
+        report.add(code, message, severity="info", file=file, count=len(lines), examples=examples)

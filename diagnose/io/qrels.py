@@ -15,7 +15,7 @@ from diagnose.data import Qrels, ValidationReport
 from diagnose.io.decoding import _clean_utf8, _refuse_decoding_collisions
 from diagnose.io.files import PathLike, _read_bytes
 from diagnose.io.formats import _QRELS_D_HEADER, _QRELS_Q_HEADER, BEIR_QRELS, QRELS_FORMATS, TREC_QRELS
-from diagnose.io.messages import _fatal, _ids, _pair, _plural, _show_id, _snip, _verb
+from diagnose.io.messages import _fatal, _ids, _note_lines, _pair, _plural, _show_id, _snip, _verb
 from diagnose.io.tables import _fast_whitespace_table, _to_pandas
 from diagnose.io.text import (
     _GRADE_FIX,
@@ -25,6 +25,7 @@ from diagnose.io.text import (
     _grade_fits,
     _json_query_lines,
     _json_text,
+    _line_start,
     _lines,
     _not_ascii_note,
     _number_text,
@@ -87,13 +88,8 @@ def _read_qrels_columns(
 ) -> pd.DataFrame:
     """TREC (4 fields) or BEIR (3 fields, tab-separated when ``tabs``) qrels; lines up to ``skip_through`` skipped."""
     body = raw
-    if skip_through:
-        cut = 0
-        for _ in range(skip_through):
-            nl = body.find(b"\n", cut)
-            cut = len(body) if nl < 0 else nl + 1
-        body = b"\n" * skip_through + body[cut:]  # keep line numbers
-    expected = TREC_QRELS if nfields == 4 else BEIR_QRELS
+    if skip_through:  # blank lines in place of the skipped ones keep the line numbers
+        body = b"\n" * skip_through + raw[_line_start(raw, skip_through) :]
     names = ["q", "iter", "d", "g"] if nfields == 4 else ["q", "d", "g"]
     types = {"q": pa.string(), "d": pa.string(), "g": pa.int64()}
     table = None if tabs and _has_inner_spaces(body) else _fast_whitespace_table(body, names, types)
@@ -112,51 +108,61 @@ def _read_qrels_columns(
         if not text.strip() or text.lstrip().startswith("#"):
             continue
         parts = [p.strip() for p in text.split("\t")] if tabs else text.split()
-        if len(parts) != nfields:
-            fields_desc = '"qid iter docid rel"' if nfields == 4 else '"query-id corpus-id score"'
-            raise _fatal(
-                file,
-                lineno,
-                f"expected {nfields} {'tab' if tabs else 'whitespace'}-separated fields {fields_desc}, found {len(parts)}",
-                _snip(text),
-                expected,
-                "write every judgement on its own line with exactly these fields",
-            )
-        grade_text = parts[-1]
-        grade = _parse_grade(grade_text)
-        if grade is None:
-            raise _fatal(
-                file,
-                lineno,
-                f"the relevance grade is not an integer: {grade_text!r}{_not_ascii_note(grade_text)}",
-                _snip(text),
-                expected,
-                "use integer grades in ASCII digits (0 = not relevant, 1, 2, ... = relevant); map labels like "
-                "'high' to numbers first",
-            )
-        if not _grade_fits(grade):
-            raise _fatal(
-                file,
-                lineno,
-                f"the relevance grade is out of range: {_number_text(grade_text)}",
-                None,
-                GRADE_RANGE,
-                _GRADE_FIX,
-            )
-        if not _INT_RE.match(grade_text):
+        grade = _qrels_line_grade(parts, text, lineno, file, nfields, tabs)
+        if not _INT_RE.match(parts[-1]):
             decimals.append(lineno)
         qs.append(parts[0])
         ds.append(parts[-2])
         gs.append(grade)
-    if decimals:
-        report.add(
-            "decimal_grade",
-            f"{_plural(len(decimals), 'grade')} written as decimals (like 1.0) {_verb(len(decimals), 'was', 'were')} read as integers",
-            severity="info",
-            file=file,
-            count=len(decimals),
-            examples=[f"line {i}" for i in decimals],
+    _note_lines(
+        report,
+        "decimal_grade",
+        f"{_plural(len(decimals), 'grade')} written as decimals (like 1.0) {_verb(len(decimals), 'was', 'were')} read as integers",
+        decimals,
+        file,
+    )
+    return _qrels_frame(qs, ds, gs)
+
+
+def _qrels_line_grade(parts: list[str], text: str, lineno: int, file: str, nfields: int, tabs: bool) -> int:
+    """The grade of a qrels line split into ``parts``; fatal when the fields are wrong or the grade no integer."""
+    expected = TREC_QRELS if nfields == 4 else BEIR_QRELS
+    if len(parts) != nfields:
+        fields_desc = '"qid iter docid rel"' if nfields == 4 else '"query-id corpus-id score"'
+        raise _fatal(
+            file,
+            lineno,
+            f"expected {nfields} {'tab' if tabs else 'whitespace'}-separated fields {fields_desc}, found {len(parts)}",
+            _snip(text),
+            expected,
+            "write every judgement on its own line with exactly these fields",
         )
+    grade_text = parts[-1]
+    grade = _parse_grade(grade_text)
+    if grade is None:
+        raise _fatal(
+            file,
+            lineno,
+            f"the relevance grade is not an integer: {grade_text!r}{_not_ascii_note(grade_text)}",
+            _snip(text),
+            expected,
+            "use integer grades in ASCII digits (0 = not relevant, 1, 2, ... = relevant); map labels like "
+            "'high' to numbers first",
+        )
+    if not _grade_fits(grade):
+        raise _fatal(
+            file,
+            lineno,
+            f"the relevance grade is out of range: {_number_text(grade_text)}",
+            None,
+            GRADE_RANGE,
+            _GRADE_FIX,
+        )
+    return grade
+
+
+def _qrels_frame(qs: list[str], ds: list[str], gs: list[int]) -> pd.DataFrame:
+    """Judgements as the qrels frame: ``query_id``, ``doc_id`` (str) and ``relevance`` (int64)."""
     return pd.DataFrame(
         {
             "query_id": pd.Series(qs, dtype="str"),
@@ -224,13 +230,7 @@ def _read_qrels_jsonl(raw: bytes, file: str, report: ValidationReport) -> pd.Dat
             qs.append(qid)
             ds.append(str(doc).strip())
             gs.append(value)
-    return pd.DataFrame(
-        {
-            "query_id": pd.Series(qs, dtype="str"),
-            "doc_id": pd.Series(ds, dtype="str"),
-            "relevance": np.asarray(gs, dtype=np.int64),
-        }
-    )
+    return _qrels_frame(qs, ds, gs)
 
 
 def _json_grade(grade: Any) -> int | None:
@@ -295,11 +295,4 @@ def _finish_qrels(df: pd.DataFrame, file: str, report: ValidationReport) -> Qrel
 def empty_qrels(source: str = "") -> Qrels:
     """Qrels without a judgement (a data set with no golden set yet). Evaluating them is an error: no query has a
     relevant document."""
-    df = pd.DataFrame(
-        {
-            "query_id": pd.Series([], dtype="str"),
-            "doc_id": pd.Series([], dtype="str"),
-            "relevance": np.zeros(0, dtype=np.int64),
-        }
-    )
-    return Qrels(df, source)
+    return Qrels(_qrels_frame([], [], []), source)

@@ -18,7 +18,7 @@ from diagnose.data import DataError, Run, ValidationReport
 from diagnose.io.decoding import _clean_utf8, _refuse_decoding_collisions
 from diagnose.io.files import PathLike, _exists, _read_bytes, _suffixes
 from diagnose.io.formats import _RUN_D_COLS, _RUN_Q_COLS, RUN_FORMATS, TREC_RUN
-from diagnose.io.messages import _fatal, _plural, _show_id, _snip, _verb
+from diagnose.io.messages import _fatal, _note_lines, _plural, _show_id, _snip, _verb
 from diagnose.io.run_order import (
     _build_run,
     _empty_run,
@@ -128,16 +128,14 @@ def _read_run_trec(raw: bytes, file: str, name: str, report: ValidationReport) -
         ds.append(parts[2].decode("utf-8"))
         rs.append(rank if rank is not None else math.nan)
         ss.append(score)
-    if extra:
-        report.add(
-            "extra_fields_ignored",
-            f"{_plural(len(extra), 'line')} {_verb(len(extra), 'has', 'have')} more than 6 fields; the fields after the run tag are ignored "
-            "(as trec_eval does)",
-            severity="info",
-            file=file,
-            count=len(extra),
-            examples=[f"line {i}" for i in extra],
-        )
+    _note_lines(
+        report,
+        "extra_fields_ignored",
+        f"{_plural(len(extra), 'line')} {_verb(len(extra), 'has', 'have')} more than 6 fields; the fields after the run tag are ignored "
+        "(as trec_eval does)",
+        extra,
+        file,
+    )
     file_ranks = np.asarray(rs, dtype=np.float64)
     return _run_from_lists(name, file, (qs, ds, ss), report, what="result lines", file_ranks=file_ranks)
 

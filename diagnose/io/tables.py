@@ -16,7 +16,7 @@ import pyarrow.csv as pacsv
 
 from diagnose.data import ValidationReport
 from diagnose.io.messages import _fatal, _plural, _snip, _verb
-from diagnose.io.text import _lines
+from diagnose.io.text import _line_start, _lines
 
 
 def _fast_paths() -> bool:
@@ -151,11 +151,7 @@ def _read_csv_table(
     """The rows after the header line, every column as strings (ids like ``007`` stay ``007``), and a function
     from a table row to its file line. Rows with the wrong number of fields are fatal (``strict``) or skipped and
     counted."""
-    cut = 0
-    for _ in range(header_line):
-        nl = raw.find(b"\n", cut)
-        cut = len(raw) if nl < 0 else nl + 1
-    body = raw[cut:]
+    body = raw[_line_start(raw, header_line) :]
     bad: list[tuple[int, str, int]] = []  # (record number within body, text, fields found)
 
     def on_bad(row) -> str:

@@ -46,6 +46,15 @@ def _lines(data: bytes) -> Iterator[tuple[int, bytes]]:
         yield i, line.rstrip(b"\r")
 
 
+def _line_start(data: bytes, n: int) -> int:
+    """Byte offset of line ``n + 1`` (the first ``n`` lines skipped); ``len(data)`` when there are fewer lines."""
+    cut = 0
+    for _ in range(n):
+        nl = data.find(b"\n", cut)
+        cut = len(data) if nl < 0 else nl + 1
+    return cut
+
+
 def _is_number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
