@@ -152,31 +152,7 @@ def _read_csv_table(
     from a table row to its file line. Rows with the wrong number of fields are fatal (``strict``) or skipped and
     counted."""
     body = raw[_line_start(raw, header_line) :]
-    bad: list[tuple[int, str, int]] = []  # (record number within body, text, fields found)
-
-    def on_bad(row) -> str:
-        bad.append((row.number, row.text, row.actual_columns))
-        return "skip"
-
-    names = [f"c{i}" for i in range(len(columns))]
-    try:
-        table = pacsv.read_csv(
-            pa.BufferReader(body),
-            read_options=pacsv.ReadOptions(column_names=names, use_threads=False),
-            parse_options=pacsv.ParseOptions(
-                delimiter=delimiter, newlines_in_values=True, invalid_row_handler=on_bad
-            ),
-            convert_options=pacsv.ConvertOptions(
-                column_types={n: pa.string() for n in names},
-                strings_can_be_null=False,
-                quoted_strings_can_be_null=False,
-                null_values=[],
-            ),
-        )
-    except pa.ArrowInvalid as e:
-        raise _fatal(
-            file, None, "cannot be parsed as a table", str(e).splitlines()[0], expected, "check the quoting"
-        ) from None
+    table, bad = _parse_csv_body(body, len(columns), delimiter, file, expected)
     record_lines: list[int] = []
 
     def record_line(number: int) -> int:  # pyarrow numbers non-empty records from 1
@@ -214,3 +190,36 @@ def _read_csv_table(
             examples=[f"line {ln}: {_snip(t, 60)}" for ln, (_, t, _) in zip(lines, bad, strict=True)],
         )
     return table.rename_columns(columns), line_of_row
+
+
+def _parse_csv_body(
+    body: bytes, n_columns: int, delimiter: str, file: str, expected: str
+) -> tuple[pa.Table, list[tuple[int, str, int]]]:
+    """pyarrow's parse of the rows, every column as strings, and the rows it skipped for a wrong number of fields:
+    ``(record number within body, text, fields found)``."""
+    bad: list[tuple[int, str, int]] = []
+
+    def on_bad(row) -> str:
+        bad.append((row.number, row.text, row.actual_columns))
+        return "skip"
+
+    names = [f"c{i}" for i in range(n_columns)]
+    try:
+        table = pacsv.read_csv(
+            pa.BufferReader(body),
+            read_options=pacsv.ReadOptions(column_names=names, use_threads=False),
+            parse_options=pacsv.ParseOptions(
+                delimiter=delimiter, newlines_in_values=True, invalid_row_handler=on_bad
+            ),
+            convert_options=pacsv.ConvertOptions(
+                column_types={n: pa.string() for n in names},
+                strings_can_be_null=False,
+                quoted_strings_can_be_null=False,
+                null_values=[],
+            ),
+        )
+    except pa.ArrowInvalid as e:
+        raise _fatal(
+            file, None, "cannot be parsed as a table", str(e).splitlines()[0], expected, "check the quoting"
+        ) from None
+    return table, bad
