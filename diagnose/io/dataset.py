@@ -245,44 +245,37 @@ def _cross_checks(
         _check_doc_ids(qrels, runs, corpus, report)
     for run in runs.values():
         in_run = pd.Index(pd.unique(run.df["query_id"]))
-        absent = golden.difference(in_run, sort=False)
-        n = len(absent)
-        _count_ids(
-            report,
-            "query_missing_from_run",
-            f"run {run.name!r}: {_plural(n, 'golden query', 'golden queries')} {_verb(n, 'has', 'have')} no "
-            f"results; {_verb(n, 'it scores', 'they score')} 0 (like trec_eval -c)",
-            absent,
-            run.source,
-        )
-        unjudged = in_run.difference(judged, sort=False)
-        n = len(unjudged)
-        _count_ids(
-            report,
-            "run_query_not_judged",
-            f"run {run.name!r}: {_plural(n, 'query', 'queries')} {_verb(n, 'has', 'have')} no judgements in the "
-            f"qrels and {_verb(n, 'is', 'are')} ignored by the metrics",
-            unjudged,
-            run.source,
-        )
+        absent, unjudged = golden.difference(in_run, sort=False), in_run.difference(judged, sort=False)
+        _count_ids(report, "query_missing_from_run", absent, run.source, run.name)
+        _count_ids(report, "run_query_not_judged", unjudged, run.source, run.name)
         report.stats[f"run:{run.name}:rows"] = len(run.df)
     if queries is not None:
         text = queries.df.set_index("query_id")["text"]
         no_text = golden.difference(text[text.str.strip() != ""].index, sort=False)
-        n = len(no_text)
-        _count_ids(
-            report,
-            "golden_query_without_text",
-            f"{_plural(n, 'golden query', 'golden queries')} {_verb(n, 'has', 'have')} no text in the queries "
-            f"file; baselines and the failure analysis skip {_verb(n, 'it', 'them')}",
-            no_text,
-            queries.source,
-        )
+        _count_ids(report, "golden_query_without_text", no_text, queries.source)
 
 
-def _count_ids(report: ValidationReport, code: str, message: str, ids: pd.Index, file: str | None) -> None:
-    """A warning naming the first few of ``ids``, when there are any."""
+#: The warnings that name query ids, worded from the run's name and the number of ids.
+_QUERY_ID_WARNINGS: dict[str, Callable[[str, int], str]] = {
+    "query_missing_from_run": lambda run, n: (
+        f"run {run!r}: {_plural(n, 'golden query', 'golden queries')} {_verb(n, 'has', 'have')} no results; "
+        f"{_verb(n, 'it scores', 'they score')} 0 (like trec_eval -c)"
+    ),
+    "run_query_not_judged": lambda run, n: (
+        f"run {run!r}: {_plural(n, 'query', 'queries')} {_verb(n, 'has', 'have')} no judgements in the qrels and "
+        f"{_verb(n, 'is', 'are')} ignored by the metrics"
+    ),
+    "golden_query_without_text": lambda _, n: (
+        f"{_plural(n, 'golden query', 'golden queries')} {_verb(n, 'has', 'have')} no text in the queries file; "
+        f"baselines and the failure analysis skip {_verb(n, 'it', 'them')}"
+    ),
+}
+
+
+def _count_ids(report: ValidationReport, code: str, ids: pd.Index, file: str | None, run: str = "") -> None:
+    """The warning ``code`` (:data:`_QUERY_ID_WARNINGS`) naming the first few of ``ids``, when there are any."""
     if len(ids):
+        message = _QUERY_ID_WARNINGS[code](run, len(ids))
         report.add(code, message, file=file, count=len(ids), examples=_ids(ids.tolist()))
 
 
