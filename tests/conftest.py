@@ -23,3 +23,11 @@ def second_model(tmp_path_factory):
     folder = tmp_path_factory.mktemp("models") / "minilm-proj64"
     model.save(str(folder))
     return folder
+
+
+@pytest.fixture
+def keyword_encoder(monkeypatch, tmp_path_factory):
+    """The app uses the fake keyword encoder, its embeddings cached in the session's temporary folder (the AppTest
+    tests: ``pytestmark = pytest.mark.usefixtures("keyword_encoder")``)."""
+    monkeypatch.setenv("DIAGNOSE_ENCODER", "keyword")
+    monkeypatch.setenv("DIAGNOSE_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "cache"))

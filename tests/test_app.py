@@ -21,6 +21,8 @@ from diagnose.data import DataError  # noqa: E402
 from diagnose.failures import CLASS_LABELS, RECOMMENDATIONS  # noqa: E402
 from diagnose.ui import sources, text  # noqa: E402
 
+pytestmark = pytest.mark.usefixtures("keyword_encoder")
+
 ROOT = Path(__file__).resolve().parents[1]
 APP = ROOT / "app.py"
 DEMO = ROOT / "demo_corpus"
@@ -35,12 +37,6 @@ def _shown(markdown: str) -> str:
 
 
 BASELINES = ["bm25", "dense", "hybrid"]
-
-
-@pytest.fixture(autouse=True)
-def _fake_encoder(monkeypatch, tmp_path_factory):
-    monkeypatch.setenv("DIAGNOSE_ENCODER", "keyword")
-    monkeypatch.setenv("DIAGNOSE_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "cache"))
 
 
 def _app() -> AppTest:

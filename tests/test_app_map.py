@@ -16,16 +16,12 @@ from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from diagnose import deck  # noqa: E402
 
+pytestmark = pytest.mark.usefixtures("keyword_encoder")
+
 ROOT = Path(__file__).resolve().parents[1]
 APP = ROOT / "app.py"
 MAP = "diagnose/ui/pages/map.py"
 TIMEOUT = 180
-
-
-@pytest.fixture(autouse=True)
-def _fake_encoder(monkeypatch, tmp_path_factory):
-    monkeypatch.setenv("DIAGNOSE_ENCODER", "keyword")
-    monkeypatch.setenv("DIAGNOSE_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "cache"))
 
 
 def _open_map(view: str | None = None) -> AppTest:
