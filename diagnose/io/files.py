@@ -117,13 +117,16 @@ def _os_error(file: str, e: OSError, expected: str) -> DataError:
     )
 
 
-def _stat(path: PathLike, expected: str) -> os.stat_result | None:
-    """``os.stat(path)``; None when it does not exist; any other failure is a DataError naming the path."""
+def _stat(path: PathLike, expected: str, *, missing_ok: bool = True) -> os.stat_result | None:
+    """``os.stat(path)``; None when it does not exist (``missing_ok``); any other failure is a DataError naming the
+    path."""
     file = str(path)
     try:
         return os.stat(path)
-    except (FileNotFoundError, NotADirectoryError):
-        return None
+    except (FileNotFoundError, NotADirectoryError) as e:
+        if missing_ok:
+            return None
+        raise _os_error(file, e, expected) from None
     except OSError as e:
         raise _os_error(file, e, expected) from None
     except ValueError:  # a NUL character in the path
@@ -150,14 +153,8 @@ def check_input_path(path: PathLike, expected: str, *, folder: bool | None = Fal
     name the path and the fix.
     """
     file = str(path)
-    try:
-        st = os.stat(path)
-    except OSError as e:
-        raise _os_error(file, e, expected) from None
-    except ValueError:
-        raise _fatal(
-            file, None, "the path contains a NUL character", None, expected, "check the path"
-        ) from None
+    st = _stat(path, expected, missing_ok=False)
+    assert st is not None  # missing_ok=False: a missing path is a DataError
     mode = st.st_mode
     if stat.S_ISDIR(mode):
         if folder is False:
