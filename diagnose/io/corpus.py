@@ -89,22 +89,37 @@ def _read_text_folder(root: Path, file: str, report: ValidationReport) -> pd.Dat
                 f"a corpus of at most {limit} bytes",
                 _too_big_fix(),
             )
-        try:
-            raw = p.read_bytes()
-        except OSError as e:
-            raise _os_error(str(p), e, "a readable .txt or .md file in the corpus folder") from None
-        if raw.startswith(codecs.BOM_UTF8):
-            raw = raw[len(codecs.BOM_UTF8) :]
-        try:
-            content = raw.decode("utf-8")
-        except UnicodeDecodeError:
-            content = raw.decode("utf-8", errors="replace")
+        content, is_utf8 = _read_text_file(p)
+        if not is_utf8:
             non_utf8.append(rel.as_posix())
-        content = content.replace("\r\n", "\n")
         title, text = _split_markdown_title(content) if p.suffix.lower() == ".md" else ("", content)
         ids.append(rel.as_posix())
         titles.append(title)
         texts.append(text.strip())
+    _report_folder(ignored, non_utf8, bool(ids), file, report)
+    return pd.DataFrame({"doc_id": pd.Series(ids, dtype="str"), "title": titles, "text": texts})
+
+
+def _read_text_file(p: Path) -> tuple[str, bool]:
+    """A ``.txt`` / ``.md`` file's text (BOM dropped, CRLF as LF) and whether it was UTF-8 (else decoded with
+    replacement characters)."""
+    try:
+        raw = p.read_bytes()
+    except OSError as e:
+        raise _os_error(str(p), e, "a readable .txt or .md file in the corpus folder") from None
+    if raw.startswith(codecs.BOM_UTF8):
+        raw = raw[len(codecs.BOM_UTF8) :]
+    try:
+        content, is_utf8 = raw.decode("utf-8"), True
+    except UnicodeDecodeError:
+        content, is_utf8 = raw.decode("utf-8", errors="replace"), False
+    return content.replace("\r\n", "\n"), is_utf8
+
+
+def _report_folder(
+    ignored: list[str], non_utf8: list[str], any_text: bool, file: str, report: ValidationReport
+) -> None:
+    """Count the files of a corpus folder that were not read, or not UTF-8, and a folder without text files."""
     if ignored:
         report.add(
             "ignored_files",
@@ -123,9 +138,8 @@ def _read_text_folder(root: Path, file: str, report: ValidationReport) -> pd.Dat
             count=len(non_utf8),
             examples=non_utf8,
         )
-    if not ids:
+    if not any_text:
         report.add("empty_file", "the corpus folder has no .txt or .md files", file=file)
-    return pd.DataFrame({"doc_id": pd.Series(ids, dtype="str"), "title": titles, "text": texts})
 
 
 def _walk_folder(root: Path, file: str) -> list[tuple[Path, os.stat_result]]:
