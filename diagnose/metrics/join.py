@@ -126,60 +126,27 @@ def _prepare(qrels: Qrels, relevance_level: int = 1) -> _PreparedQrels:
         raise DataError(f"relevance_level must be an integer >= 1, got {relevance_level!r}.")
     if relevance_level < 1:
         raise DataError(f"relevance_level must be an integer >= 1, got {relevance_level!r}.")
-    df = qrels.df
-    grades = _grades(qrels)
-    q_codes, q_ids = pd.factorize(df["query_id"], sort=False)
-    q_codes = q_codes.astype(np.int64)
-    docs = _arrow(df["doc_id"])
-    keys = pair_keys(fingerprints(docs), q_codes)
-    rows = np.arange(len(df))
-    order = np.argsort(keys)
-    if len(keys) > 1 and (keys[order[1:]] == keys[order[:-1]]).any():
-        # a (query, doc) pair judged twice: the last judgement wins, like Qrels.as_dict(). Decided on the ids
-        # themselves, not on the keys, so a key collision cannot drop a judgement.
-        dup = pd.DataFrame({"q": q_codes, "d": docs.to_numpy(zero_copy_only=False)}).duplicated(keep="last")
-        rows = np.flatnonzero(~dup.to_numpy())
-        q_codes, grades, keys = q_codes[rows], grades[rows], keys[rows]
-        order = np.argsort(keys)
-    query_index = pd.Index(np.asarray(q_ids, dtype=object), dtype=object)
+    query_index, docs, q_codes, grades, keys, rows, order = _judgements(qrels)
     n_all = len(query_index)
-
     n_rel_all = np.bincount(q_codes[grades >= relevance_level], minlength=n_all)
     has_rel = n_rel_all > 0
     eval_of_query = np.full(n_all, -1, dtype=np.int64)
     eval_of_query[has_rel] = np.arange(int(has_rel.sum()))
     eval_ids = query_index.to_numpy()[has_rel]
-    no_relevant = [str(q) for q in query_index.to_numpy()[~has_rel]]
 
     judged_keys, judged_q, judged_rows = keys[order], q_codes[order], rows[order]  # every judgement, by key
-    pos = np.flatnonzero(grades > 0)
     order = order[grades[order] > 0]  # positive judgements, sorted by key
     pos_keys = keys[order]
-    # direct-address table on the top bits of the key (load <= 1/8): slot -> position in pos_keys, -1 when empty,
-    # -2 when several positive keys share the slot (those few lookups fall back to a binary search)
-    bits = min(25, max(16, int(np.ceil(np.log2(max(len(pos_keys), 1) * 8)))))
-    shift = np.uint64(64 - bits)
-    slots = (pos_keys >> shift).astype(np.intp)
-    table = np.full(1 << bits, -1, dtype=np.int32 if len(pos_keys) < 2**31 else np.int64)
-    table[slots] = np.arange(len(pos_keys))
-    shared = np.flatnonzero(np.bincount(slots, minlength=1 << bits) > 1) if len(slots) else slots
-    table[shared] = -2
-
-    # ideal ranking: grades of each scored query sorted decreasingly (queries without relevant docs dropped)
-    pe, pg = eval_of_query[q_codes[pos]], grades[pos]
-    iq, ig = pe[pe >= 0], pg[pe >= 0]
-    iorder = np.lexsort((-ig, iq))
-    iq, ig = iq[iorder], ig[iorder]
-    first = np.searchsorted(iq, np.arange(len(eval_ids)))
-    ideal_rank = np.arange(1, len(iq) + 1, dtype=np.int64) - (first[iq] if len(iq) else 0)
-
+    table, shift = _slot_table(pos_keys)
+    pos = np.flatnonzero(grades > 0)
+    iq, ig, ideal_rank = _ideal_ranking(eval_of_query[q_codes[pos]], grades[pos], len(eval_ids))
     return _PreparedQrels(
         relevance_level=int(relevance_level),
         query_index=query_index,
         eval_of_query=eval_of_query,
         eval_ids=eval_ids,
         n_rel=n_rel_all[has_rel].astype(np.float64),
-        no_relevant=no_relevant,
+        no_relevant=[str(q) for q in query_index.to_numpy()[~has_rel]],
         pos_keys=pos_keys,
         pos_q=q_codes[order],
         pos_docs=docs.take(pa.array(rows[order], type=pa.int64())),
@@ -196,6 +163,56 @@ def _prepare(qrels: Qrels, relevance_level: int = 1) -> _PreparedQrels:
         judged_docs=docs,
         judged_unique=not (judged_keys[1:] == judged_keys[:-1]).any(),
     )
+
+
+def _judgements(
+    qrels: Qrels,
+) -> tuple[np.ndarray, pd.Index, pa.Array, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The qrels as arrays: the judged query ids (first-seen order), the doc ids (all rows), and for each judgement
+    kept its query code, grade, pair key and qrels row, with the order that sorts the keys. A (query, doc) pair
+    judged twice keeps its last judgement, like ``Qrels.as_dict()``."""
+    df = qrels.df
+    grades = _grades(qrels)
+    q_codes, q_ids = pd.factorize(df["query_id"], sort=False)
+    q_codes = q_codes.astype(np.int64)
+    docs = _arrow(df["doc_id"])
+    keys = pair_keys(fingerprints(docs), q_codes)
+    rows = np.arange(len(df))
+    order = np.argsort(keys)
+    if len(keys) > 1 and (keys[order[1:]] == keys[order[:-1]]).any():
+        # decided on the ids themselves, not on the keys, so a key collision cannot drop a judgement
+        dup = pd.DataFrame({"q": q_codes, "d": docs.to_numpy(zero_copy_only=False)}).duplicated(keep="last")
+        rows = np.flatnonzero(~dup.to_numpy())
+        q_codes, grades, keys = q_codes[rows], grades[rows], keys[rows]
+        order = np.argsort(keys)
+    query_index = pd.Index(np.asarray(q_ids, dtype=object), dtype=object)
+    return query_index, docs, q_codes, grades, keys, rows, order
+
+
+def _slot_table(pos_keys: np.ndarray) -> tuple[np.ndarray, np.uint64]:
+    """Direct-address table on the top bits of the sorted keys (load <= 1/8): slot -> position in ``pos_keys``, -1
+    when empty, -2 when several keys share the slot (those few lookups fall back to a binary search)."""
+    bits = min(25, max(16, int(np.ceil(np.log2(max(len(pos_keys), 1) * 8)))))
+    shift = np.uint64(64 - bits)
+    slots = (pos_keys >> shift).astype(np.intp)
+    table = np.full(1 << bits, -1, dtype=np.int32 if len(pos_keys) < 2**31 else np.int64)
+    table[slots] = np.arange(len(pos_keys))
+    shared = np.flatnonzero(np.bincount(slots, minlength=1 << bits) > 1) if len(slots) else slots
+    table[shared] = -2
+    return table, shift
+
+
+def _ideal_ranking(
+    e: np.ndarray, grades: np.ndarray, n_eval: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The ideal ranking from the positive judgements (scored query code ``e``, -1 when not scored, and grade):
+    each scored query's grades sorted decreasingly, as (query, grade, 1-based position in the query)."""
+    iq, ig = e[e >= 0], grades[e >= 0]
+    iorder = np.lexsort((-ig, iq))
+    iq, ig = iq[iorder], ig[iorder]
+    first = np.searchsorted(iq, np.arange(n_eval))
+    ideal_rank = np.arange(1, len(iq) + 1, dtype=np.int64) - (first[iq] if len(iq) else 0)
+    return iq, ig, ideal_rank
 
 
 # --------------------------------------------------------------------------------------------- run join
