@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from diagnose.data import DataError, Qrels, Queries, Run
+from diagnose.data import DataError, Qrels, Queries, Run, fields_dict
 from diagnose.fusion import rrf, weighted_fusion
 from diagnose.metrics import Evaluation, evaluate
 
@@ -101,15 +101,7 @@ class RerankReport:
     introduced: list[str]  # queries that succeed before and fail after
 
     def to_dict(self) -> dict:
-        return {
-            "k": self.k,
-            "depth": self.depth,
-            "ceiling_recall": self.ceiling,
-            "before": self.before,
-            "after": self.after,
-            "recovered": self.recovered,
-            "introduced": self.introduced,
-        }
+        return fields_dict(self, rename={"ceiling": "ceiling_recall"})
 
 
 def rerank_report(

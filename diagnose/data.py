@@ -15,9 +15,9 @@ file, the line or id, and the fix. Everything else is counted in a :class:`Valid
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field, fields
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 import pandas as pd
@@ -48,14 +48,7 @@ class Problem:
     examples: tuple[str, ...] = ()
 
     def to_dict(self) -> dict:
-        return {
-            "code": self.code,
-            "severity": self.severity,
-            "message": self.message,
-            "file": self.file,
-            "count": self.count,
-            "examples": list(self.examples),
-        }
+        return {**fields_dict(self), "examples": list(self.examples)}
 
     def format(self) -> str:
         where = f"{self.file}: " if self.file else ""
@@ -128,6 +121,17 @@ def json_default(o: Any) -> Any:
     raise TypeError(f"not JSON serialisable: {type(o).__name__}")
 
 
+def fields_dict(record: Any, *names: str, rename: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """``{name: getattr(record, name)}`` over ``names`` (none given: every dataclass field, in declaration order),
+    keys renamed by ``rename`` in place; shallow (values are the record's own, not copies as with
+    :func:`dataclasses.asdict`).
+
+    The ``to_dict`` methods start from it; a value that needs converting is set after, and its key keeps its place:
+    ``{**fields_dict(self), "examples": list(self.examples)}``."""
+    rename = rename or {}
+    return {rename.get(n, n): getattr(record, n) for n in names or [f.name for f in fields(record)]}
+
+
 def document_text(title: str, text: str) -> str:
     """The text that is embedded and indexed for a document: ``title + " " + text`` (BEIR's convention)."""
     title = title or ""
@@ -135,23 +139,35 @@ def document_text(title: str, text: str) -> str:
     return f"{title} {text}".strip() if title else text
 
 
-@dataclass(frozen=True)
-class Corpus:
-    """The documents: ``df`` with ``doc_id``, ``title``, ``text`` (+ metadata columns). ``ids`` is the id
-    column (an array); ``texts()`` joins title and text (a method: it builds a new list)."""
+class _Texts:
+    """What the corpus and the queries share: a table of texts keyed by a unique id column (``_id``), counted in
+    ``_noun`` by ``len`` and ``repr``."""
 
     df: pd.DataFrame
-    source: str = ""
+    source: str
+    _id: ClassVar[str]
+    _noun: ClassVar[str]
 
     def __len__(self) -> int:
         return len(self.df)
 
     def __repr__(self) -> str:
-        return f"Corpus({len(self):,} documents{_from(self.source)})"
+        return f"{type(self).__name__}({len(self):,} {self._noun}{_from(self.source)})"
 
     @property
     def ids(self) -> np.ndarray:
-        return self.df["doc_id"].to_numpy()
+        return self.df[self._id].to_numpy()
+
+
+@dataclass(frozen=True, repr=False)
+class Corpus(_Texts):
+    """The documents: ``df`` with ``doc_id``, ``title``, ``text`` (+ metadata columns). ``ids`` is the id
+    column (an array); ``texts()`` joins title and text (a method: it builds a new list)."""
+
+    df: pd.DataFrame
+    source: str = ""
+    _id: ClassVar[str] = "doc_id"
+    _noun: ClassVar[str] = "documents"
 
     def texts(self) -> list[str]:
         """Title and text joined, in corpus order (see :func:`document_text`)."""
@@ -164,22 +180,14 @@ class Corpus:
         return {d: i for i, d in enumerate(self.df["doc_id"].tolist())}
 
 
-@dataclass(frozen=True)
-class Queries:
+@dataclass(frozen=True, repr=False)
+class Queries(_Texts):
     """The queries: ``df`` with ``query_id``, ``text`` (+ metadata columns)."""
 
     df: pd.DataFrame
     source: str = ""
-
-    def __len__(self) -> int:
-        return len(self.df)
-
-    def __repr__(self) -> str:
-        return f"Queries({len(self):,} queries{_from(self.source)})"
-
-    @property
-    def ids(self) -> np.ndarray:
-        return self.df["query_id"].to_numpy()
+    _id: ClassVar[str] = "query_id"
+    _noun: ClassVar[str] = "queries"
 
     def text_of(self) -> dict[str, str]:
         return dict(zip(self.df["query_id"].tolist(), self.df["text"].tolist(), strict=True))

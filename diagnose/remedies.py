@@ -45,7 +45,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import pandas as pd
 
-from diagnose.data import DataError, Dataset, Run
+from diagnose.data import DataError, Dataset, Run, fields_dict
 from diagnose.failures import CLASSES, Diagnosis, FailureMode
 from diagnose.space import VectorSpace
 
@@ -98,18 +98,7 @@ class RemedyResult:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "class": self.cls,
-            "failures": self.failures,
-            "remedy_id": self.remedy_id,
-            "remedy": self.remedy,
-            "recovered": self.recovered,
-            "lost_hits": self.lost_hits,
-            "mean_diff": self.mean_diff,
-            "p_value": self.p_value,
-            "metric": self.metric,
-            "advice": self.advice,
-            "available": self.available,
-            "note": self.note,
+            **fields_dict(self, rename={"cls": "class"}),
             "recovered_ids": list(self.recovered_ids),
             "lost_ids": list(self.lost_ids),
         }
@@ -180,12 +169,7 @@ class Remedies:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "run": self.run,
-            "k": self.k,
-            "mode": self.mode,
-            "metric": self.metric,
-            "n_queries": self.n_queries,
-            "hits": self.hits,
+            **fields_dict(self, "run", "k", "mode", "metric", "n_queries", "hits"),
             "remedies": [r.to_dict() for r in self.rows],
             "sentences": self.sentences(),
         }

@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 import pandas as pd
 
-from diagnose.data import DataError, Dataset, Run
+from diagnose.data import DataError, Dataset, Run, fields_dict
 from diagnose.failures.evidence import Failure, _Bm25Scores, _failure, _lookups
 from diagnose.failures.taxonomy import CLASSES, RECOMMENDATIONS, FailureMode, Thresholds
 from diagnose.space import VectorSpace
@@ -34,11 +34,7 @@ class Calibration:
 
     def to_dict(self) -> dict:
         return {
-            "model": self.model,
-            "seed": self.seed,
-            "calibrated": self.calibrated,
-            "percentile": self.percentile,
-            "n_pairs": self.n_pairs,
+            **fields_dict(self, "model", "seed", "calibrated", "percentile", "n_pairs"),
             "method": (
                 f"{self.percentile:g}th percentile of cosine(query, relevant) over relevant documents the run "
                 "found in the top k"
@@ -79,10 +75,7 @@ class Diagnosis:
 
     def to_dict(self) -> dict:
         return {
-            "run": self.run,
-            "k": self.k,
-            "mode": self.mode,
-            "n_queries": self.n_queries,
+            **fields_dict(self, "run", "k", "mode", "n_queries"),
             "n_failed_queries": len(self.failed_queries),
             "failures": [f.to_dict() for f in self.failures],
             "class_counts": self.class_counts,

@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Literal
 
-from diagnose.data import DataError
+from diagnose.data import DataError, fields_dict
 
 REPO = Path(__file__).resolve().parents[2]
 DEMO_DIR = REPO / "demo_corpus"
@@ -67,11 +67,7 @@ class DataSpec:
 
     def load_kwargs(self) -> dict:
         return {
-            "data_dir": self.data_dir,
-            "split": self.split,
-            "corpus": self.corpus,
-            "queries": self.queries,
-            "qrels": self.qrels,
+            **fields_dict(self, "data_dir", "split", "corpus", "queries", "qrels"),
             "runs": list(self.runs),
             # no golden set yet (a production query log and a corpus): the Judge page builds one
             "require_qrels": self.kind != "files" or bool(self.qrels),
