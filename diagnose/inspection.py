@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from diagnose.data import Dataset, Run
+from diagnose.data import Dataset, Run, fields_dict
 from diagnose.failures import CLASS_LABELS, Diagnosis, Failure
 from diagnose.lexical import BM25Index, highlight_spans, term_overlap
 from diagnose.space import VectorSpace
@@ -32,6 +32,11 @@ class Target:
 
     def spans(self) -> list[tuple[int, int]]:
         return highlight_spans(self.body, self.present_stems)
+
+    @property
+    def in_corpus(self) -> bool:
+        """Whether the target is in the corpus (one that is not is a ``missing_document`` failure)."""
+        return self.failure.cls != "missing_document"
 
     @property
     def body(self) -> str:
@@ -60,11 +65,7 @@ class Inspection:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "query_id": self.query_id,
-            "query_text": self.query_text,
-            "run": self.run,
-            "k": self.k,
-            "mode": self.mode,
+            **fields_dict(self, "query_id", "query_text", "run", "k", "mode"),
             "failed": self.failed,
             "query_terms": list(self.query_terms),
             "thresholds": {"calibrated": self.calibrated_threshold, "seed": self.seed_threshold},
@@ -140,10 +141,50 @@ def _marked(t: Target) -> str:
     return "".join(out).replace("\n", "<br>")
 
 
+class _Cosines:
+    """cos(query, document) and cos(document, missed target) of the documents a query retrieved.
+
+    Read from the failure records (:attr:`Failure.top_retrieved`: the diagnosis computed them once); computed here
+    only for what no record holds: a query that did not fail, a document below the records' depth, a cosine a
+    record could not take (no query vector: the cosine to the target needs only the two documents)."""
+
+    def __init__(self, space: VectorSpace, query_id: str, failures: list[Failure]) -> None:
+        self.space = space
+        self.qrow = space.query_row.get(query_id)
+        self.held = {(c.doc_id, f.doc_id): c for f in failures for c in f.top_retrieved}
+        self.to_query = {c.doc_id: c.cosine_query for f in failures for c in f.top_retrieved}
+
+    def query(self, doc_id: str) -> float | None:
+        held = self.to_query.get(doc_id)
+        if held is not None:
+            return held
+        r = self.space.doc_row.get(doc_id)
+        if r is None or self.qrow is None:
+            return None
+        return float(self.space.query_vecs[self.qrow] @ self.space.doc_vecs[r])
+
+    def target(self, doc_id: str, target_id: str) -> float | None:
+        c = self.held.get((doc_id, target_id))
+        if c is not None and c.cosine_target is not None:
+            return c.cosine_target
+        r, tr = self.space.doc_row.get(doc_id), self.space.doc_row.get(target_id)
+        if r is None or tr is None:
+            return None
+        return float(self.space.doc_vecs[r] @ self.space.doc_vecs[tr])
+
+
+def _judgement(grade: int | None) -> str:
+    return "unjudged" if grade is None else (f"relevant ({grade})" if grade > 0 else "not relevant (0)")
+
+
 def inspect_query(
     ds: Dataset, run: Run, diagnosis: Diagnosis, space: VectorSpace, bm25: BM25Index, query_id: str
 ) -> Inspection:
-    """The :class:`Inspection` of ``query_id`` in ``run`` under ``diagnosis`` (same run, k and failure mode)."""
+    """The :class:`Inspection` of ``query_id`` in ``run`` under ``diagnosis`` (same run, k and failure mode).
+
+    The cosines of the retrieved documents are the failure records' (:class:`_Cosines`); their BM25 ranks (no
+    record holds them) are computed here, once per query: 1 + the number of corpus documents with a strictly
+    higher BM25 score."""
     q_text = ds.queries.text_of().get(query_id, "") if ds.queries is not None else ""
     failures = [f for f in diagnosis.failures if f.query_id == query_id]
     corpus = ds.corpus.df if ds.corpus is not None else None
@@ -167,22 +208,20 @@ def inspect_query(
     grade_of = {str(d): int(g) for d, g in zip(grades["doc_id"], grades["relevance"], strict=True)}
     target_ids = list(dict.fromkeys(f.doc_id for f in failures))
     scores = bm25.scores(q_text) if q_text else None
-    qrow = space.query_row.get(query_id)
+    cosines = _Cosines(space, query_id, failures)
     rows = []
     for doc_id, rank, score in zip(top["doc_id"].tolist(), top["rank"].tolist(), top["score"].tolist(), strict=True):
-        g = grade_of.get(doc_id)
         r = row_of.get(doc_id)
         d = doc(doc_id)
         row: dict[str, Any] = {
             "rank": int(rank),
             "doc_id": doc_id,
-            "judgement": "unjudged" if g is None else (f"relevant ({g})" if g > 0 else "not relevant (0)"),
-            "cosine": float(space.query_vecs[qrow] @ space.doc_vecs[r]) if r is not None and qrow is not None else None,
+            "judgement": _judgement(grade_of.get(doc_id)),
+            "cosine": cosines.query(doc_id),
             "bm25_rank": int(np.count_nonzero(scores > scores[r])) + 1 if r is not None and scores is not None else None,
         }
         for t in target_ids:
-            tr = row_of.get(t)
-            row[f"cos to {t}"] = float(space.doc_vecs[r] @ space.doc_vecs[tr]) if r is not None and tr is not None else None
+            row[f"cos to {t}"] = cosines.target(doc_id, t)
         row["run score"] = float(score)
         row["document"] = " ".join(d).strip()[:200] if d else "(not in the corpus)"
         rows.append(row)
