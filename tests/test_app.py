@@ -290,7 +290,7 @@ def test_model_choice_page_scores_the_sidebar_model_like_the_dense_baseline():
     table = _frame_with(at, "docs/s")
     assert len(table) == 1 and table["rank"].tolist() == [1]
     b = at.session_state["_bundle"]
-    assert table["dim"].tolist() == [b.space.dim]
+    assert table["dim"].tolist() == [b.analysis.space.dim]
     # the model's exact dense run is the app's dense baseline: the same nDCG (scored by the overview's code path)
     k = b.k
     assert table[f"ndcg@{k}"].iloc[0] == pytest.approx(
@@ -313,7 +313,7 @@ def test_model_choice_compares_the_bundled_model_with_the_sidebar_model():
     _assert_clean(at)
     table = _frame_with(at, "docs/s")
     assert len(table) == 2
-    assert sorted(table["dim"]) == sorted({at.session_state["_bundle"].space.dim, 384})
+    assert sorted(table["dim"]) == sorted({at.session_state["_bundle"].analysis.space.dim, 384})
     assert (table["docs/s"] > 0).all() and table["rank"].iloc[0] == 1
     # the second model is now offered on the Similarity page too
     at.switch_page(PAGES.format("similarity")).run()
@@ -331,8 +331,8 @@ def test_changing_k_reuses_the_vectors_and_the_index():
     _assert_clean(at)
     after = at.session_state["_bundle"]
     assert after.k == 5
-    assert after.space is before.space  # not re-encoded
-    assert after.bm25 is before.bm25  # not re-indexed
+    assert after.analysis.space is before.analysis.space  # not re-encoded
+    assert after.analysis.bm25 is before.analysis.bm25  # not re-indexed
     assert "ndcg@5" in _frame_with(at, "run").columns
 
 
@@ -449,7 +449,7 @@ def test_report_and_exports_cover_every_run():
     assert set(payload["runs"]) == set(b.runs)
     assert all(set(r["per_query"]) == set(b.golden) for r in payload["runs"].values())
     run = DEMO_RUNS[0]
-    diag = diagnose_run(b.ds, b.runs[run], b.space, b.bm25, k=b.k)
+    diag = diagnose_run(b.ds, b.runs[run], b.analysis.space, b.analysis.bm25, k=b.k)
     metrics = __import__("pandas").DataFrame(
         [
             {"run": n, "kind": b.kinds[n], "queries": 1, f"ndcg@{b.k}": ev.aggregate[f"ndcg@{b.k}"]}
@@ -729,7 +729,7 @@ def test_precomputed_vectors_typed_in_the_sidebar_replace_the_model(tmp_path, mo
     at.run()
     _assert_clean(at)
     b = at.session_state["_bundle"]
-    assert b.space.model.startswith("precomputed:") and b.space.dim == 64
+    assert b.analysis.space.model.startswith("precomputed:") and b.analysis.space.dim == 64
     expected = dense_run(enc.encode(ds.corpus.texts()), enc.encode([texts[q] for q in qids]), list(ds.corpus.ids),
                          qids)  # fmt: skip
     got = b.runs["dense"].ranked_lists()

@@ -75,7 +75,7 @@ def test_whole_collection_view_shows_progress_then_the_deck_with_every_point():
     assert spec["views"][0]["@@type"] == "OrthographicView"
     b = at.session_state["_bundle"]
     n_points = sum(len(layer["data"]) for layer in spec["layers"] if layer["@@type"] == "ScatterplotLayer")
-    assert n_points == len(b.space.doc_ids) + len(b.space.query_ids)
+    assert n_points == len(b.analysis.space.doc_ids) + len(b.analysis.space.query_ids)
     failed = {row["id"] for row in spec["layers"][-1]["data"]}
     assert failed == set(b.diagnosis().failed_queries)
     captions = " ".join(c.value for c in at.caption)

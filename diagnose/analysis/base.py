@@ -9,7 +9,7 @@ import threading
 from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Self, TypeVar
 
 import numpy as np
 
@@ -18,7 +18,7 @@ from diagnose.data import DataError, Dataset, Run
 from diagnose.extras import missing_extra
 
 if TYPE_CHECKING:
-
+    from diagnose.embed import Encoder
     from diagnose.failures import Thresholds
     from diagnose.space import VectorSpace
 
@@ -78,7 +78,7 @@ class AnalysisBase:
         depth: int = DEFAULT_DEPTH,
         bm25_engine: str = "bm25s",
         thresholds: Thresholds | None = None,
-        encoder: Any = None,
+        encoder: Encoder | None = None,
         embeddings: Mapping[str, Any] | VectorSpace | None = None,
         precision: str = "fast",
         progress: bool | progress_mod.Reporter | None = False,
@@ -186,7 +186,7 @@ class AnalysisBase:
         finally:
             self._local.reporter = saved
 
-    def prepare(self, progress: bool | progress_mod.Reporter | None = None, *, vectors: bool = True) -> Any:
+    def prepare(self, progress: bool | progress_mod.Reporter | None = None, *, vectors: bool = True) -> Self:
         """Compute the heavy parts now (runs, BM25 index, vector space, baselines), reporting to ``progress``
         (default: the analysis' own reporter). ``vectors=False`` stops before anything needs a model."""
         with self.reporting(progress):

@@ -4,13 +4,13 @@ baselines, the encoder, the vector space and the BM25 index."""
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from diagnose.api import as_run
 from diagnose.data import Run
 
 if TYPE_CHECKING:
-
+    from diagnose.embed import Encoder
     from diagnose.failures import Thresholds
     from diagnose.lexical import BM25Index
     from diagnose.space import VectorSpace
@@ -164,10 +164,10 @@ class Pipeline(AnalysisBase):
         return name
 
     @property
-    def encoder(self) -> Any:
+    def encoder(self) -> Encoder:
         """The encoder of ``model`` (loaded lazily: the weights are read the first time something is encoded)."""
 
-        def build() -> Any:
+        def build() -> Encoder:
             if self._encoder_given is not None:
                 return self._encoder_given
             from diagnose import embed
@@ -198,7 +198,7 @@ class Pipeline(AnalysisBase):
 
         return self._cached("space", build)
 
-    def space_for(self, encoder: Any) -> VectorSpace:
+    def space_for(self, encoder: Encoder) -> VectorSpace:
         """The vector space of another encoder on the same data and golden queries (memoised per encoder name)."""
 
         def build() -> VectorSpace:
@@ -216,7 +216,7 @@ class Pipeline(AnalysisBase):
 
         return self._cached(("space", encoder.name), build)
 
-    def has_space(self, encoder: Any) -> bool:
+    def has_space(self, encoder: Encoder) -> bool:
         """Whether the vectors of ``encoder`` were already computed in this analysis."""
         return self._has(("space", encoder.name)) or (self._has("space") and self._has("encoder")
                                                        and self._memo["encoder"].name == encoder.name)  # fmt: skip

@@ -14,8 +14,8 @@ from diagnose.data import DataError
 from diagnose.report import EvaluationReport
 
 if TYPE_CHECKING:
-
     from diagnose.metrics import Evaluation
+    from diagnose.stats import Comparison
     from diagnose.ties import TieAudit
 
 from diagnose.analysis.base import (
@@ -135,13 +135,13 @@ class Scores(Pipeline):
         *,
         n_resamples: int = 10_000,
         seed: int = 0,
-    ) -> list[Any]:
+    ) -> list[Comparison]:
         """Paired comparisons (:class:`diagnose.stats.Comparison`) of every run with ``reference`` (default: the
         first run) on ``metrics`` (default: nDCG and recall at k, and MRR), Holm-corrected as one family."""
         ref = self._reference(reference)
         names = tuple(metrics or (f"ndcg@{self.k}", f"recall@{self.k}", "mrr"))
 
-        def build() -> list[Any]:
+        def build() -> list[Comparison]:
             from diagnose.stats import compare_all
 
             if len(self.runs) < 2:

@@ -22,7 +22,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import pandas as pd
 import streamlit as st
@@ -49,6 +49,13 @@ from diagnose.ui.settings import SOURCES as SOURCES
 from diagnose.ui.settings import encoder_override as encoder_override
 from diagnose.ui.text import escape_md
 
+if TYPE_CHECKING:
+    from diagnose.embed import Encoder
+    from diagnose.failures import Diagnosis
+    from diagnose.metrics import Evaluation
+    from diagnose.projection import EmbeddingMap
+    from diagnose.space import VectorSpace
+
 T = TypeVar("T")
 
 ICON = str(Path(__file__).with_name("icon.png"))
@@ -59,21 +66,24 @@ BASELINE_DEPTH = 100
 CURVE_KS = (1, 2, 3, 5, 10, 20, 30, 50, 100)
 FAMILIES = ("hit_rate", "recall", "ndcg", "mrr", "precision", "map")
 
-# Page files, relative to app.py (st.Page / st.switch_page / AppTest.switch_page all take these paths).
-PAGES: dict[str, tuple[str, str, str]] = {
-    "overview": ("diagnose/ui/pages/overview.py", "Overview", ":material/dashboard:"),
-    "worst": ("diagnose/ui/pages/worst.py", "Worst queries", ":material/format_list_numbered:"),
-    "inspector": ("diagnose/ui/pages/inspector.py", "Query inspector", ":material/search:"),
-    "map": ("diagnose/ui/pages/map.py", "Embedding map", ":material/scatter_plot:"),
-    "similarity": ("diagnose/ui/pages/similarity.py", "Similarity", ":material/bar_chart:"),
-    "compare": ("diagnose/ui/pages/compare.py", "Compare runs", ":material/compare_arrows:"),
-    "models": ("diagnose/ui/pages/models.py", "Model choice", ":material/model_training:"),
-    "golden": ("diagnose/ui/pages/golden.py", "Golden set", ":material/rule:"),
-    "judge": ("diagnose/ui/pages/judge.py", "Judge", ":material/gavel:"),
-    "data": ("diagnose/ui/pages/data.py", "Data", ":material/dataset:"),
+# Page name -> (title, icon); its file is diagnose/ui/pages/<name>.py.
+_PAGE_TITLES: dict[str, tuple[str, str]] = {
+    "overview": ("Overview", ":material/dashboard:"),
+    "worst": ("Worst queries", ":material/format_list_numbered:"),
+    "inspector": ("Query inspector", ":material/search:"),
+    "map": ("Embedding map", ":material/scatter_plot:"),
+    "similarity": ("Similarity", ":material/bar_chart:"),
+    "compare": ("Compare runs", ":material/compare_arrows:"),
+    "models": ("Model choice", ":material/model_training:"),
+    "golden": ("Golden set", ":material/rule:"),
+    "judge": ("Judge", ":material/gavel:"),
+    "data": ("Data", ":material/dataset:"),
 }
-
-
+# (file, title, icon) of each page; files are relative to app.py (st.Page / st.switch_page / AppTest.switch_page all
+# take these paths).
+PAGES: dict[str, tuple[str, str, str]] = {
+    name: (f"diagnose/ui/pages/{name}.py", title, icon) for name, (title, icon) in _PAGE_TITLES.items()
+}
 
 
 def page_path(name: str) -> str:
@@ -164,18 +174,6 @@ class Bundle:
         return self.analysis.dataset
 
     @property
-    def encoder(self) -> Any:
-        return self.analysis.encoder
-
-    @property
-    def space(self) -> Any:
-        return self.analysis.space
-
-    @property
-    def bm25(self) -> Any:
-        return self.analysis.bm25
-
-    @property
     def runs(self) -> dict[str, Run]:
         """Every run once the vectors are ready; before, the runs given and the BM25 baseline."""
         return self.analysis.ready_runs()
@@ -192,14 +190,14 @@ class Bundle:
     @property
     def encoder_name(self) -> str:
         """The encoder's identity (part of every cache key)."""
-        return self.encoder.name
+        return self.analysis.encoder.name
 
     @property
     def encoder_label(self) -> str:
         if self.settings.embeddings:
             return "precomputed vectors (" + ", ".join(Path(p).name for k, p in self.settings.embeddings if k in
                                                        ("doc", "query")) + ")"  # fmt: skip
-        return label_of(self.encoder)
+        return label_of(self.analysis.encoder)
 
     @property
     def k(self) -> int:
@@ -231,7 +229,7 @@ class Bundle:
     def metric_names(self, ks: tuple[int, ...]) -> list[str]:
         return self.analysis.metric_names([f"{fam}@{k}" for fam in FAMILIES for k in sorted(set(ks))])
 
-    def evaluations(self, ks: tuple[int, ...] | None = None) -> dict[str, Any]:
+    def evaluations(self, ks: tuple[int, ...] | None = None) -> dict[str, Evaluation]:
         """run name -> Evaluation with every family at ``ks`` (default: the chosen k and the curve cut-offs)."""
         ks = tuple(sorted(set(ks or (*CURVE_KS, self.k))))
         return self.analysis.evaluations(self.metric_names(ks), runs=None if self.ready else list(self.runs))
@@ -255,12 +253,12 @@ class Bundle:
             rows.append(row)
         return pd.DataFrame(rows)
 
-    def diagnosis(self, run_name: str | None = None) -> Any:
+    def diagnosis(self, run_name: str | None = None) -> Diagnosis:
         """The :class:`diagnose.failures.Diagnosis` of a run at the chosen k and failure definition."""
         return self.analysis.diagnosis(run_name or self.selected_run, k=self.k, failure=self.mode)
 
 
-def embedding_map(b: Bundle, run_name: str, cap: int) -> Any:
+def embedding_map(b: Bundle, run_name: str, cap: int) -> EmbeddingMap:
     """The :class:`diagnose.projection.EmbeddingMap` of a run's failures (memoised by the analysis, and on disk).
 
     The first computation of a map runs inside an ``st.status`` box; later ones are instant."""
@@ -273,16 +271,16 @@ def embedding_map(b: Bundle, run_name: str, cap: int) -> Any:
     return emap
 
 
-def spaces_for(b: Bundle) -> dict[str, Any]:
+def spaces_for(b: Bundle) -> dict[str, VectorSpace]:
     """label -> VectorSpace of every model encoded in this session on this data (the current model first)."""
-    out = {b.encoder_label: b.space}
+    out = {b.encoder_label: b.analysis.space}
     for label, encoder in st.session_state.get("_models_seen", {}).items():
         if label not in out and b.analysis.has_space(encoder):
             out[label] = b.analysis.space_for(encoder)
     return out
 
 
-def _load_encoder(model: str | None, override: str | None, precision: str = "fast"):
+def _load_encoder(model: str | None, override: str | None, precision: str = "fast") -> Encoder:
     from diagnose import embed
 
     if model is None and override == "keyword":
@@ -299,22 +297,24 @@ def _load_encoder(model: str | None, override: str | None, precision: str = "fas
         ) from e
 
 
-def label_of(encoder: Any) -> str:
+def label_of(encoder: Encoder) -> str:
     """How an encoder is called on the page: its label (a model name or path), else its identity."""
     return str(getattr(encoder, "label", "") or encoder.name)
 
 
-def _encoder(model: str | None, override: str | None, label: str, prog: _Progress, precision: str = "fast") -> Any:
+def _encoder(
+    model: str | None, override: str | None, label: str, prog: _Progress, precision: str = "fast"
+) -> Encoder:
     """The encoder of ``model`` (None = the default) at ``precision``, loaded once per process."""
 
-    def load():
+    def load() -> Encoder:
         prog.step(f"Loading the embedding model {label}")
         return _load_encoder(model, override, precision)
 
     return _fill(_encoder_slot(model, override, precision), load)
 
 
-def model_space(b: Bundle, model: str) -> tuple[Any, Any]:
+def model_space(b: Bundle, model: str) -> tuple[Encoder, VectorSpace]:
     """``(encoder, VectorSpace)`` of another model (a name or a local folder) on the bundle's data, with progress.
 
     Raises :class:`DataError` naming the model when it cannot be loaded."""
@@ -340,6 +340,46 @@ def _vectors_key(embeddings: tuple[tuple[str, str], ...]) -> str:
     return "precomputed:" + "|".join(parts)
 
 
+def _read(s: Settings, key: str, prog: _Progress) -> Dataset:
+    """The data set of the sidebar's spec, read once per process (key: its fingerprint); it must have texts."""
+
+    def read() -> Dataset:
+        from diagnose.io import load_dataset
+
+        prog.step(f"Reading the {s.spec.label}")
+        return load_dataset(**s.spec.load_kwargs())
+
+    ds = _fill(_dataset_slot(key), read)
+    st.session_state["_dataset"] = ds
+    if ds.corpus is None or ds.queries is None:
+        raise DataError(
+            "The app needs the corpus and the queries (their texts are embedded and searched). "
+            "Choose a BEIR folder, or give the corpus and queries files."
+        )
+    return ds
+
+
+def _analysis(s: Settings, key: str, ds: Dataset, encoder: Encoder) -> tuple[Analysis, tuple[Any, ...]]:
+    """The analysis of the data, encoder (or precomputed vectors), BM25 engine and live retrievers, made once per
+    process, and the key of its slot (the background encoding shares it)."""
+    specs = retriever_specs()
+
+    def make() -> Analysis:
+        live = {name: _retriever(target) for name, target in specs}
+        runs = {**ds.runs, **{n: r for n, r in live.items() if n not in ds.runs}}
+        if len(runs) < len(ds.runs) + len(live):
+            raise DataError("A live retriever has the name of a run file; name each run differently.")
+        names = sources.unique_names(["bm25", "dense", "hybrid"], runs)
+        return Analysis(
+            ds, runs, baselines={new: kind for kind, new in names.items()}, encoder=encoder,
+            bm25_engine=s.bm25_engine, depth=BASELINE_DEPTH, embeddings=dict(s.embeddings) or None,
+        )  # fmt: skip
+
+    vectors = _vectors_key(s.embeddings) if s.embeddings else encoder.name
+    slot_key = (key, vectors, s.bm25_engine, tuple(specs))
+    return _fill(_analysis_slot(*slot_key), make), slot_key
+
+
 def build_bundle(s: Settings) -> Bundle | None:
     """Load and prepare the analysis, with progress; show problems (never raise them). None when it failed."""
     if s.spec is None:
@@ -348,38 +388,9 @@ def build_bundle(s: Settings) -> Bundle | None:
     prog = _Progress()
     try:
         key = s.spec.fingerprint()
-
-        def read() -> Dataset:
-            from diagnose.io import load_dataset
-
-            prog.step(f"Reading the {s.spec.label}")
-            return load_dataset(**s.spec.load_kwargs())
-
-        ds = _fill(_dataset_slot(key), read)
-        st.session_state["_dataset"] = ds
-        if ds.corpus is None or ds.queries is None:
-            raise DataError(
-                "The app needs the corpus and the queries (their texts are embedded and searched). "
-                "Choose a BEIR folder, or give the corpus and queries files."
-            )
+        ds = _read(s, key, prog)
         encoder = _encoder(s.model, s.override, s.model_label, prog, s.precision)
-
-        specs = retriever_specs()
-
-        def make() -> Analysis:
-            live = {name: _retriever(target) for name, target in specs}
-            runs = {**ds.runs, **{n: r for n, r in live.items() if n not in ds.runs}}
-            if len(runs) < len(ds.runs) + len(live):
-                raise DataError("A live retriever has the name of a run file; name each run differently.")
-            names = sources.unique_names(["bm25", "dense", "hybrid"], runs)
-            return Analysis(
-                ds, runs, baselines={new: kind for kind, new in names.items()}, encoder=encoder,
-                bm25_engine=s.bm25_engine, depth=BASELINE_DEPTH, embeddings=dict(s.embeddings) or None,
-            )  # fmt: skip
-
-        vectors = _vectors_key(s.embeddings) if s.embeddings else encoder.name
-        slot_key = (key, vectors, s.bm25_engine, tuple(specs))
-        analysis = _fill(_analysis_slot(*slot_key), make)
+        analysis, slot_key = _analysis(s, key, ds, encoder)
         if not len(ds.qrels):  # no golden set yet: only the Judge page (which builds one) and the Data page work
             prog.done("No golden set yet: judge on the Judge page")
             return Bundle(s, key, analysis, None)

@@ -8,7 +8,7 @@ import streamlit as st
 from diagnose import charts
 from diagnose.compare import per_query_deltas, slice_metrics
 from diagnose.failures import CLASS_LABELS
-from diagnose.ui import state
+from diagnose.ui import state, tables
 from diagnose.ui.text import escape_md
 
 b = state.bundle()
@@ -53,10 +53,8 @@ rows = [
     }
     for c in comparisons
 ]
-st.dataframe(
+tables.show(
     pd.DataFrame(rows),
-    hide_index=True,
-    width="stretch",
     column_config={
         c: st.column_config.NumberColumn(format="%.4f")
         for c in ("mean diff", "CI low", "CI high", "p (randomization)", "p (Holm)", "p (BH)", "min. detectable diff")
@@ -78,8 +76,7 @@ with st.expander("How many queries would it take?"):
         format="%.3f", key="cmp_detect",
     )  # fmt: skip
     need = b.analysis.queries_needed(float(diff), ref, chosen)
-    st.dataframe(need, hide_index=True, width="stretch", key="cmp_need",
-                 column_config={"sd_of_differences": st.column_config.NumberColumn(format="%.3f")})  # fmt: skip
+    tables.show(need, key="cmp_need", column_config={"sd_of_differences": st.column_config.NumberColumn(format="%.3f")})
     st.caption(
         "Topic-set size (Sakai): queries a paired t-test at alpha 0.05 needs to detect that difference with 80% "
         "power, from the standard deviation of the per-query differences observed on this golden set."
@@ -87,10 +84,8 @@ with st.expander("How many queries would it take?"):
 if len(names) >= 3:
     st.subheader("Every pair at once (randomised Tukey HSD)")
     tukey = b.analysis.tukey(chosen[0])
-    st.dataframe(
+    tables.show(
         tukey,
-        hide_index=True,
-        width="stretch",
         key="cmp_tukey",
         column_config={
             "mean_diff": st.column_config.NumberColumn(format="%.4f"),
@@ -144,10 +139,8 @@ st.caption(
     f"The failure class columns say why a query fails at k={k} in each run (empty: it does not fail). Click a row "
     "to open the query in the inspector, in the run where it fails."
 )
-event = st.dataframe(
+event = tables.show(
     table,
-    hide_index=True,
-    width="stretch",
     height=400,
     on_select="rerun",
     selection_mode="single-row",
@@ -169,10 +162,8 @@ if rows:
 
 st.subheader(f"What if {escape_md(ref)} and {escape_md(other)} were fused?")
 fusions = b.analysis.fusion(ref, other, k=b.k)
-st.dataframe(
+tables.show(
     fusions,
-    hide_index=True,
-    width="stretch",
     column_config={
         c: st.column_config.NumberColumn(format="%.4f") for c in fusions.columns if "@" in c or c == "mrr"
     },
@@ -193,10 +184,8 @@ if fields:
     sliced = slice_metrics({n: evs[n] for n in names}, b.ds.queries, field)
     pivot = sliced.pivot_table(index=[field, "n"], columns="run", values=slice_metric, sort=True)
     pivot = pivot[[n for n in names if n in pivot.columns]].reset_index()
-    st.dataframe(
+    tables.show(
         pivot,
-        hide_index=True,
-        width="stretch",
         column_config={n: st.column_config.NumberColumn(format="%.3f") for n in names},
     )
     st.caption(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from diagnose.ui import sources, state
+from diagnose.ui import sources, state, tables
 from diagnose.ui.text import escape_md
 
 st.title("Data")
@@ -36,10 +36,8 @@ else:
         if p.examples:
             msg += "  \ne.g. " + ", ".join(escape_md(e) for e in p.examples)
         {"error": st.error, "warning": st.warning}.get(p.severity, st.info)(msg)
-    st.dataframe(
+    tables.show(
         pd.DataFrame([p.to_dict() for p in problems]).assign(examples=lambda d: d["examples"].map(", ".join)),
-        hide_index=True,
-        width="stretch",
     )
 
 st.subheader("Statistics")
@@ -61,7 +59,7 @@ with left:
     grades = (
         qrels["relevance"].value_counts().sort_index().rename_axis("grade").reset_index(name="judgements")
     )
-    st.dataframe(grades, hide_index=True, width="stretch")
+    tables.show(grades)
     rel_per_q = ds.qrels.relevant().groupby("query_id").size()
     if len(rel_per_q):
         st.caption(
@@ -87,7 +85,7 @@ with right:
                 "source": run.source,
             }
         )
-    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+    tables.show(pd.DataFrame(rows))
 
 lengths = ds.corpus.df["text"].fillna("").str.split().str.len()
 model = escape_md(b.encoder_label) if b is not None else "not loaded"

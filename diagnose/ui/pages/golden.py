@@ -5,8 +5,10 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from diagnose.ui import state
+from diagnose.ui import state, tables
 from diagnose.ui.text import escape_md, truncate
+
+COSINE = {"cosine": st.column_config.NumberColumn(format="%.3f")}
 
 b = state.bundle()
 state.wait_for_vectors(b, "Golden set", "The Golden set page")
@@ -43,13 +45,7 @@ else:
     table["grade of the original"] = [
         grades[q][o] for q, o in zip(table["query_id"], table["duplicate_of"], strict=True)
     ]
-    st.dataframe(
-        table,
-        hide_index=True,
-        width="stretch",
-        key="noise_unjudged",
-        column_config={"cosine": st.column_config.NumberColumn(format="%.3f")},
-    )
+    tables.show(table, key="noise_unjudged", column_config=COSINE)
     st.caption(
         "The run was probably right and the golden set incomplete: these documents say what a judged relevant "
         "document says, but nobody judged them. Lines to add to a BEIR qrels file after checking them:"
@@ -71,13 +67,7 @@ else:
     dups = noise.duplicate_documents.copy()
     dups["document"] = [title_of(d) for d in dups["doc_id"]]
     dups["original"] = [title_of(d) for d in dups["duplicate_of"]]
-    st.dataframe(
-        dups,
-        hide_index=True,
-        width="stretch",
-        key="noise_duplicates",
-        column_config={"cosine": st.column_config.NumberColumn(format="%.3f")},
-    )
+    tables.show(dups, key="noise_duplicates", column_config=COSINE)
     st.caption(
         "A duplicate splits the relevance between copies: judge both, or deduplicate the corpus before indexing. "
         f"Near-duplicate search: {escape_md(noise.near_duplicate_search)}."
@@ -87,7 +77,7 @@ st.subheader(f"Identical queries with different judgements ({len(noise.conflicti
 if noise.conflicting_queries.empty:
     st.success("No two queries with the same normalised text are judged differently.")
 else:
-    st.dataframe(noise.conflicting_queries, hide_index=True, width="stretch", key="noise_conflicts")
+    tables.show(noise.conflicting_queries, key="noise_conflicts")
     st.caption(
         "The same question cannot have two different right answers: one of the judgements is incomplete. Whichever "
         "document the run returns, one of these queries counts as a failure."
@@ -106,10 +96,8 @@ else:
     table["judged relevant for"] = [
         sum(1 for q in grades if grades[q].get(d, 0) > 0) for d in table["doc_id"]
     ]
-    st.dataframe(
+    tables.show(
         pd.DataFrame(table),
-        hide_index=True,
-        width="stretch",
         key="hubs_table",
         column_config={
             "share": st.column_config.ProgressColumn(format="percent", min_value=0.0, max_value=1.0)
@@ -134,10 +122,8 @@ st.caption(
     "judgement, so it ranks production queries too. The AUC says how well it finds the golden queries that fail; "
     "judge the riskiest unjudged queries first."
 )
-st.dataframe(
+tables.show(
     risk.head(200),
-    hide_index=True,
-    width="stretch",
     key="golden_risk",
     column_config={c: st.column_config.NumberColumn(format="%.3f") for c in ("top1", "gap12", "spread", "mean_k",
                                                                               "confidence", "risk")},

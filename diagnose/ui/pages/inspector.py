@@ -6,7 +6,7 @@ import streamlit as st
 
 from diagnose.failures import CLASS_LABELS, RECOMMENDATIONS, sort_worst
 from diagnose.lexical import highlight_spans
-from diagnose.ui import state
+from diagnose.ui import state, tables
 from diagnose.ui.text import chips, escape_md, fmt, highlight_md, rank_text, truncate
 
 b = state.bundle()
@@ -100,7 +100,7 @@ for t in targets:
                 f"{fmt(f.duplicate_cosine)}) is not judged relevant.",
                 icon=":material/content_copy:",
             )
-        if f.doc_id not in b.space.doc_row:
+        if not t.in_corpus:
             st.error(f"Document {escape_md(f.doc_id)} is not in the corpus.")
         else:
             st.markdown("**The target** (query terms it contains are highlighted):")
@@ -121,10 +121,8 @@ if len(table):
         ]
     ).rename(columns={"bm25_rank": "BM25 rank"})
     cos_cols = [c for c in table.columns if c.startswith("cos to ")]
-    st.dataframe(
+    tables.show(
         table,
-        hide_index=True,
-        width="stretch",
         column_config={
             "cosine": st.column_config.NumberColumn(format="%.3f", help="cos(query, document)"),
             **{

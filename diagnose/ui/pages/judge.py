@@ -18,7 +18,7 @@ import streamlit as st
 from diagnose import judging
 from diagnose.data import ValidationReport
 from diagnose.lexical import highlight_spans, term_overlap
-from diagnose.ui import state
+from diagnose.ui import state, tables
 from diagnose.ui.text import escape_md, highlight_md, truncate
 
 GRADE_LABELS = {0: "0 · not relevant", 1: "1 · related", 2: "2 · relevant", 3: "3 · highly relevant"}
@@ -148,10 +148,10 @@ else:
 st.subheader("Queue")
 shown = todo.head(SHOWN_ROWS).copy()
 shown.insert(2, "query", [truncate(q_text.get(q, ""), 70) for q in shown["query_id"]])
-st.dataframe(
+tables.show(
     shown[["priority", "query_id", "query", "doc_id", "reason", "runs", "bm25_rank", "dense_rank",
            "max_cos_to_relevant"]],
-    hide_index=True, width="stretch", key="judge_queue",
+    key="judge_queue",
     column_config={
         "max_cos_to_relevant": st.column_config.NumberColumn("max cos to relevant", format="%.3f"),
         "reason": st.column_config.TextColumn(width="large"),
@@ -196,8 +196,8 @@ else:
     for run_name, sentence in effect["sentences"].items():
         st.markdown(f"- **{escape_md(run_name)}**: {escape_md(sentence)}")
     table = pd.DataFrame.from_dict(effect["runs"], orient="index").drop(columns=["run", "label_gap_queries"])
-    st.dataframe(
-        table.rename_axis("run").reset_index(), hide_index=True, width="stretch", key="judge_effect",
+    tables.show(
+        table.rename_axis("run").reset_index(), key="judge_effect",
         column_config={c: st.column_config.NumberColumn(format="%.4f") for c in ("before", "after")},
     )  # fmt: skip
     st.caption(

@@ -28,7 +28,8 @@ failed_ids = set(diag.failed_queries)
 
 st.title("Embedding map")
 c0, c1, c2 = st.columns([2, 2, 1])
-n_points = len(b.space.doc_ids) + len(b.space.query_ids)
+space = b.analysis.space
+n_points = len(space.doc_ids) + len(space.query_ids)
 # Up to the sample's largest cap the sample *is* the whole collection, and Altair draws it with shapes and a legend.
 view = c0.radio(
     "Map", [WHOLE, SAMPLE], index=0 if n_points > MAX_CAP else 1, horizontal=True, key="map_view",

@@ -8,7 +8,7 @@ import streamlit as st
 from diagnose import charts
 from diagnose.data import DataError
 from diagnose.failures import CLASS_LABELS, CLASSES
-from diagnose.ui import state
+from diagnose.ui import state, tables
 from diagnose.ui.text import escape_md
 
 b = state.bundle()
@@ -43,7 +43,7 @@ if submitted:
     ]
 requested = list(dict.fromkeys(st.session_state.get("models_requested", [])))
 
-encoders = [b.encoder]
+encoders = [b.analysis.encoder]
 for name in requested:
     try:
         enc, _ = state.model_space(b, name)
@@ -93,10 +93,8 @@ cols = {
 }
 shown = table[[c for c in dict.fromkeys(cols) if c in table.columns]].rename(columns=cols)
 number = st.column_config.NumberColumn
-st.dataframe(
+tables.show(
     shown,
-    hide_index=True,
-    width="stretch",
     key="models_table",
     column_config={
         ranked_by: number(format="%.4f"),
@@ -131,10 +129,8 @@ if latency:
             for name, values in latency.items()
         ]
     )
-    st.dataframe(
+    tables.show(
         live,
-        hide_index=True,
-        width="stretch",
         key="live_table",
         column_config={
             f"recall@{k}": number(format="%.4f"),
@@ -172,7 +168,7 @@ counts = pd.DataFrame(
         for r in cmp.results
     ]
 )
-st.dataframe(counts, hide_index=True, width="stretch")
+tables.show(counts)
 st.caption(
     f"Missed (query, relevant document) pairs of the queries each model's own dense run fails at k={k} (no relevant "
     "document in its top k; BM25 evidence from the sidebar's engine). Every model seen here is also offered on the "

@@ -8,7 +8,7 @@ import streamlit as st
 from diagnose import charts
 from diagnose.failures import CLASS_LABELS, CLASSES
 from diagnose.metrics import BANDS, QUALITY_BANDS
-from diagnose.ui import state
+from diagnose.ui import state, tables
 from diagnose.ui.text import escape_md
 
 b = state.bundle()
@@ -60,10 +60,8 @@ styled = shown.style.apply(_colour, subset=coloured).format(
     {m: "{:.3f}" for m in metric_cols} | {c: "{:.3f}" if c.endswith("per_ms") else "{:.1f}" for c in latency_cols},
     na_rep="–",
 )
-st.dataframe(
+tables.show(
     styled,
-    hide_index=True,
-    width="stretch",
     key="metrics_table",
     column_config={
         "kind": st.column_config.TextColumn(width="small"),
@@ -129,10 +127,8 @@ holes = pd.DataFrame(
         for name, ev in coverage.items()
     ]
 )
-st.dataframe(
+tables.show(
     holes,
-    hide_index=True,
-    width="stretch",
     key="holes_table",
     column_config={c: st.column_config.NumberColumn(format="%.3f") for c in holes.columns if c != "run"},
 )

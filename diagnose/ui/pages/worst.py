@@ -6,7 +6,7 @@ import pandas as pd
 import streamlit as st
 
 from diagnose.failures import CLASS_LABELS, CLASSES, sort_worst
-from diagnose.ui import state
+from diagnose.ui import state, tables
 from diagnose.ui.text import escape_md
 
 b = state.bundle()
@@ -28,12 +28,10 @@ if not diag.failures:
 with st.expander("Would the recommendations help? Each remedy applied to this run and measured", expanded=True):
     remedies = b.analysis.remedies(run, k=b.k, failure=b.mode)
     st.markdown("\n".join(f"- {escape_md(x)}" for x in remedies.sentences()))
-    st.dataframe(
+    tables.show(
         remedies.table().assign(**{"class": lambda t: t["class"].map(CLASS_LABELS)}).rename(
             columns={"class": "failure class"}
         ),
-        hide_index=True,
-        width="stretch",
         key="worst_remedies",
         column_config={
             "mean_diff": st.column_config.NumberColumn(format="%+.3f"),
@@ -91,13 +89,11 @@ if df.empty:
 st.caption(
     f"{len(df)} of {len(diag.failures)} failures shown. Run rank None = the run did not retrieve the target."
 )
-event = st.dataframe(
+event = tables.show(
     df,
-    hide_index=True,
     on_select="rerun",
     selection_mode="single-row",
     key="worst_table",
-    width="stretch",
     height=min(38 + 35 * len(df), 560),
     column_config={
         "query": st.column_config.TextColumn("query", width="large"),
