@@ -7,7 +7,7 @@ Nothing here imports torch, sentence-transformers, umap or Streamlit: ``diagnose
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +56,18 @@ def load(
     )  # fmt: skip
 
 
+def _nested(given: Mapping, name: str, value: str, hint: str = "") -> Iterator[tuple[Any, Any, Any]]:
+    """``(query_id, doc_id, value)`` of a ``{query_id: {doc_id: value}}`` dict, in its order; a query whose value is
+    not a dict is refused when reached, naming it (``name``: the parameter, ``value``: what each document maps to)."""
+    for qid, docs in given.items():
+        if not isinstance(docs, Mapping):
+            raise DataError(
+                f"{name}[{qid!r}] is a {type(docs).__name__}; expected a dict {{doc_id: {value}}} per query{hint}."
+            )
+        for doc, v in docs.items():
+            yield qid, doc, v
+
+
 def as_qrels(qrels: Qrels | Dataset | PathLike | Mapping[str, Mapping[str, int]]) -> Qrels:
     """Qrels from a :class:`Qrels`, a :class:`Dataset`, a file path, or ``{query_id: {doc_id: grade}}``.
 
@@ -70,19 +82,14 @@ def as_qrels(qrels: Qrels | Dataset | PathLike | Mapping[str, Mapping[str, int]]
         return read_qrels(qrels)
     if isinstance(qrels, Mapping):
         q, d, g = [], [], []
-        for qid, docs in qrels.items():
-            if not isinstance(docs, Mapping):
+        for qid, doc, grade in _nested(qrels, "qrels", "grade"):
+            if isinstance(grade, bool) or not isinstance(grade, int | np.integer):
                 raise DataError(
-                    f"qrels[{qid!r}] is a {type(docs).__name__}; expected a dict {{doc_id: grade}} per query."
+                    f"qrels[{qid!r}][{doc!r}] = {grade!r}: grades are integers (0 = not relevant, > 0 = relevant)."
                 )
-            for doc, grade in docs.items():
-                if isinstance(grade, bool) or not isinstance(grade, int | np.integer):
-                    raise DataError(
-                        f"qrels[{qid!r}][{doc!r}] = {grade!r}: grades are integers (0 = not relevant, > 0 = relevant)."
-                    )
-                q.append(str(qid))
-                d.append(str(doc))
-                g.append(int(grade))
+            q.append(str(qid))
+            d.append(str(doc))
+            g.append(int(grade))
         if not q:
             raise DataError("The qrels dict is empty: give at least one {query_id: {doc_id: grade}}.")
         df = pd.DataFrame(
@@ -120,20 +127,15 @@ def as_run(
         from diagnose.io import trec_order
 
         q, d, s = [], [], []
-        for qid, docs in run.items():
-            if not isinstance(docs, Mapping):
-                raise DataError(
-                    f"run[{qid!r}] is a {type(docs).__name__}; expected a dict {{doc_id: score}} per query "
-                    "(for a ranked list without scores, use a Run or a live retriever)."
-                )
-            for doc, score in docs.items():
-                if isinstance(score, bool) or not isinstance(score, int | float | np.integer | np.floating):
-                    raise DataError(f"run[{qid!r}][{doc!r}] = {score!r}: scores are numbers.")
-                if not np.isfinite(score):
-                    raise DataError(f"run[{qid!r}][{doc!r}] = {score!r}: scores must be finite.")
-                q.append(str(qid))
-                d.append(str(doc))
-                s.append(float(score))
+        hint = " (for a ranked list without scores, use a Run or a live retriever)"
+        for qid, doc, score in _nested(run, "run", "score", hint):
+            if isinstance(score, bool) or not isinstance(score, int | float | np.integer | np.floating):
+                raise DataError(f"run[{qid!r}][{doc!r}] = {score!r}: scores are numbers.")
+            if not np.isfinite(score):
+                raise DataError(f"run[{qid!r}][{doc!r}] = {score!r}: scores must be finite.")
+            q.append(str(qid))
+            d.append(str(doc))
+            s.append(float(score))
         scores = np.asarray(s, dtype=np.float64)
         order = trec_order(q, d, scores) if q else np.zeros(0, dtype=np.int64)
         lists: dict[str, list[tuple[str, float]]] = {}

@@ -21,6 +21,7 @@ and the same rule with the model's calibrated threshold (:func:`_rule`).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal, NamedTuple
 
@@ -185,31 +186,36 @@ class _PairEvidence(NamedTuple):
     duplicate_cosine: float | None
 
 
+def _index_gap(e: _PairEvidence, base: str) -> str:
+    found = "did not retrieve it" if e.run_rank is None else f"ranked it #{e.run_rank}"
+    return f"Exact dense search ranks the target #{e.dense_rank} (within k={e.k}) but the run {found}; {base}."
+
+
+# class -> its sentence, from the pair's evidence, the ranks and cosine (``base``) and the term overlap (``ov``)
+_SENTENCES: dict[str, Callable[[_PairEvidence, str, str], str]] = {
+    "missing_document": lambda e, base, ov: f"Document {e.doc_id!r} is judged relevant but is not in the corpus.",
+    "label_gap": lambda e, base, ov: (
+        f"The run's top {e.k} holds {e.duplicate_doc_id!r}, a near-duplicate of the target (cosine "
+        f"{e.duplicate_cosine:.3f}), which the golden set does not judge relevant."
+    ),
+    "near_miss": lambda e, base, ov: (
+        f"The run ranked the target #{e.run_rank}, just below k={e.k} (within {e.near_hi}); {base}."
+    ),
+    "index_gap": lambda e, base, ov: _index_gap(e, base),
+    "vocabulary_mismatch": lambda e, base, ov: (
+        f"The embedding model scores the target low while the words tell: {base}; {ov}."
+    ),
+    "semantic_gap": lambda e, base, ov: f"Neither dense nor BM25 ranks the target within k={e.k}: {base}; {ov}.",
+    "ranking_failure": lambda e, base, ov: f"The target is findable but outranked: {base}.",
+}
+
+
 def _evidence(cls: str, e: _PairEvidence) -> str:
     """The sentence that says why the pair is in class ``cls``."""
-    k, near_hi, run_rank, dense_rank = e.k, e.near_hi, e.run_rank, e.dense_rank
     cos = f"{e.cosine:.3f}" if e.cosine is not None else "n/a"
-    if cls == "missing_document":
-        return f"Document {e.doc_id!r} is judged relevant but is not in the corpus."
-    if cls == "label_gap":
-        return (
-            f"The run's top {k} holds {e.duplicate_doc_id!r}, a near-duplicate of the target (cosine "
-            f"{e.duplicate_cosine:.3f}), which the golden set does not judge relevant."
-        )
     base = (
-        f"run rank {_rank_text(run_rank, e.run_depth)}, exact dense rank {_rank_text(dense_rank)}, "
+        f"run rank {_rank_text(e.run_rank, e.run_depth)}, exact dense rank {_rank_text(e.dense_rank)}, "
         f"BM25 rank {_rank_text(e.bm25_rank)}, cosine {cos} (calibrated threshold {e.calibrated:.3f})"
     )
     ov = f"{e.overlap:.0%} of the query terms occur in the target" if e.overlap is not None else ""
-    if cls == "near_miss":
-        return f"The run ranked the target #{run_rank}, just below k={k} (within {near_hi}); {base}."
-    if cls == "index_gap":
-        return (
-            f"Exact dense search ranks the target #{dense_rank} (within k={k}) but the run "
-            f"{'did not retrieve it' if run_rank is None else f'ranked it #{run_rank}'}; {base}."
-        )
-    if cls == "vocabulary_mismatch":
-        return f"The embedding model scores the target low while the words tell: {base}; {ov}."
-    if cls == "semantic_gap":
-        return f"Neither dense nor BM25 ranks the target within k={k}: {base}; {ov}."
-    return f"The target is findable but outranked: {base}."
+    return _SENTENCES.get(cls, _SENTENCES["ranking_failure"])(e, base, ov)

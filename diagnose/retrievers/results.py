@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from diagnose.data import DataError, ValidationReport
+from diagnose.data import DataError, Severity, ValidationReport
 from diagnose.retrievers.calls import Outcome
 from diagnose.retrievers.kinds import _describe
 
@@ -230,8 +230,7 @@ def _record(
     p95 latency)."""
     label = f"retriever {run_name!r}"
     _record_problems(report, label, n_queries, errors, tally, collapse)
-    _record_scores(report, label, tally)
-    _record_lists(report, label, n_queries, errors, tally, depth)
+    _record_tally(report, label, n_queries, errors, tally, depth)
     _record_stats(report, label, n_queries, errors, latency)
 
 
@@ -269,48 +268,46 @@ def _record_problems(
         )
 
 
-def _record_scores(report: ValidationReport, label: str, tally: _Tally) -> None:
-    """The queries whose scores were lowered to keep the retriever's order, or replaced by ``-rank``."""
-    report.add(
-        "retriever_scores_adjusted",
-        f"{label} gave tied or out-of-order scores for {len(tally.adjusted)} queries; those scores were lowered to "
-        "the next float32 below the previous one so that trec_eval's score order keeps the retriever's order.",
-        severity="info",
-        count=len(tally.adjusted),
-        examples=tally.adjusted,
-    )
-    report.add(
-        "retriever_scores_replaced",
-        f"{label} gave some missing or non-finite scores for {len(tally.replaced)} queries; their scores are -rank "
-        "instead.",
-        severity="info",
-        count=len(tally.replaced),
-        examples=tally.replaced,
-    )
+def _note(report: ValidationReport, code: str, ids: list[str], message: str, severity: Severity = "info") -> None:
+    """A problem counted by the queries it happened to (``ids``, also its examples)."""
+    report.add(code, message, severity=severity, count=len(ids), examples=ids)
 
 
-def _record_lists(
+def _record_tally(
     report: ValidationReport, label: str, n_queries: int, errors: dict[str, str], tally: _Tally, depth: int
 ) -> None:
-    """The lists shorter than ``depth`` (a warning when more than half), the latencies that were not measured."""
+    """The queries whose scores were lowered to keep the retriever's order or replaced by ``-rank``, the lists
+    shorter than ``depth`` (a warning when more than half), the latencies that were not measured."""
+    _note(
+        report,
+        "retriever_scores_adjusted",
+        tally.adjusted,
+        f"{label} gave tied or out-of-order scores for {len(tally.adjusted)} queries; those scores were lowered to "
+        "the next float32 below the previous one so that trec_eval's score order keeps the retriever's order.",
+    )
+    _note(
+        report,
+        "retriever_scores_replaced",
+        tally.replaced,
+        f"{label} gave some missing or non-finite scores for {len(tally.replaced)} queries; their scores are -rank "
+        "instead.",
+    )
     ran = n_queries - len(errors)
-    many = len(tally.short_lists) * 2 > ran
-    report.add(
+    _note(
+        report,
         "retriever_short_lists",
+        tally.short_lists,
         f"{label} returned fewer than depth={depth} documents for {len(tally.short_lists)} of {ran} queries "
         "(after merging chunks). If the corpus is larger than that, ask your retriever for more (LangChain "
         "search_kwargs={'k': ...}, LlamaIndex similarity_top_k=...); recall at depth is capped by it.",
-        severity="warning" if many else "info",
-        count=len(tally.short_lists),
-        examples=tally.short_lists,
+        "warning" if len(tally.short_lists) * 2 > ran else "info",
     )
-    report.add(
+    _note(
+        report,
         "retriever_latency_unmeasured",
+        tally.unmeasured,
         f"{label}: no per-query latency for {len(tally.unmeasured)} queries (its batch() reported no per-query "
         "run to time).",
-        severity="info",
-        count=len(tally.unmeasured),
-        examples=tally.unmeasured,
     )
 
 
