@@ -33,6 +33,8 @@ def fingerprints(arr: pa.Array | pa.ChunkedArray) -> np.ndarray:
 
     if isinstance(arr, pa.ChunkedArray):
         arr = arr.combine_chunks() if arr.num_chunks else pa.array([], type=pa.large_string())
+    if not (pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)):
+        arr = arr.cast(pa.large_string())  # a dictionary or string_view array, say
     n = len(arr)
     if n == 0:
         return np.empty(0, dtype=np.uint64)

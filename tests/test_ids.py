@@ -30,6 +30,8 @@ def test_fingerprints_ignore_the_string_type_and_the_chunks():
     chunked = pa.chunked_array([pa.array(ids[:2]), pa.array(ids[2:])])
     assert list(fingerprints(chunked)) == list(large)
     assert list(fingerprints(pa.chunked_array([], type=pa.string()))) == []
+    assert list(fingerprints(pa.array(ids).slice(1, 3))) == list(large[1:4])  # int32 offsets, non-zero offset
+    assert list(fingerprints(pa.array(ids).dictionary_encode())) == list(large)
 
 
 def test_every_byte_counts():
