@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from diagnose.data import DataError, Dataset, Run
+from diagnose.data import DataError, Dataset, Run, fields_dict
 from diagnose.space import VectorSpace
 
 _WS = re.compile(r"\s+")
@@ -174,13 +174,7 @@ class Hubness:
     hubs: pd.DataFrame  # doc_id, occurrences, share
 
     def to_dict(self) -> dict:
-        return {
-            "name": self.name,
-            "k": self.k,
-            "n_queries": self.n_queries,
-            "skewness": self.skewness,
-            "hubs": self.hubs.to_dict(orient="records"),
-        }
+        return {**fields_dict(self), "hubs": self.hubs.to_dict(orient="records")}
 
 
 def hubness(
