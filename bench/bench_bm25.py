@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import gc
-import json
 import os
 import platform
 import statistics
@@ -32,6 +31,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from common import cpu_name  # noqa: E402
+
+from diagnose.io import read_corpus, read_qrels, read_queries  # noqa: E402
 from diagnose.lexical import BM25Index, tokenize  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data" / "nfcorpus"
@@ -39,16 +41,13 @@ ANSERINI = {"ndcg_cut_10": 0.3218, "recall_100": 0.2457, "recall_1000": 0.3704}
 
 
 def load(root: Path):
-    docs = [json.loads(line) for line in (root / "corpus.jsonl").open()]
-    queries = {o["_id"]: o["text"] for o in map(json.loads, (root / "queries.jsonl").open())}
-    qrels: dict[str, dict[str, int]] = {}
-    for line in (root / "qrels" / "test.tsv").read_text().splitlines()[1:]:
-        q, d, s = line.split("\t")
-        qrels.setdefault(q, {})[d] = int(s)
-    texts = [f"{d['title']} {d['text']}".strip() for d in docs]  # = diagnose.data.document_text
-    ids = [d["_id"] for d in docs]
+    """The corpus texts (title and text, as diagnose.data.document_text) and ids, the judged test queries in the
+    qrels file's order with their texts, and the qrels, read by diagnose's readers."""
+    corpus = read_corpus(root / "corpus.jsonl")
+    qrels = read_qrels(root / "qrels" / "test.tsv").as_dict()
     qids = list(qrels)
-    return texts, ids, qids, [queries[q] for q in qids], qrels
+    text_of = read_queries(root / "queries.jsonl").text_of()
+    return corpus.texts(), list(corpus.ids), qids, [text_of[q] for q in qids], qrels
 
 
 def timed(fn: Callable[[], object], repeats: int) -> tuple[float, object]:
@@ -113,18 +112,10 @@ def speed(texts, ids, qtexts, repeats: int, *, rank_bm25_queries: int | None = N
 
 
 def machine() -> str:
-    cpu = ""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
     from importlib.metadata import version
 
     return (
-        f"{os.cpu_count()} cores ({cpu or platform.processor()}), Python {platform.python_version()}, "
+        f"{os.cpu_count()} cores ({cpu_name() or platform.processor()}), Python {platform.python_version()}, "
         f"bm25s {version('bm25s')}, rank-bm25 {version('rank-bm25')}, PyStemmer {version('PyStemmer')}"
     )
 

@@ -36,6 +36,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from common import cpu_name
+
 HERE = Path(__file__).resolve().parent
 KS = [1, 3, 5, 10]
 OURS = [f"{f}@{k}" for f in ["precision", "recall", "hit_rate", "mrr", "ndcg", "map"] for k in KS]
@@ -217,15 +219,9 @@ def bench_shape(qrels: Path, run: Path, repeats: int) -> list[dict]:
 
 
 def machine() -> str:
-    cpu = "?"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return f"{os.cpu_count()} cores ({cpu}), Python {platform.python_version()}, {platform.system()}"
+    return (
+        f"{os.cpu_count()} cores ({cpu_name('?')}), Python {platform.python_version()}, {platform.system()}"
+    )
 
 
 def versions() -> str:

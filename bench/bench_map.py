@@ -14,19 +14,13 @@ any page, and nothing here would change it.
 
 from __future__ import annotations
 
-import argparse
 import os
 import shutil
-import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "bench"))
-from bench_failures import BARE  # noqa: E402 - the same bare-encode script as the failures benchmark
+from common import bm25_run, cold_warm_bare, nfcorpus_args, print_rounds
 
 MAP = r"""
 import sys, time
@@ -52,47 +46,20 @@ print(len(m.points), m.projection.cached, round(m.projection.trustworthiness, 3)
 """
 
 
-def timed(cmd: list[str], env: dict[str, str]) -> tuple[float, str]:
-    t0 = time.perf_counter()
-    out = subprocess.run(cmd, check=True, env=env, cwd=ROOT, capture_output=True, text=True).stdout.strip()
-    return time.perf_counter() - t0, out
-
-
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--data", default=str(ROOT.parent / "shared" / "data" / "nfcorpus"))
-    ap.add_argument("--repeats", type=int, default=1)
-    args = ap.parse_args()
-    data = Path(args.data)
-    if not (data / "corpus.jsonl").exists():
-        sys.exit(f"no NFCorpus at {data}")
+    args = nfcorpus_args(__doc__, repeats=1)
+    data = args.data
     work = Path(tempfile.mkdtemp(prefix="bench_map_"))
     numba_cache = work / "numba"  # a fresh numba cache: the cold run pays the compile, like a new install
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "NUMBA_CACHE_DIR": str(numba_cache)}
-    subprocess.run(
-        [sys.executable, "-m", "diagnose", "evaluate", "--data", str(data), "--baseline", "bm25",
-         "--write-runs", str(work), "--format", "json"],
-        check=True, env=env, cwd=ROOT, stdout=subprocess.DEVNULL,
-    )  # fmt: skip
-    run = work / "bm25.trec"
-    cold, warm, bare, info = [], [], [], ""
-    for _ in range(args.repeats):
-        cache = work / "cache"
-        shutil.rmtree(cache, ignore_errors=True)
-        shutil.rmtree(numba_cache, ignore_errors=True)
-        cmd = [sys.executable, "-c", MAP, str(data), str(run), str(cache)]
-        bare.append(timed([sys.executable, "-c", BARE, str(data)], env)[0])
-        t, info = timed(cmd, env)
-        cold.append(t)
-        t, info_warm = timed(cmd, env)
-        warm.append(t)
-    b, c, w = statistics.median(bare), statistics.median(cold), statistics.median(warm)
-    print(f"repeats: {args.repeats}; map points, cached, trustworthiness: cold {info} / warm {info_warm}")
-    print(f"bare model.encode process: median {b:.1f} s  {[round(x, 1) for x in bare]}")
-    print(
-        f"map ready, cold:           median {c:.1f} s  {[round(x, 1) for x in cold]}  = bare + {c - b:.1f} s"
+    run = bm25_run(data, work, env)
+    cache = work / "cache"
+    cmd = [sys.executable, "-c", MAP, str(data), str(run), str(cache)]
+    bare, cold, warm, info, info_warm = cold_warm_bare(
+        cmd, data, env, args.repeats, [cache, numba_cache], output=True
     )
-    print(f"map ready, warm:           median {w:.1f} s  {[round(x, 1) for x in warm]}")
+    header = f"repeats: {args.repeats}; map points, cached, trustworthiness: cold {info} / warm {info_warm}"
+    print_rounds(header, "map ready", bare, cold, warm, ratio=False)
     shutil.rmtree(work, ignore_errors=True)
 
 
