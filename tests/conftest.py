@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+# the shared helpers of the AppTest tests assert too: pytest explains their failures like a test's own
+pytest.register_assert_rewrite("app_testing")
+
 
 @pytest.fixture(scope="session")
 def second_model(tmp_path_factory):

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 pytest.importorskip("streamlit")
+from app_testing import PAGES, ROOT, assert_clean, open_page, start_app  # noqa: E402
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from diagnose import report  # noqa: E402
@@ -23,10 +24,7 @@ from diagnose.ui import sources, text  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("keyword_encoder")
 
-ROOT = Path(__file__).resolve().parents[1]
-APP = ROOT / "app.py"
 DEMO = ROOT / "demo_corpus"
-PAGES = "diagnose/ui/pages/{}.py"
 TIMEOUT = 120
 DEMO_RUNS = sorted(p.name.split(".")[0] for p in (DEMO / "runs").iterdir() if p.suffix == ".trec")
 
@@ -40,20 +38,11 @@ BASELINES = ["bm25", "dense", "hybrid"]
 
 
 def _app() -> AppTest:
-    at = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
-    return at.run()
+    return start_app(TIMEOUT)
 
 
 def _open(page: str, at: AppTest | None = None) -> AppTest:
-    at = at or _app()
-    at.switch_page(PAGES.format(page)).run()
-    _assert_clean(at)
-    return at
-
-
-def _assert_clean(at: AppTest) -> None:
-    assert not at.exception, [e.message for e in at.exception]
-    assert not at.error, [e.value for e in at.error]
+    return open_page(at or _app(), page)
 
 
 def _charts(at: AppTest) -> list:
@@ -71,7 +60,7 @@ def _frame_with(at: AppTest, column: str):
 
 def test_opens_on_the_demo_without_configuration():
     at = _app()
-    _assert_clean(at)
+    assert_clean(at)
     assert at.title[0].value == "Overview"
     assert at.session_state["_bundle"] is not None
 
@@ -101,7 +90,7 @@ def test_worst_queries_table_is_not_empty_and_filters_by_class():
     ms = at.multiselect(key="worst_classes")
     one = ms.value[0]
     ms.set_value([one]).run()
-    _assert_clean(at)
+    assert_clean(at)
     filtered = _frame_with(at, "class")
     assert 0 < len(filtered) <= len(table)
     assert set(filtered["class"]) == {CLASS_LABELS[one]}
@@ -113,7 +102,7 @@ def test_selecting_a_row_opens_the_inspector_on_that_query():
     row = len(table) - 1
     at.session_state["worst_table"] = {"selection": {"rows": [row], "columns": [], "cells": []}}
     at.run()
-    _assert_clean(at)
+    assert_clean(at)
     assert at.title[0].value == "Query inspector"
     assert at.selectbox(key="inspector_query").value == table["query_id"].iloc[row]
 
@@ -138,7 +127,7 @@ def test_inspector_switches_query_with_its_selectbox():
     assert len(sb.options) >= 2
     other = sb.options[1].split(": ", 1)[0]  # options are shown as "query_id: text"
     sb.select(other).run()
-    _assert_clean(at)
+    assert_clean(at)
     assert at.selectbox(key="inspector_query").value == other
     assert at.session_state["query_id"] == other
     assert any(m.value.startswith(f"**{text.escape_md(other)}**") for m in at.markdown)
@@ -158,7 +147,7 @@ def test_clicking_a_failed_query_on_the_map_opens_it_in_the_inspector():
     qid = diag_failed[-1]
     at.session_state["map_chart"] = {"selection": {"query_select": [{"id": qid}]}}
     at.run()
-    _assert_clean(at)
+    assert_clean(at)
     assert at.title[0].value == "Query inspector"
     assert at.selectbox(key="inspector_query").value == qid
 
@@ -167,7 +156,7 @@ def test_the_run_picked_in_the_sidebar_is_the_one_diagnosed():
     at = _open("worst")
     other = DEMO_RUNS[-1] if DEMO_RUNS[-1] != at.selectbox(key="run").value else DEMO_RUNS[0]
     at.selectbox(key="run").set_value(other).run()
-    _assert_clean(at)
+    assert_clean(at)
     assert f"Run **{text.escape_md(other)}**" in " ".join(c.value for c in at.caption)
     assert len(_frame_with(at, "class")) == len(at.session_state["_bundle"].diagnosis(other).failures)
 
@@ -197,7 +186,7 @@ def test_compare_table_opens_a_fixed_query_in_the_run_where_it_fails():
     assert table[f"fails in {ref}"].iloc[row]  # a fixed query failed in the reference: its class is shown
     at.session_state["cmp_table"] = {"selection": {"rows": [row], "columns": [], "cells": []}}
     at.run()
-    _assert_clean(at)
+    assert_clean(at)
     assert at.title[0].value == "Query inspector"
     assert at.selectbox(key="run").value == (other if table[f"fails in {other}"].iloc[row] else ref)
     assert at.selectbox(key="inspector_query").value == qid
@@ -310,14 +299,14 @@ def test_model_choice_reports_a_model_that_cannot_load():
 @pytest.mark.real_model
 def test_model_choice_compares_the_bundled_model_with_the_sidebar_model():
     at = _compare_models(_open("models"), "all-MiniLM-L6-v2")
-    _assert_clean(at)
+    assert_clean(at)
     table = _frame_with(at, "docs/s")
     assert len(table) == 2
     assert sorted(table["dim"]) == sorted({at.session_state["_bundle"].analysis.space.dim, 384})
     assert (table["docs/s"] > 0).all() and table["rank"].iloc[0] == 1
     # the second model is now offered on the Similarity page too
     at.switch_page(PAGES.format("similarity")).run()
-    _assert_clean(at)
+    assert_clean(at)
     assert len(at.multiselect(key="sim_models").options) == 2
 
 
@@ -328,7 +317,7 @@ def test_changing_k_reuses_the_vectors_and_the_index():
     at = _app()
     before = at.session_state["_bundle"]
     at.number_input(key="k").set_value(5).run()
-    _assert_clean(at)
+    assert_clean(at)
     after = at.session_state["_bundle"]
     assert after.k == 5
     assert after.analysis.space is before.analysis.space  # not re-encoded
@@ -340,7 +329,7 @@ def test_recall_definition_finds_at_least_as_many_failures():
     at = _open("worst")
     n_hit = len(_frame_with(at, "class"))
     at.radio(key="mode").set_value("recall").run()
-    _assert_clean(at)
+    assert_clean(at)
     assert len(_frame_with(at, "class")) >= n_hit
 
 
@@ -390,7 +379,7 @@ def test_file_paths_source():
     at.text_input(key="f_queries").input(str(DEMO / "queries.jsonl"))
     at.text_input(key="f_qrels").input(str(DEMO / "qrels" / "test.tsv"))
     at.text_area(key="f_runs").input(f"prod={DEMO / 'runs' / 'ann_minilm.trec'}").run()
-    _assert_clean(at)
+    assert_clean(at)
     assert sorted(_frame_with(at, "run")["run"]) == sorted(["prod", *BASELINES])
 
 
@@ -407,7 +396,7 @@ def test_uploads_are_read_by_the_same_readers(tmp_path, monkeypatch):
     at.file_uploader(key="up_qrels").set_value(up(DEMO / "qrels" / "test.tsv"))
     at.file_uploader(key="up_runs").set_value([up(p) for p in sorted((DEMO / "runs").glob("*.trec"))])
     at.run()
-    _assert_clean(at)
+    assert_clean(at)
     assert sorted(_frame_with(at, "run")["run"]) == sorted(DEMO_RUNS + BASELINES)
     assert list(tmp_path.iterdir()), "uploads were not written to the temp dir"
 
@@ -505,8 +494,8 @@ def test_upload_spec_writes_once_per_content(tmp_path):
 @pytest.mark.real_model
 def test_overview_with_the_real_bundled_model(monkeypatch):
     monkeypatch.delenv("DIAGNOSE_ENCODER", raising=False)
-    at = AppTest.from_file(str(APP), default_timeout=600).run()
-    _assert_clean(at)
+    at = start_app(600)
+    assert_clean(at)
     b = at.session_state["_bundle"]
     assert b.encoder_name.startswith("st-sha256:")
     table = _frame_with(at, "run")
@@ -571,7 +560,7 @@ def test_a_live_retriever_shows_its_latency_on_overview_and_model_choice(tmp_pat
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("DIAGNOSE_RETRIEVERS", "live=my_rag:make_retriever")
     at = _app()
-    _assert_clean(at)
+    assert_clean(at)
     table = _frame_with(at, "latency_p50_ms")
     row = table.set_index("run").loc["live"]
     assert row["kind"] == "live retriever" and row["latency_p95_ms"] >= row["latency_p50_ms"] > 0
@@ -633,7 +622,7 @@ def test_metrics_come_before_the_vectors_and_pages_fill_in_when_they_are_ready(t
     monkeypatch.setenv("DIAGNOSE_ENCODER_DELAY", "0.02")  # ~6 s for the 296 demo texts
     monkeypatch.setenv("DIAGNOSE_FOREGROUND_SECONDS", "0")
     at = _app()
-    _assert_clean(at)
+    assert_clean(at)
     b = at.session_state["_bundle"]
     assert not b.ready
     table = _frame_with(at, "run")
@@ -648,7 +637,7 @@ def test_metrics_come_before_the_vectors_and_pages_fill_in_when_they_are_ready(t
         time.sleep(0.5)
         at.run()
     at.run()
-    _assert_clean(at)
+    assert_clean(at)
     assert at.session_state["_bundle"].background is background  # one encoding, never restarted
     assert len(_frame_with(at, "class")) > 0
     st.cache_resource.clear()
@@ -684,11 +673,11 @@ def test_judge_page_appends_every_grade_to_the_journal_and_resumes(tmp_path, mon
     # the demo's planted near-duplicates come first: the reason says so
     assert any("near\\-duplicate of relevant" in m.value for m in at.markdown if m.value.startswith("**Why"))
     at.button(key="judge_2").click().run()
-    _assert_clean(at)
+    assert_clean(at)
     second = _current_pair(at)
     assert second != first
     at.button(key="judge_skip").click().run()
-    _assert_clean(at)
+    assert_clean(at)
     lines = [json.loads(x) for x in journal.read_text().splitlines()]
     assert [(x["query_id"], x["doc_id"], x["grade"]) for x in lines] == [(*first, 2), (*second, "skip")]
     # the effect of the one graded judgement, per run
@@ -727,7 +716,7 @@ def test_precomputed_vectors_typed_in_the_sidebar_replace_the_model(tmp_path, mo
                       ("query_ids", "query_ids.txt")):  # fmt: skip
         at.text_input(key=f"emb_{key}").input(name)
     at.run()
-    _assert_clean(at)
+    assert_clean(at)
     b = at.session_state["_bundle"]
     assert b.analysis.space.model.startswith("precomputed:") and b.analysis.space.dim == 64
     expected = dense_run(enc.encode(ds.corpus.texts()), enc.encode([texts[q] for q in qids]), list(ds.corpus.ids),
@@ -756,9 +745,9 @@ def test_starting_with_no_golden_set_builds_one_on_the_judge_page(tmp_path, monk
     assert not at.exception
     assert any("no golden set yet" in i.value for i in at.info)
     at.switch_page(PAGES.format("judge")).run()
-    _assert_clean(at)
+    assert_clean(at)
     assert at.title[0].value == "Judge"
     query, doc = _current_pair(at)
     next(b for b in at.button if b.key == "judge_2").click().run()
-    _assert_clean(at)
+    assert_clean(at)
     assert Journal(journal).judgements() == {(query, doc): 2}

@@ -5,37 +5,29 @@ projection is done (on the demo's 296 points it takes seconds, so the test waits
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
 pytest.importorskip("streamlit")
 pytest.importorskip("pydeck")
 
+from app_testing import PAGES, assert_clean, start_app  # noqa: E402
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from diagnose import deck  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("keyword_encoder")
 
-ROOT = Path(__file__).resolve().parents[1]
-APP = ROOT / "app.py"
-MAP = "diagnose/ui/pages/map.py"
 TIMEOUT = 180
 
 
 def _open_map(view: str | None = None) -> AppTest:
-    at = AppTest.from_file(str(APP), default_timeout=TIMEOUT).run()
-    at.switch_page(MAP).run()
+    at = start_app(TIMEOUT)
+    at.switch_page(PAGES.format("map")).run()
     if view is not None:
         at.radio(key="map_view").set_value(view).run()
-    _assert_clean(at)
+    assert_clean(at)
     return at
-
-
-def _assert_clean(at: AppTest) -> None:
-    assert not at.exception, [e.message for e in at.exception]
-    assert not at.error, [e.value for e in at.error]
 
 
 def _decks(at: AppTest) -> list:
@@ -53,7 +45,7 @@ def _wait_whole(at: AppTest) -> None:
     assert bg.error is None, bg.error
     assert bg.finished
     at.run()
-    _assert_clean(at)
+    assert_clean(at)
 
 
 def test_a_small_collection_opens_on_the_sample_view_with_the_altair_chart():
@@ -93,6 +85,6 @@ def test_clicking_a_failed_query_on_the_deck_opens_it_in_the_inspector():
         }
     }
     at.run()
-    _assert_clean(at)
+    assert_clean(at)
     assert at.title[0].value == "Query inspector"
     assert at.selectbox(key="inspector_query").value == qid
