@@ -37,6 +37,7 @@ from diagnose.cli.models import cmd_fuse, cmd_models, cmd_rerank
 from diagnose.cli.parser import DEFAULT_KS, build_parser
 from diagnose.cli.shared import EXIT_FAIL, EXIT_INPUT, EXIT_OK, PARAM_FLAGS
 from diagnose.data import DataError
+from diagnose.extras import missing_extra
 
 __all__ = [
     "COMMANDS",
@@ -82,8 +83,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {flag}: {e}" if flag else f"error: {e}", file=sys.stderr)
         return EXIT_INPUT
     except ModuleNotFoundError as e:  # an optional package (torch, bm25s, ...): name the extra that installs it
-        from diagnose.extras import missing_extra
-
         err = missing_extra(e, f"diagnose {getattr(args, 'command', '') or ''}".strip())
         if err is None:
             raise

@@ -16,6 +16,7 @@ from diagnose.cli.shared import (
     _write_runs,
 )
 from diagnose.data import DataError
+from diagnose.io import check_run_matches_qrels, parse_run_arg, read_run
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
@@ -73,7 +74,6 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 def _add_compare_to(args: argparse.Namespace, ds) -> str | None:
     if not args.compare_to:
         return None
-    from diagnose.io import check_run_matches_qrels, parse_run_arg, read_run
 
     name, path = parse_run_arg(args.compare_to)
     if name in ds.runs:

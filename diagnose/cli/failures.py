@@ -5,14 +5,16 @@ from __future__ import annotations
 import argparse
 import sys
 
+from diagnose.api import as_run
 from diagnose.cli.shared import EXIT_OK, _analysis, _load, _print_warnings, _write_runs
 from diagnose.data import DataError
+from diagnose.failures import Thresholds
+from diagnose.io import parse_run_arg
+from diagnose.report import dumps, failures_dict, failures_text, text_table
+from diagnose.risk import failure_risk
 
 
 def cmd_failures(args: argparse.Namespace) -> int:
-    from diagnose.failures import Thresholds
-    from diagnose.report import dumps, failures_dict, failures_text
-
     if len(args.run) + len(args.retriever) != 1:
         raise DataError(
             "diagnose failures analyses one run: pass exactly one --run [NAME=]FILE or one --retriever."
@@ -40,8 +42,6 @@ def cmd_failures(args: argparse.Namespace) -> int:
 
 
 def cmd_risk(args: argparse.Namespace) -> int:
-    from diagnose.report import dumps, text_table
-
     if len(args.run) != 1:
         raise DataError("diagnose risk ranks the queries of one run: pass exactly one --run [NAME=]FILE.")
     if args.data or args.qrels:
@@ -49,10 +49,6 @@ def cmd_risk(args: argparse.Namespace) -> int:
         name = analysis.run_names[0]
         risk, validation = analysis.risk(name), analysis.risk_validation(name)
     else:
-        from diagnose.api import as_run
-        from diagnose.io import parse_run_arg
-        from diagnose.risk import failure_risk
-
         name, path = parse_run_arg(args.run[0])
         risk, validation = failure_risk(as_run(path, name=name), k=args.k), None
     if args.top:

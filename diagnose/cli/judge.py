@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from diagnose.cli.shared import EXIT_OK, _analysis, _load, _print_warnings
 from diagnose.data import DataError
+from diagnose.judging import QUEUE_TSV_COLUMNS, judge_queue, with_texts
 
 
 def cmd_judge_queue(args: argparse.Namespace) -> int:
-    from diagnose.judging import QUEUE_TSV_COLUMNS, judge_queue, with_texts
-
     if args.k < 1 or args.depth < 1 or (args.limit is not None and args.limit < 1):
         raise DataError(f"--k, --depth and --limit must be at least 1 (got {args.k}, {args.depth}, {args.limit}).")
     if not args.data and (not args.queries or not args.corpus):
@@ -25,8 +25,6 @@ def cmd_judge_queue(args: argparse.Namespace) -> int:
     _print_warnings(ds.report, "table")
     text = table.to_csv(sep="\t", index=False, lineterminator="\n")
     if args.out:
-        from pathlib import Path
-
         Path(args.out).write_text(text, encoding="utf-8")
         print(
             f"wrote {len(table)} pairs of {table['query_id'].nunique()} queries to {args.out} (pooled: "

@@ -6,12 +6,13 @@ import argparse
 import sys
 
 from diagnose.cli.shared import EXIT_OK, _analysis, _load, _print_warnings
+from diagnose.compare import rerank_cross_encoder, rerank_report
 from diagnose.data import DataError
+from diagnose.io import check_run_matches_qrels, parse_run_arg, read_run
+from diagnose.report import dumps, text_table
 
 
 def cmd_models(args: argparse.Namespace) -> int:
-    from diagnose.report import dumps, text_table
-
     ds = _load(args, need_text=True)
     analysis = _analysis(args, ds, runs={}, k=args.k)
     cmp = analysis.models(args.model or ["default"], metric=args.metric, seed=args.seed)
@@ -35,10 +36,6 @@ def cmd_models(args: argparse.Namespace) -> int:
 
 
 def cmd_rerank(args: argparse.Namespace) -> int:
-    from diagnose.compare import rerank_cross_encoder, rerank_report
-    from diagnose.io import check_run_matches_qrels, parse_run_arg, read_run
-    from diagnose.report import dumps, text_table
-
     if bool(args.reranked) == bool(args.cross_encoder):
         raise DataError("Pass either --reranked [NAME=]FILE or --cross-encoder MODEL (one of them).")
     if args.depth < 1 or args.k < 1:
@@ -74,8 +71,6 @@ def cmd_rerank(args: argparse.Namespace) -> int:
 
 
 def cmd_fuse(args: argparse.Namespace) -> int:
-    from diagnose.report import dumps, text_table
-
     if len(args.run) != 2:
         raise DataError("diagnose fuse takes exactly two --run files.")
     ds = _load(args)

@@ -8,9 +8,15 @@ import argparse
 import math
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
-from diagnose.data import DataError
+from diagnose.analysis import YOUR_RUN, Analysis
+from diagnose.cache import slug
+from diagnose.data import DataError, ValidationReport
+from diagnose.io import load_dataset, parse_run_arg, write_trec_run
+from diagnose.judging import merge, merge_counts, read_judgements
+from diagnose.retrievers import load_retriever
 
 EXIT_OK = 0
 EXIT_FAIL = 1
@@ -51,9 +57,6 @@ PARAM_FLAGS = {
 
 
 def _load(args: argparse.Namespace, *, need_text: bool = False, require_qrels: bool = True):
-    from diagnose.data import ValidationReport
-    from diagnose.io import load_dataset, parse_run_arg
-
     extra = list(getattr(args, "extra_qrels", None) or [])
     if require_qrels and not args.data and not args.qrels and not extra:
         raise DataError("No golden set given. Pass --data DIR (a BEIR folder), --qrels FILE or --extra-qrels FILE.")
@@ -83,7 +86,6 @@ def _load(args: argparse.Namespace, *, need_text: bool = False, require_qrels: b
 
 def _extra_qrels(paths: list[str], report):
     """``--extra-qrels``: merge each file's judgements into the golden set (printing what was merged)."""
-    from diagnose.judging import merge, merge_counts, read_judgements
 
     def transform(qrels):
         for path in paths:
@@ -110,8 +112,6 @@ def _retrievers(args: argparse.Namespace, taken: Sequence[str]) -> dict[str, Any
     """The user's retriever objects (a factory is called), by name."""
     out: dict[str, Any] = {}
     for name, target in _retriever_specs(args):
-        from diagnose.retrievers import load_retriever
-
         if name in out or name in taken:
             raise DataError(f"--retriever {name!r}: a run already has that name; name each run differently.")
         out[name] = load_retriever(target)
@@ -120,7 +120,6 @@ def _retrievers(args: argparse.Namespace, taken: Sequence[str]) -> dict[str, Any
 
 def _analysis(args: argparse.Namespace, ds, *, runs=None, **kwargs: Any):
     """The :class:`~diagnose.analysis.Analysis` of the parsed arguments (the one pipeline)."""
-    from diagnose.analysis import Analysis
 
     embeddings = None
     if getattr(args, "doc_embeddings", None) or getattr(args, "query_embeddings", None):
@@ -147,12 +146,6 @@ def _write_runs(args: argparse.Namespace, analysis) -> None:
     """``--write-runs DIR``: the runs computed here (baselines, live retrievers) as TREC files."""
     if not getattr(args, "write_runs", None):
         return
-    from pathlib import Path
-
-    from diagnose.analysis import YOUR_RUN
-    from diagnose.cache import slug
-    from diagnose.io import write_trec_run
-
     out = Path(args.write_runs)
     out.mkdir(parents=True, exist_ok=True)
     for name, run in analysis.runs.items():
