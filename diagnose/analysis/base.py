@@ -81,7 +81,7 @@ class AnalysisBase:
         encoder: Encoder | None = None,
         embeddings: Mapping[str, Any] | VectorSpace | None = None,
         precision: str = "fast",
-        progress: bool | progress_mod.Reporter | None = False,
+        progress: progress_mod.Progress = False,
     ) -> None:
         if not isinstance(dataset, Dataset):
             raise _param_error(
@@ -175,7 +175,7 @@ class AnalysisBase:
             )
 
     @contextmanager
-    def reporting(self, progress: bool | progress_mod.Reporter | None) -> Iterator[Any]:
+    def reporting(self, progress: progress_mod.Progress) -> Iterator[Any]:
         """``with analysis.reporting(reporter): ...``: what this thread computes inside the block reports to
         ``progress`` (the app passes its ``st.status`` box); other threads keep their own reporter."""
         saved = getattr(self._local, "reporter", None)
@@ -186,7 +186,7 @@ class AnalysisBase:
         finally:
             self._local.reporter = saved
 
-    def prepare(self, progress: bool | progress_mod.Reporter | None = None, *, vectors: bool = True) -> Self:
+    def prepare(self, progress: progress_mod.Progress = None, *, vectors: bool = True) -> Self:
         """Compute the heavy parts now (runs, BM25 index, vector space, baselines), reporting to ``progress``
         (default: the analysis' own reporter). ``vectors=False`` stops before anything needs a model."""
         with self.reporting(progress):

@@ -83,7 +83,7 @@ from dataclasses import replace
 from typing import Any
 
 from diagnose.data import DataError, Dataset, Queries, Run, ValidationReport
-from diagnose.progress import Callback, Reporter
+from diagnose.progress import Progress
 from diagnose.retrievers.calls import _call
 from diagnose.retrievers.kinds import _default_name, _kind, _not_a_retriever, _type_name, _with_k
 from diagnose.retrievers.loading import load_retriever
@@ -102,7 +102,7 @@ def run_retriever(
     name: str | None = None,
     concurrency: int = 4,
     report: ValidationReport | None = None,
-    progress: bool | Reporter | Callback | None = False,
+    progress: Progress = False,
 ) -> Run:
     """Call ``retriever`` on every query and return its results as a :class:`~diagnose.data.Run`.
 

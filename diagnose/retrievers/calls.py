@@ -12,13 +12,13 @@ from functools import lru_cache
 from typing import Any
 
 from diagnose.data import DataError
-from diagnose.progress import Callback, Reporter, reporter
+from diagnose.progress import Progress, reporter
 
 Outcome = tuple[Any, float | None]  # (results, or the exception raised; latency in ms, or None)
 
 
 def _ticker(
-    progress: bool | Reporter | Callback | None, total: int, run_name: str
+    progress: Progress, total: int, run_name: str
 ) -> tuple[Callable[[], None], Callable[[], None]]:
     """``(tick, finish)``: a thread-safe ``tick()`` per finished query and ``finish()`` at the end, driving the
     :mod:`diagnose.progress` bar of ``progress`` (``True``: tqdm on stderr, only when stderr is a terminal)."""
@@ -139,7 +139,7 @@ def _call(
     kind: str,
     texts: list[str],
     concurrency: int,
-    progress: bool | Reporter | Callback | None,
+    progress: Progress,
     run_name: str,
 ) -> list[Outcome]:
     """Every query's :data:`Outcome`, in input order: LangChain through its ``batch``, the others (a LlamaIndex
