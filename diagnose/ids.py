@@ -6,12 +6,8 @@ id strings themselves: a collision costs an exact comparison, never a wrong resu
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
-
-if TYPE_CHECKING:
-    import pyarrow as pa
+import pyarrow as pa
 
 _M1 = np.uint64(0x9E3779B97F4A7C15)
 _M2 = np.uint64(0xBF58476D1CE4E5B9)
@@ -29,8 +25,6 @@ def fingerprints(arr: pa.Array | pa.ChunkedArray) -> np.ndarray:
     slice offset or string type); two different strings collide with probability ~2^-64, every byte counts (ids
     that share a long prefix and suffix, like URLs, do not collide). Callers confirm matches on the strings.
     """
-    import pyarrow as pa
-
     if isinstance(arr, pa.ChunkedArray):
         arr = arr.combine_chunks() if arr.num_chunks else pa.array([], type=pa.large_string())
     if not (pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)):
