@@ -4,6 +4,7 @@ each run fixes and breaks, the CI gate, slices, what-if fusion, and the report o
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -187,8 +188,6 @@ class Scores(Pipeline):
         """Topic-set size (Sakai): per run and metric, the number of golden queries a paired t-test (alpha 0.05,
         power 0.8) needs to detect a mean difference of ``difference`` from the reference, given the standard
         deviation of the per-query differences observed here; beside the number of queries there are."""
-        import math
-
         from diagnose.stats import topic_set_size
 
         if isinstance(difference, bool) or not isinstance(difference, int | float) or not math.isfinite(difference) \
@@ -242,8 +241,6 @@ class Scores(Pipeline):
         """The CI gate: a message for every bound a run breaks (empty: passed). ``fail_under``: metric -> lowest
         allowed mean; ``max_drop``: metric -> largest allowed drop below the reference's mean. The reference
         itself is not gated when ``skip_reference``."""
-        import math
-
         fail_under, max_drop = dict(fail_under or {}), dict(max_drop or {})
         for param, bounds in (("fail_under", fail_under), ("max_drop", max_drop)):
             for metric, bound in bounds.items():

@@ -18,25 +18,21 @@ About 0.1 s for a 1M-row run of 1,000 queries (see ``bench/RESULTS.md``).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from diagnose.data import DataError, Qrels, Run
 from diagnose.ids import fingerprints, pair_keys
-
-if TYPE_CHECKING:
-    import pyarrow as pa
-
 
 # --------------------------------------------------------------------------------------------- string keys
 
 
 def _arrow(values: pd.Series) -> pa.Array:
     """The column as one contiguous Arrow ``large_string`` array (zero-copy for pandas' Arrow-backed ``str``)."""
-    import pyarrow as pa
-
     if isinstance(values.dtype, pd.StringDtype) and values.dtype.storage == "pyarrow":
         arr = pa.array(values.array)
     else:
@@ -50,8 +46,6 @@ def _arrow(values: pd.Series) -> pa.Array:
     if arr.type != pa.large_string():
         arr = arr.cast(pa.large_string())
     if arr.null_count:
-        import pyarrow.compute as pc
-
         arr = pc.fill_null(arr, "")
     return arr
 
@@ -62,9 +56,6 @@ def _segments(arr: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     A run lists each query's results together, so the query blocks come from one vectorised comparison of
     neighbours instead of hashing every row; a query split over several blocks just gives several blocks.
     """
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
     n = len(arr)
     if n == 0:
         return np.empty(0, dtype=np.int64), np.empty(0, dtype=object)
@@ -120,8 +111,6 @@ def _grades(qrels: Qrels) -> np.ndarray:
 
 
 def _prepare(qrels: Qrels, relevance_level: int = 1) -> _PreparedQrels:
-    import pyarrow as pa
-
     if isinstance(relevance_level, bool) or not isinstance(relevance_level, (int, np.integer)):
         raise DataError(f"relevance_level must be an integer >= 1, got {relevance_level!r}.")
     if relevance_level < 1:
@@ -224,9 +213,6 @@ def _join(prep: _PreparedQrels, row_q: np.ndarray, docs: pa.Array) -> tuple[np.n
     Hash join on 64-bit pair keys (a direct-address table on the keys' top bits, binary search for the few
     crowded slots), each match confirmed on the query code and the doc id string, so the join is exact.
     """
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
     empty = np.empty(0, dtype=np.int64)
     if len(prep.pos_keys) == 0 or len(row_q) == 0:
         return empty, empty
@@ -274,9 +260,6 @@ def _judged_pairs(prep: _PreparedQrels, row_q: np.ndarray, docs: pa.Array) -> np
     Binary search of the rows' pair keys among the sorted keys of every judgement, each hit confirmed on the
     query code and the doc id string; after a key collision among the judgements, a pandas merge on the ids.
     """
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
     out = np.zeros(len(row_q), dtype=bool)
     if len(prep.judged_keys) == 0 or len(row_q) == 0:
         return out
@@ -300,9 +283,6 @@ def _judged_pairs(prep: _PreparedQrels, row_q: np.ndarray, docs: pa.Array) -> np
 
 
 def _list_documents(prep: _PreparedQrels, row_q: np.ndarray, ranks: np.ndarray, docs: pa.Array) -> _Listed:
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
     e = np.full(len(row_q), -1, dtype=np.int64)
     e[row_q >= 0] = prep.eval_of_query[row_q[row_q >= 0]]
     idx = np.flatnonzero(e >= 0)
