@@ -34,3 +34,13 @@ def keyword_encoder(monkeypatch, tmp_path_factory):
     tests: ``pytestmark = pytest.mark.usefixtures("keyword_encoder")``)."""
     monkeypatch.setenv("DIAGNOSE_ENCODER", "keyword")
     monkeypatch.setenv("DIAGNOSE_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "cache"))
+
+
+@pytest.fixture(params=[True, False], ids=["fast", "line-by-line"])
+def both_paths(request, monkeypatch):
+    """Run a test with the pyarrow fast paths and with the line-by-line paths: they must agree (the readers' tests,
+    tests/test_io_*.py)."""
+    import diagnose.io as dio
+
+    monkeypatch.setattr(dio, "_FAST", request.param)
+    return request.param
