@@ -44,3 +44,21 @@ def both_paths(request, monkeypatch):
 
     monkeypatch.setattr(dio, "_FAST", request.param)
     return request.param
+
+
+@pytest.fixture
+def fake_fit(monkeypatch):
+    """The UMAP fit replaced by a fake that counts its calls (the embedding map's tests, tests/test_projection_*.py:
+    the first real fit in a process compiles numba code)."""
+    import numpy as np
+
+    from diagnose import projection as pj
+
+    calls = []
+
+    def fit(x, n_neighbors, min_dist, seed):
+        calls.append(len(x))
+        return (np.asarray(x)[:, :2] * 10).astype(np.float32)
+
+    monkeypatch.setattr(pj.layout, "_fit_umap", fit)
+    return calls
