@@ -33,6 +33,10 @@ from diagnose.ui import sources
 
 # The pages talk to this module only: what they use from the sidebar and progress modules is re-exported here.
 from diagnose.ui.errors import show_error as show_error
+from diagnose.ui.navigation import PAGES as PAGES
+from diagnose.ui.navigation import WITHOUT_GOLDEN_SET, page_path
+from diagnose.ui.navigation import open_query as open_query
+from diagnose.ui.navigation import run_page as run_page
 from diagnose.ui.progress import Background, ProjectionBackground, _Progress
 from diagnose.ui.progress import wait_for_vectors as wait_for_vectors
 from diagnose.ui.settings import (
@@ -65,30 +69,6 @@ FOREGROUND_SECONDS = 3.0
 BASELINE_DEPTH = 100
 CURVE_KS = (1, 2, 3, 5, 10, 20, 30, 50, 100)
 FAMILIES = ("hit_rate", "recall", "ndcg", "mrr", "precision", "map")
-
-# Page name -> (title, icon); its file is diagnose/ui/pages/<name>.py.
-_PAGE_TITLES: dict[str, tuple[str, str]] = {
-    "overview": ("Overview", ":material/dashboard:"),
-    "worst": ("Worst queries", ":material/format_list_numbered:"),
-    "inspector": ("Query inspector", ":material/search:"),
-    "map": ("Embedding map", ":material/scatter_plot:"),
-    "similarity": ("Similarity", ":material/bar_chart:"),
-    "compare": ("Compare runs", ":material/compare_arrows:"),
-    "models": ("Model choice", ":material/model_training:"),
-    "golden": ("Golden set", ":material/rule:"),
-    "judge": ("Judge", ":material/gavel:"),
-    "data": ("Data", ":material/dataset:"),
-}
-# (file, title, icon) of each page; files are relative to app.py (st.Page / st.switch_page / AppTest.switch_page all
-# take these paths).
-PAGES: dict[str, tuple[str, str, str]] = {
-    name: (f"diagnose/ui/pages/{name}.py", title, icon) for name, (title, icon) in _PAGE_TITLES.items()
-}
-
-
-def page_path(name: str) -> str:
-    return PAGES[name][0]
-
 
 class _Slot:
     """A process-wide holder for one heavy object, filled once (under a lock) outside any cached function."""
@@ -456,14 +436,6 @@ def setup(page: Any = None) -> Bundle | None:
     return b
 
 
-def run_page(page: Any) -> None:
-    """Run the chosen page; an input problem it runs into is shown as a message, never as a traceback."""
-    try:
-        page.run()
-    except DataError as e:
-        show_error(e)
-
-
 def _report_link(ds: Dataset) -> None:
     """The sidebar link to the validation report (the Data page), with the number of warnings."""
     n = len(ds.report.warnings)
@@ -472,9 +444,6 @@ def _report_link(ds: Dataset) -> None:
         label=f"Validation report ({n} warning{'s' if n != 1 else ''})",
         icon=":material/fact_check:" if not n else ":material/warning:",
     )
-
-
-WITHOUT_GOLDEN_SET = ("Judge", "Data")  # the pages that work before there is a golden set
 
 
 def bundle() -> Bundle:
@@ -493,16 +462,3 @@ def bundle() -> Bundle:
         st.page_link(page_path("judge"), label="Open the Judge page", icon=":material/gavel:")
         st.stop()
     return b
-
-
-def open_query(query_id: str, run: str | None = None) -> None:
-    """Remember the query (and the run to diagnose it in, when given) and open it in the inspector.
-
-    The sidebar's run picker already exists in this script run, so a new run is handed over through
-    ``_pending_run`` and applied by :func:`setup` before the picker is drawn again."""
-    st.session_state["query_id"] = query_id
-    if run is not None and run != st.session_state.get("run"):
-        st.session_state["_pending_run"] = run
-    st.switch_page(page_path("inspector"))
-
-
