@@ -7,13 +7,11 @@ The fixtures in tests/fixtures hold the same small data set in every format (see
 from __future__ import annotations
 
 import gzip
-import json
 
 import pandas as pd
 import pytest
 from io_testing import FIX, codes, records, write
 
-import diagnose.io as dio
 from diagnose.data import DataError, ValidationReport
 from diagnose.io import read_corpus, read_queries
 
@@ -193,8 +191,10 @@ def test_wide_metadata_objects_stay_one_column(tmp_path, monkeypatch, fast):
     """SciFact's query metadata is an object keyed by cited document ids (hundreds of keys over the file): it stays
     one column of JSON text (no column per document, no pandas PerformanceWarning), the innermost wide object only,
     and a field inside it can still be sliced by."""
+    import json
     import warnings
 
+    from diagnose import io as dio
     from diagnose.compare import _field_values
 
     monkeypatch.setattr(dio, "_FAST", fast)
