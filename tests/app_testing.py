@@ -1,16 +1,30 @@
-"""What the AppTest tests of the app share (tests/test_app.py, tests/test_app_map.py): where the app and its pages
-are, starting it, opening a page, and the check that a page drew without an exception or an error box. The fake
-keyword encoder comes from the ``keyword_encoder`` fixture (tests/conftest.py)."""
+"""What the AppTest tests of the app share (tests/test_app_*.py): where the app, its pages and the demo are, starting
+it, opening a page, the check that a page drew without an exception or an error box, and reading what a page shows
+(tables, charts, escaped markdown). The fake keyword encoder comes from the ``keyword_encoder`` fixture
+(tests/conftest.py).
+
+``DIAGNOSE_ENCODER=keyword`` makes the app use :class:`diagnose.embed.KeywordEncoder` instead of the bundled model
+(see diagnose/ui/state.py), so each page renders in about a second. Expected values come from the demo files
+themselves (run files on disk, lines of corpus.jsonl), never from the app's own output.
+"""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
-from streamlit.testing.v1 import AppTest
+import pytest
+
+pytest.importorskip("streamlit")  # a test module that imports this one is skipped without Streamlit
+from streamlit.testing.v1 import AppTest  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 APP = ROOT / "app.py"
 PAGES = "diagnose/ui/pages/{}.py"
+DEMO = ROOT / "demo_corpus"
+APP_TIMEOUT = 120
+DEMO_RUNS = sorted(p.name.split(".")[0] for p in (DEMO / "runs").iterdir() if p.suffix == ".trec")
+BASELINES = ["bm25", "dense", "hybrid"]
 
 
 def start_app(timeout: float) -> AppTest:
@@ -28,3 +42,26 @@ def open_page(at: AppTest, page: str) -> AppTest:
 def assert_clean(at: AppTest) -> None:
     assert not at.exception, [e.message for e in at.exception]
     assert not at.error, [e.value for e in at.error]
+
+
+def unescaped(markdown: str) -> str:
+    """What a reader sees of escaped markdown: user text in messages is backslash-escaped (never rendered)."""
+    return re.sub(r"\\(.)", r"\1", markdown)
+
+
+def demo_app() -> AppTest:
+    return start_app(APP_TIMEOUT)
+
+
+def open_demo(page: str, at: AppTest | None = None) -> AppTest:
+    return open_page(at or demo_app(), page)
+
+
+def charts(at: AppTest) -> list:
+    return list(at.get("arrow_vega_lite_chart")) + list(at.get("vega_lite_chart"))
+
+
+def frame_with(at: AppTest, column: str):
+    frames = [d.value for d in at.dataframe if column in d.value.columns]
+    assert frames, f"no table with a {column!r} column"
+    return frames[0]

@@ -1,5 +1,5 @@
 """The Embedding map page in both views, with AppTest on the demo corpus and the fake keyword encoder (as
-tests/test_app.py): the sample drawn by Altair, and the whole collection drawn by deck.gl once the background
+tests/test_app_pages.py): the sample drawn by Altair, and the whole collection drawn by deck.gl once the background
 projection is done (on the demo's 296 points it takes seconds, so the test waits for the thread, never a clock)."""
 
 from __future__ import annotations
