@@ -17,8 +17,6 @@ from diagnose.data import ValidationReport
 from diagnose.io import read_qrels, read_run, trec_order
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
-
-
 TREC_TESTS = SHARED / "trec_eval_tests"
 
 
