@@ -169,7 +169,7 @@ def padding_share(lengths: list[int], batch_size: int, sort: bool) -> float:
     return sum(lens) / slots
 
 
-def main() -> None:
+def parse_args() -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--n-docs", type=int, default=512)
     ap.add_argument("--repeats", type=int, default=3)
@@ -178,14 +178,12 @@ def main() -> None:
     ap.add_argument(
         "--ndcg", nargs="*", default=["nfcorpus"], help="collections under ../shared/data (BEIR layout)"
     )
-    args = ap.parse_args()
-    bs = args.batch_size
+    return ap.parse_args()
 
-    import torch
 
-    load0 = os.getloadavg()
-    _, corpus_texts, _, _, _ = texts_of("nfcorpus")
-    sample = corpus_texts[: args.n_docs]
+def load_encoders() -> tuple:
+    """The exact encoder, the fast one, and the fast one's bf16 model without the fused oneDNN layers, all
+    loaded."""
     exact = load_encoder(None, precision="exact")
     fast = load_encoder(None)
     assert isinstance(fast, fast_encoder.FastEncoder), f"fast path unavailable here: {fast!r}"
@@ -196,9 +194,15 @@ def main() -> None:
         plain.model  # noqa: B018 - load (and convert) now
     finally:
         fast_encoder._fused_ops_ok = check
-    st = exact.model
+    exact.model  # noqa: B018
     fast.model  # noqa: B018
-    threads = torch.get_num_threads()
+    return exact, fast, plain
+
+
+def describe(sample: list[str], st, fast, bs: int, threads: int, load0: tuple[float, float, float]) -> None:
+    """The machine and encoder line, then the sample's word pieces and padding."""
+    import torch
+
     print(
         f"machine: {platform.machine()}, {os.cpu_count()} cores, torch {torch.__version__} ({threads} threads), "
         f"load average {load0[0]:.1f}; fast encoder {fast.name}, fused layers {fast.fused}"
@@ -211,6 +215,11 @@ def main() -> None:
         f"sentence-transformers and embed_texts do) vs {padding_share(tok_lens, bs, sort=False):.3f} in input order"
     )
 
+
+def torch_routes(exact, fast, plain, bs: int, threads: int) -> dict[str, Route]:
+    """The torch routes by label, exact first (the reference of the table)."""
+    import torch
+
     def autocast(texts: list[str]) -> np.ndarray:
         with torch.autocast("cpu", dtype=torch.bfloat16):
             return exact.encode(texts, batch_size=bs)
@@ -222,37 +231,46 @@ def main() -> None:
         finally:
             torch.set_num_threads(threads)
 
-    routes: dict[str, Route] = {
+    return {
         "exact: fp32, sentence-transformers (`--precision exact`)": lambda x: exact.encode(x, batch_size=bs),
         "**fast: bf16 + fused oneDNN layers (default)**": lambda x: fast.encode(x, batch_size=bs),
         "bf16 weights, no fused layers": lambda x: plain.encode(x, batch_size=bs),
         "torch bf16 autocast over the fp32 model": autocast,
         "fast, torch.set_num_threads(1)": one_thread,
     }
-    tmp = tempfile.TemporaryDirectory()
-    if not args.no_onnx:
-        try:
-            import onnxruntime
 
-            paths = export_onnx(st, Path(tmp.name))
-            for key, label in (
-                ("fp32", "ONNX Runtime fp32 (exported + ORT BERT fusion)"),
-                ("int8-pc", "ONNX Runtime int8 dynamic, per-channel"),
-                ("int8-pt", "ONNX Runtime int8 dynamic, per-tensor"),
-            ):
-                routes[f"{label}, ort {onnxruntime.__version__}"] = ort_route(
-                    paths[key], st.tokenizer, st.max_seq_length, bs
-                )
-        except ImportError as e:
-            print(f"ONNX routes skipped: {e}")
 
+def add_onnx_routes(routes: dict[str, Route], st, bs: int, folder: Path) -> None:
+    """Adds the ONNX Runtime routes (fp32, int8 per-channel and per-tensor) exported into ``folder``, or says why
+    they are skipped."""
+    try:
+        import onnxruntime
+
+        paths = export_onnx(st, folder)
+        for key, label in (
+            ("fp32", "ONNX Runtime fp32 (exported + ORT BERT fusion)"),
+            ("int8-pc", "ONNX Runtime int8 dynamic, per-channel"),
+            ("int8-pt", "ONNX Runtime int8 dynamic, per-tensor"),
+        ):
+            routes[f"{label}, ort {onnxruntime.__version__}"] = ort_route(
+                paths[key], st.tokenizer, st.max_seq_length, bs
+            )
+    except ImportError as e:
+        print(f"ONNX routes skipped: {e}")
+
+
+def measure(
+    routes: dict[str, Route], sample: list[str], repeats: int
+) -> tuple[dict[str, list[float]], dict[str, list[float]], dict[str, np.ndarray]]:
+    """Wall and CPU seconds of every route per repeat (interleaved: each repeat starts one route later, after one
+    warm-up each), and each route's last vectors."""
     for f in routes.values():  # warm-up
         f(sample[:16])
     wall: dict[str, list[float]] = {k: [] for k in routes}
     cpu: dict[str, list[float]] = {k: [] for k in routes}
     vecs: dict[str, np.ndarray] = {}
     names = list(routes)
-    for r in range(args.repeats):
+    for r in range(repeats):
         for k in names[r % len(names) :] + names[: r % len(names)]:  # each repeat starts one route later
             f = routes[k]
             gc.collect()
@@ -261,30 +279,38 @@ def main() -> None:
             wall[k].append(time.perf_counter() - t)
             cpu[k].append(time.process_time() - c)
             print(f"  repeat {r + 1}: {k}: {wall[k][-1]:.1f} s", flush=True)
-    ref_key = next(iter(routes))
+    return wall, cpu, vecs
+
+
+def print_throughput(
+    n: int, wall: dict[str, list[float]], cpu: dict[str, list[float]], vecs: dict[str, np.ndarray]
+) -> None:
+    """The throughput table of ``n`` documents: every route against the first one (exact)."""
+    ref_key = next(iter(wall))
     ref = vecs[ref_key]
     mw, mc = statistics.median(wall[ref_key]), statistics.median(cpu[ref_key])
     print(
         "\n| route | docs/s (wall) | vs exact (wall) | per-repeat wall ratios | docs per CPU-s | vs exact (CPU) "
         "| cosine to exact: mean | min |\n|---|---:|---:|---|---:|---:|---:|---:|"
     )
-    for k in routes:
+    for k in wall:
         w, c = statistics.median(wall[k]), statistics.median(cpu[k])
         cos = (vecs[k] * ref).sum(axis=1)
         per = ", ".join(f"{a / b:.2f}" for a, b in zip(wall[ref_key], wall[k], strict=True))
         print(
-            f"| {k} | {len(sample) / w:.1f} | {mw / w:.2f}x | {per} | {len(sample) / c:.1f} | {mc / c:.2f}x "
+            f"| {k} | {n / w:.1f} | {mw / w:.2f}x | {per} | {n / c:.1f} | {mc / c:.2f}x "
             f"| {cos.mean():.5f} | {cos.min():.5f} |"
         )
-    print(f"load average at the end of the throughput runs: {os.getloadavg()[0]:.1f}")
-    tmp.cleanup()
 
-    if args.ndcg:
+
+def print_ndcg(collections: list[str], exact, fast, bs: int) -> None:
+    """The retrieval table: nDCG@10 of the exact and the fast dense baseline of each collection."""
+    if collections:
         print(
             "\n| collection | docs | judged queries | encoder | whole-corpus encode s (wall) | docs/s | nDCG@10 "
             "| difference |\n|---|---:|---:|---|---:|---:|---:|---:|"
         )
-    for name in args.ndcg:
+    for name in collections:
         doc_ids, doc_texts, qids, q_texts, qrels = texts_of(name)
         scores = {}
         for label, enc in (("exact", exact), ("fast (bf16)", fast)):
@@ -300,6 +326,30 @@ def main() -> None:
                 f"| {scores[label]:.4f} | {diff} |",
                 flush=True,
             )
+
+
+def main() -> None:
+    args = parse_args()
+    bs = args.batch_size
+
+    import torch
+
+    load0 = os.getloadavg()
+    _, corpus_texts, _, _, _ = texts_of("nfcorpus")
+    sample = corpus_texts[: args.n_docs]
+    exact, fast, plain = load_encoders()
+    st = exact.model
+    threads = torch.get_num_threads()
+    describe(sample, st, fast, bs, threads, load0)
+    routes = torch_routes(exact, fast, plain, bs, threads)
+    tmp = tempfile.TemporaryDirectory()
+    if not args.no_onnx:
+        add_onnx_routes(routes, st, bs, Path(tmp.name))
+    wall, cpu, vecs = measure(routes, sample, args.repeats)
+    print_throughput(len(sample), wall, cpu, vecs)
+    print(f"load average at the end of the throughput runs: {os.getloadavg()[0]:.1f}")
+    tmp.cleanup()
+    print_ndcg(args.ndcg, exact, fast, bs)
     print(f"load average: start {load0[0]:.1f}, end {os.getloadavg()[0]:.1f}")
 
 
