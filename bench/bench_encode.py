@@ -64,15 +64,19 @@ class MustNotEncode:
         raise AssertionError(f"cache miss: asked to encode {len(texts)} texts")
 
 
-def main() -> None:
+def parse_args() -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--n-docs", type=int, default=128)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--batch-sizes", type=int, nargs="+", default=[16, 32, 64, 128])
     ap.add_argument("--cache-only", action="store_true", help="skip the throughput runs")
     ap.add_argument("--threads-only", action="store_true", help="only threads 1 vs default, at batch 32")
-    args = ap.parse_args()
+    return ap.parse_args()
 
+
+def load(n_docs: int) -> tuple[list[str], list[str], object, int]:
+    """Imports torch and sentence-transformers, reads NFCorpus, loads the encoder and prints what it took and the
+    sample's word pieces; -> all texts, the first ``n_docs``, the encoder (warmed up), torch's default threads."""
     t = time.perf_counter()
     import torch
     from sentence_transformers import SentenceTransformer  # noqa: F401
@@ -80,7 +84,7 @@ def main() -> None:
     import_s = time.perf_counter() - t
     docs = [json.loads(line) for line in (DATA / "corpus.jsonl").open()]
     texts = [document_text(d.get("title", ""), d.get("text", "")) for d in docs]
-    sample = texts[: args.n_docs]
+    sample = texts[:n_docs]
     t = time.perf_counter()
     enc = load_encoder(None)
     load_s = time.perf_counter() - t
@@ -96,6 +100,12 @@ def main() -> None:
         f"{sum(n > 256 for n in n_tok)} of {len(sample)} cut at 256"
     )
     enc.encode(sample[:16], batch_size=16)  # warm-up
+    return texts, sample, enc, default_threads
+
+
+def throughput(args: argparse.Namespace, enc, sample: list[str], default_threads: int) -> None:
+    """Encodes the sample per (threads, batch) configuration, round-robin over --repeats; prints the table."""
+    import torch
 
     configs = [(default_threads, bs) for bs in args.batch_sizes] + [(1, 32)]
     if args.threads_only:
@@ -122,37 +132,51 @@ def main() -> None:
     for (threads, bs), ts in times.items():
         m, mc = statistics.median(ts), statistics.median(cpu[(threads, bs)])
         print(f"| {threads} | {bs} | {m:.1f} | {len(sample) / m:.1f} | {mc:.1f} | {len(sample) / mc:.1f} |")
-    print(f"load average at the end: {os.getloadavg()[0]:.1f}")
 
+
+def cache_hit(enc, texts: list[str], tmp: str) -> None:
+    """Fills the cache in ``tmp`` with stand-in vectors, then times five hits from a new cache object."""
+    embed_texts(StandIn(enc.name, enc.dim), texts, cache=EmbeddingCache(tmp))
+    hits = []
+    for _ in range(5):
+        gc.collect()
+        t = time.perf_counter()
+        embed_texts(MustNotEncode(enc), texts, cache=EmbeddingCache(tmp))
+        hits.append(time.perf_counter() - t)
+    print(
+        f"\ncache hit, {len(texts)} docs, new EmbeddingCache object, median of 5: {statistics.median(hits) * 1000:.0f} ms"
+    )
+
+
+def store_scale(tmp: str) -> None:
+    """Times ``RowStore.get`` of 100,000 random rows from a new store object, three times."""
+    rng = np.random.default_rng(0)
+    n = 100_000
+    rows = rng.normal(size=(n, 384)).astype(np.float32)
+    rows /= np.linalg.norm(rows, axis=1, keepdims=True)
+    keys = [text_key(f"doc {i}") for i in range(n)]
+    RowStore(Path(tmp) / "big", width=384).put(keys, rows)
+    big = []
+    for _ in range(3):
+        t = time.perf_counter()
+        found, got = RowStore(Path(tmp) / "big", width=384).get(keys)
+        big.append(time.perf_counter() - t)
+    assert found.all() and np.array_equal(got, rows)
+    print(
+        f"RowStore.get of {n} x 384 from a new store object, median of 3: {statistics.median(big) * 1000:.0f} ms"
+    )
+
+
+def main() -> None:
+    args = parse_args()
+    texts, sample, enc, default_threads = load(args.n_docs)
+    throughput(args, enc, sample, default_threads)
+    print(f"load average at the end: {os.getloadavg()[0]:.1f}")
     if args.threads_only:
         return
     with tempfile.TemporaryDirectory() as tmp:
-        embed_texts(StandIn(enc.name, enc.dim), texts, cache=EmbeddingCache(tmp))
-        hits = []
-        for _ in range(5):
-            gc.collect()
-            t = time.perf_counter()
-            embed_texts(MustNotEncode(enc), texts, cache=EmbeddingCache(tmp))
-            hits.append(time.perf_counter() - t)
-        print(
-            f"\ncache hit, {len(texts)} docs, new EmbeddingCache object, median of 5: {statistics.median(hits) * 1000:.0f} ms"
-        )
-
-        rng = np.random.default_rng(0)
-        n = 100_000
-        rows = rng.normal(size=(n, 384)).astype(np.float32)
-        rows /= np.linalg.norm(rows, axis=1, keepdims=True)
-        keys = [text_key(f"doc {i}") for i in range(n)]
-        RowStore(Path(tmp) / "big", width=384).put(keys, rows)
-        big = []
-        for _ in range(3):
-            t = time.perf_counter()
-            found, got = RowStore(Path(tmp) / "big", width=384).get(keys)
-            big.append(time.perf_counter() - t)
-        assert found.all() and np.array_equal(got, rows)
-        print(
-            f"RowStore.get of {n} x 384 from a new store object, median of 3: {statistics.median(big) * 1000:.0f} ms"
-        )
+        cache_hit(enc, texts, tmp)
+        store_scale(tmp)
 
 
 if __name__ == "__main__":
