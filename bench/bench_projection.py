@@ -185,23 +185,23 @@ def med(v) -> tuple[float, float]:
     return statistics.median(p[0] for p in pairs), statistics.median(p[1] for p in pairs)
 
 
-def main() -> None:
+def ratio(a: tuple[float, float], b: tuple[float, float]) -> str:
+    return f"{a[0] / b[0]:.2f}x wall, {a[1] / b[1]:.2f}x CPU"
+
+
+def parse_args() -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--vectors", choices=["synthetic", "nfcorpus"], default="synthetic")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--skip-umap-default", action="store_true")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--mode", default="full", help=argparse.SUPPRESS)
-    args = ap.parse_args()
-    if args.worker:
-        worker(args)
-        return
-    vectors(args.vectors)  # build (and for nfcorpus, store) the input once, outside the timings
-    import numba
-    import umap  # noqa: F401
+    return ap.parse_args()
 
-    from diagnose.projection import _umap_version
 
+def scenarios(args: argparse.Namespace) -> tuple[dict, list[dict], list[dict], dict | None]:
+    """The child processes on one numba cache folder: cold, warm disk cache (a full one and a first-fit one), umap
+    functions not cached (two), and umap-learn's own path (None with --skip-umap-default)."""
     with tempfile.TemporaryDirectory() as nb:
         cold = child(args, "first", {"NUMBA_CACHE_DIR": nb, "DIAGNOSE_NUMBA_CACHE": "1"})
         warm_disk = [child(args, "full", {"NUMBA_CACHE_DIR": nb, "DIAGNOSE_NUMBA_CACHE": "1"})]
@@ -210,13 +210,19 @@ def main() -> None:
             child(args, "first", {"NUMBA_CACHE_DIR": nb, "DIAGNOSE_NUMBA_CACHE": "0"}) for _ in range(2)
         ]
         default = None if args.skip_umap_default else child(args, "umap-default", {"NUMBA_CACHE_DIR": nb})
+    return cold, warm_disk, no_umap_cache, default
+
+
+def scenario_rows(
+    cold: dict, warm_disk: list[dict], no_umap_cache: list[dict], default: dict | None
+) -> list[tuple[str, tuple[float, float]]]:
+    """(scenario, (median wall, median CPU)) per row of the table."""
     full = warm_disk[0]
-    first_warm_disk = med([r["first_fit_s"] for r in warm_disk])
     rows = [
         ("cold process (empty numba cache): import umap", med(cold["import_s"])),
         ("cold process: first project()", med(cold["first_fit_s"])),
         ("new process, numba disk cache warm: import umap", med([r["import_s"] for r in warm_disk])),
-        ("new process, numba disk cache warm: first project()", first_warm_disk),
+        ("new process, numba disk cache warm: first project()", med([r["first_fit_s"] for r in warm_disk])),
         (
             "new process, umap functions not cached (DIAGNOSE_NUMBA_CACHE=0): first project()",
             med([r["first_fit_s"] for r in no_umap_cache]),
@@ -232,8 +238,14 @@ def main() -> None:
                 med(default["umap_default_s"]),
             )
         )
-    loads = [r.get(k) for r in (cold, *warm_disk, *no_umap_cache) for k in ("loadavg_start", "loadavg_end")]
-    loads = [x for x in loads if x is not None]
+    return rows
+
+
+def print_header(args: argparse.Namespace, loads: list[float], full: dict) -> None:
+    import numba
+
+    from diagnose.projection import _umap_version
+
     print(f"## umap\n\nCommand: `python bench/bench_projection.py --vectors {args.vectors}`  ")
     print(
         f"Machine: {os.cpu_count()} cores, Python {platform.python_version()}, umap-learn {_umap_version()}, "
@@ -242,14 +254,12 @@ def main() -> None:
         f"({args.vectors}), cosine, n_neighbors=15, min_dist=0.1. Process rows: cold 1 run, warm-disk and not-cached "
         f"2 runs each (median); in-process rows: median of {args.repeats}.\n"
     )
-    print("| scenario | wall s | CPU s |\n|---|---:|---:|")
-    for name, (wall, cpu) in rows:
-        print(f"| {name} | {wall:.2f} | {cpu:.2f} |")
+
+
+def print_ratios(cold: dict, warm_disk: list[dict], no_umap_cache: list[dict], default: dict | None) -> None:
+    full = warm_disk[0]
+    first_warm_disk = med([r["first_fit_s"] for r in warm_disk])
     base = med(full["warm_fit_s"])
-
-    def ratio(a: tuple[float, float], b: tuple[float, float]) -> str:
-        return f"{a[0] / b[0]:.2f}x wall, {a[1] / b[1]:.2f}x CPU"
-
     print(
         f"\nRatios (same run): first project() in a new process with vs without the numba disk cache (cold): "
         f"{ratio(first_warm_disk, med(cold['first_fit_s']))}; with vs without umap's functions cached: "
@@ -263,6 +273,25 @@ def main() -> None:
         + f". Trustworthiness (k=5, 1,000-point sample): seed=42 {full['trustworthiness']:.3f}, seed=None "
         f"{full['parallel_trustworthiness']:.3f}."
     )
+
+
+def main() -> None:
+    args = parse_args()
+    if args.worker:
+        worker(args)
+        return
+    vectors(args.vectors)  # build (and for nfcorpus, store) the input once, outside the timings
+    import numba  # noqa: F401
+    import umap  # noqa: F401
+
+    cold, warm_disk, no_umap_cache, default = scenarios(args)
+    loads = [r.get(k) for r in (cold, *warm_disk, *no_umap_cache) for k in ("loadavg_start", "loadavg_end")]
+    loads = [x for x in loads if x is not None]
+    print_header(args, loads, warm_disk[0])
+    print("| scenario | wall s | CPU s |\n|---|---:|---:|")
+    for name, (wall, cpu) in scenario_rows(cold, warm_disk, no_umap_cache, default):
+        print(f"| {name} | {wall:.2f} | {cpu:.2f} |")
+    print_ratios(cold, warm_disk, no_umap_cache, default)
     print(
         "\nRaw:",
         json.dumps(
