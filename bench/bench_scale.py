@@ -50,67 +50,79 @@ def run_child(cmd: list[str], cwd: Path) -> tuple[float, float, float, str]:
     return wall, ru.ru_utime + ru.ru_stime, ru.ru_maxrss / 1024, digest
 
 
-def main() -> None:
+def parse_args() -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", default="10k,100k,1m")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--formats", default="parquet,npy")
     ap.add_argument("--work", type=Path, default=Path("/tmp/scale"))
     ap.add_argument("--no-warm", action="store_true", help="skip the warm (BM25 cached) processes")
-    args = ap.parse_args()
+    return ap.parse_args()
+
+
+def vector_args(fmt: str) -> list[str]:
+    """The precomputed-vector options of ``diagnose failures`` for the vector format ``fmt``."""
+    return (
+        ["--doc-embeddings", "docs.parquet", "--query-embeddings", "queries.parquet"]
+        if fmt == "parquet"
+        else ["--doc-embeddings", "docs.npy", "--doc-ids", "doc_ids.txt", "--query-embeddings",
+              "queries.npy", "--query-ids", "query_ids.txt"]
+    )  # fmt: skip
+
+
+def measure_size(args: argparse.Namespace, data: Path) -> dict[str, list[tuple[float, float, float, str]]]:
+    """Process name -> (wall, CPU, peak RSS, stdout digest) of each of its processes on the data folder ``data``."""
     diagnose = [sys.executable, "-m", "diagnose"]
-    rows = []
-    for size in args.sizes.split(","):
-        n = SIZES[size.lower()]
-        data = args.work / size.lower()
-        if not (data / "docs.npy").exists():
-            subprocess.run(
-                [sys.executable, str(ROOT / "bench" / "make_scale_data.py"), str(data), "--docs", str(n)],
-                check=True,
-            )
-        load_before = os.getloadavg()[0]
-        procs: dict[str, list[tuple[float, float, float, str]]] = {}
-        for fmt in args.formats.split(","):
-            vec = (
-                ["--doc-embeddings", "docs.parquet", "--query-embeddings", "queries.parquet"]
-                if fmt == "parquet"
-                else ["--doc-embeddings", "docs.npy", "--doc-ids", "doc_ids.txt", "--query-embeddings",
-                      "queries.npy", "--query-ids", "query_ids.txt"]
-            )  # fmt: skip
-            for _ in range(args.repeats):
-                cache = Path(tempfile.mkdtemp(prefix="scale_cache_", dir=args.work))
-                cmd = [*diagnose, "failures", "--data", ".", "--run", "run.trec", *vec, "--cache-dir", str(cache),
-                       "--format", "json"]  # fmt: skip
-                procs.setdefault(f"failures cold ({fmt})", []).append(run_child(cmd, data))
-                if not args.no_warm:
-                    procs.setdefault(f"failures warm ({fmt})", []).append(run_child(cmd, data))
-                shutil.rmtree(cache, ignore_errors=True)
+    procs: dict[str, list[tuple[float, float, float, str]]] = {}
+    for fmt in args.formats.split(","):
+        vec = vector_args(fmt)
         for _ in range(args.repeats):
-            cmd = [*diagnose, "evaluate", "--data", ".", "--run", "run.trec", "--format", "json"]
-            procs.setdefault("evaluate", []).append(run_child(cmd, data))
-        load_after = os.getloadavg()[0]
-        # one JSON per vector format (the model label names the file: "precomputed:docs.npy")
-        same = all(
-            len({p[3] for name, ps in procs.items() if name.endswith(f"({fmt})") for p in ps}) == 1
-            for fmt in args.formats.split(",")
+            cache = Path(tempfile.mkdtemp(prefix="scale_cache_", dir=args.work))
+            cmd = [*diagnose, "failures", "--data", ".", "--run", "run.trec", *vec, "--cache-dir", str(cache),
+                   "--format", "json"]  # fmt: skip
+            procs.setdefault(f"failures cold ({fmt})", []).append(run_child(cmd, data))
+            if not args.no_warm:
+                procs.setdefault(f"failures warm ({fmt})", []).append(run_child(cmd, data))
+            shutil.rmtree(cache, ignore_errors=True)
+    for _ in range(args.repeats):
+        cmd = [*diagnose, "evaluate", "--data", ".", "--run", "run.trec", "--format", "json"]
+        procs.setdefault("evaluate", []).append(run_child(cmd, data))
+    return procs
+
+
+def size_rows(args: argparse.Namespace, size: str) -> list[tuple]:
+    """The table rows of one size (its data generated first when missing); says on stderr whether every process of
+    a vector format printed the same JSON."""
+    n = SIZES[size.lower()]
+    data = args.work / size.lower()
+    if not (data / "docs.npy").exists():
+        subprocess.run(
+            [sys.executable, str(ROOT / "bench" / "make_scale_data.py"), str(data), "--docs", str(n)],
+            check=True,
         )
-        for name, ps in procs.items():
-            rows.append(
-                (
-                    f"{n:,}",
-                    name,
-                    statistics.median(p[0] for p in ps),
-                    statistics.median(p[1] for p in ps),
-                    max(p[2] for p in ps),
-                    len(ps),
-                    f"{load_before:.1f} / {load_after:.1f}",
-                    [round(p[0], 1) for p in ps],
-                )
-            )
-        print(
-            f"{size}: same failures JSON in every process of a format (cold and warm): {same}",
-            file=sys.stderr,
-        )
+    load_before = os.getloadavg()[0]
+    procs = measure_size(args, data)
+    load_after = os.getloadavg()[0]
+    # one JSON per vector format (the model label names the file: "precomputed:docs.npy")
+    same = all(
+        len({p[3] for name, ps in procs.items() if name.endswith(f"({fmt})") for p in ps}) == 1
+        for fmt in args.formats.split(",")
+    )
+    rows = [
+        (f"{n:,}", name, statistics.median(p[0] for p in ps), statistics.median(p[1] for p in ps),
+         max(p[2] for p in ps), len(ps), f"{load_before:.1f} / {load_after:.1f}", [round(p[0], 1) for p in ps])
+        for name, ps in procs.items()
+    ]  # fmt: skip
+    print(
+        f"{size}: same failures JSON in every process of a format (cold and warm): {same}",
+        file=sys.stderr,
+    )
+    return rows
+
+
+def main() -> None:
+    args = parse_args()
+    rows = [row for size in args.sizes.split(",") for row in size_rows(args, size)]
     print("| documents | process | wall s (median) | CPU s (median) | peak RSS MB (max) | n | load avg before / after "
           "| wall s, each |")  # fmt: skip
     print("|---:|---|---:|---:|---:|---:|---|---|")
