@@ -105,7 +105,7 @@ def run(cmd: list[str], tree: Path) -> tuple[float, float, str]:
     return wall, cpu, out.stdout
 
 
-def main() -> None:
+def parse_args() -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data", default=str(ROOT.parent / "shared" / "data" / "nfcorpus"))
     ap.add_argument(
@@ -116,39 +116,27 @@ def main() -> None:
     ap.add_argument("--old-cache", required=True, type=Path, help="warm cache written by the old tree")
     ap.add_argument("--repeats", type=int, default=7)
     ap.add_argument("--store-rows", type=int, default=0, help="also time RowStore.get of this many rows")
-    args = ap.parse_args()
-    for tree in (args.old_tree, args.new_tree):
+    return ap.parse_args()
+
+
+def check_trees(*trees: Path) -> None:
+    """Exits unless python imports ``diagnose`` from each tree."""
+    for tree in trees:
         probe = run([sys.executable, "-c", "import diagnose; print(diagnose.__file__)"], tree)[2].strip()
         if not probe.startswith(str(tree.resolve())):
             sys.exit(f"{tree}: python imports diagnose from {probe}, not from the tree")
-    work = Path(tempfile.mkdtemp(prefix="bench_cache_"))
-    caches = {"old": args.old_cache, "new": work / "cache"}
-    shutil.copytree(args.old_cache / "embeddings", caches["new"] / "embeddings")
-    run([sys.executable, "-c", CONVERT, str(caches["new"] / "embeddings")], args.new_tree)
-    trees = {"old": args.old_tree, "new": args.new_tree}
 
-    def failures(side: str) -> tuple[float, float, str]:
-        cmd = [sys.executable, "-m", "diagnose", "failures", "--data", args.data, "--run", args.run,
-               "--cache-dir", str(caches[side]), "--format", "json"]  # fmt: skip
-        return run(cmd, trees[side])
 
-    outputs = {side: failures(side)[2] for side in ("old", "new")}  # warm-up: fills the BM25 caches
-    outputs = {side: failures(side)[2] for side in ("old", "new")}
-    same = json.loads(outputs["old"]) == json.loads(outputs["new"])
-    print(f"old and new JSON outputs identical: {same}")
-    order = [s for i in range(args.repeats) for s in (("old", "new") if i % 2 == 0 else ("new", "old"))]
-    wall: dict[str, list[float]] = {"old": [], "new": []}
-    cpu: dict[str, list[float]] = {"old": [], "new": []}
-    reads: dict[str, list[tuple[float, float]]] = {"old": [], "new": []}
-    for side in order:
-        w, c, _ = failures(side)
-        wall[side].append(w)
-        cpu[side].append(c)
-    for side in order:
-        out = run([sys.executable, "-c", READS, args.data, str(caches[side])], trees[side])[2]
-        v, b = map(float, out.split())
-        reads[side].append((v, b))
-    print(f"warm `diagnose failures` processes, {args.repeats} per side, ABBA order; load {os.getloadavg()}")
+def failures(args: argparse.Namespace, side: str, caches: dict[str, Path], trees: dict[str, Path]):
+    """One warm ``diagnose failures`` process of the ``side`` ("old" or "new") tree on its own cache."""
+    cmd = [sys.executable, "-m", "diagnose", "failures", "--data", args.data, "--run", args.run,
+           "--cache-dir", str(caches[side]), "--format", "json"]  # fmt: skip
+    return run(cmd, trees[side])
+
+
+def print_processes(repeats: int, wall: dict[str, list[float]], cpu: dict[str, list[float]]) -> None:
+    """Each side's wall and CPU times (median and each), then the new side's overhead."""
+    print(f"warm `diagnose failures` processes, {repeats} per side, ABBA order; load {os.getloadavg()}")
     for side in ("old", "new"):
         print(
             f"  {side}: wall median {statistics.median(wall[side]):.3f} s {[round(x, 2) for x in wall[side]]}; "
@@ -157,6 +145,9 @@ def main() -> None:
     for name, d in (("wall", wall), ("CPU", cpu)):
         o, n = statistics.median(d["old"]), statistics.median(d["new"])
         print(f"  {name} overhead: {n - o:+.3f} s ({(n / o - 1) * 100:+.1f}%)")
+
+
+def print_reads(reads: dict[str, list[tuple[float, float]]]) -> None:
     print(
         "cache reads in one process (vectors from the embedding cache; BM25 index from its cache), medians:"
     )
@@ -164,6 +155,36 @@ def main() -> None:
         v = statistics.median(x[0] for x in reads[side])
         b = statistics.median(x[1] for x in reads[side])
         print(f"  {side}: vectors {v * 1000:.0f} ms, BM25 index {b * 1000:.0f} ms")
+
+
+def main() -> None:
+    args = parse_args()
+    check_trees(args.old_tree, args.new_tree)
+    work = Path(tempfile.mkdtemp(prefix="bench_cache_"))
+    caches = {"old": args.old_cache, "new": work / "cache"}
+    shutil.copytree(args.old_cache / "embeddings", caches["new"] / "embeddings")
+    run([sys.executable, "-c", CONVERT, str(caches["new"] / "embeddings")], args.new_tree)
+    trees = {"old": args.old_tree, "new": args.new_tree}
+
+    # warm-up: fills the BM25 caches
+    outputs = {side: failures(args, side, caches, trees)[2] for side in ("old", "new")}
+    outputs = {side: failures(args, side, caches, trees)[2] for side in ("old", "new")}
+    same = json.loads(outputs["old"]) == json.loads(outputs["new"])
+    print(f"old and new JSON outputs identical: {same}")
+    order = [s for i in range(args.repeats) for s in (("old", "new") if i % 2 == 0 else ("new", "old"))]
+    wall: dict[str, list[float]] = {"old": [], "new": []}
+    cpu: dict[str, list[float]] = {"old": [], "new": []}
+    reads: dict[str, list[tuple[float, float]]] = {"old": [], "new": []}
+    for side in order:
+        w, c, _ = failures(args, side, caches, trees)
+        wall[side].append(w)
+        cpu[side].append(c)
+    for side in order:
+        out = run([sys.executable, "-c", READS, args.data, str(caches[side])], trees[side])[2]
+        v, b = map(float, out.split())
+        reads[side].append((v, b))
+    print_processes(args.repeats, wall, cpu)
+    print_reads(reads)
     if args.store_rows:
         print(f"RowStore.get of {args.store_rows:,} x 384 rows from a new store object, median of 5:")
         for side in ("old", "new", "old", "new"):
