@@ -5,8 +5,8 @@ returns a ``callback(done, total)`` for a stage with a known size (encoding docu
 talks to a reporter; each face brings its own:
 
 - :class:`Silent`: nothing (the default of the library).
-- :class:`Terminal`: stage labels on stderr and a tqdm bar, but only when stderr is a terminal, so CI logs never
-  fill with escape codes (``progress=True`` everywhere in the library means this).
+- :class:`Terminal`: stage labels on stderr and a tqdm bar, but only on a terminal or in a Jupyter notebook, so CI
+  logs never fill with escape codes (``progress=True`` everywhere in the library means this).
 - the app passes an object drawing into ``st.status`` (``diagnose.ui``).
 
 :func:`reporter` turns what a user may pass (``True``, ``False``, ``None``, a reporter, a ``callback(done, total)``)
@@ -49,10 +49,11 @@ class Silent:
 
 
 class Terminal:
-    """Stage labels and tqdm bars on stderr, only when stderr is a terminal (``force=True``: always)."""
+    """Stage labels and tqdm bars on stderr, only where someone watches them: a terminal or a Jupyter notebook
+    (:func:`shows_progress`; ``force=True``: always)."""
 
     def __init__(self, *, force: bool = False) -> None:
-        self.enabled = force or stderr_is_terminal()
+        self.enabled = force or shows_progress()
 
     def step(self, label: str) -> None:
         if self.enabled:
@@ -95,6 +96,24 @@ def stderr_is_terminal() -> bool:
         return sys.stderr.isatty()
     except (AttributeError, ValueError):
         return False
+
+
+def in_notebook() -> bool:
+    """Whether this runs in a Jupyter kernel (IPython's kernel app), where tqdm.auto draws a notebook bar."""
+    ipython = sys.modules.get("IPython")
+    if ipython is None:
+        return False
+    try:
+        shell = ipython.get_ipython()
+        return shell is not None and "IPKernelApp" in shell.config
+    except Exception:  # noqa: BLE001 - an IPython without a shell or a config: not a notebook
+        return False
+
+
+def shows_progress() -> bool:
+    """Whether bars are drawn: on a terminal or in a notebook; not in a log or a CI job, where they would be escape
+    codes."""
+    return stderr_is_terminal() or in_notebook()
 
 
 def reporter(progress: Progress) -> Reporter:

@@ -3,6 +3,8 @@ git without outputs."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -38,3 +40,32 @@ def test_the_quickstart_notebook_runs(tmp_path, monkeypatch):
     assert any("failed queries" in h for h in html)
     assert any("Recommendation" in h for h in html)
     assert any("latency_p50_ms" in h for h in html)
+
+
+def test_progress_true_draws_bars_in_a_notebook_and_not_in_a_log():
+    """``progress=True`` means "where someone watches": a real Jupyter kernel counts (its stderr is not a tty), a
+    process writing to a pipe does not."""
+    nbformat = pytest.importorskip("nbformat")
+    nbclient = pytest.importorskip("nbclient")
+    pytest.importorskip("ipykernel")
+    code = (
+        "from diagnose.progress import reporter\n"
+        "r = reporter(True)\n"
+        "print(type(r).__name__, r.enabled)\n"
+        "bar = r.bar('Encoding 2 texts')\n"
+        "bar(1, 2)\n"
+        "bar(2, 2)"
+    )
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(code)])
+    nbclient.NotebookClient(nb, timeout=120, kernel_name="python3").execute()
+    outputs = nb.cells[0].outputs
+    stdout = "".join(o.get("text", "") for o in outputs if o.get("name") == "stdout")
+    assert stdout.strip() == "Terminal True"
+    drawn = [o for o in outputs if o.get("name") == "stderr" or o.output_type == "display_data"]
+    assert drawn and any("Encoding 2 texts" in str(o) for o in drawn), outputs
+
+    piped = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=Path(__file__).parents[1]
+    )
+    assert piped.stdout.strip() == "Terminal False"
+    assert piped.stderr == ""

@@ -135,10 +135,10 @@ def _sentence_transformer(name_or_path: str, device: str, **kwargs: Any) -> Any:
 
 def _quiet_progress_bars_off_a_terminal() -> None:
     """transformers and huggingface_hub draw their own tqdm bars ("Loading weights"); in a log or a CI job (stderr
-    not a terminal) those are escape codes, so they are switched off there, like diagnose's own bars."""
-    from diagnose.progress import stderr_is_terminal
+    not a terminal nor a notebook) those are escape codes, so they are switched off there, like diagnose's own bars."""
+    from diagnose.progress import shows_progress
 
-    if stderr_is_terminal():
+    if shows_progress():
         return
     try:
         from transformers.utils import logging as hf_logging

@@ -115,7 +115,7 @@ def run_retriever(
     ``chunk_to_doc``: ``"max"``, ``None``/``"none"`` or a callable ``chunk_id -> doc_id`` (see the module
     docstring). ``name``: the run name (default: the retriever's ``name``, class or function name).
     ``concurrency``: queries in flight at once. ``report``: where retriever errors, duplicates, short lists and
-    score adjustments are counted. ``progress``: ``True`` for a tqdm bar on stderr (only when stderr is a terminal), or a
+    score adjustments are counted. ``progress``: ``True`` for a tqdm bar on stderr (on a terminal or in a notebook), or a
     :mod:`diagnose.progress` reporter or ``callback(done, total)``.
 
     Scores: the retriever's own when it gives them, lowered where needed so that they strictly decrease (as

@@ -21,7 +21,7 @@ def _ticker(
     progress: Progress, total: int, run_name: str
 ) -> tuple[Callable[[], None], Callable[[], None]]:
     """``(tick, finish)``: a thread-safe ``tick()`` per finished query and ``finish()`` at the end, driving the
-    :mod:`diagnose.progress` bar of ``progress`` (``True``: tqdm on stderr, only when stderr is a terminal)."""
+    :mod:`diagnose.progress` bar of ``progress`` (``True``: tqdm on stderr, on a terminal or in a notebook)."""
     update = reporter(progress).bar(f"Retriever {run_name}")
     lock = threading.Lock()
     done = [0]
