@@ -20,6 +20,7 @@ import pandas as pd
 import pytest
 
 import diagnose
+from diagnose.api import as_qrels
 from diagnose.cli import main
 from diagnose.data import Corpus, DataError, Dataset, Qrels, Queries
 from diagnose.embed import KeywordEncoder
@@ -266,3 +267,21 @@ def test_reader_errors_name_the_parameter_and_the_cli_names_the_flag(capsys):
     assert err.value.param == "split" and "--" not in str(err.value)
     assert main(["evaluate", "--data", str(DEMO), "--split", "dev"]) == 2
     assert capsys.readouterr().err.startswith("error: --split: ")
+
+
+def test_with_qrels_keeps_the_parameters_and_shares_the_corpus_work(demo, tmp_path):
+    a = diagnose.Analysis(demo, {"ann": ANN}, k=5, ks=(1, 5), failure="recall", depth=50, precision="exact",
+                          encoder=KeywordEncoder(), cache_dir=tmp_path, baselines=("bm25",))  # fmt: skip
+    before = a.metrics(["recall@5"]).loc["ann", "recall@5"]
+    q = demo.qrels.df
+    fewer = as_qrels({qid: {d: 1 for d in g.doc_id} for qid, g in q[q.query_id != q.query_id.iloc[0]]
+                               .groupby("query_id") if (g.relevance > 0).any()})  # fmt: skip
+    after = a.with_qrels(fewer)
+    assert after is not a and type(after) is type(a) and after.dataset.qrels is fewer
+    assert a.dataset.qrels is demo.qrels and a.metrics(["recall@5"]).loc["ann", "recall@5"] == before
+    kept = ("k", "ks", "failure", "depth", "precision", "bm25_engine", "cache_dir", "run_names")
+    assert {n: getattr(after, n) for n in kept} == {n: getattr(a, n) for n in kept}
+    assert after.bm25 is a.bm25 and after.encoder is a.encoder  # built once, over the same corpus and model
+    assert after.dataset.corpus is a.dataset.corpus and after.dataset.report is a.dataset.report
+    assert len(after.golden) == len(a.golden) - 1
+    assert after.per_query("ann", ["recall@5"]).index.tolist() == after.golden

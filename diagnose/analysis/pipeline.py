@@ -4,10 +4,10 @@ baselines, the encoder, the vector space and the BM25 index."""
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Self
 
 from diagnose.api import as_run
-from diagnose.data import Run
+from diagnose.data import Qrels, Run, ValidationReport
 
 if TYPE_CHECKING:
     from diagnose.embed import Encoder
@@ -245,3 +245,23 @@ class Pipeline(AnalysisBase):
         from diagnose.failures import Thresholds
 
         return self._thresholds or Thresholds()
+
+    def with_qrels(self, qrels: Qrels, report: ValidationReport | None = None) -> Self:
+        """The same analysis over another golden set: the same data otherwise, the same runs as computed (live
+        retrievers are not run again, so a query that only now has a relevant document scores 0 for them), the same
+        baselines (recomputed over the new golden queries), model or encoder, precision, vectors, k, cutoffs,
+        metrics, failure definition, depth, BM25 engine, thresholds and reporter. ``report``: the new data set's
+        validation report (default: this one's). This analysis is not changed; the BM25 index and the loaded model,
+        which depend only on the corpus and the model, are shared."""
+        dataset = replace(self.dataset, qrels=qrels, report=report if report is not None else self.dataset.report)
+        after = type(self)(
+            dataset, self.user_runs(), k=self.k, model=self.model, failure=self.failure,
+            baselines=dict(self._baselines), cache_dir=self.cache_dir, ks=self.ks, metrics=self._metric_names,
+            depth=self.depth, bm25_engine=self.bm25_engine, thresholds=self._thresholds,
+            encoder=self._encoder_given, embeddings=self._embeddings, precision=self.precision,
+            progress=self._reporter,
+        )  # fmt: skip
+        for key in ("bm25", "encoder"):
+            if self._has(key):
+                after._memo[key] = self._memo[key]
+        return after

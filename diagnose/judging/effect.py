@@ -4,7 +4,7 @@ after, the failures, and the failures that were label gaps."""
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from diagnose.data import DataError, Qrels, ValidationReport
@@ -17,29 +17,11 @@ if TYPE_CHECKING:
 
 def with_judgements(analysis: Analysis, journal: Journal | Qrels) -> Analysis:
     """A new :class:`~diagnose.analysis.Analysis` over the same data with the golden set merged with ``journal``
-    (:func:`merge`), and the same runs (as computed: live retrievers are not run again, so a query that only now
-    has a relevant document scores 0 for them), baselines (recomputed over the new golden queries), model or encoder,
-    vectors, k, cutoffs, metrics, failure definition, depth, BM25 engine and thresholds. ``analysis`` is not
-    changed; its BM25 index is shared (it depends only on the corpus)."""
-    from diagnose.analysis import Analysis
-
+    (:func:`merge`; what the merge did is noted in a copy of the validation report): see
+    :meth:`~diagnose.analysis.Analysis.with_qrels` for what is kept and shared. ``analysis`` is not changed."""
     ds = analysis.dataset
     report = ValidationReport(list(ds.report.problems), dict(ds.report.stats))
-    merged = merge(ds.qrels, journal, report=report)
-    new_ds = replace(ds, qrels=merged, report=report)
-    # the constructor's arguments, as the analysis keeps them (private attributes of the same package)
-    after = Analysis(
-        new_ds, analysis.user_runs(), k=analysis.k, model=analysis.model, failure=analysis.failure,
-        baselines=dict(analysis._baselines), cache_dir=analysis.cache_dir, ks=analysis.ks,
-        metrics=analysis._metric_names, depth=analysis.depth, bm25_engine=analysis.bm25_engine,
-        thresholds=analysis._thresholds, encoder=analysis._encoder_given, embeddings=analysis._embeddings,
-        progress=analysis._reporter,
-    )  # fmt: skip
-    if analysis._has("bm25"):
-        after._memo["bm25"] = analysis.bm25
-    if analysis._has("encoder") and analysis._encoder_given is None:
-        after._memo["encoder"] = analysis.encoder
-    return after
+    return analysis.with_qrels(merge(ds.qrels, journal, report=report), report=report)
 
 
 @dataclass(frozen=True)
