@@ -6,18 +6,16 @@ run. Start here when a new metric family needs its key.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from diagnose.data import Qrels, Run
 from diagnose.metrics import Evaluation, parse_metric
 from diagnose.metrics.join import _arrow as _strings  # ids as one large_string array
-
-if TYPE_CHECKING:
-    pass
-
 
 EXACT_KEYS: dict[str, str] = {
     "precision": "gain",
@@ -75,17 +73,12 @@ def _layout(run: Run) -> _Layout:
     return _Layout(order, q, np.asarray(qids, dtype=object), r, group, tied, g_start, g_size)
 
 
-
-
 def _keys(qrels: Qrels, run: Run, lay: _Layout, needed: set[str]) -> dict[str, np.ndarray]:
     """Per position, the sort keys of :data:`EXACT_KEYS` that are needed (0 outside tie groups: unused there).
 
     Only tied positions are looked up: their doc ids are coded against the qrels' doc ids with Arrow's hash
     ``index_in``, their queries against the run's query codes, and the (query, doc) code pairs found by binary
     search among the qrels' pairs (exact: codes come from the strings, not from hashes)."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
     n = len(lay.order)
     out = {name: np.zeros(n, dtype=np.float64) for name in needed}
     pos = np.flatnonzero(lay.tied)
@@ -161,9 +154,6 @@ def _depth(names: Sequence[str]) -> int | None:
 def _in_trec_order(run: Run, lay: _Layout, scored: np.ndarray) -> bool:
     """Is every tie group of the scored queries (``scored``: bool per run query code) in descending doc-id order
     (trec_eval's tie-break: byte order of the UTF-8 ids, which is code-point order)?"""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
     if len(lay.order) < 2:
         return True
     pairs = np.flatnonzero((lay.group[1:] == lay.group[:-1]) & scored[lay.qcode[1:]])
