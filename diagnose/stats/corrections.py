@@ -9,6 +9,14 @@ from numpy.typing import ArrayLike
 from diagnose.data import DataError
 
 
+def _pvalues(pvalues: ArrayLike, what: str) -> np.ndarray:
+    """The p-values as a flat float64 array; a DataError naming ``what`` unless every one is a number in [0, 1]."""
+    p = np.asarray(pvalues, dtype=np.float64).ravel()
+    if p.size and (not np.isfinite(p).all() or p.min() < 0 or p.max() > 1):
+        raise DataError(f"{what}: p-values must be numbers in [0, 1], got {p.tolist()[:10]}.")
+    return p
+
+
 def holm(pvalues: ArrayLike) -> np.ndarray:
     """Holm-Bonferroni step-down adjusted p-values, in the input order.
 
@@ -17,9 +25,7 @@ def holm(pvalues: ArrayLike) -> np.ndarray:
     dependence). The adjusted values are monotone in the raw ones, ``>= p`` and ``<= min(1, m * p)``.
     Ties among the p-values get equal adjusted values. Empty input -> empty array.
     """
-    p = np.asarray(pvalues, dtype=np.float64).ravel()
-    if p.size and (not np.isfinite(p).all() or p.min() < 0 or p.max() > 1):
-        raise DataError(f"holm: p-values must be numbers in [0, 1], got {p.tolist()[:10]}.")
+    p = _pvalues(pvalues, "holm")
     m = p.size
     order = np.argsort(p, kind="stable")
     stepped = np.maximum.accumulate(p[order] * (m - np.arange(m)))
@@ -37,9 +43,7 @@ def benjamini_hochberg(pvalues: ArrayLike) -> np.ndarray:
     :func:`holm`, which controls the chance of *any* false discovery: ``adj_BH <= adj_Holm`` always. Same
     numbers as ``statsmodels.stats.multitest.multipletests(p, method="fdr_bh")[1]``. Empty input -> empty array.
     """
-    p = np.asarray(pvalues, dtype=np.float64).ravel()
-    if p.size and (not np.isfinite(p).all() or p.min() < 0 or p.max() > 1):
-        raise DataError(f"benjamini_hochberg: p-values must be numbers in [0, 1], got {p.tolist()[:10]}.")
+    p = _pvalues(pvalues, "benjamini_hochberg")
     m = p.size
     order = np.argsort(p, kind="stable")
     scaled = p[order] * m / np.arange(1, m + 1)
