@@ -44,7 +44,6 @@ def _score_matrix(
     return names, np.column_stack(columns)
 
 
-
 def _shuffled_ranges(x: np.ndarray, n_resamples: int, seed: int) -> np.ndarray:
     """The null distribution, sorted: for each of ``n_resamples`` trials, the scores of each query (row of ``x``)
     shuffled among the runs (columns), independently per query, and the range ``max - min`` of the run means."""
