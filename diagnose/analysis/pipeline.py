@@ -90,10 +90,11 @@ class Pipeline(AnalysisBase):
                 from diagnose.retrievers import run_retriever
 
                 self._need_texts(f"The live retriever {name!r}")
-                self._reporter.step(f"Running the retriever {name} over {len(self.golden):,} golden queries")
+                golden = set(self.golden)
+                self._reporter.step(f"Running the retriever {name} over {len(golden):,} golden queries")
                 out[name] = fresh[name] = run_retriever(
                     value,
-                    {q: t for q, t in ds.queries.text_of().items() if q in set(self.golden)},
+                    {q: t for q, t in ds.queries.text_of().items() if q in golden},
                     depth=self.depth,
                     name=name,
                     report=ds.report,

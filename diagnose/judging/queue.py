@@ -50,7 +50,8 @@ def _queries_to_judge(analysis: Analysis, user_runs: Mapping[str, Run], golden: 
     else:
         wanted = list(texts)
     with_text = [q for q in wanted if str(texts.get(q, "")).strip()]
-    left_out = [q for q in wanted if q not in set(with_text)]
+    kept = set(with_text)
+    left_out = [q for q in wanted if q not in kept]
     if left_out:
         ds.report.add(
             "judge_query_without_text",
