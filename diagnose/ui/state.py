@@ -39,18 +39,7 @@ from diagnose.ui.navigation import open_query as open_query
 from diagnose.ui.navigation import run_page as run_page
 from diagnose.ui.progress import Background, ProjectionBackground, _Progress
 from diagnose.ui.progress import wait_for_vectors as wait_for_vectors
-from diagnose.ui.settings import (
-    DEFAULT_MODEL_LABEL,
-    Settings,
-    retriever_specs,
-    sidebar,
-)
-from diagnose.ui.settings import ENCODER_ENV as ENCODER_ENV
-from diagnose.ui.settings import ENCODER_STATE_KEY as ENCODER_STATE_KEY
-from diagnose.ui.settings import MODES as MODES
-from diagnose.ui.settings import RETRIEVERS_ENV as RETRIEVERS_ENV
-from diagnose.ui.settings import SOURCES as SOURCES
-from diagnose.ui.settings import encoder_override as encoder_override
+from diagnose.ui.settings import DEFAULT_MODEL_LABEL, Settings, retriever_specs, sidebar
 from diagnose.ui.text import escape_md
 
 if TYPE_CHECKING:
@@ -199,12 +188,6 @@ class Bundle:
     def document(self, doc_id: str) -> tuple[str, str] | None:
         """``(title, text)`` of a corpus document, None when the id is not in the corpus."""
         return self.analysis.document(doc_id)
-
-    def grades(self, query_id: str) -> dict[str, int]:
-        """doc id -> grade of every judgement of a query."""
-        df = self.ds.qrels.df
-        sel = df[df["query_id"] == query_id]
-        return {str(d): int(g) for d, g in zip(sel["doc_id"], sel["relevance"], strict=True)}
 
     def metric_names(self, ks: tuple[int, ...]) -> list[str]:
         return self.analysis.metric_names([f"{fam}@{k}" for fam in FAMILIES for k in sorted(set(ks))])
