@@ -131,6 +131,26 @@ def _pick(columns: list[str], wanted: str | None, candidates: Sequence[str], pat
     )
 
 
+def _pick_columns(
+    schema: Any, path: Path, kind: str, id_column: str | None, vector_column: str | None
+) -> tuple[str, str, list[str]]:
+    """``(id column, vector column, list columns)`` of a parquet ``schema``: the named ones, else the usual names
+    (:data:`_ID_COLUMNS`, :data:`_VECTOR_COLUMNS`), the only list column standing for the vector column; ``DataError``
+    naming the columns when one is missing."""
+    import pyarrow as pa
+
+    list_cols = [
+        f.name
+        for f in schema
+        if pa.types.is_list(f.type) or pa.types.is_large_list(f.type) or pa.types.is_fixed_size_list(f.type)
+    ]
+    if vector_column is None and len(list_cols) == 1:
+        vector_column = list_cols[0]
+    id_col = _pick(schema.names, id_column, _ID_COLUMNS[kind], path, f"{kind} id")
+    vec_col = _pick(schema.names, vector_column, _VECTOR_COLUMNS, path, "vector (list of numbers)")
+    return id_col, vec_col, list_cols
+
+
 def _read_parquet(
     path: Path, kind: str, id_column: str | None, vector_column: str | None
 ) -> tuple[list[str], np.ndarray]:
@@ -147,16 +167,7 @@ def _read_parquet(
         raise DataError(f"{path}: file not found.") from None
     except (pa.ArrowException, OSError) as e:
         raise DataError(f"{path}: cannot read it as parquet ({e}).") from None
-    cols = table.column_names
-    id_col = _pick(cols, id_column, _ID_COLUMNS[kind], path, f"{kind} id")
-    list_cols = [
-        f.name
-        for f in table.schema
-        if pa.types.is_list(f.type) or pa.types.is_large_list(f.type) or pa.types.is_fixed_size_list(f.type)
-    ]
-    if vector_column is None and len(list_cols) == 1:
-        vector_column = list_cols[0]
-    vec_col = _pick(cols, vector_column, _VECTOR_COLUMNS, path, "vector (list of numbers)")
+    id_col, vec_col, _ = _pick_columns(table.schema, path, kind, id_column, vector_column)
     ids_arr = table.column(id_col)
     if ids_arr.null_count:
         raise DataError(f"{path}: {ids_arr.null_count} rows have no {id_col!r}.")
@@ -233,17 +244,8 @@ def _streaming_columns(
     streaming read handles (a column missing, the vector column not a list of numbers, or no rows)."""
     import pyarrow as pa
 
-    cols = schema.names
-    list_cols = [
-        f.name
-        for f in schema
-        if pa.types.is_list(f.type) or pa.types.is_large_list(f.type) or pa.types.is_fixed_size_list(f.type)
-    ]
-    if vector_column is None and len(list_cols) == 1:
-        vector_column = list_cols[0]
     try:
-        id_col = _pick(cols, id_column, _ID_COLUMNS[kind], path, f"{kind} id")
-        vec_col = _pick(cols, vector_column, _VECTOR_COLUMNS, path, "vector (list of numbers)")
+        id_col, vec_col, list_cols = _pick_columns(schema, path, kind, id_column, vector_column)
     except DataError:
         return None
     vtype = schema.field(vec_col).type
