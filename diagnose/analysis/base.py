@@ -15,7 +15,7 @@ import numpy as np
 
 from diagnose import progress as progress_mod
 from diagnose.data import DataError, Dataset, Run
-from diagnose.extras import missing_extra
+from diagnose.extras import needs
 
 if TYPE_CHECKING:
     from diagnose.embed import Encoder
@@ -149,13 +149,8 @@ class AnalysisBase:
             lock = self._key_locks.setdefault(key, threading.RLock())
         with lock:
             if key not in self._memo:
-                try:
+                with needs(f"Analysis step {key[0] if isinstance(key, tuple) else key!r}"):  # names the extra
                     self._memo[key] = build()
-                except ModuleNotFoundError as e:  # an optional package: name the extra that installs it
-                    err = missing_extra(e, f"Analysis step {key[0] if isinstance(key, tuple) else key!r}")
-                    if err is None:
-                        raise
-                    raise err from None
             return self._memo[key]
 
     def _has(self, key: Hashable) -> bool:
