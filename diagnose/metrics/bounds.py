@@ -12,10 +12,9 @@ import numpy as np
 import pandas as pd
 
 from diagnose.data import Qrels, Run
-from diagnose.metrics.definitions import REGISTRY, _safe_div
-from diagnose.metrics.evaluation import Evaluation, _check_has_relevant, _evaluation
-from diagnose.metrics.join import _prepare, _RunTables
-from diagnose.metrics.names import _parse_all
+from diagnose.metrics.definitions import _safe_div
+from diagnose.metrics.evaluation import Evaluation, _evaluation, _kernel_values, _prepared
+from diagnose.metrics.join import _RunTables
 
 __all__ = ["MetricBounds", "metric_bounds"]
 
@@ -233,14 +232,11 @@ def metric_bounds(
     convention of every evaluation tool, the value the run has on the qrels as they are. Queries and aggregate
     follow :func:`evaluate` (a query missing from the run has nothing unjudged: both bounds are 0).
     """
-    names = _parse_all(metrics)
-    prep = _prepare(qrels, relevance_level)
-    _check_has_relevant(prep, qrels)
+    names, prep = _prepared(qrels, metrics, relevance_level)
     t = _RunTables(prep, run)
-    lower = np.empty((t.n, len(names)), dtype=np.float64)
+    lower = _kernel_values(t, names)
     upper = np.empty_like(lower)
     for j, (_, family, k) in enumerate(names):
-        lower[:, j] = REGISTRY[family].kernel(t, k)
         kernel = _UPPER[family]
         # s = 0 is today's value: the maximum only guards against the last bit of a different summation order
         upper[:, j] = lower[:, j] if kernel is None else np.maximum(kernel(t, k), lower[:, j])

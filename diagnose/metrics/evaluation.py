@@ -56,9 +56,7 @@ def evaluate(qrels: Qrels, run: Run, metrics: Sequence[str], *, relevance_level:
 
     Raises :class:`DataError` for an unknown metric name or when no judged query has a relevant document.
     """
-    names = _parse_all(metrics)
-    prep = _prepare(qrels, relevance_level)
-    _check_has_relevant(prep, qrels)
+    names, prep = _prepared(qrels, metrics, relevance_level)
     return _evaluate_prepared(prep, run, names)
 
 
@@ -66,9 +64,7 @@ def evaluate_many(
     qrels: Qrels, runs: Mapping[str, Run], metrics: Sequence[str], *, relevance_level: int = 1
 ) -> dict[str, Evaluation]:
     """:func:`evaluate` for several runs (keyed by name, order kept), preparing the qrels once."""
-    names = _parse_all(metrics)
-    prep = _prepare(qrels, relevance_level)
-    _check_has_relevant(prep, qrels)
+    names, prep = _prepared(qrels, metrics, relevance_level)
     return {key: _evaluate_prepared(prep, run, names) for key, run in runs.items()}
 
 
@@ -76,10 +72,26 @@ def _evaluate_prepared(
     prep: _PreparedQrels, run: Run, names: list[tuple[str, str, int | None]]
 ) -> Evaluation:
     t = _RunTables(prep, run)
+    return _evaluation(prep, run, t, names, _kernel_values(t, names))
+
+
+def _prepared(
+    qrels: Qrels, metrics: Sequence[str], relevance_level: int
+) -> tuple[list[tuple[str, str, int | None]], _PreparedQrels]:
+    """The parsed metric names and the prepared qrels, checked to have a relevant document (the start of
+    :func:`evaluate`, :func:`evaluate_many` and :func:`~diagnose.metrics.metric_bounds`)."""
+    names = _parse_all(metrics)
+    prep = _prepare(qrels, relevance_level)
+    _check_has_relevant(prep, qrels)
+    return names, prep
+
+
+def _kernel_values(t: _RunTables, names: list[tuple[str, str, int | None]]) -> np.ndarray:
+    """Every metric of ``names`` per scored query: an ``(n queries, n metrics)`` array from the registry's kernels."""
     values = np.empty((t.n, len(names)), dtype=np.float64)
     for j, (_, family, k) in enumerate(names):
         values[:, j] = REGISTRY[family].kernel(t, k)
-    return _evaluation(prep, run, t, names, values)
+    return values
 
 
 def _evaluation(
