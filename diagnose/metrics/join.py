@@ -111,9 +111,11 @@ def _grades(qrels: Qrels) -> np.ndarray:
 
 
 def _prepare(qrels: Qrels, relevance_level: int = 1) -> _PreparedQrels:
-    if isinstance(relevance_level, bool) or not isinstance(relevance_level, (int, np.integer)):
-        raise DataError(f"relevance_level must be an integer >= 1, got {relevance_level!r}.")
-    if relevance_level < 1:
+    if (
+        isinstance(relevance_level, bool)
+        or not isinstance(relevance_level, (int, np.integer))
+        or relevance_level < 1
+    ):
         raise DataError(f"relevance_level must be an integer >= 1, got {relevance_level!r}.")
     query_index, docs, q_codes, grades, keys, rows, order = _judgements(qrels)
     n_all = len(query_index)
