@@ -35,15 +35,13 @@ from diagnose.analysis.base import (
     LIVE,
     YOUR_RUN,
     _check_k,
-    _check_runs,
-    _param_error,
 )
 from diagnose.analysis.pictures import Pictures
 from diagnose.data import DataError
 from diagnose.report import failures_dict
 
 __all__ = ["Analysis", "BASELINE", "BASELINES", "DEFAULT_DEPTH", "DEFAULT_KS", "FAILURE_MODES", "LIVE", "YOUR_RUN",
-           "_check_k", "_check_runs", "_param_error"]  # fmt: skip
+           "_check_k"]  # fmt: skip
 
 
 class Analysis(Pictures):
