@@ -86,8 +86,12 @@ def trec_order(
         if not isinstance(doc_ids, pa.Array | pa.ChunkedArray)
         else doc_ids
     )
-    codes = _factorize_first_seen(q)
-    table = pa.table({"q": codes, "s": _score32(np.asarray(scores, dtype=np.float64)), "d": d})
+    return _sorted_rows(_factorize_first_seen(q), np.asarray(scores, dtype=np.float64), d)
+
+
+def _sorted_rows(q_codes: np.ndarray, scores: np.ndarray, d: pa.ChunkedArray | pa.Array) -> np.ndarray:
+    """The rows in trec_eval's order (see :func:`trec_order`), from the query codes in first-seen order."""
+    table = pa.table({"q": q_codes, "s": _score32(scores), "d": d})
     return pc.sort_indices(
         table, sort_keys=[("q", "ascending"), ("s", "descending"), ("d", "descending")]
     ).to_numpy()
@@ -154,9 +158,7 @@ def _build_run(
         return Run(name, _empty_run_df(), file)
     q_codes = _factorize_first_seen(q)
     if order is None:
-        table = pa.table({"q": q_codes, "s": _score32(scores), "d": d})
-        keys = [("q", "ascending"), ("s", "descending"), ("d", "descending")]
-        order = pc.sort_indices(table, sort_keys=keys).to_numpy()
+        order = _sorted_rows(q_codes, scores, d)
     if file_ranks is not None:
         _check_rank_column(file, q, d, q_codes, order, file_ranks, report)
     dup = _duplicate_mask(q_codes, d, order)
