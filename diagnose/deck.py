@@ -40,7 +40,7 @@ import numpy as np
 import pandas as pd
 
 from diagnose.charts import CLASS_COLORS, CLASS_LABELS, OTHER_COLOR, ROLE_COLORS, class_label
-from diagnose.projection.frames import shorten
+from diagnose.projection.frames import EDGE_COLUMNS, MAP_COLUMNS, shorten
 
 if TYPE_CHECKING:  # pragma: no cover
     import pydeck
@@ -137,9 +137,7 @@ def embedding_deck(
     """
     import pydeck as pdk
 
-    missing = [
-        c for c in ("x", "y", "kind", "id", "snippet", "role", "failure_class") if c not in points.columns
-    ]
+    missing = [c for c in MAP_COLUMNS if c not in points.columns]
     if missing:
         raise ValueError(f"embedding_deck: points lack columns {missing}")
     if color_by not in ("role", "failure_class"):
@@ -190,7 +188,7 @@ def _role_layer(
 def _links_layer(pdk: Any, edges: pd.DataFrame) -> pydeck.Layer:
     """The ``links`` layer: a line from each failed query to a missed target (green) or its top retrieved
     document (orange)."""
-    miss = [c for c in ("x", "y", "x2", "y2", "query_id", "edge") if c not in edges.columns]
+    miss = [c for c in EDGE_COLUMNS if c not in edges.columns]
     if miss:
         raise ValueError(f"embedding_deck: edges lack columns {miss}")
     lines = pd.DataFrame(
