@@ -113,7 +113,7 @@ def _check_collisions(file: str, marked: pd.DataFrame, cols: Sequence[str], orig
             if len(variants) < 2:
                 continue
             lines = [ln for v in variants[:5] if (ln := _line_of(original, _marked_bytes(v))) is not None]
-            what = col.replace("_id", " ids").replace("query", "query").replace("doc", "doc")
+            what = col.replace("_id", " ids")
             raise _fatal(
                 file,
                 None,
