@@ -51,11 +51,9 @@ def read_corpus(
     p = Path(path)
     fields = (id_field, text_field, title_field)
     if stat.S_ISDIR(check_input_path(p, CORPUS_FORMATS, folder=None).st_mode):
-        df = _read_text_folder(p, file, report)
-        return _finish_records(
-            df, file, report, "corpus", fields, CORPUS_ID_FIELDS, CORPUS_TEXT_FIELDS, CORPUS_TITLE_FIELDS
-        )
-    df, where = _read_records(p, file, report, CORPUS_FORMATS, "corpus")
+        df, where = _read_text_folder(p, file, report), None
+    else:
+        df, where = _read_records(p, file, report, CORPUS_FORMATS, "corpus")
     return _finish_records(
         df, file, report, "corpus", fields, CORPUS_ID_FIELDS, CORPUS_TEXT_FIELDS, CORPUS_TITLE_FIELDS, where
     )
