@@ -130,6 +130,14 @@ class AnalysisBase:
             )
         return failure
 
+    def _k(self, k: int | None) -> int:
+        """``k`` checked, or the analysis' own when None."""
+        return self.k if k is None else _check_k(k)
+
+    def _mode(self, failure: str | None) -> str:
+        """``failure`` checked, or the analysis' own when None."""
+        return self.failure if failure is None else self._check_failure(failure)
+
     @staticmethod
     def _check_baselines(baselines: Sequence[str] | Mapping[str, str]) -> dict[str, str]:
         items = dict(baselines) if isinstance(baselines, Mapping) else {b: b for b in dict.fromkeys(baselines)}

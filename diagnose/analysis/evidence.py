@@ -17,10 +17,7 @@ if TYPE_CHECKING:
     from diagnose.remedies import Remedies
     from diagnose.risk import RiskValidation
 
-from diagnose.analysis.base import (
-    _check_k,
-    _param_error,
-)
+from diagnose.analysis.base import _param_error
 from diagnose.analysis.scores import Scores
 from diagnose.data import Run
 
@@ -32,8 +29,8 @@ class Evidence(Scores):
         """The :class:`~diagnose.failures.Diagnosis` of a run: every failed (query, relevant document) pair with
         its evidence, class and recommendation."""
         name = self._run_name(run)
-        k = self.k if k is None else _check_k(k)
-        mode = self.failure if failure is None else self._check_failure(failure)
+        k = self._k(k)
+        mode = self._mode(failure)
 
         def build() -> Diagnosis:
             from diagnose.failures import diagnose_run
@@ -69,7 +66,7 @@ class Evidence(Scores):
     def label_noise(self, run: str | None = None, *, k: int | None = None) -> LabelNoise:
         """Unjudged near-duplicates of relevant documents in the top k, duplicate documents, conflicting queries."""
         name = self._run_name(run)
-        k = self.k if k is None else _check_k(k)
+        k = self._k(k)
 
         def build() -> LabelNoise:
             from diagnose.failures import find_label_noise
@@ -86,7 +83,7 @@ class Evidence(Scores):
         from diagnose.failures import hubness
 
         name = self._run_name(run)
-        k = self.k if k is None else _check_k(k)
+        k = self._k(k)
         n_docs = len(self.dataset.corpus) if self.dataset.corpus is not None else None
         return hubness(self.runs[name], k=k, n_docs=n_docs)
 
@@ -102,8 +99,8 @@ class Evidence(Scores):
         from diagnose.remedies import prove_remedies
 
         name = self._run_name(run)
-        k = self.k if k is None else _check_k(k)
-        mode = self.failure if failure is None else self._check_failure(failure)
+        k = self._k(k)
+        mode = self._mode(failure)
 
         def build() -> Remedies:
             sp = self.space
@@ -135,7 +132,7 @@ class Evidence(Scores):
         from diagnose.risk import failure_risk
 
         name = self._run_name(run)
-        k = self.k if k is None else _check_k(k)
+        k = self._k(k)
         return self._cached(("risk", name, k), lambda: failure_risk(self.runs[name], k=k)).copy()
 
     def risk_validation(self, run: str | None = None, *, k: int | None = None) -> RiskValidation:
@@ -143,7 +140,7 @@ class Evidence(Scores):
         from diagnose.risk import validate_risk
 
         name = self._run_name(run)
-        k = self.k if k is None else _check_k(k)
+        k = self._k(k)
         return validate_risk(self.risk(name, k=k), self.dataset.qrels, self.runs[name], k)
 
     def inspect(
@@ -175,7 +172,7 @@ class Evidence(Scores):
         from diagnose import embed
         from diagnose.models import compare_models
 
-        k = self.k if k is None else _check_k(k)
+        k = self._k(k)
         self._need_texts("Comparing models")
         encoders = []
         for m in models or ["default"]:

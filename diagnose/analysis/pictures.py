@@ -33,9 +33,9 @@ class Pictures(Evidence):
         from diagnose import projection
 
         name = self._run_name(run)
-        k = self.k if k is None else _check_k(k)
+        k = self._k(k)
         cap = _check_k(cap, "cap")
-        mode = self.failure if failure is None else self._check_failure(failure)
+        mode = self._mode(failure)
 
         def build() -> EmbeddingMap:
             return projection.build_map(
@@ -79,8 +79,8 @@ class Pictures(Evidence):
         from diagnose import projection
 
         name = self._run_name(run)
-        k = self.k if k is None else _check_k(k)
-        mode = self.failure if failure is None else self._check_failure(failure)
+        k = self._k(k)
+        mode = self._mode(failure)
 
         def build() -> EmbeddingMap:
             proj = self.whole_projection()
@@ -103,7 +103,7 @@ class Pictures(Evidence):
         from diagnose.space import relevant_pair_cosines
 
         name = self._run_name(run)
-        k = self.k if k is None else _check_k(k)
+        k = self._k(k)
         spaces = spaces or {self.model_label: self.space}
         frames = [
             relevant_pair_cosines(self.dataset.qrels, self.runs[name], sp, k).assign(model=label)

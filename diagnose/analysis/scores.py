@@ -59,7 +59,7 @@ class Scores(Pipeline):
         with_latency = {n: r for n, r in self.user_runs().items() if getattr(r, "latency_ms", None)}
         if not with_latency:
             return out
-        recall = f"recall@{self.k if k is None else _check_k(k)}"
+        recall = f"recall@{self._k(k)}"
         evs = self.evaluations([recall], runs=list(with_latency))
         for name, r in with_latency.items():
             ms = np.asarray(list(r.latency_ms.values()), dtype=np.float64)
@@ -97,7 +97,7 @@ class Scores(Pipeline):
         from diagnose.ties import add_to_report, tie_audit
 
         name = self._run_name(run)
-        k = self.k if k is None else _check_k(k)
+        k = self._k(k)
 
         def build() -> TieAudit:
             audit = tie_audit(self.dataset.qrels, self.runs[name], self.metric_names(), k=k)
@@ -126,9 +126,6 @@ class Scores(Pipeline):
 
         return self._cached(("bounds", tuple(names), chosen), build).copy()
 
-    def _reference(self, reference: str | None) -> str:
-        return self._run_name(reference)
-
     def comparisons(
         self,
         reference: str | None = None,
@@ -139,7 +136,7 @@ class Scores(Pipeline):
     ) -> list[Comparison]:
         """Paired comparisons (:class:`diagnose.stats.Comparison`) of every run with ``reference`` (default: the
         first run) on ``metrics`` (default: nDCG and recall at k, and MRR), Holm-corrected as one family."""
-        ref = self._reference(reference)
+        ref = self._run_name(reference)
         names = tuple(metrics or (f"ndcg@{self.k}", f"recall@{self.k}", "mrr"))
 
         def build() -> list[Comparison]:
@@ -193,7 +190,7 @@ class Scores(Pipeline):
         if isinstance(difference, bool) or not isinstance(difference, int | float) or not math.isfinite(difference) \
                 or difference <= 0:  # fmt: skip
             raise _param_error("difference", f"difference must be a positive number, got {difference!r}.")
-        ref = self._reference(reference)
+        ref = self._run_name(reference)
         names = self.metric_names(metrics or [f"ndcg@{self.k}", f"recall@{self.k}", "mrr"])
         evs = self.evaluations([*self.metric_names(), *names])
         rows = []
@@ -214,8 +211,8 @@ class Scores(Pipeline):
         has) and breaks (the reverse), by ``hit_rate@k``."""
         from diagnose.compare import per_query_deltas
 
-        ref = self._reference(reference)
-        k = self.k if k is None else _check_k(k)
+        ref = self._run_name(reference)
+        k = self._k(k)
         metric = f"hit_rate@{k}"
         evs = self.evaluations([*self.metric_names(), metric])
         out: dict[str, dict[str, Any]] = {}
@@ -250,7 +247,7 @@ class Scores(Pipeline):
                     raise _param_error(param, f"{param}[{metric!r}] must be >= 0, got {bound!r}.")
         if max_drop and len(self.runs) < 2:
             raise _param_error("max_drop", "max_drop needs a reference run to compare with: give a second run.")
-        ref = self._reference(reference)
+        ref = self._run_name(reference)
         evs = self.evaluations([*self.metric_names(), *fail_under, *max_drop])
         out = []
         for name, ev in evs.items():
@@ -285,7 +282,7 @@ class Scores(Pipeline):
         """What if runs ``a`` and ``b`` were fused (RRF and weighted): metrics and failures recovered or lost."""
         from diagnose.compare import fusion_whatif
 
-        k = self.k if k is None else _check_k(k)
+        k = self._k(k)
         rrf_k = _check_k(rrf_k, "rrf_k")
         return fusion_whatif(self.dataset.qrels, [self.run(a), self.run(b)], k=k, rrf_k=rrf_k)
 
@@ -310,7 +307,7 @@ class Scores(Pipeline):
         extra = [m for m in self.metric_names([*(fail_under or {}), *(max_drop or {})]) if m not in names] if (
             fail_under or max_drop) else []  # fmt: skip
         names = names + extra
-        ref = self._reference(reference)
+        ref = self._run_name(reference)
         evs = self.evaluations(names)
         heads = list(dict.fromkeys([*(headline or (f"ndcg@{self.k}", f"recall@{self.k}", "mrr")), *(max_drop or {})]))
         heads = self.metric_names(heads)
