@@ -49,10 +49,7 @@ def text_table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str]) -> str
     """A plain aligned text table (numbers right-aligned)."""
     cells = [[cell(r.get(c, "")) for c in columns] for r in rows]
     widths = [max([len(c), *(len(row[i]) for row in cells)]) for i, c in enumerate(columns)]
-    numeric = [
-        all(isinstance(r.get(c), int | float) and not isinstance(r.get(c), bool) for r in rows) and bool(rows)
-        for c in columns
-    ]
+    numeric = _numeric(rows, columns)
 
     def line(values: Sequence[str]) -> str:
         return "  ".join(
@@ -72,11 +69,19 @@ def markdown_table(rows: Sequence[Mapping[str, Any]] | pd.DataFrame, columns: Se
     columns = list(columns or (rows[0].keys() if rows else []))
     if not rows:
         return "_(none)_"
-    numeric = [all(isinstance(r.get(c), int | float) and not isinstance(r.get(c), bool) for r in rows) for c in columns]
+    numeric = _numeric(rows, columns)
     out = ["| " + " | ".join(columns) + " |", "|" + "|".join("---:" if n else "---" for n in numeric) + "|"]
     for r in rows:
         out.append("| " + " | ".join(cell(r.get(c, "")).replace("|", "\\|").replace("\n", " ") for c in columns) + " |")
     return "\n".join(out)
+
+
+def _numeric(rows: Sequence[Mapping[str, Any]], columns: Sequence[str]) -> list[bool]:
+    """Per column: every row holds a number there (not a bool), so the column is right-aligned; False with no rows."""
+    return [
+        bool(rows) and all(isinstance(r.get(c), int | float) and not isinstance(r.get(c), bool) for r in rows)
+        for c in columns
+    ]
 
 
 def band_of(metric: str, value: float) -> str | None:
@@ -85,12 +90,7 @@ def band_of(metric: str, value: float) -> str | None:
         family = metric_family(metric)
     except Exception:  # noqa: BLE001 - not a registered metric (e.g. a latency column): no band
         return None
-    if family in UNBANDED_FAMILIES:
-        return None
-    try:
-        return quality_band(metric, value)
-    except KeyError:
-        return None
+    return None if family in UNBANDED_FAMILIES else quality_band(metric, value)
 
 
 def per_query_frame(evaluations: Mapping[str, Evaluation], metrics: Sequence[str] | None = None) -> pd.DataFrame:
