@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -163,18 +164,23 @@ class Journal:
 
     def as_qrels(self, report: ValidationReport | None = None) -> Qrels:
         """The new judgements alone as :class:`Qrels` (skipped pairs left out), in journal order."""
-        items = [(q, d, g) for (q, d), g in self.judgements(report).items() if g != SKIP]
-        df = pd.DataFrame(
-            {
-                "query_id": pd.Series([q for q, _, _ in items], dtype="str"),
-                "doc_id": pd.Series([d for _, d, _ in items], dtype="str"),
-                "relevance": np.asarray([int(g) for _, _, g in items], dtype=np.int64),
-            }
-        )
-        return Qrels(df, str(self.path))
+        return _qrels_of(self.judgements(report), str(self.path))
 
     def __len__(self) -> int:
         return len(self.entries())
+
+
+def _qrels_of(grades: Mapping[tuple[str, str], Any], source: str) -> Qrels:
+    """``{(query_id, doc_id): grade}`` as :class:`Qrels`, in its order, skipped pairs left out."""
+    items = [(str(q), str(d), g) for (q, d), g in grades.items() if g != SKIP]
+    df = pd.DataFrame(
+        {
+            "query_id": pd.Series([q for q, _, _ in items], dtype="str"),
+            "doc_id": pd.Series([d for _, d, _ in items], dtype="str"),
+            "relevance": np.asarray([int(g) for _, _, g in items], dtype=np.int64),
+        }
+    )
+    return Qrels(df, source)
 
 
 def _ends_with_newline(path: Path) -> bool:

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from diagnose.data import DataError, Qrels, ValidationReport
-from diagnose.judging.journal import SKIP, Journal, PathLike, _check_grade, _param_error
+from diagnose.judging.journal import SKIP, Journal, PathLike, _check_grade, _param_error, _qrels_of
 from diagnose.judging.queue import QUEUE_TSV_COLUMNS
 
 
@@ -38,15 +38,7 @@ def _as_new(extra: Journal | Qrels | Mapping[tuple[str, str], Any], report: Vali
         return extra.as_qrels(report)
     if isinstance(extra, Qrels):
         return extra
-    items = [(str(q), str(d), g) for (q, d), g in extra.items() if g != SKIP]
-    df = pd.DataFrame(
-        {
-            "query_id": pd.Series([q for q, _, _ in items], dtype="str"),
-            "doc_id": pd.Series([d for _, d, _ in items], dtype="str"),
-            "relevance": np.asarray([int(g) for _, _, g in items], dtype=np.int64),
-        }
-    )
-    return Qrels(df, "judgements")
+    return _qrels_of(extra, "judgements")
 
 
 def merge_counts(
@@ -79,13 +71,7 @@ def merge(qrels: Qrels, extra: Journal | Qrels, *, report: ValidationReport | No
         [int(grade.pop(key)) if key in grade else int(g) for key, g in zip(keys, base["relevance"].tolist(),
                                                                               strict=True)], dtype=np.int64,
     )  # fmt: skip
-    added = pd.DataFrame(
-        {
-            "query_id": pd.Series([q for q, _ in grade], dtype="str"),
-            "doc_id": pd.Series([d for _, d in grade], dtype="str"),
-            "relevance": np.asarray(list(grade.values()), dtype=np.int64),
-        }
-    )
+    added = _qrels_of(grade, "").df
     df = pd.concat([base, added], ignore_index=True) if len(added) else base.reset_index(drop=True)
     df["relevance"] = df["relevance"].astype(np.int64)
     if report is not None:
@@ -141,7 +127,7 @@ def _read_graded_queue(path: Path, report: ValidationReport | None) -> Qrels:
             f"{ungraded} rows of the judging queue have no grade and {skipped} were skipped: not judgements",
             severity="info", file=str(path), count=ungraded + skipped,
         )  # fmt: skip
-    return Qrels(_as_new({(q, d): g for q, d, g in rows}, None).df, str(path))
+    return _qrels_of({(q, d): g for q, d, g in rows}, str(path))
 
 
 def _check_writable(qrels: Qrels, path: PathLike, what: str, bad: str, fix: str) -> pd.DataFrame:
