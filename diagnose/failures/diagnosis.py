@@ -100,20 +100,11 @@ def calibrate(
     """
     top = run.top(k)
     rel = ds.qrels.relevant()
-    hits = top.merge(rel[["query_id", "doc_id"]], on=["query_id", "doc_id"], how="inner")
-    # membership tested pair by pair: Series.isin(dict) converts every key (1M documents: ~4 s)
-    known = [
-        q in space.query_row and d in space.doc_row
-        for q, d in zip(hits["query_id"], hits["doc_id"], strict=True)
-    ]
-    hits = hits[np.asarray(known, dtype=bool)]
+    hits = space.with_vectors(top.merge(rel[["query_id", "doc_id"]], on=["query_id", "doc_id"], how="inner"))
     if len(hits) < thresholds.min_calibration_pairs:
         return Calibration(space.model, thresholds.seed_cosine, thresholds.seed_cosine,
                            thresholds.calibration_percentile, len(hits), True)  # fmt: skip
-    qi = hits["query_id"].map(space.query_row).to_numpy()
-    di = hits["doc_id"].map(space.doc_row).to_numpy()
-    cos = np.einsum("ij,ij->i", space.query_vecs[qi], space.doc_vecs[di])
-    value = float(np.percentile(cos, thresholds.calibration_percentile))
+    value = float(np.percentile(space.pair_cosines(hits), thresholds.calibration_percentile))
     return Calibration(
         space.model, thresholds.seed_cosine, value, thresholds.calibration_percentile, len(hits), False
     )
