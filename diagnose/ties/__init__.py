@@ -82,7 +82,6 @@ from __future__ import annotations
 
 from diagnose.ties.audit import add_to_report, tie_audit
 from diagnose.ties.orders import EXACT_KEYS
-from diagnose.ties.records import MAX_EXAMPLES as MAX_EXAMPLES
 from diagnose.ties.records import TieAudit, TieRange
 
 __all__ = [

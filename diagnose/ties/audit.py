@@ -11,7 +11,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import pandas as pd
 
-from diagnose.data import DataError, Qrels, Run, ValidationReport
+from diagnose.data import MAX_EXAMPLES, DataError, Qrels, Run, ValidationReport
 from diagnose.metrics import evaluate, expand_metrics, metric_family
 from diagnose.ties.orders import (
     EXACT_KEYS,
@@ -24,7 +24,7 @@ from diagnose.ties.orders import (
     _varies_in_groups,
     _widen,
 )
-from diagnose.ties.records import _TOL, MAX_EXAMPLES, TieAudit, TieRange
+from diagnose.ties.records import _TOL, TieAudit, TieRange
 
 # --------------------------------------------------------------------------------------------- audit
 
@@ -227,7 +227,7 @@ def _examples(
     ties_top: np.ndarray,
 ) -> tuple[str, ...]:
     """Queries whose metrics depend on the order, widest range of the first varying metric first (else the queries
-    with ties in the top k); at most :data:`MAX_EXAMPLES`."""
+    with ties in the top k); at most :data:`~diagnose.data.MAX_EXAMPLES`, as many as a report keeps."""
     varying = [j for j in range(n_metrics) if (hi[:, j] - lo[:, j] > _TOL).any()]
     if varying:
         width = hi[:, varying[0]] - lo[:, varying[0]]

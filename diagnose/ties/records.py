@@ -11,7 +11,6 @@ import numpy as np
 import pandas as pd
 
 _TOL = 1e-12
-MAX_EXAMPLES = 5
 
 
 class TieRange(NamedTuple):
