@@ -89,16 +89,12 @@ class TieAudit:
         digits = _digits(r.min, r.max)
         text = (
             f"run {self.run!r}: {where}, and {n_dep} {'has' if n_dep == 1 else 'have'} metrics that change "
-            f"with the order of the tied documents; {m} ranges {approx}{r.min:.{digits}f}-{r.max:.{digits}f} over "
+            f"with the order of the tied documents; {m} ranges {approx}{_span(r)} over "
             f"tie orders ({order} gives {r.value:.{digits}f})"
         )
         others = [o for o in self.varying_metrics if o != m]
         if others:
-            shown = ", ".join(
-                f"{o} {self.aggregate[o].min:.{_digits(self.aggregate[o].min, self.aggregate[o].max)}f}-"
-                f"{self.aggregate[o].max:.{_digits(self.aggregate[o].min, self.aggregate[o].max)}f}"
-                for o in others[:2]
-            )
+            shown = ", ".join(f"{o} {_span(self.aggregate[o])}" for o in others[:2])
             more = f" and {len(others) - 2} more" if len(others) > 2 else ""
             text += f"; also {shown}{more}"
         return text + ". The metrics depend on how documents are named: break ties in the retriever."
@@ -152,6 +148,12 @@ def _plain(v: Any) -> Any:
     if isinstance(v, np.floating | float):
         return float(v)
     return v
+
+
+def _span(r: TieRange) -> str:
+    """A range as ``min-max``, with the decimals that show its two ends apart."""
+    digits = _digits(r.min, r.max)
+    return f"{r.min:.{digits}f}-{r.max:.{digits}f}"
 
 
 def _digits(low: float, high: float) -> int:
