@@ -41,7 +41,7 @@ def sidebar_downloads(b) -> None:
     run = b.selected_run
     names = b.metric_names((k,))
     analysis = b.analysis
-    evs = b.analysis.evaluations(names, runs=None if b.ready else b.run_names)
+    evs = b.evaluations((k,))
     diag = b.diagnosis(run) if b.ready else None
     metrics = b.metrics_table()
     scores = report.EvaluationReport(
