@@ -25,11 +25,8 @@ GRADE_LABELS = {0: "0 · not relevant", 1: "1 · related", 2: "2 · relevant", 3
 SHOWN_ROWS = 200
 
 b = state.bundle()
-wait_for_vectors = getattr(
-    state, "wait_for_vectors", None
-)  # present when the vectors are computed in the background
-if wait_for_vectors is not None and b.has_golden:
-    wait_for_vectors(b, "Judge", "The Judge page")
+if b.has_golden:
+    state.wait_for_vectors(b, "Judge", "The Judge page")
 
 
 def journal_path() -> Path:
