@@ -136,7 +136,7 @@ def data_root() -> Path:
     return Path(os.environ.get(DATA_ROOT_ENV) or os.getcwd()).resolve()
 
 
-def _check_exists(path: str, what: str) -> str:
+def check_path(path: str, what: str) -> str:
     """A typed path, resolved (symbolic links and ``..`` followed) and refused unless it lies under
     :func:`data_root`; then it must exist."""
     root = data_root()
@@ -158,11 +158,6 @@ def _check_exists(path: str, what: str) -> str:
     return str(p)
 
 
-def check_path(path: str, what: str) -> str:
-    """A typed path resolved under the data root (see :func:`_check_exists`)."""
-    return _check_exists(path, what)
-
-
 def beir_spec(
     folder: str, split: str = "test", runs_text: str = "", include_folder_runs: bool = True
 ) -> DataSpec:
@@ -171,12 +166,12 @@ def beir_spec(
         raise DataError(
             "Type the path of a BEIR folder (with corpus.jsonl, queries.jsonl and qrels/) in the sidebar."
         )
-    d = _check_exists(folder.strip(), "BEIR folder")
+    d = check_path(folder.strip(), "BEIR folder")
     if not Path(d).is_dir():
         raise DataError(
             f"{d!r} is a file, not a folder. A BEIR folder holds corpus.jsonl, queries.jsonl and qrels/."
         )
-    runs = [(n, _check_exists(p, "run")) for n, p in parse_run_lines(runs_text)]
+    runs = [(n, check_path(p, "run")) for n, p in parse_run_lines(runs_text)]
     if include_folder_runs:
         known = {Path(p).resolve() for _, p in runs}
         runs += [(n, p) for n, p in runs_in(Path(d) / "runs") if Path(p).resolve() not in known]
@@ -194,13 +189,13 @@ def files_spec(corpus: str, queries: str, qrels: str, runs_text: str) -> DataSpe
             f"Type the path of the {', '.join(missing)} file{'s' if len(missing) > 1 else ''} in the sidebar "
             "(and the qrels, or none to start a golden set on the Judge page)."
         )
-    runs = [(n, _check_exists(p, "run")) for n, p in parse_run_lines(runs_text)]
+    runs = [(n, check_path(p, "run")) for n, p in parse_run_lines(runs_text)]
     return DataSpec(
         "files",
         f"files ({Path(qrels.strip()).name})" if qrels.strip() else "files (no golden set yet)",
-        corpus=_check_exists(corpus.strip(), "corpus"),
-        queries=_check_exists(queries.strip(), "queries"),
-        qrels=_check_exists(qrels.strip(), "qrels") if qrels.strip() else None,
+        corpus=check_path(corpus.strip(), "corpus"),
+        queries=check_path(queries.strip(), "queries"),
+        qrels=check_path(qrels.strip(), "qrels") if qrels.strip() else None,
         runs=tuple(runs),
     )
 
