@@ -305,15 +305,14 @@ def _fit_umap_large(
     if recipe.pca_dims and recipe.pca_dims < x.shape[1]:
         reporter.step(f"Reducing {n:,} vectors to {recipe.pca_dims} dimensions (PCA)")
         y = pca(x, recipe.pca_dims)
+    metric = "cosine" if y is x else "euclidean"  # on unit rows; Euclidean after PCA (see LayoutRecipe)
     if recipe.knn == "exact":
         reporter.step(f"Building the neighbour graph (exact, {k} neighbours of {n:,} points)")
         knn_idx, knn_dist = exact_cosine_knn(y, k) if y is x else _exact_euclidean_knn(y, k)
-        metric = "cosine" if y is x else "euclidean"
     else:
         from pynndescent import NNDescent
 
         reporter.step(f"Building the neighbour graph (NN-descent, {k} neighbours of {n:,} points)")
-        metric = "cosine" if y is x else "euclidean"
         index = NNDescent(
             y, metric=metric, n_neighbors=k, random_state=seed, low_memory=True,
             n_jobs=1 if seed is not None else -1, verbose=False, compressed=True,
