@@ -202,8 +202,8 @@ class EvaluationReport:
         out = [markdown_table(self.rows(), ["run", *self.metrics, *self._extra_names()])]
         if per_query:
             for name, ev in self.evaluations.items():
-                pq = [{"query_id": q, **row} for q, row in ev.per_query.iterrows()]
-                out += ["", f"per query: {name}", "", markdown_table(pq, ["query_id", *self.metrics])]
+                table = markdown_table(_query_rows(ev), ["query_id", *self.metrics])
+                out += ["", f"per query: {name}", "", table]
         return "\n".join(out)
 
     def to_text(self, *, per_query: bool = False) -> str:
@@ -211,9 +211,10 @@ class EvaluationReport:
         n = len(next(iter(self.evaluations.values())).per_query)
         lines = [f"{n} golden queries with at least one relevant document; k = {','.join(map(str, self.ks))}", ""]
         table = []
+        rows = self.rows()
         for m in [*self.metrics, *self._extra_names()]:
             row: dict[str, Any] = {"metric": m}
-            for r in self.rows():
+            for r in rows:
                 v = r.get(m, float("nan"))
                 band = band_of(m, v)
                 row[r["run"]] = cell(v) + (f" ({band})" if band else "")
@@ -221,8 +222,7 @@ class EvaluationReport:
         lines.append(text_table(table, ["metric", *self.evaluations]))
         if per_query:
             for name, ev in self.evaluations.items():
-                pq = [{"query_id": q, **row} for q, row in ev.per_query.iterrows()]
-                lines += ["", f"per query: {name}", text_table(pq, ["query_id", *self.metrics])]
+                lines += ["", f"per query: {name}", text_table(_query_rows(ev), ["query_id", *self.metrics])]
         if self.slices is not None:
             lines += ["", f"per {self.slice_field}:", text_table(self.slices.to_dict(orient="records"), list(self.slices.columns))]
         if self.coverage is not None:
@@ -263,6 +263,11 @@ class EvaluationReport:
 
     def _extra_names(self) -> list[str]:
         return list(dict.fromkeys(c for cols in self.extra_columns.values() for c in cols))
+
+
+def _query_rows(ev: Evaluation) -> list[dict[str, Any]]:
+    """One row per golden query: ``query_id`` and the metrics."""
+    return [{"query_id": q, **row} for q, row in ev.per_query.iterrows()]
 
 
 def _queries(n: int) -> str:
