@@ -10,7 +10,14 @@ from typing import Literal
 import numpy as np
 
 from diagnose.data import DataError
-from diagnose.stats.scores import _CHUNK_ELEMENTS, ZERO_TOL, Scores, _check_resamples, _diffs, _values
+from diagnose.stats.scores import (
+    _CHUNK_ELEMENTS,
+    ZERO_TOL,
+    Scores,
+    _check_resamples,
+    _diffs,
+    _diffs_or_values,
+)
 
 _EXACT_MAX_NONZERO = 16  # enumerate all 2^m sign vectors up to m = 16 (65,536 x 16)
 
@@ -153,7 +160,7 @@ def effect_size(a: Scores, b: Scores | None = None) -> float:
     medium, 0.8 large in Cohen's rule of thumb). All differences zero -> 0.0; a constant non-zero difference
     (spread <= ``ZERO_TOL``) -> ``+-inf``; fewer than 2 queries -> NaN (no spread to measure).
     """
-    d = _diffs(a, b, "effect_size") if b is not None else _values(a, "effect_size")
+    d = _diffs_or_values(a, b, "effect_size")
     if d.size == 0:
         raise DataError("effect_size: no queries (the per-query differences are empty).")
     if not d.any():

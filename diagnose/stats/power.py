@@ -8,7 +8,7 @@ import math
 import numpy as np
 
 from diagnose.data import DataError
-from diagnose.stats.scores import Scores, _check_fraction, _diffs, _values
+from diagnose.stats.scores import Scores, _check_fraction, _diffs_or_values
 
 
 def topic_set_size(diff: float, sd: float, *, alpha: float = 0.05, power: float = 0.8) -> int:
@@ -72,11 +72,7 @@ def min_detectable_difference(
     """
     from scipy import stats as _st
 
-    d = (
-        _diffs(a, b, "min_detectable_difference")
-        if b is not None
-        else _values(a, "min_detectable_difference")
-    )
+    d = _diffs_or_values(a, b, "min_detectable_difference")
     alpha = _check_fraction(alpha, "alpha")
     power = _check_fraction(power, "power")
     n = d.size

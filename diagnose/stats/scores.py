@@ -89,6 +89,11 @@ def _diffs(a: Scores, b: Scores, what: str = "scores") -> np.ndarray:
     return d
 
 
+def _diffs_or_values(a: Scores, b: Scores | None, what: str) -> np.ndarray:
+    """:func:`_diffs` of ``(a, b)``, or ``a`` itself taken as the differences when ``b`` is None."""
+    return _diffs(a, b, what) if b is not None else _values(a, what)
+
+
 def _check_fraction(value: float, name: str) -> float:
     if not 0.0 < value < 1.0:
         raise DataError(f"{name} must be strictly between 0 and 1, got {value!r}.")
