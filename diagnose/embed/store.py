@@ -119,11 +119,9 @@ class EmbeddingCache:
             )
             self._stores[key] = st
             path = d / "encoder.json"
-            recorded, problem = _read_encoder_meta(path, encoder.name)
-            if problem is None and recorded is not None and recorded != dim:
-                problem = f"dim {recorded}, but the encoder gives vectors of {dim}"
-            if problem is not None:
-                report_corrupt(report, path, problem)
+            recorded = self.known_dim(encoder.name, report)
+            if recorded is not None and recorded != dim:
+                report_corrupt(report, path, f"dim {recorded}, but the encoder gives vectors of {dim}")
             if recorded != dim:
                 try:
                     text = json.dumps(_encoder_meta(encoder.name, dim), indent=1) + "\n"
