@@ -44,10 +44,19 @@ def _keys(obj: Mapping[str, Any]) -> str:
     return ", ".join(_show_id(str(k), 40) for k in sorted(obj)[:10]) or "none"
 
 
-def _fatal(file: str, line: int | None, what: str, seen: str | None, expected: str, fix: str) -> DataError:
+def _fatal(
+    file: str,
+    line: int | None,
+    what: str,
+    seen: str | None,
+    expected: str,
+    fix: str,
+    *,
+    param: str | None = None,
+) -> DataError:
     where = f"{file}:{line}" if line else file
     seen_part = f" ({seen})" if seen else ""
-    return DataError(f"{where}: {what}{seen_part}. Expected {expected}. Fix: {fix}.")
+    return DataError(f"{where}: {what}{seen_part}. Expected {expected}. Fix: {fix}.", param=param)
 
 
 def _plural(n: int, word: str, plural: str | None = None) -> str:

@@ -218,16 +218,15 @@ def _pick(
     if given:
         if given in columns:
             return given
-        err = _fatal(
+        raise _fatal(
             file,
             None,
             f"has no {role} field {given!r}",
             f"fields: {', '.join(map(str, columns)) or 'none'}",
             formats,
             f"give the {role} field as one of these ({option})",
+            param=option,
         )
-        err.param = option
-        raise err
     lower = {str(c).lower(): c for c in reversed(list(columns))}
     for cand in candidates:
         if cand in lower:
