@@ -26,9 +26,9 @@ class RowStore:
     and ``row`` (``dtype``, ``(width,)``) in a checked file (see the module doc), so a key and its row are always
     written together and the shard's digest binds every row to its key: swapped or altered rows, a changed key, or
     a shard of another store (other ``meta``, e.g. another model; other width or dtype) do not verify. The stored
-    metadata is ``kind``, ``width``, ``dtype``, ``key_width``, ``rows`` (the record count) and the store's ``meta``. :meth:`put` adds one new shard (never rewrites an existing one): concurrent writers each add
-    their own, and a key present in several shards resolves to the first shard in name order (same content key, so
-    the same row). When more than ``max_shards`` shards exist, :meth:`put` compacts them into one (writes the merged
+    metadata is ``kind``, ``width``, ``dtype``, ``key_width``, ``rows`` (the record count) and the store's ``meta``.
+    :meth:`put` adds one new shard (never rewrites an existing one): concurrent writers each add their own, and a
+    key present in several shards resolves to the first shard in name order (same content key, so the same row). When more than ``max_shards`` shards exist, :meth:`put` compacts them into one (writes the merged
     shard, then deletes the merged ones; a concurrent reader that misses a shard just sees a miss and recomputes).
 
     Reading memory-maps the shards, verifies each one once per store object when it is first seen (the digest reads

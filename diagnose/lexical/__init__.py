@@ -40,7 +40,8 @@ removal and ``avgdl`` its corpus mean. Query tokens that are not in the corpus a
 
 Exact relation between the engines: where no query term is in more than half of the documents, bm25s
 ``method="robertson"`` scores equal BM25Okapi scores divided by ``k1 + 1`` (so the same ranking; equal up to
-float32 rounding, which can reorder near-ties). Terms with df > N/2 break this: bm25s robertson gives them idf 0, BM25Okapi ``0.25 * mean idf``.
+float32 rounding, which can reorder near-ties). Terms with df > N/2 break this: bm25s robertson gives them idf 0,
+BM25Okapi ``0.25 * mean idf``.
 bm25s ``method="lucene"`` has a different idf for every term (``log(1 + x)`` instead of ``log(x)``), so its
 rankings differ from BM25Okapi's in general, most for common terms.
 

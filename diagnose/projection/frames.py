@@ -1,5 +1,5 @@
-"""The tables the chart draws: :func:`snippet` (:func:`shorten`), :func:`map_frame` (one row per point, its role and class) and
-:func:`map_edges` (failed query -> target / top retrieved document).
+"""The tables the chart draws: :func:`snippet` (:func:`shorten`), :func:`map_frame` (one row per point, its role
+and class) and :func:`map_edges` (failed query -> target / top retrieved document).
 """
 
 from __future__ import annotations

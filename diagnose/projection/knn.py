@@ -1,5 +1,6 @@
 """The linear algebra under the layout: unit rows, exact cosine and Euclidean k-NN in umap-learn's
-``precomputed_knn`` layout, PCA (:func:`pca`, and the 2-D PCA used below :data:`~diagnose.projection.layout.MIN_UMAP_POINTS`).
+``precomputed_knn`` layout, PCA (:func:`pca`, and the 2-D PCA used below
+:data:`~diagnose.projection.layout.MIN_UMAP_POINTS`).
 """
 
 from __future__ import annotations
