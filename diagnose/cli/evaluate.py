@@ -13,10 +13,11 @@ from diagnose.cli.shared import (
     _parse_bounds,
     _parse_ks,
     _print_warnings,
+    _read_checked_run,
     _write_runs,
 )
 from diagnose.data import DataError
-from diagnose.io import check_run_matches_qrels, parse_run_arg, read_run
+from diagnose.io import parse_run_arg
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
@@ -78,9 +79,7 @@ def _add_compare_to(args: argparse.Namespace, ds) -> str | None:
     name, path = parse_run_arg(args.compare_to)
     if name in ds.runs:
         raise DataError(f"--compare-to {name!r}: a --run has the same name; name the reference differently.")
-    reference = read_run(path, name=name, report=ds.report)
-    check_run_matches_qrels(reference, ds.qrels)
-    ds.runs = {name: reference, **ds.runs}
+    ds.runs = {name: _read_checked_run(name, path, ds), **ds.runs}
     return name
 
 

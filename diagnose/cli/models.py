@@ -5,10 +5,10 @@ from __future__ import annotations
 import argparse
 import sys
 
-from diagnose.cli.shared import EXIT_OK, _analysis, _load, _print_warnings
+from diagnose.cli.shared import EXIT_OK, _analysis, _load, _print_warnings, _read_checked_run
 from diagnose.compare import rerank_cross_encoder, rerank_report
 from diagnose.data import DataError
-from diagnose.io import check_run_matches_qrels, parse_run_arg, read_run
+from diagnose.io import parse_run_arg
 from diagnose.report import dumps, text_table
 
 
@@ -41,13 +41,9 @@ def cmd_rerank(args: argparse.Namespace) -> int:
     if args.depth < 1 or args.k < 1:
         raise DataError(f"--depth and --k must be at least 1 (got {args.depth} and {args.k}).")
     ds = _load(args, need_text=bool(args.cross_encoder))
-    name, path = parse_run_arg(args.candidates)
-    candidates = read_run(path, name=name, report=ds.report)
-    check_run_matches_qrels(candidates, ds.qrels)
+    candidates = _read_checked_run(*parse_run_arg(args.candidates), ds)
     if args.reranked:
-        rname, rpath = parse_run_arg(args.reranked)
-        reranked = read_run(rpath, name=rname, report=ds.report)
-        check_run_matches_qrels(reranked, ds.qrels)
+        reranked = _read_checked_run(*parse_run_arg(args.reranked), ds)
     else:
         doc_text = dict(zip(ds.corpus.ids, ds.corpus.texts(), strict=True))
         reranked = rerank_cross_encoder(

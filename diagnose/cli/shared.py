@@ -13,8 +13,8 @@ from typing import Any
 
 from diagnose.analysis import YOUR_RUN, Analysis
 from diagnose.cache import slug
-from diagnose.data import DataError, ValidationReport
-from diagnose.io import load_dataset, parse_run_arg, write_trec_run
+from diagnose.data import DataError, Run, ValidationReport
+from diagnose.io import check_run_matches_qrels, load_dataset, parse_run_arg, read_run, write_trec_run
 from diagnose.judging import merge, merge_counts, read_judgements
 from diagnose.retrievers import load_retriever
 
@@ -82,6 +82,14 @@ def _load(args: argparse.Namespace, *, need_text: bool = False, require_qrels: b
             "This needs the texts of the corpus and the queries. Pass --data DIR, or --corpus and --queries."
         )
     return ds
+
+
+def _read_checked_run(name: str, path: str, ds) -> Run:
+    """A run file given beside the data (``--compare-to``, ``--candidates``, ``--reranked``), read into the data's
+    validation report and refused when it can only score 0 against its golden set."""
+    run = read_run(path, name=name, report=ds.report)
+    check_run_matches_qrels(run, ds.qrels)
+    return run
 
 
 def _extra_qrels(paths: list[str], report):
