@@ -14,10 +14,10 @@ import streamlit as st
 
 from diagnose.analysis import Analysis
 from diagnose.ui.errors import show_error
+from diagnose.ui.text import escape_md
 
 if TYPE_CHECKING:
     from diagnose.ui.state import Bundle
-from diagnose.ui.text import escape_md
 
 
 class _Progress:
