@@ -16,6 +16,7 @@ pytestmark = pytest.mark.usefixtures("keyword_encoder")
 @pytest.mark.real_model
 def test_overview_with_the_real_bundled_model(monkeypatch):
     monkeypatch.delenv("DIAGNOSE_ENCODER", raising=False)
+    monkeypatch.setenv("DIAGNOSE_FOREGROUND_SECONDS", "600")  # wait for the real vectors, however busy the machine
     at = app.start_app(600)
     app.assert_clean(at)
     b = at.session_state["_bundle"]
