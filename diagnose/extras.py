@@ -1,6 +1,6 @@
 """Optional dependencies and the extra that installs each.
 
-The core install (``pip install diagnose``) reads the data, computes the metrics and statistics and runs
+The core install (``pip install diagnose-rag``) reads the data, computes the metrics and statistics and runs
 ``diagnose evaluate``: numpy, pandas, pyarrow and scipy. The rest comes with extras:
 
 - ``[embed]``: embeddings and BM25 (torch, sentence-transformers and the bundled model, bm25s, rank-bm25,
