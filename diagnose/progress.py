@@ -62,7 +62,7 @@ class Terminal:
     def bar(self, label: str) -> Callback:
         if not self.enabled:
             return _ignore
-        from tqdm.auto import tqdm
+        tqdm = _tqdm_class()
 
         state: dict[str, Any] = {}
 
@@ -75,6 +75,21 @@ class Terminal:
                 t.close()
 
         return update
+
+
+def _tqdm_class() -> Any:
+    """tqdm's notebook bar in a Jupyter kernel that has ipywidgets (the ``[notebook]`` extra), else the text bar:
+    tqdm.auto without ipywidgets prints "TqdmWarning: IProgress not found" into the notebook and draws text anyway."""
+    if in_notebook():
+        import importlib.util
+
+        if importlib.util.find_spec("ipywidgets") is not None:
+            from tqdm.notebook import tqdm
+
+            return tqdm
+    from tqdm.std import tqdm
+
+    return tqdm
 
 
 class _CallbackOnly:
