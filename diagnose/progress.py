@@ -16,8 +16,16 @@ into a reporter.
 from __future__ import annotations
 
 import sys
+import warnings
 from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
+
+# bm25s, transformers, huggingface_hub and sentence-transformers import tqdm.autonotebook, which prints "TqdmWarning:
+# IProgress not found" into a Jupyter cell when ipywidgets is not installed (and then draws text bars, which is
+# fine). It warns once, on its first import: that import happens here, quietly, before any of theirs.
+with warnings.catch_warnings():
+    warnings.filterwarnings("ignore", message="IProgress not found")
+    import tqdm.autonotebook  # noqa: F401
 
 Callback = Callable[[int, int], Any]
 
