@@ -117,6 +117,9 @@ class Metric(NamedTuple):
       exact maximum and minimum (``"gain"``, ``"judged"``, ``"unannotated"``); None: tie orders are sampled.
       ``top_k_only``: ``family@k`` reads only ranks <= k.
     - ``coverage``: it measures how far the qrels cover the run, not the run's quality (judged@k, hole@k).
+    - ``by_default``: among the metrics :func:`~diagnose.metrics.expand_metrics` gives when none is named (at every
+      k, and without cutoff when it may go without). ``aliases``: the trec_eval / ir_measures spellings people
+      type (``"p"``, ``"recip_rank"``), to suggest the right name in the error.
     """
 
     name: str
@@ -130,6 +133,8 @@ class Metric(NamedTuple):
     top_k_only: bool = True
     band_in_tables: bool = True
     coverage: bool = False
+    by_default: bool = True
+    aliases: tuple[str, ...] = ()
 
     @property
     def trec_eval(self) -> str:
@@ -242,6 +247,7 @@ REGISTRY: dict[str, Metric] = {
             band=(0.1, 0.2, 0.4),
             band_in_tables=False,
             tie_key="gain",
+            aliases=("p", "prec"),
         ),
         Metric(
             "recall",
@@ -252,6 +258,7 @@ REGISTRY: dict[str, Metric] = {
             upper=upper_recall,
             band=(0.5, 0.7, 0.9),
             tie_key="gain",
+            aliases=("r",),
         ),
         Metric(
             "hit_rate",
@@ -262,6 +269,7 @@ REGISTRY: dict[str, Metric] = {
             upper=upper_hit_rate,
             band=(0.5, 0.7, 0.9),
             tie_key="gain",
+            aliases=("success", "hits", "hitrate"),
         ),
         Metric(
             "mrr",
@@ -275,6 +283,7 @@ REGISTRY: dict[str, Metric] = {
             upper=upper_mrr,
             band=(0.3, 0.5, 0.7),
             tie_key="gain",
+            aliases=("recip_rank", "rr"),
         ),
         Metric(
             "ndcg",
@@ -292,6 +301,7 @@ REGISTRY: dict[str, Metric] = {
             upper=upper_ndcg,
             band=(0.3, 0.5, 0.7),
             tie_key="gain",
+            aliases=("ndcg_cut",),
         ),
         Metric(
             "map",
@@ -305,6 +315,7 @@ REGISTRY: dict[str, Metric] = {
             upper=upper_map,
             band=(0.2, 0.4, 0.6),
             tie_key="gain",
+            aliases=("map_cut", "ap"),
         ),
         Metric(
             "r_precision",
@@ -316,6 +327,7 @@ REGISTRY: dict[str, Metric] = {
             band=(0.2, 0.4, 0.6),
             tie_key="gain",
             top_k_only=False,
+            aliases=("rprec", "r-precision"),
         ),
         Metric(
             "f1",
@@ -327,6 +339,8 @@ REGISTRY: dict[str, Metric] = {
             band=(0.1, 0.2, 0.4),
             band_in_tables=False,
             tie_key="gain",
+            aliases=("f",),
+            by_default=False,
         ),
         Metric(
             "judged",
@@ -344,6 +358,7 @@ REGISTRY: dict[str, Metric] = {
             band=None,
             tie_key="judged",
             coverage=True,
+            by_default=False,
         ),
         Metric(
             "hole",
@@ -355,6 +370,7 @@ REGISTRY: dict[str, Metric] = {
             band=None,
             tie_key="unannotated",
             coverage=True,
+            by_default=False,
         ),
     )
 }

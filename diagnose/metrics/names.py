@@ -31,28 +31,13 @@ __all__ = [
 DEFAULT_KS: tuple[int, ...] = (1, 3, 5, 10)
 """The cutoffs when none are given: ``diagnose evaluate --k``, ``Analysis(ks=...)``, ``diagnose.evaluate(k=...)``."""
 
-DEFAULT_FAMILIES = ("precision", "recall", "hit_rate", "mrr", "ndcg", "map")
-"""Families taken at every k by :func:`expand_metrics` when no metric is given (then ``mrr``, ``map``,
-``r_precision`` without cutoff are added)."""
+DEFAULT_FAMILIES = tuple(m.name for m in REGISTRY.values() if m.by_default and m.cutoff != "none")
+"""Families taken at every k by :func:`expand_metrics` when no metric is given (those whose record says
+``by_default``: precision, recall, hit_rate, mrr, ndcg, map; then mrr, map, r_precision without cutoff)."""
 
 _NAME = re.compile(r"^([a-z0-9_]+)(?:@(.*))?$")
-# trec_eval / ir_measures spellings people type, to suggest the right name
-_ALIASES = {
-    "p": "precision",
-    "prec": "precision",
-    "r": "recall",
-    "success": "hit_rate",
-    "hits": "hit_rate",
-    "hitrate": "hit_rate",
-    "recip_rank": "mrr",
-    "rr": "mrr",
-    "ndcg_cut": "ndcg",
-    "map_cut": "map",
-    "ap": "map",
-    "rprec": "r_precision",
-    "r-precision": "r_precision",
-    "f": "f1",
-}
+# trec_eval / ir_measures spellings people type (each record's ``aliases``), to suggest the right name
+_ALIASES = {alias: m.name for m in REGISTRY.values() for alias in m.aliases}
 
 
 def _valid_names() -> str:
@@ -159,7 +144,7 @@ def expand_names(metrics: Sequence[str | MetricName] | None, ks: Sequence[int]) 
             raise DataError(f"Cutoffs must be positive integers, got {k!r} in {ks!r}.")
     if metrics is None:
         names = [MetricName(f, int(k)) for f in DEFAULT_FAMILIES for k in ks]
-        names += [MetricName("mrr"), MetricName("map"), MetricName("r_precision")]
+        names += [MetricName(m.name) for m in REGISTRY.values() if m.by_default and m.cutoff != "required"]
         return list(dict.fromkeys(names))
     out: list[MetricName] = []
     for raw in metrics:
