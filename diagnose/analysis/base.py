@@ -16,6 +16,7 @@ import numpy as np
 from diagnose import progress as progress_mod
 from diagnose.data import DataError, Dataset, Run
 from diagnose.extras import needs
+from diagnose.metrics import DEFAULT_KS
 
 if TYPE_CHECKING:
     from diagnose.embed import Encoder
@@ -26,7 +27,6 @@ T = TypeVar("T")
 
 BASELINES = ("bm25", "dense", "hybrid")
 FAILURE_MODES = ("hit", "recall")
-DEFAULT_KS = (1, 3, 5, 10)
 DEFAULT_DEPTH = 100
 YOUR_RUN, BASELINE, LIVE = "your run", "baseline", "live retriever"
 

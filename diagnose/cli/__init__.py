@@ -34,14 +34,13 @@ from diagnose.cli.evaluate import cmd_evaluate
 from diagnose.cli.failures import cmd_failures, cmd_risk
 from diagnose.cli.judge import cmd_judge_queue
 from diagnose.cli.models import cmd_fuse, cmd_models, cmd_rerank
-from diagnose.cli.parser import DEFAULT_KS, build_parser
+from diagnose.cli.parser import build_parser
 from diagnose.cli.shared import EXIT_FAIL, EXIT_INPUT, EXIT_OK, PARAM_FLAGS
 from diagnose.data import DataError
 from diagnose.extras import missing_extra
 
 __all__ = [
     "COMMANDS",
-    "DEFAULT_KS",
     "EXIT_FAIL",
     "EXIT_INPUT",
     "EXIT_OK",
