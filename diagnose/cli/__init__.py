@@ -1,7 +1,8 @@
 """The `diagnose` command line: a thin layer over the library.
 
 Exit codes: 0 ok, 1 an unexpected internal error (or a CI gate that failed), 2 an input or usage error (a message,
-never a traceback).
+never a traceback), 130 interrupted by Ctrl-C (during a live retriever: what it had done is printed, and written
+with ``--write-runs DIR`` as ``NAME.partial.trec``).
 
 Where things are
 ----------------
@@ -35,15 +36,24 @@ from diagnose.cli.failures import cmd_failures, cmd_risk
 from diagnose.cli.judge import cmd_judge_queue
 from diagnose.cli.models import cmd_fuse, cmd_models, cmd_rerank
 from diagnose.cli.parser import DEFAULT_KS, build_parser
-from diagnose.cli.shared import EXIT_FAIL, EXIT_INPUT, EXIT_OK, PARAM_FLAGS
+from diagnose.cli.shared import (
+    EXIT_FAIL,
+    EXIT_INPUT,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    PARAM_FLAGS,
+    _write_partial_run,
+)
 from diagnose.data import DataError
 from diagnose.extras import missing_extra
+from diagnose.retrievers import RetrieverInterrupted
 
 __all__ = [
     "COMMANDS",
     "DEFAULT_KS",
     "EXIT_FAIL",
     "EXIT_INPUT",
+    "EXIT_INTERRUPTED",
     "EXIT_OK",
     "PARAM_FLAGS",
     "build_parser",
@@ -88,9 +98,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         print(f"error: {err}", file=sys.stderr)
         return EXIT_INPUT
+    except RetrieverInterrupted as stop:
+        _write_partial_run(args, stop)
+        return EXIT_INTERRUPTED
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
     except BrokenPipeError:
         return EXIT_OK
     except SystemExit as e:  # --help

@@ -343,12 +343,16 @@ def _record_stats(
     outlier = top[0][1] >= SLOW_MS and top[0][1] > 10 * p50
     report.add(
         "retriever_slowest_queries",
-        f"{label}: the slowest queries (median {p50:,.1f} ms)"
+        f"{label}: the slowest queries (median {_ms(p50)})"
         + (f"; the slowest took {top[0][1] / p50:,.0f} times the median, which p95 hides" if outlier else ""),
         severity="warning" if outlier else "info",
         count=len(top),
-        examples=[f"{q}: {ms:,.1f} ms" for q, ms in top],
+        examples=[f"{q}: {_ms(ms)}" for q, ms in top],
     )
+
+
+def _ms(ms: float) -> str:
+    return f"{ms:,.1f} ms" if ms >= 1 else f"{ms:.3f} ms"
 
 
 SLOW_MS = 1000.0  # the slowest query is a warning from 1 s on (and over 10 times the median)
