@@ -290,3 +290,22 @@ def test_ctrl_c_stops_a_hung_run_and_reports_what_was_done(tmp_path):
     assert f"still running: {stuck[0]}" in err
     partial = read_run(tmp_path / "runs" / "live.partial.trec", name="live")
     assert 0 < len(partial.query_ids()) < 106 and stuck[0] not in partial.query_ids()
+
+
+def test_one_query_at_a_time_without_a_timeout_runs_in_the_calling_thread():
+    """For a retriever bound to its thread (an sqlite3 connection refuses other threads); a SystemExit there is
+    still that query's error."""
+    import sqlite3
+
+    db = sqlite3.connect(":memory:")
+    db.execute("create table docs (id text, word text)")
+    db.executemany("insert into docs values (?, ?)", [("d1", "solar"), ("d2", "wind")])
+
+    def retrieve(text: str) -> list[str]:
+        if text == "exit":
+            sys.exit(2)
+        return [r[0] for r in db.execute("select id from docs where word = ?", (text,))]
+
+    run = run_retriever(retrieve, {"q1": "solar", "q2": "wind", "q3": "exit"}, concurrency=1, timeout=None)
+    assert run.ranked_lists() == {"q1": ["d1"], "q2": ["d2"]}
+    assert run.errors == {"q3": "SystemExit: 2"}

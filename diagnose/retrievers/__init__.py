@@ -51,7 +51,8 @@ Conventions (they decide every metric):
   (:mod:`.calls`): a callable is called, a LlamaIndex retriever's ``retrieve(text)`` and a LangChain retriever's
   ``invoke(text)`` (what LangChain's own ``batch`` does per input) are called. ``concurrency=1`` calls them one at a
   time (use it for a retriever that is not thread-safe; after a timeout, the abandoned call may still be running
-  beside the next one). Each call is timed with ``time.perf_counter``: wall-clock milliseconds under that
+  beside the next one); ``concurrency=1, timeout=None`` calls them in the calling thread (for a retriever bound to
+  the thread that made it, e.g. an ``sqlite3`` connection; no timeout is possible there). Each call is timed with ``time.perf_counter``: wall-clock milliseconds under that
   concurrency (queries share the CPU), recorded for every query that returned, in ``Run.latency_ms``. The slowest
   queries are named in the report (``retriever_slowest_queries``: a warning when the slowest took at least 1 s and
   over 10 times the median, since p95 hides such a query).

@@ -1,7 +1,8 @@
 """Calling a retriever on every query: ``concurrency`` daemon worker threads, a per-query timeout, Ctrl-C, and the
 progress bar (see the package docstring).
 
-Every kind goes through the same workers: a callable is called, a LlamaIndex retriever's ``retrieve`` and a
+Every kind goes through the same workers (but for ``concurrency=1`` with no timeout, which calls one query after
+the other in the calling thread, for a retriever bound to it, e.g. an ``sqlite3`` connection): a callable is called, a LlamaIndex retriever's ``retrieve`` and a
 LangChain retriever's ``invoke`` (what LangChain's own ``batch`` maps over its thread pool) are called, one query per
 call, each call timed with ``time.perf_counter`` and run in a copy of the caller's ``contextvars`` context (as
 LangChain's executor does). The calling thread only waits, hands out nothing and draws the progress bar:
@@ -146,6 +147,22 @@ class _Pool:
         return min(_POLL, max(0.001, first + self.timeout - time.perf_counter()))
 
 
+def _call_here(fn: Callable[[str], Any], texts: list[str], tick: Callable[[], None]) -> list[Outcome]:
+    """One query after the other in the calling thread (``concurrency=1`` without a timeout): for a retriever
+    bound to the thread that made it (an ``sqlite3`` connection). Ctrl-C there interrupts the call itself."""
+    results: list[Outcome | None] = [None] * len(texts)
+    for i, text in enumerate(texts):
+        start = time.perf_counter()
+        try:
+            results[i] = (_materialise(fn(text)), (time.perf_counter() - start) * 1000.0)
+        except KeyboardInterrupt:  # Ctrl-C, or the retriever's own: indistinguishable in this thread, so stop
+            raise _Interrupted(results, [i]) from None
+        except BaseException as e:  # noqa: BLE001 - user code: even SystemExit only fails this query
+            results[i] = (e, None)
+        tick()
+    return results  # type: ignore[return-value]
+
+
 def _call_pool(
     fn: Callable[[str], Any], texts: list[str], concurrency: int, timeout: float | None, tick: Callable[[], None]
 ) -> list[Outcome]:
@@ -198,6 +215,9 @@ def _call(
     fn = {"langchain": getattr(retriever, "invoke", None), "llamaindex": getattr(retriever, "retrieve", None)}.get(
         kind, retriever
     )
-    outcomes = _call_pool(fn, texts, concurrency, timeout, tick)
+    if concurrency == 1 and timeout is None:
+        outcomes = _call_here(fn, texts, tick)
+    else:
+        outcomes = _call_pool(fn, texts, concurrency, timeout, tick)
     finish()
     return outcomes
