@@ -186,11 +186,7 @@ def run_retriever(
     retriever is of no known kind, a result has no usable id, or the retriever raised (or timed out) on every query
     (the message quotes the first error); :class:`RetrieverInterrupted` on Ctrl-C.
     """
-    if isinstance(depth, bool) or not isinstance(depth, int) or depth < 1:
-        raise ValueError(f"depth must be an integer >= 1, got {depth!r}.")
-    if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
-        raise ValueError(f"concurrency must be an integer >= 1, got {concurrency!r}.")
-    timeout = check_timeout(timeout)
+    timeout = _check_params(depth, concurrency, timeout)
     report = report if report is not None else ValidationReport()
     mapper, collapse = _chunk_mapper(chunk_to_doc)
     kind = _kind(retriever)
@@ -210,6 +206,15 @@ def run_retriever(
     if run is None:
         raise _raised_on_every_query(run_name, len(qids), dict(_errors(qids, outcomes)))
     return run
+
+
+def _check_params(depth: Any, concurrency: Any, timeout: Any) -> float | None:
+    """``depth`` and ``concurrency`` positive integers (else ValueError), ``timeout`` checked (returned)."""
+    if isinstance(depth, bool) or not isinstance(depth, int) or depth < 1:
+        raise ValueError(f"depth must be an integer >= 1, got {depth!r}.")
+    if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
+        raise ValueError(f"concurrency must be an integer >= 1, got {concurrency!r}.")
+    return check_timeout(timeout)
 
 
 def _as_run(
