@@ -309,3 +309,17 @@ def test_one_query_at_a_time_without_a_timeout_runs_in_the_calling_thread():
     run = run_retriever(retrieve, {"q1": "solar", "q2": "wind", "q3": "exit"}, concurrency=1, timeout=None)
     assert run.ranked_lists() == {"q1": ["d1"], "q2": ["d2"]}
     assert run.errors == {"q3": "SystemExit: 2"}
+
+
+def test_a_system_exit_that_escapes_a_command_is_not_an_exit_code(monkeypatch, capsys):
+    """The last line of defence: a SystemExit from code a command called (not argparse's) is an internal error
+    (exit 1, said), not the exit code it carried with an empty stdout."""
+    import diagnose.cli
+
+    def exits(args):
+        sys.exit(3)
+
+    monkeypatch.setitem(diagnose.cli.COMMANDS, "evaluate", exits)
+    assert main(["evaluate", "--data", str(DEMO)]) == 1
+    assert "internal error: SystemExit(3) raised during `diagnose evaluate`" in capsys.readouterr().err
+    assert main(["--help"]) == 0

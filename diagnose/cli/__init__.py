@@ -106,8 +106,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_INTERRUPTED
     except BrokenPipeError:
         return EXIT_OK
-    except SystemExit as e:  # --help
-        return int(e.code or 0)
+    except SystemExit as e:
+        if args is None:  # argparse: --help, or a usage error it printed
+            return int(e.code or 0) if isinstance(e.code, int | None) else EXIT_INPUT
+        traceback.print_exc()  # not ours to exit with: code the command called (user code is contained first)
+        print(f"internal error: SystemExit({e.code!r}) raised during `diagnose {args.command}`; stopped.",
+              file=sys.stderr)  # fmt: skip
+        return EXIT_FAIL
     except Exception as e:  # noqa: BLE001 - the last line of defence: a bug, not a user mistake
         traceback.print_exc()
         print(
