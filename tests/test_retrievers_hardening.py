@@ -323,3 +323,20 @@ def test_a_system_exit_that_escapes_a_command_is_not_an_exit_code(monkeypatch, c
     assert main(["evaluate", "--data", str(DEMO)]) == 1
     assert "internal error: SystemExit(3) raised during `diagnose evaluate`" in capsys.readouterr().err
     assert main(["--help"]) == 0
+
+
+def test_a_retriever_that_hangs_on_every_query_is_given_up_after_32_hung_calls(release):
+    """Each abandoned call holds a thread until it returns: past max(32, 4 * concurrency) = 32 hung calls the
+    remaining queries are not started (said, by id) instead of one more thread each."""
+    report = ValidationReport()
+    queries = {f"q{i:02d}": f"text {i}" for i in range(40)}
+    with pytest.raises(DataError, match="raised or timed out on every one of the 40 queries"):
+        run_retriever(lambda t: release.wait(), queries, concurrency=1, timeout=0.05, report=report)
+    # one at a time: q00..q31 each time out (32 hung calls), then q32..q39 are not run
+    assert report.by_code("retriever_timeout")[0].count == 32
+    [down] = report.by_code("retriever_error")
+    assert down.count == 8
+    assert down.examples[0] == (
+        "q32: RetrieverDown: not run: 32 calls of the retriever were hung past the timeout at once"
+    )
+    assert threading.active_count() <= 1 + 32 + 3  # the main thread and the 32 hung calls: none for q32..q39

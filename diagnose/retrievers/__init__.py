@@ -61,7 +61,9 @@ Conventions (they decide every metric):
   limit) after its call started is abandoned: it counts as retrieving nothing (no rows, scores 0), is listed in
   ``Run.errors`` as ``"RetrieverTimeout: no answer within 60 s ..."`` and counted by id in the report
   (``retriever_timeout``). Python cannot stop a thread: the abandoned call runs on in the background, its answer
-  is ignored, and it never keeps the process from exiting.
+  is ignored, and it never keeps the process from exiting. When ``max(32, 4 * concurrency)`` abandoned calls are
+  still running at once, the retriever is taken for down: the queries not started yet are not run (``RetrieverDown``
+  in ``Run.errors``, counted as ``retriever_error``) instead of each holding one more thread.
 
 - **Ctrl-C** (a ``KeyboardInterrupt`` in the calling thread) stops the run: no new query starts and
   :class:`RetrieverInterrupted` (a ``KeyboardInterrupt``) is raised with the partial run of the queries answered so
@@ -102,7 +104,14 @@ from typing import Any
 
 from diagnose.data import DataError, Dataset, Queries, Run, ValidationReport
 from diagnose.progress import Progress
-from diagnose.retrievers.calls import DEFAULT_TIMEOUT, Outcome, RetrieverTimeout, _call, _Interrupted
+from diagnose.retrievers.calls import (
+    DEFAULT_TIMEOUT,
+    Outcome,
+    RetrieverDown,
+    RetrieverTimeout,
+    _call,
+    _Interrupted,
+)
 from diagnose.retrievers.kinds import _default_name, _kind, _not_a_retriever, _type_name, _with_k
 from diagnose.retrievers.loading import load_retriever
 from diagnose.retrievers.results import ChunkToDoc, _chunk_mapper, _ranked_lists, _record
@@ -110,6 +119,7 @@ from diagnose.retrievers.results import ChunkToDoc, _chunk_mapper, _ranked_lists
 __all__ = [
     "DEFAULT_TIMEOUT",
     "ChunkToDoc",
+    "RetrieverDown",
     "RetrieverInterrupted",
     "RetrieverTimeout",
     "check_timeout",

@@ -10,7 +10,9 @@ LangChain's executor does). The calling thread only waits, hands out nothing and
 - **Timeout.** A call still running ``timeout`` seconds after it started is abandoned: its query gets a
   :class:`RetrieverTimeout` outcome (it retrieved nothing), its worker is replaced so ``concurrency`` calls stay in
   flight, and whatever the call returns later is ignored. Python cannot kill a thread, so an abandoned call keeps
-  running in the background until it returns or the process exits.
+  running in the background until it returns or the process exits. When :func:`hung_limit` abandoned calls are
+  still running at once, the retriever is taken for down: the queries not started yet are not run (each gets a
+  :class:`RetrieverDown` outcome, reported like an error) rather than one more thread each.
 - **Threads never block exit.** Workers are daemon threads (not ``ThreadPoolExecutor``'s, which the interpreter
   joins at exit): a call that never returns cannot keep the process alive.
 - **Ctrl-C.** Only the calling thread receives it, while it waits: the workers stop taking queries and
@@ -45,6 +47,18 @@ class RetrieverTimeout(TimeoutError):
     def __init__(self, seconds: float) -> None:
         super().__init__(f"no answer within {seconds:g} s (the call was abandoned)")
         self.seconds = seconds
+
+
+class RetrieverDown(RuntimeError):
+    """The outcome of a query not started because too many earlier calls were hung (see the module docstring)."""
+
+    def __init__(self, hung: int) -> None:
+        super().__init__(f"not run: {hung} calls of the retriever were hung past the timeout at once")
+
+
+def hung_limit(concurrency: int) -> int:
+    """How many abandoned calls may still be running before the remaining queries are not started."""
+    return max(32, 4 * concurrency)
 
 
 class _Interrupted(Exception):
@@ -94,6 +108,7 @@ class _Pool:
         self.answers: queue.SimpleQueue[tuple[int, Outcome]] = queue.SimpleQueue()
         self.started: dict[int, float] = {}  # query index -> perf_counter at the start of its call
         self.abandoned: set[int] = set()
+        self.returned: set[int] = set()  # abandoned calls that returned since
         self.lock = threading.Lock()
         self.stop = threading.Event()
         self.context = contextvars.copy_context()
@@ -118,6 +133,7 @@ class _Pool:
             self.answers.put((i, outcome))
             with self.lock:
                 if i in self.abandoned:
+                    self.returned.add(i)
                     return  # a replacement took this worker's place: do not exceed the concurrency
         return
 
@@ -135,6 +151,21 @@ class _Pool:
                 del self.started[i]
                 self.abandoned.add(i)
         return out
+
+    def hung(self) -> int:
+        """How many abandoned calls are still running."""
+        with self.lock:
+            return len(self.abandoned) - len(self.returned)
+
+    def give_up(self) -> list[int]:
+        """Stop the workers taking queries; the queries not started yet."""
+        self.stop.set()
+        out = []
+        while True:
+            try:
+                out.append(self.todo.get_nowait())
+            except queue.Empty:
+                return out
 
     def wait(self) -> float:
         """How long the calling thread may wait for an answer before looking at the clock again."""
@@ -178,7 +209,13 @@ def _call_pool(
                 results[i] = (RetrieverTimeout(float(timeout or 0)), None)
                 left -= 1
                 tick()
-                pool.spawn()
+                if pool.hung() < hung_limit(concurrency):
+                    pool.spawn()
+                else:
+                    for j in pool.give_up():
+                        results[j] = (RetrieverDown(pool.hung()), None)
+                        left -= 1
+                        tick()
             if not left:
                 break
             try:
