@@ -201,9 +201,9 @@ def _call_pool(
     pool = _Pool(fn, texts, timeout)
     results: list[Outcome | None] = [None] * len(texts)
     left = len(texts)
-    for _ in range(min(concurrency, len(texts))):
-        pool.spawn()
-    try:
+    try:  # the workers start inside: a Ctrl-C while they start (and answer) is caught like any other
+        for _ in range(min(concurrency, len(texts))):
+            pool.spawn()
         while left:
             for i in pool.late():
                 results[i] = (RetrieverTimeout(float(timeout or 0)), None)
