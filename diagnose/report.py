@@ -121,6 +121,7 @@ class EvaluationReport:
     slice_field: str | None = None
     validation: ValidationReport = field(default_factory=ValidationReport)
     extra_columns: dict[str, dict[str, float]] = field(default_factory=dict)  # run -> {column: value} (latency)
+    latency_detail: dict[str, dict[str, Any]] = field(default_factory=dict)  # run -> slowest, timed_out, per query
     ties: dict[str, Any] = field(default_factory=dict)  # run -> diagnose.ties.TieAudit
     tukey: pd.DataFrame | None = None  # randomised Tukey HSD over every pair (three or more runs)
     queries_needed: pd.DataFrame | None = None  # topic-set size per (metric, run), when asked
@@ -143,6 +144,11 @@ class EvaluationReport:
             }
             if name in self.extra_columns:
                 entry["latency"] = {c: _finite(v) for c, v in self.extra_columns[name].items()}
+            if name in self.latency_detail:
+                detail = self.latency_detail[name]
+                entry.setdefault("latency", {}).update(slowest=detail["slowest"], timed_out=detail["timed_out"])
+                if per_query:
+                    entry["latency"]["per_query_ms"] = detail["per_query_ms"]
             if per_query:
                 entry["per_query"] = {
                     str(q): {m: float(v) for m, v in row.items()} for q, row in ev.per_query.iterrows()

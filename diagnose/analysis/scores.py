@@ -81,6 +81,24 @@ class Scores(Pipeline):
             }
         return out
 
+    def latency_detail(self, n: int = 5) -> dict[str, dict[str, Any]]:
+        """For runs of live retrievers: ``slowest`` (the ``n`` slowest queries, ``{"query_id", "ms"}``, slowest
+        first), ``timed_out`` (the ids of the queries abandoned after the timeout) and ``per_query_ms`` (every
+        returned query's latency)."""
+        from diagnose.retrievers import RetrieverTimeout
+        from diagnose.retrievers.results import slowest
+
+        timeout = f"{RetrieverTimeout.__name__}:"
+        return {
+            name: {
+                "slowest": [{"query_id": q, "ms": ms} for q, ms in slowest(r.latency_ms or {}, n)],
+                "timed_out": [q for q, msg in (r.errors or {}).items() if msg.startswith(timeout)],
+                "per_query_ms": dict(r.latency_ms or {}),
+            }
+            for name, r in self.user_runs().items()
+            if r.latency_ms is not None
+        }
+
     def metrics(self, metrics: Sequence[str] | None = None) -> pd.DataFrame:
         """Mean metrics: one row per run (index: run names, baselines included), one column per metric (the
         CLI's names, e.g. ``ndcg@10``); live retrievers add ``latency_p50_ms``, ``latency_p95_ms`` and
@@ -332,4 +350,5 @@ class Scores(Pipeline):
             metrics=[str(n) for n in names], ks=list(self.ks), evaluations=evs, reference=ref, comparisons=comparisons,
             query_changes=changes, gate=gate, slices=slices, slice_field=slice_by,
             validation=self.dataset.report, extra_columns=self.latency(), ties=ties, tukey=tukey,
+            latency_detail=self.latency_detail(),
         )  # fmt: skip

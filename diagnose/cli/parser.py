@@ -74,6 +74,13 @@ def _add_retriever_args(p: argparse.ArgumentParser) -> None:
         "callable str -> ids, a LangChain or LlamaIndex retriever); repeatable",
     )
     g.add_argument(
+        "--retriever-timeout",
+        type=float,
+        metavar="SECONDS",
+        help="seconds a live retriever may take on one query before it is abandoned and counts as retrieving "
+        "nothing (default: 60; 0: no limit)",
+    )
+    g.add_argument(
         "--write-runs",
         metavar="DIR",
         help="write the runs computed here (baselines, retrievers) as TREC files",
