@@ -197,18 +197,46 @@ def check_input_files(*paths: PathLike | None, expected: str = "a readable regul
             check_input_path(path, expected)
 
 
-def _gunzip(raw: bytes, limit: int) -> bytes:
-    """Decompressed ``raw`` (all gzip members), read in chunks: at most ``limit + 1`` bytes (a gzip bomb stops)."""
-    chunks: list[bytes] = []
-    size = 0
+_GZIP_WBITS = 16 + zlib.MAX_WBITS  # a gzip header and trailer around the deflate stream
+_GZ_IN, _GZ_OUT = 1 << 16, 1 << 20  # compressed bytes fed, decompressed bytes taken, per step
+_NONZERO = re.compile(rb"[^\x00]")
+
+
+def _gunzipped_size(raw: bytes, limit: int) -> int:
+    """The decompressed size of ``raw`` (every gzip member; zero padding between and after members skipped, as
+    :class:`gzip.GzipFile` does), counted step by step and never kept: it stops as soon as it passes ``limit``, so a
+    gzip bomb costs a few MB of memory and the time to decompress ``limit`` bytes."""
+    size, pos, view = 0, 0, memoryview(raw)
+    while (start := _NONZERO.search(raw, pos)) is not None:
+        pos = start.start()
+        d = zlib.decompressobj(_GZIP_WBITS)
+        while not d.eof:
+            chunk = view[pos : pos + _GZ_IN]
+            pos += len(chunk)
+            out = len(d.decompress(chunk, _GZ_OUT))
+            size += out
+            while (d.unconsumed_tail or out == _GZ_OUT) and not d.eof and size <= limit:
+                out = len(d.decompress(d.unconsumed_tail, _GZ_OUT))
+                size += out
+            if size > limit:
+                return size
+            if not chunk and not d.eof:
+                raise EOFError("compressed file ended before the end-of-stream marker was reached")
+        pos -= len(d.unused_data)
+    return size
+
+
+def _gunzip(raw: bytes, limit: int) -> bytes | None:
+    """Decompressed ``raw`` (all gzip members), or ``None`` when it decompresses to more than ``limit`` bytes.
+
+    Two passes: :func:`_gunzipped_size` counts without keeping anything (a bomb is refused there), then the
+    bytes are decompressed once into one object of that size: peak memory is the decompressed size, never twice
+    it, and never more than ``limit`` whatever the file claims."""
+    size = _gunzipped_size(raw, limit)
+    if size > limit:
+        return None
     with gzip.GzipFile(fileobj=stdio.BytesIO(raw)) as gz:
-        while size <= limit:
-            chunk = gz.read1(1 << 20)
-            if not chunk:
-                break
-            chunks.append(chunk)
-            size += len(chunk)
-    return b"".join(chunks)
+        return gz.read(size)
 
 
 def _read_bytes(path: PathLike, expected: str) -> bytes:
@@ -235,7 +263,7 @@ def _read_bytes(path: PathLike, expected: str) -> bytes:
         )
     if raw[:2] == b"\x1f\x8b":
         try:
-            raw = _gunzip(raw, limit)
+            out = _gunzip(raw, limit)
         except (OSError, EOFError, zlib.error) as e:
             raise _fatal(
                 file,
@@ -249,7 +277,7 @@ def _read_bytes(path: PathLike, expected: str) -> bytes:
             raise _fatal(
                 file, None, "not enough memory to decompress the file", None, expected, "free memory"
             ) from None
-        if len(raw) > limit:
+        if out is None:
             raise _fatal(
                 file,
                 None,
@@ -258,6 +286,7 @@ def _read_bytes(path: PathLike, expected: str) -> bytes:
                 f"input files of at most {limit} bytes once decompressed",
                 _too_big_fix(),
             )
+        raw = out
     if raw.startswith(codecs.BOM_UTF8):
         raw = raw[len(codecs.BOM_UTF8) :]
     elif raw.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
