@@ -1,9 +1,11 @@
-"""Reading an input file safely: the path checks (missing, a folder, a FIFO or device, no permission), the size
-limit (``DIAGNOSE_MAX_INPUT_BYTES``, also for a gzip file once decompressed), and the whole file as bytes."""
+"""Reading an input file safely: the path checks (missing, a folder, a FIFO or device, no permission, outside the
+folders reads are confined to), the size limit (``DIAGNOSE_MAX_INPUT_BYTES``, also for a gzip file once
+decompressed), and the whole file as bytes."""
 
 from __future__ import annotations
 
 import codecs
+import contextvars
 import errno
 import gzip
 import io as stdio
@@ -144,6 +146,49 @@ def _exists(path: PathLike) -> bool:
     return True
 
 
+#: The folders input files must resolve inside (None: anywhere); set by :func:`confine_reads`, per context.
+_READ_ROOTS: contextvars.ContextVar[tuple[Path, ...] | None] = contextvars.ContextVar("read_roots", default=None)
+
+
+def confine_reads(*roots: PathLike) -> contextvars.Token:
+    """From now on, in this context, every input file this package reads must resolve inside one of ``roots``
+    (symbolic links followed, ``..`` removed): a link inside a root to a file outside every root is refused like a
+    path outside them. No roots: reads anywhere again. Returns the token for ``_READ_ROOTS.reset``.
+
+    The app confines each script run to the folders of its data source; a thread started with a copy of the
+    context (:func:`contextvars.copy_context`) is confined too. The CLI and the Python API are not confined."""
+    value = tuple(Path(os.path.realpath(r)) for r in roots) or None
+    return _READ_ROOTS.set(value)
+
+
+def check_confined(path: PathLike, expected: str, *, shown: str | None = None) -> None:
+    """Refuse ``path`` when reads are confined (:func:`confine_reads`) and its real path lies outside every root.
+    The message names the path typed or listed, never the target's content."""
+    roots = _READ_ROOTS.get()
+    if roots is None:
+        return
+    try:
+        real = Path(os.path.realpath(path))
+    except (OSError, ValueError):
+        real = None
+    if real is None or not any(real.is_relative_to(r) for r in roots):
+        raise _fatal(
+            shown or str(path),
+            None,
+            "resolves (through a symbolic link or '..') to a file outside the data folder "
+            f"{str(roots[0])!r}, and only files inside it are read",
+            None,
+            expected,
+            "copy the file into the data folder instead of linking to it",
+        )
+
+
+def _check_opened(f: stdio.BufferedReader, file: str, expected: str) -> None:
+    """:func:`check_confined` on what was actually opened (``/proc/self/fd``): a link swapped in after the check."""
+    if _READ_ROOTS.get() is not None and os.path.isdir("/proc/self/fd"):
+        check_confined(f"/proc/self/fd/{f.fileno()}", expected, shown=file)
+
+
 def check_input_path(path: PathLike, expected: str, *, folder: bool | None = False) -> os.stat_result:
     """Refuse, before reading, a path that cannot be read safely; returns its ``os.stat`` result.
 
@@ -153,6 +198,7 @@ def check_input_path(path: PathLike, expected: str, *, folder: bool | None = Fal
     name the path and the fix.
     """
     file = str(path)
+    check_confined(path, expected)
     st = _stat(path, expected, missing_ok=False)
     assert st is not None  # missing_ok=False: a missing path is a DataError
     mode = st.st_mode
@@ -250,6 +296,7 @@ def _read_bytes(path: PathLike, expected: str) -> bytes:
     limit = max_input_bytes()
     try:
         with open(path, "rb") as f:
+            _check_opened(f, file, expected)
             raw = f.read()
     except OSError as e:
         raise _os_error(file, e, expected) from None

@@ -29,6 +29,7 @@ import streamlit as st
 
 from diagnose.analysis import Analysis
 from diagnose.data import DataError, Dataset, Run
+from diagnose.io import confine_reads
 from diagnose.ui import sources
 
 # The pages talk to this module only: what they use from the sidebar and progress modules is re-exported here.
@@ -385,6 +386,8 @@ def build_bundle(s: Settings) -> Bundle | None:
 def setup(page: Any = None) -> Bundle | None:
     """Called by app.py on every run, before the page: sidebar, loading, run picker, links and downloads."""
     s = sidebar()
+    # every file this run reads (and the background work it starts) must resolve inside the source's folders
+    confine_reads(*sources.read_roots(s.spec, typed_paths=bool(s.embeddings)))
     if page is not None:
         st.session_state["_page_title"] = getattr(page, "title", "")
     st.session_state["_dataset"] = None
