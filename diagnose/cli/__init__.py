@@ -1,7 +1,7 @@
 """The `diagnose` command line: a thin layer over the library.
 
-Exit codes: 0 ok, 1 an unexpected internal error (or a CI gate that failed), 2 an input or usage error (a message,
-never a traceback).
+Exit codes: 0 ok, 1 an unexpected internal error (or a CI gate that failed), 2 an input or usage error, or not
+enough memory (a message, never a traceback).
 
 Where things are
 ----------------
@@ -38,6 +38,7 @@ from diagnose.cli.parser import DEFAULT_KS, build_parser
 from diagnose.cli.shared import EXIT_FAIL, EXIT_INPUT, EXIT_OK, PARAM_FLAGS
 from diagnose.data import DataError
 from diagnose.extras import missing_extra
+from diagnose.memory import is_out_of_memory, out_of_memory
 
 __all__ = [
     "COMMANDS",
@@ -96,6 +97,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as e:  # --help
         return int(e.code or 0)
     except Exception as e:  # noqa: BLE001 - the last line of defence: a bug, not a user mistake
+        if is_out_of_memory(e):  # not a bug: how much it needed, how much the machine allowed
+            doing = f"running diagnose {getattr(args, 'command', '') or ''}".strip()
+            print(f"error: {out_of_memory(e, doing)}", file=sys.stderr)
+            return EXIT_INPUT
         traceback.print_exc()
         print(
             f"internal error: {type(e).__name__}: {e}. This is a bug in diagnose; please report it.",

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from diagnose.data import DataError
 from diagnose.io.messages import _fatal, _plural
+from diagnose.memory import out_of_memory
 
 PathLike = str | Path
 
@@ -300,10 +301,8 @@ def _read_bytes(path: PathLike, expected: str) -> bytes:
             raw = f.read()
     except OSError as e:
         raise _os_error(file, e, expected) from None
-    except MemoryError:
-        raise _fatal(
-            file, None, "not enough memory to read the file", None, expected, "free memory, or split the file"
-        ) from None
+    except MemoryError as e:
+        raise out_of_memory(e, f"reading {file}") from None
     if len(raw) > limit:  # it grew after the check
         raise _fatal(
             file, None, f"is more than the input limit of {_size(limit)}", None, expected, _too_big_fix()
@@ -320,10 +319,8 @@ def _read_bytes(path: PathLike, expected: str) -> bytes:
                 expected,
                 "re-compress it or pass it uncompressed",
             ) from None
-        except MemoryError:
-            raise _fatal(
-                file, None, "not enough memory to decompress the file", None, expected, "free memory"
-            ) from None
+        except MemoryError as e:
+            raise out_of_memory(e, f"decompressing {file}") from None
         if out is None:
             raise _fatal(
                 file,

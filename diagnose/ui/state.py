@@ -30,6 +30,7 @@ import streamlit as st
 from diagnose.analysis import Analysis
 from diagnose.data import DataError, Dataset, Run
 from diagnose.io import confine_reads
+from diagnose.memory import is_out_of_memory
 from diagnose.ui import sources
 
 # The pages talk to this module only: what they use from the sidebar and progress modules is re-exported here.
@@ -369,9 +370,9 @@ def build_bundle(s: Settings) -> Bundle | None:
         prog.fail("Could not prepare the analysis")
         show_error(e)
         return None
-    except (OSError, ValueError, UnicodeDecodeError) as e:
+    except (OSError, ValueError, UnicodeDecodeError, MemoryError) as e:
         prog.fail("Could not prepare the analysis")
-        show_error(e, f"Could not read the data: {type(e).__name__}: ")
+        show_error(e, "" if is_out_of_memory(e) else f"Could not read the data: {type(e).__name__}: ")
         return None
     if analysis.vectors_ready:
         prog.done(
