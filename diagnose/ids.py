@@ -52,7 +52,7 @@ def fingerprints(arr: pa.Array | pa.ChunkedArray) -> np.ndarray:
     starts = offs[:-1] - lo
     h = lens.astype(np.uint64) * _M1
     long_rows = np.flatnonzero(lens > _VECTOR_BYTES)
-    _mix_words(h, data, starts, lens, None if len(long_rows) == 0 else np.flatnonzero(lens <= _VECTOR_BYTES))
+    h = _mix_words(h, data, starts, lens, long_rows)
     for i in long_rows.tolist():
         digest = hashlib.blake2b(data[starts[i] : starts[i] + lens[i]], digest_size=8).digest()
         h[i] = np.uint64(int.from_bytes(digest, "little"))
@@ -60,27 +60,37 @@ def fingerprints(arr: pa.Array | pa.ChunkedArray) -> np.ndarray:
     return h * _M3
 
 
-def _mix_words(h: np.ndarray, data: np.ndarray, starts: np.ndarray, lens: np.ndarray, rows: np.ndarray | None) -> None:
-    """Mix every 8-byte word of the strings ``rows`` (None: all) into ``h``, in place; pass ``j`` visits only the
-    strings longer than ``8 j`` bytes (the survivors of pass ``j - 1``)."""
-    end = int(starts[rows][-1] + lens[rows][-1]) if rows is not None and len(rows) else len(data)
-    pad = np.zeros(end + 8, dtype=np.uint8)
-    pad[:end] = data[:end]
-    words = np.ndarray(shape=(end + 1,), dtype="<u8", buffer=pad, strides=(1,))  # words[i]: bytes i..i+7
+def _mix_words(
+    h: np.ndarray, data: np.ndarray, starts: np.ndarray, lens: np.ndarray, long_rows: np.ndarray
+) -> np.ndarray:
+    """``h`` with every 8-byte word of the strings mixed in (except ``long_rows``, hashed whole), pass ``j`` over
+    the strings that have a word ``j``. While many strings are left they are found by one scan of the lengths; once
+    few are left, among the previous pass's strings: a pass costs at most 8 times the strings it mixes."""
+    pad = np.zeros(len(data) + 8, dtype=np.uint8)
+    pad[: len(data)] = data
+    words = np.ndarray(shape=(len(data) + 1,), dtype="<u8", buffer=pad, strides=(1,))  # words[i]: bytes i..i+7
+    n = len(lens)
+    todo = lens
+    if len(long_rows):
+        todo = lens.copy()
+        todo[long_rows] = 0
+    rows: np.ndarray | None = None  # the strings of pass j; None: all of them
     j = 0
     while True:
-        if rows is None and lens.min() <= 8 * j:
-            rows = np.flatnonzero(lens > 8 * j)
-        elif rows is not None:
-            rows = rows[lens[rows] > 8 * j]  # strings that have a word j
+        if rows is None and todo.min() > 8 * j:
+            pass
+        elif rows is None or len(rows) * 8 > n:
+            rows = np.flatnonzero(todo > 8 * j)
+        else:
+            rows = rows[todo[rows] > 8 * j]
         if rows is not None and len(rows) == 0:
-            return
+            return h
         at = starts + 8 * j if rows is None else starts[rows] + 8 * j
         nb = np.minimum(lens - 8 * j if rows is None else lens[rows] - 8 * j, 8)
         x = ((h if rows is None else h[rows]) ^ (words[at].astype(np.uint64, copy=False) & _KEEP[nb])) * _M2
         x ^= x >> np.uint64(31)
         if rows is None:
-            h[:] = x
+            h = x
         else:
             h[rows] = x
         j += 1
