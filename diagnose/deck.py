@@ -26,6 +26,11 @@ Choices:
 - **Tooltips are text, never HTML.** deck.gl puts a tooltip's ``html`` into ``innerHTML`` and its ``text`` into
   ``innerText``; ids and snippets come from user files, so only the ``text`` form is used (a ``<script>`` in a
   document shows as the characters it is).
+- **User strings are escaped against the JSON converter.** deck.gl's converter (``@deck.gl/json``, which pydeck
+  and Streamlit use) reads every string of the spec, data rows included: one starting with ``@@=`` becomes a
+  JavaScript expression, one with ``@@#`` a constant lookup, so a document id or text like that broke the whole
+  map. :func:`deck_text` puts an invisible WORD JOINER (U+2060) in front of such strings; :func:`from_deck_text`
+  takes it off again (the map page does, on the id of a clicked query).
 - **Payload.** deck.gl's JSON format carries data as rows: the 100k-point spec is a few tens of MB
   (coordinates rounded to :data:`COORD_DECIMALS` decimals, snippets cut to ``snippet_chars``).
 """
@@ -68,6 +73,22 @@ EDGE_COLORS: dict[str, str] = {"target": ROLE_COLORS["target"], "top retrieved":
 TOOLTIP_TEXT = "{label}: {id}\n{snippet}"
 
 
+#: Put in front of a user string that deck.gl's JSON converter would read as code (see the module docstring).
+DECK_ESCAPE = "\u2060"
+
+
+def deck_text(text: str) -> str:
+    """``text`` as deck.gl shows it, never evaluates it: a string starting with ``@@`` (``@@=`` expression, ``@@#``
+    constant) or with :data:`DECK_ESCAPE` itself gets one :data:`DECK_ESCAPE` in front, so the escaping is
+    reversible for every string (:func:`from_deck_text`)."""
+    return DECK_ESCAPE + text if text.startswith(("@@", DECK_ESCAPE)) else text
+
+
+def from_deck_text(text: str) -> str:
+    """The user string :func:`deck_text` escaped (the id of a point clicked on the map)."""
+    return text[1:] if text.startswith(DECK_ESCAPE) else text
+
+
 def rgba(hex_color: str, alpha: int = 255) -> list[int]:
     """``"#D55E00"`` -> ``[213, 94, 0, alpha]``."""
     h = hex_color.lstrip("#")
@@ -79,9 +100,9 @@ def _rows(frame: pd.DataFrame, label: Sequence[str] | str, snippet_chars: int) -
         {
             "x": frame["x"].to_numpy(dtype=np.float64).round(COORD_DECIMALS),
             "y": frame["y"].to_numpy(dtype=np.float64).round(COORD_DECIMALS),
-            "id": frame["id"].astype(str).to_numpy(),
+            "id": [deck_text(i) for i in frame["id"].astype(str)],
             "label": label if isinstance(label, str) else list(label),
-            "snippet": [shorten(str(s), snippet_chars) for s in frame["snippet"]],
+            "snippet": [deck_text(shorten(str(s), snippet_chars)) for s in frame["snippet"]],
         }
     )
     return out.reset_index(drop=True)
@@ -197,7 +218,7 @@ def _links_layer(pdk: Any, edges: pd.DataFrame) -> pydeck.Layer:
             "y": edges["y"].to_numpy(dtype=np.float64).round(COORD_DECIMALS),
             "x2": edges["x2"].to_numpy(dtype=np.float64).round(COORD_DECIMALS),
             "y2": edges["y2"].to_numpy(dtype=np.float64).round(COORD_DECIMALS),
-            "id": edges["query_id"].astype(str).to_numpy(),
+            "id": [deck_text(i) for i in edges["query_id"].astype(str)],
             "label": ["Line from failed query to its " + str(e) for e in edges["edge"]],
             "snippet": ["" for _ in range(len(edges))],
             "color": [rgba(EDGE_COLORS.get(str(e), OTHER_COLOR), 200) for e in edges["edge"]],
@@ -251,9 +272,12 @@ def _failed_query_layer(
 
 __all__ = [
     "CLASS_LABELS",
+    "DECK_ESCAPE",
     "DECK_QUERY_LAYER",
     "LAYER_IDS",
+    "deck_text",
     "embedding_deck",
+    "from_deck_text",
     "initial_view",
     "legend_items",
     "rgba",

@@ -6,6 +6,8 @@ id strings themselves: a collision costs an exact comparison, never a wrong resu
 
 from __future__ import annotations
 
+import hashlib
+
 import numpy as np
 import pyarrow as pa
 
@@ -15,15 +17,24 @@ _M3 = np.uint64(0x94D049BB133111EB)
 _KEEP = np.array([(1 << (8 * b)) - 1 for b in range(9)], dtype=np.uint64)  # _KEEP[b]: the first b bytes
 
 
+#: Strings longer than this many bytes are hashed one by one (BLAKE2b, 8 bytes); the others 8 bytes at a time across
+#: the whole array. The word loop then runs at most ``_VECTOR_BYTES / 8`` times whatever the longest id (a 500 MB id
+#: once meant 62 million passes over every id), and each pass touches only the strings that still have a word: the
+#: work is linear in the total bytes.
+_VECTOR_BYTES = 512
+
+
 def fingerprints(arr: pa.Array | pa.ChunkedArray) -> np.ndarray:
     """64-bit fingerprint (uint64) of each string of a ``string`` / ``large_string`` array, from all its UTF-8
     bytes and its length.
 
     Vectorised: an unaligned little-endian 64-bit view over the data buffer gives, for any byte offset, the next
     8 bytes; word ``j`` of every string is gathered at ``start + 8 j``, masked past the string's end, and mixed in.
+    Strings over :data:`_VECTOR_BYTES` bytes are hashed with BLAKE2b instead (the rule depends on the string alone).
     Equal strings always get equal fingerprints, whatever the other strings of the array (and whatever its chunks,
     slice offset or string type); two different strings collide with probability ~2^-64, every byte counts (ids
     that share a long prefix and suffix, like URLs, do not collide). Callers confirm matches on the strings.
+    Time and memory are linear in the total bytes of the strings.
     """
     if isinstance(arr, pa.ChunkedArray):
         arr = arr.combine_chunks() if arr.num_chunks else pa.array([], type=pa.large_string())
@@ -37,14 +48,43 @@ def fingerprints(arr: pa.Array | pa.ChunkedArray) -> np.ndarray:
     offs = np.frombuffer(bufs[1], dtype=width)[arr.offset : arr.offset + n + 1].astype(np.int64)
     lens = np.diff(offs)
     lo, hi = int(offs[0]), int(offs[-1])
-    pad = np.zeros(hi - lo + 8, dtype=np.uint8)
-    if hi > lo:
-        pad[: hi - lo] = np.frombuffer(bufs[2], dtype=np.uint8)[lo:hi]
-    words = np.ndarray(shape=(hi - lo + 1,), dtype="<u8", buffer=pad, strides=(1,))  # words[i]: bytes i..i+7
+    data = np.frombuffer(bufs[2], dtype=np.uint8)[lo:hi] if hi > lo else np.zeros(0, dtype=np.uint8)
     starts = offs[:-1] - lo
     h = lens.astype(np.uint64) * _M1
-    for j in range(-(-int(lens.max()) // 8)):
-        rows = None if lens.min() > 8 * j else np.flatnonzero(lens > 8 * j)  # strings that have a word j
+    long_rows = np.flatnonzero(lens > _VECTOR_BYTES)
+    h = _mix_words(h, data, starts, lens, long_rows)
+    for i in long_rows.tolist():
+        digest = hashlib.blake2b(data[starts[i] : starts[i] + lens[i]], digest_size=8).digest()
+        h[i] = np.uint64(int.from_bytes(digest, "little"))
+    h ^= h >> np.uint64(29)
+    return h * _M3
+
+
+def _mix_words(
+    h: np.ndarray, data: np.ndarray, starts: np.ndarray, lens: np.ndarray, long_rows: np.ndarray
+) -> np.ndarray:
+    """``h`` with every 8-byte word of the strings mixed in (except ``long_rows``, hashed whole), pass ``j`` over
+    the strings that have a word ``j``. While many strings are left they are found by one scan of the lengths; once
+    few are left, among the previous pass's strings: a pass costs at most 8 times the strings it mixes."""
+    pad = np.zeros(len(data) + 8, dtype=np.uint8)
+    pad[: len(data)] = data
+    words = np.ndarray(shape=(len(data) + 1,), dtype="<u8", buffer=pad, strides=(1,))  # words[i]: bytes i..i+7
+    n = len(lens)
+    todo = lens
+    if len(long_rows):
+        todo = lens.copy()
+        todo[long_rows] = 0
+    rows: np.ndarray | None = None  # the strings of pass j; None: all of them
+    j = 0
+    while True:
+        if rows is None and todo.min() > 8 * j:
+            pass
+        elif rows is None or len(rows) * 8 > n:
+            rows = np.flatnonzero(todo > 8 * j)
+        else:
+            rows = rows[todo[rows] > 8 * j]
+        if rows is not None and len(rows) == 0:
+            return h
         at = starts + 8 * j if rows is None else starts[rows] + 8 * j
         nb = np.minimum(lens - 8 * j if rows is None else lens[rows] - 8 * j, 8)
         x = ((h if rows is None else h[rows]) ^ (words[at].astype(np.uint64, copy=False) & _KEEP[nb])) * _M2
@@ -53,8 +93,7 @@ def fingerprints(arr: pa.Array | pa.ChunkedArray) -> np.ndarray:
             h = x
         else:
             h[rows] = x
-    h ^= h >> np.uint64(29)
-    return h * _M3
+        j += 1
 
 
 def pair_keys(doc_fp: np.ndarray, query_code: np.ndarray) -> np.ndarray:

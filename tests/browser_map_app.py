@@ -30,6 +30,13 @@ def frames(n: int) -> tuple[pd.DataFrame, pd.DataFrame]:
 
 st.set_page_config(page_title="deck map", layout="wide")
 points, edges = frames(N)
+if os.environ.get("DIAGNOSE_DECK_HOSTILE"):  # ids and texts deck.gl's JSON converter would read as code (issue 22)
+    points = points.copy()
+    hostile = ["@@=alert(1)", "@@#GL.ONE", "@@=[x, y", "@@#NO_SUCH.CONSTANT", "@@type"]
+    points.loc[points.index[: len(hostile)], "id"] = hostile
+    failed = points.index[points["role"] == "failed query"][: len(hostile)]
+    points.loc[failed, "id"] = [h + " (query)" for h in hostile]
+    points.loc[failed, "snippet"] = hostile
 st.title(f"Deck map: {len(points):,} points")
 event = st.pydeck_chart(
     deck.embedding_deck(points, edges, color_by="failure_class"),

@@ -117,3 +117,28 @@ def test_deck_map_of_100k_points_draws_and_stays_interactive(tmp_path):
     assert result["frames"] >= 2
     outside = sorted({u for u in requests if not is_local(u)})
     assert requests and not outside, f"the page made requests outside 127.0.0.1: {outside[:10]}"
+
+
+def test_ids_and_texts_that_look_like_deck_expressions_do_not_break_the_map(tmp_path):
+    """Before: an id or snippet starting with ``@@=`` or ``@@#`` was evaluated by deck.gl's JSON converter and the
+    whole map failed with a JavaScript error (no canvas drawn). 2,000 points, five of each kind hostile."""
+    sync_api = require_browser()
+    errors: list[str] = []
+    env = dict(deck_env(2_000), DIAGNOSE_DECK_HOSTILE="1")
+    with running_app(APP, tmp_path / "streamlit.log", env) as url, chromium(sync_api) as browser:
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+        page.set_default_timeout(300_000)
+        page.goto(url)
+        page.locator("h1").first.wait_for()
+        chart = page.locator(CHART).first
+        chart.wait_for(timeout=120_000)  # before: never visible, the converter threw
+        n = 0
+        for _ in range(150):  # up to ~30 s for the first frame
+            n = drawn_pixels(chart.screenshot())
+            if n > 500:
+                break
+            page.wait_for_timeout(200)
+    assert n > 500, f"the deck.gl canvas stayed blank; errors: {errors[:5]}"
+    assert not [e for e in errors if "@@" in e or "expression" in e.lower() or "undefined" in e.lower()], errors[:5]

@@ -409,3 +409,45 @@ def test_readers_during_concurrent_writes_see_a_whole_value(tmp_path):
         for t in writers:
             t.join()
     assert len(report) == 0
+
+
+# -- files that are not regular files ------------------------------------------------------------------------------
+
+_FIFO_SCRIPT = """
+import os, sys
+import numpy as np
+from pathlib import Path
+from diagnose.data import ValidationReport
+from diagnose.embed import EmbeddingCache, KeywordEncoder, embed_texts
+
+folder, which = Path(sys.argv[1]), sys.argv[2]
+texts = ["one fish two fish", "red fish blue fish", "the cat sat"]
+enc = KeywordEncoder(dim=32)
+cold = embed_texts(enc, texts)
+embed_texts(enc, texts, cache=EmbeddingCache(folder))
+(target,) = sorted(folder.rglob("shard-*.npy" if which == "shard" else "encoder.json"))
+target.unlink()
+os.mkfifo(target)  # nobody ever writes to it: a plain open() for reading waits forever
+report = ValidationReport()
+again = embed_texts(enc, texts, cache=EmbeddingCache(folder), report=report)
+assert np.array_equal(again, cold)
+print(";".join(f"{p.code}|{p.file}" for p in report))
+"""
+
+
+@pytest.mark.parametrize("which", ["shard", "encoder.json"])
+def test_a_fifo_named_like_a_cache_file_is_reported_not_waited_on(tmp_path, which):
+    """Before: the read of the FIFO blocked forever (the subprocess hit its timeout). Now it is a cache_corrupt
+    report naming it (not a regular file), the values are recomputed, and the FIFO is deleted."""
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-c", _FIFO_SCRIPT, str(tmp_path), which],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    (code, file) = done.stdout.strip().split("|")  # exactly one report
+    assert code == "cache_corrupt"
+    assert Path(file).name.startswith("shard-") if which == "shard" else Path(file).name == "encoder.json"
+    assert not Path(file).exists() or Path(file).is_file()  # the FIFO was deleted (and maybe written again)

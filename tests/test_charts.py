@@ -409,6 +409,41 @@ def test_deck_tooltip_is_text_never_html():
     assert "<img src=x onerror=alert(1)> {id}" in d.to_json()
 
 
+def _deck_strings(obj):
+    """Every string value of a deck spec, at any depth (what deck.gl's JSON converter walks)."""
+    if isinstance(obj, str):
+        yield obj
+    elif isinstance(obj, dict):
+        for v in obj.values():
+            yield from _deck_strings(v)
+    elif isinstance(obj, list):
+        for v in obj:
+            yield from _deck_strings(v)
+
+
+def test_deck_strings_from_user_files_are_never_read_as_code():
+    """Before: ids and snippets went raw into the spec, and deck.gl's converter read "@@=..." as a JavaScript
+    expression and "@@#..." as a constant: the whole map failed with a JavaScript error."""
+    import json
+
+    from diagnose import deck
+
+    points, edges = _deck_frames()
+    hostile = ["@@=alert(1)", "@@#GL.ONE", "@@type", "\u2060@@=x", "\u2060plain"]
+    points["id"] = hostile
+    points["snippet"] = ["@@=document.cookie", "@@#COORDINATE_SYSTEM.LNGLAT", "ok", "@@", "@"]
+    edges["query_id"] = [hostile[3], hostile[3]]  # q1's edges
+    spec = json.loads(deck.embedding_deck(points, edges).to_json())
+    strings = list(_deck_strings([layer["data"] for layer in spec["layers"]]))  # the accessors are ours: "@@=color"
+    assert len(strings) > 20 and not [s for s in strings if s.startswith("@@")], "deck.gl would evaluate these"
+    ids = [deck.from_deck_text(r["id"]) for layer in spec["layers"] for r in layer["data"]]
+    # escaping is reversible: every id comes back (the two links carry q1's id again)
+    assert sorted(ids) == sorted(hostile + [hostile[3]] * 2)
+    failed = spec["layers"][-1]["data"][0]
+    assert deck.from_deck_text(failed["id"]) == "\u2060@@=x" and failed["snippet"] == deck.DECK_ESCAPE + "@@"
+    assert deck.deck_text("a@@=b") == "a@@=b"  # only a leading @@ is read as code
+
+
 def test_deck_colours_failed_queries_by_class_and_checks_its_input():
     import json
 

@@ -383,6 +383,33 @@ def test_precomputed_npy_rows_in_asked_order_normalised(tmp_path):
     assert pre.dim == 2
 
 
+def test_an_npy_header_larger_than_its_file_is_refused_before_allocating(tmp_path):
+    """Before: np.load asked for 80,000,000 x 80,000 x 4 bytes = 25.6 TB (6.4e12 floats) and the run ended in an
+    internal MemoryError. Now the header is checked against the file size: 16 bytes of data, 25.6e12 claimed."""
+    path = tmp_path / "docs.npy"
+    with open(path, "wb") as f:
+        np.lib.format.write_array_header_1_0(
+            f, {"descr": "<f4", "fortran_order": False, "shape": (80_000_000, 80_000)}
+        )
+        f.write(b"\0" * 16)
+    _, qv_ids = _write_npy(tmp_path, "docs_ids", [[1, 0]], ["d1"])
+    qv, qi = _write_npy(tmp_path, "queries", [[1, 0]], ["q1"])
+    with pytest.raises(DataError, match=r"docs\.npy: its header says 80,000,000 x 80,000 float32 values "
+                                        r"\(25,600,000,000,000 bytes\), but the file holds 16 bytes"):  # fmt: skip
+        load_precomputed(path, qv, qv_ids, qi)
+
+
+def test_a_complex_matrix_is_refused_for_its_dtype(tmp_path):
+    """Before: "expected a 2-D numeric matrix ..., got shape (2, 2)": the shape was right, the dtype was not."""
+    path = tmp_path / "docs.npy"
+    np.save(path, np.array([[1 + 2j, 0], [0, 1]], dtype=np.complex64))
+    (tmp_path / "docs.txt").write_text("d1\nd2\n")
+    qv, qi = _write_npy(tmp_path, "queries", [[1, 0]], ["q1"])
+    with pytest.raises(DataError, match=r"docs\.npy: holds complex64 values \(complex numbers\); expected real") as e:
+        load_precomputed(path, qv, tmp_path / "docs.txt", qi)
+    assert "shape" not in str(e.value)
+
+
 def test_precomputed_parquet(tmp_path):
     pd.DataFrame({"doc_id": ["a", "b"], "embedding": [[1.0, 0.0, 0.0], [0.0, 0.0, 2.0]]}).to_parquet(
         tmp_path / "d.parquet"

@@ -59,3 +59,47 @@ def test_repeated_documents_are_found_on_the_ids_when_every_fingerprint_collides
     counts = [(p.code, p.count) for p in report.problems]
     assert counts == [(p.code, p.count) for p in expected_report.problems]
     assert ("duplicate_doc_in_run", 1) in counts
+
+
+_LONG_ID_SCRIPT = """
+import numpy as np
+import pyarrow as pa
+
+gathered = [0]
+real_minimum = np.minimum
+
+
+def counting_minimum(a, b, *args, **kwargs):  # called once per pass over the strings that have a word j
+    gathered[0] += np.size(a)
+    return real_minimum(a, b, *args, **kwargs)
+
+
+np.minimum = counting_minimum
+from diagnose.ids import fingerprints
+
+n_short, long_bytes = 20_000, 40_000_000
+long_id = "x" * long_bytes
+ids = [f"d{i}" for i in range(n_short)] + [long_id, "d7", long_id[:-1] + "y", long_id]
+fp = fingerprints(pa.array(ids, type=pa.large_string()))
+assert fp[n_short] == fp[n_short + 3] and fp[n_short + 1] == fp[7], "equal strings, equal fingerprints"
+assert len(set(fp.tolist())) == n_short + 2, "the two 40 MB ids that differ in their last byte differ"
+total = sum(len(s) for s in ids)
+print(gathered[0], total)
+"""
+
+
+def test_one_huge_id_costs_its_bytes_not_its_length_times_every_id():
+    """Before: the word loop ran once per 8 bytes of the longest id (5,000,000 passes for a 40 MB id) over every
+    id, so a run with one huge id never finished (the subprocess hit its timeout). Now the words gathered are at
+    most one per 8 bytes of the short ids (the long ones are hashed whole, once): linear in the bytes."""
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-c", _LONG_ID_SCRIPT], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    gathered, total = map(int, done.stdout.split())
+    # the 20,001 short ids ("d0".."d19999", "d7") hold at most 6 bytes: one word each, 20,001 words
+    assert gathered == 20_001
+    assert total > 120_000_000  # three 40 MB ids were fingerprinted

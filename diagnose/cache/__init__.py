@@ -33,7 +33,7 @@ One file per concept:
   :class:`CacheWarning`, :func:`report_corrupt` (what every cache shares).
 - :mod:`~diagnose.cache.files`: the checked file format and atomic writes (:func:`save_arrays`,
   :func:`load_arrays`, :func:`atomic_save`, :func:`load_npy`, :func:`atomic_write_bytes`, :func:`checksum`,
-  :func:`json_checksum`, :class:`CacheCorrupt`, :func:`sweep_tmp`).
+  :func:`json_checksum`, :class:`CacheCorrupt`, :func:`open_regular`, :func:`sweep_tmp`).
 - :mod:`~diagnose.cache.arrays`: :class:`ArrayCache`, whole arrays by key.
 - :mod:`~diagnose.cache.rows`: :class:`RowStore`, rows by key.
 
@@ -61,6 +61,7 @@ from diagnose.cache.files import (
     json_checksum,
     load_arrays,
     load_npy,
+    open_regular,
     save_arrays,
     sweep_tmp,
 )
@@ -81,6 +82,7 @@ __all__ = [
     "json_checksum",
     "load_arrays",
     "load_npy",
+    "open_regular",
     "report_corrupt",
     "save_arrays",
     "slug",

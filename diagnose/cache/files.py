@@ -9,6 +9,7 @@ import hashlib
 import io
 import json
 import os
+import stat
 import struct
 import tempfile
 import time
@@ -34,6 +35,21 @@ _ALIGN = 64  # segments start on 64-byte boundaries, like the data inside an .np
 
 class CacheCorrupt(Exception):
     """Raised inside this module when a cache file does not verify; the message is the reason reported."""
+
+
+def open_regular(path: Path) -> io.BufferedReader:
+    """``open(path, "rb")`` for a regular file only: a FIFO (whose open waits for a writer forever), a device or a
+    socket named like a cache file raises :class:`CacheCorrupt`, without blocking (``O_NONBLOCK`` on open)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise CacheCorrupt("not a regular file (a named pipe, a device or a socket)")
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 def _canonical(obj: Any) -> bytes:
@@ -204,7 +220,7 @@ def load_arrays(
     """
     path = Path(path)
     try:
-        with open(path, "rb") as f:
+        with open_regular(path) as f:
             size = os.fstat(f.fileno()).st_size
             info = _read_trailer(f, size)
             payload = info["payload"]

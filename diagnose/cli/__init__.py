@@ -1,8 +1,8 @@
 """The `diagnose` command line: a thin layer over the library.
 
-Exit codes: 0 ok, 1 an unexpected internal error (or a CI gate that failed), 2 an input or usage error (a message,
-never a traceback), 130 interrupted by Ctrl-C (during a live retriever: what it had done is printed, and written
-with ``--write-runs DIR`` as ``NAME.partial.trec``).
+Exit codes: 0 ok, 1 an unexpected internal error (or a CI gate that failed), 2 an input or usage error, or not
+enough memory (a message, never a traceback), 130 interrupted by Ctrl-C (during a live retriever: what it had done
+is printed, and written with ``--write-runs DIR`` as ``NAME.partial.trec``).
 
 Where things are
 ----------------
@@ -46,6 +46,7 @@ from diagnose.cli.shared import (
 )
 from diagnose.data import DataError
 from diagnose.extras import missing_extra
+from diagnose.memory import is_out_of_memory, out_of_memory
 from diagnose.retrievers import RetrieverInterrupted
 
 __all__ = [
@@ -113,6 +114,10 @@ def main(argv: Sequence[str] | None = None) -> int:
               file=sys.stderr)  # fmt: skip
         return EXIT_FAIL
     except Exception as e:  # noqa: BLE001 - the last line of defence: a bug, not a user mistake
+        if is_out_of_memory(e):  # not a bug: how much it needed, how much the machine allowed
+            doing = f"running diagnose {getattr(args, 'command', '') or ''}".strip()
+            print(f"error: {out_of_memory(e, doing)}", file=sys.stderr)
+            return EXIT_INPUT
         traceback.print_exc()
         print(
             f"internal error: {type(e).__name__}: {e}. This is a bug in diagnose; please report it.",

@@ -4,6 +4,7 @@ files) or parquet (streamed batch by batch) into :class:`PrecomputedEmbeddings`,
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -99,6 +100,7 @@ def _read_npy(path: Path, ids_path: Path | None, kind: str) -> tuple[list[str], 
         raise DataError(
             f"{path}: a .npy file holds no ids; pass {flag} F.txt with one {kind} id per line, in row order."
         )
+    _check_npy_header(path, kind)
     try:
         mat = np.load(path, allow_pickle=False)
     except FileNotFoundError:
@@ -107,15 +109,50 @@ def _read_npy(path: Path, ids_path: Path | None, kind: str) -> tuple[list[str], 
         raise DataError(
             f"{path}: cannot read it as a numeric .npy matrix ({e}). Save it with np.save(path, float32_matrix)."
         ) from None
-    if not isinstance(mat, np.ndarray) or mat.ndim != 2 or mat.dtype.kind not in "fiu":
-        shape = getattr(mat, "shape", "?")
-        raise DataError(f"{path}: expected a 2-D numeric matrix [n_{kind}s, dim], got shape {shape}.")
     ids = _read_ids(ids_path, kind)
     if len(ids) != mat.shape[0]:
         raise DataError(
             f"{ids_path} has {len(ids)} ids but {path} has {mat.shape[0]} rows; they must match 1:1."
         )
     return ids, mat
+
+
+def _check_npy_header(path: Path, kind: str) -> None:
+    """Refuse, from its header alone, a ``.npy`` file that is not a real-valued 2-D matrix or is shorter than its
+    header says (a header claiming 6.4e12 floats in a tiny file would otherwise ask for 25 TB before failing)."""
+    save = "Save it with np.save(path, matrix.astype(np.float32))."
+    try:
+        with open(path, "rb") as f:
+            version = np.lib.format.read_magic(f)
+            read = _NPY_HEADERS.get(version)
+            if read is None:
+                raise ValueError(f".npy format version {version[0]}.{version[1]}, not 1.0 or 2.0")
+            shape, _fortran, dtype = read(f)  # checks the header's syntax
+            data_start = f.tell()
+            size = os.fstat(f.fileno()).st_size
+    except FileNotFoundError:
+        raise DataError(f"{path}: file not found.") from None
+    except (ValueError, OSError, EOFError) as e:
+        raise DataError(f"{path}: cannot read it as a .npy matrix ({e}). {save}") from None
+    if dtype.hasobject or dtype.kind not in "fiu" or dtype.fields is not None:
+        raise DataError(
+            f"{path}: holds {dtype} values ({_DTYPE_KINDS.get(dtype.kind, 'not plain numbers')}); expected real "
+            f"numbers (float32, float16, float64 or integers). {save}"
+        )
+    if len(shape) != 2:
+        raise DataError(f"{path}: expected a 2-D numeric matrix [n_{kind}s, dim], got shape {shape}.")
+    need = shape[0] * shape[1] * dtype.itemsize  # Python ints: no overflow
+    if need > size - data_start:
+        raise DataError(
+            f"{path}: its header says {shape[0]:,} x {shape[1]:,} {dtype} values ({need:,} bytes), but the file "
+            f"holds {size - data_start:,} bytes after the header: it is truncated or its header is damaged. "
+            "Export the matrix again."
+        )
+
+
+_NPY_HEADERS = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}
+_DTYPE_KINDS = {"c": "complex numbers", "b": "booleans", "U": "text", "S": "bytes", "O": "Python objects",
+                "M": "dates", "m": "time spans", "V": "records"}  # fmt: skip
 
 
 def _pick(columns: list[str], wanted: str | None, candidates: Sequence[str], path: Path, what: str) -> str:

@@ -12,10 +12,12 @@ from typing import Any
 import numpy as np
 
 from diagnose.cache import (
+    CacheCorrupt,
     RowStore,
     atomic_write_bytes,
     default_cache_root,
     json_checksum,
+    open_regular,
     report_corrupt,
     slug,
     text_key,
@@ -48,9 +50,12 @@ def _read_encoder_meta(path: Path, encoder_name: str) -> tuple[int | None, str |
     """``(dim, None)`` for a valid ``encoder.json``, ``(None, None)`` when there is none, ``(None, reason)`` when it
     does not verify (not JSON, not an object, another format, dim not a positive int, another name, bad checksum)."""
     try:
-        raw = path.read_bytes()
+        with open_regular(path) as f:  # a FIFO named encoder.json would block a plain read forever
+            raw = f.read()
     except FileNotFoundError:
         return None, None
+    except CacheCorrupt as e:
+        return None, str(e)
     except OSError as e:
         return None, f"{type(e).__name__}: {e}"
     try:

@@ -73,7 +73,10 @@ One question a file (``diagnose/io/<name>.py``); this package re-exports the pub
 ``formats``
     what each reader accepts: the format descriptions quoted in messages, the id / text column names.
 ``files``
-    reading an input file safely: path checks, the size limit (:func:`max_input_bytes`), gzip.
+    reading an input file safely: path checks, the size limit (:func:`max_input_bytes`), gzip, the folders reads
+    are confined to (:func:`confine_reads`).
+``nesting``
+    how deep a JSON line may nest (checked before pyarrow or json parse it).
 ``decoding``
     UTF-8 decoding, and ids that differ only in bytes that are not UTF-8.
 ``text`` / ``tables``
@@ -92,6 +95,7 @@ from diagnose.io.files import (
     PathLike,
     check_input_files,
     check_input_path,
+    confine_reads,
     max_input_bytes,
 )
 from diagnose.io.formats import (
@@ -125,6 +129,7 @@ __all__ = [
     "check_input_files",
     "check_input_path",
     "check_run_matches_qrels",
+    "confine_reads",
     "load_dataset",
     "max_input_bytes",
     "parse_run_arg",

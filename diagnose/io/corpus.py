@@ -19,6 +19,7 @@ from diagnose.io.files import (
     _size,
     _stat,
     _too_big_fix,
+    check_confined,
     check_input_path,
     max_input_bytes,
 )
@@ -101,10 +102,12 @@ def _read_text_folder(root: Path, file: str, report: ValidationReport) -> pd.Dat
 def _read_text_file(p: Path) -> tuple[str, bool]:
     """A ``.txt`` / ``.md`` file's text (BOM dropped, CRLF as LF) and whether it was UTF-8 (else decoded with
     replacement characters)."""
+    expected = "a readable .txt or .md file in the corpus folder"
+    check_confined(p, expected)
     try:
         raw = p.read_bytes()
     except OSError as e:
-        raise _os_error(str(p), e, "a readable .txt or .md file in the corpus folder") from None
+        raise _os_error(str(p), e, expected) from None
     if raw.startswith(codecs.BOM_UTF8):
         raw = raw[len(codecs.BOM_UTF8) :]
     try:

@@ -1,9 +1,11 @@
-"""Reading an input file safely: the path checks (missing, a folder, a FIFO or device, no permission), the size
-limit (``DIAGNOSE_MAX_INPUT_BYTES``, also for a gzip file once decompressed), and the whole file as bytes."""
+"""Reading an input file safely: the path checks (missing, a folder, a FIFO or device, no permission, outside the
+folders reads are confined to), the size limit (``DIAGNOSE_MAX_INPUT_BYTES``, also for a gzip file once
+decompressed), and the whole file as bytes."""
 
 from __future__ import annotations
 
 import codecs
+import contextvars
 import errno
 import gzip
 import io as stdio
@@ -15,6 +17,7 @@ from pathlib import Path
 
 from diagnose.data import DataError
 from diagnose.io.messages import _fatal, _plural
+from diagnose.memory import out_of_memory
 
 PathLike = str | Path
 
@@ -144,6 +147,49 @@ def _exists(path: PathLike) -> bool:
     return True
 
 
+#: The folders input files must resolve inside (None: anywhere); set by :func:`confine_reads`, per context.
+_READ_ROOTS: contextvars.ContextVar[tuple[Path, ...] | None] = contextvars.ContextVar("read_roots", default=None)
+
+
+def confine_reads(*roots: PathLike) -> contextvars.Token:
+    """From now on, in this context, every input file this package reads must resolve inside one of ``roots``
+    (symbolic links followed, ``..`` removed): a link inside a root to a file outside every root is refused like a
+    path outside them. No roots: reads anywhere again. Returns the token for ``_READ_ROOTS.reset``.
+
+    The app confines each script run to the folders of its data source; a thread started with a copy of the
+    context (:func:`contextvars.copy_context`) is confined too. The CLI and the Python API are not confined."""
+    value = tuple(Path(os.path.realpath(r)) for r in roots) or None
+    return _READ_ROOTS.set(value)
+
+
+def check_confined(path: PathLike, expected: str, *, shown: str | None = None) -> None:
+    """Refuse ``path`` when reads are confined (:func:`confine_reads`) and its real path lies outside every root.
+    The message names the path typed or listed, never the target's content."""
+    roots = _READ_ROOTS.get()
+    if roots is None:
+        return
+    try:
+        real = Path(os.path.realpath(path))
+    except (OSError, ValueError):
+        real = None
+    if real is None or not any(real.is_relative_to(r) for r in roots):
+        raise _fatal(
+            shown or str(path),
+            None,
+            "resolves (through a symbolic link or '..') to a file outside the data folder "
+            f"{str(roots[0])!r}, and only files inside it are read",
+            None,
+            expected,
+            "copy the file into the data folder instead of linking to it",
+        )
+
+
+def _check_opened(f: stdio.BufferedReader, file: str, expected: str) -> None:
+    """:func:`check_confined` on what was actually opened (``/proc/self/fd``): a link swapped in after the check."""
+    if _READ_ROOTS.get() is not None and os.path.isdir("/proc/self/fd"):
+        check_confined(f"/proc/self/fd/{f.fileno()}", expected, shown=file)
+
+
 def check_input_path(path: PathLike, expected: str, *, folder: bool | None = False) -> os.stat_result:
     """Refuse, before reading, a path that cannot be read safely; returns its ``os.stat`` result.
 
@@ -153,6 +199,7 @@ def check_input_path(path: PathLike, expected: str, *, folder: bool | None = Fal
     name the path and the fix.
     """
     file = str(path)
+    check_confined(path, expected)
     st = _stat(path, expected, missing_ok=False)
     assert st is not None  # missing_ok=False: a missing path is a DataError
     mode = st.st_mode
@@ -197,18 +244,46 @@ def check_input_files(*paths: PathLike | None, expected: str = "a readable regul
             check_input_path(path, expected)
 
 
-def _gunzip(raw: bytes, limit: int) -> bytes:
-    """Decompressed ``raw`` (all gzip members), read in chunks: at most ``limit + 1`` bytes (a gzip bomb stops)."""
-    chunks: list[bytes] = []
-    size = 0
+_GZIP_WBITS = 16 + zlib.MAX_WBITS  # a gzip header and trailer around the deflate stream
+_GZ_IN, _GZ_OUT = 1 << 16, 1 << 20  # compressed bytes fed, decompressed bytes taken, per step
+_NONZERO = re.compile(rb"[^\x00]")
+
+
+def _gunzipped_size(raw: bytes, limit: int) -> int:
+    """The decompressed size of ``raw`` (every gzip member; zero padding between and after members skipped, as
+    :class:`gzip.GzipFile` does), counted step by step and never kept: it stops as soon as it passes ``limit``, so a
+    gzip bomb costs a few MB of memory and the time to decompress ``limit`` bytes."""
+    size, pos, view = 0, 0, memoryview(raw)
+    while (start := _NONZERO.search(raw, pos)) is not None:
+        pos = start.start()
+        d = zlib.decompressobj(_GZIP_WBITS)
+        while not d.eof:
+            chunk = view[pos : pos + _GZ_IN]
+            pos += len(chunk)
+            out = len(d.decompress(chunk, _GZ_OUT))
+            size += out
+            while (d.unconsumed_tail or out == _GZ_OUT) and not d.eof and size <= limit:
+                out = len(d.decompress(d.unconsumed_tail, _GZ_OUT))
+                size += out
+            if size > limit:
+                return size
+            if not chunk and not d.eof:
+                raise EOFError("compressed file ended before the end-of-stream marker was reached")
+        pos -= len(d.unused_data)
+    return size
+
+
+def _gunzip(raw: bytes, limit: int) -> bytes | None:
+    """Decompressed ``raw`` (all gzip members), or ``None`` when it decompresses to more than ``limit`` bytes.
+
+    Two passes: :func:`_gunzipped_size` counts without keeping anything (a bomb is refused there), then the
+    bytes are decompressed once into one object of that size: peak memory is the decompressed size, never twice
+    it, and never more than ``limit`` whatever the file claims."""
+    size = _gunzipped_size(raw, limit)
+    if size > limit:
+        return None
     with gzip.GzipFile(fileobj=stdio.BytesIO(raw)) as gz:
-        while size <= limit:
-            chunk = gz.read1(1 << 20)
-            if not chunk:
-                break
-            chunks.append(chunk)
-            size += len(chunk)
-    return b"".join(chunks)
+        return gz.read(size)
 
 
 def _read_bytes(path: PathLike, expected: str) -> bytes:
@@ -222,20 +297,19 @@ def _read_bytes(path: PathLike, expected: str) -> bytes:
     limit = max_input_bytes()
     try:
         with open(path, "rb") as f:
+            _check_opened(f, file, expected)
             raw = f.read()
     except OSError as e:
         raise _os_error(file, e, expected) from None
-    except MemoryError:
-        raise _fatal(
-            file, None, "not enough memory to read the file", None, expected, "free memory, or split the file"
-        ) from None
+    except MemoryError as e:
+        raise out_of_memory(e, f"reading {file}") from None
     if len(raw) > limit:  # it grew after the check
         raise _fatal(
             file, None, f"is more than the input limit of {_size(limit)}", None, expected, _too_big_fix()
         )
     if raw[:2] == b"\x1f\x8b":
         try:
-            raw = _gunzip(raw, limit)
+            out = _gunzip(raw, limit)
         except (OSError, EOFError, zlib.error) as e:
             raise _fatal(
                 file,
@@ -245,11 +319,9 @@ def _read_bytes(path: PathLike, expected: str) -> bytes:
                 expected,
                 "re-compress it or pass it uncompressed",
             ) from None
-        except MemoryError:
-            raise _fatal(
-                file, None, "not enough memory to decompress the file", None, expected, "free memory"
-            ) from None
-        if len(raw) > limit:
+        except MemoryError as e:
+            raise out_of_memory(e, f"decompressing {file}") from None
+        if out is None:
             raise _fatal(
                 file,
                 None,
@@ -258,6 +330,7 @@ def _read_bytes(path: PathLike, expected: str) -> bytes:
                 f"input files of at most {limit} bytes once decompressed",
                 _too_big_fix(),
             )
+        raw = out
     if raw.startswith(codecs.BOM_UTF8):
         raw = raw[len(codecs.BOM_UTF8) :]
     elif raw.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):

@@ -26,6 +26,7 @@ from diagnose.io.formats import (
     QUERY_ID_FIELDS,
 )
 from diagnose.io.messages import _fatal, _ids, _plural, _show_id, _snip, _verb
+from diagnose.io.nesting import check_json_depth
 from diagnose.io.tables import _fast_paths, _header_fields, _read_csv_table, _to_pandas
 from diagnose.io.text import _first_line, _json_error, _json_text, _json_values, _lines
 
@@ -59,6 +60,7 @@ def _read_records(
             raise _fatal(
                 file, lineno, "not a JSON object", _snip(line), formats, "write one JSON object per line"
             )
+        check_json_depth(raw, file, formats)  # pyarrow dies with SIGSEGV on a line 20,000 levels deep
         return _read_jsonl_records(raw, file, report)
     if suffix in (".csv", ".tsv", ".tab") or "," in line or "\t" in line:
         delimiter = "\t" if (suffix in (".tsv", ".tab") or ("\t" in line and "," not in line)) else ","

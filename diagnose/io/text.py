@@ -11,6 +11,7 @@ from typing import Any
 
 from diagnose.io.formats import _JSON_Q_KEYS
 from diagnose.io.messages import _fatal, _keys, _snip
+from diagnose.io.nesting import MAX_JSON_DEPTH, json_depth
 
 _FLOAT_RE = re.compile(
     r"^[+-]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|inf(?:inity)?|nan)$", re.IGNORECASE
@@ -112,6 +113,8 @@ def _json_values(raw: bytes) -> Iterator[tuple[int, bytes, Any]]:
         if not line.strip():
             continue
         try:
+            if line.count(b"[") + line.count(b"{") > MAX_JSON_DEPTH and json_depth(line) > MAX_JSON_DEPTH:
+                raise RecursionError(f"nested more than {MAX_JSON_DEPTH} levels deep")
             value = json.loads(line)
         except (ValueError, RecursionError) as e:  # bad JSON, an integer of > 4300 digits, deep nesting
             value = e
@@ -162,7 +165,7 @@ def _json_query_lines(
 def _json_failure(e: BaseException) -> str:
     """Why ``json.loads`` failed, for errors that are not ``JSONDecodeError``."""
     if isinstance(e, RecursionError):
-        return "nested too deeply"
+        return f"nested too deeply (more than {MAX_JSON_DEPTH} levels of arrays and objects)"
     if "digits" in str(e):
         return "a number with more than 4300 digits"
     return str(e).splitlines()[0] if str(e) else type(e).__name__

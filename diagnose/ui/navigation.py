@@ -11,6 +11,7 @@ from typing import Any
 import streamlit as st
 
 from diagnose.data import DataError
+from diagnose.memory import is_out_of_memory
 from diagnose.ui.errors import show_error
 
 # Page name -> (title, icon); its file is diagnose/ui/pages/<name>.py.
@@ -45,6 +46,10 @@ def run_page(page: Any) -> None:
     try:
         page.run()
     except DataError as e:
+        show_error(e)
+    except Exception as e:  # noqa: BLE001 - out of memory is a message, anything else stays a bug
+        if not is_out_of_memory(e):
+            raise
         show_error(e)
 
 

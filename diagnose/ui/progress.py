@@ -5,6 +5,7 @@ the whole-collection map), which pages poll with :func:`wait_for_vectors`. All a
 
 from __future__ import annotations
 
+import contextvars
 import threading
 import time
 from collections.abc import Callable
@@ -107,7 +108,8 @@ class Background:
                     with self.lock:
                         self.error = e
 
-            self.thread = threading.Thread(target=run, name=name, daemon=True)
+            context = contextvars.copy_context()  # the script run's confinement of reads (confine_reads) holds here
+            self.thread = threading.Thread(target=context.run, args=(run,), name=name, daemon=True)
             self.thread.start()
 
     def wait(self, seconds: float) -> None:

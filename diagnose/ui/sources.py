@@ -136,6 +136,23 @@ def data_root() -> Path:
     return Path(os.environ.get(DATA_ROOT_ENV) or os.getcwd()).resolve()
 
 
+def read_roots(spec: DataSpec | None, *, typed_paths: bool = False) -> tuple[Path, ...]:
+    """The folders every file of ``spec`` must resolve inside (symbolic links followed): the demo folder, the
+    upload's own folder, or :func:`data_root` for typed paths (also when ``typed_paths``, e.g. precomputed vectors).
+
+    The app passes them to :func:`diagnose.io.confine_reads` on every run, so each file read is resolved then:
+    a BEIR folder inside the root whose ``corpus.jsonl`` links to a file outside it, or a ``runs/`` entry linking to
+    ``/proc/self/environ``, is refused by name, never read (its content never reaches a message)."""
+    roots: list[Path] = []
+    if spec is not None and spec.kind == "demo":
+        roots.append(DEMO_DIR.resolve())
+    elif spec is not None and spec.kind == "upload" and spec.corpus:
+        roots.append(Path(spec.corpus).resolve().parents[1])  # root/<content hash>/<role>/<name>
+    if spec is None or spec.kind in ("beir", "files") or typed_paths:
+        roots.append(data_root())
+    return tuple(roots)
+
+
 def check_path(path: str, what: str) -> str:
     """A typed path, resolved (symbolic links and ``..`` followed) and refused unless it lies under
     :func:`data_root`; then it must exist."""

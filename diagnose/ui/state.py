@@ -29,6 +29,8 @@ import streamlit as st
 
 from diagnose.analysis import Analysis
 from diagnose.data import DataError, Dataset, Run
+from diagnose.io import confine_reads
+from diagnose.memory import is_out_of_memory
 from diagnose.ui import sources
 
 # The pages talk to this module only: what they use from the sidebar and progress modules is re-exported here.
@@ -368,9 +370,9 @@ def build_bundle(s: Settings) -> Bundle | None:
         prog.fail("Could not prepare the analysis")
         show_error(e)
         return None
-    except (OSError, ValueError, UnicodeDecodeError) as e:
+    except (OSError, ValueError, UnicodeDecodeError, MemoryError) as e:
         prog.fail("Could not prepare the analysis")
-        show_error(e, f"Could not read the data: {type(e).__name__}: ")
+        show_error(e, "" if is_out_of_memory(e) else f"Could not read the data: {type(e).__name__}: ")
         return None
     if analysis.vectors_ready:
         prog.done(
@@ -385,6 +387,8 @@ def build_bundle(s: Settings) -> Bundle | None:
 def setup(page: Any = None) -> Bundle | None:
     """Called by app.py on every run, before the page: sidebar, loading, run picker, links and downloads."""
     s = sidebar()
+    # every file this run reads (and the background work it starts) must resolve inside the source's folders
+    confine_reads(*sources.read_roots(s.spec, typed_paths=bool(s.embeddings)))
     if page is not None:
         st.session_state["_page_title"] = getattr(page, "title", "")
     st.session_state["_dataset"] = None

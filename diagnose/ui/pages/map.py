@@ -125,7 +125,7 @@ def whole_map() -> None:
     # PydeckState: {"selection": {"indices": {layer id: [i]}, "objects": {layer id: [row dict]}}}
     objects = ((event or {}).get("selection") or {}).get("objects") or {}
     chosen = [o for layer in (deck.DECK_QUERY_LAYER, "queries") for o in objects.get(layer) or []]
-    open_selected([str(o.get("id", "")) for o in chosen if isinstance(o, dict)])
+    open_selected([deck.from_deck_text(str(o.get("id", ""))) for o in chosen if isinstance(o, dict)])
     if emap.sample.unplaced_docs:
         st.caption(
             f"{len(emap.sample.unplaced_docs):,} target/retrieved ids are not in the corpus and cannot be drawn."
