@@ -37,6 +37,8 @@ from diagnose.failures.taxonomy import (
     FailureMode,
     Thresholds,
     classify,
+    rank_range_text,
+    within,
 )
 from diagnose.golden import Hubness, LabelNoise, find_label_noise, hubness, normalise_text
 
@@ -59,5 +61,7 @@ __all__ = [
     "find_label_noise",
     "hubness",
     "normalise_text",
+    "rank_range_text",
     "sort_worst",
+    "within",
 ]

@@ -65,6 +65,7 @@ class Diagnosis:
         cols = [
             "query_id", "doc_id", "class", "cosine", "run_rank", "dense_rank", "bm25_rank", "bm25_score",
             "margin", "overlap", "missing_terms", "seed_verdict", "calibrated_verdict", "query_text", "grade",
+            "dense_rank_worst", "bm25_rank_worst",
         ]  # fmt: skip
         rows = []
         for f in self.failures:

@@ -2,15 +2,18 @@
 to add a failure class (its id in :data:`CLASSES`, a label, a recommendation, its rule in :func:`classify`, its
 sentence in :func:`_evidence`).
 
-Classes (stable ids; the first rule that matches wins; thresholds in :class:`Thresholds`):
+Classes (stable ids; the first rule that matches wins; thresholds in :class:`Thresholds`). A rank is a tie range
+(best, worst): "ranks it within k" means the whole tie group does, ``worst <= k`` (:func:`within`); a target with
+BM25 score 0 has no BM25 rank (no query term in it), so BM25 never ranks it within k.
 
 1. ``missing_document`` — the target id is not in the corpus.
 2. ``label_gap`` — a top-k document that is not judged relevant is a near-duplicate of the target (cosine >=
    ``duplicate_cosine`` = 0.95, or the same normalised text): the golden set is probably incomplete.
 3. ``near_miss`` — the run has the target at rank k+1 .. ``near_miss_factor`` x k (3k).
 4. ``index_gap`` — exact dense search ranks the target within k, but the run does not have it in its top 3k.
-5. ``vocabulary_mismatch`` — the model scores the target low (cosine below the calibrated threshold and dense rank >
-   k) while BM25 ranks it within k, or the query shares almost no terms with it (overlap < ``min_overlap``).
+5. ``vocabulary_mismatch`` — the model scores the target low (cosine below the calibrated threshold and exact dense
+   search does not rank it within k) while BM25 ranks it within k, or the query shares almost no terms with it
+   (overlap < ``min_overlap``).
 6. ``semantic_gap`` — neither dense nor BM25 ranks it within k.
 7. ``ranking_failure`` — everything else.
 
@@ -123,6 +126,14 @@ class Thresholds:
                 raise DataError(f"{name} must be a positive integer, got {v!r}.", param=name)
 
 
+def within(best: int | None, worst: int | None, k: int) -> bool:
+    """Whether a rank given as a tie range (``best``, ``worst``) is within ``k`` whatever the order of the tie
+    group: ``worst <= k``. ``worst`` None with a ``best`` means no tie (``worst = best``); both None means no rank
+    (a BM25 score of 0, no vector)."""
+    worst = best if worst is None else worst
+    return worst is not None and worst <= k
+
+
 def classify(
     *,
     in_corpus: bool,
@@ -135,8 +146,12 @@ def classify(
     k: int,
     calibrated: float,
     thresholds: Thresholds = Thresholds(),
+    dense_rank_worst: int | None = None,
+    bm25_rank_worst: int | None = None,
 ) -> str:
-    """The taxonomy's rules in order; the first that matches wins (see the module docstring)."""
+    """The taxonomy's rules in order; the first that matches wins (see the module docstring). ``dense_rank`` /
+    ``bm25_rank`` are the best ranks of the target's tie groups, ``*_worst`` their worst (None: no tie); a rule
+    that asks whether a rank is within k reads :func:`within`."""
     if not in_corpus:
         return "missing_document"
     if duplicate:
@@ -144,15 +159,15 @@ def classify(
     near_hi = thresholds.near_miss_factor * k
     if run_rank is not None and k < run_rank <= near_hi:
         return "near_miss"
-    if dense_rank is not None and dense_rank <= k and (run_rank is None or run_rank > near_hi):
+    dense_in = within(dense_rank, dense_rank_worst, k)
+    bm25_in = within(bm25_rank, bm25_rank_worst, k)
+    if dense_in and (run_rank is None or run_rank > near_hi):
         return "index_gap"
-    dense_low = (cosine is not None and cosine < calibrated) and (dense_rank is None or dense_rank > k)
-    lexical = (bm25_rank is not None and bm25_rank <= k) or (
-        overlap is not None and overlap < thresholds.min_overlap
-    )
+    dense_low = (cosine is not None and cosine < calibrated) and not dense_in
+    lexical = bm25_in or (overlap is not None and overlap < thresholds.min_overlap)
     if dense_low and lexical:
         return "vocabulary_mismatch"
-    if (dense_rank is None or dense_rank > k) and (bm25_rank is None or bm25_rank > k):
+    if not dense_in and not bm25_in:
         return "semantic_gap"
     return "ranking_failure"
 
@@ -163,10 +178,28 @@ def _rule(cosine: float | None, threshold: float) -> str:
     return "vocabulary mismatch" if cosine < threshold else "ranking issue"
 
 
+def rank_range_text(best: int | None, worst: int | None = None, *, none: str = "n/a") -> str:
+    """A rank for a person: "#7", or "#7–12" for a tie group spanning ranks 7 to 12; ``none`` without a rank."""
+    if best is None:
+        return none
+    return f"#{best}" if worst is None or worst == best else f"#{best}–{worst}"
+
+
 def _rank_text(rank: int | None, depth: int | None = None) -> str:
     if rank is None:
         return f"not retrieved (run depth {depth})" if depth is not None else "n/a"
     return f"#{rank}"
+
+
+def _bm25_text(e: _PairEvidence) -> str:
+    """The BM25 part of the sentence: the rank range, or why there is none."""
+    if e.bm25_rank is not None:
+        return f"BM25 rank {rank_range_text(e.bm25_rank, e.bm25_rank_worst)}"
+    if e.bm25_score is None:
+        return "BM25 rank n/a"
+    if e.overlap:
+        return "no BM25 rank (score 0: the query terms in the target carry no BM25 weight)"
+    return "no BM25 rank (score 0: no query term in the target)"
 
 
 class _PairEvidence(NamedTuple):
@@ -184,11 +217,15 @@ class _PairEvidence(NamedTuple):
     overlap: float | None
     duplicate_doc_id: str | None
     duplicate_cosine: float | None
+    dense_rank_worst: int | None = None
+    bm25_rank_worst: int | None = None
+    bm25_score: float | None = None
 
 
 def _index_gap(e: _PairEvidence, base: str) -> str:
     found = "did not retrieve it" if e.run_rank is None else f"ranked it #{e.run_rank}"
-    return f"Exact dense search ranks the target #{e.dense_rank} (within k={e.k}) but the run {found}; {base}."
+    dense = rank_range_text(e.dense_rank, e.dense_rank_worst)
+    return f"Exact dense search ranks the target {dense} (within k={e.k}) but the run {found}; {base}."
 
 
 # class -> its sentence, from the pair's evidence, the ranks and cosine (``base``) and the term overlap (``ov``)
@@ -214,8 +251,9 @@ def _evidence(cls: str, e: _PairEvidence) -> str:
     """The sentence that says why the pair is in class ``cls``."""
     cos = f"{e.cosine:.3f}" if e.cosine is not None else "n/a"
     base = (
-        f"run rank {_rank_text(e.run_rank, e.run_depth)}, exact dense rank {_rank_text(e.dense_rank)}, "
-        f"BM25 rank {_rank_text(e.bm25_rank)}, cosine {cos} (calibrated threshold {e.calibrated:.3f})"
+        f"run rank {_rank_text(e.run_rank, e.run_depth)}, exact dense rank "
+        f"{rank_range_text(e.dense_rank, e.dense_rank_worst)}, {_bm25_text(e)}, cosine {cos} (calibrated threshold "
+        f"{e.calibrated:.3f})"
     )
     ov = f"{e.overlap:.0%} of the query terms occur in the target" if e.overlap is not None else ""
     return _SENTENCES.get(cls, _SENTENCES["ranking_failure"])(e, base, ov)

@@ -70,7 +70,9 @@ for f in sort_worst(diag.failures):
             "cosine": f.cosine,
             "run rank": f.run_rank,
             "dense rank": f.dense_rank,
+            "dense rank (worst)": f.dense_rank_worst,
             "BM25 rank": f.bm25_rank,
+            "BM25 rank (worst)": f.bm25_rank_worst,
             "overlap": f.overlap,
             "missing terms": ", ".join(f.missing_terms),
             "seed rule": f.seed_verdict,
@@ -78,7 +80,7 @@ for f in sort_worst(diag.failures):
         }
     )
 df = pd.DataFrame(rows)
-for c in ("run rank", "dense rank", "BM25 rank"):
+for c in ("run rank", "dense rank", "dense rank (worst)", "BM25 rank", "BM25 rank (worst)"):
     if c in df:
         df[c] = df[c].astype("Int64")
 
@@ -106,8 +108,14 @@ event = tables.show(
             help="share of query terms in the target",
         ),
         "run rank": st.column_config.NumberColumn(help="the target's rank in the run (empty: not retrieved)"),
-        "dense rank": st.column_config.NumberColumn(help="exact dense rank over the whole corpus"),
-        "BM25 rank": st.column_config.NumberColumn(help="BM25 rank over the whole corpus"),
+        "dense rank": st.column_config.NumberColumn(
+            help="exact dense rank over the whole corpus: the best rank of the target's tie group"
+        ),
+        "dense rank (worst)": st.column_config.NumberColumn(help="the worst rank of the target's dense tie group"),
+        "BM25 rank": st.column_config.NumberColumn(
+            help="BM25 rank over the whole corpus, best of its tie group; empty: BM25 score 0 (no query term in it)"
+        ),
+        "BM25 rank (worst)": st.column_config.NumberColumn(help="the worst rank of the target's BM25 tie group"),
     },
 )
 selected = ((event or {}).get("selection") or {}).get("rows") or []
