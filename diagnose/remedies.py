@@ -3,10 +3,12 @@
 :mod:`diagnose.failures` says *why* each failed query failed and what usually helps. This module tries the remedies
 that can run without a new model or new judgements, on the same golden set, and reports for each failure class:
 
-- ``failures``: the failures of that class. With ``mode="hit"`` a failure is a failed **query** (distinct query ids
-  among the class's (query, target) pairs: a query with two missed targets of one class counts once, a query whose
-  targets fall in two classes counts in both); with ``mode="recall"`` a failure is a missed (query, target) pair,
-  as in :attr:`diagnose.failures.Diagnosis.class_counts`.
+- ``failed_queries`` and ``missed_pairs``: the class's failed queries (distinct query ids among its missed pairs: a
+  query with two missed targets of one class counts once, a query whose targets fall in two classes counts in both;
+  :attr:`diagnose.failures.Diagnosis.class_failed_queries`) and missed (query, target) pairs
+  (:attr:`diagnose.failures.Diagnosis.class_counts`).
+- ``failures``: the unit the remedy is measured in (:attr:`Remedies.unit`): with ``mode="hit"`` the failed
+  queries, with ``mode="recall"`` the missed pairs.
 - ``recovered``: how many of them the remedied run fixes at k: with ``mode="hit"`` the query gets a relevant
   document (grade > 0) in its top k; with ``mode="recall"`` the missed target enters the top k.
 - ``lost_hits``: over **all** golden queries, how many were hits at k in the run (a relevant document in the top k,
@@ -68,7 +70,9 @@ REMEDIES: dict[str, tuple[str, str, str]] = {
 RRF_K = 60
 
 #: Columns of :meth:`Remedies.table`.
-TABLE_COLUMNS = ("class", "failures", "remedy", "recovered", "lost_hits", "mean_diff", "p_value")
+TABLE_COLUMNS = (
+    "class", "failures", "failed_queries", "missed_pairs", "remedy", "recovered", "lost_hits", "mean_diff", "p_value",
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -95,6 +99,8 @@ class RemedyResult:
     note: str = ""
     recovered_ids: tuple[str, ...] = ()
     lost_ids: tuple[str, ...] = ()
+    failed_queries: int = 0
+    missed_pairs: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -103,21 +109,28 @@ class RemedyResult:
             "lost_ids": list(self.lost_ids),
         }
 
-    def sentence(self, k: int, unit: str = "failures") -> str:
-        """One line for a person: what the remedy would do, with its evidence."""
+    def sentence(self, k: int, unit: str = "failed queries") -> str:
+        """One line for a person: what the remedy would do, with its evidence. ``unit``: what ``failures`` counts
+        (:attr:`Remedies.unit`); in "failed queries" the missed pairs are said too."""
         c = self.cls
+        pairs = f" ({self.missed_pairs} missed pair{'s' if self.missed_pairs != 1 else ''})"
+        word = _SINGULAR.get(unit, unit) if self.failures == 1 else unit
+        of = f"{self.failures} {word} of class {c}{pairs if unit == 'failed queries' else ''}"
         if self.remedy_id == "judge":
-            return f"{self.failures} {c} {unit}: judge it ({self.advice}; the golden set is probably incomplete)."
+            return f"{of}: judge it ({self.advice}; the golden set is probably incomplete)."
         if self.remedy_id == "none":
-            return f"{self.failures} {c} {unit}: no offline remedy ({self.advice})."
+            return f"{of}: no offline remedy ({self.advice})."
         if not self.available:
-            return f"{self.failures} {c} {unit}: {self.remedy} not tried ({self.note})."
+            return f"{of}: {self.remedy} not tried ({self.note})."
         direction = f"{self.mean_diff:+.3f}" if self.mean_diff is not None else "n/a"
         return (
-            f"{self.remedy} would recover {self.recovered} of {self.failures} {c} {unit} and lose "
+            f"{self.remedy} would recover {self.recovered} of the {of} and lose "
             f"{self.lost_hits} hit{'s' if self.lost_hits != 1 else ''} (mean {self.metric} difference {direction}, "
             f"paired randomization test on {self.metric}: p = {_fmt_p(self.p_value)})."
         )
+
+
+_SINGULAR = {"failed queries": "failed query", "missed pairs": "missed pair"}
 
 
 def _fmt_p(p: float | None) -> str:
@@ -145,7 +158,8 @@ class Remedies:
 
     @property
     def unit(self) -> str:
-        return "failures" if self.mode == "hit" else "missed documents"
+        """What ``failures`` and ``recovered`` count: "failed queries" (``mode="hit"``) or "missed pairs"."""
+        return "failed queries" if self.mode == "hit" else "missed pairs"
 
     def row(self, cls: str) -> RemedyResult:
         for r in self.rows:
@@ -154,7 +168,7 @@ class Remedies:
         raise KeyError(cls)
 
     def table(self) -> pd.DataFrame:
-        """One row per failure class: ``class, failures, remedy, recovered, lost_hits, mean_diff, p_value``."""
+        """One row per failure class: :data:`TABLE_COLUMNS` (``failures`` and ``recovered`` in :attr:`unit`)."""
         data = [{c: r.to_dict()[c] for c in TABLE_COLUMNS} for r in self.rows]
         table = pd.DataFrame(data, columns=list(TABLE_COLUMNS))
         # None stays a missing value (<NA>) in integer columns rather than turning them into floats
@@ -164,12 +178,14 @@ class Remedies:
 
     def sentences(self, *, include_empty: bool = False) -> list[str]:
         """One sentence per class that has failures (every class with ``include_empty``), e.g. "hybrid (RRF k=60 of
-        the run and BM25) would recover 14 of 23 vocabulary_mismatch failures and lose 3 hits (...: p = 0.012)"."""
+        the run and BM25) would recover 14 of the 23 failed queries of class vocabulary_mismatch (31 missed pairs)
+        and lose 3 hits (...: p = 0.012)"."""
         return [r.sentence(self.k, self.unit) for r in self.rows if include_empty or r.failures > 0]
 
     def to_dict(self) -> dict[str, Any]:
         return {
             **fields_dict(self, "run", "k", "mode", "metric", "n_queries", "hits"),
+            "unit": self.unit,
             "remedies": [r.to_dict() for r in self.rows],
             "sentences": self.sentences(),
         }
@@ -340,6 +356,8 @@ def _result(
     common = dict(
         cls=cls,
         failures=len(units),
+        failed_queries=len(dict.fromkeys(q for q, _ in pairs)),
+        missed_pairs=len(dict.fromkeys(pairs)),
         remedy_id=rid,
         remedy=text.format(depth=depth),
         metric=trials.metric_name,

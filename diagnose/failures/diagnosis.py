@@ -5,6 +5,12 @@ A golden query *fails at k* when none of its relevant documents (grade > 0) is i
 even when another relevant document was found. Each (failed query, missed relevant document) pair — the *target* — is
 analysed on its own (:mod:`diagnose.failures.evidence`).
 
+Two units, never mixed: a **failed query** (a golden query that fails at k) and a **missed pair** (a failed query
+and one relevant document missing from its top k; each missed pair gets a class). A query with 36 missed relevant
+documents is one failed query and 36 missed pairs. Per class, :attr:`Diagnosis.class_counts` counts missed pairs
+and :attr:`Diagnosis.class_failed_queries` the failed queries with at least one missed pair of the class (a query
+whose pairs fall in two classes counts in both, so these do not add up to the failed queries).
+
 The calibrated threshold (:func:`calibrate`): a low percentile (default the 10th) of cosine(query, relevant
 document) over the relevant documents the run found in the top k. 0.75 means different things for different models.
 """
@@ -57,8 +63,30 @@ class Diagnosis:
 
     @property
     def class_counts(self) -> dict[str, int]:
+        """Missed pairs per class (taxonomy order): they add up to :attr:`n_missed_pairs`."""
         c = Counter(f.cls for f in self.failures)
         return {k: int(c.get(k, 0)) for k in CLASSES}
+
+    @property
+    def class_failed_queries(self) -> dict[str, int]:
+        """Failed queries per class: those with at least one missed pair of the class (module docstring)."""
+        c = Counter(cls for _, cls in {(f.query_id, f.cls) for f in self.failures})
+        return {k: int(c.get(k, 0)) for k in CLASSES}
+
+    @property
+    def n_missed_pairs(self) -> int:
+        """Missed (failed query, relevant document) pairs: one per failure record."""
+        return len(self.failures)
+
+    def counts_sentence(self) -> str:
+        """The two counts in words, e.g. "47 failed queries of 106 golden queries at k=10 (hit): 51 missed pairs
+        (failed query, relevant document missing from its top k)"."""
+        nq, npairs = len(self.failed_queries), self.n_missed_pairs
+        return (
+            f"{nq} failed quer{'y' if nq == 1 else 'ies'} of {self.n_queries} golden queries at k={self.k} "
+            f"({self.mode}): {npairs} missed pair{'' if npairs == 1 else 's'} (failed query, relevant document "
+            "missing from its top k)"
+        )
 
     def frame(self) -> pd.DataFrame:
         """One row per failure: the table the CLI and the app show."""
@@ -78,8 +106,11 @@ class Diagnosis:
         return {
             **fields_dict(self, "run", "k", "mode", "n_queries"),
             "n_failed_queries": len(self.failed_queries),
+            "n_missed_pairs": self.n_missed_pairs,
             "failures": [f.to_dict() for f in self.failures],
             "class_counts": self.class_counts,
+            "missed_pairs_per_class": self.class_counts,
+            "failed_queries_per_class": self.class_failed_queries,
             "threshold": self.calibration.to_dict(),
             "thresholds": asdict(self.thresholds),
             "recommendations": {c: RECOMMENDATIONS[c] for c in CLASSES},

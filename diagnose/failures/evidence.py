@@ -6,8 +6,9 @@ run did not retrieve it; ``run_depth`` says how deep the run went for that query
 ``dense_rank_worst`` = the first and last rank of the target's tie group among all corpus documents by cosine to the
 query, compared as float32 (:func:`diagnose.embed.dense_rank_range`: exact search over the whole corpus);
 ``bm25_rank`` and ``bm25_rank_worst`` likewise by BM25 score (:func:`diagnose.lexical.bm25_rank_range`), both
-``None`` when ``bm25_score`` is 0 (no query term in the target: BM25 does not retrieve it); the query terms present in / missing from the target (BM25's tokenizer, query stop
-words such as "how", "do", "my" left out: :data:`diagnose.lexical.QUERY_STOPWORDS`) and the share present
+``None`` when ``bm25_score`` is 0 (no query term in the target: BM25 does not retrieve it); the query terms present
+in / missing from the target (BM25's tokenizer, query stop words such as "how", "do", "my" left out:
+:data:`diagnose.lexical.QUERY_STOPWORDS`) and the share present
 (``overlap``), with the stop words left out listed (``ignored_terms``) and the share over every term BM25 scores
 (``bm25_overlap``); the run's top documents with their cosine to the query and to the target; ``margin`` =
 cos(query, k-th retrieved) - cosine.

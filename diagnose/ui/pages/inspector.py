@@ -76,7 +76,8 @@ for t in targets:
         c[2].metric(
             "Exact dense rank",
             rank_range_text(f.dense_rank, f.dense_rank_worst, none="–"),
-            help="among all documents, by cosine; #a–b: documents with the same cosine (as float32) tie at ranks a to b",
+            help="among all documents, by cosine; #a–b: documents with the same cosine (as float32) tie at ranks a "
+            "to b",
         )
         c[3].metric(
             "BM25 rank",
