@@ -32,6 +32,14 @@ The remedy per class (the first column of :data:`REMEDIES`):
 ``missing_document``      no offline remedy: the data is wrong (re-ingest the document or fix the qrels)
 ========================  ==================================================================================
 
+The run's kind (:mod:`diagnose.failures.kind`) changes two remedies (:data:`KIND_REMEDIES`): a **lexical** run's
+``vocabulary_mismatch`` is remedied by dense retrieval (exact dense search replaces the run; fusing a BM25 run with
+BM25 adds nothing), its ``index_gap`` by this tool's BM25 (the BM25 baseline replaces the run); a **hybrid** run's
+``index_gap`` by the hybrid baseline (RRF of BM25 and exact dense search) replacing the run. Not RRF of the lexical
+run and dense search: the class's targets are, by its rule, missing from the run's list or deep in it, and RRF
+ranks a document found by one list below the documents both lists hold (on the demo's LangChain BM25 run it
+recovered 0 of 8 failed queries with a vocabulary mismatch, dense search 7).
+
 A remedy is a whole-run change: hybrid or the rerank also reorders the queries that did not fail, which is what
 ``lost_hits`` and the paired test measure. The cosine rerank is exact search's ordering restricted to what the run
 retrieved; with the same embedding model as the run it mostly undoes the approximate index's reordering, with
@@ -67,6 +75,20 @@ REMEDIES: dict[str, tuple[str, str, str]] = {
     "ranking_failure": ("rerank", "cosine rerank of the top {depth}", ""),
 }
 
+#: (run kind, class) -> the remedy where the run's kind changes it (:func:`remedy_for`); remedy ids "bm25" and
+#: "hybrid_baseline": that baseline replaces the run.
+KIND_REMEDIES: dict[tuple[str, str], tuple[str, str, str]] = {
+    ("lexical", "vocabulary_mismatch"): ("dense", "dense retrieval (exact dense search replaces the run)", ""),
+    ("lexical", "index_gap"): ("bm25", "this tool's BM25 (the BM25 baseline replaces the run)", ""),
+    ("hybrid", "index_gap"): ("hybrid_baseline", "the hybrid baseline (RRF of BM25 and exact dense search)", ""),
+}
+
+
+def remedy_for(cls: str, kind: str = "unknown") -> tuple[str, str, str]:
+    """The remedy of class ``cls`` for a run of ``kind``: ``(remedy id, remedy text, advice)``."""
+    return KIND_REMEDIES.get((kind, cls), REMEDIES[cls])
+
+
 RRF_K = 60
 
 #: Columns of :meth:`Remedies.table`.
@@ -79,7 +101,8 @@ TABLE_COLUMNS = (
 class RemedyResult:
     """One failure class and its remedy, measured (see the module docstring for every definition).
 
-    ``remedy_id``: "hybrid", "dense", "rerank", "judge" or "none". For "judge" and "none", and for a remedy whose
+    ``remedy_id``: "hybrid", "dense", "rerank", "judge" or "none" (for some run kinds "bm25" or "hybrid_baseline":
+    :data:`KIND_REMEDIES`). For "judge" and "none", and for a remedy whose
     input was not given (``available`` False, ``note`` says which), ``recovered``, ``lost_hits``, ``mean_diff`` and
     ``p_value`` are None. ``recovered_ids``: the recovered failures (query ids in hit mode, "query_id/doc_id" in
     recall mode); ``lost_ids``: the golden queries the remedy turns from hit to miss.
@@ -322,6 +345,7 @@ def _builders(
     dense_run: Run | None,
     cross_encoder_run: Run | None,
     depth: int,
+    hybrid_run: Run | None = None,
 ) -> dict[str, Callable[[], Run] | None]:
     """remedy id -> what builds the remedied run (None when its input was not given)."""
     from diagnose.fusion import rrf
@@ -332,11 +356,14 @@ def _builders(
         if bm25_run
         else None,
         "dense": (lambda: dense_run) if dense_run else None,
+        "bm25": (lambda: bm25_run) if bm25_run else None,
+        "hybrid_baseline": (lambda: hybrid_run) if hybrid_run else None,
         "rerank": (lambda: cosine_rerank(run, space, depth)) if space is not None else None,
     }
 
 
-_MISSING_INPUT = {"hybrid": "pass bm25_run", "dense": "pass dense_run", "rerank": "pass space"}
+_MISSING_INPUT = {"hybrid": "pass bm25_run", "dense": "pass dense_run", "rerank": "pass space",
+                  "bm25": "pass bm25_run", "hybrid_baseline": "pass hybrid_run"}
 _NOT_MEASURED = dict(recovered=None, lost_hits=None, mean_diff=None, p_value=None)
 
 
@@ -400,6 +427,8 @@ def prove_remedies(
     cross_encoder_run: Run | None = None,
     n_resamples: int = 10_000,
     seed: int = 0,
+    kind: str | None = None,
+    hybrid_run: Run | None = None,
 ) -> Remedies:
     """Apply each failure class's offline remedy to ``run`` and measure it (module docstring: every definition).
 
@@ -410,7 +439,8 @@ def prove_remedies(
     :mod:`diagnose.metrics`, e.g. ``"ndcg@10"``). ``cross_encoder_run``: the run's top ``rerank_depth_factor * k``
     reranked by a CrossEncoder (:func:`diagnose.compare.rerank_cross_encoder`), when the user gives one: measured as
     a second ``near_miss`` row (remedy id ``"crossencoder"``) after the seven rows of the taxonomy. Pure: nothing
-    is encoded or indexed here.
+    is encoded or indexed here. ``kind``: the run's kind (default: the diagnosis's), which picks the remedies of
+    :data:`KIND_REMEDIES`; ``hybrid_run`` (the hybrid baseline) is read for a hybrid run's index gaps.
     """
     from diagnose.metrics import evaluate, expand_metrics
 
@@ -420,13 +450,14 @@ def prove_remedies(
     names = list(dict.fromkeys([hit_name, metric_name]))
     base = evaluate(ds.qrels, run, names).per_query
     depth = rerank_depth_factor * k
-    builders = _builders(run, space, bm25_run, dense_run, cross_encoder_run, depth)
+    builders = _builders(run, space, bm25_run, dense_run, cross_encoder_run, depth, hybrid_run)
     trials = _Trials(ds, base, names, hit_name, metric_name, k, builders, n_resamples, seed)
 
     by_class: dict[str, list[tuple[str, str]]] = {c: [] for c in CLASSES}
     for f in diagnosis.failures:
         by_class[f.cls].append((f.query_id, f.doc_id))
-    plan = [(cls, REMEDIES[cls]) for cls in CLASSES]
+    kind = diagnosis.run_kind.kind if kind is None else kind
+    plan = [(cls, remedy_for(cls, kind)) for cls in CLASSES]
     if cross_encoder_run is not None:
         plan.append(("near_miss", ("crossencoder", "cross-encoder rerank of the top {depth}", "")))
     rows = [_result(trials, mode, cls, remedy, by_class[cls], depth) for cls, remedy in plan]

@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from diagnose.data import ValidationReport, json_default
-from diagnose.failures import CLASS_LABELS, CLASSES, RECOMMENDATIONS, Diagnosis, sort_worst
+from diagnose.failures import CLASS_LABELS, CLASSES, Diagnosis, recommendation, sort_worst
 from diagnose.metrics import Evaluation, metric_family, quality_band
 
 # precision@k and f1@k are bounded by R/k: a quality band would call every run poor (README "Quality bands").
@@ -302,6 +302,7 @@ def failures_text(
     d, cal = diagnosis, diagnosis.calibration
     lines = [
         f"run {d.run!r}: {d.counts_sentence()}; every missed pair analysed.",
+        f"run kind: {d.run_kind.sentence()}.",
         f"model {model}: calibrated cosine threshold {cal.calibrated:.3f} ({cal.to_dict()['method']}, "
         f"{cal.n_pairs} pairs); seed threshold {cal.seed:.2f}.",
         "",
@@ -324,7 +325,7 @@ def failures_text(
     lines.append(text_table(counts, ["class", "label", "missed pairs", "failed queries"]))
     present = [c for c, n in d.class_counts.items() if n]
     if present:
-        lines += ["", "recommendations:"] + [f"- {c}: {RECOMMENDATIONS[c]}" for c in present]
+        lines += ["", "recommendations:"] + [f"- {c}: {recommendation(c, d.run_kind.kind)}" for c in present]
     if remedies is not None and remedies.sentences():
         lines += ["", "remedies, applied to this run and measured:"] + [f"- {x}" for x in remedies.sentences()]
     if label_noise is not None and (len(label_noise.unjudged_duplicates) or len(label_noise.conflicting_queries)):
@@ -392,7 +393,7 @@ def _diagnosis_markdown(d: Diagnosis, *, query_id: str | None, worst: int) -> li
     lines = [
         f"## Failures of run `{d.run}`",
         "",
-        f"{d.counts_sentence()}; every missed pair analysed.",
+        f"{d.counts_sentence()}; every missed pair analysed. Run kind: {d.run_kind.sentence()}.",
         "",
         f"Cosine threshold of {cal.model}: calibrated {cal.calibrated:.3f} ({cal.to_dict()['method']}, "
         f"{cal.n_pairs} pairs); seed {cal.seed:.2f}.",
@@ -404,7 +405,7 @@ def _diagnosis_markdown(d: Diagnosis, *, query_id: str | None, worst: int) -> li
     present = [c for c in CLASSES if d.class_counts.get(c)]
     if present:
         lines += ["", "### Recommendations", ""]
-        lines += [f"- **{CLASS_LABELS[c]}**: {RECOMMENDATIONS[c]}" for c in present]
+        lines += [f"- **{CLASS_LABELS[c]}**: {recommendation(c, d.run_kind.kind)}" for c in present]
     shown = sort_worst(d.failures)
     if query_id:
         shown = [f for f in shown if f.query_id == query_id] + [f for f in shown if f.query_id != query_id]

@@ -53,6 +53,8 @@ PARAM_FLAGS = {
     "retriever": "--retriever",
     "resamples": "--resamples",
     "limit": "--limit",
+    "kinds": "--run-kind",
+    "run_kind": "--run-kind",
 }
 
 

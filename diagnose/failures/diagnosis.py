@@ -25,7 +25,8 @@ import pandas as pd
 
 from diagnose.data import DataError, Dataset, Run, fields_dict
 from diagnose.failures.evidence import Failure, _Bm25Scores, _failure, _lookups
-from diagnose.failures.taxonomy import CLASSES, RECOMMENDATIONS, FailureMode, Thresholds
+from diagnose.failures.kind import RunKind
+from diagnose.failures.taxonomy import CLASSES, FailureMode, Thresholds, recommendation
 from diagnose.space import VectorSpace
 
 
@@ -60,6 +61,7 @@ class Diagnosis:
     n_queries: int
     failed_queries: list[str]
     thresholds: Thresholds = field(default_factory=Thresholds)
+    run_kind: RunKind = field(default_factory=RunKind)
 
     @property
     def class_counts(self) -> dict[str, int]:
@@ -113,7 +115,9 @@ class Diagnosis:
             "failed_queries_per_class": self.class_failed_queries,
             "threshold": self.calibration.to_dict(),
             "thresholds": asdict(self.thresholds),
-            "recommendations": {c: RECOMMENDATIONS[c] for c in CLASSES},
+            "recommendations": {c: recommendation(c, self.run_kind.kind) for c in CLASSES},
+            "run_kind": self.run_kind.kind,
+            "run_kind_evidence": self.run_kind.to_dict(),
         }
 
 
@@ -177,11 +181,13 @@ def diagnose_run(
     thresholds: Thresholds = Thresholds(),  # noqa: B008 - frozen, as in classify()
     calibration: Calibration | None = None,
     progress=None,
+    kind: RunKind | None = None,
 ) -> Diagnosis:
     """Analyse every failed (query, target) pair of ``run`` at ``k``.
 
     ``bm25`` is a :class:`diagnose.lexical.BM25Index` over the same corpus. ``calibration`` defaults to
-    :func:`calibrate` on this run.
+    :func:`calibrate` on this run. ``kind``: the run's kind (:class:`~diagnose.failures.kind.RunKind`; default
+    unknown, read as dense), which the rules, sentences and recommendations follow.
     """
     if ds.corpus is None or ds.queries is None:
         raise DataError("The diagnosis needs the corpus and the queries.", param="corpus")
@@ -189,7 +195,8 @@ def diagnose_run(
         raise DataError(f"k must be at least 1 (got {k}).")
     calibration = calibration or calibrate(ds, run, space, k, thresholds)
     pairs, n_golden = failed_pairs(ds, run, k, mode)
-    look = _lookups(ds, run, space, pairs)
+    kind = kind or RunKind()
+    look = _lookups(ds, run, space, pairs, kind.kind)
     scores = _Bm25Scores(bm25)
     failures: list[Failure] = []
     for i, (q, d, g) in enumerate(pairs):
@@ -199,4 +206,4 @@ def diagnose_run(
             _failure(look, scores, q, d, g, k=k, thresholds=thresholds, calibrated=calibration.calibrated)
         )
     failed_queries = list(dict.fromkeys(f.query_id for f in failures))
-    return Diagnosis(run.name, k, mode, failures, calibration, n_golden, failed_queries, thresholds)
+    return Diagnosis(run.name, k, mode, failures, calibration, n_golden, failed_queries, thresholds, kind)

@@ -28,12 +28,12 @@ import numpy as np
 from diagnose.data import Dataset, Run
 from diagnose.failures.taxonomy import (
     CLASS_LABELS,
-    RECOMMENDATIONS,
     Thresholds,
     _evidence,
     _PairEvidence,
     _rule,
     classify,
+    recommendation,
 )
 from diagnose.golden import normalise_text
 from diagnose.space import VectorSpace
@@ -144,6 +144,7 @@ class _Lookups:
     dense: dict[tuple[str, str], tuple[int, int]]
     target_stems: dict[str, set[str]]
     norm_cache: dict[str, str] = field(default_factory=dict)
+    kind: str = "unknown"  # the run's kind (diagnose.failures.kind)
 
     def norm(self, doc: str) -> str:
         if doc not in self.norm_cache:
@@ -151,7 +152,9 @@ class _Lookups:
         return self.norm_cache[doc]
 
 
-def _lookups(ds: Dataset, run: Run, space: VectorSpace, pairs: list[tuple[str, str, int]]) -> _Lookups:
+def _lookups(
+    ds: Dataset, run: Run, space: VectorSpace, pairs: list[tuple[str, str, int]], kind: str = "unknown"
+) -> _Lookups:
     from diagnose.lexical import tokenize
 
     corpus_row = ds.corpus.index_of()
@@ -170,6 +173,7 @@ def _lookups(ds: Dataset, run: Run, space: VectorSpace, pairs: list[tuple[str, s
         lists=run.ranked_lists(),
         dense=_dense_ranks(space, [(q, d) for q, d, _ in pairs if d in corpus_row]),
         target_stems=target_stems,
+        kind=kind,
     )
 
 
@@ -292,6 +296,7 @@ def _pair(
         dense_rank_worst=dense_worst,
         bm25_rank_worst=lex.bm25_rank_worst,
         bm25_score=lex.bm25_score,
+        kind=look.kind,
     )
     return ev, lex, competitors
 
@@ -334,7 +339,7 @@ def _failure(
         seed_verdict=_rule(ev.cosine, thresholds.seed_cosine),
         calibrated_verdict=_rule(ev.cosine, calibrated),
         evidence=_evidence(cls, ev),
-        recommendation=RECOMMENDATIONS[cls],
+        recommendation=recommendation(cls, look.kind),
         top_retrieved=tuple(competitors),
         **{f: getattr(ev, f) for f in _FROM_PAIR},
         **lex._asdict(),
@@ -356,4 +361,5 @@ def _classify(e: _PairEvidence, in_corpus: bool, thresholds: Thresholds) -> str:
         thresholds=thresholds,
         dense_rank_worst=e.dense_rank_worst,
         bm25_rank_worst=e.bm25_rank_worst,
+        kind=e.kind,
     )

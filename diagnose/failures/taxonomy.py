@@ -10,12 +10,19 @@ BM25 score 0 has no BM25 rank (no query term in it), so BM25 never ranks it with
 2. ``label_gap`` — a top-k document that is not judged relevant is a near-duplicate of the target (cosine >=
    ``duplicate_cosine`` = 0.95, or the same normalised text): the golden set is probably incomplete.
 3. ``near_miss`` — the run has the target at rank k+1 .. ``near_miss_factor`` x k (3k).
-4. ``index_gap`` — exact dense search ranks the target within k, but the run does not have it in its top 3k.
-5. ``vocabulary_mismatch`` — the model scores the target low (cosine below the calibrated threshold and exact dense
-   search does not rank it within k) while BM25 ranks it within k, or the query shares almost no terms with it
-   (overlap < ``min_overlap``).
+4. ``index_gap`` — exact search of the run's kind ranks the target within k, but the run does not have it in its top
+   3k: exact dense search for a dense (or unknown) run, this tool's BM25 for a lexical run, either for a hybrid run.
+5. ``vocabulary_mismatch`` — dense, hybrid and unknown runs: the model scores the target low (cosine below the
+   calibrated threshold and exact dense search does not rank it within k) while BM25 ranks it within k, or the query
+   shares almost no terms with it (overlap < ``min_overlap``). Lexical runs, the mirror image: BM25 does not rank it
+   within k and the query shares almost no terms with it (overlap < ``min_overlap``; a BM25 score of 0 has overlap
+   0), while the embedding model sees the match (cosine at or above the calibrated threshold, or exact dense search
+   ranks it within k): the words differ, which no lexical run overcomes and a dense signal does.
 6. ``semantic_gap`` — neither dense nor BM25 ranks it within k.
 7. ``ranking_failure`` — everything else.
+
+The run's kind (:mod:`~diagnose.failures.kind`) also picks the sentence and the recommendation
+(:func:`recommendation`: :data:`KIND_RECOMMENDATIONS` over :data:`RECOMMENDATIONS`).
 
 Beside the class, every failure carries the seed rule (cosine < 0.75 -> "vocabulary mismatch", else "ranking issue")
 and the same rule with the model's calibrated threshold (:func:`_rule`).
@@ -89,6 +96,33 @@ RECOMMENDATIONS: dict[str, str] = {
     ),
 }
 
+#: (run kind, class) -> the recommendation where the run's kind changes it (:func:`recommendation`).
+KIND_RECOMMENDATIONS: dict[tuple[str, str], str] = {
+    ("lexical", "vocabulary_mismatch"): (
+        "The query and the target use different words for the same thing, and a lexical run only matches words "
+        "while the embedding model sees the match. Add a dense signal: dense retrieval, or a hybrid that lets a "
+        "document found by dense search alone reach the top k (a weighted fusion, or dense candidates added before "
+        "a reranker; plain reciprocal rank fusion favours documents both lists hold); or expand the queries "
+        "(synonyms, an LLM rewrite) or the documents (doc2query)."
+    ),
+    ("lexical", "index_gap"): (
+        "This tool's BM25 ranks the target within k, but the run did not retrieve it in its top 3k: the run's "
+        "lexical index differs from BM25 over title + text. Check the analyzer (tokenizer, stop words, stemming), "
+        "the fields indexed (title, body, boosts), the BM25 parameters, and whether the document is in the index."
+    ),
+    ("hybrid", "index_gap"): (
+        "Exact dense search or BM25 ranks the target within k, but the hybrid run did not retrieve it in its top "
+        "3k: one of its indexes misses it (approximate-index recall, a stale index, filters, analyzer or field "
+        "differences) or its fusion drops it. Compare each component's list with the exact search on this query."
+    ),
+}
+
+
+def recommendation(cls: str, kind: str = "unknown") -> str:
+    """The recommendation of class ``cls`` for a run of ``kind``."""
+    return KIND_RECOMMENDATIONS.get((kind, cls), RECOMMENDATIONS[cls])
+
+
 FailureMode = Literal["hit", "recall"]
 
 
@@ -148,10 +182,11 @@ def classify(
     thresholds: Thresholds = Thresholds(),
     dense_rank_worst: int | None = None,
     bm25_rank_worst: int | None = None,
+    kind: str = "unknown",
 ) -> str:
     """The taxonomy's rules in order; the first that matches wins (see the module docstring). ``dense_rank`` /
     ``bm25_rank`` are the best ranks of the target's tie groups, ``*_worst`` their worst (None: no tie); a rule
-    that asks whether a rank is within k reads :func:`within`."""
+    that asks whether a rank is within k reads :func:`within`. ``kind``: the run's kind (rules 4 and 5)."""
     if not in_corpus:
         return "missing_document"
     if duplicate:
@@ -161,11 +196,16 @@ def classify(
         return "near_miss"
     dense_in = within(dense_rank, dense_rank_worst, k)
     bm25_in = within(bm25_rank, bm25_rank_worst, k)
-    if dense_in and (run_rank is None or run_rank > near_hi):
+    own_in = {"lexical": bm25_in, "hybrid": dense_in or bm25_in}.get(kind, dense_in)
+    if own_in and (run_rank is None or run_rank > near_hi):
         return "index_gap"
+    few_words = overlap is not None and overlap < thresholds.min_overlap
     dense_low = (cosine is not None and cosine < calibrated) and not dense_in
-    lexical = bm25_in or (overlap is not None and overlap < thresholds.min_overlap)
-    if dense_low and lexical:
+    if kind == "lexical":
+        mismatch = not bm25_in and few_words and cosine is not None and not dense_low
+    else:
+        mismatch = dense_low and (bm25_in or few_words)
+    if mismatch:
         return "vocabulary_mismatch"
     if not dense_in and not bm25_in:
         return "semantic_gap"
@@ -220,12 +260,27 @@ class _PairEvidence(NamedTuple):
     dense_rank_worst: int | None = None
     bm25_rank_worst: int | None = None
     bm25_score: float | None = None
+    kind: str = "unknown"
 
 
 def _index_gap(e: _PairEvidence, base: str) -> str:
     found = "did not retrieve it" if e.run_rank is None else f"ranked it #{e.run_rank}"
+    if e.kind == "lexical":
+        bm25 = rank_range_text(e.bm25_rank, e.bm25_rank_worst)
+        return f"This tool's BM25 ranks the target {bm25} (within k={e.k}) but the lexical run {found}; {base}."
+    if e.kind == "hybrid":
+        return f"Exact dense search or BM25 ranks the target within k={e.k} but the hybrid run {found}; {base}."
     dense = rank_range_text(e.dense_rank, e.dense_rank_worst)
     return f"Exact dense search ranks the target {dense} (within k={e.k}) but the run {found}; {base}."
+
+
+def _vocabulary(e: _PairEvidence, base: str, ov: str) -> str:
+    if e.kind == "lexical":
+        return (
+            f"The query and the target share almost no words, which a lexical run needs, while the embedding model "
+            f"sees the match: {base}; {ov}."
+        )
+    return f"The embedding model scores the target low while the words tell: {base}; {ov}."
 
 
 # class -> its sentence, from the pair's evidence, the ranks and cosine (``base``) and the term overlap (``ov``)
@@ -239,9 +294,7 @@ _SENTENCES: dict[str, Callable[[_PairEvidence, str, str], str]] = {
         f"The run ranked the target #{e.run_rank}, just below k={e.k} (within {e.near_hi}); {base}."
     ),
     "index_gap": lambda e, base, ov: _index_gap(e, base),
-    "vocabulary_mismatch": lambda e, base, ov: (
-        f"The embedding model scores the target low while the words tell: {base}; {ov}."
-    ),
+    "vocabulary_mismatch": lambda e, base, ov: _vocabulary(e, base, ov),
     "semantic_gap": lambda e, base, ov: f"Neither dense nor BM25 ranks the target within k={e.k}: {base}; {ov}.",
     "ranking_failure": lambda e, base, ov: f"The target is findable but outranked: {base}.",
 }

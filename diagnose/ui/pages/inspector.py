@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from diagnose.failures import CLASS_LABELS, RECOMMENDATIONS, rank_range_text, sort_worst
+from diagnose.failures import CLASS_LABELS, rank_range_text, sort_worst
 from diagnose.lexical import highlight_spans
 from diagnose.ui import state, tables
 from diagnose.ui.text import chips, escape_md, fmt, highlight_md, rank_text, truncate
@@ -96,7 +96,7 @@ for t in targets:
                 f"Similarity margin: cos(query, the run's #{b.k}) − cos(query, target) = {f.margin:+.3f} (positive: "
                 f"the #{b.k} document is closer to the query than the target, under this model)."
             )
-        st.info("**Recommendation.** " + RECOMMENDATIONS[f.cls], icon=":material/lightbulb:")
+        st.info("**Recommendation.** " + f.recommendation, icon=":material/lightbulb:")
         v1, v2 = st.columns(2)
         v1.markdown(f"**Seed rule** (cosine < {th.seed_cosine:.2f}): {escape_md(f.seed_verdict)}")
         v2.markdown(f"**Calibrated rule** (cosine < {cal.calibrated:.3f}): {escape_md(f.calibrated_verdict)}")
