@@ -62,7 +62,9 @@ class Analysis(Pictures):
     top k) or ``"recall"`` (any relevant document missing). ``baselines``: any of ``"bm25"``, ``"dense"``,
     ``"hybrid"`` (names as given), or a mapping ``{run name: kind}``. ``cache_dir``: where vectors and the BM25
     index are cached (default: the user cache folder, ``DIAGNOSE_CACHE_DIR``). ``progress``: ``True`` (tqdm and
-    stage labels on a terminal or in a notebook), ``False``, or a reporter (:mod:`diagnose.progress`).
+    stage labels on a terminal or in a notebook), ``False``, or a reporter (:mod:`diagnose.progress`). ``kinds``:
+    ``{run name: "dense" | "lexical" | "hybrid" | "unknown"}``, the retrieval kind of a run, which the failure
+    taxonomy follows; a run not named is inferred (:meth:`run_kind`, :mod:`diagnose.failures.kind`).
     """
 
     def to_dict(self, *, per_query: bool = False) -> dict[str, Any]:
