@@ -38,7 +38,7 @@ BM25 adds nothing), its ``index_gap`` by this tool's BM25 (the BM25 baseline rep
 ``index_gap`` by the hybrid baseline (RRF of BM25 and exact dense search) replacing the run. Not RRF of the lexical
 run and dense search: the class's targets are, by its rule, missing from the run's list or deep in it, and RRF
 ranks a document found by one list below the documents both lists hold (on the demo's LangChain BM25 run it
-recovered 0 of 8 failed queries with a vocabulary mismatch, dense search 7).
+recovered 0 of 11 failed queries with a vocabulary mismatch, dense search 7).
 
 A remedy is a whole-run change: hybrid or the rerank also reorders the queries that did not fail, which is what
 ``lost_hits`` and the paired test measure. The cosine rerank is exact search's ordering restricted to what the run

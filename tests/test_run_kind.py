@@ -75,12 +75,17 @@ def test_lexical_index_gap_reads_bm25_and_vocabulary_mismatch_mirrors_the_dense_
     assert classify(**common, **ev, kind="lexical") == "index_gap"
     assert classify(**common, **ev, kind="hybrid") == "index_gap"  # either exact search within k
     # dense #2, no BM25 rank, overlap 0, cos 0.7: a dense run's index gap; for a lexical run the words differ while
-    # the model sees the match -> vocabulary_mismatch (dense retrieval would find it)
+    # dense search has it (2 <= 3k = 30) -> vocabulary_mismatch (dense retrieval would find it)
     ev = dict(dense_rank=2, bm25_rank=None, cosine=0.7, overlap=0.0)
     assert classify(**common, **ev) == "index_gap"
     assert classify(**common, **ev, kind="lexical") == "vocabulary_mismatch"
-    # the same but the model does not see it either (cos 0.2 < 0.5, dense #40): neither signal -> semantic_gap for a
-    # lexical run; a dense run calls it vocabulary_mismatch (its signal is low and the words differ)
+    # dense ties 29..31: the group does not fit 3k = 30, so dense search does not have it either -> semantic_gap;
+    # 29..30 fits -> vocabulary_mismatch. The cosine does not enter the lexical rule (0.2 < 0.5 or not)
+    ev = dict(bm25_rank=None, cosine=0.2, overlap=0.0)
+    assert classify(**common, **ev, dense_rank=29, dense_rank_worst=31, kind="lexical") == "semantic_gap"
+    assert classify(**common, **ev, dense_rank=29, dense_rank_worst=30, kind="lexical") == "vocabulary_mismatch"
+    # dense #40 > 30: neither signal -> semantic_gap for a lexical run; a dense run calls it vocabulary_mismatch (its
+    # signal is low and the words differ)
     ev = dict(dense_rank=40, bm25_rank=None, cosine=0.2, overlap=0.0)
     assert classify(**common, **ev, kind="lexical") == "semantic_gap"
     assert classify(**common, **ev) == "vocabulary_mismatch"
@@ -101,7 +106,7 @@ def test_recommendations_and_remedies_follow_the_kind():
 def test_a_lexical_diagnosis_words_its_classes_for_a_lexical_run():
     # q = (1,0,0); t = (0.6,0.8,0): cos 0.6 >= 0.5 calibrated; a, b, c ~1 so dense rank 4 > k = 2. BM25 scores t 0
     # (no shared word: "credential recovery" vs "forgot password"), overlap 0. Lexical run: BM25 misses it, the words
-    # differ, the model sees it (0.6 >= 0.5) -> vocabulary_mismatch, worded for a lexical run.
+    # differ, dense search has it within 3k = 6 -> vocabulary_mismatch, worded for a lexical run.
     ds, run, space, bm25 = outranked_world(
         "credential recovery", "forgot password", [1.0, 1.0, 0.0, 0.0], target_vec=(0.6, 0.8, 0)
     )

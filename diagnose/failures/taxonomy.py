@@ -16,8 +16,8 @@ BM25 score 0 has no BM25 rank (no query term in it), so BM25 never ranks it with
    calibrated threshold and exact dense search does not rank it within k) while BM25 ranks it within k, or the query
    shares almost no terms with it (overlap < ``min_overlap``). Lexical runs, the mirror image: BM25 does not rank it
    within k and the query shares almost no terms with it (overlap < ``min_overlap``; a BM25 score of 0 has overlap
-   0), while the embedding model sees the match (cosine at or above the calibrated threshold, or exact dense search
-   ranks it within k): the words differ, which no lexical run overcomes and a dense signal does.
+   0), while exact dense search ranks it within 3k (``near_miss_factor`` x k): the words differ, which no lexical run
+   overcomes and a dense signal does. (Not the calibrated cosine: calibrated on a lexical run's hits, it is low.)
 6. ``semantic_gap`` — neither dense nor BM25 ranks it within k.
 7. ``ranking_failure`` — everything else.
 
@@ -202,7 +202,7 @@ def classify(
     few_words = overlap is not None and overlap < thresholds.min_overlap
     dense_low = (cosine is not None and cosine < calibrated) and not dense_in
     if kind == "lexical":
-        mismatch = not bm25_in and few_words and cosine is not None and not dense_low
+        mismatch = not bm25_in and few_words and within(dense_rank, dense_rank_worst, near_hi)
     else:
         mismatch = dense_low and (bm25_in or few_words)
     if mismatch:
@@ -277,8 +277,8 @@ def _index_gap(e: _PairEvidence, base: str) -> str:
 def _vocabulary(e: _PairEvidence, base: str, ov: str) -> str:
     if e.kind == "lexical":
         return (
-            f"The query and the target share almost no words, which a lexical run needs, while the embedding model "
-            f"sees the match: {base}; {ov}."
+            f"The query and the target share almost no words, which a lexical run needs, while exact dense search "
+            f"ranks it within {e.near_hi}: {base}; {ov}."
         )
     return f"The embedding model scores the target low while the words tell: {base}; {ov}."
 
