@@ -82,12 +82,13 @@ class Analysis(Pictures):
 
     def summary(self) -> pd.DataFrame:
         """The headline table: per run, nDCG, recall and hit rate at k, MRR, and (when the texts are loaded)
-        the number of failed queries and the failure classes."""
+        the number of failed queries, of missed pairs, and the missed pairs per failure class."""
         k = self.k
         cols = [f"ndcg@{k}", f"recall@{k}", f"hit_rate@{k}", "mrr"]
         table = self.metrics(cols)
         if self.dataset.corpus is not None and self.dataset.queries is not None:
             table["failed queries"] = [len(self.diagnosis(n).failed_queries) for n in table.index]
+            table["missed pairs"] = [self.diagnosis(n).n_missed_pairs for n in table.index]
             counts = self.class_counts()
             table = table.join(counts.loc[:, counts.sum() > 0])
         return table

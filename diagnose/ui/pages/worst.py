@@ -19,7 +19,7 @@ st.title("Worst queries")
 st.caption(
     f"Run **{escape_md(run)}**: {escape_md(diag.counts_sentence())}. One row per missed pair, worst first (not "
     "retrieved, then deepest, then lowest cosine). Click a column header to sort, a row to open the query in the "
-    "inspector."
+    f"inspector. Run kind: {escape_md(diag.run_kind.sentence())}; the classes' rules, wording and remedies follow it."
 )
 
 if not diag.failures:
