@@ -102,7 +102,9 @@ class Diagnosis:
             d = f.to_dict()
             d["missing_terms"] = " ".join(f.missing_terms)
             rows.append({c: d[c] for c in cols})
-        return pd.DataFrame(rows, columns=cols)
+        ranks = ["run_rank", "dense_rank", "bm25_rank", "dense_rank_worst", "bm25_rank_worst"]
+        # nullable integers: a missing rank (not retrieved, BM25 score 0) stays empty instead of turning ranks to floats
+        return pd.DataFrame(rows, columns=cols).astype(dict.fromkeys(ranks, "Int64"))
 
     def to_dict(self) -> dict:
         return {
