@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from diagnose.data import DataError, Dataset, Qrels, Run, ValidationReport
+from diagnose.metrics import DEFAULT_KS
 
 PathLike = str | Path
 
@@ -152,7 +153,7 @@ def evaluate(
     qrels: Qrels | Dataset | PathLike | Mapping[str, Mapping[str, int]],
     run: Run | PathLike | Mapping[str, Mapping[str, float]] | Mapping[str, Any],
     *,
-    k: int | Sequence[int] = (1, 3, 5, 10),
+    k: int | Sequence[int] = DEFAULT_KS,
     metrics: Sequence[str] | str | None = None,
 ) -> pd.DataFrame:
     """Score one run (or several) against a golden set, with trec_eval's conventions (README "Metrics").
@@ -171,15 +172,15 @@ def evaluate(
     run
     run        1.0  1.0
     """
-    from diagnose.metrics import evaluate_many, expand_metrics
+    from diagnose.metrics import evaluate_many, expand_names
 
     ks = [k] if isinstance(k, int | np.integer) else list(k)
-    names = expand_metrics([metrics] if isinstance(metrics, str) else metrics, ks)
+    names = expand_names([metrics] if isinstance(metrics, str) else metrics, ks)
     q = as_qrels(qrels)
     runs = _runs_argument(run)
     results = evaluate_many(q, runs, names)
     table = pd.DataFrame([ev.aggregate for ev in results.values()], index=pd.Index(list(results), name="run"))
-    return table[names]
+    return table[[str(n) for n in names]]
 
 
 def _runs_argument(run: Any) -> dict[str, Run]:

@@ -1,6 +1,6 @@
 """Optional dependencies and the extra that installs each.
 
-The core install (``pip install diagnose``) reads the data, computes the metrics and statistics and runs
+The core install (``pip install diagnose-rag``) reads the data, computes the metrics and statistics and runs
 ``diagnose evaluate``: numpy, pandas, pyarrow and scipy. The rest comes with extras:
 
 - ``[embed]``: embeddings and BM25 (torch, sentence-transformers and the bundled model, bm25s, rank-bm25,
@@ -43,6 +43,12 @@ EXTRA_OF: dict[str, str] = {
 }
 
 
+#: The distribution's name on the package index (``pip install diagnose-rag``); the import name and the command are
+#: ``diagnose`` (the distribution name ``diagnose`` belongs to an unrelated project). pyproject.toml's ``name``;
+#: tests/test_extras.py checks that they agree.
+DISTRIBUTION = "diagnose-rag"
+
+
 class MissingExtra(DataError):
     """An optional dependency is not installed; the message names the extra that installs it."""
 
@@ -55,7 +61,8 @@ def missing_extra(error: ModuleNotFoundError, what: str = "This") -> MissingExtr
         return None
     return MissingExtra(
         f"{what} needs the optional package {root!r}, which is not installed. Install it with "
-        f"pip install 'diagnose[{extra}]' (or 'diagnose[all]' for everything; from a checkout: pip install -e '.[all]')."
+        f"pip install '{DISTRIBUTION}[{extra}]' (or '{DISTRIBUTION}[all]' for everything; from a checkout: "
+        "pip install -e '.[all]')."
     )
 
 

@@ -16,8 +16,16 @@ into a reporter.
 from __future__ import annotations
 
 import sys
+import warnings
 from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
+
+# bm25s, transformers, huggingface_hub and sentence-transformers import tqdm.autonotebook, which prints "TqdmWarning:
+# IProgress not found" into a Jupyter cell when ipywidgets is not installed (and then draws text bars, which is
+# fine). It warns once, on its first import: that import happens here, quietly, before any of theirs.
+with warnings.catch_warnings():
+    warnings.filterwarnings("ignore", message="IProgress not found")
+    import tqdm.autonotebook  # noqa: F401
 
 Callback = Callable[[int, int], Any]
 
@@ -62,7 +70,7 @@ class Terminal:
     def bar(self, label: str) -> Callback:
         if not self.enabled:
             return _ignore
-        from tqdm.auto import tqdm
+        tqdm = _tqdm_class()
 
         state: dict[str, Any] = {}
 
@@ -75,6 +83,21 @@ class Terminal:
                 t.close()
 
         return update
+
+
+def _tqdm_class() -> Any:
+    """tqdm's notebook bar in a Jupyter kernel that has ipywidgets (the ``[notebook]`` extra), else the text bar:
+    tqdm.auto without ipywidgets prints "TqdmWarning: IProgress not found" into the notebook and draws text anyway."""
+    if in_notebook():
+        import importlib.util
+
+        if importlib.util.find_spec("ipywidgets") is not None:
+            from tqdm.notebook import tqdm
+
+            return tqdm
+    from tqdm.std import tqdm
+
+    return tqdm
 
 
 class _CallbackOnly:

@@ -27,11 +27,7 @@ import pandas as pd
 
 from diagnose.data import ValidationReport, json_default
 from diagnose.failures import CLASS_LABELS, CLASSES, Diagnosis, recommendation, sort_worst
-from diagnose.metrics import Evaluation, metric_family, quality_band
-
-# precision@k and f1@k are bounded by R/k: a quality band would call every run poor (README "Quality bands").
-UNBANDED_FAMILIES = ("precision", "f1")
-
+from diagnose.metrics import Evaluation, parse_metric, quality_band
 
 # --------------------------------------------------------------------------------------------- cells and tables
 
@@ -85,12 +81,13 @@ def _numeric(rows: Sequence[Mapping[str, Any]], columns: Sequence[str]) -> list[
 
 
 def band_of(metric: str, value: float) -> str | None:
-    """The quality band of a metric value, None for metrics that get none (precision, f1: bounded by R/k)."""
+    """The quality band of a metric value, None for metrics whose record leaves it out of tables
+    (``band_in_tables``: precision, f1, bounded by R/k, README "Quality bands")."""
     try:
-        family = metric_family(metric)
+        name = parse_metric(metric)
     except Exception:  # noqa: BLE001 - not a registered metric (e.g. a latency column): no band
         return None
-    return None if family in UNBANDED_FAMILIES else quality_band(metric, value)
+    return quality_band(name, value) if name.metric.band_in_tables else None
 
 
 def per_query_frame(evaluations: Mapping[str, Evaluation], metrics: Sequence[str] | None = None) -> pd.DataFrame:
@@ -124,6 +121,7 @@ class EvaluationReport:
     slice_field: str | None = None
     validation: ValidationReport = field(default_factory=ValidationReport)
     extra_columns: dict[str, dict[str, float]] = field(default_factory=dict)  # run -> {column: value} (latency)
+    latency_detail: dict[str, dict[str, Any]] = field(default_factory=dict)  # run -> slowest, timed_out, per query
     ties: dict[str, Any] = field(default_factory=dict)  # run -> diagnose.ties.TieAudit
     tukey: pd.DataFrame | None = None  # randomised Tukey HSD over every pair (three or more runs)
     queries_needed: pd.DataFrame | None = None  # topic-set size per (metric, run), when asked
@@ -146,6 +144,11 @@ class EvaluationReport:
             }
             if name in self.extra_columns:
                 entry["latency"] = {c: _finite(v) for c, v in self.extra_columns[name].items()}
+            if name in self.latency_detail:
+                detail = self.latency_detail[name]
+                entry.setdefault("latency", {}).update(slowest=detail["slowest"], timed_out=detail["timed_out"])
+                if per_query:
+                    entry["latency"]["per_query_ms"] = detail["per_query_ms"]
             if per_query:
                 entry["per_query"] = {
                     str(q): {m: float(v) for m, v in row.items()} for q, row in ev.per_query.iterrows()

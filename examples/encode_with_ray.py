@@ -9,7 +9,7 @@ then concatenated, one at a time, into one file with an id column and a vector c
 
 Usage (local: Ray starts on this machine; on a cluster pass --address auto, or run it as a Ray job):
 
-    pip install "diagnose[embed,distributed]"      # the workers need sentence-transformers + torch too
+    pip install "diagnose-rag[embed,distributed]"      # the workers need sentence-transformers + torch too
     python examples/encode_with_ray.py demo_corpus/corpus.jsonl /tmp/doc_vectors.parquet --workers 2
     python examples/encode_with_ray.py demo_corpus/queries.jsonl /tmp/query_vectors.parquet --kind query
     diagnose failures --data demo_corpus --run demo_corpus/runs/ann_minilm.trec \\

@@ -83,3 +83,33 @@ def test_starting_with_no_golden_set_builds_one_on_the_judge_page(tmp_path, monk
     next(b for b in at.button if b.key == "judge_2").click().run()
     app.assert_clean(at)
     assert Journal(journal).judgements() == {(query, doc): 2}
+
+
+def test_a_corrupt_journal_is_a_message_on_the_judge_page(tmp_path, monkeypatch):
+    """A hand-edited journal line nested 100,000 levels deep (on 8fa1f16: RecursionError, a traceback)."""
+    at, journal = _judge(tmp_path, monkeypatch)  # the page runs once with an empty journal
+    journal.parent.mkdir(parents=True, exist_ok=True)
+    journal.write_bytes(b'{"query_id": "q1", "doc_id": "d1", "grade": ' + b"[" * 100_000 + b"]" * 100_000 + b"}\n")
+    at.run()
+    assert not at.exception, [e.message for e in at.exception]
+    [error] = at.error
+    assert "The journal cannot be read" in app.unescaped(error.value)
+    assert "line 1: the line is JSON nested deeper than 16 levels" in app.unescaped(error.value)
+    assert not [b for b in at.button if b.key and b.key.startswith("judge_")]  # judging paused
+
+
+def test_a_journal_that_cannot_be_written_is_a_message_on_the_judge_page(tmp_path, monkeypatch):
+    """The journal's folder is a file, as good as read-only (as root, chmod does not stop a write): the click says
+    the judgement was not saved (on 8fa1f16: FileExistsError in the button's callback, a traceback)."""
+    (tmp_path / "blocked").write_text("a file, not a folder")
+    monkeypatch.setenv("DIAGNOSE_JOURNAL", str(tmp_path / "blocked" / "judgements.jsonl"))
+    monkeypatch.setenv("DIAGNOSE_FOREGROUND_SECONDS", "120")
+    at = app.open_demo("judge")
+    app.assert_clean(at)
+    pair = _current_pair(at)
+    at.button(key="judge_2").click().run()
+    assert not at.exception, [e.message for e in at.exception]
+    [error] = at.error
+    assert "cannot write the journal" in app.unescaped(error.value)
+    assert f"{pair[0]} / {pair[1]} = 2 was not saved" in app.unescaped(error.value)
+    assert _current_pair(at) == pair  # still the same pair to judge

@@ -67,6 +67,9 @@ CASES: dict[str, Case] = {
     "run_csv_extra_field_line4.csv": fatal(4, "found 4"),
     "run_csv_bad_score.csv": fatal(3, "score"),
     "run_unknown_format.txt": fatal(1, "these are not", "TREC run"),
+    # a golden set given as a run (either layout) is refused, saying what it looks like and where it belongs
+    "run_beir_qrels.tsv": fatal(1, "looks like a qrels file", "--qrels"),
+    "run_trec_qrels.trec": fatal(1, "looks like TREC qrels", "--qrels"),
     "run_gzip_corrupt.trec.gz": fatal(None, "gzip"),
     "run_utf16.trec": fatal(1, "UTF-16"),
     "run_fullwidth_score.trec": fatal(2, "'９９'", "non-ASCII"),

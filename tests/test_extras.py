@@ -45,7 +45,7 @@ def test_a_missing_extra_is_named_in_the_cli_and_the_library():
         " '--baseline', 'bm25']))\n"
     )
     assert done.returncode == 2 and "Traceback" not in done.stderr
-    assert "pip install 'diagnose[embed]'" in done.stderr
+    assert "pip install 'diagnose-rag[embed]'" in done.stderr
     done = _run(
         "import diagnose\n"
         f"a = diagnose.Analysis(diagnose.load({str(DEMO)!r}), {{'ann': {str(DEMO / 'runs' / 'ann_minilm.trec')!r}}})\n"
@@ -56,4 +56,16 @@ def test_a_missing_extra_is_named_in_the_cli_and_the_library():
         "    print('refused:', e)\n"
     )
     assert done.returncode == 0, done.stderr[-2000:]
-    assert "refused:" in done.stdout and "diagnose[embed]" in done.stdout
+    assert "refused:" in done.stdout and "diagnose-rag[embed]" in done.stdout
+
+
+def test_the_distribution_name_is_one_fact():
+    """pyproject's distribution name is the one the messages name (``diagnose`` itself belongs to an unrelated
+    project on the package index, so a user typing ``pip install diagnose`` would get something else)."""
+    import tomllib
+
+    from diagnose.extras import DISTRIBUTION
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert project["name"] == DISTRIBUTION != "diagnose"
+    assert project["scripts"] == {"diagnose": "diagnose.cli:main"}  # the command keeps its name

@@ -9,16 +9,18 @@ import pandas as pd
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from metrics_testing import every_name
 
 import diagnose.metrics.join as M
 from diagnose.data import DataError, Qrels, Run
 from diagnose.metrics import (
-    QUALITY_BANDS,
     REGISTRY,
     Evaluation,
+    MetricName,
     evaluate,
     evaluate_many,
     expand_metrics,
+    expand_names,
     parse_metric,
     quality_band,
 )
@@ -334,12 +336,31 @@ def test_expand_metrics():
         expand_metrics(["ndcg"], [])
 
 
-def test_registry_covers_every_family():
-    quality = {"precision", "recall", "hit_rate", "mrr", "ndcg", "map", "r_precision", "f1"}
-    assert set(REGISTRY) == quality | {"judged", "hole"}  # coverage of the qrels: tests/test_metrics_holes.py
-    assert set(QUALITY_BANDS) == quality
-    for a, b, c in QUALITY_BANDS.values():
-        assert 0 < a < b < c <= 1
+def test_every_family_declares_its_band():
+    # a quality metric has band limits 0 < a < b < c <= 1; a coverage metric (how far the qrels cover the run,
+    # tests/test_metrics_holes.py) has none, and quality_band says so
+    for m in REGISTRY.values():
+        name = m.name if m.cutoff == "none" else f"{m.name}@10"
+        if m.coverage:
+            assert m.band is None and quality_band(name, 0.5) == "n/a", m.name
+        else:
+            a, b, c = m.band
+            assert 0 < a < b < c <= 1, m.name
+            assert [quality_band(name, v) for v in (0.0, a, b, c)] == ["poor", "acceptable", "good", "excellent"]
+
+
+def test_metric_name_is_parsed_once():
+    n = parse_metric(" NDCG@10 ")
+    assert n == MetricName("ndcg", 10) and str(n) == "ndcg@10" and n.metric is REGISTRY["ndcg"]
+    assert parse_metric(n) is n  # a record passes through unparsed
+    family, k = parse_metric("mrr")  # still a (family, k) pair
+    assert (family, k) == ("mrr", None) and str(MetricName("mrr")) == "mrr"
+    # expand_names keeps records as they are and parses text; expand_metrics gives the same names as text
+    names = expand_names([MetricName("map", 5), "recall", "mrr"], [1, 10])
+    assert names == [MetricName("map", 5), MetricName("recall", 1), MetricName("recall", 10), MetricName("mrr")]
+    assert expand_metrics([MetricName("map", 5), "recall", "mrr"], [1, 10]) == [str(n) for n in names]
+    ev = evaluate(QRELS, RUN, [MetricName("ndcg", 3), "ndcg@3", "mrr"])  # duplicates dropped
+    assert ev.metrics == ["ndcg@3", "mrr"]
 
 
 @pytest.mark.parametrize(
@@ -388,8 +409,7 @@ def collections(draw):
 
 
 KS = [1, 2, 3, 5, 10]
-PROPS = [f"{f}@{k}" for f in ["precision", "recall", "hit_rate", "mrr", "ndcg", "map", "f1"] for k in KS]
-PROPS += ["mrr", "map", "r_precision"]
+PROPS = every_name(KS)  # every registered family, so a new one is checked in [0, 1] and for row order
 FAST = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 

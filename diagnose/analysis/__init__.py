@@ -50,7 +50,8 @@ class Analysis(Pictures):
     ``dataset``: a :class:`~diagnose.data.Dataset` (``diagnose.load(...)``). ``runs``: ``{name: run}`` where a run
     is a file path, a :class:`~diagnose.data.Run`, a dict ``{query_id: {doc_id: score}}``, or a live retriever (a
     callable ``str -> list[doc_id | (doc_id, score)]``, a LangChain or LlamaIndex retriever; run over the golden
-    queries by :func:`diagnose.retrievers.run_retriever` the first time it is needed, latency recorded); default:
+    queries by :func:`diagnose.retrievers.run_retriever` the first time it is needed, latency recorded, each query
+    given ``retriever_timeout`` seconds, default 60, ``None``: no limit); default:
     the runs loaded with the data set. ``k``: the cutoff of the failures and of the headline metrics; ``ks``: the
     cutoffs of the metric table (``k`` is always added). ``model``: a sentence-transformers model name or folder
     (``"default"``: the bundled all-MiniLM-L6-v2, offline); ``precision``: ``"fast"`` (bf16 transformer where the CPU supports it, vectors

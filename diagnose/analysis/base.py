@@ -16,6 +16,8 @@ import numpy as np
 from diagnose import progress as progress_mod
 from diagnose.data import DataError, Dataset, Run
 from diagnose.extras import needs
+from diagnose.metrics import DEFAULT_KS
+from diagnose.retrievers import DEFAULT_TIMEOUT, check_timeout
 
 if TYPE_CHECKING:
     from diagnose.embed import Encoder
@@ -26,7 +28,6 @@ T = TypeVar("T")
 
 BASELINES = ("bm25", "dense", "hybrid")
 FAILURE_MODES = ("hit", "recall")
-DEFAULT_KS = (1, 3, 5, 10)
 DEFAULT_DEPTH = 100
 YOUR_RUN, BASELINE, LIVE = "your run", "baseline", "live retriever"
 
@@ -82,6 +83,7 @@ class AnalysisBase:
         embeddings: Mapping[str, Any] | VectorSpace | None = None,
         precision: str = "fast",
         progress: progress_mod.Progress = False,
+        retriever_timeout: float | None = DEFAULT_TIMEOUT,
         kinds: Mapping[str, str] | None = None,
     ) -> None:
         if not isinstance(dataset, Dataset):
@@ -100,6 +102,7 @@ class AnalysisBase:
         if precision not in ("fast", "exact"):
             raise _param_error("precision", f"precision must be 'fast' or 'exact', got {precision!r}.")
         self.precision = precision
+        self.retriever_timeout = check_timeout(retriever_timeout, "retriever_timeout")
         self.cache_dir = Path(cache_dir) if cache_dir is not None else None
         self._metric_names = list(metrics) if metrics is not None else None
         self._thresholds = thresholds

@@ -97,6 +97,7 @@ class Pipeline(AnalysisBase):
                     {q: t for q, t in ds.queries.text_of().items() if q in golden},
                     depth=self.depth,
                     name=name,
+                    timeout=self.retriever_timeout,
                     report=ds.report,
                     progress=self._reporter.bar(f"Retriever {name}"),
                 )
@@ -260,7 +261,7 @@ class Pipeline(AnalysisBase):
             baselines=dict(self._baselines), cache_dir=self.cache_dir, ks=self.ks, metrics=self._metric_names,
             depth=self.depth, bm25_engine=self.bm25_engine, thresholds=self._thresholds,
             encoder=self._encoder_given, embeddings=self._embeddings, precision=self.precision,
-            progress=self._reporter,
+            progress=self._reporter, retriever_timeout=self.retriever_timeout,
         )  # fmt: skip
         for key in ("bm25", "encoder"):
             if self._has(key):

@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from diagnose.data import DataError
+from diagnose.metrics import MetricName, expand_names
 from diagnose.report import EvaluationReport
 
 if TYPE_CHECKING:
@@ -29,18 +30,27 @@ from diagnose.analysis.pipeline import Pipeline
 class Scores(Pipeline):
     """See :class:`diagnose.analysis.Analysis`."""
 
-    def metric_names(self, metrics: Sequence[str] | None = None) -> list[str]:
+    def metric_names(self, metrics: Sequence[str | MetricName] | None = None) -> list[str]:
         """Full metric names: ``metrics`` (or the analysis' own, or the CLI's default set) expanded at ``ks``."""
-        from diagnose.metrics import expand_metrics
+        return [str(n) for n in self._names(metrics)]
 
-        return expand_metrics(metrics if metrics is not None else self._metric_names, self.ks)
+    def _names(self, metrics: Sequence[str | MetricName] | None = None) -> tuple[MetricName, ...]:
+        """:meth:`metric_names` as :class:`~diagnose.metrics.MetricName` records, the form passed inward: text is
+        parsed here once (records pass through), the analysis' own set once per analysis."""
+        if metrics is None:
+            return self._cached(("metric_names",), lambda: tuple(expand_names(self._metric_names, self.ks)))
+        return tuple(expand_names(metrics, self.ks))
+
+    def _headline(self) -> tuple[MetricName, MetricName, MetricName]:
+        """The default metrics of comparisons and reports: nDCG and recall at k, and MRR."""
+        return MetricName("ndcg", self.k), MetricName("recall", self.k), MetricName("mrr")
 
     def evaluations(
-        self, metrics: Sequence[str] | None = None, *, runs: Sequence[str] | None = None
+        self, metrics: Sequence[str | MetricName] | None = None, *, runs: Sequence[str] | None = None
     ) -> dict[str, Evaluation]:
         """Run name -> :class:`~diagnose.metrics.Evaluation` (per query and aggregate), of every run and baseline
         (or of the runs named: the app scores the runs it has while the vectors are still being computed)."""
-        names = tuple(self.metric_names(metrics))
+        names = self._names(metrics)
         chosen = tuple(runs) if runs is not None else None
 
         def build() -> dict[str, Evaluation]:
@@ -59,7 +69,7 @@ class Scores(Pipeline):
         with_latency = {n: r for n, r in self.user_runs().items() if getattr(r, "latency_ms", None)}
         if not with_latency:
             return out
-        recall = f"recall@{self._k(k)}"
+        recall = MetricName("recall", self._k(k))
         evs = self.evaluations([recall], runs=list(with_latency))
         for name, r in with_latency.items():
             ms = np.asarray(list(r.latency_ms.values()), dtype=np.float64)
@@ -67,18 +77,36 @@ class Scores(Pipeline):
             out[name] = {
                 "latency_p50_ms": p50,
                 "latency_p95_ms": float(np.percentile(ms, 95)),
-                f"{recall}_per_ms": evs[name].aggregate[recall] / p50 if p50 > 0 else float("nan"),
+                f"{recall}_per_ms": evs[name].aggregate[str(recall)] / p50 if p50 > 0 else float("nan"),
             }
         return out
+
+    def latency_detail(self, n: int = 5) -> dict[str, dict[str, Any]]:
+        """For runs of live retrievers: ``slowest`` (the ``n`` slowest queries, ``{"query_id", "ms"}``, slowest
+        first), ``timed_out`` (the ids of the queries abandoned after the timeout) and ``per_query_ms`` (every
+        returned query's latency)."""
+        from diagnose.retrievers import RetrieverTimeout
+        from diagnose.retrievers.results import slowest
+
+        timeout = f"{RetrieverTimeout.__name__}:"
+        return {
+            name: {
+                "slowest": [{"query_id": q, "ms": ms} for q, ms in slowest(r.latency_ms or {}, n)],
+                "timed_out": [q for q, msg in (r.errors or {}).items() if msg.startswith(timeout)],
+                "per_query_ms": dict(r.latency_ms or {}),
+            }
+            for name, r in self.user_runs().items()
+            if r.latency_ms is not None
+        }
 
     def metrics(self, metrics: Sequence[str] | None = None) -> pd.DataFrame:
         """Mean metrics: one row per run (index: run names, baselines included), one column per metric (the
         CLI's names, e.g. ``ndcg@10``); live retrievers add ``latency_p50_ms``, ``latency_p95_ms`` and
         ``recall@k_per_ms``."""
-        evs = self.evaluations(metrics)
-        names = self.metric_names(metrics)
+        names = self._names(metrics)
+        evs = self.evaluations(names)
         table = pd.DataFrame(
-            [evs[n].aggregate for n in evs], index=pd.Index(list(evs), name="run"), columns=names
+            [evs[n].aggregate for n in evs], index=pd.Index(list(evs), name="run"), columns=[str(m) for m in names]
         )
         lat = self.latency()
         if lat:
@@ -100,7 +128,7 @@ class Scores(Pipeline):
         k = self._k(k)
 
         def build() -> TieAudit:
-            audit = tie_audit(self.dataset.qrels, self.runs[name], self.metric_names(), k=k)
+            audit = tie_audit(self.dataset.qrels, self.runs[name], self._names(), k=k)
             add_to_report(audit, self.dataset.report)
             return audit
 
@@ -111,7 +139,8 @@ class Scores(Pipeline):
         ``lower`` (unjudged = non-relevant, today's value), ``upper`` (unjudged judged at best) and ``gap``."""
         from diagnose.metrics import metric_bounds
 
-        names = self.metric_names(metrics or [f"ndcg@{self.k}", f"recall@{self.k}", f"hit_rate@{self.k}", "mrr"])
+        ndcg, recall, mrr = self._headline()
+        names = self._names(metrics or [ndcg, recall, MetricName("hit_rate", self.k), mrr])
         chosen = tuple(runs) if runs is not None else None
 
         def build() -> pd.DataFrame:
@@ -124,12 +153,12 @@ class Scores(Pipeline):
                 frames.append(agg)
             return pd.concat(frames, ignore_index=True)
 
-        return self._cached(("bounds", tuple(names), chosen), build).copy()
+        return self._cached(("bounds", names, chosen), build).copy()
 
     def comparisons(
         self,
         reference: str | None = None,
-        metrics: Sequence[str] | None = None,
+        metrics: Sequence[str | MetricName] | None = None,
         *,
         n_resamples: int = 10_000,
         seed: int = 0,
@@ -137,34 +166,34 @@ class Scores(Pipeline):
         """Paired comparisons (:class:`diagnose.stats.Comparison`) of every run with ``reference`` (default: the
         first run) on ``metrics`` (default: nDCG and recall at k, and MRR), Holm-corrected as one family."""
         ref = self._run_name(reference)
-        names = tuple(metrics or (f"ndcg@{self.k}", f"recall@{self.k}", "mrr"))
+        names = self._names(metrics or self._headline())
 
         def build() -> list[Comparison]:
             from diagnose.stats import compare_all
 
             if len(self.runs) < 2:
                 return []
-            evs = self.evaluations([*self.metric_names(), *names])
+            evs = self.evaluations([*self._names(), *names])
             per_query = {n: ev.per_query for n, ev in evs.items()}
-            return compare_all(per_query, ref, list(names), n_resamples=n_resamples, seed=seed)
+            return compare_all(per_query, ref, [str(m) for m in names], n_resamples=n_resamples, seed=seed)
 
         return self._cached(("comparisons", ref, names, n_resamples, seed), build)
 
     def tukey(
-        self, metric: str | None = None, *, n_resamples: int = 10_000, seed: int = 0
+        self, metric: str | MetricName | None = None, *, n_resamples: int = 10_000, seed: int = 0
     ) -> pd.DataFrame:
         """Every pair of runs at once (three or more runs): the randomised Tukey HSD test on ``metric`` (default
         nDCG@k), which controls the family-wise error over all pairs; one row per pair with ``mean_diff``,
         ``effect_size``, ``p_tukey``, ``significant``. Empty with fewer than three runs."""
         from diagnose.stats import randomised_tukey_hsd
 
-        m = self.metric_names([metric or f"ndcg@{self.k}"])[0]
+        m = self._names([metric or MetricName("ndcg", self.k)])[0]
 
         def build() -> pd.DataFrame:
             if len(self.runs) < 3:
                 return pd.DataFrame(columns=["reference", "run", "mean_diff", "effect_size", "p_tukey", "significant"])
-            evs = self.evaluations([*self.metric_names(), m])
-            return randomised_tukey_hsd({n: ev.per_query for n, ev in evs.items()}, m, n_resamples=n_resamples,
+            evs = self.evaluations([*self._names(), m])
+            return randomised_tukey_hsd({n: ev.per_query for n, ev in evs.items()}, str(m), n_resamples=n_resamples,
                                         seed=seed)  # fmt: skip
 
         return self._cached(("tukey", m, n_resamples, seed), build).copy()
@@ -191,10 +220,10 @@ class Scores(Pipeline):
                 or difference <= 0:  # fmt: skip
             raise _param_error("difference", f"difference must be a positive number, got {difference!r}.")
         ref = self._run_name(reference)
-        names = self.metric_names(metrics or [f"ndcg@{self.k}", f"recall@{self.k}", "mrr"])
-        evs = self.evaluations([*self.metric_names(), *names])
+        parsed = self._names(metrics or self._headline())
+        evs = self.evaluations([*self._names(), *parsed])
         rows = []
-        for m in names:
+        for m in map(str, parsed):
             base = evs[ref].per_query[m]
             for name, ev in evs.items():
                 if name == ref:
@@ -213,15 +242,15 @@ class Scores(Pipeline):
 
         ref = self._run_name(reference)
         k = self._k(k)
-        metric = f"hit_rate@{k}"
-        evs = self.evaluations([*self.metric_names(), metric])
+        metric = MetricName("hit_rate", k)
+        evs = self.evaluations([*self._names(), metric])
         out: dict[str, dict[str, Any]] = {}
         for name, ev in evs.items():
             if name == ref:
                 continue
-            d = per_query_deltas(evs[ref], ev, metric)
+            d = per_query_deltas(evs[ref], ev, str(metric))
             out[name] = {
-                "metric": metric,
+                "metric": str(metric),
                 "fixed": d.loc[d["change"] == "fixed", "query_id"].astype(str).tolist(),
                 "broken": d.loc[d["change"] == "broken", "query_id"].astype(str).tolist(),
             }
@@ -248,17 +277,18 @@ class Scores(Pipeline):
         if max_drop and len(self.runs) < 2:
             raise _param_error("max_drop", "max_drop needs a reference run to compare with: give a second run.")
         ref = self._run_name(reference)
-        evs = self.evaluations([*self.metric_names(), *fail_under, *max_drop])
+        gated = {metric: self._names([metric]) for metric in [*fail_under, *max_drop]}
+        evs = self.evaluations([*self._names(), *(n for names in gated.values() for n in names)])
         out = []
         for name, ev in evs.items():
             if name == ref and skip_reference:
                 continue
             for metric, bound in fail_under.items():
-                value = ev.aggregate[self.metric_names([metric])[0]]
+                value = ev.aggregate[str(gated[metric][0])]
                 if value < bound:
                     out.append(f"run {name!r}: {metric} = {value:.4f} is below the bound {bound:g} (fail_under)")
             for metric, drop in max_drop.items():
-                m = self.metric_names([metric])[0]
+                m = str(gated[metric][0])
                 value, refv = ev.aggregate[m], evs[ref].aggregate[m]
                 if refv - value > drop:
                     out.append(
@@ -267,7 +297,7 @@ class Scores(Pipeline):
                     )
         return out
 
-    def slices(self, field: str, metrics: Sequence[str] | None = None) -> pd.DataFrame:
+    def slices(self, field: str, metrics: Sequence[str | MetricName] | None = None) -> pd.DataFrame:
         """Mean metrics per run and per value of the query metadata ``field``."""
         from diagnose.compare import slice_metrics
 
@@ -303,14 +333,13 @@ class Scores(Pipeline):
             raise _param_error(
                 "runs", "No run to evaluate: give runs={name: path or run} or baselines=('bm25', 'dense', 'hybrid')."
             )
-        names = self.metric_names()
-        extra = [m for m in self.metric_names([*(fail_under or {}), *(max_drop or {})]) if m not in names] if (
+        names = self._names()
+        extra = [m for m in self._names([*(fail_under or {}), *(max_drop or {})]) if m not in names] if (
             fail_under or max_drop) else []  # fmt: skip
-        names = names + extra
+        names = (*names, *extra)
         ref = self._run_name(reference)
         evs = self.evaluations(names)
-        heads = list(dict.fromkeys([*(headline or (f"ndcg@{self.k}", f"recall@{self.k}", "mrr")), *(max_drop or {})]))
-        heads = self.metric_names(heads)
+        heads = self._names([*(headline or self._headline()), *(max_drop or {})])
         comparisons = self.comparisons(ref, heads, n_resamples=n_resamples, seed=seed) if len(evs) > 1 else []
         changes = self.query_changes(ref, k=max(self.ks)) if len(evs) > 1 else {}
         gate = self.gate(fail_under, max_drop, reference=ref, skip_reference=skip_reference)
@@ -318,7 +347,8 @@ class Scores(Pipeline):
         tukey = self.tukey(heads[0], n_resamples=n_resamples, seed=seed) if len(evs) >= 3 else None
         slices = self.slices(slice_by, names) if slice_by else None
         return EvaluationReport(
-            metrics=names, ks=list(self.ks), evaluations=evs, reference=ref, comparisons=comparisons,
+            metrics=[str(n) for n in names], ks=list(self.ks), evaluations=evs, reference=ref, comparisons=comparisons,
             query_changes=changes, gate=gate, slices=slices, slice_field=slice_by,
             validation=self.dataset.report, extra_columns=self.latency(), ties=ties, tukey=tukey,
+            latency_detail=self.latency_detail(),
         )  # fmt: skip

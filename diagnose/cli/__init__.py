@@ -1,7 +1,8 @@
 """The `diagnose` command line: a thin layer over the library.
 
 Exit codes: 0 ok, 1 an unexpected internal error (or a CI gate that failed), 2 an input or usage error (a message,
-never a traceback).
+never a traceback), 130 interrupted by Ctrl-C (during a live retriever: what it had done is printed, and written
+with ``--write-runs DIR`` as ``NAME.partial.trec``).
 
 Where things are
 ----------------
@@ -34,16 +35,24 @@ from diagnose.cli.evaluate import cmd_evaluate
 from diagnose.cli.failures import cmd_failures, cmd_risk
 from diagnose.cli.judge import cmd_judge_queue
 from diagnose.cli.models import cmd_fuse, cmd_models, cmd_rerank
-from diagnose.cli.parser import DEFAULT_KS, build_parser
-from diagnose.cli.shared import EXIT_FAIL, EXIT_INPUT, EXIT_OK, PARAM_FLAGS
+from diagnose.cli.parser import build_parser
+from diagnose.cli.shared import (
+    EXIT_FAIL,
+    EXIT_INPUT,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    PARAM_FLAGS,
+    _write_partial_run,
+)
 from diagnose.data import DataError
 from diagnose.extras import missing_extra
+from diagnose.retrievers import RetrieverInterrupted
 
 __all__ = [
     "COMMANDS",
-    "DEFAULT_KS",
     "EXIT_FAIL",
     "EXIT_INPUT",
+    "EXIT_INTERRUPTED",
     "EXIT_OK",
     "PARAM_FLAGS",
     "build_parser",
@@ -88,13 +97,21 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         print(f"error: {err}", file=sys.stderr)
         return EXIT_INPUT
+    except RetrieverInterrupted as stop:
+        _write_partial_run(args, stop)
+        return EXIT_INTERRUPTED
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
     except BrokenPipeError:
         return EXIT_OK
-    except SystemExit as e:  # --help
-        return int(e.code or 0)
+    except SystemExit as e:
+        if args is None:  # argparse: --help, or a usage error it printed
+            return int(e.code or 0) if isinstance(e.code, int | None) else EXIT_INPUT
+        traceback.print_exc()  # not ours to exit with: code the command called (user code is contained first)
+        print(f"internal error: SystemExit({e.code!r}) raised during `diagnose {args.command}`; stopped.",
+              file=sys.stderr)  # fmt: skip
+        return EXIT_FAIL
     except Exception as e:  # noqa: BLE001 - the last line of defence: a bug, not a user mistake
         traceback.print_exc()
         print(

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from diagnose.cli.shared import EXIT_OK, _analysis, _load, _print_warnings
 from diagnose.data import DataError
-from diagnose.judging import QUEUE_TSV_COLUMNS, judge_queue, with_texts
+from diagnose.judging import judge_queue, with_texts, write_queue_tsv
 
 
 def cmd_judge_queue(args: argparse.Namespace) -> int:
@@ -19,11 +19,11 @@ def cmd_judge_queue(args: argparse.Namespace) -> int:
     ds = _load(args, need_text=True, require_qrels=False)
     analysis = _analysis(args, ds, k=args.k, depth=args.depth)
     queue = judge_queue(analysis, k=args.k, limit=args.limit)
-    table = with_texts(queue, ds).assign(grade="")[QUEUE_TSV_COLUMNS]
+    table = with_texts(queue, ds).assign(grade="")
     if len(ds.qrels) == 0:  # no golden set yet: that the run's queries have no judgements is the point
         ds.report.problems[:] = [p for p in ds.report.problems if p.code != "run_query_not_judged"]
     _print_warnings(ds.report, "table")
-    text = table.to_csv(sep="\t", index=False, lineterminator="\n")
+    text = write_queue_tsv(table)
     if args.out:
         Path(args.out).write_text(text, encoding="utf-8")
         print(

@@ -8,8 +8,14 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from diagnose.data import DataError
+from diagnose.metrics import DEFAULT_KS, REGISTRY
 
-DEFAULT_KS = "1,3,5,10"
+
+def _families(cutoff: bool) -> str:
+    """The quality families (coverage ones left out) that take a cutoff at every --k (``cutoff``) or mean no cutoff
+    without @k, as "a, b and c" in REGISTRY order: the --metrics help."""
+    names = [m.name for m in REGISTRY.values() if not m.coverage and (m.cutoff == "required") == cutoff]
+    return f"{', '.join(names[:-1])} and {names[-1]}"
 
 
 class _Parser(argparse.ArgumentParser):
@@ -68,6 +74,13 @@ def _add_retriever_args(p: argparse.ArgumentParser) -> None:
         "callable str -> ids, a LangChain or LlamaIndex retriever); repeatable",
     )
     g.add_argument(
+        "--retriever-timeout",
+        type=float,
+        metavar="SECONDS",
+        help="seconds a live retriever may take on one query before it is abandoned and counts as retrieving "
+        "nothing (default: 60; 0: no limit)",
+    )
+    g.add_argument(
         "--write-runs",
         metavar="DIR",
         help="write the runs computed here (baselines, retrievers) as TREC files",
@@ -116,12 +129,13 @@ def _add_format(p: argparse.ArgumentParser, choices: list[str]) -> None:
 
 def _evaluate_options(ev: argparse.ArgumentParser) -> None:
     """``evaluate``'s options: cutoffs and metrics, baselines, live retrievers, comparisons, embeddings."""
-    ev.add_argument("--k", default=DEFAULT_KS, help=f"cutoffs, comma-separated (default: {DEFAULT_KS})")
+    ks = ",".join(map(str, DEFAULT_KS))
+    ev.add_argument("--k", default=ks, help=f"cutoffs, comma-separated (default: {ks})")
     ev.add_argument(
         "--metrics",
         default=None,
-        help="comma-separated metric names, e.g. ndcg@10,recall,mrr@10 (precision, recall, hit_rate, ndcg and f1 "
-        "without @k are taken at every --k; mrr, map and r_precision without @k mean no cutoff)",
+        help=f"comma-separated metric names, e.g. ndcg@10,recall,mrr@10 ({_families(True)} without @k are taken at "
+        f"every --k; {_families(False)} without @k mean no cutoff)",
     )
     ev.add_argument("--per-query", action="store_true", help="also print per-query values")
     _add_format(ev, ["table", "json", "csv", "markdown"])

@@ -16,11 +16,12 @@ from diagnose.cache import slug
 from diagnose.data import DataError, Run, ValidationReport
 from diagnose.io import check_run_matches_qrels, load_dataset, parse_run_arg, read_run, write_trec_run
 from diagnose.judging import merge, merge_counts, read_judgements
-from diagnose.retrievers import load_retriever
+from diagnose.retrievers import DEFAULT_TIMEOUT, RetrieverInterrupted, load_retriever
 
 EXIT_OK = 0
 EXIT_FAIL = 1
 EXIT_INPUT = 2
+EXIT_INTERRUPTED = 130  # Ctrl-C (128 + SIGINT, what a shell reports)
 
 
 #: Library parameters (``DataError.param``) and the flags that set them, so an error names what the user typed.
@@ -51,6 +52,7 @@ PARAM_FLAGS = {
     "duplicate_cosine": "--duplicate-cosine",
     "rrf_k": "--rrf-k",
     "retriever": "--retriever",
+    "retriever_timeout": "--retriever-timeout",
     "resamples": "--resamples",
     "limit": "--limit",
     "kinds": "--run-kind",
@@ -148,8 +150,33 @@ def _analysis(args: argparse.Namespace, ds, *, runs=None, **kwargs: Any):
         embeddings=embeddings,
         precision=getattr(args, "precision", "fast"),
         progress=True,
+        retriever_timeout=_retriever_timeout(args),
         **kwargs,
     )
+
+
+def _retriever_timeout(args: argparse.Namespace) -> float | None:
+    """``--retriever-timeout SECONDS``: the library's default when not given, no limit for 0."""
+    seconds = getattr(args, "retriever_timeout", None)
+    if seconds is None:
+        return DEFAULT_TIMEOUT
+    return None if seconds == 0 else seconds
+
+
+def _write_partial_run(args: argparse.Namespace, stop: RetrieverInterrupted) -> None:
+    """Ctrl-C during a live retriever: say what was done and, with ``--write-runs DIR``, write the partial run."""
+    print(str(stop), file=sys.stderr)
+    if stop.run is None:
+        return
+    errors = stop.run.errors or {}
+    print(f"the partial run has {len(stop.run.query_ids())} queries with results ({len(errors)} failed or timed "
+          "out); it was not evaluated", file=sys.stderr)  # fmt: skip
+    if getattr(args, "write_runs", None):
+        out = Path(args.write_runs)
+        out.mkdir(parents=True, exist_ok=True)
+        path = out / f"{slug(stop.run_name)}.partial.trec"
+        write_trec_run(stop.run, path)
+        print(f"wrote {path}", file=sys.stderr)
 
 
 def _write_runs(args: argparse.Namespace, analysis) -> None:

@@ -129,17 +129,14 @@ _HUB_ID_RE = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
 def _sentence_transformer(name_or_path: str, device: str, **kwargs: Any) -> Any:
     from sentence_transformers import SentenceTransformer
 
-    _quiet_progress_bars_off_a_terminal()
+    _quiet_library_progress_bars()
     return SentenceTransformer(name_or_path, device=device, **kwargs)
 
 
-def _quiet_progress_bars_off_a_terminal() -> None:
-    """transformers and huggingface_hub draw their own tqdm bars ("Loading weights"); in a log or a CI job (stderr
-    not a terminal nor a notebook) those are escape codes, so they are switched off there, like diagnose's own bars."""
-    from diagnose.progress import shows_progress
-
-    if shows_progress():
-        return
+def _quiet_library_progress_bars() -> None:
+    """transformers and huggingface_hub draw their own tqdm bars ("Loading weights" of a 90 MB model, a bar per
+    load): noise beside diagnose's own stage labels, in a notebook cell and on a terminal alike, and escape codes in
+    a log. They are switched off; diagnose's bars (:mod:`diagnose.progress`) say what takes time."""
     try:
         from transformers.utils import logging as hf_logging
 

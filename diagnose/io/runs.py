@@ -155,6 +155,16 @@ def _read_run_trec_fast(raw: bytes, file: str, name: str, report: ValidationRepo
 
 def _trec_score(parts: list[bytes], line: bytes, lineno: int, file: str) -> float:
     """The score of a TREC run line split into ``parts``; fatal when fields are missing or it is not finite."""
+    if len(parts) == 4 and parts[3].lstrip(b"-").isdigit():
+        raise _fatal(
+            file,
+            lineno,
+            'this line looks like TREC qrels ("qid iter docid relevance": 4 fields, an integer grade last), '
+            "a golden set, not a run",
+            _snip(line),
+            TREC_RUN,
+            QRELS_NOT_RUN_FIX,
+        )
     if len(parts) < 6:
         fix = (
             "add the run tag column, or pass a JSONL/CSV run instead"
@@ -210,6 +220,7 @@ def _read_run_table(
     if table.num_rows == 0:
         return _empty_run(name, file, report, "result rows")
     if rcol is None:
+        _refuse_qrels_table(numbers[scol], columns, file, header_line, header)
         return _build_run(name, file, q, d, numbers[scol], report)
     ranks = numbers[rcol]
     if not (ranks == np.round(ranks)).all():
@@ -226,6 +237,29 @@ def _read_run_table(
     q_codes = _factorize_first_seen(q)
     order = np.lexsort((np.arange(table.num_rows), ranks, q_codes))  # query first-seen, rank, file order
     return _build_run(name, file, q, d, scores.astype(np.float64), report, order=order)
+
+
+QRELS_NOT_RUN_FIX = (
+    "pass this file as the golden set (--qrels, or --extra-qrels for more judgements; qrels= in Python), "
+    "and as the run the ranked output of your retriever"
+)
+
+
+def _refuse_qrels_table(scores: np.ndarray, columns: list[str], file: str, header_line: int, header: str) -> None:
+    """Refuse a qrels table given as a run: no rank column and every score a small integer grade (-1..4, as
+    golden sets are graded), e.g. a BEIR ``qrels/test.tsv`` (``query-id, corpus-id, score``). A retriever's scores
+    are not all grades; a run that really has such scores can add a rank column."""
+    grades = len(scores) > 0 and bool(((scores == np.round(scores)) & (scores >= -1) & (scores <= 4)).all())
+    if grades:
+        raise _fatal(
+            file,
+            header_line,
+            f"this looks like a qrels file, a golden set, not a run: columns {', '.join(columns)}, no rank "
+            "column, and every score is an integer grade between -1 and 4",
+            _snip(header),
+            _RUN_TABLE,
+            QRELS_NOT_RUN_FIX + " (a run whose scores really are such integers: add a rank column)",
+        )
 
 
 def _run_table_columns(

@@ -8,7 +8,7 @@ This module closes the holes that matter first:
   relevant document (label-gap near-duplicates first, then a documented agreement score). Works with no golden set
   at all: the candidates then come from BM25, dense and hybrid search over every query with a text.
 - :class:`Journal`: one JSON line per judgement, appended and fsynced at once, never rewritten; a crash loses at
-  most the line being written, and reading ignores such a torn line (counted).
+  most the line being written, and reading ignores such a torn line (counted), wherever it is.
 - :func:`merge`, :func:`write_trec_qrels`, :func:`write_beir_qrels`: the golden set with the new judgements.
 - :func:`with_judgements`, :func:`judgement_effect`: the same analysis over the merged golden set, and what changed
   ("nDCG@10 0.612 -> 0.655 after 40 judgements, 6 failures were label gaps").
@@ -22,9 +22,12 @@ One question a file; this package re-exports the public names and holds :func:`l
 
 ``queue``
     :func:`judge_queue` (the candidates pooled from the runs and BM25 / dense / hybrid probes, their signals and
-    order), :func:`pending`, :func:`with_texts` and the queue's TSV columns.
+    order), :func:`pending`, :func:`with_texts`.
 ``journal``
-    :class:`Journal` (append, fsync, torn lines), the grades, :func:`default_journal_path`.
+    :class:`Journal` (append, fsync), :func:`default_journal_path`.
+``reading``
+    the one reader of journals and graded queue TSVs (torn lines, hostile lines, ASCII grades, conflicting
+    grades), the grades, and :func:`write_queue_tsv`, the queue's TSV writer.
 ``merge``
     :func:`merge`, :func:`merge_counts`, :func:`read_judgements` (journal, graded queue TSV or qrels), the TREC and
     BEIR exports.
@@ -39,16 +42,7 @@ from pathlib import Path
 
 from diagnose.data import DataError, Dataset
 from diagnose.judging.effect import RunEffect, iter_effect_lines, judgement_effect, with_judgements
-from diagnose.judging.journal import (
-    GRADES,
-    JOURNAL_ENV,
-    JOURNAL_NAME,
-    SKIP,
-    Entry,
-    Journal,
-    PathLike,
-    default_journal_path,
-)
+from diagnose.judging.journal import JOURNAL_ENV, JOURNAL_NAME, Journal, PathLike, default_journal_path
 from diagnose.judging.merge import (
     MergeCounts,
     merge,
@@ -57,7 +51,8 @@ from diagnose.judging.merge import (
     write_beir_qrels,
     write_trec_qrels,
 )
-from diagnose.judging.queue import QUEUE_COLUMNS, QUEUE_TSV_COLUMNS, judge_queue, pending, with_texts
+from diagnose.judging.queue import QUEUE_COLUMNS, judge_queue, pending, with_texts
+from diagnose.judging.reading import GRADES, QUEUE_TSV_COLUMNS, SKIP, Entry, write_queue_tsv
 
 __all__ = [
     "GRADES",
@@ -83,6 +78,7 @@ __all__ = [
     "with_judgements",
     "with_texts",
     "write_beir_qrels",
+    "write_queue_tsv",
     "write_trec_qrels",
 ]
 

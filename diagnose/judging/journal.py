@@ -1,5 +1,5 @@
-"""The journal of judgements: one JSON line per judgement, appended and fsynced at once, never rewritten (a torn last
-line is ignored and counted); the grades; where a data set's journal lives."""
+"""The journal of judgements: one JSON line per judgement, appended and fsynced at once, never rewritten (a torn line
+is ignored and counted, :mod:`.reading` reads it); where a data set's journal lives."""
 
 from __future__ import annotations
 
@@ -8,48 +8,22 @@ import os
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from diagnose.data import DataError, Qrels, ValidationReport
+from diagnose.judging.reading import SKIP, Entry, check_grade, check_id, journal_entries, latest, report_torn
 
 PathLike = str | Path
 
-GRADES = (0, 1, 2, 3)
-SKIP = "skip"
 JOURNAL_ENV = "DIAGNOSE_JOURNAL"
 JOURNAL_NAME = "judgements.jsonl"
 
 
 def _param_error(param: str, message: str) -> DataError:
     return DataError(message, param=param)
-
-
-class Entry(NamedTuple):
-    """One judgement of the journal: ``grade`` 0-3 or ``"skip"``; ``time`` ISO 8601 UTC; ``line`` its line number."""
-
-    query_id: str
-    doc_id: str
-    grade: int | str
-    time: str
-    judge: str
-    line: int
-
-
-def _check_grade(grade: Any, where: str) -> int | str:
-    if isinstance(grade, str) and grade.strip().lower() == SKIP:
-        return SKIP
-    if isinstance(grade, bool) or not isinstance(grade, int | np.integer) or int(grade) not in GRADES:
-        raise _param_error("grade", f"{where}: the grade must be 0, 1, 2, 3 or 'skip', got {grade!r}.")
-    return int(grade)
-
-
-def _check_id(value: Any, what: str, where: str) -> str:
-    if not isinstance(value, str | int) or isinstance(value, bool) or not str(value).strip():
-        raise _param_error(what, f"{where}: the {what} must be a non-empty string, got {value!r}.")
-    return str(value).strip()
 
 
 def _default_judge() -> str:
@@ -70,10 +44,13 @@ class Journal:
     ``os.fsync``s it before returning (and fsyncs the folder when it creates the file), so an acknowledged judgement
     survives a crash or a power cut; old lines are never rewritten. A crash in the middle of a write can leave a
     torn last line without its newline: the next :meth:`add` first ends that line, and reading ignores every line
-    that is not valid JSON, counting it (``torn_lines``, and a ``journal_torn_line`` warning in ``report``). A line
-    that is valid JSON but not a judgement (a grade of 7, no doc id) is an error naming the line: someone edited it.
+    that is not valid JSON, wherever it is, counting it (``torn_lines``, and a ``journal_torn_line`` warning in
+    ``report``). A line that is valid JSON but not a judgement (a grade of 7, no doc id), nested JSON or a giant
+    number is an error naming the line: someone edited it (see :mod:`.reading`). A journal that cannot be written
+    (read-only, its folder a file, a full disk) is a DataError saying the judgement was not saved.
 
-    Later judgements of the same pair win (a ``"skip"`` after a grade withdraws the grade).
+    Later judgements of the same pair win (a ``"skip"`` after a grade withdraws the grade); a pair given two
+    different grades is reported (``judgement_conflict``).
     """
 
     def __init__(self, path: PathLike, *, judge: str | None = None) -> None:
@@ -89,13 +66,25 @@ class Journal:
     ) -> dict[str, Any]:
         """Append one judgement and make it durable (flush + fsync) before returning it as the dict written."""
         record = {
-            "query_id": _check_id(query_id, "query_id", str(self.path)),
-            "doc_id": _check_id(doc_id, "doc_id", str(self.path)),
-            "grade": _check_grade(grade, str(self.path)),
+            "query_id": check_id(query_id, "query_id", str(self.path)),
+            "doc_id": check_id(doc_id, "doc_id", str(self.path)),
+            "grade": check_grade(grade, str(self.path)),
             "time": datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
             "judge": str(judge or self.judge),
         }
         line = (json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8")
+        try:
+            self._append(line)
+        except OSError as e:
+            raise DataError(
+                f"{self.path}: cannot write the journal ({e.strerror or e}), so the judgement {record['query_id']} / "
+                f"{record['doc_id']} = {record['grade']} was not saved. Fix: make the file and its folder writable, "
+                f"or set {JOURNAL_ENV} to a writable file.",
+                param="journal",
+            ) from None
+        return record
+
+    def _append(self, line: bytes) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         created = not self.path.exists()
         with open(self.path, "ab") as f:
@@ -106,7 +95,6 @@ class Journal:
             os.fsync(f.fileno())
         if created:
             _fsync_dir(self.path.parent)
-        return record
 
     def entries(self, report: ValidationReport | None = None) -> list[Entry]:
         """Every judgement in file order (a missing file has none); torn lines are ignored and counted."""
@@ -119,48 +107,14 @@ class Journal:
             raise DataError(
                 f"{self.path}: cannot read the journal ({e.strerror or e}).", param="journal"
             ) from None
-        out: list[Entry] = []
-        for lineno, line in enumerate(raw.split(b"\n"), start=1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line.decode("utf-8"))
-            except (UnicodeDecodeError, json.JSONDecodeError):
-                self.torn_lines.append(lineno)
-                continue
-            where = f"{self.path}, line {lineno}"
-            if not isinstance(obj, dict):
-                raise DataError(f"{where}: expected a JSON object per line, got {type(obj).__name__}.")
-            missing = [key for key in ("query_id", "doc_id", "grade") if key not in obj]
-            if missing:
-                raise DataError(
-                    f"{where}: the judgement has no {', '.join(repr(m) for m in missing)}. Expected "
-                    '{"query_id": .., "doc_id": .., "grade": 0-3 or "skip", "time": .., "judge": ..}. Fix the line '
-                    "or delete it."
-                )
-            out.append(Entry(
-                _check_id(obj["query_id"], "query_id", where), _check_id(obj["doc_id"], "doc_id", where),
-                _check_grade(obj["grade"], where), str(obj.get("time", "")), str(obj.get("judge", "")), lineno,
-            ))  # fmt: skip
-        if self.torn_lines and report is not None:
-            n = len(self.torn_lines)
-            report.add(
-                "journal_torn_line",
-                f"{n} journal line{'s are' if n != 1 else ' is'} not valid JSON (a write interrupted by a crash) and "
-                f"{'were' if n != 1 else 'was'} ignored; judge {'those pairs' if n != 1 else 'that pair'} again",
-                file=str(self.path),
-                count=n,
-                examples=[f"line {i}" for i in self.torn_lines],
-            )
+        out, self.torn_lines = journal_entries(raw, str(self.path))
+        report_torn(report, "journal_torn_line", str(self.path), self.torn_lines, "journal")
         return out
 
     def judgements(self, report: ValidationReport | None = None) -> dict[tuple[str, str], int | str]:
-        """``{(query_id, doc_id): grade}``, the latest judgement of each pair (grade 0-3 or ``"skip"``)."""
-        out: dict[tuple[str, str], int | str] = {}
-        for e in self.entries(report):
-            out.pop((e.query_id, e.doc_id), None)  # keep the order of the latest judgement
-            out[(e.query_id, e.doc_id)] = e.grade
-        return out
+        """``{(query_id, doc_id): grade}``, the latest judgement of each pair (grade 0-3 or ``"skip"``); pairs given
+        different grades are reported in ``report``."""
+        return latest(self.entries(report), str(self.path), report)
 
     def as_qrels(self, report: ValidationReport | None = None) -> Qrels:
         """The new judgements alone as :class:`Qrels` (skipped pairs left out), in journal order."""

@@ -12,8 +12,15 @@ import numpy as np
 import pandas as pd
 
 from diagnose.data import DataError, Qrels, ValidationReport
-from diagnose.judging.journal import SKIP, Journal, PathLike, _check_grade, _param_error, _qrels_of
-from diagnose.judging.queue import QUEUE_TSV_COLUMNS
+from diagnose.judging.journal import Journal, PathLike, _param_error, _qrels_of
+from diagnose.judging.reading import (
+    MAX_DIGITS,
+    MAX_NESTING,
+    is_queue_header,
+    latest,
+    queue_entries,
+    report_torn,
+)
 
 
 class MergeCounts(NamedTuple):
@@ -84,50 +91,66 @@ def merge(qrels: Qrels, extra: Journal | Qrels, *, report: ValidationReport | No
 def read_judgements(path: PathLike, *, report: ValidationReport | None = None) -> Qrels:
     """New judgements from a file: a :class:`Journal` (JSON lines with a ``"grade"``), a judging queue TSV written by
     ``diagnose judge-queue`` with its ``grade`` column filled in (rows left empty or ``skip`` are not judgements), or
-    any qrels format (:func:`diagnose.io.read_qrels`: BEIR TSV, TREC qrels, JSONL with ``"relevant"``)."""
+    any qrels format (:func:`diagnose.io.read_qrels`: BEIR TSV, TREC qrels, JSONL with ``"relevant"``).
+
+    Journals and queue TSVs go through one reader (:mod:`diagnose.judging.reading`): a torn line anywhere is
+    ignored and counted, hostile lines are refused with a message, the last judgement of a pair wins and pairs
+    graded differently are reported."""
     from diagnose.io import check_input_path, read_qrels
 
     check_input_path(path, "a judgement journal (JSONL), a graded judge-queue TSV or a qrels file")
     with open(path, "rb") as f:
         head = f.read(65536)
-    first = next(
-        (line for line in head.split(b"\n") if line.strip() and not line.lstrip().startswith(b"#")), b""
-    )
-    if first.rstrip(b"\r").split(b"\t") == [c.encode() for c in QUEUE_TSV_COLUMNS]:
+    kind = _kind_of(head)
+    if kind == "queue":
         return _read_graded_queue(Path(path), report)
-    try:
-        obj = json.loads(first.decode("utf-8")) if first.lstrip().startswith(b"{") else None
-    except (UnicodeDecodeError, json.JSONDecodeError):
-        obj = {"grade": None} if b'"grade"' in first else None  # a journal whose only line is torn
-    if (isinstance(obj, dict) and "grade" in obj) or not first:
+    if kind == "journal":
         return Journal(path).as_qrels(report)
     return read_qrels(path, report=report)
+
+
+def _kind_of(head: bytes) -> str:
+    """``"queue"`` (the judge-queue header first), ``"journal"`` (JSON object lines with a ``"grade"`` key: the
+    first line that reads decides, so a torn line, the first one included, does not; an empty file too) or
+    ``"qrels"``."""
+    lines = [line for line in head.split(b"\n") if line.strip() and not line.lstrip().startswith(b"#")]
+    if not lines:
+        return "journal"
+    if is_queue_header(lines[0]):
+        return "queue"
+    for line in lines:
+        if line.lstrip().startswith(b"{"):
+            obj = _sniffed(line)
+            if isinstance(obj, dict):
+                return "journal" if "grade" in obj else "qrels"
+    return "journal" if any(b'"grade"' in line or b'"doc_id"' in line for line in lines) else "qrels"
+
+
+def _sniffed(line: bytes) -> object:
+    """The JSON value of a line, for sniffing only: None when it does not read (the reader then says why)."""
+    if line.count(b"[") + line.count(b"{") > MAX_NESTING:
+        return None
+    try:
+        return json.loads(line.decode("utf-8"), parse_int=lambda t: 0 if len(t) > MAX_DIGITS else int(t))
+    except ValueError:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
+        return None
 
 
 def _read_graded_queue(path: Path, report: ValidationReport | None) -> Qrels:
     """The graded rows of a ``diagnose judge-queue`` TSV (see :func:`read_judgements`)."""
     try:
-        df = pd.read_csv(path, sep="\t", dtype=str, keep_default_na=False, quoting=3)
-    except (OSError, ValueError, UnicodeDecodeError) as e:
-        raise DataError(f"{path}: cannot read the graded judging queue ({e}).") from None
-    rows, ungraded, skipped = [], 0, 0
-    for i, (q, d, g) in enumerate(zip(df["query_id"], df["doc_id"], df["grade"], strict=True), start=2):
-        g = g.strip()
-        if not g:
-            ungraded += 1
-            continue
-        grade = _check_grade(int(g) if g.lstrip("-").isdigit() else g, f"{path}, line {i}")
-        if grade == SKIP:
-            skipped += 1
-            continue
-        rows.append((q.strip(), d.strip(), grade))
+        raw = path.read_bytes()
+    except OSError as e:
+        raise DataError(f"{path}: cannot read the graded judging queue ({e.strerror or e}).") from None
+    entries, torn, ungraded, skipped = queue_entries(raw, str(path))
+    report_torn(report, "queue_torn_line", str(path), torn, "judging queue")
     if report is not None and (ungraded or skipped):
         report.add(
             "queue_rows_not_graded",
             f"{ungraded} rows of the judging queue have no grade and {skipped} were skipped: not judgements",
             severity="info", file=str(path), count=ungraded + skipped,
         )  # fmt: skip
-    return _qrels_of({(q, d): g for q, d, g in rows}, str(path))
+    return _qrels_of(latest(entries, str(path), report), str(path))
 
 
 def _check_writable(qrels: Qrels, path: PathLike, what: str, bad: str, fix: str) -> pd.DataFrame:

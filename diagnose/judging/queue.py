@@ -23,7 +23,6 @@ QUEUE_COLUMNS = [
     "priority", "query_id", "doc_id", "reason", "score", "near_duplicate", "runs", "retrieved_by", "bm25_rank",
     "dense_rank", "max_cos_to_relevant", "closest_relevant",
 ]  # fmt: skip
-QUEUE_TSV_COLUMNS = ["query_id", "query_text", "doc_id", "doc_text", "priority", "reason", "grade"]
 
 
 def _discount(rank: Any) -> float:

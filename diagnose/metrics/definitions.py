@@ -61,32 +61,85 @@ Conventions (the numbers equal trec_eval 9.0.x ``-c`` to floating point; checked
   trec_eval refuses such a file. A (query, doc) pair judged twice in the qrels keeps the last grade.
 
 The kernels below read the tables of :mod:`diagnose.metrics.join` (the qrels x run hash join, one row per
-retrieved document with a positive grade); adding a metric is a kernel here and a line of :data:`REGISTRY`
-(plus its upper bound in :mod:`diagnose.metrics.bounds`, and a band in :mod:`diagnose.metrics.bands` if it
-measures quality).
+retrieved document with a positive grade). **Adding a metric** is its kernel here, its upper bound in
+:mod:`diagnose.metrics.upper` (or None when it does not depend on the grades), and one :class:`Metric` record in
+:data:`REGISTRY` holding every fact the other modules read (name forms and README formula, quality band, tie key,
+coverage); the README's metric table is :func:`diagnose.metrics.markdown_table` (``tests/test_metrics_docs.py``
+fails until it is pasted), and the tests derive their family sets from :data:`REGISTRY`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Literal, NamedTuple
+from typing import Literal, NamedTuple
 
 import numpy as np
 
-if TYPE_CHECKING:
-    from diagnose.metrics.join import _RunTables
+from diagnose.metrics.join import _RunTables, _safe_div
+from diagnose.metrics.upper import (
+    upper_f1,
+    upper_hit_rate,
+    upper_map,
+    upper_mrr,
+    upper_ndcg,
+    upper_precision,
+    upper_r_precision,
+    upper_recall,
+)
 
-__all__ = ["REGISTRY", "Metric"]
+__all__ = ["REGISTRY", "Form", "Metric"]
+
+Kernel = Callable[[_RunTables, int | None], np.ndarray]
+"""``kernel(tables, k)``: the per-query values of every scored query (``k`` None for a metric without cutoff)."""
+
+
+class Form(NamedTuple):
+    """One way to write a family's name, with its formula: a row of the README's metric table."""
+
+    name: str  # "map@k", "map"
+    formula: str  # Markdown
+    trec_eval: str = ""  # the trec_eval measure ("map_cut_k"); "" when trec_eval has none
+    source: str = ""  # where the definition comes from when trec_eval has none ("ranx", "BEIR `Hole@k`")
 
 
 class Metric(NamedTuple):
-    """One metric family: ``kernel(tables, k)`` returns the per-query values of every scored query."""
+    """One metric family and every fact the other modules read about it (see :data:`REGISTRY`).
+
+    - ``kernel``: its per-query values; ``upper``: the same at best once the unjudged documents are judged
+      (:func:`~diagnose.metrics.metric_bounds`), None when the metric does not depend on the grades.
+    - ``cutoff``: ``family@k`` is ``"required"`` (``ndcg@10``), ``"optional"`` (``mrr``, ``mrr@10``) or
+      ``"none"`` (``r_precision``). ``definition``: a short description. ``forms``: the README's rows.
+    - ``band``: the quality band limits ``(a, b, c)``, read as ``poor < a <= acceptable < b <= good < c <=
+      excellent`` (:func:`~diagnose.metrics.quality_band`); None for a coverage metric. ``band_in_tables``: False
+      when tables (CLI, app) leave the band out because it would call every run poor (precision, f1: bounded by
+      R/k; the JSON still carries it).
+    - ``tie_key``: the per-document key of :mod:`diagnose.ties` whose order inside tie groups gives the metric's
+      exact maximum and minimum (``"gain"``, ``"judged"``, ``"unannotated"``); None: tie orders are sampled.
+      ``top_k_only``: ``family@k`` reads only ranks <= k.
+    - ``coverage``: it measures how far the qrels cover the run, not the run's quality (judged@k, hole@k).
+    - ``by_default``: among the metrics :func:`~diagnose.metrics.expand_metrics` gives when none is named (at every
+      k, and without cutoff when it may go without). ``aliases``: the trec_eval / ir_measures spellings people
+      type (``"p"``, ``"recip_rank"``), to suggest the right name in the error.
+    """
 
     name: str
-    kernel: Callable[[_RunTables, int | None], np.ndarray]
+    kernel: Kernel
     cutoff: Literal["required", "optional", "none"]
-    trec_eval: str
     definition: str
+    forms: tuple[Form, ...]
+    upper: Kernel | None
+    band: tuple[float, float, float] | None
+    tie_key: Literal["gain", "judged", "unannotated"] | None
+    top_k_only: bool = True
+    band_in_tables: bool = True
+    coverage: bool = False
+    by_default: bool = True
+    aliases: tuple[str, ...] = ()
+
+    @property
+    def trec_eval(self) -> str:
+        """The trec_eval measures of its forms (``"map_cut_k / map"``), ``"-"`` when trec_eval has none."""
+        return " / ".join(f.trec_eval for f in self.forms if f.trec_eval) or "-"
 
 
 # --------------------------------------------------------------------------------------------- kernels
@@ -169,32 +222,156 @@ def _hole(t: _RunTables, k: int | None) -> np.ndarray:
     return t.count(lst.q, (lst.rank <= k) & ~lst.in_qrels) / k
 
 
+# Quality bands are rules of thumb for a RAG retriever on its own golden set, not laws; the reasoning:
+# - ndcg: BM25 averages ~0.43 nDCG@10 over the 18 BEIR datasets (Thakur et al. 2021) and strong dense or
+#   re-ranked systems reach ~0.50-0.55; NFCorpus BM25 is 0.32. So < 0.3 is poor, 0.5 good, 0.7 excellent.
+# - mrr: 0.5 means the first relevant passage is at rank ~2 on average; below 0.3 the answer usually sits
+#   below rank 3, where a generator with few passages in context misses it.
+# - recall / hit_rate: the share of questions whose evidence reaches the context. Missing it for half of the
+#   questions is poor; 0.9 is what production RAG teams usually target for recall@k at their context size.
+# - map / r_precision: ranking quality over all relevant documents, lower than nDCG on the same run (TREC ad
+#   hoc BM25 runs score ~0.2-0.3 MAP); 0.2 / 0.4 / 0.6.
+# - precision / f1: loose bands. Their ceiling is min(1, R/k), so with one or two relevant documents per question
+#   precision@10 cannot exceed 0.1-0.2; read them next to recall (and tables leave their band out).
+# Tie keys: the argument that each key gives the exact extremes is in diagnose/ties/__init__.py.
 REGISTRY: dict[str, Metric] = {
     m.name: m
     for m in (
-        Metric("precision", _precision, "required", "P_k", "relevant in top k / k"),
-        Metric("recall", _recall, "required", "recall_k", "relevant in top k / relevant judged"),
-        Metric("hit_rate", _hit_rate, "required", "success_k", "1 if a relevant document is in the top k"),
-        Metric("mrr", _mrr, "optional", "recip_rank", "1 / rank of the first relevant document"),
-        Metric("ndcg", _ndcg, "required", "ndcg_cut_k", "DCG@k / ideal DCG@k, linear gains, log2(rank+1)"),
         Metric(
-            "map", _average_precision, "optional", "map / map_cut_k", "mean precision at relevant ranks, / R"
+            "precision",
+            _precision,
+            "required",
+            "relevant in top k / k",
+            (Form("precision@k", "Σ_{i≤k} rel(i) / k (divides by k even when fewer results exist)", "P_k"),),
+            upper=upper_precision,
+            band=(0.1, 0.2, 0.4),
+            band_in_tables=False,
+            tie_key="gain",
+            aliases=("p", "prec"),
         ),
-        Metric("r_precision", _r_precision, "none", "Rprec", "relevant in top R / R"),
-        Metric("f1", _f1, "required", "-", "harmonic mean of precision@k and recall@k"),
         Metric(
-            "judged", _judged, "required", "-", "share of the top k judged for the query (ir_measures Judged)"
+            "recall",
+            _recall,
+            "required",
+            "relevant in top k / relevant judged",
+            (Form("recall@k", "Σ_{i≤k} rel(i) / R", "recall_k"),),
+            upper=upper_recall,
+            band=(0.5, 0.7, 0.9),
+            tie_key="gain",
+            aliases=("r",),
         ),
-        Metric("hole", _hole, "required", "-", "share of the top k judged for no query, / k (BEIR Hole)"),
+        Metric(
+            "hit_rate",
+            _hit_rate,
+            "required",
+            "1 if a relevant document is in the top k",
+            (Form("hit_rate@k", "1 if Σ_{i≤k} rel(i) > 0 else 0", "success_k"),),
+            upper=upper_hit_rate,
+            band=(0.5, 0.7, 0.9),
+            tie_key="gain",
+            aliases=("success", "hits", "hitrate"),
+        ),
+        Metric(
+            "mrr",
+            _mrr,
+            "optional",
+            "1 / rank of the first relevant document",
+            (
+                Form("mrr", "1 / rank of the first relevant document (0 if none)", "recip_rank"),
+                Form("mrr@k", "as `mrr`, 0 when the first relevant is below k", source="ranx"),
+            ),
+            upper=upper_mrr,
+            band=(0.3, 0.5, 0.7),
+            tie_key="gain",
+            aliases=("recip_rank", "rr"),
+        ),
+        Metric(
+            "ndcg",
+            _ndcg,
+            "required",
+            "DCG@k / ideal DCG@k, linear gains, log2(rank+1)",
+            (
+                Form(
+                    "ndcg@k",
+                    "DCG@k / IDCG@k, DCG = Σ_{i≤k} g(i) / log2(i+1), linear gains; IDCG from all judged documents "
+                    "sorted by grade, cut at k",
+                    "ndcg_cut_k",
+                ),
+            ),
+            upper=upper_ndcg,
+            band=(0.3, 0.5, 0.7),
+            tie_key="gain",
+            aliases=("ndcg_cut",),
+        ),
+        Metric(
+            "map",
+            _average_precision,
+            "optional",
+            "mean precision at relevant ranks, / R",
+            (
+                Form("map@k", "Σ_{i≤k} rel(i)·precision@i / R (divides by R, not min(k, R))", "map_cut_k"),
+                Form("map", "as `map@k` over the whole list", "map"),
+            ),
+            upper=upper_map,
+            band=(0.2, 0.4, 0.6),
+            tie_key="gain",
+            aliases=("map_cut", "ap"),
+        ),
+        Metric(
+            "r_precision",
+            _r_precision,
+            "none",
+            "relevant in top R / R",
+            (Form("r_precision", "Σ_{i≤R} rel(i) / R", "Rprec"),),
+            upper=upper_r_precision,
+            band=(0.2, 0.4, 0.6),
+            tie_key="gain",
+            top_k_only=False,
+            aliases=("rprec", "r-precision"),
+        ),
+        Metric(
+            "f1",
+            _f1,
+            "required",
+            "harmonic mean of precision@k and recall@k",
+            (Form("f1@k", "2·P·R / (P + R) with P = precision@k, R = recall@k (0 when both are 0)"),),
+            upper=upper_f1,
+            band=(0.1, 0.2, 0.4),
+            band_in_tables=False,
+            tie_key="gain",
+            aliases=("f",),
+            by_default=False,
+        ),
+        Metric(
+            "judged",
+            _judged,
+            "required",
+            "share of the top k judged for the query (ir_measures Judged)",
+            (
+                Form(
+                    "judged@k",
+                    "share of the top k that has a judgement for this query, any grade; divides by min(k, results)",
+                    source="ir_measures `Judged@k`",
+                ),
+            ),
+            upper=None,
+            band=None,
+            tie_key="judged",
+            coverage=True,
+            by_default=False,
+        ),
+        Metric(
+            "hole",
+            _hole,
+            "required",
+            "share of the top k judged for no query, / k (BEIR Hole)",
+            (Form("hole@k", "top-k documents judged for *no* query, divided by k", source="BEIR `Hole@k`"),),
+            upper=None,
+            band=None,
+            tie_key="unannotated",
+            coverage=True,
+            by_default=False,
+        ),
     )
 }
 """Metric family -> :class:`Metric`. A metric *name* is ``family`` or ``family@k`` (see :func:`parse_metric`)."""
-
-
-# --------------------------------------------------------------------------------------------- helpers
-
-
-def _safe_div(num: np.ndarray, den: np.ndarray) -> np.ndarray:
-    out = np.zeros_like(num, dtype=np.float64)
-    np.divide(num, den, out=out, where=den > 0)
-    return out

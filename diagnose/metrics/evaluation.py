@@ -11,9 +11,8 @@ import numpy as np
 import pandas as pd
 
 from diagnose.data import DataError, Qrels, Run
-from diagnose.metrics.definitions import REGISTRY
 from diagnose.metrics.join import _prepare, _PreparedQrels, _RunTables
-from diagnose.metrics.names import _parse_all
+from diagnose.metrics.names import MetricName, _parse_all
 
 __all__ = ["Evaluation", "evaluate", "evaluate_many"]
 
@@ -47,11 +46,13 @@ class Evaluation:
         return len(self.per_query)
 
 
-def evaluate(qrels: Qrels, run: Run, metrics: Sequence[str], *, relevance_level: int = 1) -> Evaluation:
+def evaluate(
+    qrels: Qrels, run: Run, metrics: Sequence[str | MetricName], *, relevance_level: int = 1
+) -> Evaluation:
     """Score ``run`` against ``qrels`` with the conventions of :mod:`diagnose.metrics.definitions`.
 
-    ``metrics``: full names such as ``["ndcg@10", "recall@100", "mrr"]`` (see :func:`expand_metrics` to build
-    them from families and cutoffs); duplicates are dropped, order kept. ``relevance_level``: minimum grade that
+    ``metrics``: full names such as ``["ndcg@10", "recall@100", "mrr"]`` or :class:`MetricName` records (see
+    :func:`expand_metrics` to build them from families and cutoffs); duplicates are dropped, order kept. ``relevance_level``: minimum grade that
     counts as relevant (trec_eval ``-l``, default 1); nDCG gains still use every grade > 0.
 
     Raises :class:`DataError` for an unknown metric name or when no judged query has a relevant document.
@@ -61,23 +62,21 @@ def evaluate(qrels: Qrels, run: Run, metrics: Sequence[str], *, relevance_level:
 
 
 def evaluate_many(
-    qrels: Qrels, runs: Mapping[str, Run], metrics: Sequence[str], *, relevance_level: int = 1
+    qrels: Qrels, runs: Mapping[str, Run], metrics: Sequence[str | MetricName], *, relevance_level: int = 1
 ) -> dict[str, Evaluation]:
     """:func:`evaluate` for several runs (keyed by name, order kept), preparing the qrels once."""
     names, prep = _prepared(qrels, metrics, relevance_level)
     return {key: _evaluate_prepared(prep, run, names) for key, run in runs.items()}
 
 
-def _evaluate_prepared(
-    prep: _PreparedQrels, run: Run, names: list[tuple[str, str, int | None]]
-) -> Evaluation:
+def _evaluate_prepared(prep: _PreparedQrels, run: Run, names: list[MetricName]) -> Evaluation:
     t = _RunTables(prep, run)
     return _evaluation(prep, run, t, names, _kernel_values(t, names))
 
 
 def _prepared(
-    qrels: Qrels, metrics: Sequence[str], relevance_level: int
-) -> tuple[list[tuple[str, str, int | None]], _PreparedQrels]:
+    qrels: Qrels, metrics: Sequence[str | MetricName], relevance_level: int
+) -> tuple[list[MetricName], _PreparedQrels]:
     """The parsed metric names and the prepared qrels, checked to have a relevant document (the start of
     :func:`evaluate`, :func:`evaluate_many` and :func:`~diagnose.metrics.metric_bounds`)."""
     names = _parse_all(metrics)
@@ -86,11 +85,11 @@ def _prepared(
     return names, prep
 
 
-def _kernel_values(t: _RunTables, names: list[tuple[str, str, int | None]]) -> np.ndarray:
+def _kernel_values(t: _RunTables, names: list[MetricName]) -> np.ndarray:
     """Every metric of ``names`` per scored query: an ``(n queries, n metrics)`` array from the registry's kernels."""
     values = np.empty((t.n, len(names)), dtype=np.float64)
-    for j, (_, family, k) in enumerate(names):
-        values[:, j] = REGISTRY[family].kernel(t, k)
+    for j, name in enumerate(names):
+        values[:, j] = name.metric.kernel(t, name.k)
     return values
 
 
@@ -98,10 +97,10 @@ def _evaluation(
     prep: _PreparedQrels,
     run: Run,
     t: _RunTables,
-    names: list[tuple[str, str, int | None]],
+    names: list[MetricName],
     values: np.ndarray,
 ) -> Evaluation:
-    columns = [name for name, _, _ in names]
+    columns = [str(name) for name in names]
     per_query = pd.DataFrame(
         values, columns=columns, index=pd.Index(prep.eval_ids, name="query_id", dtype=object)
     )

@@ -392,3 +392,13 @@ class _RunTables:
         if k not in self._cache:
             self._cache[k] = self.count(self.rel_q, self.rel_rank <= k)
         return self._cache[k]
+
+
+# --------------------------------------------------------------------------------------------- helpers
+
+
+def _safe_div(num: np.ndarray, den: np.ndarray) -> np.ndarray:
+    """``num / den`` elementwise, 0 where ``den`` is 0 (a kernel's "0 when both are 0" convention)."""
+    out = np.zeros_like(num, dtype=np.float64)
+    np.divide(num, den, out=out, where=den > 0)
+    return out

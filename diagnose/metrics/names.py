@@ -1,5 +1,9 @@
-"""Metric names: ``family`` or ``family@k`` (``"ndcg@10"``, ``"mrr"``), parsed, expanded from families and
-cutoffs, and checked, with a suggestion for the trec_eval / ir_measures spellings people type (``P_10``, ``recip_rank``).
+"""Metric names: ``family`` or ``family@k`` (``"ndcg@10"``, ``"mrr"``), parsed once into a :class:`MetricName`,
+expanded from families and cutoffs, and checked, with a suggestion for the trec_eval / ir_measures spellings people
+type (``P_10``, ``recip_rank``); the default cutoffs :data:`DEFAULT_KS`.
+
+A name is parsed where it enters (the CLI, ``Analysis``, :func:`~diagnose.metrics.evaluate`) and passed inward as
+a :class:`MetricName`: every function here accepts one and returns it as it is, so nothing is parsed twice.
 """
 
 from __future__ import annotations
@@ -7,36 +11,33 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Sequence
+from typing import NamedTuple
 
 import numpy as np
 
 from diagnose.data import DataError
-from diagnose.metrics.definitions import REGISTRY
+from diagnose.metrics.definitions import REGISTRY, Metric
 
-__all__ = ["DEFAULT_FAMILIES", "expand_metrics", "metric_family", "parse_metric"]
+__all__ = [
+    "DEFAULT_FAMILIES",
+    "DEFAULT_KS",
+    "MetricName",
+    "expand_metrics",
+    "expand_names",
+    "metric_family",
+    "parse_metric",
+]
 
-DEFAULT_FAMILIES = ("precision", "recall", "hit_rate", "mrr", "ndcg", "map")
-"""Families taken at every k by :func:`expand_metrics` when no metric is given (then ``mrr``, ``map``,
-``r_precision`` without cutoff are added)."""
+DEFAULT_KS: tuple[int, ...] = (1, 3, 5, 10)
+"""The cutoffs when none are given: ``diagnose evaluate --k``, ``Analysis(ks=...)``, ``diagnose.evaluate(k=...)``."""
+
+DEFAULT_FAMILIES = tuple(m.name for m in REGISTRY.values() if m.by_default and m.cutoff != "none")
+"""Families taken at every k by :func:`expand_metrics` when no metric is given (those whose record says
+``by_default``: precision, recall, hit_rate, mrr, ndcg, map; then mrr, map, r_precision without cutoff)."""
 
 _NAME = re.compile(r"^([a-z0-9_]+)(?:@(.*))?$")
-# trec_eval / ir_measures spellings people type, to suggest the right name
-_ALIASES = {
-    "p": "precision",
-    "prec": "precision",
-    "r": "recall",
-    "success": "hit_rate",
-    "hits": "hit_rate",
-    "hitrate": "hit_rate",
-    "recip_rank": "mrr",
-    "rr": "mrr",
-    "ndcg_cut": "ndcg",
-    "map_cut": "map",
-    "ap": "map",
-    "rprec": "r_precision",
-    "r-precision": "r_precision",
-    "f": "f1",
-}
+# trec_eval / ir_measures spellings people type (each record's ``aliases``), to suggest the right name
+_ALIASES = {alias: m.name for m in REGISTRY.values() for alias in m.aliases}
 
 
 def _valid_names() -> str:
@@ -67,12 +68,32 @@ def _unknown(name: str, family: str, k: str | None) -> DataError:
     return DataError(f"Unknown metric {name!r}.{hint} Valid metrics: {_valid_names()}.")
 
 
-def parse_metric(name: str) -> tuple[str, int | None]:
-    """``"ndcg@10" -> ("ndcg", 10)``, ``"mrr" -> ("mrr", None)``. Case and surrounding spaces are ignored.
+class MetricName(NamedTuple):
+    """A parsed metric name: ``family`` (a key of :data:`~diagnose.metrics.REGISTRY`) and its cutoff ``k`` (None:
+    no cutoff). ``str()`` gives the canonical name (``"ndcg@10"``, ``"mrr"``), the column name of every table.
+    Build it from text with :func:`parse_metric`, which checks it."""
+
+    family: str
+    k: int | None = None
+
+    def __str__(self) -> str:
+        return self.family if self.k is None else f"{self.family}@{self.k}"
+
+    @property
+    def metric(self) -> Metric:
+        """The family's :class:`~diagnose.metrics.Metric` record."""
+        return REGISTRY[self.family]
+
+
+def parse_metric(name: str | MetricName) -> MetricName:
+    """``"ndcg@10" -> MetricName("ndcg", 10)``, ``"mrr" -> MetricName("mrr", None)`` (a tuple: ``family, k =
+    parse_metric(name)``). Case and surrounding spaces are ignored; a :class:`MetricName` is returned as it is.
 
     Raises :class:`DataError` (listing the valid names) for an unknown family, a missing or non-positive ``k``,
     or a ``k`` on ``r_precision``.
     """
+    if isinstance(name, MetricName):
+        return name
     text = str(name).strip().lower()
     match = _NAME.match(text)
     if not match:
@@ -86,26 +107,27 @@ def parse_metric(name: str) -> tuple[str, int | None]:
             raise DataError(
                 f"Metric {name!r} needs a cutoff, e.g. {family}@10. Valid metrics: {_valid_names()}."
             )
-        return family, None
+        return MetricName(family, None)
     if spec.cutoff == "none":
         raise DataError(f"Metric {name!r}: {family} takes no cutoff (its cutoff is R). Use {family!r}.")
     if not re.fullmatch(r"\d+", k_text) or int(k_text) < 1:
         raise DataError(f"Metric {name!r}: the cutoff after @ must be a positive integer, e.g. {family}@10.")
-    return family, int(k_text)
+    return MetricName(family, int(k_text))
 
 
-def metric_family(name: str) -> str:
+def metric_family(name: str | MetricName) -> str:
     """``"ndcg@10" -> "ndcg"``."""
-    return parse_metric(name)[0]
+    return parse_metric(name).family
 
 
-def _canonical(name: str) -> str:
-    family, k = parse_metric(name)
-    return family if k is None else f"{family}@{k}"
+def expand_metrics(metrics: Sequence[str | MetricName] | None, ks: Sequence[int]) -> list[str]:
+    """Turn user metric names into full names, in order, without duplicates (the names of
+    :func:`expand_names`)."""
+    return [str(n) for n in expand_names(metrics, ks)]
 
 
-def expand_metrics(metrics: Sequence[str] | None, ks: Sequence[int]) -> list[str]:
-    """Turn user metric names into full names, in order, without duplicates.
+def expand_names(metrics: Sequence[str | MetricName] | None, ks: Sequence[int]) -> list[MetricName]:
+    """Turn user metric names into :class:`MetricName` records, in order, without duplicates.
 
     - ``None``: ``precision, recall, hit_rate, mrr, ndcg, map`` at every k, then ``mrr``, ``map``, ``r_precision``.
     - a name with ``@`` is kept as is (``ndcg@10`` stays even if 10 is not in ``ks``);
@@ -121,15 +143,19 @@ def expand_metrics(metrics: Sequence[str] | None, ks: Sequence[int]) -> list[str
         if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
             raise DataError(f"Cutoffs must be positive integers, got {k!r} in {ks!r}.")
     if metrics is None:
-        names = [f"{f}@{k}" for f in DEFAULT_FAMILIES for k in ks] + ["mrr", "map", "r_precision"]
+        names = [MetricName(f, int(k)) for f in DEFAULT_FAMILIES for k in ks]
+        names += [MetricName(m.name) for m in REGISTRY.values() if m.by_default and m.cutoff != "required"]
         return list(dict.fromkeys(names))
-    out: list[str] = []
+    out: list[MetricName] = []
     for raw in metrics:
+        if isinstance(raw, MetricName):
+            out.append(raw)
+            continue
         text = str(raw).strip().lower()
         if not text:
             continue
         if "@" in text:
-            out.append(_canonical(text))
+            out.append(parse_metric(text))
             continue
         family = text
         if family not in REGISTRY:
@@ -137,22 +163,19 @@ def expand_metrics(metrics: Sequence[str] | None, ks: Sequence[int]) -> list[str
         if REGISTRY[family].cutoff == "required":
             if not ks:
                 raise DataError(f"Metric {raw!r} needs a cutoff: give cutoffs (k) or write {family}@10.", param="k")
-            out.extend(f"{family}@{k}" for k in ks)
+            out.extend(MetricName(family, int(k)) for k in ks)
         else:
-            out.append(family)
+            out.append(MetricName(family))
     if not out:
         raise DataError(f"No metric given. Valid metrics: {_valid_names()}.")
     return list(dict.fromkeys(out))
 
 
-def _parse_all(metrics: Sequence[str]) -> list[tuple[str, str, int | None]]:
+def _parse_all(metrics: Sequence[str | MetricName] | str) -> list[MetricName]:
+    """Each name parsed once, duplicates dropped, order kept; :class:`DataError` when there is none."""
     if isinstance(metrics, str):
         metrics = [metrics]
-    parsed = {}
-    for m in metrics:
-        family, k = parse_metric(m)
-        name = family if k is None else f"{family}@{k}"
-        parsed.setdefault(name, (name, family, k))
+    parsed = list(dict.fromkeys(parse_metric(m) for m in metrics))
     if not parsed:
         raise DataError(f"No metric given. Valid metrics: {_valid_names()}.")
-    return list(parsed.values())
+    return parsed

@@ -37,25 +37,44 @@ Conventions (they decide every metric):
 
   ``depth`` cuts each list *after* collapsing. Ids are stripped of surrounding whitespace, like the readers do.
 
+- **Query ids** are text: a dict's keys go through ``str()`` and are stripped, like the readers' ids. Two keys
+  that become the same text (``1`` and ``"1"``) are refused (:class:`~diagnose.data.DataError` naming both): one
+  of the queries would silently not run.
+
 - **How many results.** You configure ``k`` on your retriever (LangChain ``search_kwargs={"k": ...}``, LlamaIndex
   ``similarity_top_k=...``; ask for more than ``depth`` when chunks collapse). One exception: a LangChain
   retriever with a ``search_kwargs`` dict that has no ``"k"`` (LangChain's default is 4) is copied with
   ``k=depth`` (your object is not changed). Queries that come back with fewer than ``depth`` documents are
   counted (``retriever_short_lists``: a warning when that is more than half of them, else info).
 
-- **Concurrency and latency.** ``concurrency`` queries run at once. LangChain retrievers go through their own
-  ``batch(texts, config={"max_concurrency": concurrency, ...}, return_exceptions=True)``; each query's latency is
-  timed by a callback handler from the start to the end of that query's own run (``on_retriever_start`` /
-  ``on_chain_start`` of the root run to its end), so it is the time of that query alone, not a share of the batch
-  time (a ``batch`` overridden to skip per-query runs leaves those latencies unmeasured, counted as info).
-  Callables and LlamaIndex retrievers are called from a thread pool of ``concurrency`` workers, each call timed
-  with ``time.perf_counter``; ``concurrency=1`` calls them one by one in the calling thread (use it for a
-  retriever that is not thread-safe). Latencies are wall-clock milliseconds under that concurrency (queries
-  share the CPU), recorded for every query that returned, in ``Run.latency_ms``.
+- **Concurrency and latency.** ``concurrency`` queries run at once, one call per query on daemon worker threads
+  (:mod:`.calls`): a callable is called, a LlamaIndex retriever's ``retrieve(text)`` and a LangChain retriever's
+  ``invoke(text)`` (what LangChain's own ``batch`` does per input) are called. ``concurrency=1`` calls them one at a
+  time (use it for a retriever that is not thread-safe; after a timeout, the abandoned call may still be running
+  beside the next one); ``concurrency=1, timeout=None`` calls them in the calling thread (for a retriever bound to
+  the thread that made it, e.g. an ``sqlite3`` connection; no timeout is possible there). Each call is timed with ``time.perf_counter``: wall-clock milliseconds under that
+  concurrency (queries share the CPU), recorded for every query that returned, in ``Run.latency_ms``. The slowest
+  queries are named in the report (``retriever_slowest_queries``: a warning when the slowest took at least 1 s and
+  over 10 times the median, since p95 hides such a query).
 
-- **Errors.** A query on which the retriever raises is not dropped silently: it is counted in ``report`` (code
+- **Timeout.** A query with no answer ``timeout`` seconds (default :data:`DEFAULT_TIMEOUT`, 60 s; ``None``: no
+  limit) after its call started is abandoned: it counts as retrieving nothing (no rows, scores 0), is listed in
+  ``Run.errors`` as ``"RetrieverTimeout: no answer within 60 s ..."`` and counted by id in the report
+  (``retriever_timeout``). Python cannot stop a thread: the abandoned call runs on in the background, its answer
+  is ignored, and it never keeps the process from exiting. When ``max(32, 4 * concurrency)`` abandoned calls are
+  still running at once, the retriever is taken for down: the queries not started yet are not run (``RetrieverDown``
+  in ``Run.errors``, counted as ``retriever_error``) instead of each holding one more thread.
+
+- **Ctrl-C** (a ``KeyboardInterrupt`` in the calling thread) stops the run: no new query starts and
+  :class:`RetrieverInterrupted` (a ``KeyboardInterrupt``) is raised with the partial run of the queries answered so
+  far (``.run``, None when none was) and the ids of those still running (``.in_flight``).
+
+- **Errors.** A query on which the retriever raises (any ``BaseException``: a ``SystemExit`` or a
+  ``KeyboardInterrupt`` raised by the retriever's own code fails that query, it cannot end the run) is not dropped
+  silently: it is counted in ``report`` (code
   ``retriever_error``, examples ``query_id: ExceptionType: message``) and listed in ``Run.errors``; it has no rows,
-  so the metrics score it 0 (like ``trec_eval -c``). The other queries still run. Only when every query fails does
+  so the metrics score it 0 (like ``trec_eval -c``). The other queries still run. Only when every query fails (or
+  times out) does
   :func:`run_retriever` raise :class:`~diagnose.data.DataError`. Results of an unexpected shape (a Document
   without id, a missing ``id_key``) are a setup mistake and raise ``DataError`` at once.
 
@@ -68,7 +87,7 @@ One question a file; this package holds :func:`run_retriever` (and what it accep
     recognising a retriever (callable, LangChain, LlamaIndex) without importing their packages; its name; the
     LangChain ``k`` default; what to say when an object is no retriever.
 ``calls``
-    calling it on every query: the thread pool, LangChain's ``batch`` with a per-query timer, the progress bar.
+    calling it on every query: daemon workers, the per-query timeout, Ctrl-C, the progress bar.
 ``results``
     what it returned, as ranked lists: ids, chunks collapsed into documents, scores made strictly decreasing;
     what is counted in the report.
@@ -78,18 +97,65 @@ One question a file; this package holds :func:`run_retriever` (and what it accep
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
 from diagnose.data import DataError, Dataset, Queries, Run, ValidationReport
 from diagnose.progress import Progress
-from diagnose.retrievers.calls import _call
+from diagnose.retrievers.calls import (
+    DEFAULT_TIMEOUT,
+    Outcome,
+    RetrieverDown,
+    RetrieverTimeout,
+    _call,
+    _Interrupted,
+)
 from diagnose.retrievers.kinds import _default_name, _kind, _not_a_retriever, _type_name, _with_k
 from diagnose.retrievers.loading import load_retriever
 from diagnose.retrievers.results import ChunkToDoc, _chunk_mapper, _ranked_lists, _record
 
-__all__ = ["ChunkToDoc", "load_retriever", "run_retriever"]
+__all__ = [
+    "DEFAULT_TIMEOUT",
+    "ChunkToDoc",
+    "RetrieverDown",
+    "RetrieverInterrupted",
+    "RetrieverTimeout",
+    "check_timeout",
+    "load_retriever",
+    "run_retriever",
+]
+
+
+class RetrieverInterrupted(KeyboardInterrupt):
+    """Ctrl-C during :func:`run_retriever`: ``run`` is the partial run of the queries answered before it (None when
+    none was; failed and timed-out queries are in ``run.errors``), ``in_flight`` the ids of the queries still
+    running, ``not_started`` how many never started, ``total`` how many there were. It is a ``KeyboardInterrupt``,
+    so it still stops whatever called :func:`run_retriever`."""
+
+    def __init__(
+        self, run_name: str, run: Run | None, answered: int, in_flight: list[str], not_started: int, total: int
+    ) -> None:
+        self.run_name, self.run, self.answered = run_name, run, answered
+        self.in_flight, self.not_started, self.total = in_flight, not_started, total
+        still = f"; still running: {', '.join(in_flight[:10])}{' ...' if len(in_flight) > 10 else ''}" if (
+            in_flight) else ""  # fmt: skip
+        super().__init__(
+            f"retriever {run_name!r} interrupted (Ctrl-C) after {answered} of {total} queries{still}; "
+            f"{not_started} not started"
+        )
+
+
+def check_timeout(timeout: Any, param: str = "timeout") -> float | None:
+    """``timeout`` as seconds: a positive finite number, or None (no limit); else DataError naming ``param``."""
+    if timeout is None:
+        return None
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not math.isfinite(timeout) or timeout <= 0:
+        raise DataError(
+            f"{param} must be a positive number of seconds (or None for no limit), got {timeout!r}.", param=param
+        )
+    return float(timeout)
 
 
 def run_retriever(
@@ -101,6 +167,7 @@ def run_retriever(
     chunk_to_doc: ChunkToDoc = "max",
     name: str | None = None,
     concurrency: int = 4,
+    timeout: float | None = DEFAULT_TIMEOUT,
     report: ValidationReport | None = None,
     progress: Progress = False,
 ) -> Run:
@@ -114,22 +181,22 @@ def run_retriever(
     document id from ``metadata[id_key]`` of LangChain Documents / LlamaIndex nodes instead of their own id.
     ``chunk_to_doc``: ``"max"``, ``None``/``"none"`` or a callable ``chunk_id -> doc_id`` (see the module
     docstring). ``name``: the run name (default: the retriever's ``name``, class or function name).
-    ``concurrency``: queries in flight at once. ``report``: where retriever errors, duplicates, short lists and
-    score adjustments are counted. ``progress``: ``True`` for a tqdm bar on stderr (on a terminal or in a notebook), or a
-    :mod:`diagnose.progress` reporter or ``callback(done, total)``.
+    ``concurrency``: queries in flight at once. ``timeout``: seconds a query may take (default 60, ``None``: no
+    limit); a slower query is abandoned and counts as retrieving nothing. ``report``: where retriever errors,
+    timeouts, the slowest queries, duplicates, short lists and score adjustments are counted. ``progress``:
+    ``True`` for a tqdm bar on stderr (on a terminal or in a notebook), or a :mod:`diagnose.progress` reporter or
+    ``callback(done, total)``.
 
     Scores: the retriever's own when it gives them, lowered where needed so that they strictly decrease (as
     float32) in the retriever's order; ``-rank`` when it gives none. So ``rank`` is always the retriever's order
     and the run reads back identically from :func:`diagnose.io.write_trec_run`. ``Run.latency_ms`` holds each
-    returned query's wall-clock time, ``Run.errors`` each failed query's ``"ExceptionType: message"``.
+    returned query's wall-clock time, ``Run.errors`` each failed or timed-out query's ``"ExceptionType: message"``.
 
-    Raises :class:`~diagnose.data.DataError` when there is no query to run, the retriever is of no known kind,
-    a result has no usable id, or the retriever raised on every query (the message quotes the first error).
+    Raises :class:`~diagnose.data.DataError` when there is no query to run, two query ids are the same text, the
+    retriever is of no known kind, a result has no usable id, or the retriever raised (or timed out) on every query
+    (the message quotes the first error); :class:`RetrieverInterrupted` on Ctrl-C.
     """
-    if isinstance(depth, bool) or not isinstance(depth, int) or depth < 1:
-        raise ValueError(f"depth must be an integer >= 1, got {depth!r}.")
-    if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
-        raise ValueError(f"concurrency must be an integer >= 1, got {concurrency!r}.")
+    timeout = _check_params(depth, concurrency, timeout)
     report = report if report is not None else ValidationReport()
     mapper, collapse = _chunk_mapper(chunk_to_doc)
     kind = _kind(retriever)
@@ -140,14 +207,56 @@ def run_retriever(
 
     if kind == "langchain":
         retriever = _with_k(retriever, depth, report, run_name)
-    outcomes = _call(retriever, kind, texts, concurrency, progress, run_name)
+    source = f"live retriever {_type_name(retriever)}"
+    try:
+        outcomes = _call(retriever, kind, texts, concurrency, timeout, progress, run_name)
+    except _Interrupted as stop:
+        raise _interrupted(stop, qids, (id_key, mapper, collapse, depth), run_name, source, report) from None
+    run = _as_run(qids, outcomes, (id_key, mapper, collapse, depth), run_name, source, report)
+    if run is None:
+        raise _raised_on_every_query(run_name, len(qids), dict(_errors(qids, outcomes)))
+    return run
 
+
+def _check_params(depth: Any, concurrency: Any, timeout: Any) -> float | None:
+    """``depth`` and ``concurrency`` positive integers (else ValueError), ``timeout`` checked (returned)."""
+    if isinstance(depth, bool) or not isinstance(depth, int) or depth < 1:
+        raise ValueError(f"depth must be an integer >= 1, got {depth!r}.")
+    if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
+        raise ValueError(f"concurrency must be an integer >= 1, got {concurrency!r}.")
+    return check_timeout(timeout)
+
+
+def _as_run(
+    qids: list[str], outcomes: list[Outcome], reading: tuple, run_name: str, source: str, report: ValidationReport
+) -> Run | None:
+    """The run of the queries' outcomes (``reading``: id_key, mapper, collapse, depth), counted in ``report``;
+    None when no query returned."""
+    id_key, mapper, collapse, depth = reading
     lists, latency, errors, tally = _ranked_lists(qids, outcomes, id_key, mapper, collapse, depth, run_name)
     _record(report, run_name, len(qids), errors, tally, depth, collapse, latency)
     if not lists:
-        raise _raised_on_every_query(run_name, len(qids), errors)
-    run = Run.from_ranked_lists(run_name, lists, source=f"live retriever {_type_name(retriever)}")
+        return None
+    run = Run.from_ranked_lists(run_name, lists, source=source)
     return replace(run, latency_ms=latency, errors=errors)
+
+
+def _interrupted(
+    stop: _Interrupted, qids: list[str], reading: tuple, run_name: str, source: str, report: ValidationReport
+) -> RetrieverInterrupted:
+    """Ctrl-C: the partial run of the queries answered (counted in ``report``) and who was still running."""
+    done = [i for i, o in enumerate(stop.outcomes) if o is not None]
+    partial = _as_run([qids[i] for i in done], [stop.outcomes[i] for i in done], reading, run_name,
+                      source + " (interrupted)", report) if done else None  # fmt: skip
+    in_flight = [qids[i] for i in stop.in_flight]
+    return RetrieverInterrupted(
+        run_name, partial, len(done), in_flight, len(qids) - len(done) - len(in_flight), len(qids)
+    )
+
+
+def _errors(qids: list[str], outcomes: list[Outcome]) -> list[tuple[str, str]]:
+    return [(q, f"{type(r).__name__}: {r}") for q, (r, _) in zip(qids, outcomes, strict=True)
+            if isinstance(r, BaseException)]  # fmt: skip
 
 
 def _golden(
@@ -171,21 +280,33 @@ def _golden(
         )
         pairs = [(q, text_of[q]) for q in golden if q in text_of]
     elif isinstance(queries, Queries):
-        pairs = [(str(q), t) for q, t in queries.text_of().items()]
+        pairs = list(queries.text_of().items())
     elif isinstance(queries, Mapping):
-        pairs = [(str(q), t) for q, t in queries.items()]
+        pairs = list(queries.items())
     else:
         raise DataError(
             f"queries must be a dict {{query_id: text}}, a diagnose Queries or a Dataset; got {_type_name(queries)}."
         )
     seen: dict[str, str] = {}
-    for q, t in pairs:
+    given: dict[str, Any] = {}
+    for raw, t in pairs:
+        q = str(raw).strip()
+        if not q:
+            raise DataError(f"queries: the query id {raw!r} is empty. Fix: give every query an id.", param="queries")
+        if q in given:
+            raise DataError(
+                f"queries: the query ids {given[q]!r} ({type(given[q]).__name__}) and {raw!r} "
+                f"({type(raw).__name__}) are both {q!r} as text, so one of them would not run. Fix: give each "
+                "query a distinct id.",
+                param="queries",
+            )
+        given[q] = raw
         if not isinstance(t, str):
             raise DataError(
                 f"queries: query {q!r} has text {t!r} ({type(t).__name__}), not a string. Fix: give every query a "
                 "text."
             )
-        seen.setdefault(q, t)
+        seen[q] = t
     if not seen:
         raise DataError("queries: there is no query to run (the golden set or the queries given are empty).")
     return list(seen), list(seen.values())
@@ -195,7 +316,7 @@ def _raised_on_every_query(run_name: str, n_queries: int, errors: dict[str, str]
     """The error when no query returned: it quotes the first one's exception."""
     first = next(iter(errors))
     return DataError(
-        f"The retriever {run_name!r} raised on every one of the {n_queries} queries; the first error (query "
-        f"{first!r}) was {errors[first]}. Fix: call the retriever by hand on one query text to see the "
-        "traceback, then run again."
+        f"The retriever {run_name!r} raised or timed out on every one of the {n_queries} queries; the first error "
+        f"(query {first!r}) was {errors[first]}. Fix: call the retriever by hand on one query text to see the "
+        "traceback (or raise the timeout if it is only slow), then run again."
     )

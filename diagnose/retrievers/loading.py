@@ -24,7 +24,8 @@ def load_retriever(spec: str) -> Any:
     plain ``str -> results`` retriever itself.
 
     Raises :class:`~diagnose.data.DataError` naming the spec, what went wrong and the fix when the module or the
-    attribute is missing, the import or the factory raises, or the object is no retriever.
+    attribute is missing, the import or the factory raises (any ``BaseException``, ``SystemExit`` included, but
+    ``KeyboardInterrupt``: Ctrl-C still stops), or the object is no retriever.
     """
     module_name, sep, attr = spec.strip().partition(":")
     module_name, attr = module_name.strip(), attr.strip()
@@ -51,7 +52,9 @@ def load_retriever(spec: str) -> Any:
         raise DataError(f"retriever spec {spec!r}: " + _not_a_retriever(obj, attr))
     try:
         made = obj()
-    except Exception as e:
+    except KeyboardInterrupt:  # Ctrl-C (or indistinguishable from it in this thread): stop
+        raise
+    except BaseException as e:  # noqa: BLE001 - user code: a SystemExit in a factory is a mistake to report
         raise DataError(
             f"retriever spec {spec!r}: calling the factory {attr}() raised {type(e).__name__}: {e}. Fix: make "
             f"{attr}() work on its own (try python -c 'import {module_name.removesuffix('.py')}' and call it)."
@@ -80,7 +83,10 @@ def _import(module_name: str, spec: str) -> Any:
         sys.modules[mod_name] = module
         try:
             loader_spec.loader.exec_module(module)
-        except Exception as e:
+        except KeyboardInterrupt:
+            sys.modules.pop(mod_name, None)
+            raise
+        except BaseException as e:  # noqa: BLE001 - user code: sys.exit() at import is a mistake to report
             sys.modules.pop(mod_name, None)
             raise _import_failed(spec, str(path), e) from e
         return module
@@ -97,7 +103,9 @@ def _import(module_name: str, spec: str) -> Any:
                 "its package, or give a file path like path/to/my_rag.py:retriever."
             ) from e
         raise _import_failed(spec, module_name, e) from e
-    except Exception as e:
+    except KeyboardInterrupt:
+        raise
+    except BaseException as e:  # noqa: BLE001 - user code: sys.exit() at import is a mistake to report
         raise _import_failed(spec, module_name, e) from e
 
 

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from diagnose.data import DataError, Severity, ValidationReport
-from diagnose.retrievers.calls import Outcome
+from diagnose.retrievers.calls import Outcome, RetrieverTimeout
 from diagnose.retrievers.kinds import _describe
 
 ChunkToDoc = str | Callable[[str], Any] | None
@@ -49,6 +49,9 @@ def _ranked_lists(
     for qid, (result, ms) in zip(qids, outcomes, strict=True):
         if isinstance(result, BaseException):
             errors[qid] = f"{type(result).__name__}: {result}"
+            if isinstance(result, RetrieverTimeout):
+                tally.timed_out.append(qid)
+                tally.timeout = result.seconds
             continue
         items = [_item(x, id_key, qid, run_name) for x in _as_list(result, qid, run_name)]
         items = _collapse(items, mapper, collapse, qid, tally)
@@ -56,8 +59,6 @@ def _ranked_lists(
         tally.short(qid, len(lists[qid]), depth)
         if ms is not None:
             latency[qid] = ms
-        else:
-            tally.unmeasured.append(qid)
     return lists, latency, errors, tally
 
 
@@ -70,7 +71,8 @@ class _Tally:
         self.adjusted: list[str] = []
         self.replaced: list[str] = []
         self.short_lists: list[str] = []
-        self.unmeasured: list[str] = []
+        self.timed_out: list[str] = []
+        self.timeout = 0.0
 
     def short(self, qid: str, n: int, depth: int) -> None:
         if n < depth:
@@ -160,7 +162,9 @@ def _collapse(
         if mapper is not None:
             try:
                 mapped = mapper(chunk)
-            except Exception as e:
+            except KeyboardInterrupt:
+                raise
+            except BaseException as e:  # noqa: BLE001 - user code: a SystemExit is a mistake to report, not an exit
                 raise DataError(
                     f"chunk_to_doc raised {type(e).__name__}: {e} on the id {chunk!r} (query {qid!r}). Fix the "
                     "mapping so that it accepts every id the retriever returns."
@@ -226,12 +230,12 @@ def _record(
     latency: dict[str, float],
 ) -> None:
     """Count in ``report`` what happened to the run of retriever ``run_name``: errors, repeated ids, collapsed
-    chunks, adjusted or replaced scores, short lists, unmeasured latencies; and its stats (queries, errors, p50 and
-    p95 latency)."""
+    chunks, adjusted or replaced scores, short lists, timeouts, the slowest queries; and its stats (queries,
+    errors, timeouts, p50 and p95 latency)."""
     label = f"retriever {run_name!r}"
     _record_problems(report, label, n_queries, errors, tally, collapse)
     _record_tally(report, label, n_queries, errors, tally, depth)
-    _record_stats(report, label, n_queries, errors, latency)
+    _record_stats(report, label, n_queries, errors, latency, tally)
 
 
 def _record_problems(
@@ -242,15 +246,28 @@ def _record_problems(
     tally: _Tally,
     collapse: bool,
 ) -> None:
-    """The queries the retriever raised on, the repeated ids kept once, the chunks merged into their document."""
+    """The queries the retriever raised on or timed out on, the repeated ids kept once, the chunks merged into their
+    document."""
+    late = set(tally.timed_out)
+    raised = [f"{q}: {msg}" for q, msg in errors.items() if q not in late]
     report.add(
         "retriever_error",
-        f"{label} raised on {len(errors)} of {n_queries} queries; they have no results and score 0 (see "
+        f"{label} raised on {len(raised)} of {n_queries} queries; they have no results and score 0 (see "
         "Run.errors for every message). Fix the retriever and run again.",
         severity="error",
-        count=len(errors),
-        examples=[f"{q}: {msg}" for q, msg in errors.items()],
+        count=len(raised),
+        examples=raised,
     )
+    if tally.timed_out:
+        report.add(
+            "retriever_timeout",
+            f"{label} gave no answer within {tally.timeout:g} s on {len(tally.timed_out)} of {n_queries} queries; they "
+            "count as retrieving nothing and score 0 (the calls were abandoned). Fix the retriever, or raise the "
+            "timeout (--retriever-timeout, timeout=) if they are only slow.",
+            severity="error",
+            count=len(tally.timed_out),
+            examples=tally.timed_out,
+        )
     report.add(
         "retriever_duplicate_ids",
         f"{label} returned the same id more than once for {len(tally.duplicates)} queries; the first occurrence "
@@ -277,7 +294,7 @@ def _record_tally(
     report: ValidationReport, label: str, n_queries: int, errors: dict[str, str], tally: _Tally, depth: int
 ) -> None:
     """The queries whose scores were lowered to keep the retriever's order or replaced by ``-rank``, the lists
-    shorter than ``depth`` (a warning when more than half), the latencies that were not measured."""
+    shorter than ``depth`` (a warning when more than half)."""
     _note(
         report,
         "retriever_scores_adjusted",
@@ -302,22 +319,45 @@ def _record_tally(
         "search_kwargs={'k': ...}, LlamaIndex similarity_top_k=...); recall at depth is capped by it.",
         "warning" if len(tally.short_lists) * 2 > ran else "info",
     )
-    _note(
-        report,
-        "retriever_latency_unmeasured",
-        tally.unmeasured,
-        f"{label}: no per-query latency for {len(tally.unmeasured)} queries (its batch() reported no per-query "
-        "run to time).",
-    )
 
 
 def _record_stats(
-    report: ValidationReport, label: str, n_queries: int, errors: dict[str, str], latency: dict[str, float]
+    report: ValidationReport,
+    label: str,
+    n_queries: int,
+    errors: dict[str, str],
+    latency: dict[str, float],
+    tally: _Tally,
 ) -> None:
-    """Queries run, errors, and the p50 / p95 latency in milliseconds."""
+    """Queries run, errors, timeouts, the p50 / p95 latency in milliseconds, and the slowest queries by name."""
     report.stats[f"{label} queries"] = n_queries
-    report.stats[f"{label} errors"] = len(errors)
-    if latency:
-        values = np.fromiter(latency.values(), dtype=np.float64)
-        report.stats[f"{label} latency_ms p50"] = round(float(np.percentile(values, 50)), 3)
-        report.stats[f"{label} latency_ms p95"] = round(float(np.percentile(values, 95)), 3)
+    report.stats[f"{label} errors"] = len(errors) - len(tally.timed_out)
+    report.stats[f"{label} timeouts"] = len(tally.timed_out)
+    if not latency:
+        return
+    values = np.fromiter(latency.values(), dtype=np.float64)
+    p50 = float(np.percentile(values, 50))
+    report.stats[f"{label} latency_ms p50"] = round(p50, 3)
+    report.stats[f"{label} latency_ms p95"] = round(float(np.percentile(values, 95)), 3)
+    top = slowest(latency)
+    outlier = top[0][1] >= SLOW_MS and top[0][1] > 10 * p50
+    report.add(
+        "retriever_slowest_queries",
+        f"{label}: the slowest queries (median {_ms(p50)})"
+        + (f"; the slowest took {top[0][1] / p50:,.0f} times the median, which p95 hides" if outlier else ""),
+        severity="warning" if outlier else "info",
+        count=len(top),
+        examples=[f"{q}: {_ms(ms)}" for q, ms in top],
+    )
+
+
+def _ms(ms: float) -> str:
+    return f"{ms:,.1f} ms" if ms >= 1 else f"{ms:.3f} ms"
+
+
+SLOW_MS = 1000.0  # the slowest query is a warning from 1 s on (and over 10 times the median)
+
+
+def slowest(latency: Mapping[str, float], n: int = 5) -> list[tuple[str, float]]:
+    """The ``n`` slowest ``(query_id, ms)``, slowest first (ties by query id)."""
+    return sorted(latency.items(), key=lambda item: (-item[1], item[0]))[:n]

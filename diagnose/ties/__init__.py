@@ -54,7 +54,7 @@ one against all permutations of the tie groups of small random runs):
   an unjudged document share gain 0), hence its own key and its own two copies.
 - key ``unannotated`` (1 when the document appears in no qrels row): ``hole@k`` counts those in the top k over k.
 
-A family without a key in :data:`EXACT_KEYS` (a metric added to the registry later) falls back to sampling:
+A family whose record has no ``tie_key`` (``REGISTRY[family].tie_key`` None) falls back to sampling:
 the value is evaluated on ``n_orders`` random tie orders (``seed``) plus the run's own order and the ``gain``
 best and worst orders, and min / max are taken over those. That range is a lower bound on the true one
 (``TieRange.exact`` is False, and :meth:`TieAudit.message` says "at least").
@@ -71,8 +71,9 @@ with ``judged@10`` and ``hole@10`` added; no ties 0.2 s.
 One file per question:
 
 - :mod:`~diagnose.ties.records`: what an audit reports, :class:`TieRange` and :class:`TieAudit`.
-- :mod:`~diagnose.ties.orders`: :data:`EXACT_KEYS` and the tie-order machinery (tie groups, the keys, the
-  re-ordered copies). Start here when a new metric family needs its key.
+- :mod:`~diagnose.ties.orders`: the tie-order machinery (tie groups, the keys named by each family's
+  ``tie_key`` in :data:`diagnose.metrics.REGISTRY`, the re-ordered copies). Start here when a new metric family
+  needs a new key.
 - :mod:`~diagnose.ties.audit`: :func:`tie_audit` and :func:`add_to_report`.
 
 Every name below is importable from ``diagnose.ties`` itself.
@@ -81,11 +82,9 @@ Every name below is importable from ``diagnose.ties`` itself.
 from __future__ import annotations
 
 from diagnose.ties.audit import add_to_report, tie_audit
-from diagnose.ties.orders import EXACT_KEYS
 from diagnose.ties.records import TieAudit, TieRange
 
 __all__ = [
-    "EXACT_KEYS",
     "TieAudit",
     "TieRange",
     "add_to_report",

@@ -12,15 +12,15 @@ import numpy as np
 import pandas as pd
 
 from diagnose.data import MAX_EXAMPLES, DataError, Qrels, Run, ValidationReport
-from diagnose.metrics import evaluate, expand_metrics, metric_family
+from diagnose.metrics import evaluate, expand_metrics
 from diagnose.ties.orders import (
-    EXACT_KEYS,
     _depth,
     _in_trec_order,
     _keys,
     _Layout,
     _layout,
     _reordered,
+    _tie_key,
     _varies_in_groups,
     _widen,
 )
@@ -60,7 +60,7 @@ def tie_audit(
 
     lo = base.per_query.to_numpy(dtype=np.float64, copy=True)
     hi = lo.copy()
-    exact = {m: metric_family(m) in EXACT_KEYS for m in names}
+    exact = {m: _tie_key(m) is not None for m in names}
     sampled = 0
     if len(groups):
         sampled = _widen_over_orders(qrels, run, lay, names, exact, lo, hi, n_orders, seed, relevance_level)
@@ -143,12 +143,12 @@ def _widen_over_orders(
     """Widen ``lo`` / ``hi`` (per query x metric, in place) with the best- and worst-case orders of each needed key,
     then with ``n_orders`` random orders for the metrics without an exact key; returns how many were sampled."""
     sampled = 0
-    needed = {EXACT_KEYS[metric_family(m)] for m in names if exact[m]}
+    needed = {_tie_key(m) for m in names if exact[m]}
     if not all(exact.values()):
         needed.add("gain")
     keys = _keys(qrels, run, lay, needed)
     for key_name in sorted(needed):
-        cols = [j for j, m in enumerate(names) if EXACT_KEYS.get(metric_family(m), "gain") == key_name]
+        cols = [j for j, m in enumerate(names) if (_tie_key(m) or "gain") == key_name]
         key = keys[key_name]
         if not _varies_in_groups(key, lay):
             continue

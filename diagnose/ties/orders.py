@@ -1,6 +1,6 @@
-"""The tie-order machinery: :data:`EXACT_KEYS` (the per-document sort key of each metric family), the run's tie
-groups (:class:`_Layout`), the keys looked up in the qrels, and the best- and worst-case re-ordered copies of the
-run. Start here when a new metric family needs its key.
+"""The tie-order machinery: :func:`_tie_key` (the per-document sort key of a metric, named by its family's
+record, ``REGISTRY[family].tie_key``), the run's tie groups (:class:`_Layout`), the keys looked up in the qrels,
+and the best- and worst-case re-ordered copies of the run. Start here when a new metric family needs a new key.
 """
 
 from __future__ import annotations
@@ -14,28 +14,15 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from diagnose.data import Qrels, Run
-from diagnose.metrics import Evaluation, parse_metric
+from diagnose.metrics import Evaluation, MetricName, parse_metric
 from diagnose.metrics.join import _arrow as _strings  # ids as one large_string array
 
-EXACT_KEYS: dict[str, str] = {
-    "precision": "gain",
-    "recall": "gain",
-    "hit_rate": "gain",
-    "mrr": "gain",
-    "ndcg": "gain",
-    "map": "gain",
-    "r_precision": "gain",
-    "f1": "gain",
-    "judged": "judged",
-    "hole": "unannotated",
-}
-"""Metric family -> the per-document key whose decreasing order inside tie groups maximises the metric and whose
-increasing order minimises it (see the module docstring for the argument). Families missing here are sampled."""
 
-_TOP_K_ONLY = frozenset({"precision", "recall", "hit_rate", "mrr", "ndcg", "map", "f1", "judged", "hole"})
-"""Families whose ``@k`` value reads only ranks <= k (so the re-ordered copies can be cut there; ``judged@k``
-divides by ``min(k, n)``, which the cut keeps). ``mrr``, ``map`` without cutoff and ``r_precision`` read the whole
-list."""
+def _tie_key(metric: str | MetricName) -> str | None:
+    """The per-document key (``"gain"``, ``"judged"``, ``"unannotated"``, computed by :func:`_keys`) whose decreasing
+    order inside tie groups maximises the metric and whose increasing order minimises it (see the package
+    docstring for the argument): its family's ``tie_key``. None: the family has no proven key and is sampled."""
+    return parse_metric(metric).metric.tie_key
 
 
 # --------------------------------------------------------------------------------------------- layout
@@ -74,7 +61,7 @@ def _layout(run: Run) -> _Layout:
 
 
 def _keys(qrels: Qrels, run: Run, lay: _Layout, needed: set[str]) -> dict[str, np.ndarray]:
-    """Per position, the sort keys of :data:`EXACT_KEYS` that are needed (0 outside tie groups: unused there).
+    """Per position, the sort keys of :func:`_tie_key` that are needed (0 outside tie groups: unused there).
 
     Only tied positions are looked up: their doc ids are coded against the qrels' doc ids with Arrow's hash
     ``index_in``, their queries against the run's query codes, and the (query, doc) code pairs found by binary
@@ -142,12 +129,14 @@ def _reordered(run: Run, lay: _Layout, key: np.ndarray, depth: int | None = None
     return Run(run.name, out, run.source)
 
 
-def _depth(names: Sequence[str]) -> int | None:
-    """The deepest rank any of ``names`` reads: the largest cutoff when every one is a cutoff metric of a family in
-    :data:`_TOP_K_ONLY`, else None (the whole list)."""
+def _depth(names: Sequence[str | MetricName]) -> int | None:
+    """The deepest rank any of ``names`` reads: the largest cutoff when every one is a cutoff metric whose family's
+    ``@k`` value reads only ranks <= k (``top_k_only``: the re-ordered copies can be cut there; ``judged@k``
+    divides by ``min(k, n)``, which the cut keeps), else None (the whole list: ``mrr`` and ``map`` without cutoff,
+    ``r_precision``)."""
     cuts = [parse_metric(m) for m in names]
-    if all(f in _TOP_K_ONLY and c is not None for f, c in cuts):
-        return max(int(c) for _, c in cuts if c is not None)
+    if all(c.metric.top_k_only and c.k is not None for c in cuts):
+        return max(int(c.k) for c in cuts if c.k is not None)
     return None
 
 

@@ -2,7 +2,8 @@
 
 The queue is :func:`diagnose.judging.judge_queue` over the analysis (every run and baseline pooled at k). Each grade
 is appended to the journal (:class:`diagnose.judging.Journal`: one JSON line, fsynced) the moment it is clicked, so
-closing the tab loses nothing and reopening resumes at the first pair not judged yet. Keys: Streamlit 1.67's
+closing the tab loses nothing and reopening resumes at the first pair not judged yet. A journal that cannot be read
+(a hand-edited line) or written (read-only) is a message on the page, never a traceback. Keys: Streamlit 1.67's
 ``st.button(shortcut=...)``: 0, 1, 2, 3 grade and S skips (the keys do nothing while a text field has the focus).
 """
 
@@ -16,9 +17,10 @@ import pandas as pd
 import streamlit as st
 
 from diagnose import judging
-from diagnose.data import ValidationReport
+from diagnose.data import DataError, ValidationReport
 from diagnose.lexical import highlight_spans, term_overlap
 from diagnose.ui import state, tables
+from diagnose.ui.errors import show_error
 from diagnose.ui.text import escape_md, highlight_md, truncate
 
 GRADE_LABELS = {0: "0 · not relevant", 1: "1 · related", 2: "2 · relevant", 3: "3 · highly relevant"}
@@ -45,7 +47,11 @@ def _queue(key: str, encoder: str, k: int, _analysis: Any) -> pd.DataFrame:
 
 
 def _grade(journal: judging.Journal, query_id: str, doc_id: str, grade: int | str) -> None:
-    journal.add(query_id, doc_id, grade)
+    try:
+        journal.add(query_id, doc_id, grade)
+    except DataError as e:  # read-only journal, full disk: say so on the page (a callback's error is a traceback)
+        st.session_state["_judge_error"] = e
+        return
     st.session_state["_judge_last"] = (query_id, doc_id, grade)
 
 
@@ -59,7 +65,13 @@ def _file_bytes(write: Any, qrels: Any) -> bytes:
 path = journal_path()
 journal = judging.Journal(path)
 problems = ValidationReport()
-judged = journal.judgements(problems)
+try:
+    judged = journal.judgements(problems)
+except DataError as e:
+    st.title("Judge")
+    show_error(e, "The journal cannot be read, so judging is paused until it is fixed (or DIAGNOSE_JOURNAL points "
+               "to another file): ")  # fmt: skip
+    st.stop()
 queue = _queue(b.key, b.encoder_name, b.k, b.analysis)
 todo = judging.pending(queue, judged)
 q_text = b.ds.queries.text_of()
@@ -83,6 +95,9 @@ c[1].metric("Judged (journal)", f"{len(judged):,}", help="every pair in the jour
 c[2].metric("Left to judge", f"{len(todo):,}")
 c[3].metric("Near-duplicates left", f"{int(todo['near_duplicate'].sum()):,}" if len(todo) else "0")
 
+failed = st.session_state.pop("_judge_error", None)
+if failed is not None:
+    show_error(failed)
 last = st.session_state.get("_judge_last")
 if last:
     q, d, g = last

@@ -7,7 +7,7 @@ import streamlit as st
 
 from diagnose import charts
 from diagnose.failures import CLASS_LABELS, CLASSES
-from diagnose.metrics import BANDS, QUALITY_BANDS
+from diagnose.metrics import BANDS, REGISTRY
 from diagnose.ui import state, tables
 from diagnose.ui.text import escape_md
 
@@ -56,7 +56,7 @@ def _colour(col: pd.Series) -> list[str]:
 
 
 # precision@k is bounded by R/k (0.1 at k=10 with one relevant document per query): a band would call every run poor
-coloured = [m for m in metric_cols if not m.startswith("precision@")]
+coloured = [m for fam, m in zip(state.FAMILIES, metric_cols, strict=True) if REGISTRY[fam].band_in_tables]
 styled = shown.style.apply(_colour, subset=coloured).format(
     {m: "{:.3f}" for m in metric_cols} | {c: "{:.3f}" if c.endswith("per_ms") else "{:.1f}" for c in latency_cols},
     na_rep="–",
@@ -88,8 +88,8 @@ tables.show(
 )
 legend = " · ".join(
     f"{fam}: poor < {a:g} ≤ acceptable < {bb:g} ≤ good < {c:g} ≤ excellent"
-    for fam, (a, bb, c) in QUALITY_BANDS.items()
-    if fam in ("ndcg", "recall", "mrr")
+    for fam in ("ndcg", "mrr", "recall")
+    for a, bb, c in [REGISTRY[fam].band]
 )
 st.caption(
     (f"Every run is scored on the same {int(table['queries'].iloc[0]):,} golden queries. " if same_n else "")
