@@ -190,10 +190,9 @@ def inspect_query(
 ) -> Inspection:
     """The :class:`Inspection` of ``query_id`` in ``run`` under ``diagnosis`` (same run, k and failure mode).
 
-    The cosines of the retrieved documents are the failure records' (:class:`_Cosines`); their BM25 ranks (no
-    record holds them) are computed here from the query's scores, computed once: ``bm25_rank`` and
-    ``bm25_rank_worst`` the first and last rank of the document's tie group (:func:`diagnose.lexical.bm25_rank_range`),
-    both empty when its BM25 score is 0 (no query term in it)."""
+    The cosines of the retrieved documents are the failure records' (:class:`_Cosines`); their BM25 ranks (no record
+    holds them) are computed here, once per query: ``bm25_rank``, ``bm25_rank_worst`` the first and last rank of the
+    tie group (:func:`diagnose.lexical.bm25_rank_range`), both empty for a BM25 score of 0 (no query term in it)."""
     q_text = ds.queries.text_of().get(query_id, "") if ds.queries is not None else ""
     failures = [f for f in diagnosis.failures if f.query_id == query_id]
     corpus = ds.corpus.df if ds.corpus is not None else None
@@ -224,13 +223,9 @@ def inspect_query(
         d = doc(doc_id)
         best, worst = bm25_rank_range(scores, r) if r is not None and scores is not None else (None, None)
         row: dict[str, Any] = {
-            "rank": int(rank),
-            "doc_id": doc_id,
-            "judgement": _judgement(grade_of.get(doc_id)),
-            "cosine": cosines.query(doc_id),
-            "bm25_rank": best,
-            "bm25_rank_worst": worst,
-        }
+            "rank": int(rank), "doc_id": doc_id, "judgement": _judgement(grade_of.get(doc_id)),
+            "cosine": cosines.query(doc_id), "bm25_rank": best, "bm25_rank_worst": worst,
+        }  # fmt: skip
         for t in target_ids:
             row[f"cos to {t}"] = cosines.target(doc_id, t)
         row["run score"] = float(score)
