@@ -15,8 +15,8 @@ import numpy as np
 import pandas as pd
 
 from diagnose.data import Dataset, Run, fields_dict
-from diagnose.failures import CLASS_LABELS, Diagnosis, Failure
-from diagnose.lexical import BM25Index, highlight_spans, term_overlap
+from diagnose.failures import CLASS_LABELS, Diagnosis, Failure, rank_range_text
+from diagnose.lexical import BM25Index, bm25_rank_range, highlight_spans, term_overlap
 from diagnose.space import VectorSpace
 
 
@@ -95,8 +95,9 @@ class Inspection:
                 f"<h4>{e(CLASS_LABELS[f.cls])} <code>{e(f.cls)}</code>: target {e(f.doc_id)} (grade {f.grade})</h4>"
                 "<table><tr><th>cos(query, target)</th><th>run rank</th><th>dense rank</th><th>BM25 rank</th>"
                 "<th>query terms in target</th></tr>"
-                f"<tr><td>{_num(f.cosine)}</td><td>{_rank(f.run_rank, f.run_depth)}</td><td>{_rank(f.dense_rank)}"
-                f"</td><td>{_rank(f.bm25_rank)}</td><td>{_pct(f.overlap)}</td></tr></table>"
+                f"<tr><td>{_num(f.cosine)}</td><td>{_rank(f.run_rank, f.run_depth)}</td>"
+                f"<td>{rank_range_text(f.dense_rank, f.dense_rank_worst, none='–')}</td><td>{_bm25_rank(f)}</td>"
+                f"<td>{_pct(f.overlap)}</td></tr></table>"
                 f"<p><b>Evidence.</b> {e(f.evidence)}</p><p><b>Recommendation.</b> {e(f.recommendation)}</p>"
                 f"<p>Terms present: {_terms(f.present_terms, '#d4f4dd')}; missing: {_terms(f.missing_terms, '#fde2e1')}</p>"
                 f"<details><summary>The target (query terms it contains marked)</summary><p>{_marked(t)}</p></details>"
@@ -123,6 +124,13 @@ def _rank(rank: int | None, depth: int | None = None) -> str:
     if rank is None:
         return f"not in the run (depth {depth})" if depth is not None else "–"
     return f"#{rank}"
+
+
+def _bm25_rank(f: Failure) -> str:
+    """The target's BM25 rank range, or "none (score 0)" for a target that shares no weighted term with the query."""
+    if f.bm25_rank is None and f.bm25_score is not None:
+        return "none (score 0)"
+    return rank_range_text(f.bm25_rank, f.bm25_rank_worst, none="–")
 
 
 def _terms(terms: tuple[str, ...], colour: str) -> str:
@@ -182,9 +190,9 @@ def inspect_query(
 ) -> Inspection:
     """The :class:`Inspection` of ``query_id`` in ``run`` under ``diagnosis`` (same run, k and failure mode).
 
-    The cosines of the retrieved documents are the failure records' (:class:`_Cosines`); their BM25 ranks (no
-    record holds them) are computed here, once per query: 1 + the number of corpus documents with a strictly
-    higher BM25 score."""
+    The cosines of the retrieved documents are the failure records' (:class:`_Cosines`); their BM25 ranks (no record
+    holds them) are computed here, once per query: ``bm25_rank``, ``bm25_rank_worst`` the first and last rank of the
+    tie group (:func:`diagnose.lexical.bm25_rank_range`), both empty for a BM25 score of 0 (no query term in it)."""
     q_text = ds.queries.text_of().get(query_id, "") if ds.queries is not None else ""
     failures = [f for f in diagnosis.failures if f.query_id == query_id]
     corpus = ds.corpus.df if ds.corpus is not None else None
@@ -213,13 +221,11 @@ def inspect_query(
     for doc_id, rank, score in zip(top["doc_id"].tolist(), top["rank"].tolist(), top["score"].tolist(), strict=True):
         r = row_of.get(doc_id)
         d = doc(doc_id)
+        best, worst = bm25_rank_range(scores, r) if r is not None and scores is not None else (None, None)
         row: dict[str, Any] = {
-            "rank": int(rank),
-            "doc_id": doc_id,
-            "judgement": _judgement(grade_of.get(doc_id)),
-            "cosine": cosines.query(doc_id),
-            "bm25_rank": int(np.count_nonzero(scores > scores[r])) + 1 if r is not None and scores is not None else None,
-        }
+            "rank": int(rank), "doc_id": doc_id, "judgement": _judgement(grade_of.get(doc_id)),
+            "cosine": cosines.query(doc_id), "bm25_rank": best, "bm25_rank_worst": worst,
+        }  # fmt: skip
         for t in target_ids:
             row[f"cos to {t}"] = cosines.target(doc_id, t)
         row["run score"] = float(score)
@@ -227,7 +233,7 @@ def inspect_query(
         rows.append(row)
     retrieved = pd.DataFrame(rows)
     if len(retrieved):
-        retrieved["bm25_rank"] = retrieved["bm25_rank"].astype("Int64")
+        retrieved = retrieved.astype({"bm25_rank": "Int64", "bm25_rank_worst": "Int64"})
     relevant_found = tuple(d for d in top["doc_id"].tolist() if grade_of.get(d, 0) > 0)
     cal = diagnosis.calibration
     return Inspection(

@@ -3,10 +3,12 @@
 :mod:`diagnose.failures` says *why* each failed query failed and what usually helps. This module tries the remedies
 that can run without a new model or new judgements, on the same golden set, and reports for each failure class:
 
-- ``failures``: the failures of that class. With ``mode="hit"`` a failure is a failed **query** (distinct query ids
-  among the class's (query, target) pairs: a query with two missed targets of one class counts once, a query whose
-  targets fall in two classes counts in both); with ``mode="recall"`` a failure is a missed (query, target) pair,
-  as in :attr:`diagnose.failures.Diagnosis.class_counts`.
+- ``failed_queries`` and ``missed_pairs``: the class's failed queries (distinct query ids among its missed pairs: a
+  query with two missed targets of one class counts once, a query whose targets fall in two classes counts in both;
+  :attr:`diagnose.failures.Diagnosis.class_failed_queries`) and missed (query, target) pairs
+  (:attr:`diagnose.failures.Diagnosis.class_counts`).
+- ``failures``: the unit the remedy is measured in (:attr:`Remedies.unit`): with ``mode="hit"`` the failed
+  queries, with ``mode="recall"`` the missed pairs.
 - ``recovered``: how many of them the remedied run fixes at k: with ``mode="hit"`` the query gets a relevant
   document (grade > 0) in its top k; with ``mode="recall"`` the missed target enters the top k.
 - ``lost_hits``: over **all** golden queries, how many were hits at k in the run (a relevant document in the top k,
@@ -29,6 +31,14 @@ The remedy per class (the first column of :data:`REMEDIES`):
 ``semantic_gap``          no offline remedy: fine-tuning on in-domain pairs or enriching the documents needs work
 ``missing_document``      no offline remedy: the data is wrong (re-ingest the document or fix the qrels)
 ========================  ==================================================================================
+
+The run's kind (:mod:`diagnose.failures.kind`) changes two remedies (:data:`KIND_REMEDIES`): a **lexical** run's
+``vocabulary_mismatch`` is remedied by dense retrieval (exact dense search replaces the run; fusing a BM25 run with
+BM25 adds nothing), its ``index_gap`` by this tool's BM25 (the BM25 baseline replaces the run); a **hybrid** run's
+``index_gap`` by the hybrid baseline (RRF of BM25 and exact dense search) replacing the run. Not RRF of the lexical
+run and dense search: the class's targets are, by its rule, missing from the run's list or deep in it, and RRF
+ranks a document found by one list below the documents both lists hold (on the demo's LangChain BM25 run it
+recovered 0 of 11 failed queries with a vocabulary mismatch, dense search 7).
 
 A remedy is a whole-run change: hybrid or the rerank also reorders the queries that did not fail, which is what
 ``lost_hits`` and the paired test measure. The cosine rerank is exact search's ordering restricted to what the run
@@ -65,17 +75,34 @@ REMEDIES: dict[str, tuple[str, str, str]] = {
     "ranking_failure": ("rerank", "cosine rerank of the top {depth}", ""),
 }
 
+#: (run kind, class) -> the remedy where the run's kind changes it (:func:`remedy_for`); remedy ids "bm25" and
+#: "hybrid_baseline": that baseline replaces the run.
+KIND_REMEDIES: dict[tuple[str, str], tuple[str, str, str]] = {
+    ("lexical", "vocabulary_mismatch"): ("dense", "dense retrieval (exact dense search replaces the run)", ""),
+    ("lexical", "index_gap"): ("bm25", "this tool's BM25 (the BM25 baseline replaces the run)", ""),
+    ("hybrid", "index_gap"): ("hybrid_baseline", "the hybrid baseline (RRF of BM25 and exact dense search)", ""),
+}
+
+
+def remedy_for(cls: str, kind: str = "unknown") -> tuple[str, str, str]:
+    """The remedy of class ``cls`` for a run of ``kind``: ``(remedy id, remedy text, advice)``."""
+    return KIND_REMEDIES.get((kind, cls), REMEDIES[cls])
+
+
 RRF_K = 60
 
 #: Columns of :meth:`Remedies.table`.
-TABLE_COLUMNS = ("class", "failures", "remedy", "recovered", "lost_hits", "mean_diff", "p_value")
+TABLE_COLUMNS = (
+    "class", "failures", "failed_queries", "missed_pairs", "remedy", "recovered", "lost_hits", "mean_diff", "p_value",
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
 class RemedyResult:
     """One failure class and its remedy, measured (see the module docstring for every definition).
 
-    ``remedy_id``: "hybrid", "dense", "rerank", "judge" or "none". For "judge" and "none", and for a remedy whose
+    ``remedy_id``: "hybrid", "dense", "rerank", "judge" or "none" (for some run kinds "bm25" or "hybrid_baseline":
+    :data:`KIND_REMEDIES`). For "judge" and "none", and for a remedy whose
     input was not given (``available`` False, ``note`` says which), ``recovered``, ``lost_hits``, ``mean_diff`` and
     ``p_value`` are None. ``recovered_ids``: the recovered failures (query ids in hit mode, "query_id/doc_id" in
     recall mode); ``lost_ids``: the golden queries the remedy turns from hit to miss.
@@ -95,6 +122,8 @@ class RemedyResult:
     note: str = ""
     recovered_ids: tuple[str, ...] = ()
     lost_ids: tuple[str, ...] = ()
+    failed_queries: int = 0
+    missed_pairs: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -103,21 +132,28 @@ class RemedyResult:
             "lost_ids": list(self.lost_ids),
         }
 
-    def sentence(self, k: int, unit: str = "failures") -> str:
-        """One line for a person: what the remedy would do, with its evidence."""
+    def sentence(self, k: int, unit: str = "failed queries") -> str:
+        """One line for a person: what the remedy would do, with its evidence. ``unit``: what ``failures`` counts
+        (:attr:`Remedies.unit`); in "failed queries" the missed pairs are said too."""
         c = self.cls
+        pairs = f" ({self.missed_pairs} missed pair{'s' if self.missed_pairs != 1 else ''})"
+        word = _SINGULAR.get(unit, unit) if self.failures == 1 else unit
+        of = f"{self.failures} {word} of class {c}{pairs if unit == 'failed queries' else ''}"
         if self.remedy_id == "judge":
-            return f"{self.failures} {c} {unit}: judge it ({self.advice}; the golden set is probably incomplete)."
+            return f"{of}: judge it ({self.advice}; the golden set is probably incomplete)."
         if self.remedy_id == "none":
-            return f"{self.failures} {c} {unit}: no offline remedy ({self.advice})."
+            return f"{of}: no offline remedy ({self.advice})."
         if not self.available:
-            return f"{self.failures} {c} {unit}: {self.remedy} not tried ({self.note})."
+            return f"{of}: {self.remedy} not tried ({self.note})."
         direction = f"{self.mean_diff:+.3f}" if self.mean_diff is not None else "n/a"
         return (
-            f"{self.remedy} would recover {self.recovered} of {self.failures} {c} {unit} and lose "
+            f"{self.remedy} would recover {self.recovered} of the {of} and lose "
             f"{self.lost_hits} hit{'s' if self.lost_hits != 1 else ''} (mean {self.metric} difference {direction}, "
             f"paired randomization test on {self.metric}: p = {_fmt_p(self.p_value)})."
         )
+
+
+_SINGULAR = {"failed queries": "failed query", "missed pairs": "missed pair"}
 
 
 def _fmt_p(p: float | None) -> str:
@@ -145,7 +181,8 @@ class Remedies:
 
     @property
     def unit(self) -> str:
-        return "failures" if self.mode == "hit" else "missed documents"
+        """What ``failures`` and ``recovered`` count: "failed queries" (``mode="hit"``) or "missed pairs"."""
+        return "failed queries" if self.mode == "hit" else "missed pairs"
 
     def row(self, cls: str) -> RemedyResult:
         for r in self.rows:
@@ -154,7 +191,7 @@ class Remedies:
         raise KeyError(cls)
 
     def table(self) -> pd.DataFrame:
-        """One row per failure class: ``class, failures, remedy, recovered, lost_hits, mean_diff, p_value``."""
+        """One row per failure class: :data:`TABLE_COLUMNS` (``failures`` and ``recovered`` in :attr:`unit`)."""
         data = [{c: r.to_dict()[c] for c in TABLE_COLUMNS} for r in self.rows]
         table = pd.DataFrame(data, columns=list(TABLE_COLUMNS))
         # None stays a missing value (<NA>) in integer columns rather than turning them into floats
@@ -164,12 +201,14 @@ class Remedies:
 
     def sentences(self, *, include_empty: bool = False) -> list[str]:
         """One sentence per class that has failures (every class with ``include_empty``), e.g. "hybrid (RRF k=60 of
-        the run and BM25) would recover 14 of 23 vocabulary_mismatch failures and lose 3 hits (...: p = 0.012)"."""
+        the run and BM25) would recover 14 of the 23 failed queries of class vocabulary_mismatch (31 missed pairs)
+        and lose 3 hits (...: p = 0.012)"."""
         return [r.sentence(self.k, self.unit) for r in self.rows if include_empty or r.failures > 0]
 
     def to_dict(self) -> dict[str, Any]:
         return {
             **fields_dict(self, "run", "k", "mode", "metric", "n_queries", "hits"),
+            "unit": self.unit,
             "remedies": [r.to_dict() for r in self.rows],
             "sentences": self.sentences(),
         }
@@ -306,6 +345,7 @@ def _builders(
     dense_run: Run | None,
     cross_encoder_run: Run | None,
     depth: int,
+    hybrid_run: Run | None = None,
 ) -> dict[str, Callable[[], Run] | None]:
     """remedy id -> what builds the remedied run (None when its input was not given)."""
     from diagnose.fusion import rrf
@@ -316,11 +356,14 @@ def _builders(
         if bm25_run
         else None,
         "dense": (lambda: dense_run) if dense_run else None,
+        "bm25": (lambda: bm25_run) if bm25_run else None,
+        "hybrid_baseline": (lambda: hybrid_run) if hybrid_run else None,
         "rerank": (lambda: cosine_rerank(run, space, depth)) if space is not None else None,
     }
 
 
-_MISSING_INPUT = {"hybrid": "pass bm25_run", "dense": "pass dense_run", "rerank": "pass space"}
+_MISSING_INPUT = {"hybrid": "pass bm25_run", "dense": "pass dense_run", "rerank": "pass space",
+                  "bm25": "pass bm25_run", "hybrid_baseline": "pass hybrid_run"}
 _NOT_MEASURED = dict(recovered=None, lost_hits=None, mean_diff=None, p_value=None)
 
 
@@ -340,6 +383,8 @@ def _result(
     common = dict(
         cls=cls,
         failures=len(units),
+        failed_queries=len(dict.fromkeys(q for q, _ in pairs)),
+        missed_pairs=len(dict.fromkeys(pairs)),
         remedy_id=rid,
         remedy=text.format(depth=depth),
         metric=trials.metric_name,
@@ -382,6 +427,8 @@ def prove_remedies(
     cross_encoder_run: Run | None = None,
     n_resamples: int = 10_000,
     seed: int = 0,
+    kind: str | None = None,
+    hybrid_run: Run | None = None,
 ) -> Remedies:
     """Apply each failure class's offline remedy to ``run`` and measure it (module docstring: every definition).
 
@@ -392,7 +439,8 @@ def prove_remedies(
     :mod:`diagnose.metrics`, e.g. ``"ndcg@10"``). ``cross_encoder_run``: the run's top ``rerank_depth_factor * k``
     reranked by a CrossEncoder (:func:`diagnose.compare.rerank_cross_encoder`), when the user gives one: measured as
     a second ``near_miss`` row (remedy id ``"crossencoder"``) after the seven rows of the taxonomy. Pure: nothing
-    is encoded or indexed here.
+    is encoded or indexed here. ``kind``: the run's kind (default: the diagnosis's), which picks the remedies of
+    :data:`KIND_REMEDIES`; ``hybrid_run`` (the hybrid baseline) is read for a hybrid run's index gaps.
     """
     from diagnose.metrics import evaluate, expand_metrics
 
@@ -402,13 +450,14 @@ def prove_remedies(
     names = list(dict.fromkeys([hit_name, metric_name]))
     base = evaluate(ds.qrels, run, names).per_query
     depth = rerank_depth_factor * k
-    builders = _builders(run, space, bm25_run, dense_run, cross_encoder_run, depth)
+    builders = _builders(run, space, bm25_run, dense_run, cross_encoder_run, depth, hybrid_run)
     trials = _Trials(ds, base, names, hit_name, metric_name, k, builders, n_resamples, seed)
 
     by_class: dict[str, list[tuple[str, str]]] = {c: [] for c in CLASSES}
     for f in diagnosis.failures:
         by_class[f.cls].append((f.query_id, f.doc_id))
-    plan = [(cls, REMEDIES[cls]) for cls in CLASSES]
+    kind = diagnosis.run_kind.kind if kind is None else kind
+    plan = [(cls, remedy_for(cls, kind)) for cls in CLASSES]
     if cross_encoder_run is not None:
         plan.append(("near_miss", ("crossencoder", "cross-encoder rerank of the top {depth}", "")))
     rows = [_result(trials, mode, cls, remedy, by_class[cls], depth) for cls, remedy in plan]

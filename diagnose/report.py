@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from diagnose.data import ValidationReport, json_default
-from diagnose.failures import CLASS_LABELS, CLASSES, RECOMMENDATIONS, Diagnosis, sort_worst
+from diagnose.failures import CLASS_LABELS, CLASSES, Diagnosis, recommendation, sort_worst
 from diagnose.metrics import Evaluation, parse_metric, quality_band
 
 # --------------------------------------------------------------------------------------------- cells and tables
@@ -304,8 +304,8 @@ def failures_text(
     """The human-readable report of ``diagnose failures``: every failure worst first, counts, recommendations."""
     d, cal = diagnosis, diagnosis.calibration
     lines = [
-        f"run {d.run!r}: {len(d.failed_queries)} of {d.n_queries} golden queries fail at k={d.k} ({d.mode}); "
-        f"{len(d.failures)} missed relevant documents analysed.",
+        f"run {d.run!r}: {d.counts_sentence()}; every missed pair analysed.",
+        f"run kind: {d.run_kind.sentence()}.",
         f"model {model}: calibrated cosine threshold {cal.calibrated:.3f} ({cal.to_dict()['method']}, "
         f"{cal.n_pairs} pairs); seed threshold {cal.seed:.2f}.",
         "",
@@ -322,12 +322,13 @@ def failures_text(
             )
             lines.append(f"  beaten by: {beat}")
         lines += [f"  seed rule: {f.seed_verdict}; calibrated rule: {f.calibrated_verdict}", ""]
-    lines.append("counts per class:")
-    counts = [{"class": c, "label": CLASS_LABELS[c], "count": n} for c, n in d.class_counts.items()]
-    lines.append(text_table(counts, ["class", "label", "count"]))
+    lines.append("counts per class (a failed query whose missed pairs fall in two classes counts in both):")
+    counts = [{"class": c, "label": CLASS_LABELS[c], "missed pairs": n, "failed queries": d.class_failed_queries[c]}
+              for c, n in d.class_counts.items()]  # fmt: skip
+    lines.append(text_table(counts, ["class", "label", "missed pairs", "failed queries"]))
     present = [c for c, n in d.class_counts.items() if n]
     if present:
-        lines += ["", "recommendations:"] + [f"- {c}: {RECOMMENDATIONS[c]}" for c in present]
+        lines += ["", "recommendations:"] + [f"- {c}: {recommendation(c, d.run_kind.kind)}" for c in present]
     if remedies is not None and remedies.sentences():
         lines += ["", "remedies, applied to this run and measured:"] + [f"- {x}" for x in remedies.sentences()]
     if label_noise is not None and (len(label_noise.unjudged_duplicates) or len(label_noise.conflicting_queries)):
@@ -395,24 +396,24 @@ def _diagnosis_markdown(d: Diagnosis, *, query_id: str | None, worst: int) -> li
     lines = [
         f"## Failures of run `{d.run}`",
         "",
-        f"{len(d.failed_queries)} of {d.n_queries} golden queries fail at k={d.k} ({d.mode}); "
-        f"{len(d.failures)} missed relevant documents analysed.",
+        f"{d.counts_sentence()}; every missed pair analysed. Run kind: {d.run_kind.sentence()}.",
         "",
         f"Cosine threshold of {cal.model}: calibrated {cal.calibrated:.3f} ({cal.to_dict()['method']}, "
         f"{cal.n_pairs} pairs); seed {cal.seed:.2f}.",
         "",
     ]
-    counts = [{"class": CLASS_LABELS[c], "id": c, "failures": n} for c, n in d.class_counts.items() if n]
+    counts = [{"class": CLASS_LABELS[c], "id": c, "missed pairs": n, "failed queries": d.class_failed_queries[c]}
+              for c, n in d.class_counts.items() if n]  # fmt: skip
     lines.append(markdown_table(counts) if counts else "No failures.")
     present = [c for c in CLASSES if d.class_counts.get(c)]
     if present:
         lines += ["", "### Recommendations", ""]
-        lines += [f"- **{CLASS_LABELS[c]}**: {RECOMMENDATIONS[c]}" for c in present]
+        lines += [f"- **{CLASS_LABELS[c]}**: {recommendation(c, d.run_kind.kind)}" for c in present]
     shown = sort_worst(d.failures)
     if query_id:
         shown = [f for f in shown if f.query_id == query_id] + [f for f in shown if f.query_id != query_id]
     if shown:
-        lines += ["", f"### Worst failures (first {min(worst, len(shown))} of {len(shown)})", ""]
+        lines += ["", f"### Worst missed pairs (first {min(worst, len(shown))} of {len(shown)})", ""]
         for f in shown[:worst]:
             lines.append(f"- **{CLASS_LABELS[f.cls]}**: query `{f.query_id}` ({f.query_text!r}), target "
                          f"`{f.doc_id}`. {f.evidence} Seed rule: {f.seed_verdict}; calibrated rule: "

@@ -288,9 +288,46 @@ def test_worst_queries_shows_each_remedy_measured():
     at = app.open_demo("worst")
     table = app.frame_with(at, "remedy")
     assert set(table["failure class"]) == set(CLASS_LABELS.values())
-    shown = table.dropna(subset=["recovered"])
-    assert (shown["recovered"] <= shown["failures"]).all()
+    shown = table.dropna(subset=["recovered (failed queries)"])
+    assert (shown["recovered (failed queries)"] <= shown["failed queries"]).all()
     assert any("would recover" in m.value for m in at.markdown)
+
+
+def test_worst_queries_counts_add_up_in_failed_queries_and_missed_pairs():
+    # every count on the page says its unit; the same units agree wherever they appear
+    at = app.open_demo("worst")
+    diag = at.session_state["_bundle"].diagnosis(at.selectbox(key="run").value)
+    captions = app.unescaped(" ".join(c.value for c in at.caption))
+    # the page caption: "<Q> failed queries of <G> golden queries at k=...: <P> missed pairs"
+    q, g, p = map(int, re.search(r"(\d+) failed quer(?:y|ies) of (\d+) golden queries at k=\d+ \(\w+\): (\d+) missed pairs?",
+                                 captions).groups())  # fmt: skip
+    # the filter pills: "<label> (<n> missed pairs)", one per class present; together every missed pair
+    pills = at.multiselect(key="worst_classes").options
+    pill_pairs = [int(re.search(r"\((\d+) missed pairs?\)", o).group(1)) for o in pills]
+    assert sum(pill_pairs) == p
+    # the table (every class selected): one row per missed pair, from q distinct failed queries
+    table = app.frame_with(at, "class")
+    assert len(table) == p and table["query_id"].nunique() == q
+    assert re.search(rf"{p} of {p} missed pairs shown \({q} of {q} failed queries\)", captions), captions
+    # the remedy table: per class the missed pairs are the pills' counts; the failed queries per class are at most
+    # the failed queries, and at least them together (a query with pairs in two classes counts in both)
+    remedy = app.frame_with(at, "remedy")
+    by_label = dict(zip(remedy["failure class"], remedy["missed pairs"], strict=True))
+    assert [by_label[CLASS_LABELS[c]] for c in diag.class_counts if diag.class_counts[c]] == pill_pairs
+    assert remedy["missed pairs"].sum() == p
+    assert remedy["failed queries"].max() <= q <= remedy["failed queries"].sum()
+    assert (remedy["failed queries"] <= remedy["missed pairs"]).all()
+    assert (q, g, p) == (len(diag.failed_queries), diag.n_queries, len(diag.failures))
+
+
+def test_overview_missed_pairs_are_the_failure_breakdown():
+    at = app.demo_app()
+    table = app.frame_with(at, "missed pairs").set_index("run")
+    b = at.session_state["_bundle"]
+    for run in b.run_names:
+        d = b.diagnosis(run)
+        assert table.at[run, "missed pairs"] == sum(d.class_counts.values())
+        assert table.at[run, "failed queries"] <= table.at[run, "missed pairs"]
 
 
 def test_golden_set_ranks_queries_by_risk_and_compare_runs_tukey():

@@ -19,6 +19,7 @@ from diagnose.embed import (
     KeywordEncoder,
     ModelLoadError,
     dense_rank_of,
+    dense_rank_range,
     dense_search,
     embed_texts,
     load_encoder,
@@ -358,10 +359,28 @@ def test_dense_rank_of_matches_brute_force_and_duplicates_tie():
     qr = np.array([0, 1, 2, 3, 4, 5, 0, 0])
     dr = np.array([3, 7, 10, 20, 49, 0, 10, 49])
     ranks = dense_rank_of(q, d, qr, dr, block_size=16)
-    s = q.astype(np.float64) @ d.astype(np.float64).T
-    ref = [1 + int((s[i] > s[i, j] + 1e-9).sum()) for i, j in zip(qr, dr, strict=True)]
-    assert ranks.tolist() == ref
-    assert ranks[6] == ranks[7]  # doc 10 and its duplicate 49 share a rank for query 0
+    best, worst = dense_rank_range(q, d, qr, dr, block_size=16)
+    # reference: float64 cosines compared as float32, over the whole matrix at once
+    s = (q.astype(np.float64) @ d.astype(np.float64).T).astype(np.float32)
+    ref = [1 + int((s[i] > s[i, j]).sum()) for i, j in zip(qr, dr, strict=True)]
+    ref_worst = [int((s[i] >= s[i, j]).sum()) for i, j in zip(qr, dr, strict=True)]
+    assert ranks.tolist() == best.tolist() == ref
+    assert worst.tolist() == ref_worst
+    # doc 10 and its duplicate 49 share a range for query 0: a tie group of two, so worst = best + 1
+    assert (best[6], worst[6]) == (best[7], worst[7]) and worst[6] == best[6] + 1
+    # float64 vectors take the unscreened path and give the same ranges
+    b64, w64 = dense_rank_range(q.astype(np.float64), d.astype(np.float64), qr, dr, block_size=16)
+    assert b64.tolist() == ref and w64.tolist() == ref_worst
+
+
+def test_dense_rank_range_hand_made_ties():
+    q = np.array([[1.0, 0.0]], dtype=np.float32)
+    d = np.array([[1, 0], [0.6, 0.8], [0.6, -0.8], [0.6, 0.8], [0, 1], [1, 0]], dtype=np.float32)
+    # cosines with q: d0 = 1, d1 = d2 = d3 = 0.6, d4 = 0, d5 = 1 (a duplicate of d0)
+    # d0, d5: tie group at ranks 1..2 -> (1, 2); d1, d2, d3: 2 above, group of 3 -> (3, 5); d4: 5 above -> (6, 6)
+    best, worst = dense_rank_range(q, d, [0] * 6, [0, 1, 2, 3, 4, 5], block_size=2)
+    assert best.tolist() == [1, 3, 3, 3, 6, 1]
+    assert worst.tolist() == [2, 5, 5, 5, 6, 2]
 
 
 # -- precomputed vectors ---------------------------------------------------------------------------------------

@@ -26,6 +26,7 @@ from diagnose.failures import (
     find_label_noise,
     hubness,
     normalise_text,
+    within,
 )
 from diagnose.space import VectorSpace
 
@@ -250,6 +251,76 @@ def test_first_rule_wins_order():
     assert classify(run_rank=15, dense_rank=1, **{**common, "duplicate": True}) == "label_gap"
 
 
+def test_zero_bm25_score_has_no_rank_and_no_longer_makes_a_ranking_failure():
+    # cos(q,t) = 0.6 >= 0.5 calibrated, dense rank 4 > k (a, b, c ~1); BM25 scores every document 0 (the query's
+    # words occur nowhere). The old rule gave t rank 1 + #{score > 0} = 1 + 0 = 1 <= k: "findable", a
+    # ranking_failure. A score of 0 has no rank, so neither dense nor BM25 ranks it within k: semantic_gap.
+    ds, run, space, bm25 = outranked_world(
+        "credential recovery", "forgot password", [0.0, 0.0, 0.0, 0.0], target_vec=(0.6, 0.8, 0)
+    )
+    f = only_failure(ds, run, space, bm25)
+    assert f.bm25_score == 0.0 and f.bm25_rank is None and f.bm25_rank_worst is None
+    assert f.cls == "semantic_gap"
+    assert "no query term in the target" in f.evidence and "BM25 rank #" not in f.evidence
+    d = f.to_dict()
+    assert d["bm25_rank"] is None and d["bm25_rank_worst"] is None
+
+
+@pytest.mark.parametrize(
+    ("bm25", "best", "worst", "cls"),
+    [
+        # t ties with a and c at 5.0: the group holds ranks 1..3, and 3 > k = 2: BM25 does not rank it within k
+        ([5.0, 0.0, 5.0, 5.0], 1, 3, "semantic_gap"),
+        # t ties with a only: ranks 1..2, the whole group fits k = 2: findable, so a ranking_failure
+        ([5.0, 0.0, 0.0, 5.0], 1, 2, "ranking_failure"),
+        # t alone below a and b (9 > 7 > 5): ranks 3..3 > k
+        ([9.0, 7.0, 0.0, 5.0], 3, 3, "semantic_gap"),
+    ],
+)
+def test_bm25_rank_is_a_tie_range_and_within_k_needs_the_whole_group(bm25, best, worst, cls):
+    # cos(q,t) = 0.6 >= 0.5 calibrated and dense rank 4 > k: the class turns on BM25 alone; the words overlap
+    # (query "vpn token", target "vpn token": overlap 1), so never a vocabulary_mismatch
+    ds, run, space, fake = outranked_world("vpn token", "vpn token", bm25, target_vec=(0.6, 0.8, 0))
+    f = only_failure(ds, run, space, fake)
+    assert (f.bm25_rank, f.bm25_rank_worst) == (best, worst)
+    assert f.cls == cls
+    rank = f"#{best}" if best == worst else f"#{best}–{worst}"
+    assert f"BM25 rank {rank}," in f.evidence
+
+
+@pytest.mark.parametrize(("copies", "worst", "cls"), [(1, 2, "index_gap"), (2, 3, "ranking_failure")])
+def test_dense_rank_is_a_tie_range_and_index_gap_needs_the_whole_group(copies, worst, cls):
+    # t = (1,0,0) = q: cos 1; `copies` noise documents with t's exact vector tie with it at cos 1 (as float32).
+    # One copy: the group holds ranks 1..2 <= k = 2 and the run (n0..n6) missed t: index_gap. Two copies: ranks
+    # 1..3, 3 > k, so exact search does not rank it within k for every tie order; BM25 puts t alone first
+    # (score 5): ranking_failure (the old rule read rank 1 and said index_gap).
+    docs = {f"n{i}": (f"noise {i}", [0, 1, i / 10]) for i in range(7)}
+    docs.update({f"copy{i}": (f"copy {i}", [1, 0, 0]) for i in range(copies)})
+    docs["t"] = ("the target", [1, 0, 0])
+    bm25 = [0.0] * (7 + copies) + [5.0]
+    ds, run, space, fake = world(docs, ("q", "target", [1, 0, 0]), {"t": 1}, [f"n{i}" for i in range(7)], bm25)
+    f = only_failure(ds, run, space, fake)
+    assert (f.dense_rank, f.dense_rank_worst) == (1, worst)
+    assert f.cls == cls
+    assert f"exact dense rank #1–{worst}," in f.evidence
+
+
+def test_classify_reads_the_worst_rank():
+    # k = 10; cos 0.9 >= 0.5: only the ranks decide. A group 8..12 straddles k: not within it.
+    common = dict(in_corpus=True, duplicate=False, run_rank=None, cosine=0.9, overlap=1.0, k=10, calibrated=0.5)
+    assert classify(dense_rank=8, dense_rank_worst=10, bm25_rank=None, **common) == "index_gap"
+    assert classify(dense_rank=8, dense_rank_worst=12, bm25_rank=None, **common) == "semantic_gap"
+    assert classify(dense_rank=8, dense_rank_worst=12, bm25_rank=3, bm25_rank_worst=10, **common) == (
+        "ranking_failure"
+    )
+    assert classify(dense_rank=8, dense_rank_worst=12, bm25_rank=3, bm25_rank_worst=11, **common) == (
+        "semantic_gap"
+    )
+    # no worst given: no tie, the best rank decides (the API before tie ranges)
+    assert classify(dense_rank=8, bm25_rank=None, **common) == "index_gap"
+    assert within(8, None, 10) and not within(None, None, 10) and not within(1, 11, 10)
+
+
 def test_every_class_has_a_recommendation():
     assert set(RECOMMENDATIONS) == set(CLASSES)
     assert all(len(r) > 80 for r in RECOMMENDATIONS.values())
@@ -312,6 +383,8 @@ def test_json_contract_keys():
         "overlap",
         "ignored_terms",  # added with the query stop words; the keys above are unchanged
         "bm25_overlap",
+        "dense_rank_worst",  # added with the tie ranges
+        "bm25_rank_worst",
     } <= set(f)
     assert set(d["class_counts"]) == set(CLASSES)
 

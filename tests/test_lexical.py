@@ -17,6 +17,7 @@ from diagnose.lexical import (
     QUERY_STOPWORDS,
     STOPWORDS_EN,
     BM25Index,
+    bm25_rank_range,
     highlight_spans,
     term_overlap,
     tokenize,
@@ -190,10 +191,32 @@ def test_rank_of_counts_strictly_higher_scores():
     idx = BM25Index.build(DUPS, DUP_IDS)
     s = idx.scores("cat dog")  # a == b > c > z == 0
     ranks = idx.rank_of("cat dog", ["a", "b", "c", "z", "nope"])
-    # a, b: nobody higher -> 1; c: a, b higher -> 3; z: a, b, c higher -> 4; unknown -> None
-    assert [r for r, _ in ranks] == [1, 1, 3, 4, None]
+    # a, b: nobody higher -> 1; c: a, b higher -> 3; z: score 0, no query term in it -> no rank; unknown -> None
+    assert s[3] == 0.0
+    assert [r for r, _ in ranks] == [1, 1, 3, None, None]
     assert [sc for _, sc in ranks[:4]] == pytest.approx(list(s))
     assert math.isnan(ranks[4][1])
+
+
+def test_bm25_rank_range_is_the_tie_group_and_zero_has_none():
+    # scores of 7 documents for one query: 2.5 > 1.0 == 1.0 == 1.0 > 0.5 > 0 == 0
+    s = np.array([1.0, 0.0, 2.5, 1.0, 0.5, 1.0, 0.0])
+    # row 0 (1.0): one higher (2.5) -> best 1 + 1 = 2; higher or equal: 2.5 and the three 1.0 -> worst 4
+    assert bm25_rank_range(s, 0) == (2, 4)
+    assert bm25_rank_range(s, 3) == bm25_rank_range(s, 5) == (2, 4)  # the same tie group, the same range
+    assert bm25_rank_range(s, 2) == (1, 1)  # alone at the top
+    assert bm25_rank_range(s, 4) == (5, 5)  # four higher, no tie
+    # score 0: no rank at all, although 1 + #higher would say 6
+    assert bm25_rank_range(s, 1) == bm25_rank_range(s, 6) == (None, None)
+
+
+def test_bm25_rank_range_of_a_query_whose_terms_occur_nowhere():
+    # "unicorn" is in no document: every document scores 0 and none has a rank (the old rule said #1 for all)
+    idx = BM25Index.build(DUPS, DUP_IDS)
+    s = idx.scores("unicorn")
+    assert not s.any()
+    assert [bm25_rank_range(s, i) for i in range(len(DUPS))] == [(None, None)] * len(DUPS)
+    assert [r for r, _ in idx.rank_of("unicorn", DUP_IDS)] == [None] * len(DUPS)
 
 
 def test_to_run():
@@ -350,7 +373,8 @@ def test_documents_without_words_are_indexed_but_never_retrieved(engine):
     idx = BM25Index.build(["cat", "", "the of"], ["a", "b", "c"], engine=engine)
     assert len(idx) == 3
     assert [d for d, _ in idx.search(["cat"], 3)[0]] == ["a"]
-    assert [r for r, _ in idx.rank_of("cat", ["a", "b", "c"])] == [1, 2, 2]
+    # b and c score 0 (no word at all): no rank
+    assert [r for r, _ in idx.rank_of("cat", ["a", "b", "c"])] == [1, None, None]
 
 
 def test_cached_index_gives_the_same_scores_without_tokenising(tmp_path, monkeypatch):

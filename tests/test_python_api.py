@@ -187,6 +187,24 @@ def test_inspect_escapes_user_text():
     assert err.value.param == "query_id"
 
 
+def test_inspect_bm25_ranks_of_the_retrieved_documents_are_tie_ranges_or_none():
+    # query "forgot password": d1 and d3 have the same text, so the same BM25 score s > 0, and nobody scores
+    # higher: both hold ranks 1..2. d2 and d4 contain no query term: score 0, no rank (the old rule said
+    # 1 + #{score > 0} = 3). The run retrieves d3, d2 (k = 2) and misses the relevant d1.
+    corpus = Corpus(pd.DataFrame({"doc_id": ["d1", "d2", "d3", "d4"], "title": "",
+                                  "text": ["password reset", "vpn access", "password reset", "lunch menu"]}))  # fmt: skip
+    queries = Queries(pd.DataFrame({"query_id": ["q1"], "text": ["forgot password"]}))
+    qrels = Qrels(pd.DataFrame({"query_id": ["q1"], "doc_id": ["d1"], "relevance": np.array([1], dtype=np.int64)}))
+    ds = Dataset(qrels=qrels, corpus=corpus, queries=queries)
+    a = diagnose.Analysis(ds, {"r": {"q1": {"d3": 2.0, "d2": 1.0, "d1": 0.5}}}, k=2, encoder=KeywordEncoder())
+    view = a.inspect("q1", "r")
+    rows = view.to_dict()["retrieved"]
+    assert [(r["doc_id"], r["bm25_rank"], r["bm25_rank_worst"]) for r in rows] == [("d3", 1, 2), ("d2", None, None)]
+    f = view.targets[0].failure
+    assert (f.bm25_rank, f.bm25_rank_worst) == (1, 2)
+    assert "<td>#1–2</td>" in view._repr_html_()
+
+
 def test_compare_has_the_cli_comparison_columns(analysis):
     table = analysis.compare(reference="ann")
     assert list(table.columns) == [f for f in Comparison.__dataclass_fields__]

@@ -88,8 +88,9 @@ def test_hybrid_recovers_one_vocabulary_mismatch_and_loses_one_hit():
     assert rem.hits == 1 and rem.n_queries == 3
     s = rem.sentences()
     assert s == [
-        "hybrid (RRF k=60 of the run and BM25) would recover 1 of 2 vocabulary_mismatch failures and lose 1 hit "
-        "(mean hit_rate@1 difference +0.000, paired randomization test on hit_rate@1: p = 1)."
+        "hybrid (RRF k=60 of the run and BM25) would recover 1 of the 2 failed queries of class vocabulary_mismatch "
+        "(2 missed pairs) and lose 1 hit (mean hit_rate@1 difference +0.000, paired randomization test on "
+        "hit_rate@1: p = 1)."
     ]
 
 
@@ -148,6 +149,12 @@ def test_rerank_recovers_a_near_miss_and_the_recall_mode_counts_targets():
                          space=space)  # fmt: skip
     row = hit.row("near_miss")
     assert (row.failures, row.recovered, row.lost_hits) == (1, 1, 0)  # one failed query, recovered
+    # the two units side by side: 1 failed query (q), 2 missed pairs (q, t) and (q, u)
+    assert (row.failed_queries, row.missed_pairs) == (1, 2) and hit.unit == "failed queries"
+    assert hit.sentences()[0].startswith(
+        "cosine rerank of the top 3 would recover 1 of the 1 failed query of class near_miss (2 missed pairs) and "
+        "lose 0 hits"
+    )
     assert hit.row("ranking_failure").remedy == "cosine rerank of the top 3"
     rec = prove_remedies(
         ds, run, diagnosis_of(run, [failure("q", "t", "near_miss"), failure("q", "u", "near_miss")], 1, "recall"),
@@ -155,7 +162,8 @@ def test_rerank_recovers_a_near_miss_and_the_recall_mode_counts_targets():
     )  # fmt: skip
     row = rec.row("near_miss")
     assert (row.failures, row.recovered) == (2, 1) and row.recovered_ids == ("q/t",)
-    assert "missed documents" in rec.sentences()[0]
+    assert (row.failed_queries, row.missed_pairs) == (1, 2) and rec.unit == "missed pairs"
+    assert "recover 1 of the 2 missed pairs of class near_miss and" in rec.sentences()[0]
 
 
 def test_rows_without_an_offline_remedy_and_missing_inputs():
@@ -176,10 +184,11 @@ def test_rows_without_an_offline_remedy_and_missing_inputs():
     assert not gap.available and gap.note == "pass dense_run" and gap.recovered is None
     assert pd.isna(table.set_index("class").at["index_gap", "recovered"])
     assert rem.sentences() == [
-        "1 label_gap failures: judge it (not retrieval failures: judge the near-duplicates the run retrieved; the "
-        "golden set is probably incomplete).",
-        "1 index_gap failures: exact dense search not tried (pass dense_run).",
-        "1 semantic_gap failures: no offline remedy (fine-tune the embedding model or enrich the documents).",
+        "1 failed query of class label_gap (1 missed pair): judge it (not retrieval failures: judge the "
+        "near-duplicates the run retrieved; the golden set is probably incomplete).",
+        "1 failed query of class index_gap (1 missed pair): exact dense search not tried (pass dense_run).",
+        "1 failed query of class semantic_gap (1 missed pair): no offline remedy (fine-tune the embedding model "
+        "or enrich the documents).",
     ]
     assert len(rem.sentences(include_empty=True)) == len(CLASSES)
     assert rem.to_dict()["remedies"][0]["class"] == "missing_document"
@@ -219,10 +228,9 @@ def _demo_remedies(space, mode: str):
 def _check_invariants(diag: Diagnosis, rem) -> None:
     counts = diag.class_counts
     for row in rem.rows:
-        if rem.mode == "recall":
-            assert row.failures == counts[row.cls]
-        else:
-            assert row.failures <= counts[row.cls]
+        assert row.missed_pairs == counts[row.cls] and row.failed_queries == diag.class_failed_queries[row.cls]
+        assert row.failures == (row.missed_pairs if rem.mode == "recall" else row.failed_queries)
+        assert row.failed_queries <= row.missed_pairs
         if row.recovered is not None:
             assert 0 <= row.recovered <= row.failures
             assert 0 <= row.lost_hits <= rem.hits

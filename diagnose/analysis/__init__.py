@@ -63,7 +63,9 @@ class Analysis(Pictures):
     top k) or ``"recall"`` (any relevant document missing). ``baselines``: any of ``"bm25"``, ``"dense"``,
     ``"hybrid"`` (names as given), or a mapping ``{run name: kind}``. ``cache_dir``: where vectors and the BM25
     index are cached (default: the user cache folder, ``DIAGNOSE_CACHE_DIR``). ``progress``: ``True`` (tqdm and
-    stage labels on a terminal or in a notebook), ``False``, or a reporter (:mod:`diagnose.progress`).
+    stage labels on a terminal or in a notebook), ``False``, or a reporter (:mod:`diagnose.progress`). ``kinds``:
+    ``{run name: "dense" | "lexical" | "hybrid" | "unknown"}``, the retrieval kind of a run, which the failure
+    taxonomy follows; a run not named is inferred (:meth:`run_kind`, :mod:`diagnose.failures.kind`).
     """
 
     def to_dict(self, *, per_query: bool = False) -> dict[str, Any]:
@@ -81,12 +83,13 @@ class Analysis(Pictures):
 
     def summary(self) -> pd.DataFrame:
         """The headline table: per run, nDCG, recall and hit rate at k, MRR, and (when the texts are loaded)
-        the number of failed queries and the failure classes."""
+        the number of failed queries, of missed pairs, and the missed pairs per failure class."""
         k = self.k
         cols = [f"ndcg@{k}", f"recall@{k}", f"hit_rate@{k}", "mrr"]
         table = self.metrics(cols)
         if self.dataset.corpus is not None and self.dataset.queries is not None:
             table["failed queries"] = [len(self.diagnosis(n).failed_queries) for n in table.index]
+            table["missed pairs"] = [self.diagnosis(n).n_missed_pairs for n in table.index]
             counts = self.class_counts()
             table = table.join(counts.loc[:, counts.sum() > 0])
         return table

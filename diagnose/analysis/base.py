@@ -84,6 +84,7 @@ class AnalysisBase:
         precision: str = "fast",
         progress: progress_mod.Progress = False,
         retriever_timeout: float | None = DEFAULT_TIMEOUT,
+        kinds: Mapping[str, str] | None = None,
     ) -> None:
         if not isinstance(dataset, Dataset):
             raise _param_error(
@@ -122,6 +123,21 @@ class AnalysisBase:
                 f"A run is already named {clash[0]!r}; baseline runs use that name. Rename the run, or give the "
                 f"baselines other names, e.g. baselines={{'{clash[0]} (baseline)': '{self._baselines[clash[0]]}'}}.",
             )
+        self._run_kinds = self._check_kinds(kinds or {})
+
+    def _check_kinds(self, kinds: Mapping[str, str]) -> dict[str, str]:
+        """``kinds`` (run name -> dense, lexical, hybrid or unknown) checked: known run names, known kinds."""
+        from diagnose.failures.kind import check_kind
+
+        known = [*self._inputs, *self._baselines]
+        out = {}
+        for name, kind in dict(kinds).items():
+            if str(name) not in known:
+                raise _param_error(
+                    "kinds", f"kinds names a run {name!r} that is not among the runs ({', '.join(known) or 'none'})."
+                )
+            out[str(name)] = check_kind(kind, "kinds")
+        return out
 
     @staticmethod
     def _check_failure(failure: str) -> str:

@@ -11,7 +11,7 @@ import pandas as pd
 
 if TYPE_CHECKING:
 
-    from diagnose.failures import Diagnosis, Hubness, LabelNoise
+    from diagnose.failures import Diagnosis, Hubness, LabelNoise, RunKind
     from diagnose.inspection import Inspection
     from diagnose.models import ModelComparison
     from diagnose.remedies import Remedies
@@ -37,11 +37,30 @@ class Evidence(Scores):
 
             self._need_texts("The failure analysis")
             run_obj = self.runs[name]
-            space, bm25 = self.space, self.bm25
+            space, bm25, kind = self.space, self.bm25, self.run_kind(name, k=k)
             self._reporter.step(f"Diagnosing the failures of {name} at k={k}")
-            return diagnose_run(self.dataset, run_obj, space, bm25, k=k, mode=mode, thresholds=self.thresholds)
+            return diagnose_run(self.dataset, run_obj, space, bm25, k=k, mode=mode, thresholds=self.thresholds,
+                                kind=kind)  # fmt: skip
 
         return self._cached(("diagnosis", name, k, mode), build)
+
+    def run_kind(self, run: str | None = None, *, k: int | None = None) -> RunKind:
+        """The run's kind (:mod:`diagnose.failures.kind`): as given in ``kinds``, the baseline's own, or inferred
+        from the run's top-``k`` overlap with the BM25 and dense baselines (which this computes)."""
+        from diagnose.failures.kind import BASELINE_KINDS, RunKind, infer_run_kind
+
+        name = self._run_name(run)
+        k = self._k(k)
+        if name in self._run_kinds:
+            return RunKind(self._run_kinds[name], "given")
+        if name in self._baselines:
+            return RunKind(BASELINE_KINDS[self._baselines[name]], "baseline")
+
+        def build() -> RunKind:
+            self._need_texts("Inferring the run's kind")
+            return infer_run_kind(self.runs[name], self._baseline("bm25"), self._baseline("dense"), self.golden, k)
+
+        return self._cached(("run_kind", name, k), build)
 
     def failures(self, run: str | None = None, *, k: int | None = None, failure: str | None = None) -> pd.DataFrame:
         """One row per failed (query, target) pair, worst first; the columns are the keys of ``diagnose failures
@@ -92,7 +111,8 @@ class Evidence(Scores):
         cross_encoder: str | None = None,
     ) -> Remedies:  # fmt: skip
         """Each failure class's remedy applied to this run and measured: hybrid RRF with BM25 for
-        vocabulary_mismatch, exact dense search for index_gap, the top 3k reranked by exact cosine for near_miss
+        vocabulary_mismatch (with exact dense search for a lexical run), exact dense search for index_gap (this
+        tool's BM25 for a lexical run, the hybrid baseline for a hybrid run), the top 3k reranked by exact cosine for near_miss
         and ranking_failure; what each recovers and what hits it loses, with a paired randomization test.
         ``cross_encoder``: a sentence-transformers CrossEncoder (a local folder, or a hub name when online): the top
         3k reranked by it is measured too, as a second near_miss remedy."""
@@ -104,10 +124,13 @@ class Evidence(Scores):
 
         def build() -> Remedies:
             sp = self.space
+            diag = self.diagnosis(name, k=k, failure=mode)
+            hybrid = diag.run_kind.kind == "hybrid"
             return prove_remedies(
-                self.dataset, self.runs[name], self.diagnosis(name, k=k, failure=mode), space=sp,
+                self.dataset, self.runs[name], diag, space=sp,
                 bm25_run=self._baseline("bm25"), dense_run=self._baseline("dense"),
                 cross_encoder_run=self._cross_encoded(name, cross_encoder, 3 * k) if cross_encoder else None,
+                hybrid_run=self._baseline("hybrid") if hybrid else None,
             )  # fmt: skip
 
         return self._cached(("remedies", name, k, mode, cross_encoder), build)

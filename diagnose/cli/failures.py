@@ -9,6 +9,7 @@ from diagnose.api import as_run
 from diagnose.cli.shared import EXIT_OK, _analysis, _load, _print_warnings, _write_runs
 from diagnose.data import DataError
 from diagnose.failures import Thresholds
+from diagnose.failures.kind import parse_kind_arg
 from diagnose.io import parse_run_arg
 from diagnose.report import dumps, failures_dict, failures_text, text_table
 from diagnose.risk import failure_risk
@@ -21,7 +22,8 @@ def cmd_failures(args: argparse.Namespace) -> int:
         )
     thresholds = Thresholds(seed_cosine=args.seed_threshold, duplicate_cosine=args.duplicate_cosine)
     ds = _load(args, need_text=True)
-    analysis = _analysis(args, ds, k=args.k, failure=args.failure, thresholds=thresholds)
+    kinds = dict(parse_kind_arg(x) for x in args.run_kind)
+    analysis = _analysis(args, ds, k=args.k, failure=args.failure, thresholds=thresholds, kinds=kinds)
     (name,) = analysis.run_names
     diag = analysis.diagnosis(name)
     noise = analysis.label_noise(name)

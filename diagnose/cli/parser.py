@@ -233,6 +233,14 @@ def _failures_options(fa: argparse.ArgumentParser) -> None:
         metavar="NAME_OR_PATH",
         help="also measure a sentence-transformers CrossEncoder rerank of the top 3k as a near_miss remedy",
     )
+    fa.add_argument(
+        "--run-kind",
+        action="append",
+        default=[],
+        metavar="NAME=KIND",
+        help="the run's kind (dense, lexical, hybrid or unknown), which the classes' rules, wording and remedies "
+        "follow; default: inferred from the run's top-k overlap with the BM25 and dense baselines",
+    )
     _add_retriever_args(fa)
     _add_model_args(fa)
 

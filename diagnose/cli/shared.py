@@ -55,6 +55,8 @@ PARAM_FLAGS = {
     "retriever_timeout": "--retriever-timeout",
     "resamples": "--resamples",
     "limit": "--limit",
+    "kinds": "--run-kind",
+    "run_kind": "--run-kind",
 }
 
 

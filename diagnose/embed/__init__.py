@@ -20,8 +20,9 @@ Where things live
 ``store``
     :class:`EmbeddingCache` (``encoder.json``) and :func:`embed_texts`.
 ``search``
-    exact :func:`dense_search` and :func:`dense_rank_of`, in blocks of :data:`BLOCK_ELEMENTS` scores (to change
-    it, set ``diagnose.embed.search.BLOCK_ELEMENTS``: that is where the searches read it).
+    exact :func:`dense_search`, :func:`dense_rank_of` and :func:`dense_rank_range`, in blocks of
+    :data:`BLOCK_ELEMENTS` scores (to change it, set ``diagnose.embed.search.BLOCK_ELEMENTS``: that is where the
+    searches read it).
 ``precomputed``
     :func:`load_precomputed` (``.npy`` + ids, parquet streamed) and :class:`PrecomputedEmbeddings`.
 """
@@ -40,7 +41,7 @@ from diagnose.embed.loading import (
     model_fingerprint,
 )
 from diagnose.embed.precomputed import PrecomputedEmbeddings, load_precomputed
-from diagnose.embed.search import BLOCK_ELEMENTS, RANK_TIE_TOLERANCE, dense_rank_of, dense_search
+from diagnose.embed.search import BLOCK_ELEMENTS, dense_rank_of, dense_rank_range, dense_search
 from diagnose.embed.store import CACHE_FLUSH_ROWS, ENCODER_META_FORMAT, EmbeddingCache, embed_texts
 
 __all__ = [
@@ -54,6 +55,7 @@ __all__ = [
     "SentenceTransformerEncoder",
     "default_model_path",
     "dense_rank_of",
+    "dense_rank_range",
     "dense_search",
     "embed_texts",
     "hub_offline",

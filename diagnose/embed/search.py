@@ -1,5 +1,6 @@
-"""Exact dense search over L2-normalised vectors: :func:`dense_search` (top-k per query) and :func:`dense_rank_of`
-(the rank of one document among all), both in blocks of bounded memory."""
+"""Exact dense search over L2-normalised vectors: :func:`dense_search` (top-k per query) and
+:func:`dense_rank_range` (the ranks of one document's tie group among all; :func:`dense_rank_of` its best), both in
+blocks of bounded memory."""
 
 from __future__ import annotations
 
@@ -79,10 +80,6 @@ def dense_search(
     return out_idx, out_sc
 
 
-#: Cosines closer than this count as ties in :func:`dense_rank_of` (float64 summation-order noise is ~1e-14).
-RANK_TIE_TOLERANCE = 1e-9
-
-
 def dense_rank_of(
     query_vecs: np.ndarray,
     doc_vecs: np.ndarray,
@@ -91,13 +88,29 @@ def dense_rank_of(
     *,
     block_size: int = 8192,
 ) -> np.ndarray:
-    """1-based rank of document ``doc_rows[i]`` for query ``query_rows[i]`` among ALL documents.
+    """1-based rank of document ``doc_rows[i]`` for query ``query_rows[i]`` among ALL documents: the best rank of
+    its tie group, ``1 + #{j : float32(cos(q, d_j)) > float32(cos(q, d_target))}`` (:func:`dense_rank_range` gives
+    the worst too). Returns int64 ``[len(query_rows)]``."""
+    return dense_rank_range(query_vecs, doc_vecs, query_rows, doc_rows, block_size=block_size)[0]
 
-    ``rank_i = 1 + #{j : cos(q, d_j) > cos(q, d_target) + 1e-9}``, computed in float64 over the whole corpus in
-    blocks. Ties (including duplicate documents) do not push the target down: this is the best position the target
-    can have among its equals (optimistic), so it can be smaller than its position in :func:`dense_search`, which
-    breaks ties by index. The 1e-9 tolerance (:data:`RANK_TIE_TOLERANCE`) only absorbs floating-point summation
-    order, so a document identical to the target always counts as a tie. Returns int64 ``[len(query_rows)]``.
+
+def dense_rank_range(
+    query_vecs: np.ndarray,
+    doc_vecs: np.ndarray,
+    query_rows: Sequence[int] | np.ndarray,
+    doc_rows: Sequence[int] | np.ndarray,
+    *,
+    block_size: int = 8192,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The ranks of document ``doc_rows[i]`` for query ``query_rows[i]`` among ALL documents, as a tie range.
+
+    Each cosine is computed in float64 and compared as a float32, the precision trec_eval compares a run's scores
+    at (:mod:`diagnose.io`): documents whose float32 cosines are equal form a tie group, which any tie order may
+    arrange. ``best_i = 1 + #{j : c_j > c_t}`` and ``worst_i = #{j : c_j >= c_t}`` (the target counted), with
+    ``c = float32(float64 dot product)`` and ``t`` the target: the first and the last position of the target's tie
+    group. A document identical to the target always ties with it; without ties ``best == worst``. "Exact search
+    ranks it within k" holds for every tie order only when ``worst <= k``. Returns two int64 arrays
+    ``[len(query_rows)]``; float32 vectors are screened by :func:`_dense_rank_screened` (same counts).
     """
     q = _as_matrix(query_vecs, "query_vecs", np.float64)
     d = np.asarray(doc_vecs)
@@ -110,36 +123,42 @@ def dense_rank_of(
     if len(qr) and (qr.min() < 0 or qr.max() >= len(q) or dr.min() < 0 or dr.max() >= len(d)):
         raise IndexError("query_rows/doc_rows out of range")
     qp = q[qr]
-    target = np.einsum("ij,ij->i", qp, np.asarray(d[dr], dtype=np.float64)) + RANK_TIE_TOLERANCE
+    target = np.einsum("ij,ij->i", qp, np.asarray(d[dr], dtype=np.float64)).astype(np.float32)
     block_size = max(1, int(block_size))
     if np.asarray(query_vecs).dtype == np.float32 and d.dtype == np.float32 and len(qr) and len(d):
-        return _dense_rank_screened(np.asarray(query_vecs), d, qr, qp, target, block_size)
-    above = np.zeros(len(qr), dtype=np.int64)
-    p_block = max(1, BLOCK_ELEMENTS // block_size)
-    for ds in range(0, len(d), block_size):
-        db = np.asarray(d[ds : ds + block_size], dtype=np.float64)
-        for ps in range(0, len(qr), p_block):
-            s = qp[ps : ps + p_block] @ db.T
-            above[ps : ps + p_block] += (s > target[ps : ps + p_block, None]).sum(axis=1)
-    return above + 1
+        above, at_least = _dense_rank_screened(np.asarray(query_vecs), d, qr, qp, target, block_size)
+    else:
+        above = np.zeros(len(qr), dtype=np.int64)
+        at_least = np.zeros(len(qr), dtype=np.int64)
+        p_block = max(1, BLOCK_ELEMENTS // block_size)
+        for ds in range(0, len(d), block_size):
+            db = np.asarray(d[ds : ds + block_size], dtype=np.float64)
+            for ps in range(0, len(qr), p_block):
+                s = (qp[ps : ps + p_block] @ db.T).astype(np.float32)
+                t = target[ps : ps + p_block, None]
+                above[ps : ps + p_block] += (s > t).sum(axis=1)
+                at_least[ps : ps + p_block] += (s >= t).sum(axis=1)
+    # the target is in its own tie group even if its score, summed in another order, rounded the other way
+    return above + 1, np.maximum(at_least, above + 1)
 
 
 def _dense_rank_screened(
     q32: np.ndarray, d: np.ndarray, qr: np.ndarray, qp: np.ndarray, target: np.ndarray, block_size: int
-) -> np.ndarray:
-    """:func:`dense_rank_of` for float32 vectors (the :class:`~diagnose.space.VectorSpace` case), with the same
-    counts at about half the cost: each distinct query is scored once per document block by a float32 matrix
-    product, which decides every document whose float32 score is farther from the target than the float32
-    rounding error can reach; only the documents within that margin are rescored in float64 and compared exactly as
-    the float64 path does.
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`dense_rank_range`'s counts (documents above the float32 ``target``, and at or above it) for float32
+    vectors (the :class:`~diagnose.space.VectorSpace` case), at about half the cost: each distinct query is scored
+    once per document block by a float32 matrix product, which decides every document whose float32 score is
+    farther from the target's float32 neighbours than the float32 rounding error can reach; only the documents
+    within that margin are rescored in float64, rounded to float32 and compared exactly as the float64 path does.
 
     The margin is a rigorous bound (Higham, *Accuracy and Stability of Numerical Algorithms*, 3.1): a computed dot
     product of length n differs from the exact one by at most ``gamma_n * sum|q_i d_i| <= gamma_n * |q| * |d|``
     with ``gamma_n = n u / (1 - n u)``, in any summation order (BLAS blocking, FMA); float32 (``u = 2^-24``) and
-    float64 (``u = 2^-53``) errors are added, then doubled. For unit vectors of 384 dimensions it is ~5e-5, so a
-    few hundred of 1M documents per pair are rescored. A rescored score is one float64 dot product, which may sum
-    in another order than the float64 matrix product: the results differ by ~1e-16, against the 1e-9 tie
-    tolerance."""
+    float64 (``u = 2^-53``) errors are added, then doubled. A float64 score above the float32 just above the target
+    rounds above it, one below the float32 just below rounds below it. For unit vectors of 384 dimensions the
+    margin is ~5e-5, so a few hundred of 1M documents per pair are rescored. A rescored score is one float64 dot
+    product, which may sum in another order than the float64 matrix product: the results differ by ~1e-16, which
+    changes a float32 rounding only at a rounding boundary."""
     n_dim = q32.shape[1]
 
     def gamma(u: float) -> float:
@@ -149,7 +168,10 @@ def _dense_rank_screened(
     # pairs sorted by query: a block of pairs holds whole groups, each query scored once
     order = np.argsort(qr, kind="stable")
     qr_s, target_s, qnorm_s = qr[order], target[order], q_norm[order]
+    up = np.nextafter(target_s, np.float32(np.inf)).astype(np.float64)
+    down = np.nextafter(target_s, np.float32(-np.inf)).astype(np.float64)
     above_s = np.zeros(len(qr), dtype=np.int64)
+    at_least_s = np.zeros(len(qr), dtype=np.int64)
     p_block = max(1, BLOCK_ELEMENTS // block_size)
     chunks = []
     for ps in range(0, len(qr_s), p_block):
@@ -159,21 +181,23 @@ def _dense_rank_screened(
         db = d[ds : ds + block_size]
         d_max = float(np.sqrt(np.einsum("ij,ij->i", db, db, dtype=np.float64).max()))
         for ps, inv, qu in chunks:
-            t = target_s[ps : ps + len(inv)]
-            margin = 2.0 * (gamma(2.0**-24) + gamma(2.0**-53)) * qnorm_s[ps : ps + len(inv)] * d_max
+            sl = slice(ps, ps + len(inv))
+            margin = 2.0 * (gamma(2.0**-24) + gamma(2.0**-53)) * qnorm_s[sl] * d_max
             s = (qu @ db.T)[inv]
             # float32 bounds rounded outwards (comparing float32 with float32 is ~3x faster than with float64)
-            hi = np.nextafter((t + margin).astype(np.float32), np.float32(np.inf))[:, None]
-            lo = np.nextafter((t - margin).astype(np.float32), np.float32(-np.inf))[:, None]
-            above_s[ps : ps + len(inv)] += np.count_nonzero(s > hi, axis=1)
+            hi = np.nextafter((up[sl] + margin).astype(np.float32), np.float32(np.inf))[:, None]
+            lo = np.nextafter((down[sl] - margin).astype(np.float32), np.float32(-np.inf))[:, None]
+            sure = np.count_nonzero(s > hi, axis=1)
+            above_s[sl] += sure
+            at_least_s[sl] += sure
             pi, cj = np.nonzero((s <= hi) & (s >= lo))
             if len(pi):
                 exact = np.einsum(
                     "ij,ij->i", qp[order[ps + pi]], np.asarray(db[cj], dtype=np.float64)
-                )  # fmt: skip
-                above_s[ps : ps + len(inv)] += np.bincount(pi, weights=exact > t[pi], minlength=len(inv)).astype(
-                    np.int64
-                )
-    above = np.empty_like(above_s)
-    above[order] = above_s
-    return above + 1
+                ).astype(np.float32)  # fmt: skip
+                t = target_s[ps + pi]
+                above_s[sl] += np.bincount(pi, weights=exact > t, minlength=len(inv)).astype(np.int64)
+                at_least_s[sl] += np.bincount(pi, weights=exact >= t, minlength=len(inv)).astype(np.int64)
+    above, at_least = np.empty_like(above_s), np.empty_like(at_least_s)
+    above[order], at_least[order] = above_s, at_least_s
+    return above, at_least

@@ -15,6 +15,8 @@ One question a file:
   :func:`classify` (the rules, in order) and each class's evidence sentence. Open it to add a failure class.
 - :mod:`~diagnose.failures.evidence`: one (query, target) pair: the :class:`Failure` and :class:`Competitor`
   records, how each piece of evidence is computed, :func:`sort_worst`.
+- :mod:`~diagnose.failures.kind`: the run's kind (dense, lexical, hybrid, unknown), given or inferred
+  (:class:`RunKind`, :func:`infer_run_kind`), which the rules, sentences, recommendations and remedies follow.
 - :mod:`~diagnose.failures.diagnosis`: a whole run: :func:`failed_pairs`, :func:`calibrate` (:class:`Calibration`),
   :func:`diagnose_run` -> :class:`Diagnosis`.
 - :mod:`diagnose.golden` (outside this package: it asks whether the golden set is wrong, not the retriever):
@@ -30,6 +32,7 @@ from __future__ import annotations
 
 from diagnose.failures.diagnosis import Calibration, Diagnosis, calibrate, diagnose_run, failed_pairs
 from diagnose.failures.evidence import Competitor, Failure, sort_worst
+from diagnose.failures.kind import RUN_KINDS, RunKind, infer_run_kind
 from diagnose.failures.taxonomy import (
     CLASS_LABELS,
     CLASSES,
@@ -37,10 +40,14 @@ from diagnose.failures.taxonomy import (
     FailureMode,
     Thresholds,
     classify,
+    rank_range_text,
+    recommendation,
+    within,
 )
 from diagnose.golden import Hubness, LabelNoise, find_label_noise, hubness, normalise_text
 
 __all__ = [
+    "RUN_KINDS",
     "CLASSES",
     "CLASS_LABELS",
     "RECOMMENDATIONS",
@@ -51,6 +58,7 @@ __all__ = [
     "FailureMode",
     "Hubness",
     "LabelNoise",
+    "RunKind",
     "Thresholds",
     "calibrate",
     "classify",
@@ -58,6 +66,10 @@ __all__ = [
     "failed_pairs",
     "find_label_noise",
     "hubness",
+    "infer_run_kind",
     "normalise_text",
+    "rank_range_text",
+    "recommendation",
     "sort_worst",
+    "within",
 ]

@@ -5,6 +5,12 @@ A golden query *fails at k* when none of its relevant documents (grade > 0) is i
 even when another relevant document was found. Each (failed query, missed relevant document) pair — the *target* — is
 analysed on its own (:mod:`diagnose.failures.evidence`).
 
+Two units, never mixed: a **failed query** (a golden query that fails at k) and a **missed pair** (a failed query
+and one relevant document missing from its top k; each missed pair gets a class). A query with 36 missed relevant
+documents is one failed query and 36 missed pairs. Per class, :attr:`Diagnosis.class_counts` counts missed pairs
+and :attr:`Diagnosis.class_failed_queries` the failed queries with at least one missed pair of the class (a query
+whose pairs fall in two classes counts in both, so these do not add up to the failed queries).
+
 The calibrated threshold (:func:`calibrate`): a low percentile (default the 10th) of cosine(query, relevant
 document) over the relevant documents the run found in the top k. 0.75 means different things for different models.
 """
@@ -19,7 +25,8 @@ import pandas as pd
 
 from diagnose.data import DataError, Dataset, Run, fields_dict
 from diagnose.failures.evidence import Failure, _Bm25Scores, _failure, _lookups
-from diagnose.failures.taxonomy import CLASSES, RECOMMENDATIONS, FailureMode, Thresholds
+from diagnose.failures.kind import RunKind
+from diagnose.failures.taxonomy import CLASSES, FailureMode, Thresholds, recommendation
 from diagnose.space import VectorSpace
 
 
@@ -54,34 +61,65 @@ class Diagnosis:
     n_queries: int
     failed_queries: list[str]
     thresholds: Thresholds = field(default_factory=Thresholds)
+    run_kind: RunKind = field(default_factory=RunKind)
 
     @property
     def class_counts(self) -> dict[str, int]:
+        """Missed pairs per class (taxonomy order): they add up to :attr:`n_missed_pairs`."""
         c = Counter(f.cls for f in self.failures)
         return {k: int(c.get(k, 0)) for k in CLASSES}
+
+    @property
+    def class_failed_queries(self) -> dict[str, int]:
+        """Failed queries per class: those with at least one missed pair of the class (module docstring)."""
+        c = Counter(cls for _, cls in {(f.query_id, f.cls) for f in self.failures})
+        return {k: int(c.get(k, 0)) for k in CLASSES}
+
+    @property
+    def n_missed_pairs(self) -> int:
+        """Missed (failed query, relevant document) pairs: one per failure record."""
+        return len(self.failures)
+
+    def counts_sentence(self) -> str:
+        """The two counts in words, e.g. "47 failed queries of 106 golden queries at k=10 (hit): 51 missed pairs
+        (failed query, relevant document missing from its top k)"."""
+        nq, npairs = len(self.failed_queries), self.n_missed_pairs
+        return (
+            f"{nq} failed quer{'y' if nq == 1 else 'ies'} of {self.n_queries} golden queries at k={self.k} "
+            f"({self.mode}): {npairs} missed pair{'' if npairs == 1 else 's'} (failed query, relevant document "
+            "missing from its top k)"
+        )
 
     def frame(self) -> pd.DataFrame:
         """One row per failure: the table the CLI and the app show."""
         cols = [
             "query_id", "doc_id", "class", "cosine", "run_rank", "dense_rank", "bm25_rank", "bm25_score",
             "margin", "overlap", "missing_terms", "seed_verdict", "calibrated_verdict", "query_text", "grade",
+            "dense_rank_worst", "bm25_rank_worst",
         ]  # fmt: skip
         rows = []
         for f in self.failures:
             d = f.to_dict()
             d["missing_terms"] = " ".join(f.missing_terms)
             rows.append({c: d[c] for c in cols})
-        return pd.DataFrame(rows, columns=cols)
+        ranks = ["run_rank", "dense_rank", "bm25_rank", "dense_rank_worst", "bm25_rank_worst"]
+        # nullable integers: a missing rank (not retrieved, BM25 score 0) stays empty instead of turning ranks to floats
+        return pd.DataFrame(rows, columns=cols).astype(dict.fromkeys(ranks, "Int64"))
 
     def to_dict(self) -> dict:
         return {
             **fields_dict(self, "run", "k", "mode", "n_queries"),
             "n_failed_queries": len(self.failed_queries),
+            "n_missed_pairs": self.n_missed_pairs,
             "failures": [f.to_dict() for f in self.failures],
             "class_counts": self.class_counts,
+            "missed_pairs_per_class": self.class_counts,
+            "failed_queries_per_class": self.class_failed_queries,
             "threshold": self.calibration.to_dict(),
             "thresholds": asdict(self.thresholds),
-            "recommendations": {c: RECOMMENDATIONS[c] for c in CLASSES},
+            "recommendations": {c: recommendation(c, self.run_kind.kind) for c in CLASSES},
+            "run_kind": self.run_kind.kind,
+            "run_kind_evidence": self.run_kind.to_dict(),
         }
 
 
@@ -145,11 +183,13 @@ def diagnose_run(
     thresholds: Thresholds = Thresholds(),  # noqa: B008 - frozen, as in classify()
     calibration: Calibration | None = None,
     progress=None,
+    kind: RunKind | None = None,
 ) -> Diagnosis:
     """Analyse every failed (query, target) pair of ``run`` at ``k``.
 
     ``bm25`` is a :class:`diagnose.lexical.BM25Index` over the same corpus. ``calibration`` defaults to
-    :func:`calibrate` on this run.
+    :func:`calibrate` on this run. ``kind``: the run's kind (:class:`~diagnose.failures.kind.RunKind`; default
+    unknown, read as dense), which the rules, sentences and recommendations follow.
     """
     if ds.corpus is None or ds.queries is None:
         raise DataError("The diagnosis needs the corpus and the queries.", param="corpus")
@@ -157,7 +197,8 @@ def diagnose_run(
         raise DataError(f"k must be at least 1 (got {k}).")
     calibration = calibration or calibrate(ds, run, space, k, thresholds)
     pairs, n_golden = failed_pairs(ds, run, k, mode)
-    look = _lookups(ds, run, space, pairs)
+    kind = kind or RunKind()
+    look = _lookups(ds, run, space, pairs, kind.kind)
     scores = _Bm25Scores(bm25)
     failures: list[Failure] = []
     for i, (q, d, g) in enumerate(pairs):
@@ -167,4 +208,4 @@ def diagnose_run(
             _failure(look, scores, q, d, g, k=k, thresholds=thresholds, calibrated=calibration.calibrated)
         )
     failed_queries = list(dict.fromkeys(f.query_id for f in failures))
-    return Diagnosis(run.name, k, mode, failures, calibration, n_golden, failed_queries, thresholds)
+    return Diagnosis(run.name, k, mode, failures, calibration, n_golden, failed_queries, thresholds, kind)

@@ -2,10 +2,13 @@
 is computed.
 
 ``cosine`` = cos(query, target) under the chosen model; ``run_rank`` = the target's rank in the run (``None`` when the
-run did not retrieve it; ``run_depth`` says how deep the run went for that query); ``dense_rank`` = 1 + the number of
-corpus documents with a strictly higher cosine to the query (exact search over the whole corpus); ``bm25_rank`` and
-``bm25_score`` likewise for BM25; the query terms present in / missing from the target (BM25's tokenizer, query stop
-words such as "how", "do", "my" left out: :data:`diagnose.lexical.QUERY_STOPWORDS`) and the share present
+run did not retrieve it; ``run_depth`` says how deep the run went for that query); ``dense_rank`` and
+``dense_rank_worst`` = the first and last rank of the target's tie group among all corpus documents by cosine to the
+query, compared as float32 (:func:`diagnose.embed.dense_rank_range`: exact search over the whole corpus);
+``bm25_rank`` and ``bm25_rank_worst`` likewise by BM25 score (:func:`diagnose.lexical.bm25_rank_range`), both
+``None`` when ``bm25_score`` is 0 (no query term in the target: BM25 does not retrieve it); the query terms present
+in / missing from the target (BM25's tokenizer, query stop words such as "how", "do", "my" left out:
+:data:`diagnose.lexical.QUERY_STOPWORDS`) and the share present
 (``overlap``), with the stop words left out listed (``ignored_terms``) and the share over every term BM25 scores
 (``bm25_overlap``); the run's top documents with their cosine to the query and to the target; ``margin`` =
 cos(query, k-th retrieved) - cosine.
@@ -25,12 +28,12 @@ import numpy as np
 from diagnose.data import Dataset, Run
 from diagnose.failures.taxonomy import (
     CLASS_LABELS,
-    RECOMMENDATIONS,
     Thresholds,
     _evidence,
     _PairEvidence,
     _rule,
     classify,
+    recommendation,
 )
 from diagnose.golden import normalise_text
 from diagnose.space import VectorSpace
@@ -54,7 +57,9 @@ class Failure:
     share found, query stop words left out (:func:`diagnose.lexical.term_overlap`); ``overlap`` is what the
     taxonomy's ``min_overlap`` rule reads. ``ignored_terms``: the query stop words left out; ``bm25_overlap``: the
     share over every term BM25 scores, stop words included (equal to ``overlap`` when nothing was ignored).
-    Both ``None``/empty when the target is not in the corpus.
+    Both ``None``/empty when the target is not in the corpus. ``dense_rank``/``bm25_rank`` are the best rank of the
+    target's tie group, ``dense_rank_worst``/``bm25_rank_worst`` the worst (equal without ties); the BM25 pair is
+    ``None`` when ``bm25_score`` is 0 (module docstring).
     """
 
     query_id: str
@@ -82,6 +87,8 @@ class Failure:
     top_retrieved: tuple[Competitor, ...] = ()
     ignored_terms: tuple[str, ...] = ()
     bm25_overlap: float | None = None
+    dense_rank_worst: int | None = None
+    bm25_rank_worst: int | None = None
 
     def to_dict(self) -> dict:
         """The JSON record of ``diagnose failures --format json``: every field (``cls`` as ``class``) plus
@@ -110,19 +117,18 @@ def sort_worst(failures: Sequence[Failure]) -> list[Failure]:
     return sorted(failures, key=key)
 
 
-def _dense_ranks(
-    space: VectorSpace, pairs: list[tuple[str, str]], block: int = 256
-) -> dict[tuple[str, str], int]:
-    """Rank of each target among all corpus documents: 1 + number with a strictly higher cosine."""
-    from diagnose.embed import dense_rank_of
+def _dense_ranks(space: VectorSpace, pairs: list[tuple[str, str]]) -> dict[tuple[str, str], tuple[int, int]]:
+    """The (best, worst) rank of each target's tie group among all corpus documents by cosine
+    (:func:`diagnose.embed.dense_rank_range`)."""
+    from diagnose.embed import dense_rank_range
 
     ok = [(q, d) for q, d in pairs if q in space.query_row and d in space.doc_row]
     if not ok:
         return {}
     qr = np.array([space.query_row[q] for q, _ in ok])
     dr = np.array([space.doc_row[d] for _, d in ok])
-    ranks = dense_rank_of(space.query_vecs, space.doc_vecs, qr, dr)
-    return {p: int(r) for p, r in zip(ok, ranks, strict=True)}
+    best, worst = dense_rank_range(space.query_vecs, space.doc_vecs, qr, dr)
+    return {p: (int(b), int(w)) for p, b, w in zip(ok, best, worst, strict=True)}
 
 
 @dataclass
@@ -135,9 +141,10 @@ class _Lookups:
     doc_texts: Sequence[str]
     grades: dict[str, dict[str, int]]
     lists: dict[str, list[str]]
-    dense: dict[tuple[str, str], int]
+    dense: dict[tuple[str, str], tuple[int, int]]
     target_stems: dict[str, set[str]]
     norm_cache: dict[str, str] = field(default_factory=dict)
+    kind: str = "unknown"  # the run's kind (diagnose.failures.kind)
 
     def norm(self, doc: str) -> str:
         if doc not in self.norm_cache:
@@ -145,7 +152,9 @@ class _Lookups:
         return self.norm_cache[doc]
 
 
-def _lookups(ds: Dataset, run: Run, space: VectorSpace, pairs: list[tuple[str, str, int]]) -> _Lookups:
+def _lookups(
+    ds: Dataset, run: Run, space: VectorSpace, pairs: list[tuple[str, str, int]], kind: str = "unknown"
+) -> _Lookups:
     from diagnose.lexical import tokenize
 
     corpus_row = ds.corpus.index_of()
@@ -164,6 +173,7 @@ def _lookups(ds: Dataset, run: Run, space: VectorSpace, pairs: list[tuple[str, s
         lists=run.ranked_lists(),
         dense=_dense_ranks(space, [(q, d) for q, d, _ in pairs if d in corpus_row]),
         target_stems=target_stems,
+        kind=kind,
     )
 
 
@@ -193,22 +203,25 @@ class _Lexical(NamedTuple):
     overlap: float | None = None
     ignored_terms: tuple[str, ...] = ()
     bm25_overlap: float | None = None
+    bm25_rank_worst: int | None = None
 
 
 def _lexical(look: _Lookups, bm25: _Bm25Scores, q: str, d: str, text: str) -> _Lexical:
-    from diagnose.lexical import term_overlap
+    from diagnose.lexical import bm25_rank_range, term_overlap
 
     scores = bm25.of(q, text)
-    s = float(scores[look.corpus_row[d]])
+    row = look.corpus_row[d]
+    best, worst = bm25_rank_range(scores, row)
     ov = term_overlap(text, "", doc_stems=look.target_stems[d])
     return _Lexical(
-        int(np.count_nonzero(scores > s)) + 1,
-        s,
+        best,
+        float(scores[row]),
         tuple(ov.present),
         tuple(ov.missing),
         float(ov.overlap_ratio),
         tuple(ov.ignored),
         float(ov.bm25_overlap_ratio),
+        worst,
     )
 
 
@@ -266,19 +279,24 @@ def _pair(
     if in_corpus:
         dup_id, dup_cos = _duplicate(look, competitors[:k], d, qg, thresholds.duplicate_cosine)
         lex = _lexical(look, bm25, q, d, text)
+    dense_best, dense_worst = look.dense.get((q, d), (None, None))
     ev = _PairEvidence(
         doc_id=d,
         k=k,
         near_hi=thresholds.near_miss_factor * k,
         run_rank=ranked.index(d) + 1 if d in ranked else None,
         run_depth=len(ranked),
-        dense_rank=look.dense.get((q, d)),
+        dense_rank=dense_best,
         bm25_rank=lex.bm25_rank,
         cosine=cosine,
         calibrated=calibrated,
         overlap=lex.overlap,
         duplicate_doc_id=dup_id,
         duplicate_cosine=dup_cos,
+        dense_rank_worst=dense_worst,
+        bm25_rank_worst=lex.bm25_rank_worst,
+        bm25_score=lex.bm25_score,
+        kind=look.kind,
     )
     return ev, lex, competitors
 
@@ -290,6 +308,7 @@ _FROM_PAIR = (
     "run_rank",
     "run_depth",
     "dense_rank",
+    "dense_rank_worst",
     "duplicate_doc_id",
     "duplicate_cosine",
 )
@@ -320,7 +339,7 @@ def _failure(
         seed_verdict=_rule(ev.cosine, thresholds.seed_cosine),
         calibrated_verdict=_rule(ev.cosine, calibrated),
         evidence=_evidence(cls, ev),
-        recommendation=RECOMMENDATIONS[cls],
+        recommendation=recommendation(cls, look.kind),
         top_retrieved=tuple(competitors),
         **{f: getattr(ev, f) for f in _FROM_PAIR},
         **lex._asdict(),
@@ -340,4 +359,7 @@ def _classify(e: _PairEvidence, in_corpus: bool, thresholds: Thresholds) -> str:
         k=e.k,
         calibrated=e.calibrated,
         thresholds=thresholds,
+        dense_rank_worst=e.dense_rank_worst,
+        bm25_rank_worst=e.bm25_rank_worst,
+        kind=e.kind,
     )

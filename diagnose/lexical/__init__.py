@@ -53,15 +53,17 @@ Ranking conventions
   (a document that shares no weighted term with the query is not retrieved, as in Lucene), so a list can be
   shorter than k. Ties are broken by doc id descending, the order trec_eval sorts a run in (so a run evaluates
   the same in memory, through pytrec_eval, and after a round trip through a TREC file).
-- :meth:`BM25Index.rank_of` gives the rank among *all* documents, ``1 + #documents with a strictly higher score``
-  (the best rank a tie allows; a tied document can sit lower in :meth:`~BM25Index.search`'s list).
+- :func:`bm25_rank_range` gives a document's ranks among *all* documents as a tie range: ``1 + #documents with a
+  strictly higher score`` (the best rank a tie allows; a tied document can sit lower in
+  :meth:`~BM25Index.search`'s list) and ``#documents with a higher or equal score`` (the worst); none for a score
+  of 0, which :meth:`~BM25Index.search` never returns. :meth:`BM25Index.rank_of` gives the best.
 
 One file per question:
 
 - :mod:`~diagnose.lexical.terms`: the stopword lists, :func:`tokenize`, and the term evidence
   (:class:`TermOverlap`, :func:`term_overlap`, :func:`highlight_spans`). Start here to change the analyzer.
-- :mod:`~diagnose.lexical.bm25`: :class:`BM25Index` (build, score, search, to_run), :data:`ENGINES`,
-  :data:`BM25S_METHODS`.
+- :mod:`~diagnose.lexical.bm25`: :class:`BM25Index` (build, score, search, to_run), :func:`bm25_rank_range`,
+  :data:`ENGINES`, :data:`BM25S_METHODS`.
 - :mod:`~diagnose.lexical.engines`: the bm25s and rank_bm25 engines behind the index, the index cache's key and
   file (:data:`INDEX_VERSION`).
 
@@ -70,7 +72,7 @@ Every name below is importable from ``diagnose.lexical`` itself.
 
 from __future__ import annotations
 
-from diagnose.lexical.bm25 import BM25S_METHODS, ENGINES, BM25Index
+from diagnose.lexical.bm25 import BM25S_METHODS, ENGINES, BM25Index, bm25_rank_range
 from diagnose.lexical.engines import INDEX_VERSION
 from diagnose.lexical.engines import _Bm25sImpl as _Bm25sImpl
 from diagnose.lexical.engines import _RankBm25Impl as _RankBm25Impl
@@ -92,6 +94,7 @@ __all__ = [
     "QUERY_STOPWORDS",
     "STOPWORDS_EN",
     "TermOverlap",
+    "bm25_rank_range",
     "highlight_spans",
     "term_overlap",
     "tokenize",

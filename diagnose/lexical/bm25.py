@@ -108,17 +108,17 @@ class BM25Index:
 
     def rank_of(self, query_text: str, doc_ids: Sequence[str]) -> list[tuple[int | None, float]]:
         """``(rank, score)`` per doc id: rank = 1 + number of documents with a strictly higher score (1-based,
-        among all documents). Unknown doc id -> ``(None, nan)``."""
+        among all documents: the best rank of its tie group, :func:`bm25_rank_range`), ``None`` when the score
+        is 0 (no weighted query term in the document: BM25 does not retrieve it). Unknown doc id ->
+        ``(None, nan)``."""
         s = self.scores(query_text)
-        sorted_s = np.sort(s)
         out: list[tuple[int | None, float]] = []
         for d in doc_ids:
             i = self._row.get(str(d))
             if i is None:
                 out.append((None, float("nan")))
             else:
-                higher = len(s) - int(np.searchsorted(sorted_s, s[i], side="right"))
-                out.append((1 + higher, float(s[i])))
+                out.append((bm25_rank_range(s, i)[0], float(s[i])))
         return out
 
     def _search_arrays(
@@ -175,6 +175,20 @@ class BM25Index:
             }
         )
         return Run(name, df, source=f"BM25 ({self.engine}, {self.method}, k1={self.k1}, b={self.b})")
+
+
+def bm25_rank_range(scores: np.ndarray, row: int) -> tuple[int | None, int | None]:
+    """The ranks of document ``row`` among all documents by one query's BM25 ``scores`` (corpus order, as
+    :meth:`BM25Index.scores` gives them: float32 values, so equal means equal as trec_eval compares), as a tie
+    range: ``(1 + #documents scoring higher, #documents scoring higher or equal)``, the first and the last position
+    of its tie group (equal without ties). ``(None, None)`` when its score is 0 or below: no weighted query term
+    occurs in the document, BM25 does not retrieve it at any depth (:meth:`BM25Index.search` keeps scores > 0), and
+    a "rank" among the zero-scored documents would only be the order of their ids."""
+    s = scores[row]
+    if not s > 0:
+        return None, None
+    above = int(np.count_nonzero(scores > s))
+    return above + 1, above + int(np.count_nonzero(scores == s))
 
 
 def _topk_rows(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from diagnose.failures import CLASS_LABELS, RECOMMENDATIONS, sort_worst
+from diagnose.failures import CLASS_LABELS, rank_range_text, sort_worst
 from diagnose.lexical import highlight_spans
 from diagnose.ui import state, tables
 from diagnose.ui.text import chips, escape_md, fmt, highlight_md, rank_text, truncate
@@ -73,8 +73,18 @@ for t in targets:
             rank_text(f.run_rank) if f.run_rank else "none",
             help=f"the target's rank in the run; none = not among the {f.run_depth} documents it returned",
         )
-        c[2].metric("Exact dense rank", rank_text(f.dense_rank), help="among all documents, by cosine")
-        c[3].metric("BM25 rank", rank_text(f.bm25_rank), help="among all documents, by BM25 score")
+        c[2].metric(
+            "Exact dense rank",
+            rank_range_text(f.dense_rank, f.dense_rank_worst, none="–"),
+            help="among all documents, by cosine; #a–b: documents with the same cosine (as float32) tie at ranks a "
+            "to b",
+        )
+        c[3].metric(
+            "BM25 rank",
+            rank_range_text(f.bm25_rank, f.bm25_rank_worst, none="none" if f.bm25_score is not None else "–"),
+            help="among all documents, by BM25 score; #a–b: a tie at ranks a to b; none: BM25 score 0, no query "
+            "term in the target (BM25 does not retrieve it)",
+        )
         c[4].metric(
             "Query terms in target",
             fmt(f.overlap, 2) if f.overlap is None else f"{f.overlap:.0%}",
@@ -86,7 +96,7 @@ for t in targets:
                 f"Similarity margin: cos(query, the run's #{b.k}) − cos(query, target) = {f.margin:+.3f} (positive: "
                 f"the #{b.k} document is closer to the query than the target, under this model)."
             )
-        st.info("**Recommendation.** " + RECOMMENDATIONS[f.cls], icon=":material/lightbulb:")
+        st.info("**Recommendation.** " + f.recommendation, icon=":material/lightbulb:")
         v1, v2 = st.columns(2)
         v1.markdown(f"**Seed rule** (cosine < {th.seed_cosine:.2f}): {escape_md(f.seed_verdict)}")
         v2.markdown(f"**Calibrated rule** (cosine < {cal.calibrated:.3f}): {escape_md(f.calibrated_verdict)}")
@@ -119,7 +129,7 @@ if len(table):
         judgement=[
             (marks.get(j) or ("✅ " if j.startswith("relevant") else "❌ ")) + j for j in table["judgement"]
         ]
-    ).rename(columns={"bm25_rank": "BM25 rank"})
+    ).rename(columns={"bm25_rank": "BM25 rank", "bm25_rank_worst": "BM25 rank (worst of tie)"})
     cos_cols = [c for c in table.columns if c.startswith("cos to ")]
     tables.show(
         table,
@@ -132,6 +142,10 @@ if len(table):
                 for c in cos_cols
             },
             "run score": st.column_config.NumberColumn(format="%.4f"),
+            "BM25 rank": st.column_config.NumberColumn(
+                help="best rank of the document's BM25 tie group among all documents; empty: BM25 score 0 (no "
+                "query term in it)"
+            ),
             "document": st.column_config.TextColumn(width="large"),
         },
     )

@@ -35,13 +35,14 @@ st.subheader(f"Metrics at k={k}")
 table = b.metrics_table()
 diagnoses = {name: b.diagnosis(name) for name in b.run_names} if b.ready else {}
 table["failed queries"] = [len(diagnoses[n].failed_queries) if n in diagnoses else None for n in table["run"]]
+table["missed pairs"] = [diagnoses[n].n_missed_pairs if n in diagnoses else None for n in table["run"]]
 metric_cols = [f"{fam}@{k}" for fam in state.FAMILIES]
 same_n = table["queries"].nunique() == 1
 latency = b.analysis.latency(k)
 latency_cols = ["latency_p50_ms", "latency_p95_ms", f"recall@{k}_per_ms"] if latency else []
 for col in latency_cols:
     table[col] = [latency.get(n, {}).get(col) for n in table["run"]]
-shown = table[["run", "kind", *([] if same_n else ["queries"]), *metric_cols, "failed queries", *latency_cols]].copy()
+shown = table[["run", "kind", *([] if same_n else ["queries"]), *metric_cols, "failed queries", "missed pairs", *latency_cols]].copy()
 for m in (f"ndcg@{k}", f"recall@{k}"):
     shown.insert(shown.columns.get_loc(m) + 1, f"{m.split('@')[0]} band", table[f"band:{m}"])
 
@@ -66,7 +67,13 @@ tables.show(
     column_config={
         "kind": st.column_config.TextColumn(width="small"),
         "failed queries": st.column_config.NumberColumn(
-            "failed", width="small", help=f"golden queries that fail at k={k} ({b.mode})"
+            "failed queries", width="small", help=f"golden queries that fail at k={k} ({b.mode})"
+        ),
+        "missed pairs": st.column_config.NumberColumn(
+            "missed pairs",
+            width="small",
+            help="(failed query, relevant document missing from its top k) pairs: the failure classes below count "
+            "these",
         ),
         **{m: st.column_config.NumberColumn(width="small") for m in metric_cols},
         **{
@@ -184,6 +191,7 @@ else:
     n_runs = breakdown["run"].nunique()
     st.altair_chart(charts.failure_breakdown(breakdown), width="stretch", height=max(240, 110 + 36 * n_runs))
     st.caption(
-        "One count per missed (query, relevant document) pair. The Worst queries page lists them for the run "
-        "chosen in the sidebar; the Query inspector shows the evidence."
+        "One count per missed pair (failed query, relevant document missing from its top k): a query with three "
+        "missed relevant documents counts three times; the bars add up to the table's missed pairs. The Worst "
+        "queries page lists them for the run chosen in the sidebar; the Query inspector shows the evidence."
     )

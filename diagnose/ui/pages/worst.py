@@ -1,4 +1,5 @@
-"""Worst queries: every failed (query, missed relevant document) pair of the run, worst first; a row opens it."""
+"""Worst queries: every missed pair (failed query, relevant document missing from its top k) of the run, worst first;
+a row opens it. Counts say their unit: failed queries or missed pairs (:mod:`diagnose.failures.diagnosis`)."""
 
 from __future__ import annotations
 
@@ -16,9 +17,9 @@ diag = b.diagnosis(run)
 
 st.title("Worst queries")
 st.caption(
-    f"Run **{escape_md(run)}** at k={b.k} ({b.mode}): {len(diag.failed_queries)} of {diag.n_queries} golden "
-    f"queries fail; one row per missed relevant document, worst first (not retrieved, then deepest, then lowest "
-    "cosine). Click a column header to sort, a row to open the query in the inspector."
+    f"Run **{escape_md(run)}**: {escape_md(diag.counts_sentence())}. One row per missed pair, worst first (not "
+    "retrieved, then deepest, then lowest cosine). Click a column header to sort, a row to open the query in the "
+    f"inspector. Run kind: {escape_md(diag.run_kind.sentence())}; the classes' rules, wording and remedies follow it."
 )
 
 if not diag.failures:
@@ -27,30 +28,46 @@ if not diag.failures:
 
 with st.expander("Would the recommendations help? Each remedy applied to this run and measured", expanded=True):
     remedies = b.analysis.remedies(run, k=b.k, failure=b.mode)
+    unit = remedies.unit
     st.markdown("\n".join(f"- {escape_md(x)}" for x in remedies.sentences()))
     tables.show(
-        remedies.table().assign(**{"class": lambda t: t["class"].map(CLASS_LABELS)}).rename(
-            columns={"class": "failure class"}
+        remedies.table()
+        .assign(**{"class": lambda t: t["class"].map(CLASS_LABELS)})
+        .drop(columns="failures")  # the same numbers as the column of its unit
+        .rename(
+            columns={
+                "class": "failure class",
+                "failed_queries": "failed queries",
+                "missed_pairs": "missed pairs",
+                "recovered": f"recovered ({unit})",
+            }
         ),
         key="worst_remedies",
         column_config={
+            "failed queries": st.column_config.NumberColumn(
+                help="failed queries with at least one missed pair of the class (a query can count in two classes)"
+            ),
+            "missed pairs": st.column_config.NumberColumn(help="missed pairs of the class (the filter's counts)"),
             "mean_diff": st.column_config.NumberColumn(format="%+.3f"),
             "p_value": st.column_config.NumberColumn(format="%.4f", help="paired randomization test"),
         },
     )
+    fixed = "the query gets a relevant document in its top k" if b.mode == "hit" else "the document enters the top k"
     st.caption(
-        f"recovered: failures of the class the remedy fixes at k={b.k}; lost_hits: golden queries the run hits "
-        f"today that the remedied run misses; mean_diff and p_value: {escape_md(remedies.metric)} over all "
-        f"{remedies.n_queries} golden queries, remedied run minus the run."
+        f"recovered: the class's {unit} the remedy fixes at k={b.k} ({fixed}); "
+        f"lost_hits: golden queries the run hits today that the remedied run misses; mean_diff and p_value: "
+        f"{escape_md(remedies.metric)} over all {remedies.n_queries} golden queries, remedied run minus the run. A "
+        "failed query whose missed pairs fall in two classes counts in both, so the failed queries per class can add "
+        f"up to more than the {len(diag.failed_queries)} failed queries."
     )
 
 counts = diag.class_counts
 present = [c for c in CLASSES if counts.get(c)]
 chosen = st.multiselect(
-    "Failure classes",
+    "Failure classes (missed pairs)",
     present,
     default=present,
-    format_func=lambda c: f"{CLASS_LABELS[c]} ({counts[c]})",
+    format_func=lambda c: f"{CLASS_LABELS[c]} ({counts[c]} missed pair{'s' if counts[c] != 1 else ''})",
     key="worst_classes",
 )
 text = st.text_input("Filter by query id or text", key="worst_text", placeholder="e.g. password")
@@ -70,7 +87,9 @@ for f in sort_worst(diag.failures):
             "cosine": f.cosine,
             "run rank": f.run_rank,
             "dense rank": f.dense_rank,
+            "dense rank (worst)": f.dense_rank_worst,
             "BM25 rank": f.bm25_rank,
+            "BM25 rank (worst)": f.bm25_rank_worst,
             "overlap": f.overlap,
             "missing terms": ", ".join(f.missing_terms),
             "seed rule": f.seed_verdict,
@@ -78,16 +97,17 @@ for f in sort_worst(diag.failures):
         }
     )
 df = pd.DataFrame(rows)
-for c in ("run rank", "dense rank", "BM25 rank"):
+for c in ("run rank", "dense rank", "dense rank (worst)", "BM25 rank", "BM25 rank (worst)"):
     if c in df:
         df[c] = df[c].astype("Int64")
 
 if df.empty:
-    st.info("No failure matches the filters.")
+    st.info("No missed pair matches the filters.")
     st.stop()
 
 st.caption(
-    f"{len(df)} of {len(diag.failures)} failures shown. Run rank None = the run did not retrieve the target."
+    f"{len(df)} of {diag.n_missed_pairs} missed pairs shown ({df['query_id'].nunique()} of "
+    f"{len(diag.failed_queries)} failed queries). Run rank None = the run did not retrieve the target."
 )
 event = tables.show(
     df,
@@ -106,8 +126,14 @@ event = tables.show(
             help="share of query terms in the target",
         ),
         "run rank": st.column_config.NumberColumn(help="the target's rank in the run (empty: not retrieved)"),
-        "dense rank": st.column_config.NumberColumn(help="exact dense rank over the whole corpus"),
-        "BM25 rank": st.column_config.NumberColumn(help="BM25 rank over the whole corpus"),
+        "dense rank": st.column_config.NumberColumn(
+            help="exact dense rank over the whole corpus: the best rank of the target's tie group"
+        ),
+        "dense rank (worst)": st.column_config.NumberColumn(help="the worst rank of the target's dense tie group"),
+        "BM25 rank": st.column_config.NumberColumn(
+            help="BM25 rank over the whole corpus, best of its tie group; empty: BM25 score 0 (no query term in it)"
+        ),
+        "BM25 rank (worst)": st.column_config.NumberColumn(help="the worst rank of the target's BM25 tie group"),
     },
 )
 selected = ((event or {}).get("selection") or {}).get("rows") or []
