@@ -17,18 +17,19 @@ that can run without a new model or new judgements, on the same golden set, and 
   queries are those with a relevant document in the qrels (:func:`diagnose.metrics.evaluate`'s convention: a query
   missing from a run scores 0).
 
-The remedy per class (the first column of :data:`REMEDIES`):
+Each class names its remedy in its record (:attr:`diagnose.failures.FailureClass.remedy`: an id, the text of the
+table, the advice when nothing runs offline); the code of each remedy id is here:
 
-========================  ==================================================================================
-``vocabulary_mismatch``   hybrid: reciprocal rank fusion (k=60, :func:`diagnose.fusion.rrf`) of the run and BM25
-``index_gap``             exact dense search with the embedding model (the dense baseline run replaces the run)
-``near_miss``             the run's top ``rerank_depth_factor * k`` reranked by exact cosine (:func:`cosine_rerank`)
-``ranking_failure``       the same cosine rerank (the target is findable; the rerank tests whether the model
-                          would put it higher than the run did)
-``label_gap``             not a retrieval remedy: judge the near-duplicate the run found (``recovered`` is None)
-``semantic_gap``          no offline remedy: fine-tuning on in-domain pairs or enriching the documents needs work
-``missing_document``      no offline remedy: the data is wrong (re-ingest the document or fix the qrels)
-========================  ==================================================================================
+================  ==================================================================================================
+``hybrid``        reciprocal rank fusion (k=60, :func:`diagnose.fusion.rrf`) of the run and BM25
+``dense``         exact dense search with the embedding model (the dense baseline run replaces the run)
+``rerank``        the run's top ``rerank_depth_factor * k`` reranked by exact cosine (:func:`cosine_rerank`): for
+                  ``near_miss``, and for ``ranking_failure`` (the target is findable; the rerank tests whether the
+                  model would put it higher than the run did)
+``judge``         not a retrieval remedy: judge the near-duplicate the run found (``recovered`` is None)
+``none``          no offline remedy (``semantic_gap``: fine-tuning on in-domain pairs or enriching the documents
+                  needs work; ``missing_document``: the data is wrong)
+================  ==================================================================================================
 
 A remedy is a whole-run change: hybrid or the rerank also reorders the queries that did not fail, which is what
 ``lost_hits`` and the paired test measure. The cosine rerank is exact search's ordering restricted to what the run
@@ -46,26 +47,12 @@ import numpy as np
 import pandas as pd
 
 from diagnose.data import DataError, Dataset, Run, fields_dict
-from diagnose.failures import CLASSES, Diagnosis, FailureMode
+from diagnose.failures import FAILURE_CLASSES, Diagnosis, FailureMode, Remedy
 from diagnose.space import VectorSpace
 
-#: class id -> (remedy id, remedy as the table shows it, what to do instead when no remedy runs offline).
-#: Remedy ids: "hybrid", "dense", "rerank", "judge", "none" (and "crossencoder" when a CrossEncoder is given).
-REMEDIES: dict[str, tuple[str, str, str]] = {
-    "missing_document": (
-        "none",
-        "no offline remedy",
-        "fix the data: re-ingest the document or correct the qrels",
-    ),
-    "label_gap": ("judge", "judge it", "not retrieval failures: judge the near-duplicates the run retrieved"),
-    "near_miss": ("rerank", "cosine rerank of the top {depth}", ""),
-    "index_gap": ("dense", "exact dense search", ""),
-    "vocabulary_mismatch": ("hybrid", "hybrid (RRF k=60 of the run and BM25)", ""),
-    "semantic_gap": ("none", "no offline remedy", "fine-tune the embedding model or enrich the documents"),
-    "ranking_failure": ("rerank", "cosine rerank of the top {depth}", ""),
-}
-
 RRF_K = 60
+#: The second ``near_miss`` remedy, measured when the user gives a CrossEncoder (not a class's own remedy).
+CROSS_ENCODER = Remedy("crossencoder", "cross-encoder rerank of the top {depth}")
 
 #: Columns of :meth:`Remedies.table`.
 TABLE_COLUMNS = ("class", "failures", "remedy", "recovered", "lost_hits", "mean_diff", "p_value")
@@ -128,7 +115,7 @@ def _fmt_p(p: float | None) -> str:
 
 @dataclass(frozen=True)
 class Remedies:
-    """Every failure class of one run with its remedy measured: ``rows`` in taxonomy order (:data:`CLASSES`).
+    """Every failure class of one run with its remedy measured: ``rows`` in taxonomy order (:data:`FAILURE_CLASSES`).
 
     ``hits``: golden queries the run hits at k (the ceiling of ``lost_hits``); ``n_queries``: golden queries;
     ``runs``: the remedied runs by remedy id ("hybrid", "dense", "rerank"), for a closer look.
@@ -328,12 +315,12 @@ def _result(
     trials: _Trials,
     mode: FailureMode,
     cls: str,
-    remedy: tuple[str, str, str],
+    remedy: Remedy,
     pairs: list[tuple[str, str]],
     depth: int,
 ) -> RemedyResult:
     """One class's row: its remedy measured on its failures (``pairs``), or why it was not."""
-    rid, text, advice = remedy
+    rid, text, advice = remedy.id, remedy.text, remedy.advice
     units: list[Any] = (
         list(dict.fromkeys(q for q, _ in pairs)) if mode == "hit" else list(dict.fromkeys(pairs))
     )
@@ -405,12 +392,12 @@ def prove_remedies(
     builders = _builders(run, space, bm25_run, dense_run, cross_encoder_run, depth)
     trials = _Trials(ds, base, names, hit_name, metric_name, k, builders, n_resamples, seed)
 
-    by_class: dict[str, list[tuple[str, str]]] = {c: [] for c in CLASSES}
+    by_class: dict[str, list[tuple[str, str]]] = {c.id: [] for c in FAILURE_CLASSES}
     for f in diagnosis.failures:
         by_class[f.cls].append((f.query_id, f.doc_id))
-    plan = [(cls, REMEDIES[cls]) for cls in CLASSES]
+    plan = [(c.id, c.remedy) for c in FAILURE_CLASSES]
     if cross_encoder_run is not None:
-        plan.append(("near_miss", ("crossencoder", "cross-encoder rerank of the top {depth}", "")))
+        plan.append(("near_miss", CROSS_ENCODER))
     rows = [_result(trials, mode, cls, remedy, by_class[cls], depth) for cls, remedy in plan]
     return Remedies(
         run=run.name,

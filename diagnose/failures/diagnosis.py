@@ -18,8 +18,9 @@ import numpy as np
 import pandas as pd
 
 from diagnose.data import DataError, Dataset, Run, fields_dict
+from diagnose.failures.classes import CLASSES, RECOMMENDATIONS
 from diagnose.failures.evidence import Failure, _Bm25Scores, _failure, _lookups
-from diagnose.failures.taxonomy import CLASSES, RECOMMENDATIONS, FailureMode, Thresholds
+from diagnose.failures.taxonomy import FailureMode, Thresholds
 from diagnose.space import VectorSpace
 
 

@@ -23,9 +23,8 @@ from typing import NamedTuple
 import numpy as np
 
 from diagnose.data import Dataset, Run
+from diagnose.failures.classes import CLASS_LABELS, RECOMMENDATIONS
 from diagnose.failures.taxonomy import (
-    CLASS_LABELS,
-    RECOMMENDATIONS,
     Thresholds,
     _evidence,
     _PairEvidence,
