@@ -23,9 +23,10 @@ table, the advice when nothing runs offline); the code of each remedy id is here
 ================  ==================================================================================================
 ``hybrid``        reciprocal rank fusion (k=60, :func:`diagnose.fusion.rrf`) of the run and BM25
 ``dense``         exact dense search with the embedding model (the dense baseline run replaces the run)
-``rerank``        the run's top ``rerank_depth_factor * k`` reranked by exact cosine (:func:`cosine_rerank`): for
-                  ``near_miss``, and for ``ranking_failure`` (the target is findable; the rerank tests whether the
-                  model would put it higher than the run did)
+``rerank``        the run's top ``near_miss_factor * k`` (the diagnosis's :class:`~diagnose.failures.Thresholds`: the
+                  depth of the near-miss rule) reranked by exact cosine (:func:`cosine_rerank`): for ``near_miss``,
+                  and for ``ranking_failure`` (the target is findable; the rerank tests whether the model would put
+                  it higher than the run did)
 ``judge``         not a retrieval remedy: judge the near-duplicate the run found (``recovered`` is None)
 ``none``          no offline remedy (``semantic_gap``: fine-tuning on in-domain pairs or enriching the documents
                   needs work; ``missing_document``: the data is wrong)
@@ -261,7 +262,7 @@ class _Trials:
 
 
 def _check_inputs(
-    run: Run, diagnosis: Diagnosis, k: int | None, mode: FailureMode | None, rerank_depth_factor: int
+    run: Run, diagnosis: Diagnosis, k: int | None, mode: FailureMode | None
 ) -> tuple[int, FailureMode]:
     """``k`` and ``mode`` (defaulting to the diagnosis's), after checking that the inputs agree."""
     k = diagnosis.k if k is None else k
@@ -274,15 +275,6 @@ def _check_inputs(
         )
     if diagnosis.run != run.name:
         raise DataError(f"The diagnosis is of run {diagnosis.run!r}, not of {run.name!r}.", param="run")
-    if (
-        isinstance(rerank_depth_factor, bool)
-        or not isinstance(rerank_depth_factor, int)
-        or rerank_depth_factor < 1
-    ):
-        raise DataError(
-            f"rerank_depth_factor must be a positive integer, got {rerank_depth_factor!r}.",
-            param="rerank_depth_factor",
-        )
     return k, mode
 
 
@@ -365,7 +357,6 @@ def prove_remedies(
     k: int | None = None,
     mode: FailureMode | None = None,
     metric: str | None = None,
-    rerank_depth_factor: int = 3,
     cross_encoder_run: Run | None = None,
     n_resamples: int = 10_000,
     seed: int = 0,
@@ -376,19 +367,20 @@ def prove_remedies(
     must match it when given. ``bm25_run`` (the BM25 baseline over the golden queries), ``dense_run`` (exact dense
     search) and ``space`` (for the cosine rerank) are optional: a remedy whose input is missing is reported as not
     tried, not silently skipped. ``metric``: the metric of the paired test (default ``hit_rate@k``; any name of
-    :mod:`diagnose.metrics`, e.g. ``"ndcg@10"``). ``cross_encoder_run``: the run's top ``rerank_depth_factor * k``
+    :mod:`diagnose.metrics`, e.g. ``"ndcg@10"``). The rerank depth is the near-miss depth,
+    ``diagnosis.thresholds.near_miss_factor * k``. ``cross_encoder_run``: the run's top ``near_miss_factor * k``
     reranked by a CrossEncoder (:func:`diagnose.compare.rerank_cross_encoder`), when the user gives one: measured as
-    a second ``near_miss`` row (remedy id ``"crossencoder"``) after the seven rows of the taxonomy. Pure: nothing
+    a second ``near_miss`` row (remedy id ``"crossencoder"``) after the taxonomy's rows (one a class). Pure: nothing
     is encoded or indexed here.
     """
     from diagnose.metrics import evaluate, expand_metrics
 
-    k, mode = _check_inputs(run, diagnosis, k, mode, rerank_depth_factor)
+    k, mode = _check_inputs(run, diagnosis, k, mode)
     hit_name = f"hit_rate@{k}"
     metric_name = expand_metrics([metric], [k])[0] if metric else hit_name
     names = list(dict.fromkeys([hit_name, metric_name]))
     base = evaluate(ds.qrels, run, names).per_query
-    depth = rerank_depth_factor * k
+    depth = diagnosis.thresholds.near_miss_factor * k
     builders = _builders(run, space, bm25_run, dense_run, cross_encoder_run, depth)
     trials = _Trials(ds, base, names, hit_name, metric_name, k, builders, n_resamples, seed)
 

@@ -11,7 +11,7 @@ import pytest
 from diagnose import baselines as bl
 from diagnose.data import DataError, Dataset, Qrels, Run
 from diagnose.embed import KeywordEncoder
-from diagnose.failures import CLASSES, Calibration, Diagnosis, Failure, diagnose_run
+from diagnose.failures import CLASSES, Calibration, Diagnosis, Failure, Thresholds, diagnose_run
 from diagnose.remedies import TABLE_COLUMNS, cosine_rerank, prove_remedies
 from diagnose.space import VectorSpace
 
@@ -48,9 +48,16 @@ def failure(q: str, d: str, cls: str) -> Failure:
     )  # fmt: skip
 
 
-def diagnosis_of(run: Run, failures: list[Failure], k: int, mode: str = "hit", n: int = 0) -> Diagnosis:
+def diagnosis_of(
+    run: Run,
+    failures: list[Failure],
+    k: int,
+    mode: str = "hit",
+    n: int = 0,
+    thresholds: Thresholds = Thresholds(),  # noqa: B008 - frozen
+) -> Diagnosis:
     failed = list(dict.fromkeys(f.query_id for f in failures))
-    return Diagnosis(run.name, k, mode, failures, CAL, n, failed)  # type: ignore[arg-type]
+    return Diagnosis(run.name, k, mode, failures, CAL, n, failed, thresholds)  # type: ignore[arg-type]
 
 
 def keyword_space(docs: dict[str, str], queries: dict[str, str]) -> VectorSpace:
@@ -156,6 +163,22 @@ def test_rerank_recovers_a_near_miss_and_the_recall_mode_counts_targets():
     row = rec.row("near_miss")
     assert (row.failures, row.recovered) == (2, 1) and row.recovered_ids == ("q/t",)
     assert "missed documents" in rec.sentences()[0]
+
+
+def test_the_rerank_depth_is_the_near_miss_depth_of_the_diagnosis():
+    # One source for the depth: Thresholds.near_miss_factor. The world of the test above, k = 1: with
+    # near_miss_factor 2 the rerank reaches rank 2 x 1 = 2, so t (run rank 3) stays out and q is not recovered;
+    # with 4 it reaches rank 4, t rises to rank 1 (cosine 0.866, the highest of a, b, t, x) and q is recovered.
+    docs = {"a": "cafeteria menu vpn", "b": "holiday policy", "t": "vpn token reset guide",
+            "x": "other", "u": "vpn token reset"}  # fmt: skip
+    space = keyword_space(docs, {"q": "vpn token reset"})
+    ds = Dataset(qrels=qrels_of({"q": {"t": 1, "u": 1}}))
+    run = run_of("run", {"q": ["a", "b", "t", "x", "u"]})
+    fs = [failure("q", "t", "near_miss"), failure("q", "u", "near_miss")]
+    for factor, recovered in ((2, 0), (4, 1)):
+        diag = diagnosis_of(run, fs, 1, thresholds=Thresholds(near_miss_factor=factor))
+        row = prove_remedies(ds, run, diag, space=space).row("near_miss")
+        assert row.remedy == f"cosine rerank of the top {factor}" and row.recovered == recovered
 
 
 def test_rows_without_an_offline_remedy_and_missing_inputs():

@@ -92,10 +92,10 @@ class Evidence(Scores):
         cross_encoder: str | None = None,
     ) -> Remedies:  # fmt: skip
         """Each failure class's remedy applied to this run and measured: hybrid RRF with BM25 for
-        vocabulary_mismatch, exact dense search for index_gap, the top 3k reranked by exact cosine for near_miss
-        and ranking_failure; what each recovers and what hits it loses, with a paired randomization test.
-        ``cross_encoder``: a sentence-transformers CrossEncoder (a local folder, or a hub name when online): the top
-        3k reranked by it is measured too, as a second near_miss remedy."""
+        vocabulary_mismatch, exact dense search for index_gap, the top 3k (``thresholds.near_miss_factor`` x k)
+        reranked by exact cosine for near_miss and ranking_failure; what each recovers and what hits it loses, with
+        a paired randomization test. ``cross_encoder``: a sentence-transformers CrossEncoder (a local folder, or a
+        hub name when online): the top 3k reranked by it is measured too, as a second near_miss remedy."""
         from diagnose.remedies import prove_remedies
 
         name = self._run_name(run)
@@ -104,10 +104,11 @@ class Evidence(Scores):
 
         def build() -> Remedies:
             sp = self.space
+            depth = self.thresholds.near_miss_factor * k  # the rerank depth of prove_remedies too
             return prove_remedies(
                 self.dataset, self.runs[name], self.diagnosis(name, k=k, failure=mode), space=sp,
                 bm25_run=self._baseline("bm25"), dense_run=self._baseline("dense"),
-                cross_encoder_run=self._cross_encoded(name, cross_encoder, 3 * k) if cross_encoder else None,
+                cross_encoder_run=self._cross_encoded(name, cross_encoder, depth) if cross_encoder else None,
             )  # fmt: skip
 
         return self._cached(("remedies", name, k, mode, cross_encoder), build)
