@@ -142,39 +142,36 @@ def test_cosine_rerank_orders_the_top_by_cosine_and_keeps_the_tail():
         cosine_rerank(run, space, 0)
 
 
-def test_rerank_recovers_a_near_miss_and_the_recall_mode_counts_targets():
-    # k = 1, rerank depth 3 x 1 = 3. q has two relevant documents: t (run rank 3) and u (run rank 5).
-    # Cosines: t "vpn token reset guide" 0.866 > a 0.333 > b 0 -> t rises to rank 1: in hit mode q is recovered.
-    # In recall mode the units are the pairs (q, t) and (q, u): u (rank 5 > 3) is not reranked -> 1 of 2.
+def near_miss_world() -> tuple[Dataset, Run, VectorSpace, list[Failure]]:
+    """k = 1; q has two relevant documents missed at k: t (run rank 3) and u (run rank 5), both near misses.
+    Cosines to q: t "vpn token reset guide" 0.866 > a 0.333 > b 0 = x."""
     docs = {"a": "cafeteria menu vpn", "b": "holiday policy", "t": "vpn token reset guide",
             "x": "other", "u": "vpn token reset"}  # fmt: skip
     space = keyword_space(docs, {"q": "vpn token reset"})
     ds = Dataset(qrels=qrels_of({"q": {"t": 1, "u": 1}}))
     run = run_of("run", {"q": ["a", "b", "t", "x", "u"]})
-    hit = prove_remedies(ds, run, diagnosis_of(run, [failure("q", "t", "near_miss"), failure("q", "u", "near_miss")], 1),
-                         space=space)  # fmt: skip
+    return ds, run, space, [failure("q", "t", "near_miss"), failure("q", "u", "near_miss")]
+
+
+def test_rerank_recovers_a_near_miss_and_the_recall_mode_counts_targets():
+    # rerank depth 3 x 1 = 3: t rises to rank 1, so in hit mode q is recovered.
+    # In recall mode the units are the pairs (q, t) and (q, u): u (rank 5 > 3) is not reranked -> 1 of 2.
+    ds, run, space, fs = near_miss_world()
+    hit = prove_remedies(ds, run, diagnosis_of(run, fs, 1), space=space)
     row = hit.row("near_miss")
     assert (row.failures, row.recovered, row.lost_hits) == (1, 1, 0)  # one failed query, recovered
     assert hit.row("ranking_failure").remedy == "cosine rerank of the top 3"
-    rec = prove_remedies(
-        ds, run, diagnosis_of(run, [failure("q", "t", "near_miss"), failure("q", "u", "near_miss")], 1, "recall"),
-        space=space,
-    )  # fmt: skip
+    rec = prove_remedies(ds, run, diagnosis_of(run, fs, 1, "recall"), space=space)
     row = rec.row("near_miss")
     assert (row.failures, row.recovered) == (2, 1) and row.recovered_ids == ("q/t",)
     assert "missed documents" in rec.sentences()[0]
 
 
 def test_the_rerank_depth_is_the_near_miss_depth_of_the_diagnosis():
-    # One source for the depth: Thresholds.near_miss_factor. The world of the test above, k = 1: with
-    # near_miss_factor 2 the rerank reaches rank 2 x 1 = 2, so t (run rank 3) stays out and q is not recovered;
-    # with 4 it reaches rank 4, t rises to rank 1 (cosine 0.866, the highest of a, b, t, x) and q is recovered.
-    docs = {"a": "cafeteria menu vpn", "b": "holiday policy", "t": "vpn token reset guide",
-            "x": "other", "u": "vpn token reset"}  # fmt: skip
-    space = keyword_space(docs, {"q": "vpn token reset"})
-    ds = Dataset(qrels=qrels_of({"q": {"t": 1, "u": 1}}))
-    run = run_of("run", {"q": ["a", "b", "t", "x", "u"]})
-    fs = [failure("q", "t", "near_miss"), failure("q", "u", "near_miss")]
+    # One source for the depth: Thresholds.near_miss_factor. With near_miss_factor 2 the rerank reaches rank
+    # 2 x 1 = 2, so t (run rank 3) stays out and q is not recovered; with 4 it reaches rank 4, t rises to rank 1
+    # and q is recovered.
+    ds, run, space, fs = near_miss_world()
     for factor, recovered in ((2, 0), (4, 1)):
         diag = diagnosis_of(run, fs, 1, thresholds=Thresholds(near_miss_factor=factor))
         row = prove_remedies(ds, run, diag, space=space).row("near_miss")
