@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 import pandas as pd
 
-from diagnose.charts import CLASS_COLORS, CLASS_LABELS, OTHER_COLOR, ROLE_COLORS, class_label
+from diagnose.charts import CLASS_COLORS, OTHER_COLOR, ROLE_COLORS, class_label
 from diagnose.projection.frames import EDGE_COLUMNS, MAP_COLUMNS, shorten
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -271,7 +271,6 @@ def _failed_query_layer(
 
 
 __all__ = [
-    "CLASS_LABELS",
     "DECK_ESCAPE",
     "DECK_QUERY_LAYER",
     "LAYER_IDS",

@@ -19,20 +19,22 @@ that can run without a new model or new judgements, on the same golden set, and 
   queries are those with a relevant document in the qrels (:func:`diagnose.metrics.evaluate`'s convention: a query
   missing from a run scores 0).
 
-The remedy per class (the first column of :data:`REMEDIES`):
+Each class names its remedy in its record (:attr:`diagnose.failures.FailureClass.remedy`: an id, the text of the
+table, the advice when nothing runs offline); the code of each remedy id is here:
 
-========================  ==================================================================================
-``vocabulary_mismatch``   hybrid: reciprocal rank fusion (k=60, :func:`diagnose.fusion.rrf`) of the run and BM25
-``index_gap``             exact dense search with the embedding model (the dense baseline run replaces the run)
-``near_miss``             the run's top ``rerank_depth_factor * k`` reranked by exact cosine (:func:`cosine_rerank`)
-``ranking_failure``       the same cosine rerank (the target is findable; the rerank tests whether the model
-                          would put it higher than the run did)
-``label_gap``             not a retrieval remedy: judge the near-duplicate the run found (``recovered`` is None)
-``semantic_gap``          no offline remedy: fine-tuning on in-domain pairs or enriching the documents needs work
-``missing_document``      no offline remedy: the data is wrong (re-ingest the document or fix the qrels)
-========================  ==================================================================================
+================  ==================================================================================================
+``hybrid``        reciprocal rank fusion (k=60, :func:`diagnose.fusion.rrf`) of the run and BM25
+``dense``         exact dense search with the embedding model (the dense baseline run replaces the run)
+``rerank``        the run's top ``near_miss_factor * k`` (the diagnosis's :class:`~diagnose.failures.Thresholds`: the
+                  depth of the near-miss rule) reranked by exact cosine (:func:`cosine_rerank`): for ``near_miss``,
+                  and for ``ranking_failure`` (the target is findable; the rerank tests whether the model would put
+                  it higher than the run did)
+``judge``         not a retrieval remedy: judge the near-duplicate the run found (``recovered`` is None)
+``none``          no offline remedy (``semantic_gap``: fine-tuning on in-domain pairs or enriching the documents
+                  needs work; ``missing_document``: the data is wrong)
+================  ==================================================================================================
 
-The run's kind (:mod:`diagnose.failures.kind`) changes two remedies (:data:`KIND_REMEDIES`): a **lexical** run's
+The run's kind (:mod:`diagnose.failures.kind`) changes two remedies (the records' ``by_kind``, :func:`remedy_for`): a **lexical** run's
 ``vocabulary_mismatch`` is remedied by dense retrieval (exact dense search replaces the run; fusing a BM25 run with
 BM25 adds nothing), its ``index_gap`` by this tool's BM25 (the BM25 baseline replaces the run); a **hybrid** run's
 ``index_gap`` by the hybrid baseline (RRF of BM25 and exact dense search) replacing the run. Not RRF of the lexical
@@ -56,40 +58,18 @@ import numpy as np
 import pandas as pd
 
 from diagnose.data import DataError, Dataset, Run, fields_dict
-from diagnose.failures import CLASSES, Diagnosis, FailureMode
+from diagnose.failures import CLASS_BY_ID, FAILURE_CLASSES, Diagnosis, FailureMode, Remedy
 from diagnose.space import VectorSpace
 
-#: class id -> (remedy id, remedy as the table shows it, what to do instead when no remedy runs offline).
-#: Remedy ids: "hybrid", "dense", "rerank", "judge", "none" (and "crossencoder" when a CrossEncoder is given).
-REMEDIES: dict[str, tuple[str, str, str]] = {
-    "missing_document": (
-        "none",
-        "no offline remedy",
-        "fix the data: re-ingest the document or correct the qrels",
-    ),
-    "label_gap": ("judge", "judge it", "not retrieval failures: judge the near-duplicates the run retrieved"),
-    "near_miss": ("rerank", "cosine rerank of the top {depth}", ""),
-    "index_gap": ("dense", "exact dense search", ""),
-    "vocabulary_mismatch": ("hybrid", "hybrid (RRF k=60 of the run and BM25)", ""),
-    "semantic_gap": ("none", "no offline remedy", "fine-tune the embedding model or enrich the documents"),
-    "ranking_failure": ("rerank", "cosine rerank of the top {depth}", ""),
-}
 
-#: (run kind, class) -> the remedy where the run's kind changes it (:func:`remedy_for`); remedy ids "bm25" and
-#: "hybrid_baseline": that baseline replaces the run.
-KIND_REMEDIES: dict[tuple[str, str], tuple[str, str, str]] = {
-    ("lexical", "vocabulary_mismatch"): ("dense", "dense retrieval (exact dense search replaces the run)", ""),
-    ("lexical", "index_gap"): ("bm25", "this tool's BM25 (the BM25 baseline replaces the run)", ""),
-    ("hybrid", "index_gap"): ("hybrid_baseline", "the hybrid baseline (RRF of BM25 and exact dense search)", ""),
-}
-
-
-def remedy_for(cls: str, kind: str = "unknown") -> tuple[str, str, str]:
-    """The remedy of class ``cls`` for a run of ``kind``: ``(remedy id, remedy text, advice)``."""
-    return KIND_REMEDIES.get((kind, cls), REMEDIES[cls])
+def remedy_for(cls: str, kind: str = "unknown") -> Remedy:
+    """The remedy of class ``cls`` for a run of ``kind``: the record's (:meth:`FailureClass.remedy_for`)."""
+    return CLASS_BY_ID[cls].remedy_for(kind)
 
 
 RRF_K = 60
+#: The second ``near_miss`` remedy, measured when the user gives a CrossEncoder (not a class's own remedy).
+CROSS_ENCODER = Remedy("crossencoder", "cross-encoder rerank of the top {depth}")
 
 #: Columns of :meth:`Remedies.table`.
 TABLE_COLUMNS = (
@@ -102,7 +82,7 @@ class RemedyResult:
     """One failure class and its remedy, measured (see the module docstring for every definition).
 
     ``remedy_id``: "hybrid", "dense", "rerank", "judge" or "none" (for some run kinds "bm25" or "hybrid_baseline":
-    :data:`KIND_REMEDIES`). For "judge" and "none", and for a remedy whose
+    ``FailureClass.by_kind``). For "judge" and "none", and for a remedy whose
     input was not given (``available`` False, ``note`` says which), ``recovered``, ``lost_hits``, ``mean_diff`` and
     ``p_value`` are None. ``recovered_ids``: the recovered failures (query ids in hit mode, "query_id/doc_id" in
     recall mode); ``lost_ids``: the golden queries the remedy turns from hit to miss.
@@ -164,7 +144,7 @@ def _fmt_p(p: float | None) -> str:
 
 @dataclass(frozen=True)
 class Remedies:
-    """Every failure class of one run with its remedy measured: ``rows`` in taxonomy order (:data:`CLASSES`).
+    """Every failure class of one run with its remedy measured: ``rows`` in taxonomy order (:data:`FAILURE_CLASSES`).
 
     ``hits``: golden queries the run hits at k (the ceiling of ``lost_hits``); ``n_queries``: golden queries;
     ``runs``: the remedied runs by remedy id ("hybrid", "dense", "rerank"), for a closer look.
@@ -313,7 +293,7 @@ class _Trials:
 
 
 def _check_inputs(
-    run: Run, diagnosis: Diagnosis, k: int | None, mode: FailureMode | None, rerank_depth_factor: int
+    run: Run, diagnosis: Diagnosis, k: int | None, mode: FailureMode | None
 ) -> tuple[int, FailureMode]:
     """``k`` and ``mode`` (defaulting to the diagnosis's), after checking that the inputs agree."""
     k = diagnosis.k if k is None else k
@@ -326,15 +306,6 @@ def _check_inputs(
         )
     if diagnosis.run != run.name:
         raise DataError(f"The diagnosis is of run {diagnosis.run!r}, not of {run.name!r}.", param="run")
-    if (
-        isinstance(rerank_depth_factor, bool)
-        or not isinstance(rerank_depth_factor, int)
-        or rerank_depth_factor < 1
-    ):
-        raise DataError(
-            f"rerank_depth_factor must be a positive integer, got {rerank_depth_factor!r}.",
-            param="rerank_depth_factor",
-        )
     return k, mode
 
 
@@ -371,12 +342,12 @@ def _result(
     trials: _Trials,
     mode: FailureMode,
     cls: str,
-    remedy: tuple[str, str, str],
+    remedy: Remedy,
     pairs: list[tuple[str, str]],
     depth: int,
 ) -> RemedyResult:
     """One class's row: its remedy measured on its failures (``pairs``), or why it was not."""
-    rid, text, advice = remedy
+    rid, text, advice = remedy.id, remedy.text, remedy.advice
     units: list[Any] = (
         list(dict.fromkeys(q for q, _ in pairs)) if mode == "hit" else list(dict.fromkeys(pairs))
     )
@@ -423,7 +394,6 @@ def prove_remedies(
     k: int | None = None,
     mode: FailureMode | None = None,
     metric: str | None = None,
-    rerank_depth_factor: int = 3,
     cross_encoder_run: Run | None = None,
     n_resamples: int = 10_000,
     seed: int = 0,
@@ -436,30 +406,32 @@ def prove_remedies(
     must match it when given. ``bm25_run`` (the BM25 baseline over the golden queries), ``dense_run`` (exact dense
     search) and ``space`` (for the cosine rerank) are optional: a remedy whose input is missing is reported as not
     tried, not silently skipped. ``metric``: the metric of the paired test (default ``hit_rate@k``; any name of
-    :mod:`diagnose.metrics`, e.g. ``"ndcg@10"``). ``cross_encoder_run``: the run's top ``rerank_depth_factor * k``
+    :mod:`diagnose.metrics`, e.g. ``"ndcg@10"``). The rerank depth is the near-miss depth,
+    ``diagnosis.thresholds.near_miss_factor * k``. ``cross_encoder_run``: the run's top ``near_miss_factor * k``
     reranked by a CrossEncoder (:func:`diagnose.compare.rerank_cross_encoder`), when the user gives one: measured as
-    a second ``near_miss`` row (remedy id ``"crossencoder"``) after the seven rows of the taxonomy. Pure: nothing
-    is encoded or indexed here. ``kind``: the run's kind (default: the diagnosis's), which picks the remedies of
-    :data:`KIND_REMEDIES`; ``hybrid_run`` (the hybrid baseline) is read for a hybrid run's index gaps.
+    a second ``near_miss`` row (remedy id ``"crossencoder"``) after the taxonomy's rows (one a class). Pure: nothing
+    is encoded or indexed here. ``kind``: the run's kind (default: the diagnosis's), which picks each
+    class's remedy for that kind (``FailureClass.by_kind``); ``hybrid_run`` (the hybrid baseline) is read for a hybrid
+    run's index gaps.
     """
     from diagnose.metrics import evaluate, expand_metrics
 
-    k, mode = _check_inputs(run, diagnosis, k, mode, rerank_depth_factor)
+    k, mode = _check_inputs(run, diagnosis, k, mode)
     hit_name = f"hit_rate@{k}"
     metric_name = expand_metrics([metric], [k])[0] if metric else hit_name
     names = list(dict.fromkeys([hit_name, metric_name]))
     base = evaluate(ds.qrels, run, names).per_query
-    depth = rerank_depth_factor * k
+    depth = diagnosis.thresholds.near_miss_factor * k
     builders = _builders(run, space, bm25_run, dense_run, cross_encoder_run, depth, hybrid_run)
     trials = _Trials(ds, base, names, hit_name, metric_name, k, builders, n_resamples, seed)
 
-    by_class: dict[str, list[tuple[str, str]]] = {c: [] for c in CLASSES}
+    by_class: dict[str, list[tuple[str, str]]] = {c.id: [] for c in FAILURE_CLASSES}
     for f in diagnosis.failures:
         by_class[f.cls].append((f.query_id, f.doc_id))
     kind = diagnosis.run_kind.kind if kind is None else kind
-    plan = [(cls, remedy_for(cls, kind)) for cls in CLASSES]
+    plan = [(c.id, c.remedy_for(kind)) for c in FAILURE_CLASSES]
     if cross_encoder_run is not None:
-        plan.append(("near_miss", ("crossencoder", "cross-encoder rerank of the top {depth}", "")))
+        plan.append(("near_miss", CROSS_ENCODER))
     rows = [_result(trials, mode, cls, remedy, by_class[cls], depth) for cls, remedy in plan]
     return Remedies(
         run=run.name,

@@ -109,15 +109,15 @@ def test_failure_breakdown_colours_are_fixed_per_class():
         scale = next(u for u in units(spec) if mark(u) == "bar")["encoding"]["color"]["scale"]
         mapping = dict(zip(scale["domain"], scale["range"], strict=True))
         for cls, colour in charts.CLASS_COLORS.items():
-            assert mapping[charts.CLASS_LABELS[cls]] == colour  # same colour whatever the data holds
-    assert charts.CLASS_LABELS["near_miss"] == "Near miss (ranked just below k)"
+            assert mapping[charts.CLASS_LEGENDS[cls]] == colour  # same colour whatever the data holds
+    assert charts.CLASS_LEGENDS["near_miss"] == "Near miss (ranked just below k)"
     assert len(set(charts.CLASS_COLORS.values())) == len(charts.CLASS_COLORS)
 
 
 def test_failure_breakdown_classes_match_the_taxonomy():
     failures = pytest.importorskip("diagnose.failures")
     assert tuple(charts.CLASS_COLORS) == tuple(failures.CLASSES)
-    assert set(charts.CLASS_LABELS) == set(failures.CLASSES)
+    assert set(charts.CLASS_LEGENDS) == set(failures.CLASSES)
 
 
 def test_failure_breakdown_unknown_class_and_several_runs():
@@ -218,7 +218,7 @@ def test_embedding_map_colour_by_class_and_no_selection():
     assert [p["name"] for p in spec["params"]] == [charts.MAP_ZOOM]
     colour = next(u for u in units(spec) if u.get("name") == "map_queries")["encoding"]["color"]
     mapping = dict(zip(colour["scale"]["domain"], colour["scale"]["range"], strict=True))
-    assert mapping[charts.CLASS_LABELS["near_miss"]] == charts.CLASS_COLORS["near_miss"]
+    assert mapping[charts.CLASS_LEGENDS["near_miss"]] == charts.CLASS_COLORS["near_miss"]
     assert [u.get("name") for u in units(spec)] == ["map_documents", "map_queries"]  # no edges, no line layer
     with pytest.raises(ValueError, match="color_by"):
         charts.embedding_map(points, None, color_by="model")

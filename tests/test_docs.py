@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from diagnose.cli import build_parser
-from diagnose.failures import CLASSES
+from diagnose.failures import CLASSES, class_table
 
 README = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
 
@@ -52,3 +52,16 @@ def test_every_command_has_an_example(name):
 @pytest.mark.parametrize("cls", CLASSES)
 def test_every_failure_class_is_documented(cls):
     assert f"`{cls}`" in README
+
+
+def test_the_failure_class_table_is_generated_from_the_records():
+    """The README's failure-class table is diagnose.failures.class_table(), row for row (ir_measures generates its
+    measure docs from its registry): a class added, renamed or reworded in its record fails here until the README
+    holds the new table."""
+    table = class_table()
+    header = table.splitlines()[0]
+    assert README.count(header) == 1, "README has no failure-class table (or two)"
+    start = README.index(header)
+    end = README.find("\n\n", start)
+    in_readme = README[start : end + 1]
+    assert in_readme == table, f"README's failure-class table differs; replace it by class_table():\n{table}"

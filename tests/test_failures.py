@@ -15,7 +15,10 @@ from hypothesis import strategies as hst
 
 from diagnose.data import Corpus, Dataset, Qrels, Queries, Run
 from diagnose.failures import (
+    CLASS_BY_ID,
+    CLASS_LABELS,
     CLASSES,
+    FAILURE_CLASSES,
     RECOMMENDATIONS,
     Calibration,
     Thresholds,
@@ -324,6 +327,48 @@ def test_classify_reads_the_worst_rank():
 def test_every_class_has_a_recommendation():
     assert set(RECOMMENDATIONS) == set(CLASSES)
     assert all(len(r) > 80 for r in RECOMMENDATIONS.values())
+
+
+def test_the_views_follow_the_records():
+    # CLASSES, CLASS_LABELS and RECOMMENDATIONS are read off the records, in rule order, ids unique
+    assert tuple(c.id for c in FAILURE_CLASSES) == CLASSES and len(set(CLASSES)) == len(CLASSES)
+    assert list(CLASS_LABELS) == list(CLASSES) and list(RECOMMENDATIONS) == list(CLASSES)
+    for c in FAILURE_CLASSES:
+        assert CLASS_BY_ID[c.id] is c
+        assert CLASS_LABELS[c.id] == c.label and RECOMMENDATIONS[c.id] == c.recommendation
+        # the legend is the label with what it means in brackets
+        assert c.legend.startswith(c.label + " (") and c.legend.endswith(")")
+        assert c.rule and c.what_to_do and c.evidence and c.remedy.id and c.remedy.text
+
+
+def test_classify_rules_are_in_the_records_order():
+    """The n-th rule of classify() returns the n-th record's id: the records' order is the rules' order (a new class
+    is one record and one rule, at the same place in both)."""
+    import ast
+    import inspect
+    import textwrap
+
+    tree = ast.parse(textwrap.dedent(inspect.getsource(classify)))
+    # ast.walk is breadth-first: sort the returned ids by their line to read the rules top to bottom
+    returned = sorted(
+        (node.lineno, node.value.value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Return) and isinstance(node.value, ast.Constant)
+    )
+    assert [cls for _, cls in returned] == list(CLASSES)
+
+
+@pytest.mark.parametrize("cls", CLASSES)
+def test_every_class_has_an_evidence_sentence(cls):
+    # every field a template may read: the pair's evidence, {base}, {ov} and {found}
+    from diagnose.failures.taxonomy import _evidence, _PairEvidence
+
+    e = _PairEvidence(
+        doc_id="t", k=2, near_hi=6, run_rank=4, run_depth=10, dense_rank=1, bm25_rank=3, cosine=0.4, calibrated=0.5,
+        overlap=0.25, duplicate_doc_id="d", duplicate_cosine=0.97,
+    )  # fmt: skip
+    sentence = _evidence(cls, e)
+    assert sentence.endswith(".") and "{" not in sentence
 
 
 def test_calibrate_percentile():

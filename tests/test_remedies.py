@@ -11,7 +11,7 @@ import pytest
 from diagnose import baselines as bl
 from diagnose.data import DataError, Dataset, Qrels, Run
 from diagnose.embed import KeywordEncoder
-from diagnose.failures import CLASSES, Calibration, Diagnosis, Failure, diagnose_run
+from diagnose.failures import CLASSES, Calibration, Diagnosis, Failure, Thresholds, diagnose_run
 from diagnose.remedies import TABLE_COLUMNS, cosine_rerank, prove_remedies
 from diagnose.space import VectorSpace
 
@@ -48,9 +48,16 @@ def failure(q: str, d: str, cls: str) -> Failure:
     )  # fmt: skip
 
 
-def diagnosis_of(run: Run, failures: list[Failure], k: int, mode: str = "hit", n: int = 0) -> Diagnosis:
+def diagnosis_of(
+    run: Run,
+    failures: list[Failure],
+    k: int,
+    mode: str = "hit",
+    n: int = 0,
+    thresholds: Thresholds = Thresholds(),  # noqa: B008 - frozen
+) -> Diagnosis:
     failed = list(dict.fromkeys(f.query_id for f in failures))
-    return Diagnosis(run.name, k, mode, failures, CAL, n, failed)  # type: ignore[arg-type]
+    return Diagnosis(run.name, k, mode, failures, CAL, n, failed, thresholds)  # type: ignore[arg-type]
 
 
 def keyword_space(docs: dict[str, str], queries: dict[str, str]) -> VectorSpace:
@@ -136,17 +143,22 @@ def test_cosine_rerank_orders_the_top_by_cosine_and_keeps_the_tail():
         cosine_rerank(run, space, 0)
 
 
-def test_rerank_recovers_a_near_miss_and_the_recall_mode_counts_targets():
-    # k = 1, rerank depth 3 x 1 = 3. q has two relevant documents: t (run rank 3) and u (run rank 5).
-    # Cosines: t "vpn token reset guide" 0.866 > a 0.333 > b 0 -> t rises to rank 1: in hit mode q is recovered.
-    # In recall mode the units are the pairs (q, t) and (q, u): u (rank 5 > 3) is not reranked -> 1 of 2.
+def near_miss_world() -> tuple[Dataset, Run, VectorSpace, list[Failure]]:
+    """k = 1; q has two relevant documents missed at k: t (run rank 3) and u (run rank 5), both near misses.
+    Cosines to q: t "vpn token reset guide" 0.866 > a 0.333 > b 0 = x."""
     docs = {"a": "cafeteria menu vpn", "b": "holiday policy", "t": "vpn token reset guide",
             "x": "other", "u": "vpn token reset"}  # fmt: skip
     space = keyword_space(docs, {"q": "vpn token reset"})
     ds = Dataset(qrels=qrels_of({"q": {"t": 1, "u": 1}}))
     run = run_of("run", {"q": ["a", "b", "t", "x", "u"]})
-    hit = prove_remedies(ds, run, diagnosis_of(run, [failure("q", "t", "near_miss"), failure("q", "u", "near_miss")], 1),
-                         space=space)  # fmt: skip
+    return ds, run, space, [failure("q", "t", "near_miss"), failure("q", "u", "near_miss")]
+
+
+def test_rerank_recovers_a_near_miss_and_the_recall_mode_counts_targets():
+    # rerank depth 3 x 1 = 3: t rises to rank 1, so in hit mode q is recovered.
+    # In recall mode the units are the pairs (q, t) and (q, u): u (rank 5 > 3) is not reranked -> 1 of 2.
+    ds, run, space, fs = near_miss_world()
+    hit = prove_remedies(ds, run, diagnosis_of(run, fs, 1), space=space)
     row = hit.row("near_miss")
     assert (row.failures, row.recovered, row.lost_hits) == (1, 1, 0)  # one failed query, recovered
     # the two units side by side: 1 failed query (q), 2 missed pairs (q, t) and (q, u)
@@ -156,14 +168,22 @@ def test_rerank_recovers_a_near_miss_and_the_recall_mode_counts_targets():
         "lose 0 hits"
     )
     assert hit.row("ranking_failure").remedy == "cosine rerank of the top 3"
-    rec = prove_remedies(
-        ds, run, diagnosis_of(run, [failure("q", "t", "near_miss"), failure("q", "u", "near_miss")], 1, "recall"),
-        space=space,
-    )  # fmt: skip
+    rec = prove_remedies(ds, run, diagnosis_of(run, fs, 1, "recall"), space=space)
     row = rec.row("near_miss")
     assert (row.failures, row.recovered) == (2, 1) and row.recovered_ids == ("q/t",)
     assert (row.failed_queries, row.missed_pairs) == (1, 2) and rec.unit == "missed pairs"
     assert "recover 1 of the 2 missed pairs of class near_miss and" in rec.sentences()[0]
+
+
+def test_the_rerank_depth_is_the_near_miss_depth_of_the_diagnosis():
+    # One source for the depth: Thresholds.near_miss_factor. With near_miss_factor 2 the rerank reaches rank
+    # 2 x 1 = 2, so t (run rank 3) stays out and q is not recovered; with 4 it reaches rank 4, t rises to rank 1
+    # and q is recovered.
+    ds, run, space, fs = near_miss_world()
+    for factor, recovered in ((2, 0), (4, 1)):
+        diag = diagnosis_of(run, fs, 1, thresholds=Thresholds(near_miss_factor=factor))
+        row = prove_remedies(ds, run, diag, space=space).row("near_miss")
+        assert row.remedy == f"cosine rerank of the top {factor}" and row.recovered == recovered
 
 
 def test_rows_without_an_offline_remedy_and_missing_inputs():
@@ -262,7 +282,7 @@ def test_demo_remedies_with_the_default_model(tmp_path):
 @pytest.mark.real_model
 def test_a_cross_encoder_is_measured_as_a_second_near_miss_remedy(tmp_path, capsys):
     """`diagnose failures --cross-encoder DIR` with a real CrossEncoder folder built here from the bundled weights:
-    the seven taxonomy rows, then the cross-encoder rerank of the top 3k as one more near_miss row, measured."""
+    one row per taxonomy class, then the cross-encoder rerank of the top 3k as one more near_miss row, measured."""
     import json
 
     import torch
@@ -280,8 +300,9 @@ def test_a_cross_encoder_is_measured_as_a_second_near_miss_remedy(tmp_path, caps
     out = capsys.readouterr().out
     assert code == 0
     rows = json.loads(out)["remedies"]["remedies"]
-    assert len(rows) == 8 and [r["class"] for r in rows[:7]] == list(CLASSES)
-    extra = rows[7]
+    n = len(CLASSES)
+    assert len(rows) == n + 1 and [r["class"] for r in rows[:n]] == list(CLASSES)
+    extra = rows[n]
     assert extra["class"] == "near_miss" and extra["remedy_id"] == "crossencoder"
     cosine = rows[[r["class"] for r in rows].index("near_miss")]
     assert extra["failures"] == cosine["failures"] > 0

@@ -14,9 +14,17 @@ import diagnose
 from diagnose.cli import main
 from diagnose.data import Corpus, DataError, Dataset, Qrels, Queries, Run
 from diagnose.embed import KeywordEncoder
-from diagnose.failures import RECOMMENDATIONS, RunKind, classify, diagnose_run, infer_run_kind, recommendation
+from diagnose.failures import (
+    CLASS_BY_ID,
+    RECOMMENDATIONS,
+    RunKind,
+    classify,
+    diagnose_run,
+    infer_run_kind,
+    recommendation,
+)
 from diagnose.failures.kind import parse_kind_arg
-from diagnose.remedies import REMEDIES, prove_remedies, remedy_for
+from diagnose.remedies import prove_remedies, remedy_for
 
 
 def lists(name: str, ranked: dict[str, list[str]]) -> Run:
@@ -97,10 +105,10 @@ def test_recommendations_and_remedies_follow_the_kind():
     assert lexical != RECOMMENDATIONS["vocabulary_mismatch"] and "dense" in lexical
     assert "analyzer" in recommendation("index_gap", "lexical")
     assert recommendation("near_miss", "lexical") == RECOMMENDATIONS["near_miss"]
-    assert remedy_for("vocabulary_mismatch") == REMEDIES["vocabulary_mismatch"]  # hybrid of the run and BM25
-    assert remedy_for("vocabulary_mismatch", "lexical")[0] == "dense"
-    assert remedy_for("index_gap", "lexical")[0] == "bm25"
-    assert remedy_for("index_gap", "hybrid")[0] == "hybrid_baseline"
+    assert remedy_for("vocabulary_mismatch") == CLASS_BY_ID["vocabulary_mismatch"].remedy  # hybrid of the run and BM25
+    assert remedy_for("vocabulary_mismatch", "lexical").id == "dense"
+    assert remedy_for("index_gap", "lexical").id == "bm25"
+    assert remedy_for("index_gap", "hybrid").id == "hybrid_baseline"
 
 
 def test_a_lexical_diagnosis_words_its_classes_for_a_lexical_run():

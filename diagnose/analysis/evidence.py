@@ -111,11 +111,11 @@ class Evidence(Scores):
         cross_encoder: str | None = None,
     ) -> Remedies:  # fmt: skip
         """Each failure class's remedy applied to this run and measured: hybrid RRF with BM25 for
-        vocabulary_mismatch (with exact dense search for a lexical run), exact dense search for index_gap (this
-        tool's BM25 for a lexical run, the hybrid baseline for a hybrid run), the top 3k reranked by exact cosine for near_miss
-        and ranking_failure; what each recovers and what hits it loses, with a paired randomization test.
-        ``cross_encoder``: a sentence-transformers CrossEncoder (a local folder, or a hub name when online): the top
-        3k reranked by it is measured too, as a second near_miss remedy."""
+        vocabulary_mismatch (exact dense search for a lexical run), exact dense search for index_gap (this tool's BM25
+        for a lexical run, the hybrid baseline for a hybrid run), the top 3k (``thresholds.near_miss_factor`` x k)
+        reranked by exact cosine for near_miss and ranking_failure; what each recovers and what hits it loses, with
+        a paired randomization test. ``cross_encoder``: a sentence-transformers CrossEncoder (a local folder, or a
+        hub name when online): the top 3k reranked by it is measured too, as a second near_miss remedy."""
         from diagnose.remedies import prove_remedies
 
         name = self._run_name(run)
@@ -126,10 +126,11 @@ class Evidence(Scores):
             sp = self.space
             diag = self.diagnosis(name, k=k, failure=mode)
             hybrid = diag.run_kind.kind == "hybrid"
+            depth = self.thresholds.near_miss_factor * k  # the rerank depth of prove_remedies too
             return prove_remedies(
                 self.dataset, self.runs[name], diag, space=sp,
                 bm25_run=self._baseline("bm25"), dense_run=self._baseline("dense"),
-                cross_encoder_run=self._cross_encoded(name, cross_encoder, 3 * k) if cross_encoder else None,
+                cross_encoder_run=self._cross_encoded(name, cross_encoder, depth) if cross_encoder else None,
                 hybrid_run=self._baseline("hybrid") if hybrid else None,
             )  # fmt: skip
 

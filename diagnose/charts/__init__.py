@@ -8,7 +8,8 @@ data (the embedding map, see :mod:`diagnose.projection`).
 One file per question a contributor brings:
 
 - :mod:`~diagnose.charts.palette`: the colours, sizes and labels fixed per meaning (failure classes, quality bands,
-  runs, map roles), :func:`class_label`. Start here to change a colour or add a failure class's legend.
+  runs, map roles), :func:`class_label`. Start here to change a colour (a failure class's colour and legend are
+  fields of its record in :mod:`diagnose.failures.classes`).
 - :mod:`~diagnose.charts.metrics`: :func:`metrics_bar`, :func:`curve_over_k`, :func:`delta_chart`.
 - :mod:`~diagnose.charts.failures`: :func:`failure_breakdown`.
 - :mod:`~diagnose.charts.maps`: :func:`embedding_map`, :func:`legend_strip`, the map's selection names and how
@@ -32,7 +33,7 @@ from diagnose.charts.palette import (
     BAND_COLORS,
     CHANGE_COLORS,
     CLASS_COLORS,
-    CLASS_LABELS,
+    CLASS_LEGENDS,
     EDGE_DASH,
     NO_CLASS_LABEL,
     OTHER_COLOR,
@@ -51,7 +52,7 @@ __all__ = [
     "BAND_COLORS",
     "CHANGE_COLORS",
     "CLASS_COLORS",
-    "CLASS_LABELS",
+    "CLASS_LEGENDS",
     "EDGE_DASH",
     "MAP_SELECTION",
     "MAP_ZOOM",

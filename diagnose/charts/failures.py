@@ -18,7 +18,7 @@ def failure_breakdown(df: pd.DataFrame, *, title: str | None = None) -> alt.Char
 
     Columns: ``class`` (class id), ``count``; optional ``run``. One run: one bar per class (taxonomy order). Several
     runs: one stacked bar per run. Colours are fixed per class (:data:`CLASS_COLORS`), the legend shows
-    :data:`CLASS_LABELS`; an unknown class is grey and labelled by its id. A ``label`` column, if any, is ignored
+    :data:`CLASS_LEGENDS`; an unknown class is grey and labelled by its id. A ``label`` column, if any, is ignored
     (the labels here are the legend's).
     """
     alt = _alt()

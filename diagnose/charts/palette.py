@@ -1,30 +1,17 @@
 """Colours, sizes and labels fixed per meaning, so a failure class, a quality band or a map role looks the same on
-every page. Colour-blind-safe (Okabe-Ito). :mod:`diagnose.deck` reads the same tables for the deck.gl map."""
+every page. Colour-blind-safe (Okabe-Ito). :mod:`diagnose.deck` reads the same tables for the deck.gl map. A failure
+class's colour and legend are fields of its record (:mod:`diagnose.failures.classes`); the tables here are views."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-#: Stable failure class ids (same order as ``diagnose.failures.CLASSES``) -> colour (Okabe-Ito palette).
-CLASS_COLORS: dict[str, str] = {
-    "missing_document": "#000000",
-    "label_gap": "#CC79A7",
-    "near_miss": "#E69F00",
-    "index_gap": "#56B4E9",
-    "vocabulary_mismatch": "#009E73",
-    "semantic_gap": "#0072B2",
-    "ranking_failure": "#D55E00",
-}
-#: Legend labels: the class and, in brackets, what it means (see ``diagnose.failures`` for the rules).
-CLASS_LABELS: dict[str, str] = {
-    "missing_document": "Missing document (not in the corpus)",
-    "label_gap": "Label gap (unjudged near-duplicate retrieved)",
-    "near_miss": "Near miss (ranked just below k)",
-    "index_gap": "Index gap (exact search finds it, the run does not)",
-    "vocabulary_mismatch": "Vocabulary mismatch (different words)",
-    "semantic_gap": "Semantic gap (neither dense nor BM25 finds it)",
-    "ranking_failure": "Ranking failure (findable but outranked)",
-}
+from diagnose.failures.classes import FAILURE_CLASSES
+
+#: Failure class id -> colour, in rule order; a view of the records (:data:`diagnose.failures.FAILURE_CLASSES`).
+CLASS_COLORS: dict[str, str] = {c.id: c.color for c in FAILURE_CLASSES}
+#: Failure class id -> legend label: the class and, in brackets, what it means; a view of the records.
+CLASS_LEGENDS: dict[str, str] = {c.id: c.legend for c in FAILURE_CLASSES}
 OTHER_COLOR = "#9E9E9E"
 NO_CLASS_LABEL = "None (not a failed query)"
 BAND_COLORS: dict[str, str] = {
@@ -69,10 +56,10 @@ EDGE_DASH: dict[str, list[int]] = {"target": [1, 0], "top retrieved": [4, 3]}
 
 
 def class_label(cls: str) -> str:
-    """Human label of a failure class id (the id itself for an unknown class, "None ..." for "")."""
+    """Legend label of a failure class id (the id itself for an unknown class, "None ..." for "")."""
     if not cls:
         return NO_CLASS_LABEL
-    return CLASS_LABELS.get(cls, cls)
+    return CLASS_LEGENDS.get(cls, cls)
 
 
 def _class_scale(alt, classes: Sequence[str], *, with_none: bool = False):

@@ -3,16 +3,18 @@
 A golden query *fails at k* when none of its relevant documents is in the run's top k (``mode="hit"``), or, with
 ``mode="recall"``, for every relevant document missing from the top k. Each (failed query, missed relevant document)
 pair, the *target*, is analysed on its own: its evidence (cosine, run / exact dense / BM25 ranks, term overlap, the
-documents that beat it), the first of seven classes whose rule matches (``missing_document``, ``label_gap``,
-``near_miss``, ``index_gap``, ``vocabulary_mismatch``, ``semantic_gap``, ``ranking_failure``), a sentence saying
-why, and the class's recommendation.
+documents that beat it), the first class whose rule matches (:data:`FAILURE_CLASSES`, in rule order), a sentence
+saying why, and the class's recommendation.
 
 Where things are
 ----------------
 One question a file:
 
-- :mod:`~diagnose.failures.taxonomy`: the classes, their labels and recommendations, :class:`Thresholds`,
-  :func:`classify` (the rules, in order) and each class's evidence sentence. Open it to add a failure class.
+- :mod:`~diagnose.failures.classes`: one :class:`FailureClass` record per class (label, legend, colour, rule and
+  advice in words, recommendation, remedy, evidence sentence) in :data:`FAILURE_CLASSES`, and the views
+  :data:`CLASSES`, :data:`CLASS_LABELS`, :data:`RECOMMENDATIONS`. Open it to add a failure class.
+- :mod:`~diagnose.failures.taxonomy`: :class:`Thresholds`, :func:`classify` (the rules, in the records' order), each
+  failure's evidence sentence, :func:`class_table` (the README's table).
 - :mod:`~diagnose.failures.evidence`: one (query, target) pair: the :class:`Failure` and :class:`Competitor`
   records, how each piece of evidence is computed, :func:`sort_worst`.
 - :mod:`~diagnose.failures.kind`: the run's kind (dense, lexical, hybrid, unknown), given or inferred
@@ -30,15 +32,23 @@ Every name below is importable from ``diagnose.failures`` itself::
 
 from __future__ import annotations
 
+from diagnose.failures.classes import (
+    CLASS_BY_ID,
+    CLASS_LABELS,
+    CLASSES,
+    FAILURE_CLASSES,
+    RECOMMENDATIONS,
+    FailureClass,
+    ForKind,
+    Remedy,
+)
 from diagnose.failures.diagnosis import Calibration, Diagnosis, calibrate, diagnose_run, failed_pairs
 from diagnose.failures.evidence import Competitor, Failure, sort_worst
 from diagnose.failures.kind import RUN_KINDS, RunKind, infer_run_kind
 from diagnose.failures.taxonomy import (
-    CLASS_LABELS,
-    CLASSES,
-    RECOMMENDATIONS,
     FailureMode,
     Thresholds,
+    class_table,
     classify,
     rank_range_text,
     recommendation,
@@ -49,18 +59,24 @@ from diagnose.golden import Hubness, LabelNoise, find_label_noise, hubness, norm
 __all__ = [
     "RUN_KINDS",
     "CLASSES",
+    "CLASS_BY_ID",
     "CLASS_LABELS",
+    "FAILURE_CLASSES",
     "RECOMMENDATIONS",
     "Calibration",
     "Competitor",
     "Diagnosis",
     "Failure",
+    "FailureClass",
+    "ForKind",
     "FailureMode",
     "Hubness",
     "LabelNoise",
     "RunKind",
+    "Remedy",
     "Thresholds",
     "calibrate",
+    "class_table",
     "classify",
     "diagnose_run",
     "failed_pairs",

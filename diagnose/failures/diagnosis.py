@@ -24,9 +24,10 @@ import numpy as np
 import pandas as pd
 
 from diagnose.data import DataError, Dataset, Run, fields_dict
+from diagnose.failures.classes import CLASSES
 from diagnose.failures.evidence import Failure, _Bm25Scores, _failure, _lookups
 from diagnose.failures.kind import RunKind
-from diagnose.failures.taxonomy import CLASSES, FailureMode, Thresholds, recommendation
+from diagnose.failures.taxonomy import FailureMode, Thresholds, recommendation
 from diagnose.space import VectorSpace
 
 

@@ -26,8 +26,8 @@ from typing import NamedTuple
 import numpy as np
 
 from diagnose.data import Dataset, Run
+from diagnose.failures.classes import CLASS_LABELS
 from diagnose.failures.taxonomy import (
-    CLASS_LABELS,
     Thresholds,
     _evidence,
     _PairEvidence,

@@ -1,126 +1,33 @@
-"""The failure classes: their ids, labels, recommendations, thresholds and the rules that choose one. Open this file
-to add a failure class (its id in :data:`CLASSES`, a label, a recommendation, its rule in :func:`classify`, its
-sentence in :func:`_evidence`).
+"""The failure taxonomy's rules: :class:`Thresholds` and :func:`classify` (the rules, in order; the first that
+matches wins), the seed rule beside it (:func:`_rule`) and each failure's evidence sentence (:func:`_evidence`). Open
+this file and :mod:`diagnose.failures.classes` to add a failure class: its record there (id, label, legend, colour,
+rule and advice in words, recommendation, remedy, sentence), its rule here at the same place in the order.
 
-Classes (stable ids; the first rule that matches wins; thresholds in :class:`Thresholds`). A rank is a tie range
-(best, worst): "ranks it within k" means the whole tie group does, ``worst <= k`` (:func:`within`); a target with
-BM25 score 0 has no BM25 rank (no query term in it), so BM25 never ranks it within k.
+The classes, in rule order, with their rules in words: :data:`~diagnose.failures.classes.FAILURE_CLASSES`, and the
+README's table generated from them (:func:`class_table`). Beside the class, every failure carries the seed rule
+(cosine < 0.75 -> "vocabulary mismatch", else "ranking issue") and the same rule with the model's calibrated
+threshold (:func:`_rule`).
 
-1. ``missing_document`` — the target id is not in the corpus.
-2. ``label_gap`` — a top-k document that is not judged relevant is a near-duplicate of the target (cosine >=
-   ``duplicate_cosine`` = 0.95, or the same normalised text): the golden set is probably incomplete.
-3. ``near_miss`` — the run has the target at rank k+1 .. ``near_miss_factor`` x k (3k).
-4. ``index_gap`` — exact search of the run's kind ranks the target within k, but the run does not have it in its top
-   3k: exact dense search for a dense (or unknown) run, this tool's BM25 for a lexical run, either for a hybrid run.
-5. ``vocabulary_mismatch`` — dense, hybrid and unknown runs: the model scores the target low (cosine below the
-   calibrated threshold and exact dense search does not rank it within k) while BM25 ranks it within k, or the query
-   shares almost no terms with it (overlap < ``min_overlap``). Lexical runs, the mirror image: BM25 does not rank it
-   within k and the query shares almost no terms with it (overlap < ``min_overlap``; a BM25 score of 0 has overlap
-   0), while exact dense search ranks it within 3k (``near_miss_factor`` x k): the words differ, which no lexical run
-   overcomes and a dense signal does. (Not the calibrated cosine: calibrated on a lexical run's hits, it is low.)
-6. ``semantic_gap`` — neither dense nor BM25 ranks it within k.
-7. ``ranking_failure`` — everything else.
-
-The run's kind (:mod:`~diagnose.failures.kind`) also picks the sentence and the recommendation
-(:func:`recommendation`: :data:`KIND_RECOMMENDATIONS` over :data:`RECOMMENDATIONS`).
-
-Beside the class, every failure carries the seed rule (cosine < 0.75 -> "vocabulary mismatch", else "ranking issue")
-and the same rule with the model's calibrated threshold (:func:`_rule`).
+A rank is a tie range (best, worst): "ranks it within k" means the whole tie group does, ``worst <= k``
+(:func:`within`); a target with BM25 score 0 has no BM25 rank (no query term in it), so BM25 never ranks it within k.
+The run's kind (:mod:`~diagnose.failures.kind`) changes some rules here (index_gap: exact search *of the run's kind*;
+a lexical run's vocabulary_mismatch is the mirror image: BM25 misses it, dense search ranks it within 3k), and some
+records' sentences, recommendations and remedies (``FailureClass.by_kind``; :func:`recommendation`).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Literal, NamedTuple
 
 from diagnose.data import DataError
-
-CLASSES: tuple[str, ...] = (
-    "missing_document",
-    "label_gap",
-    "near_miss",
-    "index_gap",
-    "vocabulary_mismatch",
-    "semantic_gap",
-    "ranking_failure",
-)
-
-CLASS_LABELS: dict[str, str] = {
-    "missing_document": "Missing document",
-    "label_gap": "Label gap",
-    "near_miss": "Near miss",
-    "index_gap": "Index gap",
-    "vocabulary_mismatch": "Vocabulary mismatch",
-    "semantic_gap": "Semantic gap",
-    "ranking_failure": "Ranking failure",
-}
-
-RECOMMENDATIONS: dict[str, str] = {
-    "missing_document": (
-        "The golden set points at a document id that is not in the corpus. Fix the data before judging the "
-        "retriever: the document was deleted, renamed or never ingested, or the qrels use another id scheme "
-        "(chunk ids vs document ids). Re-ingest it or correct the golden set."
-    ),
-    "label_gap": (
-        "The run retrieved a near-duplicate of the target that nobody judged. The golden set is probably "
-        "incomplete rather than the retriever wrong: review the duplicate and add it to the qrels, and "
-        "deduplicate the corpus (archived copies, old versions) so that the index holds one version."
-    ),
-    "near_miss": (
-        "The run found the target but ranked it just below k: a ranking problem, not a recall problem. A "
-        "cross-encoder reranker over the top 3k candidates, or a larger k passed to the generator, will "
-        "likely recover it. Check what the documents that beat it have in common (boilerplate, hub documents)."
-    ),
-    "index_gap": (
-        "Exact search with this embedding model ranks the target within k, but the production run did not "
-        "retrieve it. The retriever differs from exact search: approximate-index recall (raise nprobe/ef_search), "
-        "metadata filters, a stale index missing the document, or chunking that cut the relevant passage. "
-        "Compare the index's settings with an exact search on this query."
-    ),
-    "vocabulary_mismatch": (
-        "The query and the target use different words for the same thing (user words vs document jargon, "
-        "or exact identifiers the embedding model does not understand). Add a lexical signal (hybrid BM25 + "
-        "dense with reciprocal rank fusion), expand queries with synonyms or an LLM rewrite, or fine-tune the "
-        "embedding model on pairs from your domain."
-    ),
-    "semantic_gap": (
-        "Neither dense nor lexical search finds the target within k: the model does not know this domain and the "
-        "words do not overlap. Fine-tune the embedding model on in-domain (query, document) pairs, enrich the "
-        "documents (titles, summaries, hypothetical questions), or check whether the judgement is right."
-    ),
-    "ranking_failure": (
-        "The target is findable but other documents outrank it. Look at the documents that beat it: if they are "
-        "generic hubs, down-weight or remove them; otherwise add a reranker or tune the fusion weights."
-    ),
-}
-
-#: (run kind, class) -> the recommendation where the run's kind changes it (:func:`recommendation`).
-KIND_RECOMMENDATIONS: dict[tuple[str, str], str] = {
-    ("lexical", "vocabulary_mismatch"): (
-        "The query and the target use different words for the same thing, and a lexical run only matches words "
-        "while the embedding model sees the match. Add a dense signal: dense retrieval, or a hybrid that lets a "
-        "document found by dense search alone reach the top k (a weighted fusion, or dense candidates added before "
-        "a reranker; plain reciprocal rank fusion favours documents both lists hold); or expand the queries "
-        "(synonyms, an LLM rewrite) or the documents (doc2query)."
-    ),
-    ("lexical", "index_gap"): (
-        "This tool's BM25 ranks the target within k, but the run did not retrieve it in its top 3k: the run's "
-        "lexical index differs from BM25 over title + text. Check the analyzer (tokenizer, stop words, stemming), "
-        "the fields indexed (title, body, boosts), the BM25 parameters, and whether the document is in the index."
-    ),
-    ("hybrid", "index_gap"): (
-        "Exact dense search or BM25 ranks the target within k, but the hybrid run did not retrieve it in its top "
-        "3k: one of its indexes misses it (approximate-index recall, a stale index, filters, analyzer or field "
-        "differences) or its fusion drops it. Compare each component's list with the exact search on this query."
-    ),
-}
+from diagnose.failures.classes import CLASS_BY_ID, FAILURE_CLASSES
 
 
 def recommendation(cls: str, kind: str = "unknown") -> str:
-    """The recommendation of class ``cls`` for a run of ``kind``."""
-    return KIND_RECOMMENDATIONS.get((kind, cls), RECOMMENDATIONS[cls])
+    """The recommendation of class ``cls`` for a run of ``kind`` (its record's, :meth:`FailureClass.recommendation_for`)."""
+    return CLASS_BY_ID[cls].recommendation_for(kind)
 
 
 FailureMode = Literal["hit", "recall"]
@@ -263,43 +170,6 @@ class _PairEvidence(NamedTuple):
     kind: str = "unknown"
 
 
-def _index_gap(e: _PairEvidence, base: str) -> str:
-    found = "did not retrieve it" if e.run_rank is None else f"ranked it #{e.run_rank}"
-    if e.kind == "lexical":
-        bm25 = rank_range_text(e.bm25_rank, e.bm25_rank_worst)
-        return f"This tool's BM25 ranks the target {bm25} (within k={e.k}) but the lexical run {found}; {base}."
-    if e.kind == "hybrid":
-        return f"Exact dense search or BM25 ranks the target within k={e.k} but the hybrid run {found}; {base}."
-    dense = rank_range_text(e.dense_rank, e.dense_rank_worst)
-    return f"Exact dense search ranks the target {dense} (within k={e.k}) but the run {found}; {base}."
-
-
-def _vocabulary(e: _PairEvidence, base: str, ov: str) -> str:
-    if e.kind == "lexical":
-        return (
-            f"The query and the target share almost no words, which a lexical run needs, while exact dense search "
-            f"ranks it within {e.near_hi}: {base}; {ov}."
-        )
-    return f"The embedding model scores the target low while the words tell: {base}; {ov}."
-
-
-# class -> its sentence, from the pair's evidence, the ranks and cosine (``base``) and the term overlap (``ov``)
-_SENTENCES: dict[str, Callable[[_PairEvidence, str, str], str]] = {
-    "missing_document": lambda e, base, ov: f"Document {e.doc_id!r} is judged relevant but is not in the corpus.",
-    "label_gap": lambda e, base, ov: (
-        f"The run's top {e.k} holds {e.duplicate_doc_id!r}, a near-duplicate of the target (cosine "
-        f"{e.duplicate_cosine:.3f}), which the golden set does not judge relevant."
-    ),
-    "near_miss": lambda e, base, ov: (
-        f"The run ranked the target #{e.run_rank}, just below k={e.k} (within {e.near_hi}); {base}."
-    ),
-    "index_gap": lambda e, base, ov: _index_gap(e, base),
-    "vocabulary_mismatch": lambda e, base, ov: _vocabulary(e, base, ov),
-    "semantic_gap": lambda e, base, ov: f"Neither dense nor BM25 ranks the target within k={e.k}: {base}; {ov}.",
-    "ranking_failure": lambda e, base, ov: f"The target is findable but outranked: {base}.",
-}
-
-
 def _evidence(cls: str, e: _PairEvidence) -> str:
     """The sentence that says why the pair is in class ``cls``."""
     cos = f"{e.cosine:.3f}" if e.cosine is not None else "n/a"
@@ -309,4 +179,17 @@ def _evidence(cls: str, e: _PairEvidence) -> str:
         f"{e.calibrated:.3f})"
     )
     ov = f"{e.overlap:.0%} of the query terms occur in the target" if e.overlap is not None else ""
-    return _SENTENCES.get(cls, _SENTENCES["ranking_failure"])(e, base, ov)
+    found = "did not retrieve it" if e.run_rank is None else f"ranked it #{e.run_rank}"
+    dense, bm25 = rank_range_text(e.dense_rank, e.dense_rank_worst), rank_range_text(e.bm25_rank, e.bm25_rank_worst)
+    template = CLASS_BY_ID[cls].evidence_for(e.kind)
+    return template.format(**e._asdict(), base=base, ov=ov, found=found, dense=dense, bm25=bm25)
+
+
+def class_table(thresholds: Thresholds = Thresholds()) -> str:  # noqa: B008 - frozen, as in classify()
+    """The README's table of the failure classes (Markdown), from the records in rule order: number, id, rule and
+    advice, with the numbers of ``thresholds`` in the rules. ``tests/test_docs.py`` checks the README holds it."""
+    values = asdict(thresholds)
+    lines = ["| # | class id | rule | what to do |", "|---|---|---|---|"]
+    for n, c in enumerate(FAILURE_CLASSES, start=1):
+        lines.append(f"| {n} | `{c.id}` | {c.rule.format(**values)} | {c.what_to_do.format(**values)} |")
+    return "\n".join(lines) + "\n"

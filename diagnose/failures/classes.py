@@ -1,0 +1,279 @@
+"""The failure classes, each declared once: one :class:`FailureClass` record per class in :data:`FAILURE_CLASSES`,
+in the order of the taxonomy's rules, holding every fact the other modules read (label, legend, colour, the rule and
+the advice in words, the recommendation, the remedy, the evidence sentence).
+
+Open this file to add a failure class: write its record here, at its place in the rule order, and its rule in
+:func:`diagnose.failures.taxonomy.classify` at the same place (the n-th rule of ``classify`` returns the n-th
+record's id; ``tests/test_failures.py`` checks the two orders agree). Its remedy code, when it has a new one, goes in
+:mod:`diagnose.remedies` under the record's ``remedy.id``. Everything else follows from the record: the ids, labels
+and recommendations (:data:`CLASSES`, :data:`CLASS_LABELS`, :data:`RECOMMENDATIONS`), the charts' colours and
+legends (:mod:`diagnose.charts.palette`), the remedy table (:mod:`diagnose.remedies`), the evidence sentence
+(:func:`diagnose.failures.taxonomy._evidence`) and the README's class table
+(:func:`diagnose.failures.taxonomy.class_table`, checked by ``tests/test_docs.py``).
+
+The rules stay as code in ``classify`` (not as a predicate on the record) so the rules read top to bottom in one
+function, with one signature for every rule.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Remedy:
+    """A failure class's offline remedy, as :func:`diagnose.remedies.prove_remedies` runs and reports it.
+
+    ``id``: what :mod:`diagnose.remedies` runs: ``"hybrid"`` (RRF of the run and BM25), ``"dense"`` (exact dense
+    search), ``"rerank"`` (the run's top ``near_miss_factor * k`` reranked by exact cosine), or ``"judge"`` /
+    ``"none"`` (nothing runs; ``advice`` says what to do instead). ``text``: the remedy as the remedy table shows it
+    (``{depth}`` = the rerank depth).
+    """
+
+    id: str
+    text: str
+    advice: str = ""
+
+
+@dataclass(frozen=True)
+class ForKind:
+    """What changes in a class when the run is of a given kind (:mod:`diagnose.failures.kind`): ``None`` keeps the
+    class's own text. ``evidence`` is a template like :attr:`FailureClass.evidence`."""
+
+    recommendation: str | None = None
+    remedy: Remedy | None = None
+    evidence: str | None = None
+
+
+@dataclass(frozen=True)
+class FailureClass:
+    """One failure class and every fact about it.
+
+    - ``id``: the stable id of the JSON, the CSV and the API (``Failure.cls``).
+    - ``label``: the class in a table or a heading ("Near miss").
+    - ``legend``: the label with, in brackets, what it means: the charts' and the map's legends.
+    - ``color``: its colour on every chart and map (Okabe-Ito, colour-blind-safe).
+    - ``rule``: its rule in words, as the README's table states it (``{field}`` = a field of
+      :class:`~diagnose.failures.Thresholds`, ``{near_miss_factor}k`` the near-miss depth).
+    - ``what_to_do``: the advice in a few words (the README's table).
+    - ``recommendation``: the paragraph every failure of the class carries.
+    - ``remedy``: its offline remedy (:class:`Remedy`).
+    - ``evidence``: the template of the sentence saying why a pair is in the class, formatted with the fields of the
+      pair's evidence (``doc_id``, ``k``, ``near_hi``, ``run_rank``, ``dense_rank``, ``duplicate_doc_id``,
+      ``duplicate_cosine``, ...) and ``{base}`` (the ranks and the cosine), ``{ov}`` (the term overlap), ``{found}``
+      (what the run did with the target), ``{dense}`` / ``{bm25}`` (the exact dense / BM25 rank as a tie range,
+      "#3" or "#3–5"): :func:`diagnose.failures.taxonomy._evidence`.
+    - ``by_kind``: run kind (``"lexical"``, ``"hybrid"``, ...) -> :class:`ForKind`, where the run's kind changes the
+      recommendation, the remedy or the sentence (a lexical run's vocabulary mismatch is not remedied by fusing it
+      with BM25). Read through :meth:`recommendation_for`, :meth:`remedy_for`, :meth:`evidence_for`.
+    """
+
+    id: str
+    label: str
+    legend: str
+    color: str
+    rule: str
+    what_to_do: str
+    recommendation: str
+    remedy: Remedy
+    evidence: str
+    by_kind: Mapping[str, ForKind] = field(default_factory=dict)
+
+    def recommendation_for(self, kind: str = "unknown") -> str:
+        """The recommendation for a run of ``kind``."""
+        return _pick(self.by_kind.get(kind), "recommendation") or self.recommendation
+
+    def remedy_for(self, kind: str = "unknown") -> Remedy:
+        """The offline remedy for a run of ``kind``."""
+        return _pick(self.by_kind.get(kind), "remedy") or self.remedy
+
+    def evidence_for(self, kind: str = "unknown") -> str:
+        """The evidence sentence's template for a run of ``kind``."""
+        return _pick(self.by_kind.get(kind), "evidence") or self.evidence
+
+
+def _pick(variant: ForKind | None, name: str):  # noqa: ANN202 - str or Remedy
+    return None if variant is None else getattr(variant, name)
+
+
+_NO_OFFLINE_REMEDY = "no offline remedy"
+_RERANK = Remedy("rerank", "cosine rerank of the top {depth}")
+
+#: The failure classes in rule order: the first whose rule matches wins.
+FAILURE_CLASSES: tuple[FailureClass, ...] = (
+    FailureClass(
+        id="missing_document",
+        label="Missing document",
+        legend="Missing document (not in the corpus)",
+        color="#000000",
+        rule="the target id is not in the corpus",
+        what_to_do="fix the data: re-ingest the document or correct the golden set",
+        recommendation=(
+            "The golden set points at a document id that is not in the corpus. Fix the data before judging the "
+            "retriever: the document was deleted, renamed or never ingested, or the qrels use another id scheme "
+            "(chunk ids vs document ids). Re-ingest it or correct the golden set."
+        ),
+        remedy=Remedy("none", _NO_OFFLINE_REMEDY, "fix the data: re-ingest the document or correct the qrels"),
+        evidence="Document {doc_id!r} is judged relevant but is not in the corpus.",
+    ),
+    FailureClass(
+        id="label_gap",
+        label="Label gap",
+        legend="Label gap (unjudged near-duplicate retrieved)",
+        color="#CC79A7",
+        rule=(
+            "a top-k document not judged relevant is a near-duplicate of the target (cosine ≥ {duplicate_cosine:g}, "
+            "or the same normalised text)"
+        ),
+        what_to_do="the golden set is incomplete: judge the duplicate, deduplicate the corpus",
+        recommendation=(
+            "The run retrieved a near-duplicate of the target that nobody judged. The golden set is probably "
+            "incomplete rather than the retriever wrong: review the duplicate and add it to the qrels, and "
+            "deduplicate the corpus (archived copies, old versions) so that the index holds one version."
+        ),
+        remedy=Remedy("judge", "judge it", "not retrieval failures: judge the near-duplicates the run retrieved"),
+        evidence=(
+            "The run's top {k} holds {duplicate_doc_id!r}, a near-duplicate of the target (cosine "
+            "{duplicate_cosine:.3f}), which the golden set does not judge relevant."
+        ),
+    ),
+    FailureClass(
+        id="near_miss",
+        label="Near miss",
+        legend="Near miss (ranked just below k)",
+        color="#E69F00",
+        rule="the run ranked the target at k+1 … {near_miss_factor}k",
+        what_to_do="a ranking problem: rerank the top {near_miss_factor}k or raise k",
+        recommendation=(
+            "The run found the target but ranked it just below k: a ranking problem, not a recall problem. A "
+            "cross-encoder reranker over the top 3k candidates, or a larger k passed to the generator, will "
+            "likely recover it. Check what the documents that beat it have in common (boilerplate, hub documents)."
+        ),
+        remedy=_RERANK,
+        evidence="The run ranked the target #{run_rank}, just below k={k} (within {near_hi}); {base}.",
+    ),
+    FailureClass(
+        id="index_gap",
+        label="Index gap",
+        legend="Index gap (exact search finds it, the run does not)",
+        color="#56B4E9",
+        rule=(
+            "exact search of the run's kind (dense; BM25 for a lexical run; either for a hybrid run) ranks the target "
+            "within k, the run did not have it in its top {near_miss_factor}k"
+        ),
+        what_to_do=(
+            "the production index differs from exact search: ANN recall, filters, stale index, chunking; for a "
+            "lexical run analyzer, stemming, fields, or the document missing from the index"
+        ),
+        recommendation=(
+            "Exact search with this embedding model ranks the target within k, but the production run did not "
+            "retrieve it. The retriever differs from exact search: approximate-index recall (raise "
+            "nprobe/ef_search), metadata filters, a stale index missing the document, or chunking that cut the "
+            "relevant passage. Compare the index's settings with an exact search on this query."
+        ),
+        remedy=Remedy("dense", "exact dense search"),
+        evidence="Exact dense search ranks the target {dense} (within k={k}) but the run {found}; {base}.",
+        by_kind={
+            "lexical": ForKind(
+                recommendation=(
+                    "This tool's BM25 ranks the target within k, but the run did not retrieve it in its top 3k: the "
+                    "run's lexical index differs from BM25 over title + text. Check the analyzer (tokenizer, stop "
+                    "words, stemming), the fields indexed (title, body, boosts), the BM25 parameters, and whether the "
+                    "document is in the index."
+                ),
+                remedy=Remedy("bm25", "this tool's BM25 (the BM25 baseline replaces the run)"),
+                evidence="This tool's BM25 ranks the target {bm25} (within k={k}) but the lexical run {found}; {base}.",
+            ),
+            "hybrid": ForKind(
+                recommendation=(
+                    "Exact dense search or BM25 ranks the target within k, but the hybrid run did not retrieve it in "
+                    "its top 3k: one of its indexes misses it (approximate-index recall, a stale index, filters, "
+                    "analyzer or field differences) or its fusion drops it. Compare each component's list with the "
+                    "exact search on this query."
+                ),
+                remedy=Remedy("hybrid_baseline", "the hybrid baseline (RRF of BM25 and exact dense search)"),
+                evidence=(
+                    "Exact dense search or BM25 ranks the target within k={k} but the hybrid run {found}; {base}."
+                ),
+            ),
+        },
+    ),
+    FailureClass(
+        id="vocabulary_mismatch",
+        label="Vocabulary mismatch",
+        legend="Vocabulary mismatch (different words)",
+        color="#009E73",
+        rule=(
+            "cosine below the calibrated threshold and dense search not ranking it within k, while BM25 ranks it "
+            "within k or the query shares almost no terms with it (overlap < {min_overlap:g}); for a lexical run the "
+            "mirror image: BM25 not ranking it within k and overlap < {min_overlap:g} while exact dense search ranks "
+            "it within {near_miss_factor}k"
+        ),
+        what_to_do="hybrid retrieval (BM25 + dense, RRF), query expansion, fine-tuning; for a lexical run dense retrieval",
+        recommendation=(
+            "The query and the target use different words for the same thing (user words vs document jargon, "
+            "or exact identifiers the embedding model does not understand). Add a lexical signal (hybrid BM25 + "
+            "dense with reciprocal rank fusion), expand queries with synonyms or an LLM rewrite, or fine-tune the "
+            "embedding model on pairs from your domain."
+        ),
+        remedy=Remedy("hybrid", "hybrid (RRF k=60 of the run and BM25)"),
+        evidence="The embedding model scores the target low while the words tell: {base}; {ov}.",
+        by_kind={
+            "lexical": ForKind(
+                recommendation=(
+                    "The query and the target use different words for the same thing, and a lexical run only "
+                    "matches words while the embedding model sees the match. Add a dense signal: dense retrieval, or "
+                    "a hybrid that lets a document found by dense search alone reach the top k (a weighted fusion, or "
+                    "dense candidates added before a reranker; plain reciprocal rank fusion favours documents both "
+                    "lists hold); or expand the queries (synonyms, an LLM rewrite) or the documents (doc2query)."
+                ),
+                remedy=Remedy("dense", "dense retrieval (exact dense search replaces the run)"),
+                evidence=(
+                    "The query and the target share almost no words, which a lexical run needs, while exact dense "
+                    "search ranks it within {near_hi}: {base}; {ov}."
+                ),
+            ),
+        },
+    ),
+    FailureClass(
+        id="semantic_gap",
+        label="Semantic gap",
+        legend="Semantic gap (neither dense nor BM25 finds it)",
+        color="#0072B2",
+        rule="neither dense nor BM25 ranks it within k",
+        what_to_do="fine-tune the embedding model on in-domain pairs, enrich documents",
+        recommendation=(
+            "Neither dense nor lexical search finds the target within k: the model does not know this domain and "
+            "the words do not overlap. Fine-tune the embedding model on in-domain (query, document) pairs, enrich "
+            "the documents (titles, summaries, hypothetical questions), or check whether the judgement is right."
+        ),
+        remedy=Remedy("none", _NO_OFFLINE_REMEDY, "fine-tune the embedding model or enrich the documents"),
+        evidence="Neither dense nor BM25 ranks the target within k={k}: {base}; {ov}.",
+    ),
+    FailureClass(
+        id="ranking_failure",
+        label="Ranking failure",
+        legend="Ranking failure (findable but outranked)",
+        color="#D55E00",
+        rule="everything else: findable, but outranked",
+        what_to_do="look at the documents that beat it (hubs?), rerank, tune fusion",
+        recommendation=(
+            "The target is findable but other documents outrank it. Look at the documents that beat it: if they "
+            "are generic hubs, down-weight or remove them; otherwise add a reranker or tune the fusion weights."
+        ),
+        remedy=_RERANK,
+        evidence="The target is findable but outranked: {base}.",
+    ),
+)
+
+#: id -> record.
+CLASS_BY_ID: dict[str, FailureClass] = {c.id: c for c in FAILURE_CLASSES}
+
+# Views of the records, by the names the rest of the package and the API have always used.
+#: The stable class ids, in rule order.
+CLASSES: tuple[str, ...] = tuple(CLASS_BY_ID)
+#: id -> label ("Near miss").
+CLASS_LABELS: dict[str, str] = {c.id: c.label for c in FAILURE_CLASSES}
+#: id -> the recommendation paragraph.
+RECOMMENDATIONS: dict[str, str] = {c.id: c.recommendation for c in FAILURE_CLASSES}
