@@ -73,7 +73,8 @@ One question a file; this package holds :func:`run_retriever` (and what it accep
     what it returned, as ranked lists: ids, chunks collapsed into documents, scores made strictly decreasing;
     what is counted in the report.
 ``loading``
-    :func:`load_retriever`: ``module:attr`` or ``path/to/file.py:attr``, objects and factories.
+    :func:`parse_retriever_spec`: ``NAME=module:attr`` into a name and a target; :func:`load_retriever`:
+    ``module:attr`` or ``path/to/file.py:attr``, objects and factories.
 """
 
 from __future__ import annotations
@@ -86,10 +87,10 @@ from diagnose.data import DataError, Dataset, Queries, Run, ValidationReport
 from diagnose.progress import Progress
 from diagnose.retrievers.calls import _call
 from diagnose.retrievers.kinds import _default_name, _kind, _not_a_retriever, _type_name, _with_k
-from diagnose.retrievers.loading import load_retriever
+from diagnose.retrievers.loading import load_retriever, parse_retriever_spec
 from diagnose.retrievers.results import ChunkToDoc, _chunk_mapper, _ranked_lists, _record
 
-__all__ = ["ChunkToDoc", "load_retriever", "run_retriever"]
+__all__ = ["ChunkToDoc", "load_retriever", "parse_retriever_spec", "run_retriever"]
 
 
 def run_retriever(
