@@ -16,7 +16,7 @@ file, the line or id, and the fix. Everything else is counted in a :class:`Valid
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from typing import Any, ClassVar, Literal
 
 import numpy as np
@@ -298,6 +298,16 @@ class Dataset:
     queries: Queries | None = None
     report: ValidationReport = field(default_factory=ValidationReport)
     name: str = ""
+
+    def with_run(self, run: Run, *, first: bool = False) -> Dataset:
+        """The same data set with ``run`` added under its name (first of :attr:`runs` when ``first``, e.g. a
+        reference to compare with), everything else shared, the report included; this data set is not changed.
+        The run is taken as given: check it against the golden set first
+        (:func:`diagnose.io.check_run_matches_qrels`)."""
+        if run.name in self.runs:
+            raise DataError(f"A run is already named {run.name!r}; give the new run another name.", param="run")
+        runs = {run.name: run, **self.runs} if first else {**self.runs, run.name: run}
+        return replace(self, runs=runs)
 
     def __repr__(self) -> str:
         parts = [

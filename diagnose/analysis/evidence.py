@@ -11,13 +11,14 @@ import pandas as pd
 
 if TYPE_CHECKING:
 
+    from diagnose.compare import RerankReport
     from diagnose.failures import Diagnosis, Hubness, LabelNoise, RunKind
     from diagnose.inspection import Inspection
     from diagnose.models import ModelComparison
     from diagnose.remedies import Remedies
     from diagnose.risk import RiskValidation
 
-from diagnose.analysis.base import _param_error
+from diagnose.analysis.base import _check_k, _param_error
 from diagnose.analysis.scores import Scores
 from diagnose.data import Run
 
@@ -140,15 +141,52 @@ class Evidence(Scores):
         """The run's top ``depth`` reranked live by the CrossEncoder ``model`` (memoised)."""
 
         def build() -> Run:
-            from diagnose.compare import rerank_cross_encoder
-
             self._need_texts("A cross-encoder rerank")
-            ds = self.dataset
-            doc_text = dict(zip(ds.corpus.ids, ds.corpus.texts(), strict=True))
             self._reporter.step(f"Reranking the top {depth} of {name} with the cross-encoder {model}")
-            return rerank_cross_encoder(self.runs[name], ds.queries.text_of(), doc_text, model, depth=depth)
+            return self._cross_encode(self.runs[name], model, depth)
 
         return self._cached(("cross_encoded", name, model, depth), build)
+
+    def _cross_encode(self, run: Run, model: str, depth: int, *, progress: bool = False) -> Run:
+        """``run``'s top ``depth`` reranked live by the CrossEncoder ``model`` (``progress``: its own bar)."""
+        from diagnose.compare import rerank_cross_encoder
+
+        self._need_texts("A cross-encoder rerank")
+        ds = self.dataset
+        doc_text = dict(zip(ds.corpus.ids, ds.corpus.texts(), strict=True))
+        return rerank_cross_encoder(run, ds.queries.text_of(), doc_text, model, depth=depth, progress=progress)
+
+    def rerank(
+        self,
+        candidates: str | Run,
+        reranked: str | Run | None = None,
+        *,
+        cross_encoder: str | None = None,
+        k: int | None = None,
+        depth: int | None = None,
+        progress: bool = False,
+    ) -> RerankReport:
+        """What a reranker changes over its candidates (:func:`diagnose.compare.rerank_report`): the recall at
+        ``depth`` of the candidates (the ceiling no reranking of them can beat), nDCG, MRR, hit rate and recall at
+        k before and after, the failed queries it recovers and those it introduces. ``candidates`` and
+        ``reranked``: a run of this analysis (by name) or a :class:`~diagnose.data.Run`; or, instead of
+        ``reranked``, ``cross_encoder`` (a sentence-transformers CrossEncoder folder, or a hub name when online)
+        reranks the candidates' top ``depth`` live (``progress``: its progress bar on stderr). ``depth``: default
+        the analysis' own."""
+        from diagnose.compare import rerank_report
+
+        if (reranked is None) == (cross_encoder is None):
+            raise _param_error(
+                "reranked", "Give either reranked= (the reranked run) or cross_encoder= (a CrossEncoder), one of them."
+            )
+        k = self._k(k)
+        depth = self.depth if depth is None else _check_k(depth, "depth")
+        before = candidates if isinstance(candidates, Run) else self.run(candidates)
+        if reranked is not None:
+            after = reranked if isinstance(reranked, Run) else self.run(reranked)
+        else:
+            after = self._cross_encode(before, cross_encoder, depth, progress=progress)
+        return rerank_report(self.dataset.qrels, before, after, k=k, depth=depth)
 
     def risk(self, run: str | None = None, *, k: int | None = None) -> pd.DataFrame:
         """Every query of the run (judged or not) ranked by how likely it fails, from its top-k scores alone

@@ -4,6 +4,7 @@ histogram, as Altair charts."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
@@ -13,6 +14,7 @@ from diagnose.extras import needs
 if TYPE_CHECKING:
     import altair as alt
 
+    from diagnose.failures import Calibration
     from diagnose.projection import EmbeddingMap, Projection
     from diagnose.space import VectorSpace
 
@@ -111,6 +113,17 @@ class Pictures(Evidence):
         ]
         return pd.concat(frames, ignore_index=True)
 
+    def calibration(self, run: str | None = None, *, k: int | None = None,
+                    space: VectorSpace | None = None) -> Calibration:  # fmt: skip
+        """The calibrated cosine threshold of the analysis' model (or of ``space``, another model's vectors of the
+        same data) on the run's hits at k, with the analysis' thresholds: the calibration its diagnosis uses
+        (:func:`diagnose.failures.calibrate`)."""
+        from diagnose.failures import calibrate
+
+        name = self._run_name(run)
+        k = self._k(k)
+        return calibrate(self.dataset, self.runs[name], space or self.space, k, self.thresholds)
+
     def similarity(self, run: str | None = None, *, k: int | None = None) -> alt.Chart:
         """Histogram of cos(query, relevant document), hits vs misses, with the seed and calibrated thresholds."""
         with needs("The similarity chart"):
@@ -124,8 +137,11 @@ class Pictures(Evidence):
 
     @property
     def model_label(self) -> str:
-        """How the model is called: its label (a name or path), else its identity."""
-        if self._embeddings is not None and not self._has("encoder") and self._encoder_given is None:
-            return "precomputed vectors"
+        """How the model is called (the app shows it): its label (a name or path), else its identity; with
+        precomputed vectors, ``precomputed vectors (<doc file>, <query file>)``."""
+        emb = self._embeddings
+        if emb is not None:
+            files = [Path(str(emb[key])).name for key in ("doc", "query") if isinstance(emb, Mapping) and emb.get(key)]
+            return "precomputed vectors" + (f" ({', '.join(files)})" if files else "")
         enc = self.encoder
         return str(getattr(enc, "label", "") or enc.name)

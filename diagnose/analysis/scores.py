@@ -235,20 +235,30 @@ class Scores(Pipeline):
                              "sd_of_differences": sd, "queries_needed": need, "queries": len(d)})  # fmt: skip
         return pd.DataFrame(rows)
 
+    def query_deltas(self, run: str, reference: str | None = None, metric: str | None = None) -> pd.DataFrame:
+        """One row per golden query: ``metric`` (default ``hit_rate@k``) of the ``reference`` run (default: the
+        first) and of ``run``, ``delta`` (run minus reference) and ``change``: "fixed" (the reference scored 0, the
+        run more), "broken" (the reverse), "better", "worse" or "same"; sorted by delta
+        (:func:`diagnose.compare.per_query_deltas`)."""
+        from diagnose.compare import per_query_deltas
+
+        ref, name = self._run_name(reference), self._run_name(run)
+        names = self.metric_names([metric or f"hit_rate@{self.k}"])
+        if len(names) != 1:
+            raise _param_error("metric", f"metric must be one metric at one cutoff, e.g. {names[-1]}; got {metric!r}.")
+        evs = self.evaluations([*self.metric_names(), *names])
+        return per_query_deltas(evs[ref], evs[name], names[0])
+
     def query_changes(self, reference: str | None = None, *, k: int | None = None) -> dict[str, dict[str, Any]]:
         """Per run: the golden queries it fixes (the reference has no relevant document in its top k, the run
         has) and breaks (the reverse), by ``hit_rate@k``."""
-        from diagnose.compare import per_query_deltas
-
         ref = self._run_name(reference)
-        k = self._k(k)
-        metric = MetricName("hit_rate", k)
-        evs = self.evaluations([*self._names(), metric])
+        metric = MetricName("hit_rate", self._k(k))
         out: dict[str, dict[str, Any]] = {}
-        for name, ev in evs.items():
+        for name in self.evaluations([*self.metric_names(), metric]):
             if name == ref:
                 continue
-            d = per_query_deltas(evs[ref], ev, str(metric))
+            d = self.query_deltas(name, ref, str(metric))
             out[name] = {
                 "metric": str(metric),
                 "fixed": d.loc[d["change"] == "fixed", "query_id"].astype(str).tolist(),

@@ -6,7 +6,8 @@ is printed, and written with ``--write-runs DIR`` as ``NAME.partial.trec``).
 
 Where things are
 ----------------
-Each command parses its flags, calls the library (mostly one :class:`~diagnose.analysis.Analysis`) and prints;
+Each command parses its flags, calls the library (mostly one :class:`~diagnose.analysis.Analysis`), builds an
+:class:`~diagnose.cli.output.Output` and :func:`~diagnose.cli.output.emit` prints it in the ``--format`` asked for;
 this package holds :func:`main` and the table of commands, and re-exports the public names.
 
 ``parser``
@@ -15,6 +16,9 @@ this package holds :func:`main` and the table of commands, and re-exports the pu
 ``shared``
     the steps every command shares: loading the data, building the ``Analysis``, ``--write-runs``, warnings,
     ``--k`` and ``METRIC=VALUE`` parsing, the exit codes and :data:`PARAM_FLAGS` (library parameter -> flag).
+``output``
+    :class:`~diagnose.cli.output.Output` and :func:`~diagnose.cli.output.emit`: a result in every format (table,
+    JSON, CSV, Markdown), written the same way for every command.
 ``evaluate``
     ``diagnose evaluate``: metrics, comparisons, the CI gate.
 ``failures``

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from diagnose.cli.output import Output, emit
 from diagnose.cli.shared import (
     EXIT_FAIL,
     EXIT_OK,
@@ -16,7 +17,7 @@ from diagnose.cli.shared import (
     _read_checked_run,
     _write_runs,
 )
-from diagnose.data import DataError
+from diagnose.data import DataError, Dataset
 from diagnose.io import parse_run_arg
 
 
@@ -26,8 +27,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     max_drop = _parse_bounds(args.max_drop, "--max-drop")
     if args.resamples < 1:
         raise DataError(f"--resamples must be at least 1 (got {args.resamples}).")
-    ds = _load(args)
-    reference = _add_compare_to(args, ds)
+    ds, reference = _with_compare_to(args, _load(args))
     analysis = _analysis(
         args, ds, k=ks[-1], ks=ks, metrics=args.metrics.split(",") if args.metrics else None,
         baselines=list(dict.fromkeys(args.baseline)), depth=args.depth,
@@ -61,26 +61,25 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         )
     _write_runs(args, analysis)
     _print_warnings(ds.report, args.format)
-    if args.format == "json":
-        print(rep.to_json(per_query=args.per_query))
-    elif args.format == "csv":
-        sys.stdout.write(rep.to_csv(per_query=args.per_query))
-    elif args.format == "markdown":
-        print(rep.to_markdown(per_query=args.per_query))
-    else:
-        print(rep.to_text(per_query=args.per_query))
+    pq = args.per_query
+    result = Output(
+        table=lambda: rep.to_text(per_query=pq),
+        json=lambda: rep.to_dict(per_query=pq),
+        csv=lambda: rep.to_csv(per_query=pq),
+        markdown=lambda: rep.to_markdown(per_query=pq),
+    )
+    emit(result, args.format)
     return _gate_exit(rep.gate)
 
 
-def _add_compare_to(args: argparse.Namespace, ds) -> str | None:
+def _with_compare_to(args: argparse.Namespace, ds: Dataset) -> tuple[Dataset, str | None]:
+    """``--compare-to NAME=FILE``: the data set with that run first (the reference), and its name."""
     if not args.compare_to:
-        return None
-
+        return ds, None
     name, path = parse_run_arg(args.compare_to)
     if name in ds.runs:
         raise DataError(f"--compare-to {name!r}: a --run has the same name; name the reference differently.")
-    ds.runs = {name: _read_checked_run(name, path, ds), **ds.runs}
-    return name
+    return ds.with_run(_read_checked_run(name, path, ds), first=True), name
 
 
 def _gate_exit(gate: list[str]) -> int:

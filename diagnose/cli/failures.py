@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import argparse
-import sys
 
 from diagnose.api import as_run
+from diagnose.cli.output import Output, emit, records_text
 from diagnose.cli.shared import EXIT_OK, _analysis, _load, _print_warnings, _write_runs
 from diagnose.data import DataError
 from diagnose.failures import Thresholds
 from diagnose.failures.kind import parse_kind_arg
 from diagnose.io import parse_run_arg
-from diagnose.report import dumps, failures_dict, failures_text, text_table
+from diagnose.report import failures_dict, failures_text
 from diagnose.risk import failure_risk
 
 
@@ -31,15 +31,15 @@ def cmd_failures(args: argparse.Namespace) -> int:
     remedies = analysis.remedies(name, cross_encoder=args.cross_encoder) if args.remedies else None
     _write_runs(args, analysis)
     _print_warnings(ds.report, args.format)
-    if args.format == "json":
-        payload = failures_dict(diag, label_noise=noise, hubness=hubs, validation=ds.report)
-        if remedies is not None:
-            payload["remedies"] = remedies.to_dict()
-        print(dumps(payload))
-    elif args.format == "csv":
-        sys.stdout.write(diag.frame().to_csv(index=False, float_format="%.6f"))
-    else:
-        print(failures_text(diag, model=analysis.space.model, label_noise=noise, hubness=hubs, remedies=remedies))
+    result = Output(
+        table=lambda: failures_text(
+            diag, model=analysis.space.model, label_noise=noise, hubness=hubs, remedies=remedies
+        ),
+        json=lambda: failures_dict(diag, label_noise=noise, hubness=hubs, validation=ds.report)
+        | ({"remedies": remedies.to_dict()} if remedies is not None else {}),
+        csv=diag.frame,
+    )
+    emit(result, args.format)
     return EXIT_OK
 
 
@@ -55,14 +55,15 @@ def cmd_risk(args: argparse.Namespace) -> int:
         risk, validation = failure_risk(as_run(path, name=name), k=args.k), None
     if args.top:
         risk = risk.head(args.top)
-    if args.format == "json":
-        payload = {"run": name, "k": args.k, "queries": risk.to_dict(orient="records")}
-        payload["validation"] = validation.to_dict() if validation is not None else None
-        print(dumps(payload))
-    elif args.format == "csv":
-        sys.stdout.write(risk.to_csv(index=False, float_format="%.6f"))
-    else:
-        print(text_table(risk.to_dict(orient="records"), list(risk.columns)))
-        if validation is not None:
-            print("\n" + validation.sentence())
+    result = Output(
+        table=lambda: records_text(risk) + (f"\n\n{validation.sentence()}" if validation is not None else ""),
+        json=lambda: {
+            "run": name,
+            "k": args.k,
+            "queries": risk.to_dict(orient="records"),
+            "validation": validation.to_dict() if validation is not None else None,
+        },
+        csv=lambda: risk,
+    )
+    emit(result, args.format)
     return EXIT_OK

@@ -16,7 +16,7 @@ from diagnose.cache import slug
 from diagnose.data import DataError, Run, ValidationReport
 from diagnose.io import check_run_matches_qrels, load_dataset, parse_run_arg, read_run, write_trec_run
 from diagnose.judging import merge, merge_counts, read_judgements
-from diagnose.retrievers import DEFAULT_TIMEOUT, RetrieverInterrupted, load_retriever
+from diagnose.retrievers import DEFAULT_TIMEOUT, RetrieverInterrupted, load_retriever, parse_retriever_spec
 
 EXIT_OK = 0
 EXIT_FAIL = 1
@@ -111,13 +111,7 @@ def _extra_qrels(paths: list[str], report):
 
 def _retriever_specs(args: argparse.Namespace) -> list[tuple[str, str]]:
     """``--retriever NAME=module:attr`` as ``(name, target)`` pairs (checked before any file is read)."""
-    out = []
-    for spec in getattr(args, "retriever", None) or []:
-        name, sep, target = spec.partition("=")
-        if not sep or not name.strip() or ":" not in target:
-            raise DataError(f"--retriever expects NAME=module:attr, e.g. prod=my_rag:retriever; got {spec!r}.")
-        out.append((name.strip(), target.strip()))
-    return out
+    return [parse_retriever_spec(spec) for spec in getattr(args, "retriever", None) or []]
 
 
 def _retrievers(args: argparse.Namespace, taken: Sequence[str]) -> dict[str, Any]:

@@ -92,7 +92,8 @@ One question a file; this package holds :func:`run_retriever` (and what it accep
     what it returned, as ranked lists: ids, chunks collapsed into documents, scores made strictly decreasing;
     what is counted in the report.
 ``loading``
-    :func:`load_retriever`: ``module:attr`` or ``path/to/file.py:attr``, objects and factories.
+    :func:`parse_retriever_spec`: ``NAME=module:attr`` into a name and a target; :func:`load_retriever`:
+    ``module:attr`` or ``path/to/file.py:attr``, objects and factories.
 """
 
 from __future__ import annotations
@@ -113,7 +114,7 @@ from diagnose.retrievers.calls import (
     _Interrupted,
 )
 from diagnose.retrievers.kinds import _default_name, _kind, _not_a_retriever, _type_name, _with_k
-from diagnose.retrievers.loading import load_retriever
+from diagnose.retrievers.loading import load_retriever, parse_retriever_spec
 from diagnose.retrievers.results import ChunkToDoc, _chunk_mapper, _ranked_lists, _record
 
 __all__ = [
@@ -124,6 +125,7 @@ __all__ = [
     "RetrieverTimeout",
     "check_timeout",
     "load_retriever",
+    "parse_retriever_spec",
     "run_retriever",
 ]
 

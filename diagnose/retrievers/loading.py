@@ -1,5 +1,5 @@
-"""``--retriever NAME=module:attr``: import the module (or a ``.py`` file), take the retriever or call its
-factory."""
+"""``--retriever NAME=module:attr``: the spec parsed into a name and a target, then the module (or a ``.py`` file)
+imported and the retriever taken or its factory called."""
 
 from __future__ import annotations
 
@@ -12,6 +12,20 @@ from typing import Any
 
 from diagnose.data import DataError
 from diagnose.retrievers.kinds import _describe, _fix_for, _is_factory, _kind, _not_a_retriever
+
+
+def parse_retriever_spec(spec: str) -> tuple[str, str]:
+    """``"NAME=module:attr"`` (how ``--retriever`` and ``DIAGNOSE_RETRIEVERS`` name a live retriever) as ``(name,
+    target)``, both stripped; ``target`` is what :func:`load_retriever` takes. Nothing is imported here.
+
+    Raises :class:`~diagnose.data.DataError` (``param="retriever"``) when the name, the ``=`` or the ``:`` is
+    missing."""
+    name, sep, target = spec.partition("=")
+    if not sep or not name.strip() or ":" not in target:
+        raise DataError(
+            f"retriever expects NAME=module:attr, e.g. prod=my_rag:retriever; got {spec!r}.", param="retriever"
+        )
+    return name.strip(), target.strip()
 
 
 def load_retriever(spec: str) -> Any:

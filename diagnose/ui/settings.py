@@ -10,11 +10,12 @@ from typing import Any
 import streamlit as st
 
 from diagnose.data import DataError
+from diagnose.embed import DEFAULT_MODEL
+from diagnose.retrievers import parse_retriever_spec
 from diagnose.ui import sources
 
 ENCODER_ENV = "DIAGNOSE_ENCODER"
 ENCODER_STATE_KEY = "diagnose_encoder"
-DEFAULT_MODEL_LABEL = "all-MiniLM-L6-v2 (bundled)"
 RETRIEVERS_ENV = "DIAGNOSE_RETRIEVERS"
 SOURCES = {
     "demo": "Demo corpus",
@@ -45,7 +46,7 @@ class Settings:
             return self.model
         if self.override == "keyword":
             return "keyword-hash (test encoder, DIAGNOSE_ENCODER=keyword)"
-        return DEFAULT_MODEL_LABEL
+        return DEFAULT_MODEL
 
 
 def encoder_override() -> str | None:
@@ -97,11 +98,11 @@ def sidebar() -> Settings:
         st.subheader("Analysis")
         model_text = st.text_input(
             "Embedding model",
-            value=DEFAULT_MODEL_LABEL,
+            value=DEFAULT_MODEL,
             key="model",
             help="A sentence-transformers model name or a local folder. The default is bundled and works offline.",
         ).strip()
-        model = None if model_text in ("", DEFAULT_MODEL_LABEL) else model_text
+        model = None if model_text in ("", DEFAULT_MODEL) else model_text
         if override and model is None:
             st.caption("Test encoder: `DIAGNOSE_ENCODER=keyword` replaces the default model.")
         k = int(st.number_input("k (cut-off)", min_value=1, max_value=1000, value=10, step=1, key="k"))
@@ -151,12 +152,9 @@ def retriever_specs() -> list[tuple[str, str]]:
              for i, a in enumerate(sys.argv[1:], start=1)
              if a.startswith("--retriever=") or (i > 1 and sys.argv[i - 1] == "--retriever")]  # fmt: skip
     items += [x for x in os.environ.get(RETRIEVERS_ENV, "").split(";") if x.strip()]
-    out = []
-    for item in items:
-        name, sep, target = item.partition("=")
-        if not sep or not name.strip() or ":" not in target:
-            raise DataError(f"Live retriever {item!r}: expected NAME=module:attr, e.g. prod=my_rag:retriever.")
-        out.append((name.strip(), target.strip()))
-    return out
+    try:
+        return [parse_retriever_spec(item) for item in items]
+    except DataError as e:  # the parameter is set where the app was started: name both ways of setting it
+        raise DataError(f"--retriever (or {RETRIEVERS_ENV}): {e}", param=e.param) from None
 
 

@@ -41,7 +41,7 @@ from diagnose.ui.navigation import open_query as open_query
 from diagnose.ui.navigation import run_page as run_page
 from diagnose.ui.progress import Background, ProjectionBackground, _Progress
 from diagnose.ui.progress import wait_for_vectors as wait_for_vectors
-from diagnose.ui.settings import DEFAULT_MODEL_LABEL, Settings, retriever_specs, sidebar
+from diagnose.ui.settings import Settings, retriever_specs, sidebar
 from diagnose.ui.text import escape_md
 
 if TYPE_CHECKING:
@@ -165,10 +165,8 @@ class Bundle:
 
     @property
     def encoder_label(self) -> str:
-        if self.settings.embeddings:
-            return "precomputed vectors (" + ", ".join(Path(p).name for k, p in self.settings.embeddings if k in
-                                                       ("doc", "query")) + ")"  # fmt: skip
-        return label_of(self.analysis.encoder)
+        """How the analysis' model is called (:attr:`diagnose.analysis.Analysis.model_label`)."""
+        return self.analysis.model_label
 
     @property
     def k(self) -> int:
@@ -256,7 +254,7 @@ def _load_encoder(model: str | None, override: str | None, precision: str = "fas
         raise
     except Exception as e:  # noqa: BLE001 - whatever the model loader raised, the user sees a message
         raise DataError(
-            f"Could not load the embedding model {model or DEFAULT_MODEL_LABEL!r}: {type(e).__name__}: {e}. "
+            f"Could not load the embedding model {model or embed.DEFAULT_MODEL!r}: {type(e).__name__}: {e}. "
             "Type a sentence-transformers model name or the path of a local model folder, or clear the field "
             "to use the bundled default."
         ) from e
@@ -336,8 +334,9 @@ def _analysis(s: Settings, key: str, ds: Dataset, encoder: Encoder) -> tuple[Ana
             raise DataError("A live retriever has the name of a run file; name each run differently.")
         names = sources.unique_names(["bm25", "dense", "hybrid"], runs)
         return Analysis(
-            ds, runs, baselines={new: kind for kind, new in names.items()}, encoder=encoder,
-            bm25_engine=s.bm25_engine, depth=BASELINE_DEPTH, embeddings=dict(s.embeddings) or None,
+            ds, runs, baselines={new: kind for kind, new in names.items()}, model=s.model, encoder=encoder,
+            precision=s.precision, bm25_engine=s.bm25_engine, depth=BASELINE_DEPTH,
+            embeddings=dict(s.embeddings) or None,
         )  # fmt: skip
 
     vectors = _vectors_key(s.embeddings) if s.embeddings else encoder.name

@@ -6,7 +6,6 @@ import pandas as pd
 import streamlit as st
 
 from diagnose import charts
-from diagnose.compare import per_query_deltas, slice_metrics
 from diagnose.failures import CLASS_LABELS
 from diagnose.ui import state, tables
 from diagnose.ui.text import escape_md
@@ -27,7 +26,6 @@ if not chosen:
     st.info("Choose at least one metric.")
     st.stop()
 
-evs = b.evaluations()
 comparisons = b.analysis.comparisons(ref, tuple(chosen))
 st.caption(
     f"{len(comparisons)} comparisons (every run vs {escape_md(ref)} on {len(chosen)} metric(s)), one family: "
@@ -105,7 +103,7 @@ d1, d2 = st.columns(2)
 other = d1.selectbox("Run", others, key="cmp_other")
 metric = d2.selectbox("Metric", chosen, key="cmp_metric")
 
-deltas = per_query_deltas(evs[ref], evs[other], metric)
+deltas = b.analysis.query_deltas(other, ref, metric)
 counts = deltas["change"].value_counts()
 m = st.columns(5)
 for col, what in zip(m, ("fixed", "better", "same", "worse", "broken"), strict=True):
@@ -181,7 +179,7 @@ if fields:
     s1, s2 = st.columns(2)
     field = s1.selectbox("Query metadata field", fields, key="cmp_slice")
     slice_metric = s2.selectbox("Metric", options, index=options.index(metric), key="cmp_slice_metric")
-    sliced = slice_metrics({n: evs[n] for n in names}, b.ds.queries, field)
+    sliced = b.analysis.slices(field, [slice_metric])
     pivot = sliced.pivot_table(index=[field, "n"], columns="run", values=slice_metric, sort=True)
     pivot = pivot[[n for n in names if n in pivot.columns]].reset_index()
     tables.show(

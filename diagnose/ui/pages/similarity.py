@@ -6,22 +6,21 @@ import pandas as pd
 import streamlit as st
 
 from diagnose import charts
-from diagnose.failures import calibrate
 from diagnose.ui import state
 from diagnose.ui.text import escape_md
 
 b = state.bundle()
 state.wait_for_vectors(b, "Similarity", "The Similarity page")
 run_name = b.selected_run
-run = b.runs[run_name]
 k = b.k
+seed = b.analysis.thresholds.seed_cosine
 
 st.title("Similarity")
 st.caption(
     f"cos(query, relevant document) for every (golden query, relevant document) pair: **hit** = the run "
     f"{escape_md(run_name)} has the document in its top {k}, **miss** = it does not. The seed rule calls a miss "
-    "with cosine below 0.75 a vocabulary mismatch; the calibrated threshold is this model's 10th percentile of the "
-    "hits, because 0.75 means different things for different models."
+    f"with cosine below {seed:.2f} a vocabulary mismatch; the calibrated threshold is this model's 10th percentile "
+    f"of the hits, because {seed:.2f} means different things for different models."
 )
 
 spaces = state.spaces_for(b)
@@ -40,7 +39,7 @@ frames, thresholds = [], []
 for label in chosen:
     space = spaces[label]
     frames.append(b.analysis.similarity_frame(run_name, k=k, spaces={label: space}))
-    cal = calibrate(b.ds, run, space, k)
+    cal = b.analysis.calibration(run_name, k=k, space=space)
     thresholds.append({"model": label, "seed": cal.seed, "calibrated": cal.calibrated, "pairs": cal.n_pairs,
                        "fallback": cal.fallback})  # fmt: skip
 data = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
@@ -62,7 +61,7 @@ for t in thresholds:
     note = " (too few hits to calibrate: the seed threshold is used)" if t["fallback"] else ""
     st.markdown(
         f"**{escape_md(t['model'])}**: calibrated threshold **{t['calibrated']:.3f}**{note} from {t['pairs']} hits, "
-        f"seed 0.75. Of {len(missed)} misses, {below_seed} fall below 0.75 and {below_cal} below the calibrated "
-        f"threshold. Median cosine of the hits {found['cosine'].median():.3f}"
+        f"seed {t['seed']:.2f}. Of {len(missed)} misses, {below_seed} fall below {t['seed']:.2f} and {below_cal} "
+        f"below the calibrated threshold. Median cosine of the hits {found['cosine'].median():.3f}"
         + (f", of the misses {missed['cosine'].median():.3f}." if len(missed) else ".")
     )
