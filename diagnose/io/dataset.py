@@ -14,8 +14,8 @@ from diagnose.data import Corpus, DataError, Dataset, Qrels, Queries, Run, Valid
 from diagnose.io.corpus import read_corpus
 from diagnose.io.files import PathLike, _stat
 from diagnose.io.formats import CORPUS_FORMATS, QRELS_FORMATS, QUERIES_FORMATS, RUN_FORMATS
-from diagnose.io.messages import _fatal, _ids, _pair, _plural, _show_id, _verb
 from diagnose.io.golden_sets import golden_kind, read_golden_set
+from diagnose.io.messages import _fatal, _ids, _pair, _plural, _show_id, _verb
 from diagnose.io.qrels import empty_qrels, golden_qrels, read_qrels
 from diagnose.io.queries import read_queries
 from diagnose.io.runs import _run_stem, parse_run_arg, read_run

@@ -159,11 +159,13 @@ def _table_rows(path: PathLike, file: str) -> list[tuple[str, Any]]:
     return [(f"row {i + first_row}" if first_row == 2 else f"row {i + 1}", rec) for i, rec in enumerate(df.to_dict("records"))]
 
 
-def _as_list(value: Any) -> Any:
-    """A reference_contexts value as a list: a list/array as is, a CSV cell ``"['a', 'b']"`` or ``'["a"]'`` parsed,
-    another string as one context."""
+def _as_list(value: Any, table: bool) -> Any:
+    """A reference_contexts value as a list: a list/array as is; in a table (``table``), a CSV cell
+    ``"['a', 'b']"`` or ``'["a"]'`` parsed, another text as one context."""
     if hasattr(value, "tolist") and not isinstance(value, str):
         return value.tolist()
+    if not table:
+        return value
     if isinstance(value, str) and value.strip().startswith("["):
         for parse in (json.loads, ast.literal_eval):
             try:
@@ -188,7 +190,7 @@ def _from_rows(rows: list[tuple[str, Any]], kind: str, file: str, report: Valida
         if text is None:
             raise _fatal(f"{file} {where}", None, f"no question text (keys seen: {', '.join(map(str, ex))})", None, GOLDEN_FORMATS, 'give each example its "query" (or "user_input")')
         qid = next((str(ex[k]).strip() for k in _ID_KEYS if ex.get(k) not in (None, "")), f"q{pos}")
-        contexts = _as_list(ex.get("reference_contexts"))
+        contexts = _as_list(ex.get("reference_contexts"), where.startswith("row"))
         if contexts is None or contexts == []:
             no_refs.append(qid)
             contexts = []

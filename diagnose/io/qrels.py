@@ -15,8 +15,8 @@ import pyarrow as pa
 from diagnose.data import Corpus, Qrels, ValidationReport
 from diagnose.io.decoding import _clean_utf8, _refuse_decoding_collisions
 from diagnose.io.files import PathLike, _read_bytes
-from diagnose.io.golden_sets import GoldenSet, golden_kind, read_golden_set
 from diagnose.io.formats import _QRELS_D_HEADER, _QRELS_Q_HEADER, BEIR_QRELS, QRELS_FORMATS, TREC_QRELS
+from diagnose.io.golden_sets import GoldenSet, golden_kind, read_golden_set
 from diagnose.io.messages import _fatal, _ids, _note_lines, _pair, _plural, _show_id, _snip, _verb
 from diagnose.io.spans import UNMATCHED_PREFIX, locate_references
 from diagnose.io.tables import _fast_whitespace_table, _to_pandas
