@@ -132,14 +132,14 @@ def _examples(obj: dict[str, Any], file: str) -> list[tuple[str, Any]]:
 
 
 def _jsonl_rows(raw: bytes, file: str) -> list[tuple[str, Any]]:
-    rows = []
+    rows: list[tuple[str, Any]] = []
     for lineno, line in enumerate(raw.decode("utf-8", errors="replace").splitlines(), start=1):
         if not line.strip():
             continue
         try:
             rows.append((f"line {lineno}", json.loads(line)))
         except (ValueError, RecursionError) as e:
-            raise _fatal(f"{file}:{lineno}", None, f"invalid JSON ({e})", _snip(line), GOLDEN_FORMATS, "write one JSON object per line") from None
+            raise _fatal(file, lineno, f"invalid JSON ({e})", _snip(line), GOLDEN_FORMATS, "write one JSON object per line") from None
     return rows
 
 
@@ -184,18 +184,19 @@ def _from_rows(rows: list[tuple[str, Any]], kind: str, file: str, report: Valida
     no_refs: list[str] = []
     empty = 0
     for pos, (where, ex) in enumerate(rows, start=1):
+        place, line = _place(file, where)
         if not isinstance(ex, dict):
-            raise _fatal(f"{file} {where}", None, f"a {type(ex).__name__}, not an object", None, GOLDEN_FORMATS, "write one object per example")
+            raise _fatal(place, line, f"a {type(ex).__name__}, not an object", None, GOLDEN_FORMATS, "write one object per example")
         text = next((ex[k] for k in _TEXT_KEYS if isinstance(ex.get(k), str) and ex[k].strip()), None)
         if text is None:
-            raise _fatal(f"{file} {where}", None, f"no question text (keys seen: {', '.join(map(str, ex))})", None, GOLDEN_FORMATS, 'give each example its "query" (or "user_input")')
+            raise _fatal(place, line, f"no question text (keys seen: {', '.join(map(str, ex))})", None, GOLDEN_FORMATS, 'give each example its "query" (or "user_input")')
         qid = next((str(ex[k]).strip() for k in _ID_KEYS if ex.get(k) not in (None, "")), f"q{pos}")
         contexts = _as_list(ex.get("reference_contexts"), where.startswith("row"))
         if contexts is None or contexts == []:
             no_refs.append(qid)
             contexts = []
         if not isinstance(contexts, list) or not all(isinstance(c, str) for c in contexts):
-            raise _fatal(f"{file} {where}", None, f"reference_contexts of query {qid!r} is not a list of strings", _snip(str(contexts)), GOLDEN_FORMATS, "write the contexts as a list of strings")
+            raise _fatal(place, line, f"reference_contexts of query {qid!r} is not a list of strings", _snip(str(contexts)), GOLDEN_FORMATS, "write the contexts as a list of strings")
         ids.append(qid)
         texts.append(text.strip())
         for i, c in enumerate(contexts):
@@ -209,6 +210,12 @@ def _from_rows(rows: list[tuple[str, Any]], kind: str, file: str, report: Valida
     report.stats["golden_references"] = len(refs)
     queries = pd.DataFrame({"query_id": pd.Series(ids, dtype="str"), "text": texts})
     return GoldenSet(kind, file, queries, refs)
+
+
+def _place(file: str, where: str) -> tuple[str, int | None]:
+    """``(file, line)`` for :func:`_fatal`: a JSONL line number as the line, an example or row named beside the file."""
+    kind, _, n = where.partition(" ")
+    return (file, int(n)) if kind == "line" else (f"{file} ({where})", None)
 
 
 def _check_ids(ids: list[str], file: str) -> None:
