@@ -53,7 +53,13 @@ def build(root: Path, per_query: int, seed: int = 0):
             holders = [h for h, t in texts.items() if s in t]
             expected.update((q, h) for h in holders)
             kind = "approximate" if n % 5 == 4 else "normalised" if n % 7 == 6 else "exact"
-            s = _typos(s) if kind == "approximate" else "  ".join(s.upper().split(" ")) if kind == "normalised" else s
+            s = (
+                _typos(s)
+                if kind == "approximate"
+                else "  ".join(s.upper().split(" "))
+                if kind == "normalised"
+                else s
+            )
             kinds[kind] += 1
             kinds["ambiguous (built)"] += len(holders) > 1
             contexts.append(s)
@@ -61,7 +67,13 @@ def build(root: Path, per_query: int, seed: int = 0):
         if contexts:
             examples.append((q, queries[q], contexts))
     for i in range(20):
-        examples.append((f"absent{i}", f"absent question {i}", [f"Zebra migration number {i} across the Qwerty plateau was counted by drones in 2031."]))
+        examples.append(
+            (
+                f"absent{i}",
+                f"absent question {i}",
+                [f"Zebra migration number {i} across the Qwerty plateau was counted by drones in 2031."],
+            )
+        )
         kinds["unmatched"] += 1
     return examples, expected, kinds
 
@@ -71,7 +83,10 @@ def save(examples, path: Path) -> str:
         from llama_index.core.llama_dataset import LabelledRagDataExample, LabelledRagDataset
 
         LabelledRagDataset(
-            examples=[LabelledRagDataExample(query=t, reference_contexts=c, reference_answer=c[0]) for _, t, c in examples]
+            examples=[
+                LabelledRagDataExample(query=t, reference_contexts=c, reference_answer=c[0])
+                for _, t, c in examples
+            ]
         ).save_json(str(path))
         return "llama_index.core.llama_dataset.LabelledRagDataset.save_json"
     except ImportError:
@@ -95,11 +110,19 @@ def main() -> int:
     rename = {q: f"q{i}" for i, (q, _, _) in enumerate(examples, start=1)}
     want = {(rename[q], d) for q, d in expected}
     rel = ds.qrels.relevant()
-    got = {(q, d) for q, d in zip(rel["query_id"], rel["doc_id"], strict=True) if not d.startswith(UNMATCHED_PREFIX)}
+    got = {
+        (q, d)
+        for q, d in zip(rel["query_id"], rel["doc_id"], strict=True)
+        if not d.startswith(UNMATCHED_PREFIX)
+    }
     print(f"written with {how}")
-    print(f"{len(examples)} questions, {sum(len(c) for _, _, c in examples)} reference contexts; built: {dict(kinds)}")
+    print(
+        f"{len(examples)} questions, {sum(len(c) for _, _, c in examples)} reference contexts; built: {dict(kinds)}"
+    )
     print("found:", {k: v for k, v in ds.report.stats.items() if k.startswith("references_")})
-    print(f"mapped pairs: {len(got)}; built from: {len(want)}; missing {len(want - got)}, extra {len(got - want)}")
+    print(
+        f"mapped pairs: {len(got)}; built from: {len(want)}; missing {len(want - got)}, extra {len(got - want)}"
+    )
     print(f"diagnose.load (read corpus + locate the contexts): {took:.1f} s")
     return 0 if got >= want else 1
 

@@ -11,8 +11,16 @@ from pathlib import Path
 
 DEMO = Path(__file__).resolve().parent.parent / "demo_corpus"
 ABSENT = [
-    ("qx1", "Who feeds the office goldfish?", "The office goldfish are fed by the facilities team every Tuesday at dawn."),
-    ("qx2", "Where is the bicycle cellar?", "Bicycles are parked in the cellar beneath the canteen in the Reykjavik office."),
+    (
+        "qx1",
+        "Who feeds the office goldfish?",
+        "The office goldfish are fed by the facilities team every Tuesday at dawn.",
+    ),
+    (
+        "qx2",
+        "Where is the bicycle cellar?",
+        "Bicycles are parked in the cellar beneath the canteen in the Reykjavik office.",
+    ),
 ]
 
 
@@ -34,7 +42,11 @@ def demo_pairs() -> list[tuple[str, str]]:
 def _sentence(doc: str, texts: dict[str, str]) -> tuple[str, list[str]]:
     """The longest sentence of ``doc`` (>= 6 words) that occurs in no other document, else its longest sentence
     (the demo plants duplicate documents), and the documents holding it."""
-    sentences = [s for s in sorted(re.split(r"(?<=[.!?])\s+", texts[doc]), key=len, reverse=True) if len(s.split()) >= 6]
+    sentences = [
+        s
+        for s in sorted(re.split(r"(?<=[.!?])\s+", texts[doc]), key=len, reverse=True)
+        if len(s.split()) >= 6
+    ]
     holders = [[d for d, t in texts.items() if s in t] for s in sentences]
     for s, docs in zip(sentences, holders, strict=True):
         if docs == [doc]:

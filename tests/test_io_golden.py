@@ -31,7 +31,11 @@ CORPUS = DEMO / "corpus.jsonl"
 
 def _pairs(ds) -> set[tuple[str, str]]:
     rel = ds.qrels.relevant()
-    return {(q, d) for q, d in zip(rel["query_id"], rel["doc_id"], strict=True) if not d.startswith(UNMATCHED_PREFIX)}
+    return {
+        (q, d)
+        for q, d in zip(rel["query_id"], rel["doc_id"], strict=True)
+        if not d.startswith(UNMATCHED_PREFIX)
+    }
 
 
 def _expected_by_position():
@@ -59,10 +63,18 @@ def test_labelled_rag_dataset_maps_back_to_the_qrels_it_was_built_from():
         assert stats[f"references_{kind}"] == want[kind], kind
     assert stats["references_ambiguous"] == sum(k == "ambiguous" for k in kinds.values())
     assert want["approximate"] > 0 and want["normalised"] > 0 and want["unmatched"] == 2
-    assert {p.code for p in ds.report} >= {"reference_matching", "approximate_reference", "ambiguous_reference", "unmatched_reference"}
+    assert {p.code for p in ds.report} >= {
+        "reference_matching",
+        "approximate_reference",
+        "ambiguous_reference",
+        "unmatched_reference",
+    }
     # each span's kind is the one the builder made
     got = {f"{s.query_id}#{s.reference}": s.match for s in ds.qrels.spans}
-    assert got == {f"{rename[k.split('#')[0]]}#{k.split('#')[1]}": ("exact" if v == "ambiguous" else v) for k, v in kinds.items()}
+    assert got == {
+        f"{rename[k.split('#')[0]]}#{k.split('#')[1]}": ("exact" if v == "ambiguous" else v)
+        for k, v in kinds.items()
+    }
 
 
 def test_unmatched_context_keeps_its_query_golden_and_says_why():
@@ -120,7 +132,9 @@ def test_embedding_qa_with_other_ids_is_mapped_through_the_texts(tmp_path):
     raw["relevant_docs"] = {q: [back[d] for d in docs] for q, docs in raw["relevant_docs"].items()}
     path = write(tmp_path / "qa.json", json.dumps(raw))
     ds = diagnose.load(corpus=CORPUS, qrels=path)
-    assert ds.qrels.as_dict() == {q: {renamed[n]: 1 for n in docs} for q, docs in raw["relevant_docs"].items()}
+    assert ds.qrels.as_dict() == {
+        q: {renamed[n]: 1 for n in docs} for q, docs in raw["relevant_docs"].items()
+    }
 
 
 def _ragas_frame(n: int = 10) -> tuple[pd.DataFrame, set[tuple[str, str]]]:
@@ -225,14 +239,29 @@ def test_cli_write_qrels_and_spans(tmp_path, capsys):
 
 
 def test_write_spans_without_write_qrels_is_refused(capsys):
-    code = main(["evaluate", "--qrels", str(DEMO / "qrels" / "test.tsv"), "--run", str(DEMO / "runs" / "ann_minilm.trec"), "--write-spans", "x.jsonl"])
+    code = main(
+        [
+            "evaluate",
+            "--qrels",
+            str(DEMO / "qrels" / "test.tsv"),
+            "--run",
+            str(DEMO / "runs" / "ann_minilm.trec"),
+            "--write-spans",
+            "x.jsonl",
+        ]
+    )
     assert code == 2 and "--write-qrels" in capsys.readouterr().err
 
 
 def test_missing_rapidfuzz_names_the_extra(monkeypatch, tmp_path):
     monkeypatch.setitem(sys.modules, "rapidfuzz", None)
     examples, kinds, _ = golden_examples()
-    approx = [(e, i) for e in examples for i, _ in enumerate(e["reference_contexts"]) if kinds[f"{e['query_id']}#{i}"] == "approximate"]
+    approx = [
+        (e, i)
+        for e in examples
+        for i, _ in enumerate(e["reference_contexts"])
+        if kinds[f"{e['query_id']}#{i}"] == "approximate"
+    ]
     e, _ = approx[0]
     path = write(tmp_path / "golden.jsonl", json.dumps(e) + "\n")
     with pytest.raises(MissingExtra, match=r"\[rag\]"):
@@ -244,7 +273,14 @@ def test_the_real_llamaindex_classes_write_what_is_read(tmp_path):
     rag = pytest.importorskip("llama_index.core.llama_dataset")
     examples, _, expected = golden_examples()
     ds_obj = rag.LabelledRagDataset(
-        examples=[rag.LabelledRagDataExample(query=e["query"], reference_contexts=e["reference_contexts"], reference_answer=e["reference_answer"]) for e in examples]
+        examples=[
+            rag.LabelledRagDataExample(
+                query=e["query"],
+                reference_contexts=e["reference_contexts"],
+                reference_answer=e["reference_answer"],
+            )
+            for e in examples
+        ]
     )
     ds_obj.save_json(str(tmp_path / "rag.json"))
     ds = diagnose.load(corpus=CORPUS, qrels=tmp_path / "rag.json")

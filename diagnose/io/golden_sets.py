@@ -118,16 +118,32 @@ def _json_object(raw: bytes, file: str) -> dict[str, Any]:
     try:
         obj = json.loads(raw)
     except (ValueError, RecursionError) as e:
-        raise _fatal(file, None, f"invalid JSON ({e})", None, GOLDEN_FORMATS, "fix the JSON (or re-save it)") from None
+        raise _fatal(
+            file, None, f"invalid JSON ({e})", None, GOLDEN_FORMATS, "fix the JSON (or re-save it)"
+        ) from None
     if not isinstance(obj, dict):
-        raise _fatal(file, None, f"a JSON {type(obj).__name__}, not an object", None, GOLDEN_FORMATS, "save the dataset with its save_json")
+        raise _fatal(
+            file,
+            None,
+            f"a JSON {type(obj).__name__}, not an object",
+            None,
+            GOLDEN_FORMATS,
+            "save the dataset with its save_json",
+        )
     return obj
 
 
 def _examples(obj: dict[str, Any], file: str) -> list[tuple[str, Any]]:
     examples = obj.get("examples")
     if not isinstance(examples, list):
-        raise _fatal(file, None, '"examples" is not a list', None, GOLDEN_FORMATS, "save the dataset with LabelledRagDataset.save_json")
+        raise _fatal(
+            file,
+            None,
+            '"examples" is not a list',
+            None,
+            GOLDEN_FORMATS,
+            "save the dataset with LabelledRagDataset.save_json",
+        )
     return [(f"example {i}", ex) for i, ex in enumerate(examples, start=1)]
 
 
@@ -139,7 +155,14 @@ def _jsonl_rows(raw: bytes, file: str) -> list[tuple[str, Any]]:
         try:
             rows.append((f"line {lineno}", json.loads(line)))
         except (ValueError, RecursionError) as e:
-            raise _fatal(file, lineno, f"invalid JSON ({e})", _snip(line), GOLDEN_FORMATS, "write one JSON object per line") from None
+            raise _fatal(
+                file,
+                lineno,
+                f"invalid JSON ({e})",
+                _snip(line),
+                GOLDEN_FORMATS,
+                "write one JSON object per line",
+            ) from None
     return rows
 
 
@@ -150,13 +173,22 @@ def _table_rows(path: PathLike, file: str) -> list[tuple[str, Any]]:
             df = pd.read_parquet(io.BytesIO(_read_bytes(path, GOLDEN_FORMATS)))
         else:
             sep = "\t" if _suffixes(Path(path)) == ".tsv" else ","
-            df = pd.read_csv(io.BytesIO(_read_bytes(path, GOLDEN_FORMATS)), sep=sep, dtype=str, keep_default_na=False)
+            df = pd.read_csv(
+                io.BytesIO(_read_bytes(path, GOLDEN_FORMATS)), sep=sep, dtype=str, keep_default_na=False
+            )
     except DataError:
         raise
     except Exception as e:  # noqa: BLE001 - any parse failure of a user file becomes a DataError
-        raise _fatal(file, None, f"cannot read the table ({type(e).__name__}: {e})", None, GOLDEN_FORMATS, "re-save it with RAGAS' to_csv / to_parquet") from None
-    first_row = 2 if _suffixes(Path(path)) != ".parquet" else 1  # a CSV's header is line 1
-    return [(f"row {i + first_row}" if first_row == 2 else f"row {i + 1}", rec) for i, rec in enumerate(df.to_dict("records"))]
+        raise _fatal(
+            file,
+            None,
+            f"cannot read the table ({type(e).__name__}: {e})",
+            None,
+            GOLDEN_FORMATS,
+            "re-save it with RAGAS' to_csv / to_parquet",
+        ) from None
+    first = 1 if _suffixes(Path(path)) == ".parquet" else 2  # a CSV's header is line 1: its rows start at 2
+    return [(f"row {i + first}", rec) for i, rec in enumerate(df.to_dict("records"))]
 
 
 def _as_list(value: Any, table: bool) -> Any:
@@ -186,17 +218,38 @@ def _from_rows(rows: list[tuple[str, Any]], kind: str, file: str, report: Valida
     for pos, (where, ex) in enumerate(rows, start=1):
         place, line = _place(file, where)
         if not isinstance(ex, dict):
-            raise _fatal(place, line, f"a {type(ex).__name__}, not an object", None, GOLDEN_FORMATS, "write one object per example")
+            raise _fatal(
+                place,
+                line,
+                f"a {type(ex).__name__}, not an object",
+                None,
+                GOLDEN_FORMATS,
+                "write one object per example",
+            )
         text = next((ex[k] for k in _TEXT_KEYS if isinstance(ex.get(k), str) and ex[k].strip()), None)
         if text is None:
-            raise _fatal(place, line, f"no question text (keys seen: {', '.join(map(str, ex))})", None, GOLDEN_FORMATS, 'give each example its "query" (or "user_input")')
+            raise _fatal(
+                place,
+                line,
+                f"no question text (keys seen: {', '.join(map(str, ex))})",
+                None,
+                GOLDEN_FORMATS,
+                'give each example its "query" (or "user_input")',
+            )
         qid = next((str(ex[k]).strip() for k in _ID_KEYS if ex.get(k) not in (None, "")), f"q{pos}")
         contexts = _as_list(ex.get("reference_contexts"), where.startswith("row"))
         if contexts is None or contexts == []:
             no_refs.append(qid)
             contexts = []
         if not isinstance(contexts, list) or not all(isinstance(c, str) for c in contexts):
-            raise _fatal(place, line, f"reference_contexts of query {qid!r} is not a list of strings", _snip(str(contexts)), GOLDEN_FORMATS, "write the contexts as a list of strings")
+            raise _fatal(
+                place,
+                line,
+                f"reference_contexts of query {qid!r} is not a list of strings",
+                _snip(str(contexts)),
+                GOLDEN_FORMATS,
+                "write the contexts as a list of strings",
+            )
         ids.append(qid)
         texts.append(text.strip())
         for i, c in enumerate(contexts):
@@ -221,7 +274,14 @@ def _place(file: str, where: str) -> tuple[str, int | None]:
 def _check_ids(ids: list[str], file: str) -> None:
     dup = pd.Series(ids)[pd.Series(ids).duplicated()].tolist()
     if dup:
-        raise _fatal(file, None, f"{_plural(len(dup), 'query id')} used twice, e.g. {dup[0]!r}", None, GOLDEN_FORMATS, "give each question its own query_id (or drop the ids: q1, q2, ... are given by position)")
+        raise _fatal(
+            file,
+            None,
+            f"{_plural(len(dup), 'query id')} used twice, e.g. {dup[0]!r}",
+            None,
+            GOLDEN_FORMATS,
+            "give each question its own query_id (or drop the ids: q1, q2, ... are given by position)",
+        )
 
 
 def _report_missing(report: ValidationReport, file: str, no_refs: list[str], empty: int) -> None:
@@ -232,7 +292,9 @@ def _report_missing(report: ValidationReport, file: str, no_refs: list[str], emp
         count=len(no_refs),
         examples=no_refs,
     )
-    report.add("empty_reference", f"{_plural(empty, 'empty reference context')} ignored", file=file, count=empty)
+    report.add(
+        "empty_reference", f"{_plural(empty, 'empty reference context')} ignored", file=file, count=empty
+    )
 
 
 def _embedding_qa(obj: dict[str, Any], file: str, report: ValidationReport) -> GoldenSet:
@@ -240,14 +302,39 @@ def _embedding_qa(obj: dict[str, Any], file: str, report: ValidationReport) -> G
     parts = {k: obj.get(k) for k in ("queries", "corpus", "relevant_docs")}
     for key, value in parts.items():
         if not isinstance(value, dict):
-            raise _fatal(file, None, f'"{key}" is not an object', None, GOLDEN_FORMATS, "save the dataset with EmbeddingQAFinetuneDataset.save_json")
-    queries = pd.DataFrame({"query_id": pd.Series(list(parts["queries"]), dtype="str"), "text": [str(t) for t in parts["queries"].values()]})
-    corpus = pd.DataFrame({"doc_id": pd.Series(list(parts["corpus"]), dtype="str"), "title": "", "text": [str(t) for t in parts["corpus"].values()]})
+            raise _fatal(
+                file,
+                None,
+                f'"{key}" is not an object',
+                None,
+                GOLDEN_FORMATS,
+                "save the dataset with EmbeddingQAFinetuneDataset.save_json",
+            )
+    queries = pd.DataFrame(
+        {
+            "query_id": pd.Series(list(parts["queries"]), dtype="str"),
+            "text": [str(t) for t in parts["queries"].values()],
+        }
+    )
+    corpus = pd.DataFrame(
+        {
+            "doc_id": pd.Series(list(parts["corpus"]), dtype="str"),
+            "title": "",
+            "text": [str(t) for t in parts["corpus"].values()],
+        }
+    )
     qs: list[str] = []
     ds: list[str] = []
     for qid, docs in parts["relevant_docs"].items():
         if not isinstance(docs, list):
-            raise _fatal(file, None, f"relevant_docs[{qid!r}] is not a list of doc ids", _snip(str(docs)), GOLDEN_FORMATS, "write each query's relevant node ids as a list")
+            raise _fatal(
+                file,
+                None,
+                f"relevant_docs[{qid!r}] is not a list of doc ids",
+                _snip(str(docs)),
+                GOLDEN_FORMATS,
+                "write each query's relevant node ids as a list",
+            )
         for d in docs:
             qs.append(str(qid))
             ds.append(str(d))

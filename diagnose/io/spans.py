@@ -171,7 +171,10 @@ def _locate_one(index: _Index, qid: str, n: int, text: str) -> list[Span]:
     ref = text.strip()
     norm_ref = normalise(ref)
     candidates = index.containing_all(_interior_words(norm_ref))
-    stages = (("exact", lambda: _exact(index, ref, candidates)), ("normalised", lambda: _normalised(index, norm_ref, candidates)))
+    stages = (
+        ("exact", lambda: _exact(index, ref, candidates)),
+        ("normalised", lambda: _normalised(index, norm_ref, candidates)),
+    )
     for kind, find in stages:
         hits = find()
         if hits:
@@ -202,7 +205,9 @@ def locate_references(
     return spans
 
 
-def _report_spans(spans: list[Span], texts: dict[tuple[str, int], str], report: ValidationReport, file: str | None) -> None:
+def _report_spans(
+    spans: list[Span], texts: dict[tuple[str, int], str], report: ValidationReport, file: str | None
+) -> None:
     """The counts of each kind of match (per reference context), ambiguous ones, examples of each."""
     by_ref: dict[tuple[str, int], list[Span]] = {}
     for s in spans:
@@ -228,7 +233,10 @@ def _report_spans(spans: list[Span], texts: dict[tuple[str, int], str], report: 
         severity="info",
         file=file,
         count=len(approx),
-        examples=[f"{s.query_id}#{s.reference} -> {s.doc_id}[{s.start}:{s.end}] (similarity {s.score:g})" for s in approx],
+        examples=[
+            f"{s.query_id}#{s.reference} -> {s.doc_id}[{s.start}:{s.end}] (similarity {s.score:g})"
+            for s in approx
+        ],
     )
     report.add(
         "ambiguous_reference",
@@ -263,4 +271,6 @@ def write_spans(spans: Sequence[Span], path: str | Path) -> None:
     try:
         Path(path).write_text("".join(lines), encoding="utf-8")
     except OSError as e:
-        raise DataError(f"{path}: cannot write the spans ({e.strerror or e}). Fix: pick a writable path.") from None
+        raise DataError(
+            f"{path}: cannot write the spans ({e.strerror or e}). Fix: pick a writable path."
+        ) from None
