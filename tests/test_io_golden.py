@@ -286,3 +286,13 @@ def test_the_real_llamaindex_classes_write_what_is_read(tmp_path):
     ds = diagnose.load(corpus=CORPUS, qrels=tmp_path / "rag.json")
     rename = {e["query_id"]: f"q{i}" for i, e in enumerate(examples, start=1)}
     assert _pairs(ds) == {(rename[q], d) for q, d in expected}
+
+
+def test_a_golden_set_beside_a_beir_folder_brings_its_own_queries():
+    """--data DIR --qrels GOLDEN: the corpus from the folder, the questions from the golden set (the folder's
+    queries have other ids); an explicit queries file still wins."""
+    examples = golden_examples()[0]
+    ds = diagnose.load(DEMO, qrels=GOLDEN / "labelled_rag_demo.json")
+    assert len(ds.queries) == len(examples) and ds.queries.text_of()["q1"] == examples[0]["query"]
+    ds2 = diagnose.load(DEMO, qrels=GOLDEN / "labelled_rag_demo.json", queries=DEMO / "queries.jsonl")
+    assert "q001" in ds2.queries.text_of()

@@ -52,6 +52,7 @@ def load_dataset(
     checked against them (``diagnose --extra-qrels`` merges judgements there).
     """
     report = report if report is not None else ValidationReport()
+    given_queries = queries  # a golden set's own queries beat the folder's, not a queries file given explicitly
     if data_dir is not None:
         corpus, queries, qrels = _beir_files(
             data_dir, split, corpus, queries, qrels, require_qrels=require_qrels
@@ -63,7 +64,9 @@ def load_dataset(
         )
     run_specs = _run_specs(runs)
 
-    qrels_rec, corpus_rec, queries_rec = _read_texts_and_qrels(corpus, queries, qrels, corpus_fields, report)
+    qrels_rec, corpus_rec, queries_rec = _read_texts_and_qrels(
+        corpus, queries, qrels, corpus_fields, report, given_queries=given_queries
+    )
     if qrels_transform is not None:
         qrels_rec = qrels_transform(qrels_rec)
     run_recs = {rname: read_run(rpath, name=rname, report=report) for rname, rpath in run_specs}
@@ -141,12 +144,16 @@ def _read_texts_and_qrels(
     qrels: PathLike | None,
     corpus_fields: Mapping[str, str | None] | None,
     report: ValidationReport,
+    *,
+    given_queries: PathLike | None = None,
 ) -> tuple[Qrels, Corpus | None, Queries | None]:
     """The qrels, corpus and queries records. A golden set (:mod:`diagnose.io.golden_sets`) is mapped to the
-    corpus' ids (:func:`golden_qrels`) and gives the queries (and, for an ``EmbeddingQAFinetuneDataset``, the
-    corpus) unless those files are given."""
+    corpus' ids (:func:`golden_qrels`) and gives the queries unless a queries file is ``given_queries`` (a BEIR
+    folder's queries yield to it), and for an ``EmbeddingQAFinetuneDataset`` the corpus unless one is given."""
     kind = golden_kind(qrels) if qrels is not None else None
     golden = read_golden_set(qrels, kind, report=report) if qrels is not None and kind is not None else None
+    if golden is not None and given_queries is None:
+        queries = None
     if golden is None:  # id-based qrels: read first, as always
         qrels_rec = read_qrels(qrels, report=report) if qrels is not None else empty_qrels()
     corpus_rec = _read_corpus_fields(corpus, corpus_fields, report) if corpus is not None else None
