@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
-from diagnose.api import evaluate, load
-from diagnose.data import Corpus, DataError, Dataset, Qrels, Queries, Run, ValidationReport
+from diagnose.api import evaluate, load, write_qrels
+from diagnose.data import Corpus, DataError, Dataset, Qrels, Queries, Run, Span, ValidationReport
 
 if TYPE_CHECKING:
     from diagnose.analysis import Analysis
@@ -32,10 +32,12 @@ __all__ = [
     "evaluate",
     "Analysis",
     "run_retriever",
+    "write_qrels",
     "Dataset",
     "Corpus",
     "Queries",
     "Qrels",
+    "Span",
     "Run",
     "DataError",
     "ValidationReport",

@@ -204,3 +204,25 @@ def _is_one_run(value: Any) -> bool:
             for docs in value.values()
         )
     )
+
+
+def write_qrels(data: Dataset | Qrels, path: PathLike, *, spans_path: PathLike | None = None) -> Path | None:
+    """Write the judgements of ``data`` as a BEIR qrels TSV at ``path`` in the corpus' id space (a golden set of
+    reference contexts: as mapped to the corpus, :mod:`diagnose.io.spans`), so the mapping is done once; when the
+    qrels carry spans, also the spans as JSONL at ``spans_path`` (default: :func:`~diagnose.io.spans.spans_path_for`,
+    ``qrels.tsv`` -> ``qrels.spans.jsonl``). Returns the spans file written, or None.
+
+    >>> ds = diagnose.load(corpus="corpus.jsonl", qrels="golden.json")   # doctest: +SKIP
+    >>> diagnose.write_qrels(ds, "qrels.tsv")                           # doctest: +SKIP
+    PosixPath('qrels.spans.jsonl')
+    """
+    from diagnose.io.spans import spans_path_for, write_spans
+    from diagnose.judging.merge import write_beir_qrels
+
+    qrels = as_qrels(data)
+    write_beir_qrels(qrels, path)
+    if not qrels.spans:
+        return None
+    out = Path(spans_path) if spans_path is not None else spans_path_for(path)
+    write_spans(qrels.spans, out)
+    return out

@@ -194,11 +194,34 @@ class Queries(_Texts):
 
 
 @dataclass(frozen=True)
+class Span:
+    """Where one reference context of a golden set lies in the corpus (:mod:`diagnose.io.spans`).
+
+    ``reference`` is the context's position among its query's reference contexts (0-based); ``start``/``end`` are
+    character offsets into the document's ``text`` field (``text[start:end]``; the title is not searched).
+    ``match`` is ``exact``, ``normalised``, ``approximate`` or ``unmatched``; an unmatched reference has
+    ``doc_id``/``start``/``end`` None. A reference found in several documents gives one Span per document
+    (ambiguous: all count). ``score`` is the similarity in [0, 100] (100 for exact and normalised matches)."""
+
+    query_id: str
+    reference: int
+    doc_id: str | None
+    start: int | None
+    end: int | None
+    match: str
+    score: float = 100.0
+
+
+@dataclass(frozen=True)
 class Qrels:
-    """The golden set: ``df`` with ``query_id``, ``doc_id``, ``relevance`` (an integer grade; > 0 is relevant)."""
+    """The golden set: ``df`` with ``query_id``, ``doc_id``, ``relevance`` (an integer grade; > 0 is relevant).
+
+    ``spans``: for a golden set of reference contexts, where each context was found (:class:`Span`); empty for
+    id-based qrels."""
 
     df: pd.DataFrame
     source: str = ""
+    spans: tuple[Span, ...] = field(default=(), compare=False, repr=False)
 
     def __len__(self) -> int:
         return len(self.df)

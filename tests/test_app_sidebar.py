@@ -203,3 +203,16 @@ def test_precomputed_vectors_typed_in_the_sidebar_replace_the_model(tmp_path, mo
     assert all(got[q][:10] == want[q][:10] for q in want)
     np.testing.assert_allclose(np.sort(b.runs["dense"].df["score"]), np.sort(expected.df["score"]), atol=1e-6)
     assert "precomputed vectors" in b.encoder_label
+
+
+def test_a_golden_set_of_reference_contexts_brings_its_queries():
+    """A LlamaIndex LabelledRagDataset typed as the qrels: no queries file needed, its contexts are located in the
+    corpus (tests/test_io_golden.py checks the mapping)."""
+    at = app.demo_app()
+    at.selectbox(key="src_kind").set_value("files").run()
+    at.text_input(key="f_corpus").input(str(app.DEMO / "corpus.jsonl"))
+    golden = Path(__file__).resolve().parent / "fixtures" / "golden" / "labelled_rag_demo.json"
+    at.text_input(key="f_qrels").input(str(golden))
+    at.text_area(key="f_runs").input(f"prod={app.DEMO / 'runs' / 'ann_minilm.trec'}").run()
+    app.assert_clean(at)
+    assert "prod" in set(app.frame_with(at, "run")["run"])

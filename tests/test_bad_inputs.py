@@ -101,9 +101,15 @@ CASES: dict[str, Case] = {
     "qrels_grade_overflow.trec": fatal(2, "out of range", "99999999999999999999999", "64-bit"),
     "qrels_jsonl_grade_overflow.jsonl": fatal(2, "'d3'", "out of range", "64-bit"),
     "qrels_fullwidth_grade.tsv": fatal(3, "'２'", "non-ASCII"),
+    # golden sets of reference contexts (diagnose/io/golden_sets.py)
+    "qrels_golden_contexts_not_list.jsonl": fatal(2, "'q2'", "not a list of strings"),
+    "qrels_golden_no_question.jsonl": fatal(1, "no question text"),
+    "qrels_golden_examples_not_list.json": fatal(None, '"examples" is not a list', "save_json"),
     # qrels: warnings
     "qrels_unknown_doc.tsv": warns("q2/d42"),
     "qrels_duplicate_pair.tsv": warns("q1/d1"),
+    "qrels_golden_unmatched.jsonl": warns("found in no document", "q2#0", "unmatched:"),
+    "qrels_golden_ambiguous.jsonl": warns("several documents", "q1#0 in d1, d2, d3, d4, d5"),
     # corpus
     "corpus_duplicate_ids.jsonl": warns("d2"),
     "corpus_bad_json_line3.jsonl": warns("line 3"),

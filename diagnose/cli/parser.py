@@ -31,7 +31,20 @@ def _add_data_args(p: argparse.ArgumentParser, *, run_required: bool | str) -> N
         "--data", metavar="DIR", help="BEIR folder: DIR/corpus.jsonl, DIR/queries.jsonl, DIR/qrels/SPLIT.tsv"
     )
     g.add_argument("--split", default="test", help="qrels split inside --data (default: test)")
-    g.add_argument("--qrels", metavar="F", help="golden set: BEIR TSV, TREC qrels or JSONL")
+    g.add_argument(
+        "--qrels",
+        metavar="F",
+        help="golden set: BEIR TSV, TREC qrels or JSONL; or reference contexts located in the corpus: LlamaIndex "
+        "LabelledRagDataset / EmbeddingQAFinetuneDataset JSON, a RAGAS test set (JSONL/CSV/Parquet), JSONL "
+        "with reference_contexts",
+    )
+    g.add_argument(
+        "--write-qrels",
+        metavar="F",
+        help="write the judgements as read (reference contexts: as mapped to the corpus ids) as BEIR TSV to F, "
+        "and their spans as JSONL beside it (F's name with .spans.jsonl) or to --write-spans",
+    )
+    g.add_argument("--write-spans", metavar="F", help="where --write-qrels writes the spans (JSONL)")
     g.add_argument("--queries", metavar="F", help="queries: BEIR queries.jsonl or TSV id<TAB>text")
     g.add_argument(
         "--corpus", metavar="F", help="corpus: BEIR corpus.jsonl, CSV/TSV/Parquet, or a folder of .txt/.md"

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from diagnose.analysis import YOUR_RUN, Analysis
+from diagnose.api import write_qrels
 from diagnose.cache import slug
 from diagnose.data import DataError, Run, ValidationReport
 from diagnose.io import check_run_matches_qrels, load_dataset, parse_run_arg, read_run, write_trec_run
@@ -81,11 +82,23 @@ def _load(args: argparse.Namespace, *, need_text: bool = False, require_qrels: b
         require_qrels=require_qrels and not extra,
         qrels_transform=_extra_qrels(extra, report) if extra else None,
     )
+    _write_qrels(args, ds)
     if need_text and (ds.corpus is None or ds.queries is None):
         raise DataError(
             "This needs the texts of the corpus and the queries. Pass --data DIR, or --corpus and --queries."
         )
     return ds
+
+
+def _write_qrels(args: argparse.Namespace, ds) -> None:
+    """``--write-qrels F`` (and ``--write-spans F``): the golden set as loaded, as BEIR TSV (and spans JSONL)."""
+    path = getattr(args, "write_qrels", None)
+    if getattr(args, "write_spans", None) and not path:
+        raise DataError("--write-spans needs --write-qrels F (the spans are written beside the qrels).")
+    if path:
+        spans = write_qrels(ds, path, spans_path=getattr(args, "write_spans", None))
+        also = f" and {len(ds.qrels.spans):,} spans to {spans}" if spans is not None else ""
+        print(f"Wrote {len(ds.qrels):,} judgements to {path}{also}.", file=sys.stderr)
 
 
 def _read_checked_run(name: str, path: str, ds) -> Run:

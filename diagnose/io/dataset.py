@@ -14,8 +14,9 @@ from diagnose.data import Corpus, DataError, Dataset, Qrels, Queries, Run, Valid
 from diagnose.io.corpus import read_corpus
 from diagnose.io.files import PathLike, _stat
 from diagnose.io.formats import CORPUS_FORMATS, QRELS_FORMATS, QUERIES_FORMATS, RUN_FORMATS
+from diagnose.io.golden_sets import golden_kind, read_golden_set
 from diagnose.io.messages import _fatal, _ids, _pair, _plural, _show_id, _verb
-from diagnose.io.qrels import empty_qrels, read_qrels
+from diagnose.io.qrels import empty_qrels, golden_qrels, read_qrels
 from diagnose.io.queries import read_queries
 from diagnose.io.runs import _run_stem, parse_run_arg, read_run
 
@@ -51,6 +52,7 @@ def load_dataset(
     checked against them (``diagnose --extra-qrels`` merges judgements there).
     """
     report = report if report is not None else ValidationReport()
+    given_queries = queries  # a golden set's own queries beat the folder's, not a queries file given explicitly
     if data_dir is not None:
         corpus, queries, qrels = _beir_files(
             data_dir, split, corpus, queries, qrels, require_qrels=require_qrels
@@ -62,11 +64,11 @@ def load_dataset(
         )
     run_specs = _run_specs(runs)
 
-    qrels_rec = read_qrels(qrels, report=report) if qrels is not None else empty_qrels()
+    qrels_rec, corpus_rec, queries_rec = _read_texts_and_qrels(
+        corpus, queries, qrels, corpus_fields, report, given_queries=given_queries
+    )
     if qrels_transform is not None:
         qrels_rec = qrels_transform(qrels_rec)
-    corpus_rec = _read_corpus_fields(corpus, corpus_fields, report) if corpus is not None else None
-    queries_rec = read_queries(queries, report=report) if queries is not None else None
     run_recs = {rname: read_run(rpath, name=rname, report=report) for rname, rpath in run_specs}
 
     for run in run_recs.values():
@@ -134,6 +136,35 @@ def _beir_files(
                 param="split",
             )
     return corpus, queries, qrels
+
+
+def _read_texts_and_qrels(
+    corpus: PathLike | None,
+    queries: PathLike | None,
+    qrels: PathLike | None,
+    corpus_fields: Mapping[str, str | None] | None,
+    report: ValidationReport,
+    *,
+    given_queries: PathLike | None = None,
+) -> tuple[Qrels, Corpus | None, Queries | None]:
+    """The qrels, corpus and queries records. A golden set (:mod:`diagnose.io.golden_sets`) is mapped to the
+    corpus' ids (:func:`golden_qrels`) and gives the queries unless a queries file is ``given_queries`` (a BEIR
+    folder's queries yield to it), and for an ``EmbeddingQAFinetuneDataset`` the corpus unless one is given."""
+    kind = golden_kind(qrels) if qrels is not None else None
+    golden = read_golden_set(qrels, kind, report=report) if qrels is not None and kind is not None else None
+    if golden is not None and given_queries is None:
+        queries = None
+    if golden is None:  # id-based qrels: read first, as always
+        qrels_rec = read_qrels(qrels, report=report) if qrels is not None else empty_qrels()
+    corpus_rec = _read_corpus_fields(corpus, corpus_fields, report) if corpus is not None else None
+    queries_rec = read_queries(queries, report=report) if queries is not None else None
+    if golden is None:
+        return qrels_rec, corpus_rec, queries_rec
+    if corpus_rec is None and golden.corpus is not None:
+        corpus_rec = Corpus(golden.corpus, golden.source)
+    if queries_rec is None:
+        queries_rec = Queries(golden.queries, golden.source)
+    return golden_qrels(golden, corpus_rec, report), corpus_rec, queries_rec
 
 
 def _run_specs(runs: Iterable[str | Path | tuple[str | None, PathLike]]) -> list[tuple[str, str]]:

@@ -1,5 +1,6 @@
-"""Qrels: :func:`read_qrels` (BEIR TSV, TREC qrels, JSONL with ``"relevant"``), grades kept as integers, and
-:func:`empty_qrels` for a data set with no golden set yet."""
+"""Qrels: :func:`read_qrels` (BEIR TSV, TREC qrels, JSONL with ``"relevant"``, and the golden sets of
+:mod:`diagnose.io.golden_sets`), grades kept as integers, :func:`golden_qrels` (a golden set of reference contexts
+mapped to a corpus' ids), and :func:`empty_qrels` for a data set with no golden set yet."""
 
 from __future__ import annotations
 
@@ -11,11 +12,13 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from diagnose.data import Qrels, ValidationReport
+from diagnose.data import Corpus, Qrels, ValidationReport
 from diagnose.io.decoding import _clean_utf8, _refuse_decoding_collisions
 from diagnose.io.files import PathLike, _read_bytes
 from diagnose.io.formats import _QRELS_D_HEADER, _QRELS_Q_HEADER, BEIR_QRELS, QRELS_FORMATS, TREC_QRELS
+from diagnose.io.golden_sets import GoldenSet, golden_kind, read_golden_set
 from diagnose.io.messages import _fatal, _ids, _note_lines, _pair, _plural, _show_id, _snip, _verb
+from diagnose.io.spans import UNMATCHED_PREFIX, locate_references
 from diagnose.io.tables import _fast_whitespace_table, _to_pandas
 from diagnose.io.text import (
     _GRADE_FIX,
@@ -43,9 +46,16 @@ def read_qrels(path: PathLike, *, report: ValidationReport | None = None) -> Qre
     negative grades are kept (trec_eval reads them as judged non-relevant). A (query, doc) pair judged twice
     keeps its first grade (warning). Queries whose judgements are all <= 0 are counted as info: they have no
     relevant document, so trec_eval and :mod:`diagnose.metrics` leave them out of the means.
+
+    A golden set (:mod:`diagnose.io.golden_sets`) is recognised first: an ``EmbeddingQAFinetuneDataset`` gives its
+    id-based judgements; one of reference contexts needs the corpus (:func:`diagnose.io.load_dataset`), so it is
+    refused here with that fix.
     """
     report = report if report is not None else ValidationReport()
     file = str(path)
+    kind = golden_kind(path)
+    if kind is not None:
+        return golden_qrels(read_golden_set(path, kind, report=report), None, report)
     raw = _clean_utf8(_read_bytes(path, QRELS_FORMATS), file, report)
     first = _first_line(raw, skip_comments=True)
     if first is None:
@@ -296,3 +306,35 @@ def empty_qrels(source: str = "") -> Qrels:
     """Qrels without a judgement (a data set with no golden set yet). Evaluating them is an error: no query has a
     relevant document."""
     return Qrels(_qrels_frame([], [], []), source)
+
+
+def golden_qrels(golden: GoldenSet, corpus: Corpus | None, report: ValidationReport) -> Qrels:
+    """The qrels of a golden set (:mod:`diagnose.io.golden_sets`) in the id space of ``corpus``.
+
+    Reference contexts are located in the corpus (:func:`diagnose.io.spans.locate_references`): every document
+    holding one is relevant with grade 1; the spans are kept on ``Qrels.spans``. An ``embedding_qa`` file's
+    judgements are ids of its own corpus: used as they are without a corpus or when every id is in ``corpus``,
+    else the texts of its relevant nodes are located in ``corpus`` like reference contexts."""
+    file = golden.source
+    refs = golden.references
+    if golden.judgements is not None:
+        j = golden.judgements
+        if corpus is None or set(j["doc_id"]).issubset(set(corpus.df["doc_id"])):
+            return _finish_qrels(_qrels_frame(j["query_id"].tolist(), j["doc_id"].tolist(), [1] * len(j)), file, report)
+        node_text = dict(zip(golden.corpus["doc_id"], golden.corpus["text"], strict=True))
+        refs = [(q, i, node_text.get(d, "")) for i, (q, d) in enumerate(zip(j["query_id"], j["doc_id"], strict=True))]
+    if corpus is None:
+        raise _fatal(
+            file, None, "this golden set holds reference contexts (text), not document ids", None,
+            "the corpus they come from", "pass the corpus too (corpus=... in diagnose.load, --corpus or --data on "
+            "the command line) so that each context is located in a document", param="corpus",
+        )  # fmt: skip
+    spans = locate_references(refs, corpus.df["doc_id"].tolist(), corpus.df["text"].tolist(), report=report, file=file)
+    pairs = dict.fromkeys(
+        (s.query_id, s.doc_id if s.doc_id is not None else f"{UNMATCHED_PREFIX}{s.query_id}:{s.reference}")
+        for s in spans
+    )
+    qs = [q for q, _ in pairs]
+    ds = [d for _, d in pairs]
+    qrels = _finish_qrels(_qrels_frame(qs, ds, [1] * len(qs)), file, report)
+    return Qrels(qrels.df, qrels.source, spans=tuple(spans))

@@ -69,8 +69,10 @@ def _spec_from_sidebar(kind: str) -> sources.DataSpec:
         return sources.beir_spec(folder, split, runs, in_folder)
     if kind == "files":
         corpus = st.text_input("Corpus (jsonl, csv, tsv, parquet, or a folder of .txt/.md)", key="f_corpus")
-        queries = st.text_input("Queries (jsonl or tsv)", key="f_queries")
-        qrels = st.text_input("Qrels (BEIR tsv, TREC, jsonl)", key="f_qrels")
+        queries = st.text_input("Queries (jsonl or tsv; none: a golden set's own)", key="f_queries")
+        qrels = st.text_input(
+            "Qrels or golden set (BEIR tsv, TREC, jsonl; LlamaIndex, RAGAS: see README)", key="f_qrels"
+        )
         runs = st.text_area("Run files, one per line ([NAME=]PATH)", key="f_runs", height=80)
         return sources.files_spec(corpus, queries, qrels, runs)
     up_c = st.file_uploader("Corpus", key="up_corpus")

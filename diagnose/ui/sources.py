@@ -200,7 +200,8 @@ def beir_spec(
 def files_spec(corpus: str, queries: str, qrels: str, runs_text: str) -> DataSpec:
     """Separate files: corpus and queries are needed (the diagnosis reads the texts); qrels too, except to start a
     golden set from nothing on the Judge page; runs optional."""
-    missing = [w for w, v in (("corpus", corpus), ("queries", queries)) if not v.strip()]
+    gives = _golden_gives(qrels.strip()) if qrels.strip() else set()
+    missing = [w for w, v in (("corpus", corpus), ("queries", queries)) if not v.strip() and w not in gives]
     if missing:
         raise DataError(
             f"Type the path of the {', '.join(missing)} file{'s' if len(missing) > 1 else ''} in the sidebar "
@@ -210,11 +211,24 @@ def files_spec(corpus: str, queries: str, qrels: str, runs_text: str) -> DataSpe
     return DataSpec(
         "files",
         f"files ({Path(qrels.strip()).name})" if qrels.strip() else "files (no golden set yet)",
-        corpus=check_path(corpus.strip(), "corpus"),
-        queries=check_path(queries.strip(), "queries"),
+        corpus=check_path(corpus.strip(), "corpus") if corpus.strip() else None,
+        queries=check_path(queries.strip(), "queries") if queries.strip() else None,
         qrels=check_path(qrels.strip(), "qrels") if qrels.strip() else None,
         runs=tuple(runs),
     )
+
+
+def _golden_gives(qrels: str) -> set[str]:
+    """What a golden-set file given as the qrels holds besides judgements (:mod:`diagnose.io.golden_sets`): the
+    queries, and for an EmbeddingQAFinetuneDataset the corpus; empty for id-based qrels."""
+    from diagnose.io.golden_sets import golden_kind
+
+    try:
+        path = check_path(qrels, "qrels")  # only under the data root (refused later, in order, otherwise)
+    except DataError:
+        return set()
+    kind = golden_kind(path)
+    return set() if kind is None else {"queries", "corpus"} if kind == "embedding_qa" else {"queries"}
 
 
 @dataclass(frozen=True)
