@@ -8,6 +8,7 @@ import stat
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from diagnose.data import Corpus, DataError, Dataset, Qrels, Queries, Run, ValidationReport
@@ -18,7 +19,7 @@ from diagnose.io.golden_sets import golden_kind, read_golden_set
 from diagnose.io.messages import _fatal, _ids, _pair, _plural, _show_id, _verb
 from diagnose.io.qrels import empty_qrels, golden_qrels, read_qrels
 from diagnose.io.queries import read_queries
-from diagnose.io.runs import _run_stem, parse_run_arg, read_run
+from diagnose.io.runs import QRELS_NOT_RUN_FIX, _run_stem, parse_run_arg, read_run
 
 
 def load_dataset(
@@ -211,6 +212,7 @@ def check_run_matches_qrels(run: Run, qrels: Qrels) -> None:
     in_run = run.query_ids()
     golden_set = set(golden)
     if any(q in golden_set for q in in_run):
+        _refuse_the_golden_set_as_a_run(run, qrels, file)
         return
     seen = f"run ids: {_id_list(in_run)}; golden ids in {qrels.source or 'the qrels'}: {_id_list(golden)}"
     hint = _id_mismatch_hint(in_run, golden)
@@ -223,6 +225,33 @@ def check_run_matches_qrels(run: Run, qrels: Qrels) -> None:
         seen,
         "run query ids written exactly like the query ids of the qrels",
         "rename the query ids of the run (or of the qrels) so they match, or pass the qrels of the same collection",
+    )
+
+
+def _refuse_the_golden_set_as_a_run(run: Run, qrels: Qrels, file: str) -> None:
+    """Refuse a run that is the golden set itself (a qrels file passed as a run, in any layout): every row is a
+    judged pair, its score is the pair's grade, and it holds every relevant pair of its queries. It would score 1.0
+    on every metric and pass any CI gate."""
+    q = qrels.df
+    if len(run.df) < 2 or len(run.df) > len(q):
+        return
+    grades = q.set_index(["query_id", "doc_id"])["relevance"]
+    keys = pd.MultiIndex.from_frame(run.df[["query_id", "doc_id"]])
+    if not keys.isin(grades.index).all():
+        return
+    if not np.array_equal(grades.reindex(keys).to_numpy(dtype=np.float64), run.df["score"].to_numpy(dtype=np.float64)):
+        return
+    relevant = q[(q["relevance"] > 0) & q["query_id"].isin(set(run.df["query_id"]))]
+    if len(relevant) > int((grades.reindex(keys) > 0).sum()):
+        return
+    raise _fatal(
+        file,
+        None,
+        f"run {run.name!r} is the golden set itself: each of its {len(run.df)} rows is a judged pair scored with its "
+        "grade, so every metric would be 1.0",
+        None,
+        RUN_FORMATS + " written by your retriever",
+        QRELS_NOT_RUN_FIX,
     )
 
 

@@ -246,11 +246,13 @@ QRELS_NOT_RUN_FIX = (
 
 
 def _refuse_qrels_table(scores: np.ndarray, columns: list[str], file: str, header_line: int, header: str) -> None:
-    """Refuse a qrels table given as a run: no rank column and every score a small integer grade (-1..4, as
-    golden sets are graded), e.g. a BEIR ``qrels/test.tsv`` (``query-id, corpus-id, score``). A retriever's scores
-    are not all grades; a run that really has such scores can add a rank column."""
+    """Refuse a BEIR qrels table given as a run: the BEIR qrels columns (a ``corpus-id`` column), no rank column and
+    every score a small integer grade (-1..4), e.g. ``qrels/test.tsv``. A run with other column names and integer
+    scores is read as a run; once the golden set is known, :func:`diagnose.io.check_run_matches_qrels` refuses any
+    run that is the golden set itself, whatever its layout."""
+    beir = any(c.strip().lower() in ("corpus-id", "corpus_id") for c in columns)
     grades = len(scores) > 0 and bool(((scores == np.round(scores)) & (scores >= -1) & (scores <= 4)).all())
-    if grades:
+    if beir and grades:
         raise _fatal(
             file,
             header_line,
