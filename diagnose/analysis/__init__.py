@@ -28,20 +28,18 @@ import pandas as pd
 
 from diagnose.analysis.base import (
     BASELINE,
-    BASELINES,
     DEFAULT_DEPTH,
     DEFAULT_KS,
-    FAILURE_MODES,
     LIVE,
     YOUR_RUN,
-    _check_k,
 )
+from diagnose.analysis.params import BASELINES
 from diagnose.analysis.pictures import Pictures
 from diagnose.data import DataError
+from diagnose.defaults import FAILURE_MODES
 from diagnose.report import failures_dict
 
-__all__ = ["Analysis", "BASELINE", "BASELINES", "DEFAULT_DEPTH", "DEFAULT_KS", "FAILURE_MODES", "LIVE", "YOUR_RUN",
-           "_check_k"]  # fmt: skip
+__all__ = ["Analysis", "BASELINE", "BASELINES", "DEFAULT_DEPTH", "DEFAULT_KS", "FAILURE_MODES", "LIVE", "YOUR_RUN"]
 
 
 class Analysis(Pictures):

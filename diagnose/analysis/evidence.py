@@ -17,8 +17,8 @@ if TYPE_CHECKING:
     from diagnose.remedies import Remedies
     from diagnose.risk import RiskValidation
 
-from diagnose.analysis.base import _param_error
 from diagnose.analysis.scores import Scores
+from diagnose.checks import param_error
 from diagnose.data import Run
 
 
@@ -153,7 +153,7 @@ class Evidence(Scores):
         name = self._run_name(run)
         qid = str(query_id)
         if self.dataset.queries is not None and qid not in self.dataset.queries.text_of():
-            raise _param_error("query_id", f"No query {qid!r} in the queries file.")
+            raise param_error("query_id", f"No query {qid!r} in the queries file.")
         diag = self.diagnosis(name, k=k, failure=failure)
         return inspect_query(self.dataset, self.runs[name], diag, self.space, self.bm25, qid)
 

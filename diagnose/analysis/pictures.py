@@ -16,10 +16,8 @@ if TYPE_CHECKING:
     from diagnose.projection import EmbeddingMap, Projection
     from diagnose.space import VectorSpace
 
-from diagnose.analysis.base import (
-    _check_k,
-)
 from diagnose.analysis.evidence import Evidence
+from diagnose.checks import positive_int
 
 
 class Pictures(Evidence):
@@ -34,7 +32,7 @@ class Pictures(Evidence):
 
         name = self._run_name(run)
         k = self._k(k)
-        cap = _check_k(cap, "cap")
+        cap = positive_int(cap, "cap")
         mode = self._mode(failure)
 
         def build() -> EmbeddingMap:

@@ -21,9 +21,9 @@ from diagnose.analysis.base import (
     YOUR_RUN,
     AnalysisBase,
     _check_runs,
-    _is_run_like,
-    _param_error,
 )
+from diagnose.analysis.params import is_run_like
+from diagnose.checks import param_error
 
 
 class Pipeline(AnalysisBase):
@@ -41,7 +41,7 @@ class Pipeline(AnalysisBase):
                 texts = ds.queries.text_of()
                 golden = [q for q in golden if str(texts.get(q, "")).strip()]
             if not golden:
-                raise _param_error(
+                raise param_error(
                     "queries",
                     "No judged query has a relevant document (grade > 0)"
                     + (" and a text in the queries file" if ds.queries is not None else "")
@@ -65,7 +65,7 @@ class Pipeline(AnalysisBase):
     @property
     def kinds(self) -> dict[str, str]:
         """Run name -> ``"your run"``, ``"live retriever"`` or ``"baseline"``, in the order of :attr:`runs`."""
-        out = {n: (YOUR_RUN if _is_run_like(r) else LIVE) for n, r in self._inputs.items()}
+        out = {n: (YOUR_RUN if is_run_like(r) else LIVE) for n, r in self._inputs.items()}
         out.update({n: BASELINE for n in self._baselines})
         return out
 
@@ -84,7 +84,7 @@ class Pipeline(AnalysisBase):
         for name, value in self._inputs.items():
             if isinstance(value, Run) and ds.runs.get(name) is value:
                 out[name] = value  # loaded (and cross-checked) with the data set
-            elif _is_run_like(value):
+            elif is_run_like(value):
                 out[name] = fresh[name] = as_run(value, name=name, report=ds.report)
             else:
                 from diagnose.retrievers import run_retriever
@@ -157,11 +157,11 @@ class Pipeline(AnalysisBase):
     def _run_name(self, name: str | None) -> str:
         names = self.run_names
         if not names:
-            raise _param_error("runs", "No run to analyse: give runs={name: path or run} or baselines=('bm25',).")
+            raise param_error("runs", "No run to analyse: give runs={name: path or run} or baselines=('bm25',).")
         if name is None:
             return names[0]
         if name not in names:
-            raise _param_error("run", f"No run named {name!r}; the runs are: {', '.join(names)}.")
+            raise param_error("run", f"No run named {name!r}; the runs are: {', '.join(names)}.")
         return name
 
     @property

@@ -19,11 +19,8 @@ if TYPE_CHECKING:
     from diagnose.stats import Comparison
     from diagnose.ties import TieAudit
 
-from diagnose.analysis.base import (
-    _check_k,
-    _param_error,
-)
 from diagnose.analysis.pipeline import Pipeline
+from diagnose.checks import param_error, positive_int
 
 
 class Scores(Pipeline):
@@ -189,7 +186,7 @@ class Scores(Pipeline):
 
         if isinstance(difference, bool) or not isinstance(difference, int | float) or not math.isfinite(difference) \
                 or difference <= 0:  # fmt: skip
-            raise _param_error("difference", f"difference must be a positive number, got {difference!r}.")
+            raise param_error("difference", f"difference must be a positive number, got {difference!r}.")
         ref = self._run_name(reference)
         names = self.metric_names(metrics or [f"ndcg@{self.k}", f"recall@{self.k}", "mrr"])
         evs = self.evaluations([*self.metric_names(), *names])
@@ -242,11 +239,11 @@ class Scores(Pipeline):
         for param, bounds in (("fail_under", fail_under), ("max_drop", max_drop)):
             for metric, bound in bounds.items():
                 if isinstance(bound, bool) or not isinstance(bound, int | float) or not math.isfinite(bound):
-                    raise _param_error(param, f"{param}[{metric!r}] must be a finite number, got {bound!r}.")
+                    raise param_error(param, f"{param}[{metric!r}] must be a finite number, got {bound!r}.")
                 if param == "max_drop" and bound < 0:
-                    raise _param_error(param, f"{param}[{metric!r}] must be >= 0, got {bound!r}.")
+                    raise param_error(param, f"{param}[{metric!r}] must be >= 0, got {bound!r}.")
         if max_drop and len(self.runs) < 2:
-            raise _param_error("max_drop", "max_drop needs a reference run to compare with: give a second run.")
+            raise param_error("max_drop", "max_drop needs a reference run to compare with: give a second run.")
         ref = self._run_name(reference)
         evs = self.evaluations([*self.metric_names(), *fail_under, *max_drop])
         out = []
@@ -272,7 +269,7 @@ class Scores(Pipeline):
         from diagnose.compare import slice_metrics
 
         if self.dataset.queries is None:
-            raise _param_error("slice_by", "Slicing needs the queries file with its metadata (queries=...).")
+            raise param_error("slice_by", "Slicing needs the queries file with its metadata (queries=...).")
         try:
             return slice_metrics(self.evaluations(metrics), self.dataset.queries, field)
         except DataError as e:
@@ -283,7 +280,7 @@ class Scores(Pipeline):
         from diagnose.compare import fusion_whatif
 
         k = self._k(k)
-        rrf_k = _check_k(rrf_k, "rrf_k")
+        rrf_k = positive_int(rrf_k, "rrf_k")
         return fusion_whatif(self.dataset.qrels, [self.run(a), self.run(b)], k=k, rrf_k=rrf_k)
 
     def evaluation_report(
@@ -300,7 +297,7 @@ class Scores(Pipeline):
     ) -> EvaluationReport:
         """Everything ``diagnose evaluate`` reports, in one object (``to_dict``, ``to_csv``, ``to_text``, ...)."""
         if not self.runs:
-            raise _param_error(
+            raise param_error(
                 "runs", "No run to evaluate: give runs={name: path or run} or baselines=('bm25', 'dense', 'hybrid')."
             )
         names = self.metric_names()

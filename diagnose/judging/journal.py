@@ -13,6 +13,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import pandas as pd
 
+from diagnose.checks import param_error
 from diagnose.data import DataError, Qrels, ValidationReport
 
 PathLike = str | Path
@@ -21,10 +22,6 @@ GRADES = (0, 1, 2, 3)
 SKIP = "skip"
 JOURNAL_ENV = "DIAGNOSE_JOURNAL"
 JOURNAL_NAME = "judgements.jsonl"
-
-
-def _param_error(param: str, message: str) -> DataError:
-    return DataError(message, param=param)
 
 
 class Entry(NamedTuple):
@@ -42,13 +39,13 @@ def _check_grade(grade: Any, where: str) -> int | str:
     if isinstance(grade, str) and grade.strip().lower() == SKIP:
         return SKIP
     if isinstance(grade, bool) or not isinstance(grade, int | np.integer) or int(grade) not in GRADES:
-        raise _param_error("grade", f"{where}: the grade must be 0, 1, 2, 3 or 'skip', got {grade!r}.")
+        raise param_error("grade", f"{where}: the grade must be 0, 1, 2, 3 or 'skip', got {grade!r}.")
     return int(grade)
 
 
 def _check_id(value: Any, what: str, where: str) -> str:
     if not isinstance(value, str | int) or isinstance(value, bool) or not str(value).strip():
-        raise _param_error(what, f"{where}: the {what} must be a non-empty string, got {value!r}.")
+        raise param_error(what, f"{where}: the {what} must be a non-empty string, got {value!r}.")
     return str(value).strip()
 
 
