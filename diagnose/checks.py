@@ -157,6 +157,21 @@ def list_of(
     return [item(x) for x in value]
 
 
+def strings(value: Any, param: str, *, what: str) -> list[str]:
+    """``value``: one non-empty string, or a list of them (``what``: what they are, e.g. "metric names such as
+    'ndcg@10'"), as a list."""
+    return list_of(
+        value, param, lambda x: text(x, param, what=f"{what} (strings)"),
+        expected=f"{what} (a str or a list of str)", single=lambda v: isinstance(v, str),
+    )  # fmt: skip
+
+
+def cutoffs(value: Any, param: str = "k") -> list[int]:
+    """``value``: one rank cutoff or a list of them (each a positive integer), as a list."""
+    expected = "a positive integer or a list of positive integers (the rank cutoffs)"
+    return list_of(value, param, lambda x: rank_cutoff(x, param), expected=expected, single=is_int)
+
+
 def mapping(value: Any, param: str, *, expected: str, fix: str = "") -> Mapping[Any, Any]:
     """``value`` when it is a mapping (a dict); otherwise ``"{param} must be {expected}, got ...{fix}"``."""
     if not isinstance(value, Mapping):
@@ -164,8 +179,9 @@ def mapping(value: Any, param: str, *, expected: str, fix: str = "") -> Mapping[
     return value
 
 
-def text(value: Any, param: str, *, what: str = "a string") -> str:
-    """``value`` when it is a non-empty string (after stripping); otherwise ``"{param} must be {what}, got ..."``."""
-    if not isinstance(value, str) or not value.strip():
+def text(value: Any, param: str, *, what: str = "a string", empty_ok: bool = False) -> str:
+    """``value`` when it is a string, non-empty after stripping unless ``empty_ok``; otherwise ``"{param} must be
+    {what}, got ..."``."""
+    if not isinstance(value, str) or not (empty_ok or value.strip()):
         raise DataError(f"{param} must be {what}, got {given(value)}.", param=param)
     return value

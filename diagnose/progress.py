@@ -19,6 +19,8 @@ import sys
 from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
 
+from diagnose.data import DataError
+
 Callback = Callable[[int, int], Any]
 
 
@@ -127,4 +129,6 @@ def reporter(progress: Progress) -> Reporter:
         return progress
     if callable(progress):
         return _CallbackOnly(progress)
-    raise TypeError(f"progress must be a bool, a reporter (step/bar) or a callback(done, total), got {progress!r}")
+    raise DataError(
+        f"progress must be a bool, a reporter (step/bar) or a callback(done, total), got {progress!r}", param="progress"
+    )

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from diagnose.remedies import Remedies
     from diagnose.risk import RiskValidation
 
+from diagnose.analysis.params import check_models
 from diagnose.analysis.scores import Scores
 from diagnose.checks import param_error
 from diagnose.data import Run
@@ -175,7 +176,7 @@ class Evidence(Scores):
         k = self._k(k)
         self._need_texts("Comparing models")
         encoders = []
-        for m in models or ["default"]:
+        for m in check_models(models):
             if isinstance(m, str | Path) or m is None:
                 name = None if m in (None, "", "default") else str(m)
                 enc = (self.encoder if name == self.model and self._encoder_given is None

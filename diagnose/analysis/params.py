@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from diagnose import checks
-from diagnose.checks import given, param_error, rank_cutoff
+from diagnose.checks import given, param_error
 from diagnose.data import Run
 from diagnose.defaults import FAILURE_MODES
 from diagnose.failures import Thresholds
@@ -66,20 +66,14 @@ def check_baselines(baselines: Any) -> dict[str, str]:
 
 def check_ks(ks: Any, k: int) -> tuple[int, ...]:
     """``ks``: cutoffs (one integer or a list of them), sorted, with ``k`` added."""
-    expected = "a positive integer or a list of positive integers (the cutoffs of the metric table)"
-    given_ks = checks.list_of(ks, "ks", lambda x: rank_cutoff(x, "ks"), expected=expected, single=checks.is_int)
-    return tuple(sorted({*given_ks, k}))
+    return tuple(sorted({*checks.cutoffs(ks, "ks"), k}))
 
 
 def check_metrics(metrics: Any, param: str = "metrics") -> list[str] | None:
     """``metrics``: None, one metric name (``"ndcg@10"``) or a list of names, as a list."""
     if metrics is None:
         return None
-    what = "metric names such as 'ndcg@10' or 'recall'"
-    return checks.list_of(
-        metrics, param, lambda m: checks.text(m, param, what=f"{what} (strings)"),
-        expected=f"{what} (a str or a list of str)", single=lambda v: isinstance(v, str),
-    )  # fmt: skip
+    return checks.strings(metrics, param, what="metric names such as 'ndcg@10' or 'recall'")
 
 
 def check_model(model: Any) -> str | None:
@@ -113,15 +107,26 @@ def check_thresholds(thresholds: Any) -> Thresholds | None:
     )
 
 
-def check_encoder(encoder: Any) -> Any:
+def check_encoder(encoder: Any, param: str = "encoder") -> Any:
     """``encoder``: None, or an object with a ``name`` and an ``encode(texts)`` method."""
     if encoder is None or (isinstance(getattr(encoder, "name", None), str) and callable(getattr(encoder, "encode", None))):
         return encoder
     raise param_error(
-        "encoder",
-        f"encoder must be an encoder object (a str .name and .encode(texts)), e.g. diagnose.embed.KeywordEncoder(), "
+        param,
+        f"{param} must be an encoder object (a str .name and .encode(texts)), e.g. diagnose.embed.KeywordEncoder(), "
         f"got {given(encoder)}. A model name or folder goes to model=.",
     )
+
+
+def check_models(models: Any) -> list[Any]:
+    """``models`` of :meth:`Analysis.models`: model names or folders (``"default"``: the bundled model) or encoder
+    objects; one name may be given alone. Empty: the bundled model."""
+    expected = "a list of model names or folders (str) or encoder objects"
+    items = checks.list_of(models, "models", lambda m: m, expected=expected, single=lambda v: isinstance(v, str | Path))
+    for m in items:
+        if m is not None and not isinstance(m, str | Path):
+            check_encoder(m, "models")
+    return items or ["default"]
 
 
 def check_embeddings(embeddings: Any) -> Mapping[str, Path] | VectorSpace | None:

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from diagnose.space import VectorSpace
 
 from diagnose.analysis.evidence import Evidence
-from diagnose.checks import positive_int
+from diagnose.checks import one_of, positive_int
 
 
 class Pictures(Evidence):
@@ -91,6 +91,7 @@ class Pictures(Evidence):
         with needs("The embedding map"):
             from diagnose import charts
 
+        color_by = one_of(color_by, "color_by", ("role", "failure_class"))
         emap = self.embedding_map(run, cap=cap)
         return charts.embedding_map(emap.points, emap.edges, color_by=color_by, selectable=False)
 

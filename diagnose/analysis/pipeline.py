@@ -4,7 +4,7 @@ baselines, the encoder, the vector space and the BM25 index."""
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING, Self
+from typing import TYPE_CHECKING, Any, Self
 
 from diagnose.api import as_run
 from diagnose.data import Qrels, Run, ValidationReport
@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from diagnose.lexical import BM25Index
     from diagnose.space import VectorSpace
 
+from diagnose import checks
 from diagnose.analysis.base import (
     BASELINE,
     LIVE,
@@ -23,7 +24,7 @@ from diagnose.analysis.base import (
     _check_runs,
 )
 from diagnose.analysis.params import is_run_like
-from diagnose.checks import param_error
+from diagnose.checks import given, param_error
 
 
 class Pipeline(AnalysisBase):
@@ -154,6 +155,11 @@ class Pipeline(AnalysisBase):
         """One run by name (default: the first)."""
         return self.runs[self._run_name(name)]
 
+    def _run_names(self, names: Any, param: str = "runs") -> list[str]:
+        """``names``: run names (one name, a str, or a list), each checked by :meth:`_run_name`."""
+        return checks.list_of(names, param, self._run_name, expected="run names (a str or a list of str)",
+                              single=lambda v: isinstance(v, str))  # fmt: skip
+
     def _run_name(self, name: str | None) -> str:
         names = self.run_names
         if not names:
@@ -254,6 +260,8 @@ class Pipeline(AnalysisBase):
         metrics, failure definition, depth, BM25 engine, thresholds and reporter. ``report``: the new data set's
         validation report (default: this one's). This analysis is not changed; the BM25 index and the loaded model,
         which depend only on the corpus and the model, are shared."""
+        if not isinstance(qrels, Qrels):
+            raise param_error("qrels", f"qrels must be a Qrels (e.g. diagnose.api.as_qrels(...)), got {given(qrels)}.")
         dataset = replace(self.dataset, qrels=qrels, report=report if report is not None else self.dataset.report)
         after = type(self)(
             dataset, self.user_runs(), k=self.k, model=self.model, failure=self.failure,

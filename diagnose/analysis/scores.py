@@ -19,8 +19,9 @@ if TYPE_CHECKING:
     from diagnose.stats import Comparison
     from diagnose.ties import TieAudit
 
+from diagnose.analysis.params import check_metrics
 from diagnose.analysis.pipeline import Pipeline
-from diagnose.checks import param_error, positive_int
+from diagnose.checks import given, mapping, param_error, positive_int
 
 
 class Scores(Pipeline):
@@ -30,7 +31,7 @@ class Scores(Pipeline):
         """Full metric names: ``metrics`` (or the analysis' own, or the CLI's default set) expanded at ``ks``."""
         from diagnose.metrics import expand_metrics
 
-        return expand_metrics(metrics if metrics is not None else self._metric_names, self.ks)
+        return expand_metrics(check_metrics(metrics) if metrics is not None else self._metric_names, self.ks)
 
     def evaluations(
         self, metrics: Sequence[str] | None = None, *, runs: Sequence[str] | None = None
@@ -38,7 +39,7 @@ class Scores(Pipeline):
         """Run name -> :class:`~diagnose.metrics.Evaluation` (per query and aggregate), of every run and baseline
         (or of the runs named: the app scores the runs it has while the vectors are still being computed)."""
         names = tuple(self.metric_names(metrics))
-        chosen = tuple(runs) if runs is not None else None
+        chosen = tuple(self._run_names(runs)) if runs is not None else None
 
         def build() -> dict[str, Evaluation]:
             from diagnose.metrics import evaluate_many
@@ -109,7 +110,7 @@ class Scores(Pipeline):
         from diagnose.metrics import metric_bounds
 
         names = self.metric_names(metrics or [f"ndcg@{self.k}", f"recall@{self.k}", f"hit_rate@{self.k}", "mrr"])
-        chosen = tuple(runs) if runs is not None else None
+        chosen = tuple(self._run_names(runs)) if runs is not None else None
 
         def build() -> pd.DataFrame:
             frames = []
@@ -235,7 +236,10 @@ class Scores(Pipeline):
         """The CI gate: a message for every bound a run breaks (empty: passed). ``fail_under``: metric -> lowest
         allowed mean; ``max_drop``: metric -> largest allowed drop below the reference's mean. The reference
         itself is not gated when ``skip_reference``."""
-        fail_under, max_drop = dict(fail_under or {}), dict(max_drop or {})
+        fail_under, max_drop = (
+            dict(mapping(bounds or {}, param, expected="a dict {metric: value}, e.g. {'ndcg@10': 0.6}"))
+            for param, bounds in (("fail_under", fail_under), ("max_drop", max_drop))
+        )
         for param, bounds in (("fail_under", fail_under), ("max_drop", max_drop)):
             for metric, bound in bounds.items():
                 if isinstance(bound, bool) or not isinstance(bound, int | float) or not math.isfinite(bound):
@@ -268,6 +272,8 @@ class Scores(Pipeline):
         """Mean metrics per run and per value of the query metadata ``field``."""
         from diagnose.compare import slice_metrics
 
+        if not isinstance(field, str):
+            raise param_error("slice_by", f"field must be a query metadata field name (a str), got {given(field)}.")
         if self.dataset.queries is None:
             raise param_error("slice_by", "Slicing needs the queries file with its metadata (queries=...).")
         try:

@@ -82,6 +82,8 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
+from diagnose import defaults
+from diagnose.checks import positive_int, text
 from diagnose.data import DataError, Dataset, Queries, Run, ValidationReport
 from diagnose.progress import Progress
 from diagnose.retrievers.calls import _call
@@ -96,11 +98,11 @@ def run_retriever(
     retriever: Any,
     queries: Mapping[str, str] | Queries | Dataset,
     *,
-    depth: int = 100,
+    depth: int = defaults.DEPTH,
     id_key: str | None = None,
     chunk_to_doc: ChunkToDoc = "max",
     name: str | None = None,
-    concurrency: int = 4,
+    concurrency: int = defaults.CONCURRENCY,
     report: ValidationReport | None = None,
     progress: Progress = False,
 ) -> Run:
@@ -126,15 +128,17 @@ def run_retriever(
     Raises :class:`~diagnose.data.DataError` when there is no query to run, the retriever is of no known kind,
     a result has no usable id, or the retriever raised on every query (the message quotes the first error).
     """
-    if isinstance(depth, bool) or not isinstance(depth, int) or depth < 1:
-        raise ValueError(f"depth must be an integer >= 1, got {depth!r}.")
-    if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
-        raise ValueError(f"concurrency must be an integer >= 1, got {concurrency!r}.")
+    depth = positive_int(depth, "depth")
+    concurrency = positive_int(concurrency, "concurrency")
+    if id_key is not None:
+        text(id_key, "id_key", what="a metadata key (a str) or None", empty_ok=True)
+    if name is not None:
+        text(name, "name", what="a run name (a str) or None", empty_ok=True)
     report = report if report is not None else ValidationReport()
     mapper, collapse = _chunk_mapper(chunk_to_doc)
     kind = _kind(retriever)
     if kind is None:
-        raise DataError(_not_a_retriever(retriever, "retriever"))
+        raise DataError(_not_a_retriever(retriever, "retriever"), param="retriever")
     run_name = name or _default_name(retriever)
     qids, texts = _golden(queries, report, run_name)
 
@@ -176,7 +180,8 @@ def _golden(
         pairs = [(str(q), t) for q, t in queries.items()]
     else:
         raise DataError(
-            f"queries must be a dict {{query_id: text}}, a diagnose Queries or a Dataset; got {_type_name(queries)}."
+            f"queries must be a dict {{query_id: text}}, a diagnose Queries or a Dataset; got {_type_name(queries)}.",
+            param="queries",
         )
     seen: dict[str, str] = {}
     for q, t in pairs:
