@@ -45,6 +45,8 @@ from typing import Any, NamedTuple
 import numpy as np
 import pandas as pd
 
+from diagnose import defaults
+from diagnose.checks import positive_int
 from diagnose.data import DataError, Dataset, Run, fields_dict
 from diagnose.failures import CLASSES, Diagnosis, FailureMode
 from diagnose.space import VectorSpace
@@ -65,7 +67,7 @@ REMEDIES: dict[str, tuple[str, str, str]] = {
     "ranking_failure": ("rerank", "cosine rerank of the top {depth}", ""),
 }
 
-RRF_K = 60
+RRF_K = defaults.RRF_K
 
 #: Columns of :meth:`Remedies.table`.
 TABLE_COLUMNS = ("class", "failures", "remedy", "recovered", "lost_hits", "mean_diff", "p_value")
@@ -191,8 +193,7 @@ def cosine_rerank(run: Run, space: VectorSpace, depth: int, *, name: str | None 
 
     Ranks are renumbered 1..n per query; queries keep their order. ``name`` defaults to ``"<run> (cosine rerank)"``.
     """
-    if isinstance(depth, bool) or not isinstance(depth, int | np.integer) or depth < 1:
-        raise DataError(f"depth must be a positive integer, got {depth!r}.", param="depth")
+    positive_int(depth, "depth")
     df = run.df
     qids = df["query_id"].to_numpy(dtype=object)
     docs = df["doc_id"].to_numpy(dtype=object)
@@ -287,15 +288,7 @@ def _check_inputs(
         )
     if diagnosis.run != run.name:
         raise DataError(f"The diagnosis is of run {diagnosis.run!r}, not of {run.name!r}.", param="run")
-    if (
-        isinstance(rerank_depth_factor, bool)
-        or not isinstance(rerank_depth_factor, int)
-        or rerank_depth_factor < 1
-    ):
-        raise DataError(
-            f"rerank_depth_factor must be a positive integer, got {rerank_depth_factor!r}.",
-            param="rerank_depth_factor",
-        )
+    positive_int(rerank_depth_factor, "rerank_depth_factor")
     return k, mode
 
 

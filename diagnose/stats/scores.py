@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike
 
+from diagnose.checks import positive_int
 from diagnose.data import DataError
 
 Scores = ArrayLike | pd.Series
@@ -101,9 +102,7 @@ def _check_fraction(value: float, name: str) -> float:
 
 
 def _check_resamples(n_resamples: int) -> int:
-    if int(n_resamples) != n_resamples or n_resamples < 1:
-        raise DataError(f"n_resamples must be a positive integer, got {n_resamples!r}.")
-    return int(n_resamples)
+    return positive_int(n_resamples, "n_resamples")
 
 
 def _metric_scores(table: Any, metric: str, name: str) -> pd.Series:

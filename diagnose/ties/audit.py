@@ -11,7 +11,8 @@ from typing import Any, NamedTuple
 import numpy as np
 import pandas as pd
 
-from diagnose.data import MAX_EXAMPLES, DataError, Qrels, Run, ValidationReport
+from diagnose.checks import positive_int
+from diagnose.data import MAX_EXAMPLES, Qrels, Run, ValidationReport
 from diagnose.metrics import evaluate, expand_metrics, metric_family
 from diagnose.ties.orders import (
     EXACT_KEYS,
@@ -91,11 +92,8 @@ def tie_audit(
 
 def _checked_k(k: int, n_orders: int) -> int:
     """``k`` as an int; :class:`DataError` for a ``k`` or ``n_orders`` that is not a positive integer."""
-    if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 1:
-        raise DataError(f"k must be a positive integer, got {k!r}.", param="k")
-    if isinstance(n_orders, bool) or not isinstance(n_orders, int | np.integer) or n_orders < 1:
-        raise DataError(f"n_orders must be a positive integer, got {n_orders!r}.", param="n_orders")
-    return int(k)
+    positive_int(n_orders, "n_orders")
+    return positive_int(k, "k")
 
 
 class _TieCounts(NamedTuple):
