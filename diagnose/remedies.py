@@ -373,8 +373,8 @@ def prove_remedies(
     metric: str | None = None,
     rerank_depth_factor: int = 3,
     cross_encoder_run: Run | None = None,
-    n_resamples: int = 10_000,
-    seed: int = 0,
+    n_resamples: int = defaults.RESAMPLES,
+    seed: int = defaults.SEED,
 ) -> Remedies:
     """Apply each failure class's offline remedy to ``run`` and measure it (module docstring: every definition).
 

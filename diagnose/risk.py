@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from diagnose import defaults
 from diagnose.checks import rank_cutoff
 from diagnose.data import DataError, Qrels, Run
 
@@ -43,7 +44,7 @@ TAU = 0.05
 RISK_COLUMNS = ("query_id", *FEATURES, "n_scores", "risk", "risk_rank")
 
 
-def failure_risk(run: Run, *, k: int = 10, dense: bool | None = None) -> pd.DataFrame:
+def failure_risk(run: Run, *, k: int = defaults.K, dense: bool | None = None) -> pd.DataFrame:
     """Every query of ``run`` with its score features, risk score and risk rank (module docstring: definitions).
 
     Columns: ``query_id, top1, gap12, spread, mean_k, confidence, n_scores, risk, risk_rank``; one row per query
@@ -159,7 +160,7 @@ def _auc(y: np.ndarray, score: np.ndarray) -> float:
 
 
 def validate_risk(
-    risk: pd.DataFrame, qrels: Qrels, run: Run, k: int = 10, *, top_fraction: float = 0.2
+    risk: pd.DataFrame, qrels: Qrels, run: Run, k: int = defaults.K, *, top_fraction: float = 0.2
 ) -> RiskValidation:
     """ROC AUC of :func:`failure_risk`'s ``risk`` (and of each feature) against "the golden query fails at k".
 

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from diagnose.remedies import Remedies
     from diagnose.risk import RiskValidation
 
+from diagnose import defaults
 from diagnose.analysis.params import check_models
 from diagnose.analysis.scores import Scores
 from diagnose.checks import param_error
@@ -164,8 +165,8 @@ class Evidence(Scores):
         *,
         metric: str | None = None,
         k: int | None = None,
-        n_resamples: int = 10_000,
-        seed: int = 0,
+        n_resamples: int = defaults.RESAMPLES,
+        seed: int = defaults.SEED,
     ) -> ModelComparison:
         """Which embedding model for this golden set: each model (a name, a folder, ``"default"``, or an encoder
         object) searches the corpus exactly; metrics with CIs, ties with the best, speed, memory, failure classes.

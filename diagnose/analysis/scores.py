@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from diagnose import defaults
 from diagnose.data import DataError
 from diagnose.report import EvaluationReport
 
@@ -129,8 +130,8 @@ class Scores(Pipeline):
         reference: str | None = None,
         metrics: Sequence[str] | None = None,
         *,
-        n_resamples: int = 10_000,
-        seed: int = 0,
+        n_resamples: int = defaults.RESAMPLES,
+        seed: int = defaults.SEED,
     ) -> list[Comparison]:
         """Paired comparisons (:class:`diagnose.stats.Comparison`) of every run with ``reference`` (default: the
         first run) on ``metrics`` (default: nDCG and recall at k, and MRR), Holm-corrected as one family."""
@@ -149,7 +150,7 @@ class Scores(Pipeline):
         return self._cached(("comparisons", ref, names, n_resamples, seed), build)
 
     def tukey(
-        self, metric: str | None = None, *, n_resamples: int = 10_000, seed: int = 0
+        self, metric: str | None = None, *, n_resamples: int = defaults.RESAMPLES, seed: int = defaults.SEED
     ) -> pd.DataFrame:
         """Every pair of runs at once (three or more runs): the randomised Tukey HSD test on ``metric`` (default
         nDCG@k), which controls the family-wise error over all pairs; one row per pair with ``mean_diff``,
@@ -168,8 +169,8 @@ class Scores(Pipeline):
         return self._cached(("tukey", m, n_resamples, seed), build).copy()
 
     def compare(
-        self, reference: str | None = None, metrics: Sequence[str] | None = None, *, n_resamples: int = 10_000,
-        seed: int = 0,
+        self, reference: str | None = None, metrics: Sequence[str] | None = None, *, n_resamples: int = defaults.RESAMPLES,
+        seed: int = defaults.SEED,
     ) -> pd.DataFrame:  # fmt: skip
         """:meth:`comparisons` as a table: one row per (metric, run), the columns of the CLI's ``comparisons``
         (``metric, run, reference, mean_diff, ci_low, ci_high, p_ttest, p_randomization, p_wilcoxon, p_holm, wins,
@@ -281,7 +282,7 @@ class Scores(Pipeline):
         except DataError as e:
             raise DataError(str(e), param="slice_by") from None
 
-    def fusion(self, a: str, b: str, *, k: int | None = None, rrf_k: int = 60) -> pd.DataFrame:
+    def fusion(self, a: str, b: str, *, k: int | None = None, rrf_k: int = defaults.RRF_K) -> pd.DataFrame:
         """What if runs ``a`` and ``b`` were fused (RRF and weighted): metrics and failures recovered or lost."""
         from diagnose.compare import fusion_whatif
 
@@ -298,8 +299,8 @@ class Scores(Pipeline):
         max_drop: Mapping[str, float] | None = None,
         skip_reference: bool = False,
         slice_by: str | None = None,
-        n_resamples: int = 10_000,
-        seed: int = 0,
+        n_resamples: int = defaults.RESAMPLES,
+        seed: int = defaults.SEED,
     ) -> EvaluationReport:
         """Everything ``diagnose evaluate`` reports, in one object (``to_dict``, ``to_csv``, ``to_text``, ...)."""
         if not self.runs:

@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 import pandas as pd
 
+from diagnose import defaults
 from diagnose.data import DataError, Dataset, Run, fields_dict
 from diagnose.failures.evidence import Failure, _Bm25Scores, _failure, _lookups
 from diagnose.failures.taxonomy import CLASSES, RECOMMENDATIONS, FailureMode, Thresholds
@@ -140,7 +141,7 @@ def diagnose_run(
     space: VectorSpace,
     bm25,
     *,
-    k: int = 10,
+    k: int = defaults.K,
     mode: FailureMode = "hit",
     thresholds: Thresholds = Thresholds(),  # noqa: B008 - frozen, as in classify()
     calibration: Calibration | None = None,

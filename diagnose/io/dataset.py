@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from diagnose import defaults
 from diagnose.data import Corpus, DataError, Dataset, Qrels, Queries, Run, ValidationReport
 from diagnose.io.corpus import read_corpus
 from diagnose.io.files import PathLike, _stat
@@ -23,7 +24,7 @@ from diagnose.io.runs import _run_stem, parse_run_arg, read_run
 def load_dataset(
     *,
     data_dir: PathLike | None = None,
-    split: str = "test",
+    split: str = defaults.SPLIT,
     corpus: PathLike | None = None,
     queries: PathLike | None = None,
     qrels: PathLike | None = None,

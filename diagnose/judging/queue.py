@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from diagnose import defaults
 from diagnose.checks import param_error, positive_int, rank_cutoff
 from diagnose.data import DataError, Dataset, Run
 from diagnose.judging.journal import Journal
@@ -132,7 +133,7 @@ def _ranks(run: Run) -> dict[tuple[str, str], int]:
 
 
 def judge_queue(
-    analysis: Analysis, *, k: int = 10, runs: Sequence[str] | None = None, limit: int | None = None
+    analysis: Analysis, *, k: int = defaults.K, runs: Sequence[str] | None = None, limit: int | None = None
 ) -> pd.DataFrame:
     """The (query, unjudged document) pairs to judge, most likely missed relevant documents first.
 

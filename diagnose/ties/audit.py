@@ -11,6 +11,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import pandas as pd
 
+from diagnose import defaults
 from diagnose.checks import positive_int
 from diagnose.data import MAX_EXAMPLES, Qrels, Run, ValidationReport
 from diagnose.metrics import evaluate, expand_metrics, metric_family
@@ -35,9 +36,9 @@ def tie_audit(
     run: Run,
     metrics: Sequence[str] | None = None,
     *,
-    k: int = 10,
+    k: int = defaults.K,
     n_orders: int = 20,
-    seed: int = 0,
+    seed: int = defaults.SEED,
     relevance_level: int = 1,
 ) -> TieAudit:
     """Audit ``run`` for score ties that make its metrics depend on document naming (see the module docstring).

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import pandas as pd
 import streamlit as st
 
+from diagnose import defaults
 from diagnose.analysis import Analysis
 from diagnose.data import DataError, Dataset, Run
 from diagnose.ui import sources
@@ -55,7 +56,7 @@ ICON = str(Path(__file__).with_name("icon.png"))
 ENCODER_DELAY_ENV = "DIAGNOSE_ENCODER_DELAY"  # seconds per text for the keyword encoder: a slow model in tests
 FOREGROUND_ENV = "DIAGNOSE_FOREGROUND_SECONDS"  # how long a page waits for the vectors before drawing without them
 FOREGROUND_SECONDS = 3.0
-BASELINE_DEPTH = 100
+BASELINE_DEPTH = defaults.DEPTH
 CURVE_KS = (1, 2, 3, 5, 10, 20, 30, 50, 100)
 FAMILIES = ("hit_rate", "recall", "ndcg", "mrr", "precision", "map")
 
