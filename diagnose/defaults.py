@@ -45,3 +45,7 @@ PRECISION = "fast"
 
 CONCURRENCY = 4
 """Queries in flight at once for a live retriever."""
+
+MAP_COLORINGS = ("role", "failure_class")
+MAP_COLOR_BY = "role"
+"""What colours the points of the embedding map: their role (target, retrieved, query...) or failure class."""

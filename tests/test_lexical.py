@@ -60,7 +60,7 @@ def _stem(word: str) -> str:
 
 
 def test_tokenize_refuses_a_single_string():
-    with pytest.raises(TypeError, match=r"tokenize\(\[text\]\)"):
+    with pytest.raises(DataError, match=r"tokenize\(\[text\]\)"):
         tokenize("a query")
 
 

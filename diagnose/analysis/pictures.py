@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from diagnose.defaults import MAP_COLOR_BY, MAP_COLORINGS
 from diagnose.extras import needs
 
 if TYPE_CHECKING:
@@ -86,12 +87,12 @@ class Pictures(Evidence):
 
         return self._cached(("whole_map", name, k, mode), build)
 
-    def map(self, run: str | None = None, *, cap: int = 4000, color_by: str = "role") -> alt.LayerChart:
+    def map(self, run: str | None = None, *, cap: int = 4000, color_by: str = MAP_COLOR_BY) -> alt.LayerChart:
         """The embedding map as an Altair chart (``color_by``: ``"role"`` or ``"failure_class"``)."""
         with needs("The embedding map"):
             from diagnose import charts
 
-        color_by = one_of(color_by, "color_by", ("role", "failure_class"))
+        color_by = one_of(color_by, "color_by", MAP_COLORINGS)
         emap = self.embedding_map(run, cap=cap)
         return charts.embedding_map(emap.points, emap.edges, color_by=color_by, selectable=False)
 
