@@ -79,7 +79,7 @@ def finite_number(
     message: str | None = None,
 ) -> float:
     """``value`` as a finite ``float`` within ``[low, high]`` (``open_low``/``open_high``: the bound excluded; None:
-    no bound). ``message``: the wording of the refusal, formatted with ``{value!r}``-style ``value`` (default:
+    no bound). ``message``: the wording of the refusal, its ``{value!r}`` and ``{param}`` filled by :func:`fill` (default:
     ``"{param} must be a finite number in <range>, got {value!r}."``)."""
     ok = is_number(value) and math.isfinite(value)
     if ok and low is not None:
@@ -88,7 +88,7 @@ def finite_number(
         ok = value < high if open_high else value <= high
     if not ok:
         text = message or f"{param} must be a finite number{_range(low, high, open_low, open_high)}, got {{value!r}}."
-        raise DataError(text.format(value=value, param=param), param=param)
+        raise DataError(fill(text, value=value, param=param), param=param)
     return float(value)
 
 
@@ -105,13 +105,21 @@ def _range(low: float | None, high: float | None, open_low: bool, open_high: boo
 def one_of(value: Any, param: str, choices: Collection[Any], *, message: str | None = None) -> Any:
     """``value`` when it is one of ``choices`` (compared with ``==``; an unhashable value is simply not one).
 
-    Message (default): ``"{param} must be 'a', 'b' or 'c', got {value!r}."``; ``message`` replaces it, formatted
-    with ``value``, ``param`` and ``choices`` (the choices quoted and joined by ", ")."""
+    Message (default): ``"{param} must be 'a', 'b' or 'c', got {value!r}."``; ``message`` replaces it, filled by
+    :func:`fill` (``{value!r}``, ``{param}``, ``{choices}``: the choices quoted and joined by ", ")."""
     if isinstance(value, str | int | float | bool | type(None)) and value in choices:
         return value
     listed = ", ".join(repr(c) for c in choices)
     text = message or f"{param} must be {either(choices)}, got {{value!r}}."
-    raise DataError(text.format(value=value, param=param, choices=listed), param=param)
+    raise DataError(fill(text, value=value, param=param, choices=listed), param=param)
+
+
+def fill(template: str, *, value: Any, param: str, choices: str = "") -> str:
+    """``template`` with ``{value!r}``, ``{value}``, ``{param}`` and ``{choices}`` filled in; any other brace is
+    left as is (a metric name in a message may hold one, where ``str.format`` would fail)."""
+    for token, text_ in (("{value!r}", repr(value)), ("{value}", str(value)), ("{param}", param), ("{choices}", choices)):
+        template = template.replace(token, text_)
+    return template
 
 
 def either(choices: Iterable[Any]) -> str:

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 from diagnose.analysis.params import check_metrics
 from diagnose.analysis.pipeline import Pipeline
-from diagnose.checks import given, mapping, param_error, positive_int
+from diagnose.checks import finite_number, given, mapping, param_error, positive_int
 
 
 class Scores(Pipeline):
@@ -186,9 +186,8 @@ class Scores(Pipeline):
         deviation of the per-query differences observed here; beside the number of queries there are."""
         from diagnose.stats import topic_set_size
 
-        if isinstance(difference, bool) or not isinstance(difference, int | float) or not math.isfinite(difference) \
-                or difference <= 0:  # fmt: skip
-            raise param_error("difference", f"difference must be a positive number, got {difference!r}.")
+        finite_number(difference, "difference", low=0, open_low=True,
+                      message="difference must be a positive number, got {value!r}.")  # fmt: skip
         ref = self._run_name(reference)
         names = self.metric_names(metrics or [f"ndcg@{self.k}", f"recall@{self.k}", "mrr"])
         evs = self.evaluations([*self.metric_names(), *names])
@@ -243,10 +242,9 @@ class Scores(Pipeline):
         )
         for param, bounds in (("fail_under", fail_under), ("max_drop", max_drop)):
             for metric, bound in bounds.items():
-                if isinstance(bound, bool) or not isinstance(bound, int | float) or not math.isfinite(bound):
-                    raise param_error(param, f"{param}[{metric!r}] must be a finite number, got {bound!r}.")
-                if param == "max_drop" and bound < 0:
-                    raise param_error(param, f"{param}[{metric!r}] must be >= 0, got {bound!r}.")
+                finite_number(bound, param, message=f"{param}[{metric!r}] must be a finite number, got {{value!r}}.")
+                finite_number(bound, param, low=0 if param == "max_drop" else None,
+                              message=f"{param}[{metric!r}] must be >= 0, got {{value!r}}.")  # fmt: skip
         if max_drop and len(self.runs) < 2:
             raise param_error("max_drop", "max_drop needs a reference run to compare with: give a second run.")
         ref = self._run_name(reference)

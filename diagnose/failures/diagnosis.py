@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from diagnose import defaults
+from diagnose.checks import is_int
 from diagnose.data import DataError, Dataset, Run, fields_dict
 from diagnose.failures.evidence import Failure, _Bm25Scores, _failure, _lookups
 from diagnose.failures.taxonomy import CLASSES, RECOMMENDATIONS, FailureMode, Thresholds
@@ -154,8 +155,8 @@ def diagnose_run(
     """
     if ds.corpus is None or ds.queries is None:
         raise DataError("The diagnosis needs the corpus and the queries.", param="corpus")
-    if k < 1:
-        raise DataError(f"k must be at least 1 (got {k}).")
+    if not is_int(k) or k < 1:
+        raise DataError(f"k must be at least 1 (got {k}).", param="k")
     calibration = calibration or calibrate(ds, run, space, k, thresholds)
     pairs, n_golden = failed_pairs(ds, run, k, mode)
     look = _lookups(ds, run, space, pairs)
