@@ -31,6 +31,9 @@ SEED = 0
 SPLIT = "test"
 """The qrels split read from a BEIR folder (``qrels/<split>.tsv``)."""
 
+BASELINES = ("bm25", "dense", "hybrid")
+"""The baseline runs computed beside the user's: Lucene BM25, exact dense search with the model, and their RRF."""
+
 FAILURE_MODES = ("hit", "recall")
 FAILURE = "hit"
 """The failure definition: ``"hit"`` (no relevant document in the top k) or ``"recall"`` (any missing)."""

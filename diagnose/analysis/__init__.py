@@ -33,10 +33,9 @@ from diagnose.analysis.base import (
     LIVE,
     YOUR_RUN,
 )
-from diagnose.analysis.params import BASELINES
 from diagnose.analysis.pictures import Pictures
 from diagnose.data import DataError
-from diagnose.defaults import FAILURE_MODES
+from diagnose.defaults import BASELINES, FAILURE_MODES
 from diagnose.report import failures_dict
 
 __all__ = ["Analysis", "BASELINE", "BASELINES", "DEFAULT_DEPTH", "DEFAULT_KS", "FAILURE_MODES", "LIVE", "YOUR_RUN"]

@@ -12,12 +12,11 @@ from typing import Any
 from diagnose import checks
 from diagnose.checks import given, param_error
 from diagnose.data import Run
-from diagnose.defaults import FAILURE_MODES
+from diagnose.defaults import BASELINES, FAILURE_MODES
 from diagnose.failures import Thresholds
 from diagnose.retrievers.kinds import _describe, _kind
 from diagnose.space import VectorSpace
 
-BASELINES = ("bm25", "dense", "hybrid")
 EMBEDDING_KEYS = ("doc", "query", "doc_ids", "query_ids")
 RUN_FORMS = (
     "a file path, a Run, a dict {query_id: {doc_id: score}} or a live retriever (a callable str -> [doc_id, ...], "

@@ -132,7 +132,7 @@ def _evaluate_options(ev: argparse.ArgumentParser) -> None:
         "--baseline",
         action="append",
         default=[],
-        choices=["bm25", "dense", "hybrid"],
+        choices=list(defaults.BASELINES),
         help="add a baseline run computed here (repeatable); then --run is optional",
     )
     ev.add_argument("--depth", type=int, default=defaults.DEPTH, help=f"depth of baseline runs (default: {defaults.DEPTH})")

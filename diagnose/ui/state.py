@@ -333,7 +333,7 @@ def _analysis(s: Settings, key: str, ds: Dataset, encoder: Encoder) -> tuple[Ana
         runs = {**ds.runs, **{n: r for n, r in live.items() if n not in ds.runs}}
         if len(runs) < len(ds.runs) + len(live):
             raise DataError("A live retriever has the name of a run file; name each run differently.")
-        names = sources.unique_names(["bm25", "dense", "hybrid"], runs)
+        names = sources.unique_names(list(defaults.BASELINES), runs)
         return Analysis(
             ds, runs, baselines={new: kind for kind, new in names.items()}, encoder=encoder,
             bm25_engine=s.bm25_engine, depth=BASELINE_DEPTH, embeddings=dict(s.embeddings) or None,
