@@ -166,10 +166,10 @@ def list_of(
 
 
 def strings(value: Any, param: str, *, what: str) -> list[str]:
-    """``value``: one non-empty string, or a list of them (``what``: what they are, e.g. "metric names such as
-    'ndcg@10'"), as a list."""
+    """``value``: one string, or a list of them (``what``: what they are, e.g. "metric names such as 'ndcg@10'"),
+    as a list. Empty strings are kept (``"ndcg@10,".split(",")``: the reader skips them)."""
     return list_of(
-        value, param, lambda x: text(x, param, what=f"{what} (strings)"),
+        value, param, lambda x: text(x, param, what=f"{what} (strings)", empty_ok=True),
         expected=f"{what} (a str or a list of str)", single=lambda v: isinstance(v, str),
     )  # fmt: skip
 
