@@ -1,6 +1,6 @@
 """The analysis' foundation: its parameters, the memo (a lock per step, so a thread encoding never blocks one
-reading metrics), the per-thread progress reporter, and the parameter checks. The steps live in the subclasses:
-:mod:`.pipeline` (data, runs, vectors, BM25), :mod:`.scores` (metrics, comparisons, the CI gate), :mod:`.evidence`
+reading metrics) and the per-thread progress reporter; the parameters are checked by :mod:`.params`. The steps
+live in the subclasses: :mod:`.pipeline` (data, runs, vectors, BM25), :mod:`.scores` (metrics, comparisons, the CI gate), :mod:`.evidence`
 (failures, golden-set evidence, model choice), :mod:`.pictures` (maps and charts)."""
 
 from __future__ import annotations
