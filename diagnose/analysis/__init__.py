@@ -14,10 +14,11 @@ changing ``k`` or the failure definition in a call re-encodes and re-indexes not
 
 Errors name the parameter (``DataError.param``); the CLI and the app translate it into their flag or widget.
 
-Where things are (one class, built in layers, each a file): :mod:`.base` (parameters, the memo, progress), :mod:`.params` (the parameters checked at the door),
-:mod:`.pipeline` (golden queries, runs, baselines, vectors, BM25), :mod:`.scores` (metrics, comparisons, the CI gate,
-ties, bounds), :mod:`.evidence` (failures, remedies, risk, inspection, model choice), :mod:`.pictures` (maps,
-similarity); :class:`Analysis` (here) adds the outputs: ``to_dict``, the summary and the notebook display.
+Where things are (one class, built in layers, each a file): :mod:`.base` (parameters, the memo, progress),
+:mod:`.params` (the parameters checked at the door), :mod:`.pipeline` (golden queries, runs, baselines, vectors,
+BM25), :mod:`.scores` (metrics, comparisons, the CI gate, ties, bounds), :mod:`.evidence` (failures, remedies, risk,
+inspection, model choice), :mod:`.pictures` (maps, similarity); :class:`Analysis` (here) adds the outputs:
+``to_dict``, the summary and the notebook display.
 """
 
 from __future__ import annotations
