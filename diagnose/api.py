@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from diagnose import checks, defaults
 from diagnose.data import DataError, Dataset, Qrels, Run, ValidationReport
 from diagnose.metrics import DEFAULT_KS
 
@@ -26,8 +27,8 @@ def load(
     corpus: PathLike | None = None,
     queries: PathLike | None = None,
     qrels: PathLike | None = None,
-    split: str = "test",
-    runs: Sequence[str | Path | tuple[str | None, PathLike]] = (),
+    split: str = defaults.SPLIT,
+    runs: Sequence[str | Path | tuple[str | None, PathLike]] | PathLike = (),
     require_qrels: bool = True,
     corpus_fields: Mapping[str, str] | None = None,
 ) -> Dataset:
@@ -37,7 +38,7 @@ def load(
     e.g. ``{"id": "doc_id", "text": "body"}``. ``require_qrels=False``: no golden set yet (a query log and a corpus get empty qrels, to judge: see
     :mod:`diagnose.judging`).
 
-    ``runs``: run files, ``"NAME=PATH"`` or ``(name, path)``; runs can also be given later to
+    ``runs``: run files, ``"NAME=PATH"`` or ``(name, path)`` (one run may be given alone); runs can also be given later to
     :class:`~diagnose.analysis.Analysis`. Problems that do not stop the work are counted in ``Dataset.report``;
     the others raise :class:`~diagnose.data.DataError` naming the file, line and fix.
 
@@ -47,6 +48,17 @@ def load(
     """
     from diagnose.io import load_dataset
 
+    data, corpus, queries, qrels = (
+        checks.optional_path(value, param) for param, value in
+        (("data", data), ("corpus", corpus), ("queries", queries), ("qrels", qrels))
+    )  # fmt: skip
+    split = checks.text(split, "split", what="the name of a qrels split (a str, e.g. 'test')")
+    runs = checks.list_of(runs, "runs", _run_spec, expected="run files, 'NAME=PATH' or (name, path) (a list)",
+                          single=lambda v: isinstance(v, str | Path))  # fmt: skip
+    if corpus_fields is not None:
+        checks.mapping(corpus_fields, "corpus_fields", expected="a dict such as {'id': 'doc_id', 'text': 'body'}")
+    if not isinstance(require_qrels, bool):
+        raise DataError(f"require_qrels must be True or False, got {checks.given(require_qrels)}.", param="require_qrels")
     if data is None and qrels is None and require_qrels:
         raise DataError(
             "No golden set given: pass a BEIR folder (data='path/to/folder') or a qrels file (qrels='qrels.tsv')."
@@ -57,13 +69,24 @@ def load(
     )  # fmt: skip
 
 
+def _run_spec(spec: Any) -> Any:
+    """One run of :func:`load`'s ``runs``, checked and returned as given: a path, ``"NAME=PATH"`` or
+    ``(name, path)``."""
+    if isinstance(spec, tuple) and len(spec) == 2 and isinstance(spec[0], str | None):
+        checks.path(spec[1], "runs", label=f"the path of run {spec[0]!r}")
+    else:
+        checks.path(spec, "runs", what="a run file, 'NAME=PATH' or (name, path)", label="each run")
+    return spec
+
+
 def _nested(given: Mapping, name: str, value: str, hint: str = "") -> Iterator[tuple[Any, Any, Any]]:
     """``(query_id, doc_id, value)`` of a ``{query_id: {doc_id: value}}`` dict, in its order; a query whose value is
     not a dict is refused when reached, naming it (``name``: the parameter, ``value``: what each document maps to)."""
     for qid, docs in given.items():
         if not isinstance(docs, Mapping):
             raise DataError(
-                f"{name}[{qid!r}] is a {type(docs).__name__}; expected a dict {{doc_id: {value}}} per query{hint}."
+                f"{name}[{qid!r}] is a {type(docs).__name__}; expected a dict {{doc_id: {value}}} per query{hint}.",
+                param=name,
             )
         for doc, v in docs.items():
             yield qid, doc, v
@@ -102,7 +125,8 @@ def as_qrels(qrels: Qrels | Dataset | PathLike | Mapping[str, Mapping[str, int]]
         )
         return Qrels(df, source="dict")
     raise DataError(
-        f"qrels: expected a path, a Qrels, a Dataset or a dict {{query_id: {{doc_id: grade}}}}, got {type(qrels).__name__}."
+        f"qrels: expected a path, a Qrels, a Dataset or a dict {{query_id: {{doc_id: grade}}}}, got {type(qrels).__name__}.",
+        param="qrels",
     )
 
 
@@ -145,7 +169,8 @@ def as_run(
         return Run.from_ranked_lists(name or "run", lists, source="dict")
     raise DataError(
         f"run {name or ''!r}: expected a path, a Run or a dict {{query_id: {{doc_id: score}}}}, got "
-        f"{type(run).__name__} (a live retriever goes to Analysis(runs=...) or diagnose.run_retriever)."
+        f"{type(run).__name__} (a live retriever goes to Analysis(runs=...) or diagnose.run_retriever).",
+        param="run",
     )
 
 
@@ -174,8 +199,10 @@ def evaluate(
     """
     from diagnose.metrics import evaluate_many, expand_names
 
-    ks = [k] if isinstance(k, int | np.integer) else list(k)
-    names = expand_names([metrics] if isinstance(metrics, str) else metrics, ks)
+    ks = checks.cutoffs(k, "k")
+    if metrics is not None:
+        metrics = checks.strings(metrics, "metrics", what="metric names such as 'ndcg@10' or 'recall'")
+    names = expand_names(metrics, ks)
     q = as_qrels(qrels)
     runs = _runs_argument(run)
     results = evaluate_many(q, runs, names)

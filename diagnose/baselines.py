@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
+from diagnose import defaults
+from diagnose.checks import is_int
 from diagnose.data import Corpus, DataError, Queries, Run, ValidationReport
 from diagnose.fusion import rrf
 
@@ -28,8 +30,8 @@ def bm25_run(
     queries: Queries,
     query_ids: Sequence[str] | None = None,
     *,
-    depth: int = 100,
-    engine: str = "bm25s",
+    depth: int = defaults.DEPTH,
+    engine: str = defaults.BM25_ENGINE,
     index: BM25Index | None = None,
     report: ValidationReport | None = None,
 ) -> Run:
@@ -75,7 +77,7 @@ def dense_run(
     doc_ids: Sequence[str],
     query_ids: Sequence[str],
     *,
-    depth: int = 100,
+    depth: int = defaults.DEPTH,
     name: str = "dense",
 ) -> Run:
     """Exact top-``depth`` by inner product (cosine for L2-normalised rows) of every query over every document.
@@ -100,8 +102,8 @@ def dense_run(
             f"Dense run: {len(doc_vecs)} document vectors for {len(d_ids)} ids and {len(query_vecs)} query "
             f"vectors for {len(q_ids)} ids; give one id per row."
         )
-    if depth < 1:
-        raise ValueError(f"depth must be >= 1, got {depth}.")
+    if not is_int(depth) or depth < 1:
+        raise DataError(f"depth must be >= 1, got {depth}.", param="depth")
     k = min(depth, len(d_ids))
     if k == 0 or len(q_ids) == 0:
         return Run.from_ranked_lists(name, {})
@@ -120,6 +122,6 @@ def dense_run(
     return Run(name, df.drop(columns="_q").reset_index(drop=True), source="exact dense search")
 
 
-def hybrid_run(bm25: Run, dense: Run, *, k: int = 60, depth: int = 100) -> Run:
+def hybrid_run(bm25: Run, dense: Run, *, k: int = defaults.RRF_K, depth: int = defaults.DEPTH) -> Run:
     """Reciprocal rank fusion of a BM25 and a dense run (``k=60``), cut at ``depth``, named "hybrid"."""
     return rrf([bm25, dense], k=k, name="hybrid", depth=depth)

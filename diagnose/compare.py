@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from diagnose import defaults
 from diagnose.data import DataError, Qrels, Queries, Run, fields_dict
 from diagnose.fusion import rrf, weighted_fusion
 from diagnose.metrics import Evaluation, evaluate
@@ -105,7 +106,7 @@ class RerankReport:
 
 
 def rerank_report(
-    qrels: Qrels, candidates: Run, reranked: Run, *, k: int = 10, depth: int = 100
+    qrels: Qrels, candidates: Run, reranked: Run, *, k: int = defaults.K, depth: int = defaults.DEPTH
 ) -> RerankReport:
     """Recall@depth of the candidates (the ceiling), nDCG@k and MRR before and after, failures recovered/introduced."""
     metrics = [f"recall@{depth}", f"ndcg@{k}", "mrr", f"hit_rate@{k}", f"recall@{k}"]
@@ -124,7 +125,7 @@ def rerank_report(
 
 
 def rerank_cross_encoder(
-    run: Run, query_text: Mapping[str, str], doc_text: Mapping[str, str], model: str, *, depth: int = 100,
+    run: Run, query_text: Mapping[str, str], doc_text: Mapping[str, str], model: str, *, depth: int = defaults.DEPTH,
     batch_size: int = 32, progress: bool = False,
 ) -> Run:  # fmt: skip
     """Rerank the top ``depth`` of ``run`` live with a sentence-transformers CrossEncoder (name or local folder)."""
@@ -166,9 +167,9 @@ def fusion_whatif(
     qrels: Qrels,
     runs: Sequence[Run],
     *,
-    k: int = 10,
+    k: int = defaults.K,
     weights: Sequence[float] = (0.3, 0.5, 0.7),
-    rrf_k: int = 60,
+    rrf_k: int = defaults.RRF_K,
 ) -> pd.DataFrame:
     """What if two runs were fused? RRF and weighted min-max score fusion at several weights, each with its
     metrics and how many of each input's failures at k it would recover (and how many successes it would lose)."""

@@ -45,6 +45,8 @@ import numpy as np
 import pandas as pd
 
 from diagnose.charts import CLASS_COLORS, OTHER_COLOR, ROLE_COLORS, class_label
+from diagnose.checks import one_of
+from diagnose.defaults import MAP_COLORINGS
 from diagnose.projection.frames import EDGE_COLUMNS, MAP_COLUMNS, shorten
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -161,8 +163,7 @@ def embedding_deck(
     missing = [c for c in MAP_COLUMNS if c not in points.columns]
     if missing:
         raise ValueError(f"embedding_deck: points lack columns {missing}")
-    if color_by not in ("role", "failure_class"):
-        raise ValueError(f"color_by must be 'role' or 'failure_class', got {color_by!r}")
+    one_of(color_by, "color_by", MAP_COLORINGS)
 
     layers = [
         _role_layer(pdk, points, "documents", "document", "Document", snippet_chars),

@@ -19,6 +19,8 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from diagnose import defaults
+from diagnose.checks import finite_number, one_of, positive_int
 from diagnose.data import DataError, Run
 
 NORMS = ("minmax", "zscore", "none")
@@ -27,9 +29,9 @@ NORMS = ("minmax", "zscore", "none")
 def _stack(runs: Sequence[Run], columns: list[str]) -> pd.DataFrame:
     """All runs' rows with a ``run`` column (position in ``runs``); refuses duplicate (query, doc) pairs."""
     if isinstance(runs, Run):
-        raise TypeError("Pass a sequence of runs, e.g. [run_a, run_b].")
+        raise DataError("Pass a sequence of runs, e.g. [run_a, run_b].", param="runs")
     if len(runs) == 0:
-        raise ValueError("Fusion needs at least one run.")
+        raise DataError("Fusion needs at least one run.", param="runs")
     frames = []
     for i, run in enumerate(runs):
         df = run.df[["query_id", "doc_id", *columns]]
@@ -46,8 +48,8 @@ def _stack(runs: Sequence[Run], columns: list[str]) -> pd.DataFrame:
 
 def _finish(fused: pd.DataFrame, query_order: np.ndarray, name: str, depth: int | None, source: str) -> Run:
     """Sort (query order, score desc, doc id desc), rank, cut at depth."""
-    if depth is not None and depth < 1:
-        raise ValueError(f"depth must be >= 1 or None, got {depth}.")
+    if depth is not None:
+        positive_int(depth, "depth", note=" or None")
     # float32 precision, as trec_eval compares; "+ 0.0" turns -0.0 into 0.0
     score = fused["score"].to_numpy(dtype=np.float64).astype(np.float32).astype(np.float64) + 0.0
     fused = fused.assign(
@@ -69,7 +71,7 @@ def _finish(fused: pd.DataFrame, query_order: np.ndarray, name: str, depth: int 
     return Run(name, df, source=source)
 
 
-def rrf(runs: Sequence[Run], *, k: int = 60, name: str = "hybrid", depth: int | None = None) -> Run:
+def rrf(runs: Sequence[Run], *, k: int = defaults.RRF_K, name: str = "hybrid", depth: int | None = None) -> Run:
     """Reciprocal rank fusion (Cormack, Clarke & Büttcher, SIGIR 2009).
 
     ``score(q, d) = sum over the runs r that retrieved d for q of 1 / (k + rank_r(q, d))``, with ``rank_r`` the
@@ -77,8 +79,7 @@ def rrf(runs: Sequence[Run], *, k: int = 60, name: str = "hybrid", depth: int | 
     run adds nothing for that run. Documents with the same ranks in a different order of runs tie (the float32
     rounding absorbs the float64 summation order), and then the doc id decides.
     """
-    if k < 0:
-        raise ValueError(f"RRF k must be >= 0, got {k}.")
+    finite_number(k, "k", low=0, message="RRF k must be >= 0, got {value}.")
     stacked = _stack(runs, ["rank"])
     stacked["score"] = 1.0 / (k + stacked["rank"].to_numpy(dtype=np.float64))
     fused = stacked.groupby(["query_id", "doc_id"], sort=False, as_index=False)["score"].sum()
@@ -105,13 +106,14 @@ def weighted_fusion(
       list's mean. A list whose scores are all equal gets 0 everywhere (as ranx's ``zmuv``).
     - ``"none"``: raw scores (only meaningful when the runs' scores share a scale).
     """
-    if norm not in NORMS:
-        raise ValueError(f"Unknown norm {norm!r}; choose one of {', '.join(NORMS)}.")
+    one_of(norm, "norm", NORMS, message="Unknown norm {value!r}; choose one of " + ", ".join(NORMS) + ".")
     if isinstance(runs, Run):
-        raise TypeError("Pass a sequence of runs, e.g. [run_a, run_b].")
+        raise DataError("Pass a sequence of runs, e.g. [run_a, run_b].", param="runs")
     w = np.asarray(list(weights), dtype=np.float64)
     if len(w) != len(runs):
-        raise ValueError(f"weighted_fusion needs one weight per run: {len(w)} weights for {len(runs)} runs.")
+        raise DataError(
+            f"weighted_fusion needs one weight per run: {len(w)} weights for {len(runs)} runs.", param="weights"
+        )
     stacked = _stack(runs, ["score"])
     s = stacked["score"].to_numpy(dtype=np.float64)
     if norm != "none":

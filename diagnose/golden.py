@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from diagnose import defaults
 from diagnose.data import DataError, Dataset, Run, fields_dict
 from diagnose.space import VectorSpace
 
@@ -65,8 +66,8 @@ def find_label_noise(
     run: Run,
     space: VectorSpace,
     *,
-    k: int = 10,
-    duplicate_cosine: float = 0.95,
+    k: int = defaults.K,
+    duplicate_cosine: float = defaults.DUPLICATE_COSINE,
     max_docs_for_near_duplicates: int = 50_000,
 ) -> LabelNoise:
     """Unjudged near-duplicates of judged relevant documents in the top k, duplicate documents in the corpus (exact
@@ -178,7 +179,7 @@ class Hubness:
 
 
 def hubness(
-    run: Run, *, k: int = 10, n_docs: int | None = None, top: int = 10, min_share: float = 0.1
+    run: Run, *, k: int = defaults.K, n_docs: int | None = None, top: int = 10, min_share: float = 0.1
 ) -> Hubness:
     """Documents in the top k of unusually many queries.
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from diagnose import defaults
 from diagnose.data import DataError, Dataset
 from diagnose.failures import CLASSES, Diagnosis, diagnose_run, hubness
 from diagnose.metrics import Evaluation, evaluate
@@ -144,11 +145,11 @@ def compare_models(
     spaces: Sequence[VectorSpace],
     *,
     bm25,
-    k: int = 10,
+    k: int = defaults.K,
     metric: str | None = None,
-    depth: int = 100,
-    n_resamples: int = 10_000,
-    seed: int = 0,
+    depth: int = defaults.DEPTH,
+    n_resamples: int = defaults.RESAMPLES,
+    seed: int = defaults.SEED,
 ) -> ModelComparison:
     """Evaluate each encoder's exact dense run on the golden set and rank the models.
 

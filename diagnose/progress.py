@@ -20,6 +20,8 @@ import warnings
 from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
 
+from diagnose.data import DataError
+
 # bm25s, transformers, huggingface_hub and sentence-transformers import tqdm.autonotebook, which prints "TqdmWarning:
 # IProgress not found" into a Jupyter cell when ipywidgets is not installed (and then draws text bars, which is
 # fine). It warns once, on its first import: that import happens here, quietly, before any of theirs.
@@ -150,4 +152,6 @@ def reporter(progress: Progress) -> Reporter:
         return progress
     if callable(progress):
         return _CallbackOnly(progress)
-    raise TypeError(f"progress must be a bool, a reporter (step/bar) or a callback(done, total), got {progress!r}")
+    raise DataError(
+        f"progress must be a bool, a reporter (step/bar) or a callback(done, total), got {progress!r}", param="progress"
+    )

@@ -57,6 +57,8 @@ from typing import Any, NamedTuple
 import numpy as np
 import pandas as pd
 
+from diagnose import defaults
+from diagnose.checks import positive_int
 from diagnose.data import DataError, Dataset, Run, fields_dict
 from diagnose.failures import CLASS_BY_ID, FAILURE_CLASSES, Diagnosis, FailureMode, Remedy
 from diagnose.space import VectorSpace
@@ -67,7 +69,7 @@ def remedy_for(cls: str, kind: str = "unknown") -> Remedy:
     return CLASS_BY_ID[cls].remedy_for(kind)
 
 
-RRF_K = 60
+RRF_K = defaults.RRF_K
 #: The second ``near_miss`` remedy, measured when the user gives a CrossEncoder (not a class's own remedy).
 CROSS_ENCODER = Remedy("crossencoder", "cross-encoder rerank of the top {depth}")
 
@@ -210,8 +212,7 @@ def cosine_rerank(run: Run, space: VectorSpace, depth: int, *, name: str | None 
 
     Ranks are renumbered 1..n per query; queries keep their order. ``name`` defaults to ``"<run> (cosine rerank)"``.
     """
-    if isinstance(depth, bool) or not isinstance(depth, int | np.integer) or depth < 1:
-        raise DataError(f"depth must be a positive integer, got {depth!r}.", param="depth")
+    positive_int(depth, "depth")
     df = run.df
     qids = df["query_id"].to_numpy(dtype=object)
     docs = df["doc_id"].to_numpy(dtype=object)
@@ -395,8 +396,8 @@ def prove_remedies(
     mode: FailureMode | None = None,
     metric: str | None = None,
     cross_encoder_run: Run | None = None,
-    n_resamples: int = 10_000,
-    seed: int = 0,
+    n_resamples: int = defaults.RESAMPLES,
+    seed: int = defaults.SEED,
     kind: str | None = None,
     hybrid_run: Run | None = None,
 ) -> Remedies:

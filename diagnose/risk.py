@@ -35,6 +35,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from diagnose import defaults
+from diagnose.checks import rank_cutoff
 from diagnose.data import DataError, Qrels, Run
 
 FEATURES = ("top1", "gap12", "spread", "mean_k", "confidence")
@@ -42,13 +44,7 @@ TAU = 0.05
 RISK_COLUMNS = ("query_id", *FEATURES, "n_scores", "risk", "risk_rank")
 
 
-def _check_k(k: Any) -> int:
-    if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 1:
-        raise DataError(f"k must be a positive integer (the rank cutoff), got {k!r}.", param="k")
-    return int(k)
-
-
-def failure_risk(run: Run, *, k: int = 10, dense: bool | None = None) -> pd.DataFrame:
+def failure_risk(run: Run, *, k: int = defaults.K, dense: bool | None = None) -> pd.DataFrame:
     """Every query of ``run`` with its score features, risk score and risk rank (module docstring: definitions).
 
     Columns: ``query_id, top1, gap12, spread, mean_k, confidence, n_scores, risk, risk_rank``; one row per query
@@ -56,7 +52,7 @@ def failure_risk(run: Run, *, k: int = 10, dense: bool | None = None) -> pd.Data
     has no scores and no row (it fails for sure). ``dense``: force the ``confidence`` feature on or off (default:
     on when every score is in [-1, 1]). Raises DataError for a run without rows or a non-finite score.
     """
-    k = _check_k(k)
+    k = rank_cutoff(k)
     top = run.top(k).sort_values(["rank"], kind="mergesort")
     if top.empty:
         raise DataError(
@@ -164,7 +160,7 @@ def _auc(y: np.ndarray, score: np.ndarray) -> float:
 
 
 def validate_risk(
-    risk: pd.DataFrame, qrels: Qrels, run: Run, k: int = 10, *, top_fraction: float = 0.2
+    risk: pd.DataFrame, qrels: Qrels, run: Run, k: int = defaults.K, *, top_fraction: float = 0.2
 ) -> RiskValidation:
     """ROC AUC of :func:`failure_risk`'s ``risk`` (and of each feature) against "the golden query fails at k".
 
@@ -174,7 +170,7 @@ def validate_risk(
     """
     from diagnose.metrics import evaluate
 
-    k = _check_k(k)
+    k = rank_cutoff(k)
     if not 0.0 < top_fraction <= 1.0:
         raise DataError(f"top_fraction must be in (0, 1], got {top_fraction!r}.", param="top_fraction")
     missing_cols = [c for c in RISK_COLUMNS if c not in risk.columns]

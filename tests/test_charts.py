@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 
 from diagnose import charts
+from diagnose.data import DataError
 
 alt = pytest.importorskip("altair")
 
@@ -220,13 +221,13 @@ def test_embedding_map_colour_by_class_and_no_selection():
     mapping = dict(zip(colour["scale"]["domain"], colour["scale"]["range"], strict=True))
     assert mapping[charts.CLASS_LEGENDS["near_miss"]] == charts.CLASS_COLORS["near_miss"]
     assert [u.get("name") for u in units(spec)] == ["map_documents", "map_queries"]  # no edges, no line layer
-    with pytest.raises(ValueError, match="color_by"):
+    with pytest.raises(DataError, match="color_by"):
         charts.embedding_map(points, None, color_by="model")
 
 
 def test_embedding_map_refuses_more_rows_than_altair_allows():
     points, _ = _points(5001)
-    with pytest.raises(ValueError, match="sample_for_map"):
+    with pytest.raises(DataError, match="sample_for_map"):
         charts.embedding_map(points)
 
 
@@ -454,7 +455,7 @@ def test_deck_colours_failed_queries_by_class_and_checks_its_input():
     assert by_class["layers"][-1]["data"][0]["color"] == deck.rgba(charts.CLASS_COLORS["near_miss"])
     by_role = json.loads(deck.embedding_deck(points, edges).to_json())
     assert by_role["layers"][-1]["data"][0]["color"] == deck.rgba(charts.ROLE_COLORS["failed query"])
-    with pytest.raises(ValueError, match="color_by"):
+    with pytest.raises(DataError, match="color_by"):
         deck.embedding_deck(points, color_by="size")
     with pytest.raises(ValueError, match="lack columns"):
         deck.embedding_deck(points.drop(columns="snippet"))

@@ -336,9 +336,9 @@ def test_dense_search_edge_shapes():
     d = np.eye(3, dtype=np.float32)
     idx, sc = dense_search(np.zeros((0, 3), dtype=np.float32), d, 5)
     assert idx.shape == (0, 3)
-    with pytest.raises(ValueError):
+    with pytest.raises(DataError, match="dimensions"):
         dense_search(np.ones((1, 2), dtype=np.float32), d, 1)
-    with pytest.raises(ValueError):
+    with pytest.raises(DataError, match="k must be >= 1"):
         dense_search(d, d, 0)
 
 

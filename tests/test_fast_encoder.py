@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from diagnose import fast_encoder
-from diagnose.data import document_text
+from diagnose.data import DataError, document_text
 from diagnose.embed import EmbeddingCache, SentenceTransformerEncoder, embed_texts, load_encoder
 
 pytestmark = pytest.mark.real_model
@@ -65,7 +65,7 @@ def test_name_and_label_differ_by_precision(exact, fast, tmp_path):
     assert fast.label == exact.label + ", bf16"
     cache = EmbeddingCache(tmp_path)
     assert cache.store_dir(fast.name) != cache.store_dir(exact.name)
-    with pytest.raises(ValueError, match="precision"):
+    with pytest.raises(DataError, match="precision"):
         load_encoder(None, precision="int8")
 
 

@@ -116,13 +116,13 @@ def test_weighted_none_and_depth():
 
 
 def test_errors():
-    with pytest.raises(ValueError, match="one weight per run"):
+    with pytest.raises(DataError, match="one weight per run"):
         weighted_fusion([A, B], [1.0])
-    with pytest.raises(ValueError, match="Unknown norm"):
+    with pytest.raises(DataError, match="Unknown norm"):
         weighted_fusion([A, B], [1, 1], norm="max")
-    with pytest.raises(ValueError, match="at least one run"):
+    with pytest.raises(DataError, match="at least one run"):
         rrf([])
-    with pytest.raises(TypeError):
+    with pytest.raises(DataError, match="sequence of runs"):
         rrf(A)
     dup = Run("dup", pd.concat([A.df, A.df.iloc[:1]], ignore_index=True))
     with pytest.raises(DataError, match="'dup' lists document 'd1' more than once for query 'q1'"):

@@ -9,7 +9,7 @@ import pytest
 
 from diagnose import projection as pj
 from diagnose.cache import ArrayCache
-from diagnose.data import ValidationReport
+from diagnose.data import DataError, ValidationReport
 
 
 class _Recorder:
@@ -35,7 +35,7 @@ def test_recipe_switches_to_the_large_recipe_at_large_n():
     assert pj.recipe_for(19_999).is_exact_default
     big = pj.recipe_for(20_000)
     assert (big.knn, big.pca_dims, big.n_epochs) == ("nndescent", pj.LARGE_PCA_DIMS, pj.LARGE_EPOCHS)
-    with pytest.raises(ValueError, match="knn"):
+    with pytest.raises(DataError, match="knn"):
         pj.LayoutRecipe(knn="annoy")
 
 

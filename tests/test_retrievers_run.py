@@ -184,7 +184,7 @@ def test_bad_inputs_say_what_to_pass():
         run_retriever(lambda t: [], {"q1": None})
     with pytest.raises(DataError, match=r"returned a str for query 'q1'"):
         run_retriever(lambda t: "d1 d2", {"q1": "a"})
-    with pytest.raises(ValueError, match="chunk_to_doc"):
+    with pytest.raises(DataError, match="chunk_to_doc"):
         run_retriever(lambda t: [], {"q1": "a"}, chunk_to_doc="mean")
-    with pytest.raises(ValueError, match="depth"):
+    with pytest.raises(DataError, match="depth"):
         run_retriever(lambda t: [], {"q1": "a"}, depth=0)

@@ -15,9 +15,10 @@ changing ``k`` or the failure definition in a call re-encodes and re-indexes not
 Errors name the parameter (``DataError.param``); the CLI and the app translate it into their flag or widget.
 
 Where things are (one class, built in layers, each a file): :mod:`.base` (parameters, the memo, progress),
-:mod:`.pipeline` (golden queries, runs, baselines, vectors, BM25), :mod:`.scores` (metrics, comparisons, the CI gate,
-ties, bounds), :mod:`.evidence` (failures, remedies, risk, inspection, model choice), :mod:`.pictures` (maps,
-similarity); :class:`Analysis` (here) adds the outputs: ``to_dict``, the summary and the notebook display.
+:mod:`.params` (the parameters checked at the door), :mod:`.pipeline` (golden queries, runs, baselines, vectors,
+BM25), :mod:`.scores` (metrics, comparisons, the CI gate, ties, bounds), :mod:`.evidence` (failures, remedies, risk,
+inspection, model choice), :mod:`.pictures` (maps, similarity); :class:`Analysis` (here) adds the outputs:
+``to_dict``, the summary and the notebook display.
 """
 
 from __future__ import annotations
@@ -28,20 +29,17 @@ import pandas as pd
 
 from diagnose.analysis.base import (
     BASELINE,
-    BASELINES,
     DEFAULT_DEPTH,
     DEFAULT_KS,
-    FAILURE_MODES,
     LIVE,
     YOUR_RUN,
-    _check_k,
 )
 from diagnose.analysis.pictures import Pictures
 from diagnose.data import DataError
+from diagnose.defaults import BASELINES, FAILURE_MODES
 from diagnose.report import failures_dict
 
-__all__ = ["Analysis", "BASELINE", "BASELINES", "DEFAULT_DEPTH", "DEFAULT_KS", "FAILURE_MODES", "LIVE", "YOUR_RUN",
-           "_check_k"]  # fmt: skip
+__all__ = ["Analysis", "BASELINE", "BASELINES", "DEFAULT_DEPTH", "DEFAULT_KS", "FAILURE_MODES", "LIVE", "YOUR_RUN"]
 
 
 class Analysis(Pictures):

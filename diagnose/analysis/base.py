@@ -1,6 +1,6 @@
 """The analysis' foundation: its parameters, the memo (a lock per step, so a thread encoding never blocks one
-reading metrics), the per-thread progress reporter, and the parameter checks. The steps live in the subclasses:
-:mod:`.pipeline` (data, runs, vectors, BM25), :mod:`.scores` (metrics, comparisons, the CI gate), :mod:`.evidence`
+reading metrics) and the per-thread progress reporter; the parameters are checked by :mod:`.params`. The steps
+live in the subclasses: :mod:`.pipeline` (data, runs, vectors, BM25), :mod:`.scores` (metrics, comparisons, the CI gate), :mod:`.evidence`
 (failures, golden-set evidence, model choice), :mod:`.pictures` (maps and charts)."""
 
 from __future__ import annotations
@@ -11,10 +11,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self, TypeVar
 
-import numpy as np
-
+from diagnose import checks, defaults
 from diagnose import progress as progress_mod
-from diagnose.data import DataError, Dataset, Run
+from diagnose.analysis import params
+from diagnose.checks import param_error, rank_cutoff
+from diagnose.data import Dataset, Run
 from diagnose.extras import needs
 from diagnose.metrics import DEFAULT_KS
 from diagnose.retrievers import DEFAULT_TIMEOUT, check_timeout
@@ -26,20 +27,8 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
-BASELINES = ("bm25", "dense", "hybrid")
-FAILURE_MODES = ("hit", "recall")
-DEFAULT_DEPTH = 100
+DEFAULT_DEPTH = defaults.DEPTH
 YOUR_RUN, BASELINE, LIVE = "your run", "baseline", "live retriever"
-
-
-def _param_error(param: str, message: str) -> DataError:
-    return DataError(message, param=param)
-
-
-def _check_k(k: Any, param: str = "k") -> int:
-    if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 1:
-        raise _param_error(param, f"{param} must be a positive integer (the rank cutoff), got {k!r}.")
-    return int(k)
 
 
 def _check_runs(runs: Mapping[str, Run], ds: Dataset) -> None:
@@ -56,11 +45,6 @@ def _check_runs(runs: Mapping[str, Run], ds: Dataset) -> None:
     ds.report.stats.update(scratch.stats)
 
 
-def _is_run_like(value: Any) -> bool:
-    return isinstance(value, Run | str | Path | Mapping)
-
-
-
 class AnalysisBase:
     """Parameters, memo and reporting of :class:`diagnose.analysis.Analysis` (its docstring lists them)."""
 
@@ -69,56 +53,51 @@ class AnalysisBase:
         dataset: Dataset,
         runs: Mapping[str, Any] | None = None,
         *,
-        k: int = 10,
+        k: int = defaults.K,
         model: str | None = "default",
-        failure: str = "hit",
+        failure: str = defaults.FAILURE,
         baselines: Sequence[str] | Mapping[str, str] = (),
         cache_dir: str | Path | None = None,
         ks: Sequence[int] = DEFAULT_KS,
         metrics: Sequence[str] | None = None,
         depth: int = DEFAULT_DEPTH,
-        bm25_engine: str = "bm25s",
+        bm25_engine: str = defaults.BM25_ENGINE,
         thresholds: Thresholds | None = None,
         encoder: Encoder | None = None,
         embeddings: Mapping[str, Any] | VectorSpace | None = None,
-        precision: str = "fast",
+        precision: str = defaults.PRECISION,
         progress: progress_mod.Progress = False,
         retriever_timeout: float | None = DEFAULT_TIMEOUT,
         kinds: Mapping[str, str] | None = None,
     ) -> None:
         if not isinstance(dataset, Dataset):
-            raise _param_error(
+            raise param_error(
                 "dataset", f"dataset must be a Dataset (diagnose.load(...)), got {type(dataset).__name__}."
             )
         self.dataset = dataset
-        self.k = _check_k(k)
-        self.ks = tuple(sorted({*(_check_k(x, "ks") for x in ks), self.k}))
-        self.failure = self._check_failure(failure)
-        self.depth = _check_k(depth, "depth")
-        if bm25_engine not in ("bm25s", "rank_bm25"):
-            raise _param_error("bm25_engine", f"bm25_engine must be 'bm25s' or 'rank_bm25', got {bm25_engine!r}.")
-        self.bm25_engine = bm25_engine
-        self.model = None if model in (None, "", "default") else str(model)
-        if precision not in ("fast", "exact"):
-            raise _param_error("precision", f"precision must be 'fast' or 'exact', got {precision!r}.")
-        self.precision = precision
+        self.k = rank_cutoff(k)
+        self.ks = params.check_ks(ks, self.k)
+        self.failure = params.check_failure(failure)
+        self.depth = checks.positive_int(depth, "depth")
+        self.bm25_engine = checks.one_of(bm25_engine, "bm25_engine", defaults.BM25_ENGINES)
+        self.model = params.check_model(model)
+        self.precision = checks.one_of(precision, "precision", defaults.PRECISIONS)
         self.retriever_timeout = check_timeout(retriever_timeout, "retriever_timeout")
-        self.cache_dir = Path(cache_dir) if cache_dir is not None else None
-        self._metric_names = list(metrics) if metrics is not None else None
-        self._thresholds = thresholds
-        self._encoder_given = encoder
-        self._embeddings = embeddings
+        self.cache_dir = checks.optional_path(cache_dir, "cache_dir", what="a folder")
+        self._metric_names = params.check_metrics(metrics)
+        self._thresholds = params.check_thresholds(thresholds)
+        self._encoder_given = params.check_encoder(encoder)
+        self._embeddings = params.check_embeddings(embeddings)
         self._default_reporter = progress_mod.reporter(progress)
         self._local = threading.local()  # a reporter per thread (the app encodes in a background thread)
         self._lock = threading.Lock()  # guards the memo and the per-key locks only
         self._key_locks: dict[Hashable, threading.RLock] = {}
         self._memo: dict[Hashable, Any] = {}
-        self._baselines = self._check_baselines(baselines)
-        given = dict(dataset.runs) if runs is None else dict(runs)
-        self._inputs: dict[str, Any] = {str(n): r for n, r in given.items()}
+        self._baselines = params.check_baselines(baselines)
+        self._inputs: dict[str, Any] = params.check_runs(dataset.runs if runs is None else runs)
         clash = sorted(set(self._inputs) & set(self._baselines))
         if clash:
-            raise _param_error(
+            raise param_error(
                 "baselines",
                 f"A run is already named {clash[0]!r}; baseline runs use that name. Rename the run, or give the "
                 f"baselines other names, e.g. baselines={{'{clash[0]} (baseline)': '{self._baselines[clash[0]]}'}}.",
@@ -133,39 +112,19 @@ class AnalysisBase:
         out = {}
         for name, kind in dict(kinds).items():
             if str(name) not in known:
-                raise _param_error(
+                raise param_error(
                     "kinds", f"kinds names a run {name!r} that is not among the runs ({', '.join(known) or 'none'})."
                 )
             out[str(name)] = check_kind(kind, "kinds")
         return out
 
-    @staticmethod
-    def _check_failure(failure: str) -> str:
-        if failure not in FAILURE_MODES:
-            raise _param_error(
-                "failure",
-                f"failure must be 'hit' (no relevant document in the top k) or 'recall' (any relevant document "
-                f"missing), got {failure!r}.",
-            )
-        return failure
-
     def _k(self, k: int | None) -> int:
         """``k`` checked, or the analysis' own when None."""
-        return self.k if k is None else _check_k(k)
+        return self.k if k is None else rank_cutoff(k)
 
     def _mode(self, failure: str | None) -> str:
         """``failure`` checked, or the analysis' own when None."""
-        return self.failure if failure is None else self._check_failure(failure)
-
-    @staticmethod
-    def _check_baselines(baselines: Sequence[str] | Mapping[str, str]) -> dict[str, str]:
-        items = dict(baselines) if isinstance(baselines, Mapping) else {b: b for b in dict.fromkeys(baselines)}
-        bad = [kind for kind in items.values() if kind not in BASELINES]
-        if bad:
-            raise _param_error(
-                "baselines", f"Unknown baseline {bad[0]!r}; choose among {', '.join(BASELINES)}."
-            )
-        return {str(n): str(kind) for n, kind in items.items()}
+        return self.failure if failure is None else params.check_failure(failure)
 
     def _cached(self, key: Hashable, build: Callable[[], T]) -> T:
         """``build()`` once per key. Each key has its own lock, so a thread encoding the corpus does not block a
@@ -190,7 +149,7 @@ class AnalysisBase:
     def _need_texts(self, what: str) -> None:
         ds = self.dataset
         if ds.corpus is None or ds.queries is None:
-            raise _param_error(
+            raise param_error(
                 "corpus" if ds.corpus is None else "queries",
                 f"{what} needs the texts of the corpus and the queries: load the data with a BEIR folder "
                 "(diagnose.load('folder')) or give corpus= and queries= files.",

@@ -18,8 +18,10 @@ if TYPE_CHECKING:
     from diagnose.remedies import Remedies
     from diagnose.risk import RiskValidation
 
-from diagnose.analysis.base import _check_k, _param_error
+from diagnose import defaults
+from diagnose.analysis.params import check_models
 from diagnose.analysis.scores import Scores
+from diagnose.checks import param_error, positive_int
 from diagnose.data import Run
 
 
@@ -176,11 +178,11 @@ class Evidence(Scores):
         from diagnose.compare import rerank_report
 
         if (reranked is None) == (cross_encoder is None):
-            raise _param_error(
+            raise param_error(
                 "reranked", "Give either reranked= (the reranked run) or cross_encoder= (a CrossEncoder), one of them."
             )
         k = self._k(k)
-        depth = self.depth if depth is None else _check_k(depth, "depth")
+        depth = self.depth if depth is None else positive_int(depth, "depth")
         before = candidates if isinstance(candidates, Run) else self.run(candidates)
         if reranked is not None:
             after = reranked if isinstance(reranked, Run) else self.run(reranked)
@@ -215,7 +217,7 @@ class Evidence(Scores):
         name = self._run_name(run)
         qid = str(query_id)
         if self.dataset.queries is not None and qid not in self.dataset.queries.text_of():
-            raise _param_error("query_id", f"No query {qid!r} in the queries file.")
+            raise param_error("query_id", f"No query {qid!r} in the queries file.")
         diag = self.diagnosis(name, k=k, failure=failure)
         return inspect_query(self.dataset, self.runs[name], diag, self.space, self.bm25, qid)
 
@@ -225,8 +227,8 @@ class Evidence(Scores):
         *,
         metric: str | None = None,
         k: int | None = None,
-        n_resamples: int = 10_000,
-        seed: int = 0,
+        n_resamples: int = defaults.RESAMPLES,
+        seed: int = defaults.SEED,
     ) -> ModelComparison:
         """Which embedding model for this golden set: each model (a name, a folder, ``"default"``, or an encoder
         object) searches the corpus exactly; metrics with CIs, ties with the best, speed, memory, failure classes.
@@ -237,7 +239,7 @@ class Evidence(Scores):
         k = self._k(k)
         self._need_texts("Comparing models")
         encoders = []
-        for m in models or ["default"]:
+        for m in check_models(models):
             if isinstance(m, str | Path) or m is None:
                 name = None if m in (None, "", "default") else str(m)
                 enc = (self.encoder if name == self.model and self._encoder_given is None

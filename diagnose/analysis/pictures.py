@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from diagnose.defaults import MAP_COLOR_BY, MAP_COLORINGS
 from diagnose.extras import needs
 
 if TYPE_CHECKING:
@@ -18,10 +19,8 @@ if TYPE_CHECKING:
     from diagnose.projection import EmbeddingMap, Projection
     from diagnose.space import VectorSpace
 
-from diagnose.analysis.base import (
-    _check_k,
-)
 from diagnose.analysis.evidence import Evidence
+from diagnose.checks import one_of, positive_int
 
 
 class Pictures(Evidence):
@@ -36,7 +35,7 @@ class Pictures(Evidence):
 
         name = self._run_name(run)
         k = self._k(k)
-        cap = _check_k(cap, "cap")
+        cap = positive_int(cap, "cap")
         mode = self._mode(failure)
 
         def build() -> EmbeddingMap:
@@ -90,11 +89,12 @@ class Pictures(Evidence):
 
         return self._cached(("whole_map", name, k, mode), build)
 
-    def map(self, run: str | None = None, *, cap: int = 4000, color_by: str = "role") -> alt.LayerChart:
+    def map(self, run: str | None = None, *, cap: int = 4000, color_by: str = MAP_COLOR_BY) -> alt.LayerChart:
         """The embedding map as an Altair chart (``color_by``: ``"role"`` or ``"failure_class"``)."""
         with needs("The embedding map"):
             from diagnose import charts
 
+        color_by = one_of(color_by, "color_by", MAP_COLORINGS)
         emap = self.embedding_map(run, cap=cap)
         return charts.embedding_map(emap.points, emap.edges, color_by=color_by, selectable=False)
 

@@ -4,7 +4,7 @@ baselines, the encoder, the vector space and the BM25 index."""
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING, Self
+from typing import TYPE_CHECKING, Any, Self
 
 from diagnose.api import as_run
 from diagnose.data import Qrels, Run, ValidationReport
@@ -15,15 +15,16 @@ if TYPE_CHECKING:
     from diagnose.lexical import BM25Index
     from diagnose.space import VectorSpace
 
+from diagnose import checks
 from diagnose.analysis.base import (
     BASELINE,
     LIVE,
     YOUR_RUN,
     AnalysisBase,
     _check_runs,
-    _is_run_like,
-    _param_error,
 )
+from diagnose.analysis.params import is_run_like
+from diagnose.checks import given, param_error
 
 
 class Pipeline(AnalysisBase):
@@ -41,7 +42,7 @@ class Pipeline(AnalysisBase):
                 texts = ds.queries.text_of()
                 golden = [q for q in golden if str(texts.get(q, "")).strip()]
             if not golden:
-                raise _param_error(
+                raise param_error(
                     "queries",
                     "No judged query has a relevant document (grade > 0)"
                     + (" and a text in the queries file" if ds.queries is not None else "")
@@ -65,7 +66,7 @@ class Pipeline(AnalysisBase):
     @property
     def kinds(self) -> dict[str, str]:
         """Run name -> ``"your run"``, ``"live retriever"`` or ``"baseline"``, in the order of :attr:`runs`."""
-        out = {n: (YOUR_RUN if _is_run_like(r) else LIVE) for n, r in self._inputs.items()}
+        out = {n: (YOUR_RUN if is_run_like(r) else LIVE) for n, r in self._inputs.items()}
         out.update({n: BASELINE for n in self._baselines})
         return out
 
@@ -84,7 +85,7 @@ class Pipeline(AnalysisBase):
         for name, value in self._inputs.items():
             if isinstance(value, Run) and ds.runs.get(name) is value:
                 out[name] = value  # loaded (and cross-checked) with the data set
-            elif _is_run_like(value):
+            elif is_run_like(value):
                 out[name] = fresh[name] = as_run(value, name=name, report=ds.report)
             else:
                 from diagnose.retrievers import run_retriever
@@ -155,14 +156,19 @@ class Pipeline(AnalysisBase):
         """One run by name (default: the first)."""
         return self.runs[self._run_name(name)]
 
+    def _run_names(self, names: Any, param: str = "runs") -> list[str]:
+        """``names``: run names (one name, a str, or a list), each checked by :meth:`_run_name`."""
+        return checks.list_of(names, param, self._run_name, expected="run names (a str or a list of str)",
+                              single=lambda v: isinstance(v, str))  # fmt: skip
+
     def _run_name(self, name: str | None) -> str:
         names = self.run_names
         if not names:
-            raise _param_error("runs", "No run to analyse: give runs={name: path or run} or baselines=('bm25',).")
+            raise param_error("runs", "No run to analyse: give runs={name: path or run} or baselines=('bm25',).")
         if name is None:
             return names[0]
         if name not in names:
-            raise _param_error("run", f"No run named {name!r}; the runs are: {', '.join(names)}.")
+            raise param_error("run", f"No run named {name!r}; the runs are: {', '.join(names)}.")
         return name
 
     @property
@@ -255,6 +261,8 @@ class Pipeline(AnalysisBase):
         metrics, failure definition, depth, BM25 engine, thresholds and reporter. ``report``: the new data set's
         validation report (default: this one's). This analysis is not changed; the BM25 index and the loaded model,
         which depend only on the corpus and the model, are shared."""
+        if not isinstance(qrels, Qrels):
+            raise param_error("qrels", f"qrels must be a Qrels (e.g. diagnose.api.as_qrels(...)), got {given(qrels)}.")
         dataset = replace(self.dataset, qrels=qrels, report=report if report is not None else self.dataset.report)
         after = type(self)(
             dataset, self.user_runs(), k=self.k, model=self.model, failure=self.failure,

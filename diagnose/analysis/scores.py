@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from diagnose import defaults
 from diagnose.data import DataError
 from diagnose.metrics import MetricName, expand_names
 from diagnose.report import EvaluationReport
@@ -20,11 +21,9 @@ if TYPE_CHECKING:
     from diagnose.stats import Comparison
     from diagnose.ties import TieAudit
 
-from diagnose.analysis.base import (
-    _check_k,
-    _param_error,
-)
+from diagnose.analysis.params import check_metrics
 from diagnose.analysis.pipeline import Pipeline
+from diagnose.checks import finite_number, given, mapping, param_error, positive_int
 
 
 class Scores(Pipeline):
@@ -39,7 +38,7 @@ class Scores(Pipeline):
         parsed here once (records pass through), the analysis' own set once per analysis."""
         if metrics is None:
             return self._cached(("metric_names",), lambda: tuple(expand_names(self._metric_names, self.ks)))
-        return tuple(expand_names(metrics, self.ks))
+        return tuple(expand_names(check_metrics(metrics), self.ks))
 
     def _headline(self) -> tuple[MetricName, MetricName, MetricName]:
         """The default metrics of comparisons and reports: nDCG and recall at k, and MRR."""
@@ -51,7 +50,7 @@ class Scores(Pipeline):
         """Run name -> :class:`~diagnose.metrics.Evaluation` (per query and aggregate), of every run and baseline
         (or of the runs named: the app scores the runs it has while the vectors are still being computed)."""
         names = self._names(metrics)
-        chosen = tuple(runs) if runs is not None else None
+        chosen = tuple(self._run_names(runs)) if runs is not None else None
 
         def build() -> dict[str, Evaluation]:
             from diagnose.metrics import evaluate_many
@@ -141,7 +140,7 @@ class Scores(Pipeline):
 
         ndcg, recall, mrr = self._headline()
         names = self._names(metrics or [ndcg, recall, MetricName("hit_rate", self.k), mrr])
-        chosen = tuple(runs) if runs is not None else None
+        chosen = tuple(self._run_names(runs)) if runs is not None else None
 
         def build() -> pd.DataFrame:
             frames = []
@@ -160,8 +159,8 @@ class Scores(Pipeline):
         reference: str | None = None,
         metrics: Sequence[str | MetricName] | None = None,
         *,
-        n_resamples: int = 10_000,
-        seed: int = 0,
+        n_resamples: int = defaults.RESAMPLES,
+        seed: int = defaults.SEED,
     ) -> list[Comparison]:
         """Paired comparisons (:class:`diagnose.stats.Comparison`) of every run with ``reference`` (default: the
         first run) on ``metrics`` (default: nDCG and recall at k, and MRR), Holm-corrected as one family."""
@@ -180,7 +179,7 @@ class Scores(Pipeline):
         return self._cached(("comparisons", ref, names, n_resamples, seed), build)
 
     def tukey(
-        self, metric: str | MetricName | None = None, *, n_resamples: int = 10_000, seed: int = 0
+        self, metric: str | MetricName | None = None, *, n_resamples: int = defaults.RESAMPLES, seed: int = defaults.SEED
     ) -> pd.DataFrame:
         """Every pair of runs at once (three or more runs): the randomised Tukey HSD test on ``metric`` (default
         nDCG@k), which controls the family-wise error over all pairs; one row per pair with ``mean_diff``,
@@ -199,8 +198,8 @@ class Scores(Pipeline):
         return self._cached(("tukey", m, n_resamples, seed), build).copy()
 
     def compare(
-        self, reference: str | None = None, metrics: Sequence[str] | None = None, *, n_resamples: int = 10_000,
-        seed: int = 0,
+        self, reference: str | None = None, metrics: Sequence[str] | None = None, *, n_resamples: int = defaults.RESAMPLES,
+        seed: int = defaults.SEED,
     ) -> pd.DataFrame:  # fmt: skip
         """:meth:`comparisons` as a table: one row per (metric, run), the columns of the CLI's ``comparisons``
         (``metric, run, reference, mean_diff, ci_low, ci_high, p_ttest, p_randomization, p_wilcoxon, p_holm, wins,
@@ -216,9 +215,8 @@ class Scores(Pipeline):
         deviation of the per-query differences observed here; beside the number of queries there are."""
         from diagnose.stats import topic_set_size
 
-        if isinstance(difference, bool) or not isinstance(difference, int | float) or not math.isfinite(difference) \
-                or difference <= 0:  # fmt: skip
-            raise _param_error("difference", f"difference must be a positive number, got {difference!r}.")
+        finite_number(difference, "difference", low=0, open_low=True,
+                      message="difference must be a positive number, got {value!r}.")  # fmt: skip
         ref = self._run_name(reference)
         parsed = self._names(metrics or self._headline())
         evs = self.evaluations([*self._names(), *parsed])
@@ -245,7 +243,7 @@ class Scores(Pipeline):
         ref, name = self._run_name(reference), self._run_name(run)
         names = self.metric_names([metric or f"hit_rate@{self.k}"])
         if len(names) != 1:
-            raise _param_error("metric", f"metric must be one metric at one cutoff, e.g. {names[-1]}; got {metric!r}.")
+            raise param_error("metric", f"metric must be one metric at one cutoff, e.g. {names[-1]}; got {metric!r}.")
         evs = self.evaluations([*self.metric_names(), *names])
         return per_query_deltas(evs[ref], evs[name], names[0])
 
@@ -277,15 +275,17 @@ class Scores(Pipeline):
         """The CI gate: a message for every bound a run breaks (empty: passed). ``fail_under``: metric -> lowest
         allowed mean; ``max_drop``: metric -> largest allowed drop below the reference's mean. The reference
         itself is not gated when ``skip_reference``."""
-        fail_under, max_drop = dict(fail_under or {}), dict(max_drop or {})
+        fail_under, max_drop = (
+            dict(mapping(bounds or {}, param, expected="a dict {metric: value}, e.g. {'ndcg@10': 0.6}"))
+            for param, bounds in (("fail_under", fail_under), ("max_drop", max_drop))
+        )
         for param, bounds in (("fail_under", fail_under), ("max_drop", max_drop)):
             for metric, bound in bounds.items():
-                if isinstance(bound, bool) or not isinstance(bound, int | float) or not math.isfinite(bound):
-                    raise _param_error(param, f"{param}[{metric!r}] must be a finite number, got {bound!r}.")
-                if param == "max_drop" and bound < 0:
-                    raise _param_error(param, f"{param}[{metric!r}] must be >= 0, got {bound!r}.")
+                finite_number(bound, param, message=f"{param}[{metric!r}] must be a finite number, got {{value!r}}.")
+                finite_number(bound, param, low=0 if param == "max_drop" else None,
+                              message=f"{param}[{metric!r}] must be >= 0, got {{value!r}}.")  # fmt: skip
         if max_drop and len(self.runs) < 2:
-            raise _param_error("max_drop", "max_drop needs a reference run to compare with: give a second run.")
+            raise param_error("max_drop", "max_drop needs a reference run to compare with: give a second run.")
         ref = self._run_name(reference)
         gated = {metric: self._names([metric]) for metric in [*fail_under, *max_drop]}
         evs = self.evaluations([*self._names(), *(n for names in gated.values() for n in names)])
@@ -311,19 +311,21 @@ class Scores(Pipeline):
         """Mean metrics per run and per value of the query metadata ``field``."""
         from diagnose.compare import slice_metrics
 
+        if not isinstance(field, str):
+            raise param_error("slice_by", f"field must be a query metadata field name (a str), got {given(field)}.")
         if self.dataset.queries is None:
-            raise _param_error("slice_by", "Slicing needs the queries file with its metadata (queries=...).")
+            raise param_error("slice_by", "Slicing needs the queries file with its metadata (queries=...).")
         try:
             return slice_metrics(self.evaluations(metrics), self.dataset.queries, field)
         except DataError as e:
             raise DataError(str(e), param="slice_by") from None
 
-    def fusion(self, a: str, b: str, *, k: int | None = None, rrf_k: int = 60) -> pd.DataFrame:
+    def fusion(self, a: str, b: str, *, k: int | None = None, rrf_k: int = defaults.RRF_K) -> pd.DataFrame:
         """What if runs ``a`` and ``b`` were fused (RRF and weighted): metrics and failures recovered or lost."""
         from diagnose.compare import fusion_whatif
 
         k = self._k(k)
-        rrf_k = _check_k(rrf_k, "rrf_k")
+        rrf_k = positive_int(rrf_k, "rrf_k")
         return fusion_whatif(self.dataset.qrels, [self.run(a), self.run(b)], k=k, rrf_k=rrf_k)
 
     def evaluation_report(
@@ -335,12 +337,12 @@ class Scores(Pipeline):
         max_drop: Mapping[str, float] | None = None,
         skip_reference: bool = False,
         slice_by: str | None = None,
-        n_resamples: int = 10_000,
-        seed: int = 0,
+        n_resamples: int = defaults.RESAMPLES,
+        seed: int = defaults.SEED,
     ) -> EvaluationReport:
         """Everything ``diagnose evaluate`` reports, in one object (``to_dict``, ``to_csv``, ``to_text``, ...)."""
         if not self.runs:
-            raise _param_error(
+            raise param_error(
                 "runs", "No run to evaluate: give runs={name: path or run} or baselines=('bm25', 'dense', 'hybrid')."
             )
         names = self._names()

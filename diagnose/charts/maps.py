@@ -38,6 +38,9 @@ from diagnose.charts.palette import (
     _class_scale,
     class_label,
 )
+from diagnose.checks import one_of
+from diagnose.data import DataError
+from diagnose.defaults import MAP_COLORINGS
 
 if TYPE_CHECKING:  # pragma: no cover
     import altair as alt
@@ -77,12 +80,12 @@ def embedding_map(
     alt = _alt()
     _require(points, ["x", "y", "kind", "id", "snippet", "role", "failure_class"], "embedding_map")
     if len(points) > ALTAIR_MAX_ROWS:
-        raise ValueError(
+        raise DataError(
             f"{len(points):,} points is more than Altair's {ALTAIR_MAX_ROWS:,}-row limit: sample them with "
-            "diagnose.projection.sample_for_map (cap=4000) instead of lifting the limit."
+            "diagnose.projection.sample_for_map (cap=4000) instead of lifting the limit.",
+            param="points",
         )
-    if color_by not in ("role", "failure_class"):
-        raise ValueError(f"color_by must be 'role' or 'failure_class', got {color_by!r}")
+    one_of(color_by, "color_by", MAP_COLORINGS)
     docs, queries = _map_layers_data(points)
     color = _map_color(alt, color_by, points["failure_class"].tolist())
     size = alt.Size("point_size:Q", scale=None)

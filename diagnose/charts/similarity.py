@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
+from diagnose import defaults
 from diagnose.charts.common import _alt, _require, _title
 from diagnose.charts.palette import OTHER_COLOR, OUTCOME_COLORS
 
@@ -92,7 +93,7 @@ def _histogram_bars(alt, outcomes: Sequence[str]):
 def similarity_histogram(
     df: pd.DataFrame,
     *,
-    seed_threshold: float = 0.75,
+    seed_threshold: float = defaults.SEED_COSINE,
     calibrated_threshold: float | Mapping[str, float] | None = None,
     bins: int = 40,
     title: str | None = None,

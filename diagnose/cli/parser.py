@@ -7,6 +7,7 @@ import argparse
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
+from diagnose import defaults
 from diagnose.data import DataError
 from diagnose.metrics import DEFAULT_KS, REGISTRY
 
@@ -30,7 +31,7 @@ def _add_data_args(p: argparse.ArgumentParser, *, run_required: bool | str) -> N
     g.add_argument(
         "--data", metavar="DIR", help="BEIR folder: DIR/corpus.jsonl, DIR/queries.jsonl, DIR/qrels/SPLIT.tsv"
     )
-    g.add_argument("--split", default="test", help="qrels split inside --data (default: test)")
+    g.add_argument("--split", default=defaults.SPLIT, help=f"qrels split inside --data (default: {defaults.SPLIT})")
     g.add_argument(
         "--qrels",
         metavar="F",
@@ -116,7 +117,8 @@ def _add_model_args(p: argparse.ArgumentParser) -> None:
         "--cache-dir", metavar="DIR", help="where embeddings are cached (default: the user cache dir)"
     )
     g.add_argument(
-        "--bm25-engine", choices=["bm25s", "rank_bm25"], default="bm25s", help="BM25 engine (default: bm25s)"
+        "--bm25-engine", choices=list(defaults.BM25_ENGINES), default=defaults.BM25_ENGINE,
+        help=f"BM25 engine (default: {defaults.BM25_ENGINE})",
     )
     _add_precision_arg(g)
 
@@ -124,15 +126,16 @@ def _add_model_args(p: argparse.ArgumentParser) -> None:
 def _add_precision_arg(g: Any) -> None:
     g.add_argument(
         "--precision",
-        choices=["fast", "exact"],
-        default="fast",
-        help="fast: bf16 transformer on CPUs that support it (cosine >= 0.9999 to fp32); exact: fp32 (default fast)",
+        choices=list(defaults.PRECISIONS),
+        default=defaults.PRECISION,
+        help="fast: bf16 transformer on CPUs that support it (cosine >= 0.9999 to fp32); exact: fp32 "
+        f"(default {defaults.PRECISION})",
     )
 
 
 def _add_cutoff(p: argparse.ArgumentParser, help: str) -> None:
     """``--k``, one integer cutoff (default 10)."""
-    p.add_argument("--k", type=int, default=10, help=help)
+    p.add_argument("--k", type=int, default=defaults.K, help=help)
 
 
 def _add_format(p: argparse.ArgumentParser, choices: list[str]) -> None:
@@ -156,10 +159,10 @@ def _evaluate_options(ev: argparse.ArgumentParser) -> None:
         "--baseline",
         action="append",
         default=[],
-        choices=["bm25", "dense", "hybrid"],
+        choices=list(defaults.BASELINES),
         help="add a baseline run computed here (repeatable); then --run is optional",
     )
-    ev.add_argument("--depth", type=int, default=100, help="depth of baseline runs (default: 100)")
+    ev.add_argument("--depth", type=int, default=defaults.DEPTH, help=f"depth of baseline runs (default: {defaults.DEPTH})")
     _add_retriever_args(ev)
     _add_comparison_args(ev)
     _add_model_args(ev)
@@ -191,10 +194,12 @@ def _add_comparison_args(ev: argparse.ArgumentParser) -> None:
         help="exit 1 when a run's mean metric is more than VALUE below the reference's (repeatable), e.g. ndcg@10=0.01",
     )
     g.add_argument(
-        "--seed", type=int, default=0, help="seed of the bootstrap and randomization tests (default 0)"
+        "--seed", type=int, default=defaults.SEED,
+        help=f"seed of the bootstrap and randomization tests (default {defaults.SEED})",
     )
     g.add_argument(
-        "--resamples", type=int, default=10_000, help="bootstrap / randomization resamples (default 10000)"
+        "--resamples", type=int, default=defaults.RESAMPLES,
+        help=f"bootstrap / randomization resamples (default {defaults.RESAMPLES})",
     )
     g.add_argument(
         "--bounds",
@@ -221,18 +226,19 @@ def _failures_options(fa: argparse.ArgumentParser) -> None:
     _add_cutoff(fa, "a query fails when no relevant document is in its top k")
     fa.add_argument(
         "--failure",
-        choices=["hit", "recall"],
-        default="hit",
+        choices=list(defaults.FAILURE_MODES),
+        default=defaults.FAILURE,
         help="hit: no relevant document in the top k (default); recall: any relevant document missing from the top k",
     )
     fa.add_argument(
-        "--seed-threshold", type=float, default=0.75, help="cosine of the seed rule (default 0.75)"
+        "--seed-threshold", type=float, default=defaults.SEED_COSINE,
+        help=f"cosine of the seed rule (default {defaults.SEED_COSINE})",
     )
     fa.add_argument(
         "--duplicate-cosine",
         type=float,
-        default=0.95,
-        help="near-duplicate cosine for label_gap (default 0.95)",
+        default=defaults.DUPLICATE_COSINE,
+        help=f"near-duplicate cosine for label_gap (default {defaults.DUPLICATE_COSINE})",
     )
     _add_format(fa, ["table", "json", "csv"])
     fa.add_argument(
@@ -267,11 +273,11 @@ def _models_options(mo: argparse.ArgumentParser) -> None:
         metavar="NAME_OR_PATH",
         help="a sentence-transformers model name or local folder, repeatable; `default` = the bundled model",
     )
-    _add_cutoff(mo, "cutoff (default 10)")
+    _add_cutoff(mo, f"cutoff (default {defaults.K})")
     mo.add_argument("--metric", default=None, help="the metric models are ranked by (default ndcg@K)")
     mo.add_argument("--cache-dir", metavar="DIR", help="where embeddings are cached")
     _add_precision_arg(mo)
-    mo.add_argument("--seed", type=int, default=0, help="seed of the bootstrap and randomization tests")
+    mo.add_argument("--seed", type=int, default=defaults.SEED, help="seed of the bootstrap and randomization tests")
     _add_format(mo, ["table", "json", "csv"])
 
 
@@ -283,34 +289,37 @@ def _rerank_options(rr: argparse.ArgumentParser) -> None:
         "--cross-encoder", metavar="NAME_OR_PATH", help="rerank live with this CrossEncoder instead"
     )
     rr.add_argument(
-        "--depth", type=int, default=100, help="candidates reranked / recall ceiling depth (default 100)"
+        "--depth", type=int, default=defaults.DEPTH,
+        help=f"candidates reranked / recall ceiling depth (default {defaults.DEPTH})",
     )
-    _add_cutoff(rr, "cutoff of the failures and nDCG (default 10)")
+    _add_cutoff(rr, f"cutoff of the failures and nDCG (default {defaults.K})")
     _add_format(rr, ["table", "json"])
 
 
 def _fuse_options(fu: argparse.ArgumentParser) -> None:
     """``fuse``'s options: two runs, the RRF constant."""
-    _add_cutoff(fu, "cutoff (default 10)")
+    _add_cutoff(fu, f"cutoff (default {defaults.K})")
     fu.add_argument(
-        "--rrf-k", type=int, default=60, help="the k constant of reciprocal rank fusion (default 60)"
+        "--rrf-k", type=int, default=defaults.RRF_K,
+        help=f"the k constant of reciprocal rank fusion (default {defaults.RRF_K})",
     )
     _add_format(fu, ["table", "json", "csv"])
 
 
 def _risk_options(ri: argparse.ArgumentParser) -> None:
     """``risk``'s options: one run, the cutoff of the score features, the top N."""
-    _add_cutoff(ri, "cutoff of the score features and of failing (default 10)")
+    _add_cutoff(ri, f"cutoff of the score features and of failing (default {defaults.K})")
     ri.add_argument("--top", type=int, default=0, help="show only the N riskiest queries (default: all)")
     _add_format(ri, ["table", "json", "csv"])
 
 
 def _judge_queue_options(jq: argparse.ArgumentParser) -> None:
     """``judge-queue``'s options: the pooling depth, the limit, the output file."""
-    _add_cutoff(jq, "pool the top k of every run (default 10)")
+    _add_cutoff(jq, f"pool the top k of every run (default {defaults.K})")
     jq.add_argument("--limit", type=int, default=None, help="write only the first N pairs (default: all)")
     jq.add_argument(
-        "--depth", type=int, default=100, help="depth of the BM25, dense and hybrid runs (default 100)"
+        "--depth", type=int, default=defaults.DEPTH,
+        help=f"depth of the BM25, dense and hybrid runs (default {defaults.DEPTH})",
     )
     jq.add_argument("--out", metavar="F", help="write the TSV here (default: standard output)")
     _add_model_args(jq)

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from diagnose import defaults
 from diagnose.analysis import YOUR_RUN, Analysis
 from diagnose.api import write_qrels
 from diagnose.cache import slug
@@ -153,9 +154,9 @@ def _analysis(args: argparse.Namespace, ds, *, runs=None, **kwargs: Any):
         runs if runs is not None else {**ds.runs, **_retrievers(args, list(ds.runs))},
         model=None if isinstance(getattr(args, "model", None), list) else getattr(args, "model", None),  # models: many
         cache_dir=getattr(args, "cache_dir", None),
-        bm25_engine=getattr(args, "bm25_engine", "bm25s"),
+        bm25_engine=getattr(args, "bm25_engine", defaults.BM25_ENGINE),
         embeddings=embeddings,
-        precision=getattr(args, "precision", "fast"),
+        precision=getattr(args, "precision", defaults.PRECISION),
         progress=True,
         retriever_timeout=_retriever_timeout(args),
         **kwargs,

@@ -12,6 +12,8 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from diagnose.checks import is_int
+from diagnose.data import DataError
 from diagnose.progress import Progress, reporter
 
 
@@ -68,8 +70,8 @@ class KeywordEncoder:
     """
 
     def __init__(self, dim: int = 256, synonyms: dict[str, str] | None = None, *, delay: float = 0.0) -> None:
-        if dim < 1:
-            raise ValueError("dim must be >= 1")
+        if not is_int(dim) or dim < 1:
+            raise DataError("dim must be >= 1", param="dim")
         self.dim = int(dim)
         self.delay = float(delay)  # seconds per text: stands in for a slow model in tests of progress
         self.synonyms = {k.lower(): v.lower() for k, v in (synonyms or {}).items()}

@@ -45,7 +45,6 @@ from diagnose.embed.encoders import SentenceTransformerEncoder
 
 log = logging.getLogger("diagnose.fast_encoder")  # the name it logged under before the move
 
-PRECISIONS = ("fast", "exact")
 #: Suffix of the cache identity (``encoder.name``) of a fast encoder; also what :attr:`FastEncoder.precision` says.
 FAST_PRECISION = "bf16"
 #: Relative tolerance of the load-time check of a fused kernel against the plain bf16 computation.

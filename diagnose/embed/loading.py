@@ -13,7 +13,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from diagnose.checks import one_of
 from diagnose.data import DataError
+from diagnose.defaults import PRECISION, PRECISIONS
 from diagnose.embed.encoders import SentenceTransformerEncoder
 
 log = logging.getLogger("diagnose.embed")  # the name it logged under as one module
@@ -190,7 +192,7 @@ def _hub_revision(repo_ids: Sequence[str]) -> tuple[str, str] | None:
 
 
 def load_encoder(
-    name_or_path: str | None = None, *, device: str = "cpu", precision: str = "fast"
+    name_or_path: str | None = None, *, device: str = "cpu", precision: str = PRECISION
 ) -> SentenceTransformerEncoder:
     """Load a sentence-transformers model; never blocks on an unreachable Hub.
 
@@ -223,8 +225,7 @@ def load_encoder(
     the bundled model and a copy of it share cached vectors); ``hub:<repo_id>@<commit>`` for case 4 (the snapshot
     commit in the HF cache; ``hub:<repo_id>`` if it cannot be found, which is then trusted not to change).
     """
-    if precision not in ("fast", "exact"):
-        raise ValueError(f"precision must be 'fast' or 'exact', got {precision!r}.")
+    one_of(precision, "precision", PRECISIONS)
     if precision == "fast":
         from diagnose.embed.fast import fast_encoder
 

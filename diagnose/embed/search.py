@@ -8,6 +8,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from diagnose.checks import is_int
+from diagnose.data import DataError
+
 #: Scores held in memory at once by the blocked searches (float32: 4M x 4 B = 16 MiB, plus masks of that size).
 BLOCK_ELEMENTS = 1 << 22
 
@@ -15,7 +18,7 @@ BLOCK_ELEMENTS = 1 << 22
 def _as_matrix(x: np.ndarray, what: str, dtype: type = np.float32) -> np.ndarray:
     arr = np.asarray(x, dtype=dtype)
     if arr.ndim != 2:
-        raise ValueError(f"{what} must be a 2-D array, got shape {arr.shape}")
+        raise DataError(f"{what} must be a 2-D array, got shape {arr.shape}", param=what)
     return arr
 
 
@@ -52,9 +55,9 @@ def dense_search(
     q = _as_matrix(query_vecs, "query_vecs")
     d = _as_matrix(doc_vecs, "doc_vecs")
     if q.shape[1] != d.shape[1]:
-        raise ValueError(f"query vectors have {q.shape[1]} dimensions, doc vectors {d.shape[1]}")
-    if k < 1:
-        raise ValueError("k must be >= 1")
+        raise DataError(f"query vectors have {q.shape[1]} dimensions, doc vectors {d.shape[1]}", param="query_vecs")
+    if not is_int(k) or k < 1:
+        raise DataError("k must be >= 1", param="k")
     nq, nd = q.shape[0], d.shape[0]
     kk = min(k, nd)
     out_idx = np.zeros((nq, kk), dtype=np.int64)

@@ -23,6 +23,8 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 import pandas as pd
 
+from diagnose import defaults
+from diagnose.checks import is_int
 from diagnose.data import DataError, Dataset, Run, fields_dict
 from diagnose.failures.classes import CLASSES
 from diagnose.failures.evidence import Failure, _Bm25Scores, _failure, _lookups
@@ -179,7 +181,7 @@ def diagnose_run(
     space: VectorSpace,
     bm25,
     *,
-    k: int = 10,
+    k: int = defaults.K,
     mode: FailureMode = "hit",
     thresholds: Thresholds = Thresholds(),  # noqa: B008 - frozen, as in classify()
     calibration: Calibration | None = None,
@@ -194,8 +196,8 @@ def diagnose_run(
     """
     if ds.corpus is None or ds.queries is None:
         raise DataError("The diagnosis needs the corpus and the queries.", param="corpus")
-    if k < 1:
-        raise DataError(f"k must be at least 1 (got {k}).")
+    if not is_int(k) or k < 1:
+        raise DataError(f"k must be at least 1 (got {k}).", param="k")
     calibration = calibration or calibrate(ds, run, space, k, thresholds)
     pairs, n_golden = failed_pairs(ds, run, k, mode)
     kind = kind or RunKind()

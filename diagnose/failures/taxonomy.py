@@ -17,11 +17,11 @@ records' sentences, recommendations and remedies (``FailureClass.by_kind``; :fun
 
 from __future__ import annotations
 
-import math
 from dataclasses import asdict, dataclass
 from typing import Literal, NamedTuple
 
-from diagnose.data import DataError
+from diagnose import defaults
+from diagnose.checks import finite_number, positive_int
 from diagnose.failures.classes import CLASS_BY_ID, FAILURE_CLASSES
 
 
@@ -37,9 +37,9 @@ FailureMode = Literal["hit", "recall"]
 class Thresholds:
     """Every threshold of the taxonomy, with the defaults documented in the README."""
 
-    duplicate_cosine: float = 0.95
+    duplicate_cosine: float = defaults.DUPLICATE_COSINE
     near_miss_factor: int = 3
-    seed_cosine: float = 0.75
+    seed_cosine: float = defaults.SEED_COSINE
     calibration_percentile: float = 10.0
     min_calibration_pairs: int = 5
     min_overlap: float = 0.2
@@ -55,16 +55,11 @@ class Thresholds:
             "min_overlap": (0.0, 1.0, True),
         }
         for name, (low, high, low_ok) in ranges.items():
-            v = getattr(self, name)
-            ok = isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
-            ok = ok and (low <= v if low_ok else low < v) and v <= high
-            if not ok:
-                bracket = "[" if low_ok else "("
-                raise DataError(f"{name} must be a number in {bracket}{low:g}, {high:g}], got {v!r}.", param=name)
+            bracket = "[" if low_ok else "("
+            finite_number(getattr(self, name), name, low=low, high=high, open_low=not low_ok,
+                          message=f"{name} must be a number in {bracket}{low:g}, {high:g}], got {{value!r}}.")  # fmt: skip
         for name in ("near_miss_factor", "min_calibration_pairs", "top_shown"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise DataError(f"{name} must be a positive integer, got {v!r}.", param=name)
+            positive_int(getattr(self, name), name)
 
 
 def within(best: int | None, worst: int | None, k: int) -> bool:

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from diagnose import defaults
 from diagnose.data import Corpus, DataError, Dataset, Qrels, Queries, Run, ValidationReport
 from diagnose.io.corpus import read_corpus
 from diagnose.io.files import PathLike, _stat
@@ -25,7 +26,7 @@ from diagnose.io.runs import QRELS_NOT_RUN_FIX, _run_stem, parse_run_arg, read_r
 def load_dataset(
     *,
     data_dir: PathLike | None = None,
-    split: str = "test",
+    split: str = defaults.SPLIT,
     corpus: PathLike | None = None,
     queries: PathLike | None = None,
     qrels: PathLike | None = None,

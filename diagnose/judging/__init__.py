@@ -40,6 +40,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from diagnose import defaults
 from diagnose.data import DataError, Dataset
 from diagnose.judging.effect import RunEffect, iter_effect_lines, judgement_effect, with_judgements
 from diagnose.judging.journal import JOURNAL_ENV, JOURNAL_NAME, Journal, PathLike, default_journal_path
@@ -89,7 +90,7 @@ def load_for_judging(
     corpus: PathLike | None = None,
     queries: PathLike | None = None,
     qrels: PathLike | None = None,
-    split: str = "test",
+    split: str = defaults.SPLIT,
     runs: Sequence[str | Path | tuple[str | None, PathLike]] = (),
 ) -> Dataset:
     """:func:`diagnose.load` where the golden set is optional: a BEIR folder without ``qrels/<split>.tsv``, or a

@@ -7,6 +7,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from diagnose.checks import rank_cutoff
 from diagnose.data import DataError, Qrels, ValidationReport
 from diagnose.judging.journal import Journal
 from diagnose.judging.merge import merge
@@ -78,9 +79,8 @@ def judgement_effect(before: Analysis, after: Analysis, k: int | None = None) ->
     queries (queries that only now have a relevant document join the mean after). ``n_judgements``: pairs whose
     grade is new or different. A run absent from ``before`` (or a ``before`` with no golden set) has ``before`` None.
     """
-    from diagnose.analysis import _check_k
 
-    k = after.k if k is None else _check_k(k)
+    k = after.k if k is None else rank_cutoff(k)
     metric, hit = f"ndcg@{k}", f"hit_rate@{k}"
     n_judged, newly = _changed_pairs(before.dataset.qrels, after.dataset.qrels)
     try:

@@ -22,8 +22,6 @@ JOURNAL_ENV = "DIAGNOSE_JOURNAL"
 JOURNAL_NAME = "judgements.jsonl"
 
 
-def _param_error(param: str, message: str) -> DataError:
-    return DataError(message, param=param)
 
 
 def _default_judge() -> str:

@@ -11,8 +11,9 @@ from typing import Any, NamedTuple
 import numpy as np
 import pandas as pd
 
+from diagnose.checks import param_error
 from diagnose.data import DataError, Qrels, ValidationReport
-from diagnose.judging.journal import Journal, PathLike, _param_error, _qrels_of
+from diagnose.judging.journal import Journal, PathLike, _qrels_of
 from diagnose.judging.reading import (
     MAX_DIGITS,
     MAX_NESTING,
@@ -156,11 +157,11 @@ def _read_graded_queue(path: Path, report: ValidationReport | None) -> Qrels:
 def _check_writable(qrels: Qrels, path: PathLike, what: str, bad: str, fix: str) -> pd.DataFrame:
     df = qrels.df
     if df.empty:
-        raise _param_error("qrels", f"{path}: no judgement to write as {what} (judge some pairs first).")
+        raise param_error("qrels", f"{path}: no judgement to write as {what} (judge some pairs first).")
     for col in ("query_id", "doc_id"):
         has = df[col].astype("str").str.contains(bad, regex=True)
         if has.any():
-            raise _param_error(
+            raise param_error(
                 "qrels", f"{path}: cannot write {what}: the {col} {str(df.loc[has, col].iloc[0])!r} contains "
                 f"whitespace that the format uses as a separator. Fix: {fix}.",
             )  # fmt: skip

@@ -12,8 +12,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from diagnose import defaults
+from diagnose.checks import param_error, positive_int, rank_cutoff
 from diagnose.data import DataError, Dataset, Run
-from diagnose.judging.journal import Journal, _param_error
+from diagnose.judging.journal import Journal
 
 if TYPE_CHECKING:
     from diagnose.analysis import Analysis
@@ -130,7 +132,7 @@ def _ranks(run: Run) -> dict[tuple[str, str], int]:
 
 
 def judge_queue(
-    analysis: Analysis, *, k: int = 10, runs: Sequence[str] | None = None, limit: int | None = None
+    analysis: Analysis, *, k: int = defaults.K, runs: Sequence[str] | None = None, limit: int | None = None
 ) -> pd.DataFrame:
     """The (query, unjudged document) pairs to judge, most likely missed relevant documents first.
 
@@ -163,14 +165,13 @@ def judge_queue(
     ``dense_rank`` (nullable integers), ``max_cos_to_relevant``, ``closest_relevant`` (NaN / None without a judged
     relevant document).
     """
-    from diagnose.analysis import _check_k
 
-    k = _check_k(k)
+    k = rank_cutoff(k)
     if limit is not None:
-        limit = _check_k(limit, "limit")
+        limit = positive_int(limit, "limit")
     ds = analysis.dataset
     if ds.corpus is None or ds.queries is None:
-        raise _param_error(
+        raise param_error(
             "corpus" if ds.corpus is None else "queries",
             "Judging needs the texts of the corpus and the queries: load a BEIR folder or give corpus= and queries=.",
         )
@@ -178,7 +179,7 @@ def judge_queue(
     user_runs = analysis.user_runs()
     qids = _queries_to_judge(analysis, user_runs, golden)
     if not qids:
-        raise _param_error("queries", "No query to judge: no query of the data has a text.")
+        raise param_error("queries", "No query to judge: no query of the data has a text.")
     space = _query_space(analysis, qids, golden)
     probes = _probe_runs(analysis, qids, space)
     pool = _pool(analysis, user_runs, probes, runs)
@@ -204,7 +205,7 @@ def _pool(
     if runs is not None:
         unknown = [r for r in runs if r not in pool]
         if unknown:
-            raise _param_error(
+            raise param_error(
                 "runs", f"No run named {unknown[0]!r} to pool; the runs are: {', '.join(pool)}."
             )
         pool = {r: pool[r] for r in runs}

@@ -10,11 +10,13 @@ import numpy as np
 import pandas as pd
 
 from diagnose.cache import ArrayCache
+from diagnose.checks import is_int, one_of
 from diagnose.data import DataError, Run, ValidationReport
+from diagnose.defaults import BM25_ENGINE, BM25_ENGINES, DEPTH
 from diagnose.lexical.engines import _Bm25sImpl, _index_key, _RankBm25Impl
 from diagnose.lexical.terms import tokenize
 
-ENGINES = ("bm25s", "rank_bm25")
+ENGINES = BM25_ENGINES
 BM25S_METHODS = ("lucene", "robertson", "atire")
 _BLOCK_CELLS = 4_000_000  # query x document score cells per dense block (32 MB of float64)
 
@@ -54,7 +56,7 @@ class BM25Index:
         texts: Sequence[str],
         ids: Sequence[str],
         *,
-        engine: str = "bm25s",
+        engine: str = BM25_ENGINE,
         k1: float = 0.9,
         b: float = 0.4,
         method: str | None = None,
@@ -126,9 +128,9 @@ class BM25Index:
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Top-k of every query as flat arrays (query row, doc row, score, 1-based rank), in rank order."""
         if isinstance(query_texts, str):
-            raise TypeError("Pass a sequence of query texts, not one string: use [query].")
-        if k < 1:
-            raise ValueError(f"k must be >= 1, got {k}.")
+            raise DataError("Pass a sequence of query texts, not one string: use [query].", param="query_texts")
+        if not is_int(k) or k < 1:
+            raise DataError(f"k must be >= 1, got {k}.", param="k")
         n = len(self)
         k = min(int(k), n)
         tokens = tokenize(list(query_texts))
@@ -153,7 +155,7 @@ class BM25Index:
         return out
 
     def to_run(
-        self, query_ids: Sequence[str], query_texts: Sequence[str], depth: int = 100, name: str = "bm25"
+        self, query_ids: Sequence[str], query_texts: Sequence[str], depth: int = DEPTH, name: str = "bm25"
     ) -> Run:
         """Search every query and return a :class:`~diagnose.data.Run` (same order and ties as :meth:`search`).
 
@@ -226,19 +228,20 @@ def _topk_rows(
 
 
 def _engine_and_method(engine: str, method: str | None) -> tuple[str, str]:
-    """``(engine, method)`` with ``-`` read as ``_`` and the engine's default method; ValueError for an unknown one."""
-    engine = engine.replace("-", "_")
-    if engine not in ENGINES:
-        raise ValueError(f"Unknown BM25 engine {engine!r}; choose one of {', '.join(ENGINES)}.")
+    """``(engine, method)`` with ``-`` read as ``_`` and the engine's default method; DataError for an unknown one."""
+    engine = engine.replace("-", "_") if isinstance(engine, str) else engine
+    one_of(engine, "engine", ENGINES, message="Unknown BM25 engine {value!r}; choose one of " + ", ".join(ENGINES) + ".")
     if engine == "bm25s":
         method = method or "lucene"
         if method not in BM25S_METHODS:
-            raise ValueError(f"Unknown bm25s method {method!r}; choose one of {', '.join(BM25S_METHODS)}.")
+            raise DataError(
+                f"Unknown bm25s method {method!r}; choose one of {', '.join(BM25S_METHODS)}.", param="method"
+            )
     else:
         method = method or "okapi"
         if method != "okapi":
-            raise ValueError(
-                f"engine 'rank_bm25' only implements BM25Okapi (method 'okapi'), not {method!r}."
+            raise DataError(
+                f"engine 'rank_bm25' only implements BM25Okapi (method 'okapi'), not {method!r}.", param="method"
             )
     return engine, method
 

@@ -13,6 +13,8 @@ from typing import Any
 
 import numpy as np
 
+from diagnose.data import DataError
+
 #: bm25s.stopwords.STOPWORDS_EN == Lucene's EnglishAnalyzer.ENGLISH_STOP_WORDS_SET (33 words).
 #: Copied so that importing this module does not import bm25s; tests check they stay equal.
 # fmt: off
@@ -87,7 +89,9 @@ def tokenize(texts: Sequence[str]) -> list[list[str]]:
     [['statin', 'reduc', 'breast', 'cancer', 'death']]
     """
     if isinstance(texts, str):
-        raise TypeError("tokenize() takes a sequence of texts, not one string: use tokenize([text]).")
+        raise DataError(
+            "tokenize() takes a sequence of texts, not one string: use tokenize([text]).", param="texts"
+        )
     return _stem_all([_TOKEN_RE.findall(t.lower()) if t else [] for t in texts])
 
 

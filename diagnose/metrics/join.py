@@ -25,6 +25,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from diagnose.checks import positive_int
 from diagnose.data import DataError, Qrels, Run
 from diagnose.ids import fingerprints, pair_keys
 
@@ -111,12 +112,7 @@ def _grades(qrels: Qrels) -> np.ndarray:
 
 
 def _prepare(qrels: Qrels, relevance_level: int = 1) -> _PreparedQrels:
-    if (
-        isinstance(relevance_level, bool)
-        or not isinstance(relevance_level, (int, np.integer))
-        or relevance_level < 1
-    ):
-        raise DataError(f"relevance_level must be an integer >= 1, got {relevance_level!r}.")
+    positive_int(relevance_level, "relevance_level")
     query_index, docs, q_codes, grades, keys, rows, order = _judgements(qrels)
     n_all = len(query_index)
     n_rel_all = np.bincount(q_codes[grades >= relevance_level], minlength=n_all)

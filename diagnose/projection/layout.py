@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from diagnose.cache import ArrayCache, default_cache_root, report_corrupt
+from diagnose.checks import is_int, one_of, positive_int
 from diagnose.data import DataError, ValidationReport
 from diagnose.progress import Progress, Reporter, reporter
 from diagnose.projection.knn import _exact_euclidean_knn, _pca_2d, _unit_rows, exact_cosine_knn, pca
@@ -101,12 +102,11 @@ class LayoutRecipe:
     n_epochs: int | None = None
 
     def __post_init__(self) -> None:
-        if self.knn not in ("exact", "nndescent"):
-            raise ValueError(f"knn must be 'exact' or 'nndescent', got {self.knn!r}")
-        if self.pca_dims is not None and self.pca_dims < 2:
-            raise ValueError(f"pca_dims must be >= 2 or None, got {self.pca_dims}")
-        if self.n_epochs is not None and self.n_epochs < 1:
-            raise ValueError(f"n_epochs must be >= 1 or None, got {self.n_epochs}")
+        one_of(self.knn, "knn", ("exact", "nndescent"))
+        if self.pca_dims is not None and (not is_int(self.pca_dims) or self.pca_dims < 2):
+            raise DataError(f"pca_dims must be >= 2 or None, got {self.pca_dims}", param="pca_dims")
+        if self.n_epochs is not None:
+            positive_int(self.n_epochs, "n_epochs", note=" or None")
 
     @property
     def is_exact_default(self) -> bool:
@@ -415,8 +415,8 @@ def project(
     t0 = time.perf_counter()
     steps = reporter(progress)
     arr = _as_vectors(vectors)
-    if n_neighbors < 2:
-        raise ValueError(f"n_neighbors must be >= 2, got {n_neighbors}")
+    if not is_int(n_neighbors) or n_neighbors < 2:
+        raise DataError(f"n_neighbors must be >= 2, got {n_neighbors}", param="n_neighbors")
     recipe = recipe or recipe_for(len(arr))
     key = cache_key(arr, n_neighbors=n_neighbors, min_dist=min_dist, seed=seed, recipe=recipe)
     cache = ArrayCache(Path(cache_dir) if cache_dir is not None else default_projection_dir(), report=report)

@@ -103,6 +103,8 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
+from diagnose import defaults
+from diagnose.checks import positive_int, text
 from diagnose.data import DataError, Dataset, Queries, Run, ValidationReport
 from diagnose.progress import Progress
 from diagnose.retrievers.calls import (
@@ -164,11 +166,11 @@ def run_retriever(
     retriever: Any,
     queries: Mapping[str, str] | Queries | Dataset,
     *,
-    depth: int = 100,
+    depth: int = defaults.DEPTH,
     id_key: str | None = None,
     chunk_to_doc: ChunkToDoc = "max",
     name: str | None = None,
-    concurrency: int = 4,
+    concurrency: int = defaults.CONCURRENCY,
     timeout: float | None = DEFAULT_TIMEOUT,
     report: ValidationReport | None = None,
     progress: Progress = False,
@@ -198,12 +200,18 @@ def run_retriever(
     retriever is of no known kind, a result has no usable id, or the retriever raised (or timed out) on every query
     (the message quotes the first error); :class:`RetrieverInterrupted` on Ctrl-C.
     """
-    timeout = _check_params(depth, concurrency, timeout)
+    depth = positive_int(depth, "depth")
+    concurrency = positive_int(concurrency, "concurrency")
+    timeout = check_timeout(timeout)
+    if id_key is not None:
+        text(id_key, "id_key", what="a metadata key (a str) or None", empty_ok=True)
+    if name is not None:
+        text(name, "name", what="a run name (a str) or None", empty_ok=True)
     report = report if report is not None else ValidationReport()
     mapper, collapse = _chunk_mapper(chunk_to_doc)
     kind = _kind(retriever)
     if kind is None:
-        raise DataError(_not_a_retriever(retriever, "retriever"))
+        raise DataError(_not_a_retriever(retriever, "retriever"), param="retriever")
     run_name = name or _default_name(retriever)
     qids, texts = _golden(queries, report, run_name)
 
@@ -218,15 +226,6 @@ def run_retriever(
     if run is None:
         raise _raised_on_every_query(run_name, len(qids), dict(_errors(qids, outcomes)))
     return run
-
-
-def _check_params(depth: Any, concurrency: Any, timeout: Any) -> float | None:
-    """``depth`` and ``concurrency`` positive integers (else ValueError), ``timeout`` checked (returned)."""
-    if isinstance(depth, bool) or not isinstance(depth, int) or depth < 1:
-        raise ValueError(f"depth must be an integer >= 1, got {depth!r}.")
-    if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
-        raise ValueError(f"concurrency must be an integer >= 1, got {concurrency!r}.")
-    return check_timeout(timeout)
 
 
 def _as_run(
@@ -287,7 +286,8 @@ def _golden(
         pairs = list(queries.items())
     else:
         raise DataError(
-            f"queries must be a dict {{query_id: text}}, a diagnose Queries or a Dataset; got {_type_name(queries)}."
+            f"queries must be a dict {{query_id: text}}, a diagnose Queries or a Dataset; got {_type_name(queries)}.",
+            param="queries",
         )
     seen: dict[str, str] = {}
     given: dict[str, Any] = {}

@@ -25,8 +25,9 @@ def _chunk_mapper(chunk_to_doc: ChunkToDoc) -> tuple[Callable[[str], Any] | None
         return None, True
     if callable(chunk_to_doc):
         return chunk_to_doc, True
-    raise ValueError(
-        f"chunk_to_doc must be 'max', None/'none' or a callable chunk_id -> doc_id; got {chunk_to_doc!r}."
+    raise DataError(
+        f"chunk_to_doc must be 'max', None/'none' or a callable chunk_id -> doc_id; got {chunk_to_doc!r}.",
+        param="chunk_to_doc",
     )
 
 

@@ -7,6 +7,7 @@ from typing import Literal
 
 import numpy as np
 
+from diagnose import defaults
 from diagnose.data import DataError
 from diagnose.stats.scores import _CHUNK_ELEMENTS, Scores, _check_fraction, _check_resamples, _diffs, _values
 
@@ -28,9 +29,9 @@ def _bootstrap_means(x: np.ndarray, n_resamples: int, rng: np.random.Generator) 
 def bootstrap_ci(
     values: Scores,
     *,
-    n_resamples: int = 10_000,
+    n_resamples: int = defaults.RESAMPLES,
     confidence: float = 0.95,
-    seed: int = 0,
+    seed: int = defaults.SEED,
     method: BootstrapMethod = "percentile",
 ) -> tuple[float, float]:
     """Bootstrap confidence interval of the **mean** of per-query values (queries resampled with replacement).
@@ -82,7 +83,7 @@ def bootstrap_ci(
 
 
 def paired_bootstrap_ci(
-    a: Scores, b: Scores, *, n_resamples: int = 10_000, confidence: float = 0.95, seed: int = 0,
+    a: Scores, b: Scores, *, n_resamples: int = defaults.RESAMPLES, confidence: float = 0.95, seed: int = defaults.SEED,
     method: BootstrapMethod = "percentile",
 ) -> tuple[float, float]:  # fmt: skip
     """Bootstrap CI of the mean difference ``mean(b) - mean(a)``, resampling **queries** (the same resampled

@@ -13,6 +13,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from diagnose import defaults
 from diagnose.data import DataError
 from diagnose.stats.bootstrap import BootstrapMethod, bootstrap_ci
 from diagnose.stats.corrections import benjamini_hochberg, holm
@@ -108,7 +109,7 @@ class Comparison:
 
 def compare(
     a: Scores, b: Scores, *, metric: str, run: str, reference: str,
-    alpha: float = 0.05, n_resamples: int = 10_000, seed: int = 0, bootstrap_method: BootstrapMethod = "percentile",
+    alpha: float = 0.05, n_resamples: int = defaults.RESAMPLES, seed: int = defaults.SEED, bootstrap_method: BootstrapMethod = "percentile",
 ) -> Comparison:  # fmt: skip
     """Compare run ``b`` (named ``run``) with reference ``a`` (named ``reference``) on one metric.
 
@@ -151,8 +152,8 @@ def compare_all(
     metrics: Sequence[str],
     *,
     alpha: float = 0.05,
-    n_resamples: int = 10_000,
-    seed: int = 0,
+    n_resamples: int = defaults.RESAMPLES,
+    seed: int = defaults.SEED,
     bootstrap_method: BootstrapMethod = "percentile",
 ) -> list[Comparison]:
     """Every run vs ``reference`` on every metric, Holm-corrected as one family.
@@ -211,8 +212,8 @@ def rank_with_ties(
     metric: str,
     *,
     alpha: float = 0.05,
-    n_resamples: int = 10_000,
-    seed: int = 0,
+    n_resamples: int = defaults.RESAMPLES,
+    seed: int = defaults.SEED,
 ) -> list[RankedModel]:
     """Rank models by mean ``metric`` (higher is better), sharing rank 1 among those statistically tied with
     the best.

@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike
 
+from diagnose.checks import finite_number, positive_int
 from diagnose.data import DataError
 
 Scores = ArrayLike | pd.Series
@@ -95,15 +96,12 @@ def _diffs_or_values(a: Scores, b: Scores | None, what: str) -> np.ndarray:
 
 
 def _check_fraction(value: float, name: str) -> float:
-    if not 0.0 < value < 1.0:
-        raise DataError(f"{name} must be strictly between 0 and 1, got {value!r}.")
-    return float(value)
+    return finite_number(value, name, low=0.0, high=1.0, open_low=True, open_high=True,
+                         message=f"{name} must be strictly between 0 and 1, got {{value!r}}.")  # fmt: skip
 
 
 def _check_resamples(n_resamples: int) -> int:
-    if int(n_resamples) != n_resamples or n_resamples < 1:
-        raise DataError(f"n_resamples must be a positive integer, got {n_resamples!r}.")
-    return int(n_resamples)
+    return positive_int(n_resamples, "n_resamples")
 
 
 def _metric_scores(table: Any, metric: str, name: str) -> pd.Series:

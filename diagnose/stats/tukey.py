@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from diagnose import defaults
 from diagnose.data import DataError
 from diagnose.stats.paired import effect_size
 from diagnose.stats.scores import (
@@ -66,8 +67,8 @@ def randomised_tukey_hsd(
     metric: str | None = None,
     *,
     alpha: float = 0.05,
-    n_resamples: int = 10_000,
-    seed: int = 0,
+    n_resamples: int = defaults.RESAMPLES,
+    seed: int = defaults.SEED,
 ) -> pd.DataFrame:
     """Every pair of runs compared at once with the randomised Tukey HSD test (Carterette, TOIS 2012; Sakai,
     "Statistical reform in IR", SIGIR Forum 2014): a multiple-comparison test for three or more runs on the same

@@ -11,7 +11,9 @@ from typing import Any, NamedTuple
 import numpy as np
 import pandas as pd
 
-from diagnose.data import MAX_EXAMPLES, DataError, Qrels, Run, ValidationReport
+from diagnose import defaults
+from diagnose.checks import positive_int
+from diagnose.data import MAX_EXAMPLES, Qrels, Run, ValidationReport
 from diagnose.metrics import evaluate, expand_metrics
 from diagnose.ties.orders import (
     _depth,
@@ -34,9 +36,9 @@ def tie_audit(
     run: Run,
     metrics: Sequence[str] | None = None,
     *,
-    k: int = 10,
+    k: int = defaults.K,
     n_orders: int = 20,
-    seed: int = 0,
+    seed: int = defaults.SEED,
     relevance_level: int = 1,
 ) -> TieAudit:
     """Audit ``run`` for score ties that make its metrics depend on document naming (see the module docstring).
@@ -91,11 +93,8 @@ def tie_audit(
 
 def _checked_k(k: int, n_orders: int) -> int:
     """``k`` as an int; :class:`DataError` for a ``k`` or ``n_orders`` that is not a positive integer."""
-    if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 1:
-        raise DataError(f"k must be a positive integer, got {k!r}.", param="k")
-    if isinstance(n_orders, bool) or not isinstance(n_orders, int | np.integer) or n_orders < 1:
-        raise DataError(f"n_orders must be a positive integer, got {n_orders!r}.", param="n_orders")
-    return int(k)
+    positive_int(n_orders, "n_orders")
+    return positive_int(k, "k")
 
 
 class _TieCounts(NamedTuple):

@@ -9,6 +9,7 @@ from typing import Any
 
 import streamlit as st
 
+from diagnose import defaults
 from diagnose.data import DataError
 from diagnose.embed import DEFAULT_MODEL
 from diagnose.retrievers import parse_retriever_spec
@@ -38,7 +39,7 @@ class Settings:
     mode: str
     bm25_engine: str
     embeddings: tuple[tuple[str, str], ...] = ()  # precomputed vectors: ("doc", path), ("query", path), ids files
-    precision: str = "fast"  # "fast" (bf16 where the CPU has it) or "exact" (fp32)
+    precision: str = defaults.PRECISION  # "fast" (bf16 where the CPU has it) or "exact" (fp32)
 
     @property
     def model_label(self) -> str:
@@ -63,7 +64,7 @@ def _spec_from_sidebar(kind: str) -> sources.DataSpec:
         return sources.demo_spec()
     if kind == "beir":
         folder = st.text_input("BEIR folder", key="beir_dir", placeholder="/path/to/scifact")
-        split = st.text_input("qrels split", value="test", key="beir_split")
+        split = st.text_input("qrels split", value=defaults.SPLIT, key="beir_split")
         runs = st.text_area("Run files, one per line ([NAME=]PATH)", key="beir_runs", height=80)
         in_folder = st.checkbox("Also load the runs in FOLDER/runs/", value=True, key="beir_folder_runs")
         return sources.beir_spec(folder, split, runs, in_folder)
@@ -107,17 +108,17 @@ def sidebar() -> Settings:
         model = None if model_text in ("", DEFAULT_MODEL) else model_text
         if override and model is None:
             st.caption("Test encoder: `DIAGNOSE_ENCODER=keyword` replaces the default model.")
-        k = int(st.number_input("k (cut-off)", min_value=1, max_value=1000, value=10, step=1, key="k"))
+        k = int(st.number_input("k (cut-off)", min_value=1, max_value=1000, value=defaults.K, step=1, key="k"))
         mode = st.radio("A query fails when", list(MODES), format_func=MODES.__getitem__, key="mode")
         engine = st.selectbox(
             "BM25 engine",
-            ["bm25s", "rank_bm25"],
+            list(defaults.BM25_ENGINES),
             key="bm25_engine",
             help="bm25s = Lucene BM25 (Anserini settings)",
         )
         precision = st.selectbox(
             "Encoding precision",
-            ["fast", "exact"],
+            list(defaults.PRECISIONS),
             key="precision",
             help="fast: the model's transformer in bfloat16 on CPUs that support it (vectors within cosine 0.9999 of "
             "fp32, ~3x faster here); exact: fp32, as sentence-transformers encodes. Cached separately.",

@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Literal
 
+from diagnose import defaults
 from diagnose.data import DataError, fields_dict
 
 REPO = Path(__file__).resolve().parents[2]
@@ -35,7 +36,7 @@ class DataSpec:
     kind: SourceKind
     label: str
     data_dir: str | None = None
-    split: str = "test"
+    split: str = defaults.SPLIT
     corpus: str | None = None
     queries: str | None = None
     qrels: str | None = None
@@ -176,7 +177,7 @@ def check_path(path: str, what: str) -> str:
 
 
 def beir_spec(
-    folder: str, split: str = "test", runs_text: str = "", include_folder_runs: bool = True
+    folder: str, split: str = defaults.SPLIT, runs_text: str = "", include_folder_runs: bool = True
 ) -> DataSpec:
     """A BEIR folder (``corpus.jsonl``, ``queries.jsonl``, ``qrels/SPLIT.tsv``) plus run files."""
     if not folder.strip():
@@ -193,7 +194,7 @@ def beir_spec(
         known = {Path(p).resolve() for _, p in runs}
         runs += [(n, p) for n, p in runs_in(Path(d) / "runs") if Path(p).resolve() not in known]
     return DataSpec(
-        "beir", f"BEIR folder {Path(d).name}", data_dir=d, split=split.strip() or "test", runs=tuple(runs)
+        "beir", f"BEIR folder {Path(d).name}", data_dir=d, split=split.strip() or defaults.SPLIT, runs=tuple(runs)
     )
 
 

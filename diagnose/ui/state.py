@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import pandas as pd
 import streamlit as st
 
+from diagnose import defaults
 from diagnose.analysis import Analysis
 from diagnose.data import DataError, Dataset, Run
 from diagnose.io import confine_reads
@@ -57,7 +58,7 @@ ICON = str(Path(__file__).with_name("icon.png"))
 ENCODER_DELAY_ENV = "DIAGNOSE_ENCODER_DELAY"  # seconds per text for the keyword encoder: a slow model in tests
 FOREGROUND_ENV = "DIAGNOSE_FOREGROUND_SECONDS"  # how long a page waits for the vectors before drawing without them
 FOREGROUND_SECONDS = 3.0
-BASELINE_DEPTH = 100
+BASELINE_DEPTH = defaults.DEPTH
 CURVE_KS = (1, 2, 3, 5, 10, 20, 30, 50, 100)
 FAMILIES = ("hit_rate", "recall", "ndcg", "mrr", "precision", "map")
 
@@ -332,7 +333,7 @@ def _analysis(s: Settings, key: str, ds: Dataset, encoder: Encoder) -> tuple[Ana
         runs = {**ds.runs, **{n: r for n, r in live.items() if n not in ds.runs}}
         if len(runs) < len(ds.runs) + len(live):
             raise DataError("A live retriever has the name of a run file; name each run differently.")
-        names = sources.unique_names(["bm25", "dense", "hybrid"], runs)
+        names = sources.unique_names(list(defaults.BASELINES), runs)
         return Analysis(
             ds, runs, baselines={new: kind for kind, new in names.items()}, model=s.model, encoder=encoder,
             precision=s.precision, bm25_engine=s.bm25_engine, depth=BASELINE_DEPTH,

@@ -1,0 +1,54 @@
+"""The defaults of the parameters a user can set, and the choices of those that take one of a few, each written
+once: the library's signatures, the CLI's flags (and their ``--help`` texts) and the app's widgets read them here.
+
+The failure taxonomy's thresholds (seed cosine, near-duplicate cosine) are here too and are the defaults of
+:class:`diagnose.failures.Thresholds`. The metric cutoffs of the metric table live with the metrics.
+"""
+
+from __future__ import annotations
+
+K = 10
+"""The rank cutoff of the failures, the headline metrics and the other one-cutoff commands."""
+
+DEPTH = 100
+"""How deep the baseline runs (BM25, dense, hybrid), live retrievers and rerank candidates go."""
+
+RRF_K = 60
+"""The constant of reciprocal rank fusion, ``1 / (RRF_K + rank)`` (Cormack et al. 2009)."""
+
+SEED_COSINE = 0.75
+"""The seed rule of the taxonomy: a missed target below this cosine to its query is a vocabulary mismatch."""
+
+DUPLICATE_COSINE = 0.95
+"""Two documents at or above this cosine are near-duplicates (the label_gap class)."""
+
+RESAMPLES = 10_000
+"""Bootstrap and randomization-test resamples."""
+
+SEED = 0
+"""The random seed of the bootstrap and randomization tests."""
+
+SPLIT = "test"
+"""The qrels split read from a BEIR folder (``qrels/<split>.tsv``)."""
+
+BASELINES = ("bm25", "dense", "hybrid")
+"""The baseline runs computed beside the user's: Lucene BM25, exact dense search with the model, and their RRF."""
+
+FAILURE_MODES = ("hit", "recall")
+FAILURE = "hit"
+"""The failure definition: ``"hit"`` (no relevant document in the top k) or ``"recall"`` (any missing)."""
+
+BM25_ENGINES = ("bm25s", "rank_bm25")
+BM25_ENGINE = "bm25s"
+"""The BM25 engine (see :mod:`diagnose.lexical`)."""
+
+PRECISIONS = ("fast", "exact")
+PRECISION = "fast"
+"""The encoder precision: ``"fast"`` (bf16 where the CPU has it) or ``"exact"`` (fp32)."""
+
+CONCURRENCY = 4
+"""Queries in flight at once for a live retriever."""
+
+MAP_COLORINGS = ("role", "failure_class")
+MAP_COLOR_BY = "role"
+"""What colours the points of the embedding map: their role (target, retrieved, query...) or failure class."""
