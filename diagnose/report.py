@@ -167,7 +167,7 @@ class EvaluationReport:
         if self.slices is not None:
             payload["slices"] = self.slices.to_dict(orient="records")
         if self.ties:
-            payload["ties"] = {name: audit.to_dict() for name, audit in self.ties.items()}
+            payload["ties"] = {name: audit.to_dict(per_query=per_query) for name, audit in self.ties.items()}
         if self.tukey is not None and len(self.tukey):
             payload["tukey_hsd"] = {"metric": self.comparisons[0].metric if self.comparisons else None,
                                     "pairs": self.tukey.to_dict(orient="records")}  # fmt: skip

@@ -11,6 +11,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
+import os
 from pathlib import Path
 
 import numpy as np
@@ -20,6 +21,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from metrics_testing import every_name
 
+from diagnose import ties
 from diagnose.data import DataError, Qrels, Run, ValidationReport
 from diagnose.io import read_run
 from diagnose.metrics import REGISTRY, evaluate
@@ -301,6 +303,61 @@ def test_to_dict_is_json(tmp_path):
     assert d["n_queries"] == 2 and d["n_queries_crossing_cutoff"] == 1 and d["message"] == audit.message()
     assert [q["query_id"] for q in d["queries"]] == ["q1"]  # only the query with ties
     assert d["aggregate"]["mrr"]["exact"] is True and isinstance(d["queries"][0]["crossing_cutoff"], bool)
+
+
+def test_given_evaluation_is_reused_and_gives_the_same_audit(tmp_path):
+    # q1: relevant c tied with a, b at 1.0 (doc-id order c, b, a: MRR 1, worst order 1/3); q2: no ties at all
+    qrels = make_qrels([("q1", "c", 1), ("q2", "a", 1)])
+    run = trec_run(tmp_path, [("q1", "a", 1.0), ("q1", "b", 1.0), ("q1", "c", 1.0), ("q2", "a", 2.0)])
+    metrics = ["mrr", "ndcg@2", "judged@2"]
+    alone = tie_audit(qrels, run, metrics, k=2)
+    calls = []
+    real = ties.audit.evaluate
+
+    def counting(*args, **kwargs):
+        calls.append(args[2])
+        return real(*args, **kwargs)
+
+    base = evaluate(qrels, run, ["map", *metrics])  # a superset, in another order
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(ties.audit, "evaluate", counting)
+        reused = tie_audit(qrels, run, metrics, k=2, base=base)
+    assert all(set(c) != set(metrics) for c in calls)  # the run itself was not scored again: only the copies
+    pd.testing.assert_frame_equal(reused.per_query, alone.per_query)
+    assert reused.aggregate == alone.aggregate and reused.metrics == ("mrr", "ndcg@2", "judged@2")
+    assert row(reused, "q1")["mrr_min"] == pytest.approx(1 / 3) and row(reused, "q2")["mrr_min"] == 1.0
+
+
+def test_to_dict_without_per_query_keeps_the_summary(tmp_path):
+    qrels = make_qrels([("q1", "c", 1), ("q2", "a", 1)])
+    run = trec_run(tmp_path, [("q1", "a", 1.0), ("q1", "b", 1.0), ("q1", "c", 1.0), ("q2", "a", 2.0)])
+    audit = tie_audit(qrels, run, None, k=2)
+    full, summary = audit.to_dict(), audit.to_dict(per_query=False)
+    assert "queries" not in summary and full.pop("queries")
+    assert summary == full
+
+
+def test_cli_evaluate_prints_no_library_warning(tmp_path):
+    # 33 metrics at k = 1,3,5,10,100 give the per-query table 5 + 3 x 33 = 104 columns: inserted one by one they
+    # fragmented the frame and pandas printed a PerformanceWarning to the terminal
+    import subprocess
+    import sys
+
+    rows = [(f"q{i}", f"d{j}", float(j // 3)) for i in range(4) for j in range(12)]  # ties in threes
+    run_path = tmp_path / "run.trec"
+    run_path.write_text("".join(f"{q} Q0 {d} {r} {s!r} t\n" for r, (q, d, s) in enumerate(rows, start=1)))
+    qrels_path = tmp_path / "qrels.txt"
+    qrels_path.write_text("".join(f"q{i} 0 d{j} {1 + j % 2}\n" for i in range(4) for j in (0, 5, 7)))
+    root = Path(__file__).resolve().parents[1]
+    done = subprocess.run(
+        [sys.executable, "-m", "diagnose", "evaluate", "--qrels", str(qrels_path), "--run", f"r={run_path}",
+         "--k", "1,3,5,10,100", "--format", "json"],
+        cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(root)}, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "Warning" not in done.stderr, done.stderr[-2000:]
+    out = json.loads(done.stdout)
+    assert out["ties"]["r"]["n_queries_with_ties"] == 4 and "queries" not in out["ties"]["r"]
 
 
 # --------------------------------------------------------------------------------------------- brute force

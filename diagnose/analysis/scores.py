@@ -127,7 +127,9 @@ class Scores(Pipeline):
         k = self._k(k)
 
         def build() -> TieAudit:
-            audit = tie_audit(self.dataset.qrels, self.runs[name], self._names(), k=k)
+            names = self.metric_names()
+            scored = self._memo.get(("evaluations", tuple(names), None), {})  # the run is not scored twice
+            audit = tie_audit(self.dataset.qrels, self.runs[name], names, k=k, base=scored.get(name))
             add_to_report(audit, self.dataset.report)
             return audit
 

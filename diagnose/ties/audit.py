@@ -14,7 +14,7 @@ import pandas as pd
 from diagnose import defaults
 from diagnose.checks import positive_int
 from diagnose.data import MAX_EXAMPLES, Qrels, Run, ValidationReport
-from diagnose.metrics import evaluate, expand_metrics
+from diagnose.metrics import Evaluation, evaluate, expand_metrics, parse_metric
 from diagnose.ties.orders import (
     _depth,
     _in_trec_order,
@@ -40,6 +40,7 @@ def tie_audit(
     n_orders: int = 20,
     seed: int = defaults.SEED,
     relevance_level: int = 1,
+    base: Evaluation | None = None,
 ) -> TieAudit:
     """Audit ``run`` for score ties that make its metrics depend on document naming (see the module docstring).
 
@@ -48,26 +49,34 @@ def tie_audit(
     (it does not change the metrics asked). ``n_orders`` and ``seed``: random tie orders for metric families without
     an exact key (none today). ``relevance_level``: as for :func:`~diagnose.metrics.evaluate`.
 
+    ``base``: the run's :class:`~diagnose.metrics.Evaluation` when the caller already has it (same qrels and
+    ``relevance_level``, at least the metrics asked), so the run is not scored twice; None scores it here.
+
     Raises :class:`~diagnose.data.DataError` for a bad ``k`` / ``n_orders``, an unknown metric, or qrels without
     any relevant document.
     """
     k = _checked_k(k, n_orders)
     names = expand_metrics(None, [k]) if metrics is None else list(metrics)
-    base = evaluate(qrels, run, names, relevance_level=relevance_level)
-    names = base.metrics
+    wanted = _canonical(names)
+    if base is None or not wanted or not set(wanted) <= set(base.metrics):
+        base = evaluate(qrels, run, names, relevance_level=relevance_level)
+        wanted = base.metrics
+    names = wanted
+    base_values = base.per_query[names]
     golden = base.per_query.index
     lay = _layout(run)
     groups = np.flatnonzero(lay.g_size > 1)
     counts = _tie_counts(lay, groups, golden, k)
 
-    lo = base.per_query.to_numpy(dtype=np.float64, copy=True)
+    lo = base_values.to_numpy(dtype=np.float64, copy=True)
     hi = lo.copy()
     exact = {m: _tie_key(m) is not None for m in names}
     sampled = 0
     if len(groups):
-        sampled = _widen_over_orders(qrels, run, lay, names, exact, lo, hi, n_orders, seed, relevance_level)
+        scope = _scope(lay, counts)
+        sampled = _widen_over_orders(qrels, run, lay, scope, names, exact, lo, hi, n_orders, seed, relevance_level)
 
-    value = base.per_query.to_numpy(dtype=np.float64)
+    value = base_values.to_numpy(dtype=np.float64)
     depends = (hi - lo > _TOL).any(axis=1) if len(names) else np.zeros(len(golden), dtype=bool)
     ties_top = counts.per_golden(counts.in_top, False)
     cross = counts.per_golden(counts.crossing, False)
@@ -89,6 +98,12 @@ def tie_audit(
         sampled_orders=sampled,
         source=run.source,
     )
+
+
+def _canonical(names: Sequence[str]) -> list[str]:
+    """The metric names as :func:`~diagnose.metrics.evaluate` writes them (``family@k``), duplicates dropped."""
+    parsed = [parse_metric(m) for m in names]
+    return list(dict.fromkeys(f if c is None else f"{f}@{c}" for f, c in parsed))
 
 
 def _checked_k(k: int, n_orders: int) -> int:
@@ -127,10 +142,25 @@ def _tie_counts(lay: _Layout, groups: np.ndarray, golden: pd.Index, k: int) -> _
     return _TieCounts(n_groups, in_top, crossing, at)
 
 
+class _Scope(NamedTuple):
+    """The part of the run a re-ordered copy needs: ``positions`` (bool per layout position) of the run queries that
+    have a tie group, and ``golden`` (bool per golden query) the golden queries among them. Outside it every tie
+    order is the run's own order, so the copies leave those queries out and the widening skips them."""
+
+    positions: np.ndarray
+    golden: np.ndarray
+
+
+def _scope(lay: _Layout, counts: _TieCounts) -> _Scope:
+    has_ties = counts.n_groups > 0
+    return _Scope(has_ties[lay.qcode], counts.per_golden(has_ties, False))
+
+
 def _widen_over_orders(
     qrels: Qrels,
     run: Run,
     lay: _Layout,
+    scope: _Scope,
     names: list[str],
     exact: dict[str, bool],
     lo: np.ndarray,
@@ -140,23 +170,25 @@ def _widen_over_orders(
     relevance_level: int,
 ) -> int:
     """Widen ``lo`` / ``hi`` (per query x metric, in place) with the best- and worst-case orders of each needed key,
-    then with ``n_orders`` random orders for the metrics without an exact key; returns how many were sampled."""
+    then with ``n_orders`` random orders for the metrics without an exact key; returns how many were sampled.
+
+    The ``gain`` copies keep only the documents with a positive grade: every family of that key reads nothing else
+    (the ranks stay explicit in the copy), so the two copies are as small as the judged part of the run."""
     sampled = 0
     needed = {_tie_key(m) for m in names if exact[m]}
     if not all(exact.values()):
         needed.add("gain")
-    keys = _keys(qrels, run, lay, needed)
+    keys = _keys(qrels, run, lay, needed, scope.positions)
     for key_name in sorted(needed):
         cols = [j for j, m in enumerate(names) if (_tie_key(m) or "gain") == key_name]
         key = keys[key_name]
-        if not _varies_in_groups(key, lay):
+        if not cols or not _varies_in_groups(key, lay):
             continue
         sub = [names[j] for j in cols]
+        keep = (key > 0) if key_name == "gain" else scope.positions
         for sign in (-1.0, 1.0):
-            e = evaluate(
-                qrels, _reordered(run, lay, sign * key, _depth(sub)), sub, relevance_level=relevance_level
-            )
-            _widen(lo, hi, cols, e)
+            copy = _reordered(run, lay, sign * key, _depth(sub), keep)
+            _widen(lo, hi, cols, evaluate(qrels, copy, sub, relevance_level=relevance_level), scope.golden)
     inexact = [j for j, m in enumerate(names) if not exact[m]]
     if inexact:
         rng = np.random.default_rng(seed)
@@ -185,20 +217,16 @@ def _per_query_table(
     depends: np.ndarray,
 ) -> pd.DataFrame:
     """:attr:`TieAudit.per_query`: the counts per golden query, then each metric's value, min and max."""
-    per_query = pd.DataFrame(
-        {
-            "query_id": np.asarray(golden, dtype=object),
-            "tie_groups": n_groups,
-            "ties_in_top_k": ties_top,
-            "crossing_cutoff": cross,
-            "depends_on_order": depends,
-        }
-    )
-    for j, m in enumerate(names):
-        per_query[m] = value[:, j]
-        per_query[f"{m}_min"] = lo[:, j]
-        per_query[f"{m}_max"] = hi[:, j]
-    return per_query
+    columns: dict[str, np.ndarray] = {
+        "query_id": np.asarray(golden, dtype=object),
+        "tie_groups": n_groups,
+        "ties_in_top_k": ties_top,
+        "crossing_cutoff": cross,
+        "depends_on_order": depends,
+    }
+    for j, m in enumerate(names):  # built in one go: inserting 3 columns per metric fragments the frame
+        columns.update({m: value[:, j], f"{m}_min": lo[:, j], f"{m}_max": hi[:, j]})
+    return pd.DataFrame(columns)
 
 
 def _aggregate(

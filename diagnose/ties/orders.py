@@ -60,15 +60,17 @@ def _layout(run: Run) -> _Layout:
     return _Layout(order, q, np.asarray(qids, dtype=object), r, group, tied, g_start, g_size)
 
 
-def _keys(qrels: Qrels, run: Run, lay: _Layout, needed: set[str]) -> dict[str, np.ndarray]:
-    """Per position, the sort keys of :func:`_tie_key` that are needed (0 outside tie groups: unused there).
+def _keys(
+    qrels: Qrels, run: Run, lay: _Layout, needed: set[str], looked_up: np.ndarray | None = None
+) -> dict[str, np.ndarray]:
+    """Per position, the sort keys of :func:`_tie_key` that are needed (0 where not looked up: unused there).
 
-    Only tied positions are looked up: their doc ids are coded against the qrels' doc ids with Arrow's hash
+    Only the tied positions are looked up, or those of ``looked_up`` (bool per position) when given: their doc ids are coded against the qrels' doc ids with Arrow's hash
     ``index_in``, their queries against the run's query codes, and the (query, doc) code pairs found by binary
     search among the qrels' pairs (exact: codes come from the strings, not from hashes)."""
     n = len(lay.order)
     out = {name: np.zeros(n, dtype=np.float64) for name in needed}
-    pos = np.flatnonzero(lay.tied)
+    pos = np.flatnonzero(lay.tied if looked_up is None else looked_up)
     if not len(pos) or not len(qrels.df):
         if "unannotated" in needed:
             out["unannotated"][pos] = 1.0
@@ -106,17 +108,22 @@ def _keys(qrels: Qrels, run: Run, lay: _Layout, needed: set[str]) -> dict[str, n
     return out
 
 
-def _reordered(run: Run, lay: _Layout, key: np.ndarray, depth: int | None = None) -> Run:
+def _reordered(
+    run: Run, lay: _Layout, key: np.ndarray, depth: int | None = None, keep: np.ndarray | None = None
+) -> Run:
     """A copy of ``run`` whose tie groups are sorted by ``key`` ascending (pass ``-key`` for descending; equal keys
     keep the run's order). Ranks stay at their positions; scores become ``-rank`` so the order is explicit.
-    ``depth``: keep only ranks <= depth (for metrics that read nothing deeper)."""
+    ``depth``: keep only ranks <= depth (for metrics that read nothing deeper). ``keep`` (bool per position): keep
+    only these documents, each at the rank its new position gives it (for metrics that read nothing else)."""
     n = len(lay.order)
     perm = np.lexsort((np.arange(n), key, lay.group))
     rows, where = lay.order[perm], lay.order
     rank = lay.rank
+    kept = None if keep is None else keep[perm]
     if depth is not None:
-        keep = lay.rank <= depth
-        rows, where, rank = rows[keep], where[keep], rank[keep]
+        kept = lay.rank <= depth if kept is None else kept & (lay.rank <= depth)
+    if kept is not None:
+        rows, where, rank = rows[kept], where[kept], rank[kept]
     df = run.df
     out = pd.DataFrame(
         {
@@ -162,7 +169,17 @@ def _varies_in_groups(key: np.ndarray, lay: _Layout) -> bool:
     return bool((same_group & (key[1:] != key[:-1])).any())
 
 
-def _widen(lo: np.ndarray, hi: np.ndarray, cols: list[int], e: Evaluation) -> None:
+def _widen(
+    lo: np.ndarray, hi: np.ndarray, cols: list[int], e: Evaluation, rows: np.ndarray | None = None
+) -> None:
+    """Widen ``lo`` / ``hi`` (golden query x metric) at ``cols`` with ``e``'s values; ``rows`` (bool per golden
+    query): only those (the queries a re-ordered copy covers)."""
     v = e.per_query.to_numpy(dtype=np.float64)
+    if rows is not None:
+        r = np.flatnonzero(rows)
+        at = np.ix_(r, cols)
+        lo[at] = np.minimum(lo[at], v[r])
+        hi[at] = np.maximum(hi[at], v[r])
+        return
     lo[:, cols] = np.minimum(lo[:, cols], v)
     hi[:, cols] = np.maximum(hi[:, cols], v)

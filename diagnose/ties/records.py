@@ -112,16 +112,11 @@ class TieAudit:
             for q in self.examples
         ]
 
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-safe: counts, ``aggregate`` ``{metric: {value, min, max, exact}}``, the message, and ``queries``:
-        the per-query rows of the queries with ties in the top k or a metric that depends on the order."""
-        pq = self.per_query
-        keep = pq[pq["ties_in_top_k"] | pq["depends_on_order"]]
-        queries = [
-            {c: _plain(v) for c, v in zip(keep.columns, row, strict=True)}
-            for row in keep.itertuples(index=False, name=None)
-        ]
-        return {
+    def to_dict(self, *, per_query: bool = True) -> dict[str, Any]:
+        """JSON-safe: counts, ``aggregate`` ``{metric: {value, min, max, exact}}``, the message, and (``per_query``)
+        ``queries``: the per-query rows of the queries with ties in the top k or a metric that depends on the order.
+        ``diagnose evaluate --format json`` writes ``queries`` only with ``--per-query``."""
+        out = {
             "run": self.run,
             "k": int(self.k),
             "metrics": list(self.metrics),
@@ -136,8 +131,15 @@ class TieAudit:
             "aggregate": {
                 m: {f: _plain(v) for f, v in r._asdict().items()} for m, r in self.aggregate.items()
             },
-            "queries": queries,
         }
+        if per_query:
+            pq = self.per_query
+            keep = pq[pq["ties_in_top_k"] | pq["depends_on_order"]]
+            out["queries"] = [
+                {c: _plain(v) for c, v in zip(keep.columns, row, strict=True)}
+                for row in keep.itertuples(index=False, name=None)
+            ]
+        return out
 
 
 def _plain(v: Any) -> Any:
