@@ -22,6 +22,7 @@ from diagnose.ties.orders import (
     _Layout,
     _layout,
     _reordered,
+    _reordered_nonzero,
     _tie_key,
     _varies_in_groups,
     _widen,
@@ -185,9 +186,11 @@ def _widen_over_orders(
         if not cols or not _varies_in_groups(key, lay):
             continue
         sub = [names[j] for j in cols]
-        keep = (key > 0) if key_name == "gain" else scope.positions
         for sign in (-1.0, 1.0):
-            copy = _reordered(run, lay, sign * key, _depth(sub), keep)
+            if key_name == "gain":  # the gain key is 0 exactly for the documents without a positive grade
+                copy = _reordered_nonzero(run, lay, sign * key, _depth(sub))
+            else:
+                copy = _reordered(run, lay, sign * key, _depth(sub), scope.positions)
             _widen(lo, hi, cols, evaluate(qrels, copy, sub, relevance_level=relevance_level), scope.golden)
     inexact = [j for j, m in enumerate(names) if not exact[m]]
     if inexact:

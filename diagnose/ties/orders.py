@@ -46,7 +46,11 @@ def _layout(run: Run) -> _Layout:
     n = len(df)
     qcode, qids = pd.factorize(df["query_id"], sort=False)
     ranks = df["rank"].to_numpy(dtype=np.int64)
-    order = np.lexsort((np.arange(n), ranks, qcode))
+    step_q, step_r = np.diff(qcode), np.diff(ranks)
+    if ((step_q > 0) | ((step_q == 0) & (step_r > 0))).all():  # already by (query, rank): a run from diagnose.io
+        order = np.arange(n)
+    else:
+        order = np.lexsort((np.arange(n), ranks, qcode))
     q, r = qcode[order].astype(np.int64), ranks[order]
     with np.errstate(over="ignore", invalid="ignore"):
         s32 = df["score"].to_numpy(dtype=np.float64)[order].astype(np.float32) + np.float32(0.0)
@@ -81,9 +85,12 @@ def _keys(
     q_doc = pc.fill_null(pc.index_in(q_docs, value_set=doc_values), -1).to_numpy(zero_copy_only=False)
     q_doc = q_doc.astype(np.int64)
     q_query = pd.Index(lay.qids, dtype=object).get_indexer(qdf["query_id"].to_numpy(dtype=object))
-    docs = _strings(run.df["doc_id"]).take(pa.array(lay.order[pos], type=pa.int64()))
+    docs = _strings(run.df["doc_id"])
+    few = 2 * len(pos) < n  # few positions: look up only theirs; else every row once, without copying strings
+    if few:
+        docs = docs.take(pa.array(lay.order[pos], type=pa.int64()))
     doc = pc.fill_null(pc.index_in(docs, value_set=doc_values), -1).to_numpy(zero_copy_only=False)
-    doc = doc.astype(np.int64)
+    doc = doc.astype(np.int64) if few else doc.astype(np.int64)[lay.order[pos]]
     if "unannotated" in needed:
         out["unannotated"][pos] = (doc < 0).astype(np.float64)
     if needed & {"gain", "judged"}:
@@ -134,6 +141,36 @@ def _reordered(
         }
     )
     return Run(run.name, out, run.source)
+
+
+def _reordered_nonzero(run: Run, lay: _Layout, key: np.ndarray, depth: int | None = None) -> Run:
+    """What :func:`_reordered` gives for ``key`` with ``keep = key != 0``, without sorting every position: inside a
+    group the documents with a negative key come first, then the zeros (dropped), then the positive keys, each
+    part ascending (equal keys in the run's order). Only the kept documents are sorted and placed."""
+    kept = np.flatnonzero(key != 0)
+    kept = kept[np.lexsort((kept, key[kept], lay.group[kept]))]
+    g = lay.group[kept]
+    first = np.ones(len(kept), dtype=bool)
+    first[1:] = g[1:] != g[:-1]
+    starts = np.flatnonzero(first)
+    i = np.arange(len(kept)) - np.repeat(starts, np.diff(np.append(starts, len(kept))))  # index among kept
+    n_kept = np.bincount(g, minlength=len(lay.g_size))
+    zeros = lay.g_size - n_kept  # per group: documents with key 0
+    where = lay.g_start[g] + i + np.where(key[kept] > 0, zeros[g], 0)
+    if depth is not None:
+        cut = lay.rank[where] <= depth
+        kept, where = kept[cut], where[cut]
+    df = run.df
+    out = pd.DataFrame(
+        {
+            "query_id": df["query_id"].take(lay.order[where]).reset_index(drop=True),
+            "doc_id": df["doc_id"].take(lay.order[kept]).reset_index(drop=True),
+            "score": -lay.rank[where].astype(np.float64),
+            "rank": lay.rank[where],
+        }
+    )
+    order = np.argsort(where, kind="stable")  # the copy in (query, rank) order, as a run lists it
+    return Run(run.name, out.take(order).reset_index(drop=True), run.source)
 
 
 def _depth(names: Sequence[str | MetricName]) -> int | None:
