@@ -7,12 +7,13 @@ Files come from ``bench/make_synthetic.py`` (generated into ``--dir`` when missi
 with score ties, 1M lines per shape. Each tool runs as a fresh process (``/usr/bin/time -v`` when available, for
 the peak RSS), so the times include interpreter start, imports, parsing and evaluation:
 
-- diagnose: ``diagnose evaluate --qrels Q --run R --format json`` (default metrics at k = 1,3,5,10: precision,
-  recall, hit_rate, mrr, ndcg, map at each k, then mrr, map, r_precision; 27 numbers);
+- diagnose: ``python -m diagnose evaluate --qrels Q --run synth=R --k 1,3,5,10,100 --format json`` of this checkout
+  (default metrics at each k: precision, recall, hit_rate, mrr, ndcg, map, then mrr, map, r_precision; 33 numbers;
+  the tie audit on, as always);
 - pytrec_eval: ``parse_qrel`` + ``parse_run`` (its own helpers) + ``RelevanceEvaluator.evaluate`` with the trec_eval
-  equivalents ``P recall success ndcg_cut map_cut`` at 1,3,5,10 + ``map recip_rank Rprec`` (23 numbers: trec_eval
+  equivalents ``P recall success ndcg_cut map_cut`` at 1,3,5,10,100 + ``map recip_rank Rprec`` (28 numbers: trec_eval
   has no ``mrr@k``), then the mean per measure;
-- ranx: ``Qrels.from_file`` + ``Run.from_file`` + ``evaluate(..., make_comparable=True)`` with the same 27 names.
+- ranx: ``Qrels.from_file`` + ``Run.from_file`` + ``evaluate(..., make_comparable=True)`` with the same 33 names.
 
 One untimed warm-up run per tool comes first (file cache, ranx's numba cache), then ``--repeats`` timed runs;
 the table shows medians of wall time and of CPU time (user + sys of the process and its threads: steadier than
@@ -28,7 +29,6 @@ import json
 import os
 import platform
 import re
-import shutil
 import statistics
 import subprocess
 import sys
@@ -39,7 +39,8 @@ from pathlib import Path
 from common import cpu_name
 
 HERE = Path(__file__).resolve().parent
-KS = [1, 3, 5, 10]
+ROOT = HERE.parent
+KS = [1, 3, 5, 10, 100]
 OURS = [f"{f}@{k}" for f in ["precision", "recall", "hit_rate", "mrr", "ndcg", "map"] for k in KS]
 OURS += ["mrr", "map", "r_precision"]
 TREC = {"precision": "P", "recall": "recall", "hit_rate": "success", "ndcg": "ndcg_cut", "map": "map_cut"}
@@ -86,9 +87,12 @@ qrels = read_qrels(sys.argv[1])
 lap("read_qrels")
 run = read_run(sys.argv[2])
 lap("read_run")
-names = expand_metrics(None, [1, 3, 5, 10])
-evaluate_many(qrels, {"run": run}, names)
-lap("evaluate_many (27 metrics)")
+names = expand_metrics(None, [1, 3, 5, 10, 100])
+ev = evaluate_many(qrels, {"run": run}, names)
+lap("evaluate_many (33 metrics)")
+from diagnose.ties import tie_audit
+tie_audit(qrels, run, names, k=100, base=ev["run"])
+lap("tie audit (given the evaluation)")
 evaluate_many(qrels, {"run": run}, names)
 lap("evaluate_many again, same process")
 print(json.dumps(stages))
@@ -104,6 +108,7 @@ def stage_times(qrels: Path, run: Path, repeats: int) -> dict[str, tuple[float, 
             capture_output=True,
             text=True,
             check=True,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
         ).stdout
         for name, (cpu, wall) in json.loads(out).items():
             samples.setdefault(name, []).append((cpu, wall))
@@ -114,24 +119,15 @@ def stage_times(qrels: Path, run: Path, repeats: int) -> dict[str, tuple[float, 
 
 
 def diagnose_command(qrels: Path, run: Path) -> list[str]:
-    exe = shutil.which("diagnose")
-    head = (
-        [exe]
-        if exe
-        else [sys.executable, "-c", "import sys; from diagnose.cli import main; sys.exit(main())"]
-    )
-    return [
-        *head,
-        "evaluate",
-        "--qrels",
-        str(qrels),
-        "--run",
-        str(run),
-        "--k",
-        "1,3,5,10",
-        "--format",
-        "json",
-    ]
+    """``python -m diagnose evaluate`` of THIS checkout (the ``diagnose`` script may be another tree's); the
+    package's bytecode is compiled first (``compileall``, as ``pip install`` does), since a machine with
+    ``PYTHONDONTWRITEBYTECODE=1`` would otherwise recompile ~70 modules in every process."""
+    import compileall
+
+    compileall.compile_dir(str(ROOT / "diagnose"), quiet=1)
+    ks = ",".join(map(str, KS))
+    return [sys.executable, "-m", "diagnose", "evaluate", "--qrels", str(qrels), "--run", f"synth={run}",
+            "--k", ks, "--format", "json"]  # fmt: skip
 
 
 def commands(qrels: Path, run: Path) -> dict[str, list[str]]:
@@ -149,7 +145,8 @@ def run_once(cmd: list[str]) -> tuple[float, float, float | None, str]:
         full = ["/usr/bin/time", "-v", "-o", tf.name, *cmd] if use_time else cmd
         before = os.times()
         t0 = time.perf_counter()
-        proc = subprocess.run(full, capture_output=True, text=True, check=False)
+        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        proc = subprocess.run(full, capture_output=True, text=True, check=False, env=env)
         wall = time.perf_counter() - t0
         after = os.times()
         if proc.returncode != 0:
@@ -186,10 +183,12 @@ def aggregates(tool: str, stdout: str) -> dict[str, float]:
     return out
 
 
-def bench_shape(qrels: Path, run: Path, repeats: int) -> list[dict]:
+def bench_shape(qrels: Path, run: Path, repeats: int, tools: list[str] | None = None) -> list[dict]:
     rows = []
     results = {}
     for tool, cmd in commands(qrels, run).items():
+        if tools is not None and tool not in tools:
+            continue
         _, _, _, out = run_once(cmd)  # warm-up
         results[tool] = aggregates(tool, out)
         walls, cpus, rsss = [], [], []
@@ -208,7 +207,7 @@ def bench_shape(qrels: Path, run: Path, repeats: int) -> list[dict]:
             }
         )
     ours = results["diagnose"]
-    for tool in ("pytrec_eval", "ranx"):
+    for tool in [t for t in ("pytrec_eval", "ranx") if t in results]:
         shared = sorted(set(ours) & set(results[tool]))
         diff = max(abs(ours[m] - results[tool][m]) for m in shared)
         for row in rows:
@@ -278,8 +277,9 @@ def render(
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
     lines += [
         "",
-        "diagnose computes 27 metrics (precision, recall, hit_rate, mrr, ndcg, map at k = 1,3,5,10, then mrr, map, "
-        "r_precision); pytrec_eval the 23 trec_eval equivalents (no mrr@k); ranx the same 27. The check column "
+        "diagnose computes 33 metrics (precision, recall, hit_rate, mrr, ndcg, map at k = 1,3,5,10,100, then mrr, "
+        "map, r_precision) and audits the score ties; pytrec_eval the 28 trec_eval equivalents (no mrr@k); ranx the "
+        "same 33. The check column "
         "compares the three tools' aggregates on the metrics they share: pytrec_eval must agree to ~1e-15; ranx "
         "differs by design on these tied scores (it does not break ties by doc id; on tie-free runs it agrees, "
         "see tests/test_metrics_reference.py).",
@@ -305,6 +305,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--shapes", default="1000x1000,10000x100")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument(
+        "--tools", default="diagnose,pytrec_eval,ranx", help="comma-separated subset (diagnose always first)"
+    )
+    parser.add_argument(
         "--write", type=Path, help="write the table into this RESULTS.md (## evaluate section)"
     )
     args = parser.parse_args(argv)
@@ -316,7 +319,7 @@ def main(argv: list[str] | None = None) -> int:
     all_rows, stages = {}, {}
     for nq, depth in parse_shapes(args.shapes):
         qrels, run = write_shape(args.dir, nq, depth, seed=0)
-        all_rows[f"{nq:,} x {depth:,}"] = bench_shape(qrels, run, args.repeats)
+        all_rows[f"{nq:,} x {depth:,}"] = bench_shape(qrels, run, args.repeats, args.tools.split(","))
         stages[f"{nq:,} x {depth:,}"] = stage_times(qrels, run, args.repeats)
         print(stages[f"{nq:,} x {depth:,}"], file=sys.stderr)
         for row in all_rows[f"{nq:,} x {depth:,}"]:
