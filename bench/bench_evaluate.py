@@ -109,6 +109,7 @@ def stage_times(qrels: Path, run: Path, repeats: int) -> dict[str, tuple[float, 
             text=True,
             check=True,
             env={**os.environ, "PYTHONPATH": str(ROOT)},
+            cwd=ROOT,  # python -c / -m put the working directory first on sys.path
         ).stdout
         for name, (cpu, wall) in json.loads(out).items():
             samples.setdefault(name, []).append((cpu, wall))
@@ -146,7 +147,7 @@ def run_once(cmd: list[str]) -> tuple[float, float, float | None, str]:
         before = os.times()
         t0 = time.perf_counter()
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
-        proc = subprocess.run(full, capture_output=True, text=True, check=False, env=env)
+        proc = subprocess.run(full, capture_output=True, text=True, check=False, env=env, cwd=ROOT)
         wall = time.perf_counter() - t0
         after = os.times()
         if proc.returncode != 0:
