@@ -19,7 +19,7 @@ What is measured:
   ``diagnose.metrics.evaluate``) and its nDCG@10, with the wall time of each whole-corpus encode.
 
 Routes: exact (``load_encoder(precision="exact")``: sentence-transformers, fp32); fast (``load_encoder()``: the
-transformer in bf16 with fused oneDNN linear layers, :mod:`diagnose.fast_encoder`); the same in bf16 without the
+transformer in bf16 with fused oneDNN linear layers, :mod:`diagnose.embed.fast`); the same in bf16 without the
 fused layers; torch bf16 autocast around the exact model; fast with ``torch.set_num_threads(1)``; and, unless
 --no-onnx or onnxruntime is missing, ONNX Runtime on a graph exported here with ``torch.onnx.export``
 (transformer + mean pooling + normalisation, dynamic batch/sequence axes, eager attention so that ORT's BERT
@@ -48,7 +48,7 @@ sys.path.insert(0, str(ROOT))
 
 import numpy as np  # noqa: E402
 
-from diagnose import fast_encoder  # noqa: E402
+from diagnose.embed import fast as fast_encoder  # noqa: E402
 from diagnose.baselines import dense_run  # noqa: E402
 from diagnose.embed import embed_texts, load_encoder  # noqa: E402
 from diagnose.io import load_dataset  # noqa: E402

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from diagnose import fast_encoder
+from diagnose.embed import fast as fast_encoder
 from diagnose.data import DataError, document_text
 from diagnose.embed import EmbeddingCache, SentenceTransformerEncoder, embed_texts, load_encoder
 

@@ -16,7 +16,7 @@ Where things live
     :func:`load_encoder`: the bundled default, a folder (:func:`model_fingerprint`), a Hub id (:func:`hub_offline`,
     :func:`hub_reachable`), :class:`ModelLoadError` and the alternatives it names.
 ``fast``
-    the bf16 encoder ``precision="fast"`` returns (also importable as ``diagnose.fast_encoder``).
+    the bf16 encoder ``precision="fast"`` returns.
 ``store``
     :class:`EmbeddingCache` (``encoder.json``) and :func:`embed_texts`.
 ``search``

@@ -1,6 +1,6 @@
 """Progress in the app: an ``st.status`` box for work done in the script run (:class:`StatusReporter`), and work
 done in a thread of its own that outlives script runs (:class:`Background`: the vectors; :class:`ProjectionBackground`:
-the whole-collection map), which pages poll with :func:`wait_for_vectors`. All are
+the whole-collection map), which pages poll with :func:`diagnose.ui.state.wait_for_vectors`. All are
 :class:`diagnose.progress.Reporter` objects."""
 
 from __future__ import annotations
@@ -9,16 +9,11 @@ import contextvars
 import threading
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import streamlit as st
 
 from diagnose.analysis import Analysis
-from diagnose.ui.errors import show_error
-from diagnose.ui.text import escape_md
-
-if TYPE_CHECKING:
-    from diagnose.ui.state import Bundle
 
 
 class _Progress:
@@ -133,30 +128,6 @@ class Background:
             return min(self.done / self.total, 1.0) if self.total else 0.0
 
 
-def wait_for_vectors(b: Bundle, title: str | None = None, what: str = "This page") -> None:
-    """At the top of a page that needs the vectors: when they are not ready yet, draw the page's ``title`` and the
-    encoding's progress (refreshed every second; the page reruns by itself when they are) and stop the page here."""
-    if b.analysis.vectors_ready:
-        return
-    bg = b.background
-    if title:
-        st.title(title)
-
-    @st.fragment(run_every=1.0)
-    def progress() -> None:
-        if bg.error is not None:
-            show_error(bg.error, "Could not compute the vectors: ")
-            return
-        if b.analysis.vectors_ready:
-            st.rerun()
-        st.progress(bg.fraction(), text=escape_md(bg.status()))
-        st.caption(
-            f"{what} needs the vectors of the corpus and the queries. The metrics of your runs and of BM25 are "
-            "ready on the Overview; this page fills in by itself when the encoding ends (other pages stay usable)."
-        )
-
-    progress()
-    st.stop()
 
 
 class ProjectionBackground(Background):

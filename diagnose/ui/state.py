@@ -41,7 +41,6 @@ from diagnose.ui.navigation import WITHOUT_GOLDEN_SET, page_path
 from diagnose.ui.navigation import open_query as open_query
 from diagnose.ui.navigation import run_page as run_page
 from diagnose.ui.progress import Background, ProjectionBackground, _Progress
-from diagnose.ui.progress import wait_for_vectors as wait_for_vectors
 from diagnose.ui.settings import Settings, retriever_specs, sidebar
 from diagnose.ui.text import escape_md
 
@@ -449,3 +448,28 @@ def bundle() -> Bundle:
         st.page_link(page_path("judge"), label="Open the Judge page", icon=":material/gavel:")
         st.stop()
     return b
+
+def wait_for_vectors(b: Bundle, title: str | None = None, what: str = "This page") -> None:
+    """At the top of a page that needs the vectors: when they are not ready yet, draw the page's ``title`` and the
+    encoding's progress (refreshed every second; the page reruns by itself when they are) and stop the page here."""
+    if b.analysis.vectors_ready:
+        return
+    bg = b.background
+    if title:
+        st.title(title)
+
+    @st.fragment(run_every=1.0)
+    def progress() -> None:
+        if bg.error is not None:
+            show_error(bg.error, "Could not compute the vectors: ")
+            return
+        if b.analysis.vectors_ready:
+            st.rerun()
+        st.progress(bg.fraction(), text=escape_md(bg.status()))
+        st.caption(
+            f"{what} needs the vectors of the corpus and the queries. The metrics of your runs and of BM25 are "
+            "ready on the Overview; this page fills in by itself when the encoding ends (other pages stay usable)."
+        )
+
+    progress()
+    st.stop()
