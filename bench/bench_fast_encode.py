@@ -48,9 +48,9 @@ sys.path.insert(0, str(ROOT))
 
 import numpy as np  # noqa: E402
 
-from diagnose.embed import fast as fast_encoder  # noqa: E402
 from diagnose.baselines import dense_run  # noqa: E402
 from diagnose.embed import embed_texts, load_encoder  # noqa: E402
+from diagnose.embed import fast as fast_encoder  # noqa: E402
 from diagnose.io import load_dataset  # noqa: E402
 from diagnose.metrics import evaluate  # noqa: E402
 

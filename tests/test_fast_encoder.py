@@ -9,9 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from diagnose.embed import fast as fast_encoder
 from diagnose.data import DataError, document_text
 from diagnose.embed import EmbeddingCache, SentenceTransformerEncoder, embed_texts, load_encoder
+from diagnose.embed import fast as fast_encoder
 
 pytestmark = pytest.mark.real_model
 
