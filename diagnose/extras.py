@@ -6,8 +6,8 @@ The core install (``pip install diagnose-rag``) reads the data, computes the met
 - ``[embed]``: embeddings and BM25 (torch, sentence-transformers and the bundled model, bm25s, rank-bm25,
   scikit-learn), hence baselines, the failure diagnosis, model choice;
 - ``[app]``: the Streamlit app and the charts (streamlit, altair, umap-learn, pydeck);
-- ``[all]``: both (what the README installs); ``[langchain]``, ``[llamaindex]``, ``[vectordb]``: live retrievers; ``[vectordb]`` also reads
-  ``--corpus chroma:/lancedb:/qdrant:`` collections (:mod:`diagnose.vectordb`).
+- ``[all]``: both (what the README installs); ``[langchain]``, ``[llamaindex]``, ``[vectordb]``: live retrievers;
+  ``[vectordb]`` also reads ``--corpus chroma:/lancedb:/qdrant:`` collections (:mod:`diagnose.vectordb`).
 
 :func:`needs` turns the ``ModuleNotFoundError`` of a missing optional package into a :class:`DataError` that names
 the extra to install, so neither a notebook nor the CLI shows a traceback for it.

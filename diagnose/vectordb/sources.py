@@ -84,7 +84,7 @@ class ChromaSource:
 def _chroma_space(collection: Any) -> str:
     """The collection's distance: its configuration's ``hnsw.space`` (Chroma >= 1.0), else the ``hnsw:space``
     metadata key (older collections), else Chroma's default ``l2``."""
-    config = getattr(collection, "configuration", None) or {}
+    config = getattr(collection, "configuration_json", None) or {}  # .configuration warns of legacy functions
     hnsw = config.get("hnsw") if isinstance(config, dict) else None
     space = (hnsw or {}).get("space") if isinstance(hnsw, dict) else None
     space = space or (collection.metadata or {}).get("hnsw:space") or "l2"
@@ -92,9 +92,10 @@ def _chroma_space(collection: Any) -> str:
 
 
 class QdrantSource:
-    """A Qdrant collection in local mode (``QdrantClient(path=...)``; the folder is locked while it is open)."""
+    """A Qdrant collection in local mode (``QdrantClient(path=...)``; the folder is locked while it is open). Its
+    documents' ids: the payload's id field, else the point ids (:func:`_qdrant_row`)."""
 
-    id_field = STORE_ID
+    id_field = None
     text_field = None
 
     def __init__(self, spec: CollectionSpec) -> None:
@@ -132,7 +133,7 @@ class QdrantSource:
             )  # fmt: skip
             if not points:
                 return
-            rows = [{STORE_ID: str(p.id), **_flat(p.payload)} for p in points]
+            rows = [_qdrant_row(p) for p in points]
             vecs = [p.vector[self.vector_name] if self.vector_name else p.vector for p in points]
             yield rows, np.asarray(vecs, dtype=np.float32).reshape(len(points), -1)
             if offset is None:
@@ -140,6 +141,17 @@ class QdrantSource:
 
     def close(self) -> None:
         self.client.close()
+
+
+def _qdrant_row(point: Any) -> dict[str, Any]:
+    """The payload, flat; the point id (an integer or a UUID) under ``_id`` only when the payload names no id of
+    its own (``_id``, ``id``, ``doc_id``, ``docid``: the corpus file's id fields)."""
+    from diagnose.io.formats import CORPUS_ID_FIELDS
+
+    row = _flat(point.payload)
+    if not any(f in row for f in CORPUS_ID_FIELDS):
+        row[STORE_ID] = str(point.id)
+    return row
 
 
 class LanceSource:
