@@ -245,3 +245,111 @@ def test_missing_client_names_the_extra(kind, module, tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, module, None)  # import fails: ModuleNotFoundError
     with pytest.raises(DataError, match=r"pip install 'diagnose-rag\[vectordb\]'"):
         read_collection(f"{kind}:{tmp_path}#docs")
+
+
+@pytest.fixture(scope="module")
+def minilm(demo, tmp_path_factory) -> SimpleNamespace:
+    """The bundled MiniLM (fp32: ``--precision exact``): the demo corpus and its golden queries encoded once for
+    the tests below, the same vectors as .npy, and a Chroma collection (cosine) of the documents' vectors."""
+    from diagnose.embed import load_encoder
+
+    enc = load_encoder(None, precision="exact")
+    text_of = demo.queries.text_of()
+    qids = [q for q in demo.qrels.queries_with_relevant() if q in text_of]
+    kw = SimpleNamespace(
+        ids=list(demo.corpus.ids), titles=list(demo.corpus.df["title"]), texts=list(demo.corpus.df["text"]),
+        vecs=np.asarray(enc.encode(demo.corpus.texts()), dtype=np.float32),
+    )  # fmt: skip
+    query_vecs = np.asarray(enc.encode([text_of[q] for q in qids]), dtype=np.float32)
+    out = tmp_path_factory.mktemp("minilm")
+    np.save(out / "docs.npy", kw.vecs)
+    np.save(out / "queries.npy", query_vecs)
+    (out / "docs.txt").write_text("\n".join(kw.ids) + "\n", encoding="utf-8")
+    (out / "queries.txt").write_text("\n".join(qids) + "\n", encoding="utf-8")
+    spec = build_chroma(out / "chroma", "demo", kw.ids, kw.titles, kw.texts, kw.vecs)
+    return SimpleNamespace(
+        spec=spec, npy=out, qids=qids, query_vecs=dict(zip(qids, query_vecs, strict=True)), encoder=enc
+    )
+
+
+def _failures_json(capsys, *argv) -> dict:
+    from diagnose.cli import main
+
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    return json.loads(out)
+
+
+def _close(a, b, tol: float = 1e-6) -> bool:
+    """``a == b`` for nested JSON values, floats within ``tol``."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_close(a[k], b[k], tol) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_close(x, y, tol) for x, y in zip(a, b, strict=True))
+    if isinstance(a, float) and isinstance(b, float):
+        return abs(a - b) <= tol
+    return a == b
+
+
+@pytest.mark.real_model
+def test_cli_corpus_from_chroma_equals_npy_with_the_bundled_model(minilm, capsys, tmp_path):
+    """``diagnose failures --corpus chroma:PATH#COLLECTION`` (queries encoded by the bundled model here) gives the
+    failures of the same document vectors given as .npy with the same model's query vectors."""
+    common = ["failures", "--run", f"ann={RUN}", "--precision", "exact", "--cache-dir", tmp_path, "--format", "json"]
+    db = _failures_json(
+        capsys, *common, "--corpus", minilm.spec, "--queries", DEMO / "queries.jsonl",
+        "--qrels", DEMO / "qrels" / "test.tsv",
+    )  # fmt: skip
+    npy = minilm.npy
+    files = _failures_json(
+        capsys, *common, "--data", DEMO, "--doc-embeddings", npy / "docs.npy", "--doc-ids", npy / "docs.txt",
+        "--query-embeddings", npy / "queries.npy", "--query-ids", npy / "queries.txt",
+    )  # fmt: skip
+    assert db["n_failed_queries"] > 0
+    # the same failures, classes, remedies...; cosines agree to float32 rounding (the vectors come back from
+    # Chroma within ~1e-8 of those written)
+    for key in ("n_failed_queries", "failures", "class_counts", "remedies", "label_noise", "hubness"):
+        assert _close(db[key], files[key]), key
+    assert db["threshold"]["calibrated"] == pytest.approx(files["threshold"]["calibrated"], abs=1e-6)
+
+
+@pytest.mark.real_model
+def test_langchain_retriever_over_the_collection_equals_its_own_search(demo, minilm):
+    """Part 5: a LangChain retriever (langchain-core's BaseRetriever; langchain-chroma is not installed, so it
+    wraps the collection's own ``query``) run through run_retriever gives the run of the collection's own batch
+    search at the same settings (n_results=100, the collection's HNSW parameters, the same query vectors)."""
+    chromadb = pytest.importorskip("chromadb")
+    pytest.importorskip("langchain_core")
+    from chromadb.config import Settings
+    from langchain_core.documents import Document
+    from langchain_core.retrievers import BaseRetriever
+
+    from diagnose.data import Run
+    from diagnose.retrievers import run_retriever
+
+    path, _, name = minilm.spec.removeprefix("chroma:").rpartition("#")
+    col = chromadb.PersistentClient(path=path, settings=Settings(anonymized_telemetry=False)).get_collection(name)
+    text_of = demo.queries.text_of()
+    vec_of = {text_of[q]: minilm.query_vecs[q] for q in minilm.qids}
+
+    class ChromaRetriever(BaseRetriever):
+        def _get_relevant_documents(self, query: str, *, run_manager) -> list:
+            hits = col.query(query_embeddings=[vec_of[query].tolist()], n_results=100, include=["distances"])
+            return [
+                Document(page_content="", metadata={"doc_id": i, "score": 1.0 - d})
+                for i, d in zip(hits["ids"][0], hits["distances"][0], strict=True)
+            ]
+
+    live = run_retriever(ChromaRetriever(), demo, id_key="doc_id", name="chroma", timeout=None)
+    own = col.query(
+        query_embeddings=np.stack([minilm.query_vecs[q] for q in minilm.qids]).tolist(), n_results=100,
+        include=["distances"],
+    )  # fmt: skip
+    direct = Run.from_ranked_lists(
+        "chroma",
+        {q: [(i, 1.0 - d) for i, d in zip(ids, ds, strict=True)]
+         for q, ids, ds in zip(minilm.qids, own["ids"], own["distances"], strict=True)},
+    )  # fmt: skip
+    assert live.query_ids() == direct.query_ids() == minilm.qids
+    assert live.ranked_lists() == direct.ranked_lists()
