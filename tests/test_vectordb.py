@@ -196,6 +196,9 @@ def test_distance_rule(keyword, tmp_path):
     spec = _build("chroma", tmp_path, scaled, name="scaled", space="ip")
     with pytest.raises(DataError, match="ranks by ip, and 190 of 190 stored vectors are not unit-length"):
         read_collection(spec)
+    spec = _build("lancedb", tmp_path, scaled)  # LanceDB: l2, its default
+    with pytest.raises(DataError, match=r"ranks by l2, .* \(e.g. it-0001 \(3\)"):
+        read_collection(spec)
     spec = _build("qdrant", tmp_path, keyword, distance="Manhattan")
     with pytest.raises(DataError, match="'manhattan' distance"):
         read_collection(spec)
@@ -353,3 +356,20 @@ def test_langchain_retriever_over_the_collection_equals_its_own_search(demo, min
     )  # fmt: skip
     assert live.query_ids() == direct.query_ids() == minilm.qids
     assert live.ranked_lists() == direct.ranked_lists()
+
+
+def test_app_sidebar_takes_a_collection_under_the_data_root(keyword, tmp_path, monkeypatch):
+    """The sidebar's corpus field takes the same spec; its folder must lie under the data root like any path."""
+    from diagnose.ui import sources
+
+    spec = _build("chroma", tmp_path, keyword)
+    monkeypatch.setenv("DIAGNOSE_DATA_ROOT", str(tmp_path))
+    for name in ("queries.jsonl", "qrels.tsv"):
+        (tmp_path / name).write_text("", encoding="utf-8")
+    data = sources.files_spec("chroma:chroma#demo", "queries.jsonl", "qrels.tsv", "")
+    assert data.corpus == spec  # the folder resolved under the root
+    assert tmp_path / "chroma" in data.paths()  # the fingerprint follows the database folder
+    ds = load_dataset(corpus=data.corpus, queries=DEMO / "queries.jsonl", qrels=DEMO / "qrels" / "test.tsv")
+    assert len(ds.corpus) == 190
+    with pytest.raises(DataError, match="outside the data folder"):
+        sources.files_spec("chroma:/etc#demo", "queries.jsonl", "qrels.tsv", "")

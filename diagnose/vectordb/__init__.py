@@ -69,10 +69,18 @@ def read_collection(
         source.close()
     if after != before or len(rows) != before[0]:
         raise _changed(spec, before, after, len(rows))
-    _check_metric(spec, source.metric, mat, [r.get(source.id_field or "", "") for r in rows])
     fields = dict(fields or {})
+    _check_metric(spec, source.metric, mat, [_row_id(r, fields.get("id") or source.id_field) for r in rows])
     given = (fields.get("id") or source.id_field, fields.get("text") or source.text_field, fields.get("title"))
     return _corpus(spec, pd.DataFrame(rows).assign(**{_ROW: np.arange(len(rows))}), mat, given, source, report)
+
+
+def _row_id(row: dict, field: str | None) -> str:
+    """The id of a raw row, for messages: ``field``'s value, else the first id field of a corpus file it has."""
+    from diagnose.io.formats import CORPUS_ID_FIELDS
+
+    key = field if field is not None else next((f for f in CORPUS_ID_FIELDS if f in row), None)
+    return str(row.get(key, "?")) if key is not None else "?"
 
 
 def _open(spec: CollectionSpec):
