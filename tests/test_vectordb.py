@@ -92,7 +92,9 @@ def _build(kind: str, folder: Path, kw: SimpleNamespace, name: str = "demo", **k
 
 
 def _from_collection(spec: str, tmp_path: Path, **kwargs) -> Analysis:
-    ds = load_dataset(
+    import diagnose
+
+    ds = diagnose.load(
         corpus=spec, queries=DEMO / "queries.jsonl", qrels=DEMO / "qrels" / "test.tsv", runs=[("ann", RUN)]
     )
     return Analysis(ds, cache_dir=tmp_path / "cache", **kwargs)
