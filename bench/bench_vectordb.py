@@ -11,6 +11,7 @@ vector, in process). Run: ``python bench/bench_vectordb.py [--data DIR] [--repea
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import statistics
 import sys
@@ -49,7 +50,7 @@ def main() -> None:
     args = ap.parse_args()
     data = Path(args.data).resolve()
     work = Path(tempfile.mkdtemp(prefix="bench-vectordb-"))
-    env = {**__import__("os").environ, "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
     try:
         spec = build(data, work / "chroma")
         run = bm25_run(data, work, env)
