@@ -35,7 +35,10 @@ def load(
     """Read a data set: a BEIR folder ``data`` (``corpus.jsonl``, ``queries.jsonl``, ``qrels/<split>.tsv``) and/or
     explicit files (which override the folder's). Formats and checks: :func:`diagnose.io.load_dataset`.
     ``corpus_fields``: the corpus columns or keys of ``id``, ``text`` and ``title`` when they are not auto-detected,
-    e.g. ``{"id": "doc_id", "text": "body"}``. ``require_qrels=False``: no golden set yet (a query log and a corpus get empty qrels, to judge: see
+    e.g. ``{"id": "doc_id", "text": "body"}``. ``corpus`` may be a vector database collection,
+    ``"chroma:PATH#COLLECTION"``, ``"lancedb:PATH#TABLE"`` or ``"qdrant:PATH#COLLECTION"``: its documents and stored
+    vectors (:mod:`diagnose.vectordb`; an :class:`~diagnose.analysis.Analysis` of it encodes only the queries).
+    ``require_qrels=False``: no golden set yet (a query log and a corpus get empty qrels, to judge: see
     :mod:`diagnose.judging`).
 
     ``runs``: run files, ``"NAME=PATH"`` or ``(name, path)`` (one run may be given alone); runs can also be given later to

@@ -7,7 +7,8 @@ The core install (``pip install diagnose-rag``) reads the data, computes the met
   scikit-learn), hence baselines, the failure diagnosis, model choice;
 - ``[app]``: the Streamlit app and the charts (streamlit, altair, umap-learn, pydeck);
 - ``[rag]``: rapidfuzz, the approximate matching of a golden set's reference contexts (:mod:`diagnose.io.spans`);
-- ``[all]``: all of these (what the README installs); ``[langchain]``, ``[llamaindex]``, ``[vectordb]``: live retrievers.
+- ``[all]``: all of these (what the README installs); ``[langchain]``, ``[llamaindex]``, ``[vectordb]``: live retrievers;
+  ``[vectordb]`` also reads ``--corpus chroma:/lancedb:/qdrant:`` collections (:mod:`diagnose.vectordb`).
 
 :func:`needs` turns the ``ModuleNotFoundError`` of a missing optional package into a :class:`DataError` that names
 the extra to install, so neither a notebook nor the CLI shows a traceback for it.
@@ -42,6 +43,8 @@ EXTRA_OF: dict[str, str] = {
     "llama_index": "llamaindex",
     "chromadb": "vectordb",
     "rapidfuzz": "rag",
+    "lancedb": "vectordb",
+    "qdrant_client": "vectordb",
 }
 
 

@@ -134,6 +134,38 @@ class VectorSpace:
         return cls._encoded(ds, qids, texts_of, encoder, cache_dir, progress, report)
 
     @classmethod
+    def with_stored(
+        cls,
+        ds: Dataset,
+        query_ids: Sequence[str],
+        stored: Any,
+        encoder: Any,
+        *,
+        cache_dir: str | Path | None = None,
+        report: ValidationReport | None = None,
+    ) -> VectorSpace:
+        """The corpus's stored vectors (``stored``: a :class:`~diagnose.embed.precomputed.PrecomputedEmbeddings`,
+        e.g. of a vector database collection, :mod:`diagnose.vectordb`) and ``query_ids`` encoded by ``encoder``;
+        ``DataError(param="model")`` when the query vectors' dimension is not the documents'."""
+        from diagnose import embed
+
+        report = report if report is not None else ds.report
+        texts_of = ds.queries.text_of()
+        qids = list(query_ids)
+        cache = embed.EmbeddingCache(Path(cache_dir) / "embeddings" if cache_dir else None)
+        query_vecs = embed.embed_texts(encoder, _query_texts(qids, texts_of), cache=cache, report=report)
+        if query_vecs.shape[1] != stored.dim:
+            raise DataError(
+                f"{stored.doc_source} holds {stored.dim}-dimensional vectors but the model {encoder.name} encodes "
+                f"queries into {query_vecs.shape[1]} dimensions; name the model that embedded the collection "
+                "(--model / model=).", param="model",
+            )  # fmt: skip
+        corpus_ids = list(ds.corpus.ids)
+        return cls.from_arrays(
+            f"{encoder.name} + {stored.doc_source}", corpus_ids, stored.doc_matrix(corpus_ids), qids, query_vecs
+        )
+
+    @classmethod
     def _encoded(
         cls,
         ds: Dataset,
@@ -149,19 +181,23 @@ class VectorSpace:
         from diagnose import embed
 
         cache = embed.EmbeddingCache(Path(cache_dir) / "embeddings" if cache_dir else None)
-        missing_text = [q for q in qids if q not in texts_of]
-        if missing_text:
-            raise DataError(
-                f"{len(missing_text)} queries have no text in the queries file (e.g. {', '.join(missing_text[:5])}); "
-                "add them to the queries file so they can be embedded."
-            )
+        query_texts = _query_texts(qids, texts_of)
         doc_vecs = embed.embed_texts(
             encoder, ds.corpus.texts(), cache=cache, progress=progress, report=report
         )
-        query_vecs = embed.embed_texts(
-            encoder, [texts_of[q] for q in qids], cache=cache, progress=False, report=report
-        )
+        query_vecs = embed.embed_texts(encoder, query_texts, cache=cache, progress=False, report=report)
         return cls.from_arrays(encoder.name, list(ds.corpus.ids), doc_vecs, qids, query_vecs)
+
+
+def _query_texts(qids: list[str], texts_of: dict[str, str]) -> list[str]:
+    """The texts of ``qids``; ``DataError`` naming the queries without one."""
+    missing_text = [q for q in qids if q not in texts_of]
+    if missing_text:
+        raise DataError(
+            f"{len(missing_text)} queries have no text in the queries file (e.g. {', '.join(missing_text[:5])}); "
+            "add them to the queries file so they can be embedded."
+        )
+    return [texts_of[q] for q in qids]
 
 
 def relevant_pair_cosines(qrels: Qrels, run: Run, space: VectorSpace, k: int) -> pd.DataFrame:

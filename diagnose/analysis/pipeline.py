@@ -202,6 +202,11 @@ class Pipeline(AnalysisBase):
                     self.dataset, self.golden, doc_embeddings=emb.get("doc"), query_embeddings=emb.get("query"),
                     doc_ids=emb.get("doc_ids"), query_ids_file=emb.get("query_ids"), report=self.dataset.report,
                 )  # fmt: skip
+            stored = getattr(self.dataset.corpus, "vectors", None)  # a vector database's (diagnose.vectordb)
+            if stored is not None:
+                self._reporter.step(f"Encoding {len(self.golden):,} queries (the documents' vectors are stored)")
+                return VectorSpace.with_stored(self.dataset, self.golden, stored, self.encoder,
+                                               cache_dir=self.cache_dir, report=self.dataset.report)  # fmt: skip
             return self.space_for(self.encoder)
 
         return self._cached("space", build)

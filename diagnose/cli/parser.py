@@ -48,7 +48,8 @@ def _add_data_args(p: argparse.ArgumentParser, *, run_required: bool | str) -> N
     g.add_argument("--write-spans", metavar="F", help="where --write-qrels writes the spans (JSONL)")
     g.add_argument("--queries", metavar="F", help="queries: BEIR queries.jsonl or TSV id<TAB>text")
     g.add_argument(
-        "--corpus", metavar="F", help="corpus: BEIR corpus.jsonl, CSV/TSV/Parquet, or a folder of .txt/.md"
+        "--corpus", metavar="F", help="corpus: BEIR corpus.jsonl, CSV/TSV/Parquet, a folder of .txt/.md, or a "
+        "vector database with its stored vectors: chroma:PATH#COLLECTION, lancedb:PATH#TABLE, qdrant:PATH#COLLECTION"
     )
     g.add_argument(
         "--run",

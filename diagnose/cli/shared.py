@@ -82,6 +82,7 @@ def _load(args: argparse.Namespace, *, need_text: bool = False, require_qrels: b
         report=report,
         require_qrels=require_qrels and not extra,
         qrels_transform=_extra_qrels(extra, report) if extra else None,
+        progress=True,  # a --corpus chroma:PATH#COLLECTION is read with a bar
     )
     _write_qrels(args, ds)
     if need_text and (ds.corpus is None or ds.queries is None):

@@ -361,6 +361,15 @@ def _read_side(
         raise DataError(
             f"{path}: unsupported embeddings format {suffix!r}; use .npy (+ an id file) or .parquet."
         )
+    return checked_vectors(ids, mat, str(path), kind, report)
+
+
+def checked_vectors(
+    ids: list[str], mat: np.ndarray, path: str, kind: str, report: ValidationReport | None
+) -> tuple[list[str], np.ndarray]:
+    """``(ids, rows L2-normalised)`` of vectors read from ``path`` (a file, or a vector database collection:
+    :mod:`diagnose.vectordb`); ``DataError`` for no vectors, duplicate ids, NaN/inf; all-zero rows are reported
+    (``zero_vector``) and stay zero. ``mat`` may be normalised in place when it is a writable float32 matrix."""
     if len(ids) == 0:
         raise DataError(f"{path}: no {kind} vectors.")
     seen: set[str] = set()

@@ -7,6 +7,7 @@ import re
 import stat
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -22,6 +23,9 @@ from diagnose.io.qrels import empty_qrels, golden_qrels, read_qrels
 from diagnose.io.queries import read_queries
 from diagnose.io.runs import QRELS_NOT_RUN_FIX, _run_stem, parse_run_arg, read_run
 
+if TYPE_CHECKING:
+    from diagnose.progress import Progress
+
 
 def load_dataset(
     *,
@@ -36,6 +40,7 @@ def load_dataset(
     name: str | None = None,
     require_qrels: bool = True,
     qrels_transform: Callable[[Qrels], Qrels] | None = None,
+    progress: Progress = False,
 ) -> Dataset:
     """Read everything one evaluation or diagnosis needs, and check the files against each other.
 
@@ -52,6 +57,10 @@ def load_dataset(
     file (none given, none in ``data_dir``) the data set gets empty qrels (:func:`empty_qrels`) instead of an error.
     ``qrels_transform`` maps the qrels read (or the empty ones) to the qrels the data set keeps, before the runs are
     checked against them (``diagnose --extra-qrels`` merges judgements there).
+
+    ``corpus`` may name a vector database collection, ``chroma:PATH#COLLECTION``, ``lancedb:PATH#TABLE`` or
+    ``qdrant:PATH#COLLECTION`` (:mod:`diagnose.vectordb`): its documents and stored vectors, read with a bar on
+    ``progress``.
     """
     report = report if report is not None else ValidationReport()
     given_queries = queries  # a golden set's own queries beat the folder's, not a queries file given explicitly
@@ -67,7 +76,7 @@ def load_dataset(
     run_specs = _run_specs(runs)
 
     qrels_rec, corpus_rec, queries_rec = _read_texts_and_qrels(
-        corpus, queries, qrels, corpus_fields, report, given_queries=given_queries
+        corpus, queries, qrels, corpus_fields, report, given_queries=given_queries, progress=progress
     )
     if qrels_transform is not None:
         qrels_rec = qrels_transform(qrels_rec)
@@ -85,10 +94,19 @@ def load_dataset(
 
 
 def _read_corpus_fields(
-    corpus: PathLike, corpus_fields: Mapping[str, str | None] | None, report: ValidationReport
+    corpus: PathLike, corpus_fields: Mapping[str, str | None] | None, report: ValidationReport,
+    progress: Progress = False,
 ) -> Corpus:
-    """:func:`read_corpus` with the fields named by ``corpus_fields`` (``id`` or ``id_field``, likewise text, title)."""
+    """:func:`read_corpus` with the fields named by ``corpus_fields`` (``id`` or ``id_field``, likewise text, title);
+    a ``SCHEME:PATH#NAME`` corpus is a vector database collection (:func:`diagnose.vectordb.read_collection`)."""
     fields = dict(corpus_fields or {})
+    from diagnose.vectordb.spec import is_spec
+
+    if is_spec(corpus):
+        from diagnose.vectordb import read_collection
+
+        named = {k: fields.get(k) or fields.get(f"{k}_field") for k in ("id", "text", "title")}
+        return read_collection(str(corpus), fields=named, report=report, progress=progress)
     return read_corpus(
         corpus,
         id_field=fields.get("id") or fields.get("id_field"),
@@ -148,6 +166,7 @@ def _read_texts_and_qrels(
     report: ValidationReport,
     *,
     given_queries: PathLike | None = None,
+    progress: Progress = False,
 ) -> tuple[Qrels, Corpus | None, Queries | None]:
     """The qrels, corpus and queries records. A golden set (:mod:`diagnose.io.golden_sets`) is mapped to the
     corpus' ids (:func:`golden_qrels`) and gives the queries unless a queries file is ``given_queries`` (a BEIR
@@ -158,7 +177,7 @@ def _read_texts_and_qrels(
         queries = None
     if golden is None:  # id-based qrels: read first, as always
         qrels_rec = read_qrels(qrels, report=report) if qrels is not None else empty_qrels()
-    corpus_rec = _read_corpus_fields(corpus, corpus_fields, report) if corpus is not None else None
+    corpus_rec = _read_corpus_fields(corpus, corpus_fields, report, progress) if corpus is not None else None
     queries_rec = read_queries(queries, report=report) if queries is not None else None
     if golden is None:
         return qrels_rec, corpus_rec, queries_rec

@@ -69,7 +69,10 @@ def _spec_from_sidebar(kind: str) -> sources.DataSpec:
         in_folder = st.checkbox("Also load the runs in FOLDER/runs/", value=True, key="beir_folder_runs")
         return sources.beir_spec(folder, split, runs, in_folder)
     if kind == "files":
-        corpus = st.text_input("Corpus (jsonl, csv, tsv, parquet, or a folder of .txt/.md)", key="f_corpus")
+        corpus = st.text_input(
+            "Corpus (jsonl, csv, tsv, parquet, a folder of .txt/.md, or a vector database: chroma:PATH#COLLECTION, "
+            "lancedb:PATH#TABLE, qdrant:PATH#COLLECTION)", key="f_corpus",
+        )
         queries = st.text_input("Queries (jsonl or tsv; none: a golden set's own)", key="f_queries")
         qrels = st.text_input(
             "Qrels or golden set (BEIR tsv, TREC, jsonl; LlamaIndex, RAGAS: see README)", key="f_qrels"

@@ -44,7 +44,7 @@ class DataSpec:
 
     def paths(self) -> list[Path]:
         """Every file (or folder of documents) the data set is read from; for a BEIR folder, its three files."""
-        out = [Path(p) for p in (self.corpus, self.queries, self.qrels) if p]
+        out = [Path(_collection_folder(p) or p) for p in (self.corpus, self.queries, self.qrels) if p]
         if self.data_dir:
             root = Path(self.data_dir)
             for name in ("corpus.jsonl", "queries.jsonl", f"qrels/{self.split}.tsv"):
@@ -212,7 +212,7 @@ def files_spec(corpus: str, queries: str, qrels: str, runs_text: str) -> DataSpe
     return DataSpec(
         "files",
         f"files ({Path(qrels.strip()).name})" if qrels.strip() else "files (no golden set yet)",
-        corpus=check_path(corpus.strip(), "corpus") if corpus.strip() else None,
+        corpus=_checked_corpus(corpus.strip()) if corpus.strip() else None,
         queries=check_path(queries.strip(), "queries") if queries.strip() else None,
         qrels=check_path(qrels.strip(), "qrels") if qrels.strip() else None,
         runs=tuple(runs),
@@ -230,6 +230,27 @@ def _golden_gives(qrels: str) -> set[str]:
         return set()
     kind = golden_kind(path)
     return set() if kind is None else {"queries", "corpus"} if kind == "embedding_qa" else {"queries"}
+
+
+def _collection_folder(corpus: str) -> str | None:
+    """The database folder of a ``SCHEME:PATH#NAME`` corpus (:mod:`diagnose.vectordb`), else None."""
+    from diagnose.vectordb.spec import is_spec
+
+    if not is_spec(corpus):
+        return None
+    return corpus.split(":", 1)[1].rpartition("#")[0] or None
+
+
+def _checked_corpus(corpus: str) -> str:
+    """:func:`check_path` of the corpus, or of a vector database's folder (``chroma:PATH#COLLECTION``...: the
+    spec with the folder resolved; a malformed spec is left to the reader, whose message names the fix)."""
+    from diagnose.vectordb.spec import is_spec
+
+    if not is_spec(corpus):
+        return check_path(corpus, "corpus")
+    scheme, rest = corpus.split(":", 1)
+    folder, _, name = rest.rpartition("#")
+    return f"{scheme}:{check_path(folder, 'vector database folder')}#{name}" if folder else corpus
 
 
 @dataclass(frozen=True)
