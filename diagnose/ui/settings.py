@@ -10,13 +10,14 @@ from typing import Any
 import streamlit as st
 
 from diagnose.data import DataError
-from diagnose.ui import sources
+from diagnose.ui import launch, sources
 
 ENCODER_ENV = "DIAGNOSE_ENCODER"
 ENCODER_STATE_KEY = "diagnose_encoder"
 DEFAULT_MODEL_LABEL = "all-MiniLM-L6-v2 (bundled)"
 RETRIEVERS_ENV = "DIAGNOSE_RETRIEVERS"
 SOURCES = {
+    "launch": "Your data (--data)",
     "demo": "Demo corpus",
     "beir": "BEIR folder",
     "files": "File paths",
@@ -58,6 +59,8 @@ def encoder_override() -> str | None:
 
 
 def _spec_from_sidebar(kind: str) -> sources.DataSpec:
+    if kind == "launch":
+        return sources.launch_spec(launch.read_launch())
     if kind == "demo":
         return sources.demo_spec()
     if kind == "beir":
@@ -86,9 +89,13 @@ def _spec_from_sidebar(kind: str) -> sources.DataSpec:
 def sidebar() -> Settings:
     """Draw the data / model / k / failure-definition controls (entry script: they keep their state across pages)."""
     override = encoder_override()
+    given = launch.read_launch()
+    if given.error:
+        st.error(given.error)
+    kinds = [k for k in SOURCES if k != "launch" or given.data]  # the data the app was started on comes first
     with st.sidebar:
         st.subheader("Data")
-        kind = st.selectbox("Source", list(SOURCES), format_func=SOURCES.__getitem__, key="src_kind")
+        kind = st.selectbox("Source", kinds, format_func=SOURCES.__getitem__, key="src_kind")
         spec, err = None, None
         try:
             spec = _spec_from_sidebar(kind)
