@@ -60,6 +60,16 @@ def document_md(title: str, text: str, stems: tuple[str, ...]) -> str:
     return (f"Title: {head}  \n" if head else "") + body
 
 
+def margin_words(margin: float, k: int) -> str:
+    """What the sign of the margin shown means (issue 23: the sentence explained only the positive sign)."""
+    if round(margin, 3) > 0:
+        return f"positive: the #{k} document is closer to the query than the target, under this model"
+    if round(margin, 3) < 0:
+        return (f"negative: the target is closer to the query than the #{k} document under this model, yet the run "
+                "ranks it lower: the run does not order by this model's cosine")  # fmt: skip
+    return f"zero at this precision: the target and the #{k} document are as close to the query"
+
+
 targets = view.targets
 st.subheader(f"Missed relevant document{'s' if len(targets) > 1 else ''} ({len(targets)})")
 for t in targets:
@@ -70,19 +80,19 @@ for t in targets:
         c[0].metric("cos(query, target)", fmt(f.cosine), help=f"calibrated threshold {cal.calibrated:.3f}")
         c[1].metric(
             "Run rank",
-            rank_text(f.run_rank) if f.run_rank else "none",
-            help=f"the target's rank in the run; none = not among the {f.run_depth} documents it returned",
+            rank_text(f.run_rank) if f.run_rank else "not retrieved",
+            help=f"the target's rank in the run; not retrieved = not among the {f.run_depth} documents it returned",
         )
         c[2].metric(
             "Exact dense rank",
-            rank_range_text(f.dense_rank, f.dense_rank_worst, none="–"),
+            rank_range_text(f.dense_rank, f.dense_rank_worst, none="—"),
             help="among all documents, by cosine; #a–b: documents with the same cosine (as float32) tie at ranks a "
             "to b",
         )
         c[3].metric(
             "BM25 rank",
-            rank_range_text(f.bm25_rank, f.bm25_rank_worst, none="none" if f.bm25_score is not None else "–"),
-            help="among all documents, by BM25 score; #a–b: a tie at ranks a to b; none: BM25 score 0, no query "
+            rank_range_text(f.bm25_rank, f.bm25_rank_worst, none="not retrieved" if f.bm25_score is not None else "—"),
+            help="among all documents, by BM25 score; #a–b: a tie at ranks a to b; not retrieved: BM25 score 0, no query "
             "term in the target (BM25 does not retrieve it)",
         )
         c[4].metric(
@@ -93,8 +103,8 @@ for t in targets:
         st.markdown("**Evidence.** " + escape_md(f.evidence))
         if f.margin is not None:
             st.caption(
-                f"Similarity margin: cos(query, the run's #{b.k}) − cos(query, target) = {f.margin:+.3f} (positive: "
-                f"the #{b.k} document is closer to the query than the target, under this model)."
+                f"Similarity margin: cos(query, the run's #{b.k}) − cos(query, target) = {f.margin:+.3f} "
+                f"({margin_words(f.margin, b.k)})."
             )
         st.info("**Recommendation.** " + f.recommendation, icon=":material/lightbulb:")
         v1, v2 = st.columns(2)
