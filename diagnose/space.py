@@ -30,6 +30,12 @@ class VectorSpace:
     query_vecs: np.ndarray
     doc_row: dict[str, int] = field(repr=False, compare=False)
     query_row: dict[str, int] = field(repr=False, compare=False)
+    label: str = field(default="", compare=False)  # how people call the model ("all-MiniLM-L6-v2 (bundled), bf16")
+
+    @property
+    def model_label(self) -> str:
+        """The model's human label, else its identity (``model``, a fingerprint such as ``st-sha256:...+bf16``)."""
+        return self.label or self.model
 
     @classmethod
     def from_arrays(
@@ -39,6 +45,7 @@ class VectorSpace:
         doc_vecs: np.ndarray,
         query_ids: Sequence[str],
         query_vecs: np.ndarray,
+        label: str = "",
     ) -> VectorSpace:
         d_ids = np.asarray(doc_ids, dtype=object)
         q_ids = np.asarray(query_ids, dtype=object)
@@ -50,6 +57,7 @@ class VectorSpace:
             query_vecs=np.ascontiguousarray(query_vecs, dtype=np.float32),
             doc_row={d: i for i, d in enumerate(d_ids)},
             query_row={q: i for i, q in enumerate(q_ids)},
+            label=label,
         )
 
     @property
@@ -161,7 +169,8 @@ class VectorSpace:
         query_vecs = embed.embed_texts(
             encoder, [texts_of[q] for q in qids], cache=cache, progress=False, report=report
         )
-        return cls.from_arrays(encoder.name, list(ds.corpus.ids), doc_vecs, qids, query_vecs)
+        return cls.from_arrays(encoder.name, list(ds.corpus.ids), doc_vecs, qids, query_vecs,
+                               label=str(getattr(encoder, "label", "") or ""))  # fmt: skip
 
 
 def relevant_pair_cosines(qrels: Qrels, run: Run, space: VectorSpace, k: int) -> pd.DataFrame:

@@ -39,7 +39,7 @@ def cmd_failures(args: argparse.Namespace) -> int:
     elif args.format == "csv":
         sys.stdout.write(diag.frame().to_csv(index=False, float_format="%.6f"))
     else:
-        print(failures_text(diag, model=analysis.space.model, label_noise=noise, hubness=hubs, remedies=remedies))
+        print(failures_text(diag, model=analysis.space.model_label, label_noise=noise, hubness=hubs, remedies=remedies))
     return EXIT_OK
 
 

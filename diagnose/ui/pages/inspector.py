@@ -7,7 +7,7 @@ import streamlit as st
 from diagnose.failures import CLASS_LABELS, rank_range_text, sort_worst
 from diagnose.lexical import highlight_spans
 from diagnose.ui import state, tables
-from diagnose.ui.text import chips, escape_md, fmt, highlight_md, rank_text, truncate
+from diagnose.ui.text import chips, escape_md, fmt, highlight_md, margin_words, rank_text, truncate
 
 b = state.bundle()
 state.wait_for_vectors(b, "Query inspector", "The Query inspector page")
@@ -58,16 +58,6 @@ def document_md(title: str, text: str, stems: tuple[str, ...]) -> str:
     body = highlight_md(text, highlight_spans(text, stems), style="background")
     head = highlight_md(title, highlight_spans(title, stems), style="background") if title else ""
     return (f"Title: {head}  \n" if head else "") + body
-
-
-def margin_words(margin: float, k: int) -> str:
-    """What the sign of the margin shown means (issue 23: the sentence explained only the positive sign)."""
-    if round(margin, 3) > 0:
-        return f"positive: the #{k} document is closer to the query than the target, under this model"
-    if round(margin, 3) < 0:
-        return (f"negative: the target is closer to the query than the #{k} document under this model, yet the run "
-                "ranks it lower: the run does not order by this model's cosine")  # fmt: skip
-    return f"zero at this precision: the target and the #{k} document are as close to the query"
 
 
 targets = view.targets
