@@ -26,6 +26,7 @@ APP_SCRIPT = "app.py"
 USAGE = (
     "streamlit run app.py -- --data DIR [--split test] [--run [NAME=]FILE ...] [--retriever NAME=module:attr ...]"
 )
+HINT = "The app takes: {usage} (or DIAGNOSE_DATA, DIAGNOSE_RUNS). Showing the demo."
 _FLAGS = ("--data", "--split", "--run", "--retriever")
 
 
@@ -36,7 +37,11 @@ class Launch:
     data: str | None = None
     split: str = "test"
     runs: tuple[tuple[str | None, str], ...] = ()
-    error: str | None = None
+    error: str | None = None  # what is wrong in the arguments; :data:`HINT` says what the app takes
+
+    def message(self) -> str:
+        """The error with the usage, as plain text."""
+        return f"{self.error} {HINT.format(usage=USAGE)}"
 
 
 def _app_args(argv: Sequence[str]) -> list[str]:
@@ -92,5 +97,5 @@ def read_launch(argv: Sequence[str] | None = None, env: dict[str, str] | None = 
             data = str(folder)
         runs = tuple(_run_arg(t) for t in run_texts)
     except ValueError as e:
-        return Launch(error=f"{e} The app takes: {USAGE} (or DIAGNOSE_DATA, DIAGNOSE_RUNS). Showing the demo.")
+        return Launch(error=str(e))
     return Launch(data=data, split=split.strip() or "test", runs=runs)

@@ -11,6 +11,7 @@ import streamlit as st
 
 from diagnose.data import DataError
 from diagnose.ui import launch, sources
+from diagnose.ui.text import escape_md
 
 ENCODER_ENV = "DIAGNOSE_ENCODER"
 ENCODER_STATE_KEY = "diagnose_encoder"
@@ -91,7 +92,8 @@ def sidebar() -> Settings:
     override = encoder_override()
     given = launch.read_launch()
     if given.error:
-        st.error(given.error)
+        # the user's text escaped (a path's "_" is no emphasis), the usage in code ("--" is no dash)
+        st.error(escape_md(given.error) + " " + launch.HINT.format(usage=f"`{launch.USAGE}`"))
     kinds = [k for k in SOURCES if k != "launch" or given.data]  # the data the app was started on comes first
     with st.sidebar:
         st.subheader("Data")
