@@ -117,3 +117,18 @@ def test_app_shows_an_argument_mistake_on_the_page_and_opens_the_demo(monkeypatc
     assert not at.exception, [e.message for e in at.exception]
     assert any("is not a folder" in app.unescaped(e.value) and "--data DIR" in app.unescaped(e.value) for e in at.error)
     assert at.selectbox(key="src_kind").value == "demo"
+
+
+def test_the_reads_allow_the_launch_folder_and_runs_and_nothing_beside_them(tmp_path, monkeypatch):
+    """DIAGNOSE_DATA_ROOT elsewhere: the --data folder and the --run file are still read (the server's user chose
+    them); a file beside the run is not."""
+    folder = _folder(tmp_path)
+    run = tmp_path / "runs-elsewhere" / "mine.trec"
+    run.parent.mkdir()
+    run.write_text("q1 Q0 d1 1 2.0 t\n")
+    monkeypatch.setenv("DIAGNOSE_DATA_ROOT", str(tmp_path / "other-root"))
+    monkeypatch.setattr(sys, "argv", ["app.py", "--data", str(folder), "--run", str(run)])
+    roots = sources.read_roots(sources.launch_spec(read_launch()))
+    assert folder.resolve() in roots and run.resolve() in roots
+    beside = run.parent / "secret.trec"
+    assert not any(beside.resolve().is_relative_to(r) for r in roots)

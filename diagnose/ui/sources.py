@@ -163,8 +163,10 @@ def read_roots(spec: DataSpec | None, *, typed_paths: bool = False) -> tuple[Pat
         roots.append(Path(spec.corpus).resolve().parents[1])  # root/<content hash>/<role>/<name>
     if spec is None or spec.kind in ("beir", "files") or typed_paths:
         roots.append(data_root())
-    if spec is not None and spec.kind == "beir":  # run files named at launch: exactly those files, wherever they are
-        roots += [Path(p) for _, p in launch.read_launch().runs]
+    if spec is not None and spec.kind == "beir":  # what the server was started on: the --data folder (also when
+        given = launch.read_launch()  # DIAGNOSE_DATA_ROOT is elsewhere) and exactly the --run files, wherever they are
+        roots += [Path(given.data)] if given.data else []
+        roots += [Path(p) for _, p in given.runs]
     return tuple(roots)
 
 
