@@ -116,7 +116,7 @@ class TieAudit:
             text += f"; also {shown}{more}"
         if self.tool_made:
             return text + (". This run is the tool's own (equal scores, ordered by doc id as trec_eval does): its "
-                           "numbers carry this uncertainty, there is no retriever of yours to change")  # fmt: skip
+                           "numbers carry this uncertainty, there is no retriever of yours to change.")  # fmt: skip
         return text + ". The metrics depend on how documents are named: break ties in the retriever."
 
     def query_examples(self) -> list[str]:
