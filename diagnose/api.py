@@ -191,14 +191,16 @@ def evaluate(
     metric families; ``metrics``: names such as ``"ndcg@10"``, ``"recall"`` (taken at every k) or ``"mrr"``
     (default: precision, recall, hit_rate, mrr, ndcg and map at every k, then mrr, map, r_precision).
 
-    Returns one row per run (index ``run``), one column per metric: the mean over the golden queries (queries with
+    Returns one row per run (index ``run``: the file name, the Run's name, the dict's key; a single
+    ``{query_id: {doc_id: score}}`` dict is the row ``"unnamed run"``, give ``{name: run}`` to name it), one column
+    per metric: the mean over the golden queries (queries with
     at least one relevant document; those missing from the run score 0, like ``trec_eval -c``). Per-query values:
     :func:`diagnose.metrics.evaluate` or ``Analysis.per_query``.
 
     >>> diagnose.evaluate({"q1": {"d1": 1}}, {"q1": {"d1": 0.9, "d2": 0.5}}, metrics=["ndcg@10", "mrr"])  # doctest: +SKIP
-           ndcg@10  mrr
+                 ndcg@10  mrr
     run
-    run        1.0  1.0
+    unnamed run      1.0  1.0
     """
     from diagnose.metrics import evaluate_many, expand_names
 
@@ -213,12 +215,15 @@ def evaluate(
     return table[[str(n) for n in names]]
 
 
+UNNAMED_RUN = "unnamed run"  # the row of a single {query_id: {doc_id: score}} dict in evaluate()
+
+
 def _runs_argument(run: Any) -> dict[str, Run]:
     """``run`` as ``{name: Run}``: one run, or a dict of named runs (told apart from one ``{qid: {doc: score}}``
     dict by its values: each is a path, a Run, or itself a ``{qid: {doc: score}}`` dict)."""
     if isinstance(run, Mapping) and run and all(_is_one_run(v) for v in run.values()):
         return {str(n): as_run(r, name=str(n)) for n, r in run.items()}
-    one = as_run(run)
+    one = as_run(run, name=UNNAMED_RUN if isinstance(run, Mapping) else None)
     return {one.name: one}
 
 

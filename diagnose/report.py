@@ -202,12 +202,51 @@ class EvaluationReport:
         ]
 
     def to_markdown(self, *, per_query: bool = False) -> str:
-        out = [markdown_table(self.rows(), ["run", *self.metrics, *self._extra_names()])]
+        """A compact report for a pull request or a CI summary (issue 23): the headline metrics per run (with their
+        band), the comparisons with the reference and their significance, the gate; every metric in a collapsed
+        ``<details>`` table (metrics as rows)."""
+        n = len(next(iter(self.evaluations.values())).per_query)
+        out = [f"**diagnose evaluate**: {n} golden queries (with at least one relevant document), "
+               f"k = {','.join(map(str, self.ks))}.", ""]  # fmt: skip
+        heads = self.headline_metrics()
+        out.append(markdown_table([{"run": r["run"], **{m: _banded(m, r.get(m)) for m in heads},
+                                    **{c: r.get(c) for c in self._extra_names()}} for r in self.rows()],
+                                  ["run", *heads, *self._extra_names()]))  # fmt: skip
+        out += self._markdown_comparisons()
+        out += ["", "**CI gate**: " + ("failed" if self.gate else "passed (no bound given was crossed)")]
+        out += [f"- {msg}" for msg in self.gate]
+        every = [{"metric": m, **{r["run"]: _banded(m, r.get(m)) for r in self.rows()}} for m in self.metrics]
+        out += ["", f"<details><summary>All {len(self.metrics)} metrics</summary>", "",
+                markdown_table(every, ["metric", *self.evaluations]), "", "</details>"]  # fmt: skip
         if per_query:
             for name, ev in self.evaluations.items():
                 table = markdown_table(_query_rows(ev), ["query_id", *self.metrics])
                 out += ["", f"per query: {name}", "", table]
         return "\n".join(out)
+
+    def headline_metrics(self) -> list[str]:
+        """The metrics a compact report shows per run: those compared, then ndcg, recall and hit rate at the largest
+        k, mrr and map, as far as they were computed (all of them when none of these was asked)."""
+        k = max(self.ks)
+        wanted = [*(c.metric for c in self.comparisons), f"ndcg@{k}", f"recall@{k}", f"hit_rate@{k}", "mrr", "map"]
+        heads = [m for m in dict.fromkeys(wanted) if m in self.metrics]
+        return heads or list(self.metrics)
+
+    def _markdown_comparisons(self) -> list[str]:
+        if not self.comparisons:
+            return []
+        n_tests = len(self.comparisons)
+        family = "one test" if n_tests == 1 else f"Holm over {n_tests} tests"
+        rows = [{"run": c.run, "metric": c.metric, "difference": f"{c.mean_diff:+.4f}",
+                 "95% CI": f"{c.ci_low:+.4f} to {c.ci_high:+.4f}", "p (Holm)": f"{c.p_holm:.3g}",
+                 "significant": "yes" if c.significant else "no", "wins / ties / losses": f"{c.wins} / {c.ties} / "
+                 f"{c.losses}"} for c in self.comparisons]  # fmt: skip
+        out = ["", f"**Compared with `{self.reference}`** (paired; 95% bootstrap CI; {family}):", "",
+               markdown_table(rows, list(rows[0])), ""]  # fmt: skip
+        for name, ch in self.query_changes.items():
+            out.append(f"- {name} fixes {len(ch['fixed'])} {_queries(len(ch['fixed']))} and breaks "
+                       f"{len(ch['broken'])} at {ch['metric']} (`diagnose failures` tells why each one fails).")  # fmt: skip
+        return out
 
     def to_text(self, *, per_query: bool = False) -> str:
         """The human-readable table: metrics as rows, runs as columns, each value with its quality band."""
@@ -266,6 +305,14 @@ class EvaluationReport:
 
     def _extra_names(self) -> list[str]:
         return list(dict.fromkeys(c for cols in self.extra_columns.values() for c in cols))
+
+
+def _banded(metric: str, value: Any) -> str:
+    """A metric's value as the text report prints it: 4 decimals and its quality band, "—" when missing."""
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return "—"
+    band = band_of(metric, value)
+    return cell(value) + (f" ({band})" if band else "")
 
 
 def _query_rows(ev: Evaluation) -> list[dict[str, Any]]:

@@ -30,6 +30,12 @@ class VectorSpace:
     query_vecs: np.ndarray
     doc_row: dict[str, int] = field(repr=False, compare=False)
     query_row: dict[str, int] = field(repr=False, compare=False)
+    label: str = field(default="", compare=False)  # how people call the model ("all-MiniLM-L6-v2 (bundled), bf16")
+
+    @property
+    def model_label(self) -> str:
+        """The model's human label, else its identity (``model``, a fingerprint such as ``st-sha256:...+bf16``)."""
+        return self.label or self.model
 
     @classmethod
     def from_arrays(
@@ -39,6 +45,7 @@ class VectorSpace:
         doc_vecs: np.ndarray,
         query_ids: Sequence[str],
         query_vecs: np.ndarray,
+        label: str = "",
     ) -> VectorSpace:
         d_ids = np.asarray(doc_ids, dtype=object)
         q_ids = np.asarray(query_ids, dtype=object)
@@ -50,6 +57,7 @@ class VectorSpace:
             query_vecs=np.ascontiguousarray(query_vecs, dtype=np.float32),
             doc_row={d: i for i, d in enumerate(d_ids)},
             query_row={q: i for i, q in enumerate(q_ids)},
+            label=label,
         )
 
     @property
@@ -161,9 +169,11 @@ class VectorSpace:
                 "(--model / model=).", param="model",
             )  # fmt: skip
         corpus_ids = list(ds.corpus.ids)
+        label = str(getattr(encoder, "label", "") or encoder.name)
         return cls.from_arrays(
-            f"{encoder.name} + {stored.doc_source}", corpus_ids, stored.doc_matrix(corpus_ids), qids, query_vecs
-        )
+            f"{encoder.name} + {stored.doc_source}", corpus_ids, stored.doc_matrix(corpus_ids), qids, query_vecs,
+            label=f"{label} + {stored.doc_source}",
+        )  # fmt: skip
 
     @classmethod
     def _encoded(
@@ -186,7 +196,8 @@ class VectorSpace:
             encoder, ds.corpus.texts(), cache=cache, progress=progress, report=report
         )
         query_vecs = embed.embed_texts(encoder, query_texts, cache=cache, progress=False, report=report)
-        return cls.from_arrays(encoder.name, list(ds.corpus.ids), doc_vecs, qids, query_vecs)
+        return cls.from_arrays(encoder.name, list(ds.corpus.ids), doc_vecs, qids, query_vecs,
+                               label=str(getattr(encoder, "label", "") or ""))  # fmt: skip
 
 
 def _query_texts(qids: list[str], texts_of: dict[str, str]) -> list[str]:

@@ -65,3 +65,11 @@ def frame_with(at: AppTest, column: str):
     frames = [d.value for d in at.dataframe if column in d.value.columns]
     assert frames, f"no table with a {column!r} column"
     return frames[0]
+
+
+def numbers(column):
+    """A table column drawn as text (a column with holes: "—", "computing…"; counts with thousands commas) read
+    back as numbers, the holes as NaN."""
+    import pandas as pd
+
+    return pd.to_numeric(column.astype(str).str.replace(",", ""), errors="coerce")

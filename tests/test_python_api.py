@@ -107,6 +107,8 @@ def test_evaluate_takes_paths_records_and_dicts(demo):
     # q1: d1 (grade 1) at rank 1 of 2 -> nDCG@10 = 1, RR = 1
     tiny = diagnose.evaluate({"q1": {"d1": 1}}, {"q1": {"d1": 0.9, "d2": 0.5}}, metrics=["ndcg@10", "mrr"])
     assert tiny.iloc[0].tolist() == [1.0, 1.0]
+    # the row of a dict has a name that says so (issue 23: before, a row "run" under the index "run")
+    assert list(tiny.index) == ["unnamed run"] and tiny.index.name == "run"
 
 
 def test_evaluate_refuses_bad_dicts():

@@ -219,8 +219,10 @@ class Pipeline(AnalysisBase):
 
             self._need_texts("The vector space")
             label = getattr(encoder, "label", "") or encoder.name
+            # the bar counts distinct texts still to encode (identical documents once, cached ones not at all)
             bar = self._reporter.bar(
-                f"Encoding {len(self.dataset.corpus):,} documents and {len(self.golden):,} queries with {label}"
+                f"Encoding the {len(self.dataset.corpus):,} documents with {label} (counted in distinct texts not "
+                f"cached yet), then {len(self.golden):,} queries"
             )
             return VectorSpace.build(
                 self.dataset, self.golden, encoder=encoder, cache_dir=self.cache_dir, progress=bar,

@@ -9,6 +9,7 @@ from diagnose.cli.output import Output, emit
 from diagnose.cli.shared import (
     EXIT_FAIL,
     EXIT_OK,
+    PARAM_FLAGS,
     _analysis,
     _load,
     _parse_bounds,
@@ -47,6 +48,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         max_drop=max_drop, skip_reference=bool(args.compare_to or max_drop), slice_by=args.slice,
         n_resamples=args.resamples, seed=args.seed,
     )  # fmt: skip
+    rep.gate = [_with_flags(msg) for msg in rep.gate]
     if args.bounds:
         heads = [c.metric for c in rep.comparisons] or analysis.metric_names(
             [f"ndcg@{analysis.k}", f"recall@{analysis.k}", "mrr"]
@@ -80,6 +82,14 @@ def _with_compare_to(args: argparse.Namespace, ds: Dataset) -> tuple[Dataset, st
     if name in ds.runs:
         raise DataError(f"--compare-to {name!r}: a --run has the same name; name the reference differently.")
     return ds.with_run(_read_checked_run(name, path, ds), first=True), name
+
+
+def _with_flags(message: str) -> str:
+    """A gate message of the library names the Python parameter ("(fail_under)"); on the command line, the flag
+    ("(--fail-under)", as the README shows)."""
+    for param in ("fail_under", "max_drop"):
+        message = message.replace(f"({param})", f"({PARAM_FLAGS[param]})")
+    return message
 
 
 def _gate_exit(gate: list[str]) -> int:

@@ -33,7 +33,7 @@ def cmd_failures(args: argparse.Namespace) -> int:
     _print_warnings(ds.report, args.format)
     result = Output(
         table=lambda: failures_text(
-            diag, model=analysis.space.model, label_noise=noise, hubness=hubs, remedies=remedies
+            diag, model=analysis.space.model_label, label_noise=noise, hubness=hubs, remedies=remedies
         ),
         json=lambda: failures_dict(diag, label_noise=noise, hubness=hubs, validation=ds.report)
         | ({"remedies": remedies.to_dict()} if remedies is not None else {}),

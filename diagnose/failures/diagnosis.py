@@ -41,10 +41,11 @@ class Calibration:
     percentile: float
     n_pairs: int
     fallback: bool
+    model_fingerprint: str = ""  # the vectors' identity (``st-sha256:...+bf16``); ``model`` is the human label
 
     def to_dict(self) -> dict:
         return {
-            **fields_dict(self, "model", "seed", "calibrated", "percentile", "n_pairs"),
+            **fields_dict(self, "model", "model_fingerprint", "seed", "calibrated", "percentile", "n_pairs"),
             "method": (
                 f"{self.percentile:g}th percentile of cosine(query, relevant) over relevant documents the run "
                 "found in the top k"
@@ -143,11 +144,12 @@ def calibrate(
     rel = ds.qrels.relevant()
     hits = space.with_vectors(top.merge(rel[["query_id", "doc_id"]], on=["query_id", "doc_id"], how="inner"))
     if len(hits) < thresholds.min_calibration_pairs:
-        return Calibration(space.model, thresholds.seed_cosine, thresholds.seed_cosine,
-                           thresholds.calibration_percentile, len(hits), True)  # fmt: skip
+        return Calibration(space.model_label, thresholds.seed_cosine, thresholds.seed_cosine,
+                           thresholds.calibration_percentile, len(hits), True, space.model)  # fmt: skip
     value = float(np.percentile(space.pair_cosines(hits), thresholds.calibration_percentile))
     return Calibration(
-        space.model, thresholds.seed_cosine, value, thresholds.calibration_percentile, len(hits), False
+        space.model_label, thresholds.seed_cosine, value, thresholds.calibration_percentile, len(hits), False,
+        space.model,
     )
 
 

@@ -94,7 +94,7 @@ def _query_space(analysis: Analysis, qids: list[str], golden: list[str]) -> Vect
         vecs = embed.embed_texts(analysis.encoder, [texts[q] for q in extra], cache=cache, report=ds.report)
         return VectorSpace.from_arrays(
             space.model, list(space.doc_ids), space.doc_vecs, [*space.query_ids, *extra],
-            np.vstack([space.query_vecs, vecs]),
+            np.vstack([space.query_vecs, vecs]), label=space.label,
         )  # fmt: skip
     if isinstance(emb, Mapping):
         return VectorSpace.build(

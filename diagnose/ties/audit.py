@@ -27,7 +27,7 @@ from diagnose.ties.orders import (
     _varies_in_groups,
     _widen,
 )
-from diagnose.ties.records import _TOL, TieAudit, TieRange
+from diagnose.ties.records import _TOL, PRINTED_DIGITS, TieAudit, TieRange
 
 # --------------------------------------------------------------------------------------------- audit
 
@@ -277,7 +277,7 @@ def add_to_report(audit: TieAudit, report: ValidationReport) -> None:
         report.add(
             "score_ties",
             audit.message() or "",
-            severity="warning",
+            severity="info" if audit.tool_made else "warning",  # the tool's own runs: nothing for the user to fix
             file=file,
             count=audit.n_queries_metric_depends_on_order,
             examples=audit.query_examples(),
@@ -287,7 +287,7 @@ def add_to_report(audit: TieAudit, report: ValidationReport) -> None:
             "score_ties",
             f"run {audit.run!r}: {audit.n_queries_with_ties} of {audit.n_queries} queries have tied scores in the "
             f"top {audit.k}, but none of the metrics ({', '.join(audit.metrics)}) changes with the order of the "
-            "tied documents",
+            f"tied documents at the printed precision ({PRINTED_DIGITS} decimals)",
             severity="info",
             file=file,
             count=audit.n_queries_with_ties,

@@ -11,6 +11,9 @@ import numpy as np
 import pandas as pd
 
 _TOL = 1e-12
+PRINTED_DIGITS = 4  # the reports print a metric's mean to 4 decimals: a narrower range is not worth a warning
+EXAMPLE_DIGITS = 3  # an example query's range is printed to 3 decimals
+TOOL_SOURCES = ("BM25 (", "RRF(", "exact dense search")  # Run.source of the runs the tool makes (baselines, fusion)
 
 
 class TieRange(NamedTuple):
@@ -54,7 +57,20 @@ class TieAudit:
 
     @property
     def depends_on_order(self) -> bool:
-        return self.n_queries_metric_depends_on_order > 0
+        """Whether the order of tied documents changes a reported number: a metric's mean differs at the printed
+        precision (:data:`PRINTED_DIGITS`) between tie orders (issue 23: a map of 0.466629-0.466631 is not)."""
+        return bool(self.reported_metrics)
+
+    @property
+    def tool_made(self) -> bool:
+        """A run the tool made (its BM25, dense or hybrid baseline, a fusion): its ties are equal scores ordered by
+        doc id, nothing the user could break in a retriever."""
+        return self.source.startswith(TOOL_SOURCES)
+
+    @property
+    def reported_metrics(self) -> list[str]:
+        """The varying metrics whose mean's range shows at the printed precision."""
+        return [m for m in self.varying_metrics if _shown_apart(self.aggregate[m], PRINTED_DIGITS)]
 
     @property
     def varying_metrics(self) -> list[str]:
@@ -65,8 +81,9 @@ class TieAudit:
 
     @property
     def headline(self) -> str | None:
-        """The metric the message speaks of: the first one asked whose mean changes with the tie order."""
-        varying = self.varying_metrics
+        """The metric the message speaks of: the first one asked whose mean changes with the tie order (at the
+        printed precision)."""
+        varying = self.reported_metrics
         return varying[0] if varying else None
 
     def message(self) -> str | None:
@@ -92,25 +109,32 @@ class TieAudit:
             f"with the order of the tied documents; {m} ranges {approx}{_span(r)} over "
             f"tie orders ({order} gives {r.value:.{digits}f})"
         )
-        others = [o for o in self.varying_metrics if o != m]
+        others = [o for o in self.reported_metrics if o != m]
         if others:
             shown = ", ".join(f"{o} {_span(self.aggregate[o])}" for o in others[:2])
             more = f" and {len(others) - 2} more" if len(others) > 2 else ""
             text += f"; also {shown}{more}"
+        if self.tool_made:
+            return text + (". This run is the tool's own (equal scores, ordered by doc id as trec_eval does): its "
+                           "numbers carry this uncertainty, there is no retriever of yours to change.")  # fmt: skip
         return text + ". The metrics depend on how documents are named: break ties in the retriever."
 
     def query_examples(self) -> list[str]:
-        """The example queries with their range of the headline metric, e.g. ``"q7: mrr 0.200-1.000 (run order
-        1.000)"``; bare ids when no metric depends on the order."""
-        m = self.headline
-        if m is None:
+        """The example queries with a range that varies, e.g. ``"q7: mrr 0.200-1.000 (run order 1.000)"``: the
+        headline metric, else the first reported metric whose range shows at 3 decimals for that query (an example
+        whose ranges all print the same, "precision@1 1.000-1.000", is left out); bare ids when no metric depends
+        on the order."""
+        if self.headline is None:
             return list(self.examples)
         rows = self.per_query.set_index("query_id")
-        return [
-            f"{q}: {m} {rows.at[q, f'{m}_min']:.3f}-{rows.at[q, f'{m}_max']:.3f} "
-            f"(run order {rows.at[q, m]:.3f})"
-            for q in self.examples
-        ]
+        out = []
+        for q in self.examples:
+            for m in self.reported_metrics:
+                r = TieRange(rows.at[q, m], rows.at[q, f"{m}_min"], rows.at[q, f"{m}_max"])
+                if _shown_apart(r, EXAMPLE_DIGITS):
+                    out.append(f"{q}: {m} {r.min:.3f}-{r.max:.3f} (run order {r.value:.3f})")
+                    break
+        return out
 
     def to_dict(self, *, per_query: bool = True) -> dict[str, Any]:
         """JSON-safe: counts, ``aggregate`` ``{metric: {value, min, max, exact}}``, the message, and (``per_query``)
@@ -150,6 +174,10 @@ def _plain(v: Any) -> Any:
     if isinstance(v, np.floating | float):
         return float(v)
     return v
+
+
+def _shown_apart(r: TieRange, digits: int) -> bool:
+    return f"{r.min:.{digits}f}" != f"{r.max:.{digits}f}"
 
 
 def _span(r: TieRange) -> str:

@@ -13,12 +13,14 @@ from diagnose import defaults
 from diagnose.data import DataError
 from diagnose.embed import DEFAULT_MODEL
 from diagnose.retrievers import parse_retriever_spec
-from diagnose.ui import sources
+from diagnose.ui import launch, sources
+from diagnose.ui.text import escape_md
 
 ENCODER_ENV = "DIAGNOSE_ENCODER"
 ENCODER_STATE_KEY = "diagnose_encoder"
 RETRIEVERS_ENV = "DIAGNOSE_RETRIEVERS"
 SOURCES = {
+    "launch": "Your data (--data)",
     "demo": "Demo corpus",
     "beir": "BEIR folder",
     "files": "File paths",
@@ -60,6 +62,8 @@ def encoder_override() -> str | None:
 
 
 def _spec_from_sidebar(kind: str) -> sources.DataSpec:
+    if kind == "launch":
+        return sources.launch_spec(launch.read_launch())
     if kind == "demo":
         return sources.demo_spec()
     if kind == "beir":
@@ -93,9 +97,14 @@ def _spec_from_sidebar(kind: str) -> sources.DataSpec:
 def sidebar() -> Settings:
     """Draw the data / model / k / failure-definition controls (entry script: they keep their state across pages)."""
     override = encoder_override()
+    given = launch.read_launch()
+    if given.error:
+        # the user's text escaped (a path's "_" is no emphasis), the usage in code ("--" is no dash)
+        st.error(escape_md(given.error) + " " + launch.HINT.format(usage=f"`{launch.USAGE}`"))
+    kinds = [k for k in SOURCES if k != "launch" or given.data]  # the data the app was started on comes first
     with st.sidebar:
         st.subheader("Data")
-        kind = st.selectbox("Source", list(SOURCES), format_func=SOURCES.__getitem__, key="src_kind")
+        kind = st.selectbox("Source", kinds, format_func=SOURCES.__getitem__, key="src_kind")
         spec, err = None, None
         try:
             spec = _spec_from_sidebar(kind)

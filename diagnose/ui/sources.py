@@ -20,6 +20,7 @@ from typing import Literal
 
 from diagnose import defaults
 from diagnose.data import DataError, fields_dict
+from diagnose.ui import launch
 
 REPO = Path(__file__).resolve().parents[2]
 DEMO_DIR = REPO / "demo_corpus"
@@ -113,6 +114,17 @@ def demo_spec() -> DataSpec:
     return DataSpec("demo", "demo corpus", data_dir=str(DEMO_DIR), runs=tuple(runs_in(DEMO_DIR / "runs")))
 
 
+def launch_spec(given: launch.Launch) -> DataSpec:
+    """The data the app was started on (``--data DIR --run FILE``): a BEIR folder, the runs named at launch (read
+    even outside the data root, see :func:`read_roots`) and those in ``DIR/runs/``."""
+    assert given.data is not None
+    runs = list(given.runs)
+    known = {Path(p).resolve() for _, p in runs}
+    runs += [(n, p) for n, p in runs_in(Path(given.data) / "runs") if Path(p).resolve() not in known]
+    return DataSpec("beir", f"your data {Path(given.data).name}", data_dir=given.data, split=given.split,
+                    runs=tuple(runs))  # fmt: skip
+
+
 def parse_run_lines(text: str) -> list[tuple[str | None, str]]:
     """One run per non-empty line, ``NAME=PATH`` or ``PATH`` (the name then comes from the file name)."""
     from diagnose.io import parse_run_arg
@@ -130,11 +142,12 @@ DATA_ROOT_ENV = "DIAGNOSE_DATA_ROOT"
 
 
 def data_root() -> Path:
-    """The folder typed paths must lie under: ``$DIAGNOSE_DATA_ROOT``, else the folder the app was started in.
+    """The folder typed paths must lie under: ``$DIAGNOSE_DATA_ROOT``, else the data folder the app was started on
+    (``--data`` / ``$DIAGNOSE_DATA``, :mod:`diagnose.ui.launch`), else the folder the app was started in.
 
     The page is served to a browser: without a root, anyone who can reach it could make the server read any file
     it can read (and show its first line in an error message, or a folder's files in the inspector)."""
-    return Path(os.environ.get(DATA_ROOT_ENV) or os.getcwd()).resolve()
+    return Path(os.environ.get(DATA_ROOT_ENV) or launch.read_launch().data or os.getcwd()).resolve()
 
 
 def read_roots(spec: DataSpec | None, *, typed_paths: bool = False) -> tuple[Path, ...]:
@@ -151,6 +164,10 @@ def read_roots(spec: DataSpec | None, *, typed_paths: bool = False) -> tuple[Pat
         roots.append(Path(spec.corpus).resolve().parents[1])  # root/<content hash>/<role>/<name>
     if spec is None or spec.kind in ("beir", "files") or typed_paths:
         roots.append(data_root())
+    if spec is not None and spec.kind == "beir":  # what the server was started on: the --data folder (also when
+        given = launch.read_launch()  # DIAGNOSE_DATA_ROOT is elsewhere) and exactly the --run files, wherever they are
+        roots += [Path(given.data)] if given.data else []
+        roots += [Path(p) for _, p in given.runs]
     return tuple(roots)
 
 

@@ -1,14 +1,68 @@
-"""How the pages draw a table: ``st.dataframe`` without the index, as wide as the page."""
+"""How the pages draw a table: ``st.dataframe`` without the index, as wide as the page, a missing value shown as
+"—" (never None, nan or <NA>: issue 23).
+
+Streamlit draws a missing number as "None" and ignores a Styler's text in a number column that has a format, so a
+column with holes is drawn as text: its numbers formatted as the column's ``format`` says (else whole numbers
+without decimals, others to 3 decimals), its holes "—", its column_config turned into a text column with the same
+label, help and width (it then sorts as text). Columns without holes keep their numbers.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
+import pandas as pd
 import streamlit as st
+
+MISSING = "—"
+
+
+def _missing(value: Any) -> bool:
+    return value is None or (not isinstance(value, str) and bool(pd.isna(value)))
+
+
+def cell(value: Any, fmt: str | None = None) -> str:
+    """A value of a column with holes as the page shows it."""
+    if _missing(value):
+        return MISSING
+    if fmt and "%" in fmt:
+        try:
+            return fmt % value
+        except (TypeError, ValueError):
+            pass
+    if isinstance(value, float):
+        return str(int(value)) if value.is_integer() else f"{value:.3f}"
+    return str(value)
+
+
+def without_holes(data: Any, column_config: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any] | None]:
+    """``(data, column_config)`` with every missing value of a DataFrame shown as "—" (see the module docstring).
+    Anything else (a page's own Styler formats its own columns: give it ``na_rep=MISSING``) passes through."""
+    if not isinstance(data, pd.DataFrame) or data.empty:
+        return data, column_config
+    holes = [c for c in data.columns if data[c].isna().any()]
+    if not holes:
+        return data, column_config
+    data = data.copy()
+    config = dict(column_config or {})
+    for c in holes:
+        cfg = config.get(c)
+        cfg = dict(cfg) if isinstance(cfg, dict) else ({"label": cfg} if isinstance(cfg, str) else {})
+        kind = (cfg.get("type_config") or {}).get("type")
+        if kind not in (None, "number", "text"):
+            data[c] = data[c].astype(object).where(data[c].notna(), None)  # a chart/progress column: left empty
+            continue
+        data[c] = [cell(v, (cfg.get("type_config") or {}).get("format")) for v in data[c]]
+        if kind == "number" or c in config:
+            config[c] = st.column_config.TextColumn(cfg.get("label"), help=cfg.get("help"), width=cfg.get("width"))
+    return data, (config or column_config)
 
 
 def show(data: Any, **options: Any) -> Any:
-    """``st.dataframe(data, hide_index=True, width="stretch", **options)``; ``options`` are st.dataframe's
-    (``key``, ``column_config``, ``height``, ``on_select``, ...). Returns what st.dataframe returns (the selection
-    with ``on_select``)."""
+    """``st.dataframe(data, hide_index=True, width="stretch", **options)`` with missing values shown as "—";
+    ``options`` are st.dataframe's (``key``, ``column_config``, ``height``, ``on_select``, ...). Returns what
+    st.dataframe returns (the selection with ``on_select``)."""
+    data, config = without_holes(data, options.pop("column_config", None))
+    if config is not None:
+        options["column_config"] = config
     return st.dataframe(data, hide_index=True, width="stretch", **options)

@@ -61,19 +61,29 @@ def chips(terms: Sequence[str], colour: str = "red") -> str:
 
 
 def fmt(v: float | int | None, digits: int = 3) -> str:
-    """A number for display; ``None``/NaN as an en dash."""
+    """A number for display; ``None``/NaN as an em dash, like the tables (diagnose.ui.tables.MISSING)."""
     if v is None:
-        return "–"
+        return "—"
     try:
         f = float(v)
     except (TypeError, ValueError):
         return str(v)
     if f != f:
-        return "–"
+        return "—"
     return str(int(f)) if isinstance(v, int) else f"{f:.{digits}f}"
 
 
 def rank_text(rank: int | None, depth: int | None = None) -> str:
     if rank is None:
-        return f"not in the run (depth {depth})" if depth is not None else "–"
+        return f"not in the run (depth {depth})" if depth is not None else "—"
     return f"#{rank}"
+
+
+def margin_words(margin: float, k: int) -> str:
+    """What the sign of the margin shown means (issue 23: the sentence explained only the positive sign)."""
+    if round(margin, 3) > 0:
+        return f"positive: the #{k} document is closer to the query than the target, under this model"
+    if round(margin, 3) < 0:
+        return (f"negative: the target is closer to the query than the #{k} document under this model, yet the run "
+                "ranks it lower: the run does not order by this model's cosine")  # fmt: skip
+    return f"zero at this precision: the target and the #{k} document are as close to the query"

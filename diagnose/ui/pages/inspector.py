@@ -7,7 +7,7 @@ import streamlit as st
 from diagnose.failures import CLASS_LABELS, rank_range_text, sort_worst
 from diagnose.lexical import highlight_spans
 from diagnose.ui import state, tables
-from diagnose.ui.text import chips, escape_md, fmt, highlight_md, rank_text, truncate
+from diagnose.ui.text import chips, escape_md, fmt, highlight_md, margin_words, rank_text, truncate
 
 b = state.bundle()
 state.wait_for_vectors(b, "Query inspector", "The Query inspector page")
@@ -70,19 +70,19 @@ for t in targets:
         c[0].metric("cos(query, target)", fmt(f.cosine), help=f"calibrated threshold {cal.calibrated:.3f}")
         c[1].metric(
             "Run rank",
-            rank_text(f.run_rank) if f.run_rank else "none",
-            help=f"the target's rank in the run; none = not among the {f.run_depth} documents it returned",
+            rank_text(f.run_rank) if f.run_rank else "not retrieved",
+            help=f"the target's rank in the run; not retrieved = not among the {f.run_depth} documents it returned",
         )
         c[2].metric(
             "Exact dense rank",
-            rank_range_text(f.dense_rank, f.dense_rank_worst, none="–"),
+            rank_range_text(f.dense_rank, f.dense_rank_worst, none="—"),
             help="among all documents, by cosine; #a–b: documents with the same cosine (as float32) tie at ranks a "
             "to b",
         )
         c[3].metric(
             "BM25 rank",
-            rank_range_text(f.bm25_rank, f.bm25_rank_worst, none="none" if f.bm25_score is not None else "–"),
-            help="among all documents, by BM25 score; #a–b: a tie at ranks a to b; none: BM25 score 0, no query "
+            rank_range_text(f.bm25_rank, f.bm25_rank_worst, none="not retrieved" if f.bm25_score is not None else "—"),
+            help="among all documents, by BM25 score; #a–b: a tie at ranks a to b; not retrieved: BM25 score 0, no query "
             "term in the target (BM25 does not retrieve it)",
         )
         c[4].metric(
@@ -93,8 +93,8 @@ for t in targets:
         st.markdown("**Evidence.** " + escape_md(f.evidence))
         if f.margin is not None:
             st.caption(
-                f"Similarity margin: cos(query, the run's #{b.k}) − cos(query, target) = {f.margin:+.3f} (positive: "
-                f"the #{b.k} document is closer to the query than the target, under this model)."
+                f"Similarity margin: cos(query, the run's #{b.k}) − cos(query, target) = {f.margin:+.3f} "
+                f"({margin_words(f.margin, b.k)})."
             )
         st.info("**Recommendation.** " + f.recommendation, icon=":material/lightbulb:")
         v1, v2 = st.columns(2)

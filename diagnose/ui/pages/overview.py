@@ -57,19 +57,21 @@ def _colour(col: pd.Series) -> list[str]:
 
 # precision@k is bounded by R/k (0.1 at k=10 with one relevant document per query): a band would call every run poor
 coloured = [m for fam, m in zip(state.FAMILIES, metric_cols, strict=True) if REGISTRY[fam].band_in_tables]
-styled = shown.style.apply(_colour, subset=coloured).format(
-    {m: "{:.3f}" for m in metric_cols} | {c: "{:.3f}" if c.endswith("per_ms") else "{:.1f}" for c in latency_cols},
-    na_rep="–",
-)
+# as text: Streamlit draws a missing number as "None" (a file run has no latency; the counts wait for the vectors)
+for col in ("failed queries", "missed pairs"):
+    shown[col] = ["computing…" if pd.isna(v) else f"{int(v):,}" for v in shown[col]]
+for col in latency_cols:
+    shown[col] = [tables.cell(v, "%.3f" if col.endswith("per_ms") else "%.1f") for v in shown[col]]
+styled = shown.style.apply(_colour, subset=coloured).format({m: "{:.3f}" for m in metric_cols}, na_rep=tables.MISSING)
 tables.show(
     styled,
     key="metrics_table",
     column_config={
         "kind": st.column_config.TextColumn(width="small"),
-        "failed queries": st.column_config.NumberColumn(
+        "failed queries": st.column_config.TextColumn(
             "failed queries", width="small", help=f"golden queries that fail at k={k} ({b.mode})"
         ),
-        "missed pairs": st.column_config.NumberColumn(
+        "missed pairs": st.column_config.TextColumn(
             "missed pairs",
             width="small",
             help="(failed query, relevant document missing from its top k) pairs: the failure classes below count "
@@ -77,8 +79,7 @@ tables.show(
         ),
         **{m: st.column_config.NumberColumn(width="small") for m in metric_cols},
         **{
-            c: st.column_config.NumberColumn(
-                format="%.3f" if c.endswith("per_ms") else "%.1f",
+            c: st.column_config.TextColumn(
                 help="live retrievers: wall-clock milliseconds per query (median, 95th percentile) and recall@k "
                 "per millisecond of the median query",
             )
@@ -176,7 +177,7 @@ with c2:
 
 # ---------------------------------------------------------------------------------------------- failures
 st.subheader("Failure classes")
-state.wait_for_vectors(b, None, "The failure classes")
+state.wait_for_vectors(b, None, "The failure classes section")
 rows = []
 for name, d in diagnoses.items():
     for cls in CLASSES:

@@ -32,7 +32,8 @@ with st.expander("Would the recommendations help? Each remedy applied to this ru
     st.markdown("\n".join(f"- {escape_md(x)}" for x in remedies.sentences()))
     tables.show(
         remedies.table()
-        .assign(**{"class": lambda t: t["class"].map(CLASS_LABELS)})
+        .assign(**{"class": lambda t: t["class"].map(CLASS_LABELS),
+                   "remedy": lambda t: t["remedy"].fillna("no remedy offline")})  # the other columns: "—"
         .drop(columns="failures")  # the same numbers as the column of its unit
         .rename(
             columns={
@@ -107,7 +108,7 @@ if df.empty:
 
 st.caption(
     f"{len(df)} of {diag.n_missed_pairs} missed pairs shown ({df['query_id'].nunique()} of "
-    f"{len(diag.failed_queries)} failed queries). Run rank None = the run did not retrieve the target."
+    f"{len(diag.failed_queries)} failed queries). Run rank —: the run did not retrieve the target."
 )
 event = tables.show(
     df,
