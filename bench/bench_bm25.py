@@ -80,14 +80,14 @@ def speed(texts, ids, qtexts, repeats: int, *, rank_bm25_queries: int | None = N
     import bm25s
     import numpy as np
 
-    from diagnose.lexical import _Bm25sImpl, _RankBm25Impl
+    from diagnose.lexical import Bm25sImpl, RankBm25Impl
 
     r: dict[str, float] = {"docs": len(texts), "queries": len(qtexts)}
     r["tokenize"], tokens = timed(lambda: tokenize(texts), repeats)
     ids_arr = np.asarray(ids, dtype=object)
     impls = {
-        "bm25s": lambda: _Bm25sImpl(tokens, 0.9, 0.4, "lucene"),
-        "rank_bm25": lambda: _RankBm25Impl(tokens, 0.9, 0.4),
+        "bm25s": lambda: Bm25sImpl(tokens, 0.9, 0.4, "lucene"),
+        "rank_bm25": lambda: RankBm25Impl(tokens, 0.9, 0.4),
     }
     for engine, make in impls.items():
         capped = engine == "rank_bm25" and rank_bm25_queries is not None

@@ -244,11 +244,11 @@ def scenario_rows(
 def print_header(args: argparse.Namespace, loads: list[float], full: dict) -> None:
     import numba
 
-    from diagnose.projection import _umap_version
+    from diagnose.projection import umap_version
 
     print(f"## umap\n\nCommand: `python bench/bench_projection.py --vectors {args.vectors}`  ")
     print(
-        f"Machine: {os.cpu_count()} cores, Python {platform.python_version()}, umap-learn {_umap_version()}, "
+        f"Machine: {os.cpu_count()} cores, Python {platform.python_version()}, umap-learn {umap_version()}, "
         f"numba {numba.__version__}; 1-min load average during the run {min(loads):.1f}-{max(loads):.1f} (the machine "
         f"is shared: wall times include waiting for a core, CPU times do not). Input: {full['n']:,} x {full['dim']} "
         f"({args.vectors}), cosine, n_neighbors=15, min_dist=0.1. Process rows: cold 1 run, warm-disk and not-cached "

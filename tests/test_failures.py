@@ -361,13 +361,13 @@ def test_classify_rules_are_in_the_records_order():
 @pytest.mark.parametrize("cls", CLASSES)
 def test_every_class_has_an_evidence_sentence(cls):
     # every field a template may read: the pair's evidence, {base}, {ov} and {found}
-    from diagnose.failures.taxonomy import _evidence, _PairEvidence
+    from diagnose.failures.taxonomy import PairEvidence, evidence_sentence
 
-    e = _PairEvidence(
+    e = PairEvidence(
         doc_id="t", k=2, near_hi=6, run_rank=4, run_depth=10, dense_rank=1, bm25_rank=3, cosine=0.4, calibrated=0.5,
         overlap=0.25, duplicate_doc_id="d", duplicate_cosine=0.97,
     )  # fmt: skip
-    sentence = _evidence(cls, e)
+    sentence = evidence_sentence(cls, e)
     assert sentence.endswith(".") and "{" not in sentence
 
 

@@ -255,7 +255,7 @@ def test_fingerprint_collisions_are_caught_on_the_ids(monkeypatch):
     # the check on the id strings must drop them: relevant at ranks 2 and 4 -> mrr 1/2, precision@5 2/5, recall 1.
     monkeypatch.setattr(M, "fingerprints", lambda arr: np.array([len(s) for s in arr.to_pylist()], np.uint64))
     qrels = make_qrels([("q", "a", 1), ("q", "bb", 1)])
-    assert M._prepare(qrels).keys_unique  # the two positive keys differ: the fast join is used
+    assert M.prepare(qrels).keys_unique  # the two positive keys differ: the fast join is used
     ev = evaluate(qrels, make_run({"q": ["x", "a", "yy", "bb", "zzz"]}), ["mrr", "precision@5", "recall@5"])
     assert ev.aggregate == pytest.approx({"mrr": 0.5, "precision@5": 0.4, "recall@5": 1.0})
 
@@ -263,7 +263,7 @@ def test_fingerprint_collisions_are_caught_on_the_ids(monkeypatch):
 def test_colliding_positive_keys_use_the_exact_join(monkeypatch):
     expected = evaluate(QRELS, RUN, ALL).per_query
     monkeypatch.setattr(M, "fingerprints", lambda arr: np.zeros(len(arr), dtype=np.uint64))
-    assert not M._prepare(QRELS).keys_unique  # d1, d2, d4 of q1 now share one key: pandas merge on the ids
+    assert not M.prepare(QRELS).keys_unique  # d1, d2, d4 of q1 now share one key: pandas merge on the ids
     pd.testing.assert_frame_equal(evaluate(QRELS, RUN, ALL).per_query, expected)
 
 
@@ -275,7 +275,7 @@ def test_crowded_table_slots_fall_back_to_binary_search(monkeypatch):
         M, "fingerprints", lambda arr: np.array([sum(s.encode()) for s in arr.to_pylist()], np.uint64)
     )
     monkeypatch.setattr(M, "pair_keys", lambda fp, q: fp * np.uint64(1000) + (q + 1).astype(np.uint64))
-    prep = M._prepare(QRELS)
+    prep = M.prepare(QRELS)
     assert prep.keys_unique and prep.table[0] == -2
     pd.testing.assert_frame_equal(evaluate(QRELS, RUN, ALL).per_query, expected)
 

@@ -31,16 +31,16 @@ DEFAULT_DEPTH = defaults.DEPTH
 YOUR_RUN, BASELINE, LIVE = "your run", "baseline", "live retriever"
 
 
-def _check_runs(runs: Mapping[str, Run], ds: Dataset) -> None:
+def check_runs(runs: Mapping[str, Run], ds: Dataset) -> None:
     """The cross-file checks of :func:`diagnose.io.load_dataset` for runs given after loading (doc ids missing
     from the corpus, golden queries missing from a run, unjudged run queries), counted in the data set's report."""
     from diagnose.data import ValidationReport
-    from diagnose.io import _cross_checks, check_run_matches_qrels
+    from diagnose.io import check_run_matches_qrels, cross_checks
 
     for run in runs.values():
         check_run_matches_qrels(run, ds.qrels)
     scratch = ValidationReport()
-    _cross_checks(ds.qrels, runs, ds.corpus, None, scratch)
+    cross_checks(ds.qrels, runs, ds.corpus, None, scratch)
     ds.report.problems.extend(p for p in scratch.problems if p.code != "qrels_doc_not_in_corpus")
     ds.report.stats.update(scratch.stats)
 

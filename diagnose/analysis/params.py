@@ -15,7 +15,7 @@ from diagnose.data import Run
 from diagnose.defaults import BASELINES, FAILURE_MODES
 from diagnose.failures import Thresholds
 from diagnose.metrics import MetricName
-from diagnose.retrievers.kinds import _describe, _kind
+from diagnose.retrievers.kinds import describe, retriever_kind
 from diagnose.space import VectorSpace
 
 EMBEDDING_KEYS = ("doc", "query", "doc_ids", "query_ids")
@@ -40,9 +40,9 @@ def check_runs(runs: Any) -> dict[str, Any]:
     given_runs = checks.mapping(runs, "runs", expected="a dict {name: run}", fix=fix)
     out: dict[str, Any] = {}
     for name, value in given_runs.items():
-        if not is_run_like(value) and _kind(value) is None:
+        if not is_run_like(value) and retriever_kind(value) is None:
             raise param_error(
-                "runs", f"runs[{name!r}] is {_describe(value)}; expected {RUN_FORMS}."
+                "runs", f"runs[{name!r}] is {describe(value)}; expected {RUN_FORMS}."
             )
         out[str(name)] = value
     return out

@@ -21,7 +21,7 @@ from diagnose.analysis.base import (
     LIVE,
     YOUR_RUN,
     AnalysisBase,
-    _check_runs,
+    check_runs,
 )
 from diagnose.analysis.params import is_run_like
 from diagnose.checks import given, param_error
@@ -103,7 +103,7 @@ class Pipeline(AnalysisBase):
                     progress=self._reporter.bar(f"Retriever {name}"),
                 )
         if fresh:
-            _check_runs(fresh, ds)
+            check_runs(fresh, ds)
         return out
 
     def baseline_runs(self) -> dict[str, Run]:

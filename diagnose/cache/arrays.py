@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from diagnose.cache.base import _warn, text_key
+from diagnose.cache.base import text_key, warn
 from diagnose.cache.files import load_arrays, load_npy, save_arrays, sweep_tmp
 from diagnose.data import ValidationReport
 
@@ -66,7 +66,7 @@ class ArrayCache:
         try:
             save_arrays(self.path_for(key), arrays, {"key": key})
         except OSError as e:
-            _warn(
+            warn(
                 self.report,
                 "cache_write_failed",
                 f"could not write the cache ({e}); going on without it",

@@ -44,7 +44,7 @@ def slug(name: str, max_len: int = 48) -> str:
     return s[:max_len] or "x"
 
 
-def _warn(report: ValidationReport | None, code: str, message: str, path: Path | None) -> None:
+def warn(report: ValidationReport | None, code: str, message: str, path: Path | None) -> None:
     if report is not None:
         report.add(code, message, severity="warning", file=str(path) if path else None)
     else:
@@ -55,16 +55,16 @@ def _warn(report: ValidationReport | None, code: str, message: str, path: Path |
 def report_corrupt(report: ValidationReport | None, path: Path, reason: str) -> None:
     """Report a cache file that could not be used (a ``cache_corrupt`` warning, or a :class:`CacheWarning` without
     a report) and delete it, so its values are recomputed and written again."""
-    _warn(
+    warn(
         report,
         "cache_corrupt",
         f"cache file was unreadable or failed its check ({reason}); it was deleted and its values are recomputed",
         path,
     )
-    _unlink(path)
+    unlink(path)
 
 
-def _unlink(path: Path) -> None:
+def unlink(path: Path) -> None:
     try:
         path.unlink()
     except FileNotFoundError:

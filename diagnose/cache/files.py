@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from diagnose.cache.base import _unlink, report_corrupt
+from diagnose.cache.base import report_corrupt, unlink
 from diagnose.data import ValidationReport
 
 # -- checked file format ---------------------------------------------------------------------------------------
@@ -124,7 +124,7 @@ def _atomic_write(path: Path, write: Callable[[Any], None], suffix: str) -> None
             os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
-        _unlink(Path(tmp))
+        unlink(Path(tmp))
         raise
 
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from diagnose.cache.base import _unlink, _warn, report_corrupt
+from diagnose.cache.base import report_corrupt, unlink, warn
 from diagnose.cache.files import load_arrays, save_arrays, sweep_tmp
 from diagnose.data import ValidationReport
 
@@ -216,7 +216,7 @@ class RowStore:
             if len(self._list()) > self.max_shards:
                 self.compact()
         except OSError as e:
-            _warn(
+            warn(
                 self.report,
                 "cache_write_failed",
                 f"could not write the cache ({e}); going on without it",
@@ -262,7 +262,7 @@ class RowStore:
             rec["row"] = np.concatenate(chunks)
         self._save(rec)
         for name in names:
-            _unlink(self.directory / name)
+            unlink(self.directory / name)
         self._shards = {}
         self._listing = None
         self._reset_index()
@@ -271,6 +271,6 @@ class RowStore:
     def clear(self) -> None:
         """Delete every shard."""
         for name in self._list():
-            _unlink(self.directory / name)
+            unlink(self.directory / name)
         self._shards, self._listing = {}, None
         self._reset_index()

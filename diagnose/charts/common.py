@@ -9,19 +9,19 @@ import pandas as pd
 ALTAIR_MAX_ROWS = 5000
 
 
-def _alt():
+def altair_module():
     import altair as alt
 
     return alt
 
 
-def _require(df: pd.DataFrame, columns: Sequence[str], what: str) -> None:
+def require(df: pd.DataFrame, columns: Sequence[str], what: str) -> None:
     missing = [c for c in columns if c not in df.columns]
     if missing:
         raise ValueError(f"{what} needs columns {list(columns)}; missing {missing} (got {list(df.columns)})")
 
 
-def _title(alt, text: str, subtitle: str | Sequence[str] | None = None):
+def chart_title(alt, text: str, subtitle: str | Sequence[str] | None = None):
     if subtitle:
         return alt.TitleParams(text=text, subtitle=subtitle, anchor="start")
     return alt.TitleParams(text=text, anchor="start")

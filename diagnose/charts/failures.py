@@ -6,8 +6,8 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from diagnose.charts.common import _alt, _require, _title
-from diagnose.charts.palette import CLASS_COLORS, _class_scale, class_label
+from diagnose.charts.common import altair_module, chart_title, require
+from diagnose.charts.palette import CLASS_COLORS, class_label, class_scale
 
 if TYPE_CHECKING:  # pragma: no cover
     import altair as alt
@@ -21,8 +21,8 @@ def failure_breakdown(df: pd.DataFrame, *, title: str | None = None) -> alt.Char
     :data:`CLASS_LEGENDS`; an unknown class is grey and labelled by its id. A ``label`` column, if any, is ignored
     (the labels here are the legend's).
     """
-    alt = _alt()
-    _require(df, ["class", "count"], "failure_breakdown")
+    alt = altair_module()
+    require(df, ["class", "count"], "failure_breakdown")
     data = df.copy()
     if "run" not in data.columns:
         data["run"] = ""
@@ -32,7 +32,7 @@ def failure_breakdown(df: pd.DataFrame, *, title: str | None = None) -> alt.Char
     data["share"] = data["count"] / totals.where(totals > 0, 1)
     order_of = {c: i for i, c in enumerate(CLASS_COLORS)}
     data["order"] = [order_of.get(c, len(order_of)) for c in data["class"]]
-    scale = _class_scale(alt, data["class"].tolist())
+    scale = class_scale(alt, data["class"].tolist())
     labels_order = scale.domain
     color = alt.Color(
         "class_label:N",
@@ -58,7 +58,7 @@ def failure_breakdown(df: pd.DataFrame, *, title: str | None = None) -> alt.Char
         labels = alt.Chart().mark_text(align="left", dx=4).encode(y=y, x="count:Q", text="count:Q")
         sub = f"Run {runs[0]}" if runs and runs[0] else None
         return alt.layer(bars, labels, data=data).properties(
-            width="container", height=max(80, 30 * data["class"].nunique()), title=_title(alt, text, sub)
+            width="container", height=max(80, 30 * data["class"].nunique()), title=chart_title(alt, text, sub)
         )
     tooltip.insert(0, alt.Tooltip("run:N", title="Run"))
     return (
@@ -71,5 +71,5 @@ def failure_breakdown(df: pd.DataFrame, *, title: str | None = None) -> alt.Char
             order=alt.Order("order:Q"),
             tooltip=tooltip,
         )
-        .properties(width="container", height=max(80, 36 * len(runs)), title=_title(alt, text))
+        .properties(width="container", height=max(80, 36 * len(runs)), title=chart_title(alt, text))
     )

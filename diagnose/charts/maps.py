@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Literal
 
 import pandas as pd
 
-from diagnose.charts.common import ALTAIR_MAX_ROWS, _alt, _require, _title
+from diagnose.charts.common import ALTAIR_MAX_ROWS, altair_module, chart_title, require
 from diagnose.charts.palette import (
     EDGE_DASH,
     NO_CLASS_LABEL,
@@ -35,8 +35,8 @@ from diagnose.charts.palette import (
     ROLE_OPACITY,
     ROLE_SHAPES,
     ROLE_SIZES,
-    _class_scale,
     class_label,
+    class_scale,
 )
 from diagnose.checks import one_of
 from diagnose.data import DataError
@@ -77,8 +77,8 @@ def embedding_map(
     ``selection_mode`` must be given, or zooming reruns the app (see the module docstring for why and for the
     other constraints). Shift-click adds to the selection, double-click clears it.
     """
-    alt = _alt()
-    _require(points, ["x", "y", "kind", "id", "snippet", "role", "failure_class"], "embedding_map")
+    alt = altair_module()
+    require(points, ["x", "y", "kind", "id", "snippet", "role", "failure_class"], "embedding_map")
     if len(points) > ALTAIR_MAX_ROWS:
         raise DataError(
             f"{len(points):,} points is more than Altair's {ALTAIR_MAX_ROWS:,}-row limit: sample them with "
@@ -102,7 +102,7 @@ def embedding_map(
     return alt.layer(*layers).properties(
         width="container",
         height=height,
-        title=_title(alt, title or "Documents and queries in the embedding space (UMAP)", sub + "."),
+        title=chart_title(alt, title or "Documents and queries in the embedding space (UMAP)", sub + "."),
     )
 
 
@@ -140,7 +140,7 @@ def _map_color(alt, color_by: str, failure_classes: Sequence[str]):
     return alt.Color(
         "class_label:N",
         title="Failure class",
-        scale=_class_scale(alt, failure_classes, with_none=True),
+        scale=class_scale(alt, failure_classes, with_none=True),
         legend=alt.Legend(labelLimit=360),
     )
 
@@ -170,7 +170,7 @@ def _document_layer(alt, docs: pd.DataFrame, x, y, color, size, opacity):
 
 def _edge_layer(alt, edges: pd.DataFrame, x, y):
     """Lines from failed queries: solid to a target, dashed to the top retrieved document."""
-    _require(edges, ["x", "y", "x2", "y2", "query_id", "edge"], "embedding_map edges")
+    require(edges, ["x", "y", "x2", "y2", "query_id", "edge"], "embedding_map edges")
     kinds = list(EDGE_DASH)
     return (
         alt.Chart(edges)
@@ -226,7 +226,7 @@ def _query_layer(alt, queries: pd.DataFrame, x, y, color, size, opacity, *, sele
 def legend_strip(items: Sequence[tuple[str, str]], lines: Sequence[tuple[str, str]] = ()) -> alt.LayerChart:
     """A horizontal legend of coloured dots (``items``: ``(label, hex colour)``) and line marks (``lines``), for
     charts that draw none themselves (the deck.gl map). Labels are data, never markup."""
-    alt = _alt()
+    alt = altair_module()
     rows = [{"i": i, "label": label, "color": c, "kind": "dot"} for i, (label, c) in enumerate(items)]
     rows += [{"i": len(rows) + i, "label": label, "color": c, "kind": "line"} for i, (label, c) in enumerate(lines)]
     df = pd.DataFrame(rows)

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from diagnose.charts.common import ALTAIR_MAX_ROWS, _alt, _require, _title
+from diagnose.charts.common import ALTAIR_MAX_ROWS, altair_module, chart_title, require
 from diagnose.charts.palette import BAND_COLORS, CHANGE_COLORS, RUN_PALETTE
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -22,8 +22,8 @@ def metrics_bar(df: pd.DataFrame, *, k: int | None = None, title: str | None = N
     when absent), ``kind`` ("run"/"baseline"; a baseline is labelled "name (baseline)"). One panel per metric
     (rows) when there are several. The x axis is fixed to [0, 1].
     """
-    alt = _alt()
-    _require(df, ["run", "metric", "value"], "metrics_bar")
+    alt = altair_module()
+    require(df, ["run", "metric", "value"], "metrics_bar")
     data = _with_band_and_label(df)
     has_ci = {"ci_low", "ci_high"} <= set(data.columns)
     order = list(dict.fromkeys(data["label"]))
@@ -36,7 +36,7 @@ def metrics_bar(df: pd.DataFrame, *, k: int | None = None, title: str | None = N
         return chart.properties(
             width="container",
             height=max(60, 28 * len(order)),
-            title=_title(alt, f"{text}: {metrics[0]}", subtitle),
+            title=chart_title(alt, f"{text}: {metrics[0]}", subtitle),
         )
     return (
         chart.properties(width=420, height=max(60, 28 * len(order)))
@@ -45,7 +45,7 @@ def metrics_bar(df: pd.DataFrame, *, k: int | None = None, title: str | None = N
                 "metric:N", title=None, sort=metrics, header=alt.Header(labelAngle=0, labelAlign="left")
             )
         )
-        .properties(title=_title(alt, text, subtitle))
+        .properties(title=chart_title(alt, text, subtitle))
     )
 
 
@@ -127,8 +127,8 @@ def curve_over_k(
     ``df`` (and no ``metric`` given) one panel per metric. The k axis is logarithmic when k spans a factor >= 10
     (1..100 would otherwise crush the interesting small k), ticks at the k values present.
     """
-    alt = _alt()
-    _require(df, ["run", "metric", "k", "value"], "curve_over_k")
+    alt = altair_module()
+    require(df, ["run", "metric", "k", "value"], "curve_over_k")
     data = df.copy()
     data["k"] = data["k"].astype(int)
     ks = sorted(set(data["k"].tolist()) | ({int(k)} if k is not None else set()))
@@ -167,7 +167,7 @@ def curve_over_k(
         return chart.properties(width=280, height=240).facet(
             column=alt.Column("metric:N", title=None, sort=metrics)
         )
-    return chart.properties(width="container", height=260, title=_title(alt, text))
+    return chart.properties(width="container", height=260, title=chart_title(alt, text))
 
 
 def _drawn_deltas(df: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
@@ -208,8 +208,8 @@ def delta_chart(
     subtitle says how many) so the chart stays under Altair's row limit; beyond that only the 2,500 largest gains and
     losses are drawn, again said in the subtitle.
     """
-    alt = _alt()
-    _require(df, ["query_id", "delta"], "delta_chart")
+    alt = altair_module()
+    require(df, ["query_id", "delta"], "delta_chart")
     data, notes = _drawn_deltas(df)
     changes = list(CHANGE_COLORS)
     tooltip = [
@@ -246,5 +246,5 @@ def delta_chart(
     if notes:
         sub += " (" + "; ".join(notes) + ")"
     return alt.layer(bars, zero).properties(
-        width="container", height=260, title=_title(alt, title or "Per-query differences", sub)
+        width="container", height=260, title=chart_title(alt, title or "Per-query differences", sub)
     )

@@ -62,7 +62,7 @@ def class_label(cls: str) -> str:
     return CLASS_LEGENDS.get(cls, cls)
 
 
-def _class_scale(alt, classes: Sequence[str], *, with_none: bool = False):
+def class_scale(alt, classes: Sequence[str], *, with_none: bool = False):
     """Colour scale over class *labels*: every known class in taxonomy order (so a colour never moves), then any
     unknown class present in the data (grey), then the "none" label when asked."""
     known = list(CLASS_COLORS)

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from diagnose import defaults
-from diagnose.charts.common import _alt, _require, _title
+from diagnose.charts.common import altair_module, chart_title, require
 from diagnose.charts.palette import OTHER_COLOR, OUTCOME_COLORS
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -106,8 +106,8 @@ def similarity_histogram(
     bins over the data's range rounded to 0.05, thresholds included), so any number of pairs stays a few hundred
     rows. The two outcomes are overlaid (not stacked), each with its own count scale shared across panels.
     """
-    alt = _alt()
-    _require(df, ["cosine", "outcome"], "similarity_histogram")
+    alt = altair_module()
+    require(df, ["cosine", "outcome"], "similarity_histogram")
     data = df.copy()
     if "model" not in data.columns:
         data["model"] = "model"
@@ -129,10 +129,10 @@ def similarity_histogram(
         return (
             chart.properties(width=520, height=180)
             .facet(row=alt.Row("model:N", title="Model", sort=models))
-            .properties(title=_title(alt, text, sub))
+            .properties(title=chart_title(alt, text, sub))
         )
     return chart.properties(
-        width="container", height=280, title=_title(alt, text, [sub, f"Model {models[0]}"])
+        width="container", height=280, title=chart_title(alt, text, [sub, f"Model {models[0]}"])
     )
 
 

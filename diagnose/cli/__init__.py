@@ -46,7 +46,7 @@ from diagnose.cli.shared import (
     EXIT_INTERRUPTED,
     EXIT_OK,
     PARAM_FLAGS,
-    _write_partial_run,
+    write_partial_run,
 )
 from diagnose.data import DataError
 from diagnose.extras import missing_extra
@@ -103,7 +103,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {err}", file=sys.stderr)
         return EXIT_INPUT
     except RetrieverInterrupted as stop:
-        _write_partial_run(args, stop)
+        write_partial_run(args, stop)
         return EXIT_INTERRUPTED
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)

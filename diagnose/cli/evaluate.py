@@ -10,26 +10,26 @@ from diagnose.cli.shared import (
     EXIT_FAIL,
     EXIT_OK,
     PARAM_FLAGS,
-    _analysis,
-    _load,
-    _parse_bounds,
-    _parse_ks,
-    _print_warnings,
-    _read_checked_run,
-    _write_runs,
+    build_analysis,
+    load_data,
+    parse_bounds,
+    parse_ks,
+    print_warnings,
+    read_checked_run,
+    write_run_files,
 )
 from diagnose.data import DataError, Dataset
 from diagnose.io import parse_run_arg
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
-    ks = _parse_ks(args.k)
-    fail_under = _parse_bounds(args.fail_under, "--fail-under")
-    max_drop = _parse_bounds(args.max_drop, "--max-drop")
+    ks = parse_ks(args.k)
+    fail_under = parse_bounds(args.fail_under, "--fail-under")
+    max_drop = parse_bounds(args.max_drop, "--max-drop")
     if args.resamples < 1:
         raise DataError(f"--resamples must be at least 1 (got {args.resamples}).")
-    ds, reference = _with_compare_to(args, _load(args))
-    analysis = _analysis(
+    ds, reference = _with_compare_to(args, load_data(args))
+    analysis = build_analysis(
         args, ds, k=ks[-1], ks=ks, metrics=args.metrics.split(",") if args.metrics else None,
         baselines=list(dict.fromkeys(args.baseline)), depth=args.depth,
     )  # fmt: skip
@@ -61,8 +61,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         rep.queries_needed = analysis.queries_needed(
             args.detect, rep.reference, [c.metric for c in rep.comparisons] or None
         )
-    _write_runs(args, analysis)
-    _print_warnings(ds.report, args.format)
+    write_run_files(args, analysis)
+    print_warnings(ds.report, args.format)
     pq = args.per_query
     result = Output(
         table=lambda: rep.to_text(per_query=pq),
@@ -81,7 +81,7 @@ def _with_compare_to(args: argparse.Namespace, ds: Dataset) -> tuple[Dataset, st
     name, path = parse_run_arg(args.compare_to)
     if name in ds.runs:
         raise DataError(f"--compare-to {name!r}: a --run has the same name; name the reference differently.")
-    return ds.with_run(_read_checked_run(name, path, ds), first=True), name
+    return ds.with_run(read_checked_run(name, path, ds), first=True), name
 
 
 def _with_flags(message: str) -> str:

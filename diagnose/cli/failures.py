@@ -6,7 +6,7 @@ import argparse
 
 from diagnose.api import as_run
 from diagnose.cli.output import Output, emit, records_text
-from diagnose.cli.shared import EXIT_OK, _analysis, _load, _print_warnings, _write_runs
+from diagnose.cli.shared import EXIT_OK, build_analysis, load_data, print_warnings, write_run_files
 from diagnose.data import DataError
 from diagnose.failures import Thresholds
 from diagnose.failures.kind import parse_kind_arg
@@ -21,16 +21,16 @@ def cmd_failures(args: argparse.Namespace) -> int:
             "diagnose failures analyses one run: pass exactly one --run [NAME=]FILE or one --retriever."
         )
     thresholds = Thresholds(seed_cosine=args.seed_threshold, duplicate_cosine=args.duplicate_cosine)
-    ds = _load(args, need_text=True)
+    ds = load_data(args, need_text=True)
     kinds = dict(parse_kind_arg(x) for x in args.run_kind)
-    analysis = _analysis(args, ds, k=args.k, failure=args.failure, thresholds=thresholds, kinds=kinds)
+    analysis = build_analysis(args, ds, k=args.k, failure=args.failure, thresholds=thresholds, kinds=kinds)
     (name,) = analysis.run_names
     diag = analysis.diagnosis(name)
     noise = analysis.label_noise(name)
     hubs = analysis.hubness(name)
     remedies = analysis.remedies(name, cross_encoder=args.cross_encoder) if args.remedies else None
-    _write_runs(args, analysis)
-    _print_warnings(ds.report, args.format)
+    write_run_files(args, analysis)
+    print_warnings(ds.report, args.format)
     result = Output(
         table=lambda: failures_text(
             diag, model=analysis.space.model_label, label_noise=noise, hubness=hubs, remedies=remedies
@@ -47,7 +47,7 @@ def cmd_risk(args: argparse.Namespace) -> int:
     if len(args.run) != 1:
         raise DataError("diagnose risk ranks the queries of one run: pass exactly one --run [NAME=]FILE.")
     if args.data or args.qrels:
-        analysis = _analysis(args, _load(args), k=args.k)
+        analysis = build_analysis(args, load_data(args), k=args.k)
         name = analysis.run_names[0]
         risk, validation = analysis.risk(name), analysis.risk_validation(name)
     else:

@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from diagnose.cli.shared import EXIT_OK, _analysis, _load, _print_warnings
+from diagnose.cli.shared import EXIT_OK, build_analysis, load_data, print_warnings
 from diagnose.data import DataError
 from diagnose.judging import judge_queue, with_texts, write_queue_tsv
 
@@ -16,13 +16,13 @@ def cmd_judge_queue(args: argparse.Namespace) -> int:
         raise DataError(f"--k, --depth and --limit must be at least 1 (got {args.k}, {args.depth}, {args.limit}).")
     if not args.data and (not args.queries or not args.corpus):
         raise DataError("diagnose judge-queue needs the texts: pass --data DIR, or --queries FILE and --corpus FILE.")
-    ds = _load(args, need_text=True, require_qrels=False)
-    analysis = _analysis(args, ds, k=args.k, depth=args.depth)
+    ds = load_data(args, need_text=True, require_qrels=False)
+    analysis = build_analysis(args, ds, k=args.k, depth=args.depth)
     queue = judge_queue(analysis, k=args.k, limit=args.limit)
     table = with_texts(queue, ds).assign(grade="")
     if len(ds.qrels) == 0:  # no golden set yet: that the run's queries have no judgements is the point
         ds.report.problems[:] = [p for p in ds.report.problems if p.code != "run_query_not_judged"]
-    _print_warnings(ds.report, "table")
+    print_warnings(ds.report, "table")
     text = write_queue_tsv(table)
     if args.out:
         Path(args.out).write_text(text, encoding="utf-8")

@@ -6,7 +6,7 @@ import argparse
 from typing import TYPE_CHECKING
 
 from diagnose.cli.output import Output, emit, frame_output, records_text
-from diagnose.cli.shared import EXIT_OK, _analysis, _load, _print_warnings, _read_checked_run
+from diagnose.cli.shared import EXIT_OK, build_analysis, load_data, print_warnings, read_checked_run
 from diagnose.data import DataError
 from diagnose.io import parse_run_arg
 from diagnose.report import text_table
@@ -19,8 +19,8 @@ if TYPE_CHECKING:
 
 
 def cmd_models(args: argparse.Namespace) -> int:
-    ds = _load(args, need_text=True)
-    analysis = _analysis(args, ds, runs={}, k=args.k)
+    ds = load_data(args, need_text=True)
+    analysis = build_analysis(args, ds, runs={}, k=args.k)
     cmp = analysis.models(args.model or ["default"], metric=args.metric, seed=args.seed)
     table = cmp.table()
     emit(Output(table=lambda: _models_text(cmp, table, args.k), json=cmp.to_dict, csv=lambda: table), args.format)
@@ -46,14 +46,14 @@ def cmd_rerank(args: argparse.Namespace) -> int:
         raise DataError("Pass either --reranked [NAME=]FILE or --cross-encoder MODEL (one of them).")
     if args.depth < 1 or args.k < 1:
         raise DataError(f"--depth and --k must be at least 1 (got {args.depth} and {args.k}).")
-    ds = _load(args, need_text=bool(args.cross_encoder))
-    candidates = _read_checked_run(*parse_run_arg(args.candidates), ds)
-    reranked = _read_checked_run(*parse_run_arg(args.reranked), ds) if args.reranked else None
-    analysis = _analysis(args, ds, runs={}, k=args.k)
+    ds = load_data(args, need_text=bool(args.cross_encoder))
+    candidates = read_checked_run(*parse_run_arg(args.candidates), ds)
+    reranked = read_checked_run(*parse_run_arg(args.reranked), ds) if args.reranked else None
+    analysis = build_analysis(args, ds, runs={}, k=args.k)
     rep = analysis.rerank(
         candidates, reranked, cross_encoder=args.cross_encoder, depth=args.depth, progress=args.format == "table"
     )
-    _print_warnings(ds.report, args.format)
+    print_warnings(ds.report, args.format)
     emit(Output(table=lambda: _rerank_text(rep), json=rep.to_dict), args.format)
     return EXIT_OK
 
@@ -74,10 +74,10 @@ def _rerank_text(rep: RerankReport) -> str:
 def cmd_fuse(args: argparse.Namespace) -> int:
     if len(args.run) != 2:
         raise DataError("diagnose fuse takes exactly two --run files.")
-    ds = _load(args)
-    analysis = _analysis(args, ds, k=args.k)
+    ds = load_data(args)
+    analysis = build_analysis(args, ds, k=args.k)
     a, b = analysis.run_names
     table = analysis.fusion(a, b, rrf_k=args.rrf_k)
-    _print_warnings(ds.report, args.format)
+    print_warnings(ds.report, args.format)
     emit(frame_output(table, lambda: {"fusions": table.to_dict(orient="records")}), args.format)
     return EXIT_OK

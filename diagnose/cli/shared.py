@@ -62,7 +62,7 @@ PARAM_FLAGS = {
 }
 
 
-def _load(args: argparse.Namespace, *, need_text: bool = False, require_qrels: bool = True):
+def load_data(args: argparse.Namespace, *, need_text: bool = False, require_qrels: bool = True):
     extra = list(getattr(args, "extra_qrels", None) or [])
     if require_qrels and not args.data and not args.qrels and not extra:
         raise DataError("No golden set given. Pass --data DIR (a BEIR folder), --qrels FILE or --extra-qrels FILE.")
@@ -103,7 +103,7 @@ def _write_qrels(args: argparse.Namespace, ds) -> None:
         print(f"Wrote {len(ds.qrels):,} judgements to {path}{also}.", file=sys.stderr)
 
 
-def _read_checked_run(name: str, path: str, ds) -> Run:
+def read_checked_run(name: str, path: str, ds) -> Run:
     """A run file given beside the data (``--compare-to``, ``--candidates``, ``--reranked``), read into the data's
     validation report and refused when it can only score 0 against its golden set."""
     run = read_run(path, name=name, report=ds.report)
@@ -139,7 +139,7 @@ def _retrievers(args: argparse.Namespace, taken: Sequence[str]) -> dict[str, Any
     return out
 
 
-def _analysis(args: argparse.Namespace, ds, *, runs=None, **kwargs: Any):
+def build_analysis(args: argparse.Namespace, ds, *, runs=None, **kwargs: Any):
     """The :class:`~diagnose.analysis.Analysis` of the parsed arguments (the one pipeline)."""
 
     embeddings = None
@@ -172,7 +172,7 @@ def _retriever_timeout(args: argparse.Namespace) -> float | None:
     return None if seconds == 0 else seconds
 
 
-def _write_partial_run(args: argparse.Namespace, stop: RetrieverInterrupted) -> None:
+def write_partial_run(args: argparse.Namespace, stop: RetrieverInterrupted) -> None:
     """Ctrl-C during a live retriever: say what was done and, with ``--write-runs DIR``, write the partial run."""
     print(str(stop), file=sys.stderr)
     if stop.run is None:
@@ -188,7 +188,7 @@ def _write_partial_run(args: argparse.Namespace, stop: RetrieverInterrupted) -> 
         print(f"wrote {path}", file=sys.stderr)
 
 
-def _write_runs(args: argparse.Namespace, analysis) -> None:
+def write_run_files(args: argparse.Namespace, analysis) -> None:
     """``--write-runs DIR``: the runs computed here (baselines, live retrievers) as TREC files."""
     if not getattr(args, "write_runs", None):
         return
@@ -202,14 +202,14 @@ def _write_runs(args: argparse.Namespace, analysis) -> None:
         print(f"wrote {path}", file=sys.stderr)
 
 
-def _print_warnings(report, fmt: str) -> None:
+def print_warnings(report, fmt: str) -> None:
     if fmt == "json":
         return
     for p in report.warnings:
         print(f"{p.severity}: " + p.format().removeprefix(f"[{p.severity}] "), file=sys.stderr)
 
 
-def _parse_ks(text: str) -> list[int]:
+def parse_ks(text: str) -> list[int]:
     try:
         ks = sorted({int(x) for x in text.split(",") if x.strip()})
     except ValueError:
@@ -221,7 +221,7 @@ def _parse_ks(text: str) -> list[int]:
     return ks
 
 
-def _parse_bounds(items: list[str], flag: str) -> dict[str, float]:
+def parse_bounds(items: list[str], flag: str) -> dict[str, float]:
     out: dict[str, float] = {}
     for item in items:
         name, sep, value = item.partition("=")

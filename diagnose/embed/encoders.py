@@ -42,7 +42,7 @@ def _l2_normalise(mat: np.ndarray) -> np.ndarray:
     return np.divide(mat, norms, out=np.zeros_like(mat), where=norms > 0)
 
 
-def _renormalise(mat: np.ndarray) -> np.ndarray:
+def renormalise(mat: np.ndarray) -> np.ndarray:
     """Like :func:`_l2_normalise`, but rows already within 1e-5 of unit norm are kept bit for bit."""
     mat = np.array(mat, dtype=np.float32)
     norms = np.linalg.norm(mat, axis=1)
@@ -170,7 +170,7 @@ class SentenceTransformerEncoder:
                 convert_to_numpy=True,
                 normalize_embeddings=True,
             )
-            return _renormalise(vecs)
+            return renormalise(vecs)
         update = reporter(progress).bar(f"Encoding {len(texts):,} texts")
         parts = []
         step = batch_size * 4

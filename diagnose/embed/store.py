@@ -23,7 +23,7 @@ from diagnose.cache import (
     text_key,
 )
 from diagnose.data import ValidationReport
-from diagnose.embed.encoders import Encoder, SentenceTransformerEncoder, _renormalise
+from diagnose.embed.encoders import Encoder, SentenceTransformerEncoder, renormalise
 from diagnose.progress import Progress, reporter
 
 log = logging.getLogger("diagnose.embed")  # the name it logged under as one module
@@ -248,7 +248,7 @@ def _encode_missing(
                 )
             if not np.isfinite(vecs).all():
                 raise RuntimeError(f"encoder {encoder.name!r} returned non-finite values (NaN/inf)")
-            uvecs[chunk] = _renormalise(vecs)
+            uvecs[chunk] = renormalise(vecs)
             pending.extend(chunk)
             update(min(start + step, total), total)
             if len(pending) >= CACHE_FLUSH_ROWS:

@@ -27,7 +27,7 @@ from diagnose import defaults
 from diagnose.checks import is_int
 from diagnose.data import DataError, Dataset, Run, fields_dict
 from diagnose.failures.classes import CLASSES
-from diagnose.failures.evidence import Failure, _Bm25Scores, _failure, _lookups
+from diagnose.failures.evidence import Bm25Scores, Failure, build_failure, lookups
 from diagnose.failures.kind import RunKind
 from diagnose.failures.taxonomy import FailureMode, Thresholds, recommendation
 from diagnose.space import VectorSpace
@@ -203,14 +203,14 @@ def diagnose_run(
     calibration = calibration or calibrate(ds, run, space, k, thresholds)
     pairs, n_golden = failed_pairs(ds, run, k, mode)
     kind = kind or RunKind()
-    look = _lookups(ds, run, space, pairs, kind.kind)
-    scores = _Bm25Scores(bm25)
+    look = lookups(ds, run, space, pairs, kind.kind)
+    scores = Bm25Scores(bm25)
     failures: list[Failure] = []
     for i, (q, d, g) in enumerate(pairs):
         if progress is not None:
             progress(i, len(pairs))
         failures.append(
-            _failure(look, scores, q, d, g, k=k, thresholds=thresholds, calibrated=calibration.calibrated)
+            build_failure(look, scores, q, d, g, k=k, thresholds=thresholds, calibrated=calibration.calibrated)
         )
     failed_queries = list(dict.fromkeys(f.query_id for f in failures))
     return Diagnosis(run.name, k, mode, failures, calibration, n_golden, failed_queries, thresholds, kind)

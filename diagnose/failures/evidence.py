@@ -13,7 +13,7 @@ in / missing from the target (BM25's tokenizer, query stop words such as "how", 
 (``bm25_overlap``); the run's top documents with their cosine to the query and to the target; ``margin`` =
 cos(query, k-th retrieved) - cosine.
 
-:func:`_lookups` gathers once per run what every pair reads; :func:`_failure` computes one pair's evidence, asks
+:func:`lookups` gathers once per run what every pair reads; :func:`build_failure` computes one pair's evidence, asks
 :func:`~diagnose.failures.taxonomy.classify` for its class and returns the :class:`Failure`.
 """
 
@@ -28,12 +28,12 @@ import numpy as np
 from diagnose.data import Dataset, Run
 from diagnose.failures.classes import CLASS_LABELS
 from diagnose.failures.taxonomy import (
+    PairEvidence,
     Thresholds,
-    _evidence,
-    _PairEvidence,
-    _rule,
     classify,
+    evidence_sentence,
     recommendation,
+    seed_rule,
 )
 from diagnose.golden import normalise_text
 from diagnose.space import VectorSpace
@@ -133,7 +133,7 @@ def _dense_ranks(space: VectorSpace, pairs: list[tuple[str, str]]) -> dict[tuple
 
 @dataclass
 class _Lookups:
-    """What every pair of one run reads, computed once per run (:func:`_lookups`)."""
+    """What every pair of one run reads, computed once per run (:func:`lookups`)."""
 
     space: VectorSpace
     q_text: dict[str, str]
@@ -152,7 +152,7 @@ class _Lookups:
         return self.norm_cache[doc]
 
 
-def _lookups(
+def lookups(
     ds: Dataset, run: Run, space: VectorSpace, pairs: list[tuple[str, str, int]], kind: str = "unknown"
 ) -> _Lookups:
     from diagnose.lexical import tokenize
@@ -177,7 +177,7 @@ def _lookups(
     )
 
 
-class _Bm25Scores:
+class Bm25Scores:
     """BM25 scores of the current query only: one float64 per corpus document (8 MB at 1M documents), and a pair's
     query is usually the previous pair's; keeping every query's scores held GBs on large corpora."""
 
@@ -206,7 +206,7 @@ class _Lexical(NamedTuple):
     bm25_rank_worst: int | None = None
 
 
-def _lexical(look: _Lookups, bm25: _Bm25Scores, q: str, d: str, text: str) -> _Lexical:
+def _lexical(look: _Lookups, bm25: Bm25Scores, q: str, d: str, text: str) -> _Lexical:
     from diagnose.lexical import bm25_rank_range, term_overlap
 
     scores = bm25.of(q, text)
@@ -262,8 +262,8 @@ def _duplicate(
 
 
 def _pair(
-    look: _Lookups, bm25: _Bm25Scores, q: str, d: str, *, k: int, thresholds: Thresholds, calibrated: float
-) -> tuple[_PairEvidence, _Lexical, list[Competitor]]:
+    look: _Lookups, bm25: Bm25Scores, q: str, d: str, *, k: int, thresholds: Thresholds, calibrated: float
+) -> tuple[PairEvidence, _Lexical, list[Competitor]]:
     """The evidence of the (query ``q``, target ``d``) pair: what the rules read, the lexical evidence, and the
     run's top documents."""
     space = look.space
@@ -280,7 +280,7 @@ def _pair(
         dup_id, dup_cos = _duplicate(look, competitors[:k], d, qg, thresholds.duplicate_cosine)
         lex = _lexical(look, bm25, q, d, text)
     dense_best, dense_worst = look.dense.get((q, d), (None, None))
-    ev = _PairEvidence(
+    ev = PairEvidence(
         doc_id=d,
         k=k,
         near_hi=thresholds.near_miss_factor * k,
@@ -314,9 +314,9 @@ _FROM_PAIR = (
 )
 
 
-def _failure(
+def build_failure(
     look: _Lookups,
-    bm25: _Bm25Scores,
+    bm25: Bm25Scores,
     q: str,
     d: str,
     g: int,
@@ -336,9 +336,9 @@ def _failure(
         cls=cls,
         kth_cosine=kth,
         margin=(kth - ev.cosine) if kth is not None and ev.cosine is not None else None,
-        seed_verdict=_rule(ev.cosine, thresholds.seed_cosine),
-        calibrated_verdict=_rule(ev.cosine, calibrated),
-        evidence=_evidence(cls, ev),
+        seed_verdict=seed_rule(ev.cosine, thresholds.seed_cosine),
+        calibrated_verdict=seed_rule(ev.cosine, calibrated),
+        evidence=evidence_sentence(cls, ev),
         recommendation=recommendation(cls, look.kind),
         top_retrieved=tuple(competitors),
         **{f: getattr(ev, f) for f in _FROM_PAIR},
@@ -346,7 +346,7 @@ def _failure(
     )
 
 
-def _classify(e: _PairEvidence, in_corpus: bool, thresholds: Thresholds) -> str:
+def _classify(e: PairEvidence, in_corpus: bool, thresholds: Thresholds) -> str:
     """:func:`~diagnose.failures.taxonomy.classify` on one pair's evidence."""
     return classify(
         in_corpus=in_corpus,

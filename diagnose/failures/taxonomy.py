@@ -1,12 +1,12 @@
 """The failure taxonomy's rules: :class:`Thresholds` and :func:`classify` (the rules, in order; the first that
-matches wins), the seed rule beside it (:func:`_rule`) and each failure's evidence sentence (:func:`_evidence`). Open
+matches wins), the seed rule beside it (:func:`seed_rule`) and each failure's evidence sentence (:func:`evidence_sentence`). Open
 this file and :mod:`diagnose.failures.classes` to add a failure class: its record there (id, label, legend, colour,
 rule and advice in words, recommendation, remedy, sentence), its rule here at the same place in the order.
 
 The classes, in rule order, with their rules in words: :data:`~diagnose.failures.classes.FAILURE_CLASSES`, and the
 README's table generated from them (:func:`class_table`). Beside the class, every failure carries the seed rule
 (cosine < 0.75 -> "vocabulary mismatch", else "ranking issue") and the same rule with the model's calibrated
-threshold (:func:`_rule`).
+threshold (:func:`seed_rule`).
 
 A rank is a tie range (best, worst): "ranks it within k" means the whole tie group does, ``worst <= k``
 (:func:`within`); a target with BM25 score 0 has no BM25 rank (no query term in it), so BM25 never ranks it within k.
@@ -114,7 +114,7 @@ def classify(
     return "ranking_failure"
 
 
-def _rule(cosine: float | None, threshold: float) -> str:
+def seed_rule(cosine: float | None, threshold: float) -> str:
     if cosine is None:
         return "n/a"
     return "vocabulary mismatch" if cosine < threshold else "ranking issue"
@@ -133,7 +133,7 @@ def _rank_text(rank: int | None, depth: int | None = None) -> str:
     return f"#{rank}"
 
 
-def _bm25_text(e: _PairEvidence) -> str:
+def _bm25_text(e: PairEvidence) -> str:
     """The BM25 part of the sentence: the rank range, or why there is none."""
     if e.bm25_rank is not None:
         return f"BM25 rank {rank_range_text(e.bm25_rank, e.bm25_rank_worst)}"
@@ -144,7 +144,7 @@ def _bm25_text(e: _PairEvidence) -> str:
     return "no BM25 rank (score 0: no query term in the target)"
 
 
-class _PairEvidence(NamedTuple):
+class PairEvidence(NamedTuple):
     """What the rules (:func:`classify`, through the pair's evidence) and the sentence of one pair read."""
 
     doc_id: str
@@ -165,7 +165,7 @@ class _PairEvidence(NamedTuple):
     kind: str = "unknown"
 
 
-def _evidence(cls: str, e: _PairEvidence) -> str:
+def evidence_sentence(cls: str, e: PairEvidence) -> str:
     """The sentence that says why the pair is in class ``cls``."""
     cos = f"{e.cosine:.3f}" if e.cosine is not None else "n/a"
     base = (

@@ -86,9 +86,9 @@ One question a file (``diagnose/io/<name>.py``); this package re-exports the pub
 """
 
 # ruff: noqa: F401 - this file re-exports: the public API (``__all__``) and the other names that were importable
-# from the single-file diagnose/io.py (``_cross_checks``: diagnose.analysis; the field names, grades, formats)
+# from the single-file diagnose/io.py (``cross_checks``: diagnose.analysis; the field names, grades, formats)
 from diagnose.io.corpus import read_corpus
-from diagnose.io.dataset import _cross_checks, check_run_matches_qrels, load_dataset
+from diagnose.io.dataset import check_run_matches_qrels, cross_checks, load_dataset
 from diagnose.io.files import (
     DEFAULT_MAX_INPUT_BYTES,
     MAX_INPUT_BYTES_ENV,
@@ -142,5 +142,5 @@ __all__ = [
 ]
 
 # Fast paths (pyarrow) can be switched off to check they agree with the line-by-line paths (tests do). Read here at
-# each call (:func:`diagnose.io.tables._fast_paths`), so setting ``diagnose.io._FAST`` takes effect.
+# each call (:func:`diagnose.io.tables.fast_paths`), so setting ``diagnose.io._FAST`` takes effect.
 _FAST = True

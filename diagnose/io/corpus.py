@@ -12,26 +12,26 @@ from pathlib import Path
 import pandas as pd
 
 from diagnose.data import Corpus, ValidationReport
-from diagnose.io.decoding import _refuse_decoding_collisions
+from diagnose.io.decoding import refuse_decoding_collisions
 from diagnose.io.files import (
     PathLike,
-    _os_error,
-    _size,
-    _stat,
-    _too_big_fix,
     check_confined,
     check_input_path,
+    file_size,
     max_input_bytes,
+    os_error,
+    stat_path,
+    too_big_fix,
 )
 from diagnose.io.formats import CORPUS_FORMATS, CORPUS_ID_FIELDS, CORPUS_TEXT_FIELDS, CORPUS_TITLE_FIELDS
-from diagnose.io.messages import _fatal, _plural, _verb
-from diagnose.io.records import _finish_records, _read_records
+from diagnose.io.messages import fatal_error, plural_of, verb
+from diagnose.io.records import finish_records, read_records
 
 _TEXT_SUFFIXES = (".txt", ".md")
 _HEADING = re.compile(r"^ {0,3}#{1,6}[ \t]+(.*?)[ \t]*#*[ \t]*$")
 
 
-@_refuse_decoding_collisions(("doc_id",))
+@refuse_decoding_collisions(("doc_id",))
 def read_corpus(
     path: PathLike,
     *,
@@ -54,8 +54,8 @@ def read_corpus(
     if stat.S_ISDIR(check_input_path(p, CORPUS_FORMATS, folder=None).st_mode):
         df, where = _read_text_folder(p, file, report), None
     else:
-        df, where = _read_records(p, file, report, CORPUS_FORMATS, "corpus")
-    return _finish_records(
+        df, where = read_records(p, file, report, CORPUS_FORMATS, "corpus")
+    return finish_records(
         df, file, report, "corpus", fields, CORPUS_ID_FIELDS, CORPUS_TEXT_FIELDS, CORPUS_TITLE_FIELDS, where
     )
 
@@ -80,13 +80,13 @@ def _read_text_folder(root: Path, file: str, report: ValidationReport) -> pd.Dat
             continue
         total += st.st_size
         if total > limit:
-            raise _fatal(
+            raise fatal_error(
                 file,
                 None,
-                f"the .txt/.md files of the corpus folder add up to more than the input limit of {_size(limit)}",
+                f"the .txt/.md files of the corpus folder add up to more than the input limit of {file_size(limit)}",
                 f"at {rel.as_posix()}",
                 f"a corpus of at most {limit} bytes",
-                _too_big_fix(),
+                too_big_fix(),
             )
         content, is_utf8 = _read_text_file(p)
         if not is_utf8:
@@ -107,7 +107,7 @@ def _read_text_file(p: Path) -> tuple[str, bool]:
     try:
         raw = p.read_bytes()
     except OSError as e:
-        raise _os_error(str(p), e, expected) from None
+        raise os_error(str(p), e, expected) from None
     if raw.startswith(codecs.BOM_UTF8):
         raw = raw[len(codecs.BOM_UTF8) :]
     try:
@@ -124,7 +124,7 @@ def _report_folder(
     if ignored:
         report.add(
             "ignored_files",
-            f"{_plural(len(ignored), 'file')} in the corpus folder {_verb(len(ignored), 'is', 'are')} not .txt/.md and {_verb(len(ignored), 'was', 'were')} not read",
+            f"{plural_of(len(ignored), 'file')} in the corpus folder {verb(len(ignored), 'is', 'are')} not .txt/.md and {verb(len(ignored), 'was', 'were')} not read",
             severity="info",
             file=file,
             count=len(ignored),
@@ -133,8 +133,8 @@ def _report_folder(
     if non_utf8:
         report.add(
             "non_utf8",
-            f"{_plural(len(non_utf8), 'file')} {_verb(len(non_utf8), 'contains', 'contain')} bytes that are not UTF-8; "
-            f"{_verb(len(non_utf8), 'it was', 'they were')} decoded with U+FFFD replacement characters",
+            f"{plural_of(len(non_utf8), 'file')} {verb(len(non_utf8), 'contains', 'contain')} bytes that are not UTF-8; "
+            f"{verb(len(non_utf8), 'it was', 'they were')} decoded with U+FFFD replacement characters",
             file=file,
             count=len(non_utf8),
             examples=non_utf8,
@@ -155,13 +155,13 @@ def _walk_folder(root: Path, file: str) -> list[tuple[Path, os.stat_result]]:
         dirnames[:] = [d for d in dirnames if not d.startswith(".")]  # hidden folders are skipped, not walked
         for name in (*dirnames, *filenames):
             p = Path(dirpath) / name
-            st = _stat(p, expected)
+            st = stat_path(p, expected)
             if st is None:  # a dangling symbolic link
                 st = os.lstat(p)
             out.append((p, st))
     if errors:
         e = errors[0]
-        raise _os_error(str(e.filename or file), e, expected)
+        raise os_error(str(e.filename or file), e, expected)
     out.sort(key=lambda item: item[0])
     return out
 

@@ -1,5 +1,5 @@
 """A data set read at once: :func:`load_dataset` (a BEIR folder and/or explicit files, and runs), and the checks
-of the files against each other (:func:`check_run_matches_qrels`, :func:`_cross_checks`)."""
+of the files against each other (:func:`check_run_matches_qrels`, :func:`cross_checks`)."""
 
 from __future__ import annotations
 
@@ -15,13 +15,13 @@ import pandas as pd
 from diagnose import defaults
 from diagnose.data import Corpus, DataError, Dataset, Qrels, Queries, Run, ValidationReport
 from diagnose.io.corpus import read_corpus
-from diagnose.io.files import PathLike, _stat
+from diagnose.io.files import PathLike, stat_path
 from diagnose.io.formats import CORPUS_FORMATS, QRELS_FORMATS, QUERIES_FORMATS, RUN_FORMATS
 from diagnose.io.golden_sets import golden_kind, read_golden_set
-from diagnose.io.messages import _fatal, _ids, _pair, _plural, _show_id, _verb
+from diagnose.io.messages import example_ids, fatal_error, pair_text, plural_of, show_id, verb
 from diagnose.io.qrels import empty_qrels, golden_qrels, read_qrels
 from diagnose.io.queries import read_queries
-from diagnose.io.runs import QRELS_NOT_RUN_FIX, _run_stem, parse_run_arg, read_run
+from diagnose.io.runs import QRELS_NOT_RUN_FIX, parse_run_arg, read_run, run_stem
 
 if TYPE_CHECKING:
     from diagnose.progress import Progress
@@ -84,7 +84,7 @@ def load_dataset(
 
     for run in run_recs.values():
         check_run_matches_qrels(run, qrels_rec)
-    _cross_checks(qrels_rec, run_recs, corpus_rec, queries_rec, report)
+    cross_checks(qrels_rec, run_recs, corpus_rec, queries_rec, report)
     ds_name = name or (
         Path(data_dir).name if data_dir is not None else Path(str(qrels or queries or corpus or "data")).stem
     )
@@ -129,7 +129,7 @@ def _beir_files(
     judgements are required, and the message lists the splits there are)."""
     root = Path(data_dir)
     beir = "a BEIR folder with corpus.jsonl, queries.jsonl and qrels/<split>.tsv"
-    st = _stat(root, beir)
+    st = stat_path(root, beir)
     if st is None or not stat.S_ISDIR(st.st_mode):
         raise DataError(
             f"{data_dir}: {'not found' if st is None else 'is a file, not a folder'}. Expected {beir}. Fix: give "
@@ -195,7 +195,7 @@ def _run_specs(runs: Iterable[str | Path | tuple[str | None, PathLike]]) -> list
     for spec in runs:
         if isinstance(spec, tuple):
             rname, rpath = spec
-            run_specs.append((rname or _run_stem(rpath), str(rpath)))
+            run_specs.append((rname or run_stem(rpath), str(rpath)))
         else:
             run_specs.append(parse_run_arg(str(spec)))
     seen: dict[str, str] = {}
@@ -218,7 +218,7 @@ def check_run_matches_qrels(run: Run, qrels: Qrels) -> None:
     """
     file = run.source or run.name
     if len(run.df) == 0:
-        raise _fatal(
+        raise fatal_error(
             file,
             None,
             f"run {run.name!r} has no results: every golden query would score 0",
@@ -236,10 +236,10 @@ def check_run_matches_qrels(run: Run, qrels: Qrels) -> None:
         return
     seen = f"run ids: {_id_list(in_run)}; golden ids in {qrels.source or 'the qrels'}: {_id_list(golden)}"
     hint = _id_mismatch_hint(in_run, golden)
-    raise _fatal(
+    raise fatal_error(
         file,
         None,
-        f"none of the {_plural(len(in_run), 'query id')} of run {run.name!r} is a golden query of the qrels"
+        f"none of the {plural_of(len(in_run), 'query id')} of run {run.name!r} is a golden query of the qrels"
         + (f"; {hint}" if hint else "")
         + ": ids are compared exactly",
         seen,
@@ -264,7 +264,7 @@ def _refuse_the_golden_set_as_a_run(run: Run, qrels: Qrels, file: str) -> None:
     relevant = q[(q["relevance"] > 0) & q["query_id"].isin(set(run.df["query_id"]))]
     if len(relevant) > int((grades.reindex(keys) > 0).sum()):
         return
-    raise _fatal(
+    raise fatal_error(
         file,
         None,
         f"run {run.name!r} is the golden set itself: each of its {len(run.df)} rows is a judged pair scored with its "
@@ -276,7 +276,7 @@ def _refuse_the_golden_set_as_a_run(run: Run, qrels: Qrels, file: str) -> None:
 
 
 def _id_list(ids: Sequence[str], n: int = 3) -> str:
-    shown = ", ".join(repr(_show_id(i, 40)) for i in ids[:n])
+    shown = ", ".join(repr(show_id(i, 40)) for i in ids[:n])
     return shown + (f" (and {len(ids) - n} more)" if len(ids) > n else "")
 
 
@@ -299,20 +299,20 @@ def _id_mismatch_hint(run_ids: Sequence[str], golden: Sequence[str]) -> str:
         for q in run_ids:
             g = by_key.get(key(q))
             if g is not None:
-                return f"they match {how} (run ids look like {_show_id(q, 40)!r}, the qrels use {_show_id(g, 40)!r})"
+                return f"they match {how} (run ids look like {show_id(q, 40)!r}, the qrels use {show_id(g, 40)!r})"
     return ""
 
 
 def _existing(folder: Path, filename: str, expected: str) -> str | None:
     """``folder/filename`` or its ``.gz``, when it exists and is not a folder (the reader checks it further)."""
     for candidate in (folder / filename, folder / (filename + ".gz")):
-        st = _stat(candidate, expected)
+        st = stat_path(candidate, expected)
         if st is not None and not stat.S_ISDIR(st.st_mode):
             return str(candidate)
     return None
 
 
-def _cross_checks(
+def cross_checks(
     qrels: Qrels,
     runs: Mapping[str, Run],
     corpus: Corpus | None,
@@ -338,16 +338,16 @@ def _cross_checks(
 #: The warnings that name query ids, worded from the run's name and the number of ids.
 _QUERY_ID_WARNINGS: dict[str, Callable[[str, int], str]] = {
     "query_missing_from_run": lambda run, n: (
-        f"run {run!r}: {_plural(n, 'golden query', 'golden queries')} {_verb(n, 'has', 'have')} no results; "
-        f"{_verb(n, 'it scores', 'they score')} 0 (like trec_eval -c)"
+        f"run {run!r}: {plural_of(n, 'golden query', 'golden queries')} {verb(n, 'has', 'have')} no results; "
+        f"{verb(n, 'it scores', 'they score')} 0 (like trec_eval -c)"
     ),
     "run_query_not_judged": lambda run, n: (
-        f"run {run!r}: {_plural(n, 'query', 'queries')} {_verb(n, 'has', 'have')} no judgements in the qrels and "
-        f"{_verb(n, 'is', 'are')} ignored by the metrics"
+        f"run {run!r}: {plural_of(n, 'query', 'queries')} {verb(n, 'has', 'have')} no judgements in the qrels and "
+        f"{verb(n, 'is', 'are')} ignored by the metrics"
     ),
     "golden_query_without_text": lambda _, n: (
-        f"{_plural(n, 'golden query', 'golden queries')} {_verb(n, 'has', 'have')} no text in the queries file; "
-        f"baselines and the failure analysis skip {_verb(n, 'it', 'them')}"
+        f"{plural_of(n, 'golden query', 'golden queries')} {verb(n, 'has', 'have')} no text in the queries file; "
+        f"baselines and the failure analysis skip {verb(n, 'it', 'them')}"
     ),
 }
 
@@ -356,7 +356,7 @@ def _count_ids(report: ValidationReport, code: str, ids: pd.Index, file: str | N
     """The warning ``code`` (:data:`_QUERY_ID_WARNINGS`) naming the first few of ``ids``, when there are any."""
     if len(ids):
         message = _QUERY_ID_WARNINGS[code](run, len(ids))
-        report.add(code, message, file=file, count=len(ids), examples=_ids(ids.tolist()))
+        report.add(code, message, file=file, count=len(ids), examples=example_ids(ids.tolist()))
 
 
 def _check_doc_ids(qrels: Qrels, runs: Mapping[str, Run], corpus: Corpus, report: ValidationReport) -> None:
@@ -375,11 +375,11 @@ def _check_doc_ids(qrels: Qrels, runs: Mapping[str, Run], corpus: Corpus, report
         relevant = (
             ("relevant: it can never be retrieved" if n_rel else "not relevant")
             if n_missing == 1
-            else f"{n_rel} of them relevant: {_verb(n_rel, 'that one', 'those')} can never be retrieved"
+            else f"{n_rel} of them relevant: {verb(n_rel, 'that one', 'those')} can never be retrieved"
         )
         report.add(
             "qrels_doc_not_in_corpus",
-            f"{_plural(n_missing, 'judgement')} {_verb(n_missing, 'names', 'name')} a document that is not in the "
+            f"{plural_of(n_missing, 'judgement')} {verb(n_missing, 'names', 'name')} a document that is not in the "
             f"corpus ({relevant})",
             file=qrels.source,
             count=n_missing,
@@ -391,7 +391,7 @@ def _check_doc_ids(qrels: Qrels, runs: Mapping[str, Run], corpus: Corpus, report
             n = int(missing.sum())
             report.add(
                 "run_doc_not_in_corpus",
-                f"run {run.name!r}: {_plural(n, 'retrieved document')} {_verb(n, 'is', 'are')} not in the corpus "
+                f"run {run.name!r}: {plural_of(n, 'retrieved document')} {verb(n, 'is', 'are')} not in the corpus "
                 "(wrong corpus, or ids written differently)",
                 file=run.source,
                 count=n,
@@ -401,4 +401,4 @@ def _check_doc_ids(qrels: Qrels, runs: Mapping[str, Run], corpus: Corpus, report
 
 def _pairs(rows: pd.DataFrame) -> list[str]:
     """The first five (query, doc) pairs of ``rows``, for a problem's examples."""
-    return [_pair(q, d) for q, d in zip(rows["query_id"].head(5), rows["doc_id"].head(5), strict=True)]
+    return [pair_text(q, d) for q, d in zip(rows["query_id"].head(5), rows["doc_id"].head(5), strict=True)]

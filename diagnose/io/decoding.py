@@ -1,5 +1,5 @@
 """UTF-8 decoding: lines with bytes that are not UTF-8 are decoded with U+FFFD and counted, and ids that differ
-only in such bytes are refused instead of merged (:func:`_refuse_decoding_collisions`, around every public reader)."""
+only in such bytes are refused instead of merged (:func:`refuse_decoding_collisions`, around every public reader)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ import pyarrow as pa
 
 from diagnose.data import DataError, ValidationReport
 from diagnose.io.files import PathLike
-from diagnose.io.messages import _fatal, _plural, _show_id, _verb
+from diagnose.io.messages import fatal_error, plural_of, show_id, verb
 
 # Bytes that are not UTF-8 become U+FFFD, so ``q\xff2`` and ``q\xfe2`` would both become the id ``q\ufffd2``. To
 # see such merges, a reader that produced an id with U+FFFD reads the file once more with every bad byte decoded
@@ -71,7 +71,7 @@ def _lines_text(lines: Sequence[int]) -> str:
     return "lines " + ", ".join(map(str, ordered[:-1])) + f" and {ordered[-1]}"
 
 
-def _refuse_decoding_collisions(id_columns: Sequence[str]) -> Callable:
+def refuse_decoding_collisions(id_columns: Sequence[str]) -> Callable:
     """Decorator for a public reader: ids that differ in the file but are equal after U+FFFD replacement are
     fatal (DataError naming the id and the lines), instead of silently becoming one query or document."""
 
@@ -114,10 +114,10 @@ def _check_collisions(file: str, marked: pd.DataFrame, cols: Sequence[str], orig
                 continue
             lines = [ln for v in variants[:5] if (ln := _line_of(original, _marked_bytes(v))) is not None]
             what = col.replace("_id", " ids")
-            raise _fatal(
+            raise fatal_error(
                 file,
                 None,
-                f"{len(variants)} different {what} become the same id {_show_id(shown)!r} once the bytes that are "
+                f"{len(variants)} different {what} become the same id {show_id(shown)!r} once the bytes that are "
                 f"not UTF-8 are replaced by U+FFFD ({_lines_text(lines) if lines else 'bytes differ'}); they "
                 "would be merged into one",
                 None,
@@ -126,7 +126,7 @@ def _check_collisions(file: str, marked: pd.DataFrame, cols: Sequence[str], orig
             )
 
 
-def _clean_utf8(raw: bytes, file: str, report: ValidationReport) -> bytes:
+def clean_utf8(raw: bytes, file: str, report: ValidationReport) -> bytes:
     """``raw`` when it is valid UTF-8; otherwise each bad line decoded with U+FFFD replacements, and counted."""
     try:
         offsets = pa.py_buffer(np.array([0, len(raw)], dtype=np.int64))
@@ -148,8 +148,8 @@ def _clean_utf8(raw: bytes, file: str, report: ValidationReport) -> bytes:
             out.append(line.decode("utf-8", errors=errors).encode("utf-8"))
     report.add(
         "non_utf8",
-        f"{_plural(len(bad), 'line')} {_verb(len(bad), 'contains', 'contain')} bytes that are not UTF-8 (first: line {bad[0]}); "
-        f"{_verb(len(bad), 'it was', 'they were')} decoded with U+FFFD replacement characters. Re-save the file as UTF-8 to "
+        f"{plural_of(len(bad), 'line')} {verb(len(bad), 'contains', 'contain')} bytes that are not UTF-8 (first: line {bad[0]}); "
+        f"{verb(len(bad), 'it was', 'they were')} decoded with U+FFFD replacement characters. Re-save the file as UTF-8 to "
         "keep the original characters",
         file=file,
         count=len(bad),

@@ -16,13 +16,13 @@ import zlib
 from pathlib import Path
 
 from diagnose.data import DataError
-from diagnose.io.messages import _fatal, _plural
+from diagnose.io.messages import fatal_error, plural_of
 from diagnose.memory import out_of_memory
 
 PathLike = str | Path
 
 
-def _suffixes(path: Path) -> str:
+def suffixes(path: Path) -> str:
     """The format suffix of a path, ``.gz`` removed: ``run.trec.gz`` -> ``.trec``."""
     name = path.name.lower()
     if name.endswith(".gz"):
@@ -49,19 +49,19 @@ def max_input_bytes() -> int:
         raise DataError(
             f"{MAX_INPUT_BYTES_ENV}={text!r} is not a positive whole number of bytes. Expected e.g. "
             f"{MAX_INPUT_BYTES_ENV}={8 * 2**30} for 8 GiB. Fix: set it to a number of bytes, or unset it for the "
-            f"default ({_size(DEFAULT_MAX_INPUT_BYTES)})."
+            f"default ({file_size(DEFAULT_MAX_INPUT_BYTES)})."
         )
     return int(text)
 
 
-def _size(n: int) -> str:
+def file_size(n: int) -> str:
     for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
         if n >= scale:
             return f"{n / scale:.1f} {unit}"
-    return _plural(n, "byte")
+    return plural_of(n, "byte")
 
 
-def _too_big_fix() -> str:
+def too_big_fix() -> str:
     return (
         f"split the file, or raise the limit with the environment variable {MAX_INPUT_BYTES_ENV} "
         f"(e.g. {MAX_INPUT_BYTES_ENV}={8 * 2**30} for 8 GiB)"
@@ -76,14 +76,14 @@ _NOT_REGULAR = (
 )
 
 
-def _os_error(file: str, e: OSError, expected: str) -> DataError:
+def os_error(file: str, e: OSError, expected: str) -> DataError:
     """A DataError for an OSError raised by stat/open/read on a user path."""
     if isinstance(e, FileNotFoundError):
-        return _fatal(
+        return fatal_error(
             file, None, "file not found", None, expected, f"check the path (relative to {Path.cwd()})"
         )
     if isinstance(e, PermissionError):
-        return _fatal(
+        return fatal_error(
             file,
             None,
             "permission denied (the file cannot be read, or a folder on its path cannot be searched)",
@@ -94,7 +94,7 @@ def _os_error(file: str, e: OSError, expected: str) -> DataError:
         )
     if e.errno == errno.ENAMETOOLONG:
         longest = max((len(part) for part in Path(file).parts), default=0)
-        return _fatal(
+        return fatal_error(
             file,
             None,
             "the path is too long for the file system",
@@ -103,14 +103,14 @@ def _os_error(file: str, e: OSError, expected: str) -> DataError:
             "rename the file (or the folder) to a shorter name",
         )
     if isinstance(e, NotADirectoryError):
-        return _fatal(
+        return fatal_error(
             file, None, "a part of the path is a file, not a folder", None, expected, "check the path"
         )
     if e.errno == errno.ELOOP:
-        return _fatal(
+        return fatal_error(
             file, None, "too many levels of symbolic links", None, expected, "fix the symbolic links"
         )
-    return _fatal(
+    return fatal_error(
         file,
         None,
         "cannot read the file",
@@ -120,7 +120,7 @@ def _os_error(file: str, e: OSError, expected: str) -> DataError:
     )
 
 
-def _stat(path: PathLike, expected: str, *, missing_ok: bool = True) -> os.stat_result | None:
+def stat_path(path: PathLike, expected: str, *, missing_ok: bool = True) -> os.stat_result | None:
     """``os.stat(path)``; None when it does not exist (``missing_ok``); any other failure is a DataError naming the
     path."""
     file = str(path)
@@ -129,16 +129,16 @@ def _stat(path: PathLike, expected: str, *, missing_ok: bool = True) -> os.stat_
     except (FileNotFoundError, NotADirectoryError) as e:
         if missing_ok:
             return None
-        raise _os_error(file, e, expected) from None
+        raise os_error(file, e, expected) from None
     except OSError as e:
-        raise _os_error(file, e, expected) from None
+        raise os_error(file, e, expected) from None
     except ValueError:  # a NUL character in the path
-        raise _fatal(
+        raise fatal_error(
             file, None, "the path contains a NUL character", None, expected, "check the path"
         ) from None
 
 
-def _exists(path: PathLike) -> bool:
+def exists(path: PathLike) -> bool:
     """Whether ``path`` names anything; False (never an exception) when it cannot be looked up."""
     try:
         os.stat(path)
@@ -173,7 +173,7 @@ def check_confined(path: PathLike, expected: str, *, shown: str | None = None) -
     except (OSError, ValueError):
         real = None
     if real is None or not any(real.is_relative_to(r) for r in roots):
-        raise _fatal(
+        raise fatal_error(
             shown or str(path),
             None,
             "resolves (through a symbolic link or '..') to a file outside the data folder "
@@ -200,20 +200,20 @@ def check_input_path(path: PathLike, expected: str, *, folder: bool | None = Fal
     """
     file = str(path)
     check_confined(path, expected)
-    st = _stat(path, expected, missing_ok=False)
+    st = stat_path(path, expected, missing_ok=False)
     assert st is not None  # missing_ok=False: a missing path is a DataError
     mode = st.st_mode
     if stat.S_ISDIR(mode):
         if folder is False:
-            raise _fatal(
+            raise fatal_error(
                 file, None, "is a folder, not a file", None, expected, "pass the file inside the folder"
             )
         return st
     if folder is True:
-        raise _fatal(file, None, "is a file, not a folder", None, expected, "pass the folder")
+        raise fatal_error(file, None, "is a file, not a folder", None, expected, "pass the folder")
     for test, what in _NOT_REGULAR:
         if test(mode):
-            raise _fatal(
+            raise fatal_error(
                 file,
                 None,
                 what,
@@ -222,17 +222,17 @@ def check_input_path(path: PathLike, expected: str, *, folder: bool | None = Fal
                 "write the data to a regular file first (e.g. cat SOURCE > run.trec) and pass that file",
             )
     if not stat.S_ISREG(mode):
-        raise _fatal(file, None, "is not a regular file", None, expected, "pass a regular file")
+        raise fatal_error(file, None, "is not a regular file", None, expected, "pass a regular file")
     limit = max_input_bytes()
     if st.st_size > limit:
-        raise _fatal(
+        raise fatal_error(
             file,
             None,
-            f"is {_size(st.st_size)}{f' ({st.st_size} bytes)' if st.st_size >= 1024 else ''}, more than the "
-            f"input limit of {_size(limit)}",
+            f"is {file_size(st.st_size)}{f' ({st.st_size} bytes)' if st.st_size >= 1024 else ''}, more than the "
+            f"input limit of {file_size(limit)}",
             None,
             f"input files of at most {limit} bytes",
-            _too_big_fix(),
+            too_big_fix(),
         )
     return st
 
@@ -286,7 +286,7 @@ def _gunzip(raw: bytes, limit: int) -> bytes | None:
         return gz.read(size)
 
 
-def _read_bytes(path: PathLike, expected: str) -> bytes:
+def read_bytes(path: PathLike, expected: str) -> bytes:
     """The file's bytes: gunzipped when it is gzip, UTF-8 BOM removed.
 
     Fatal (DataError naming the path) when missing, unreadable, not a regular file, or larger than
@@ -300,18 +300,18 @@ def _read_bytes(path: PathLike, expected: str) -> bytes:
             _check_opened(f, file, expected)
             raw = f.read()
     except OSError as e:
-        raise _os_error(file, e, expected) from None
+        raise os_error(file, e, expected) from None
     except MemoryError as e:
         raise out_of_memory(e, f"reading {file}") from None
     if len(raw) > limit:  # it grew after the check
-        raise _fatal(
-            file, None, f"is more than the input limit of {_size(limit)}", None, expected, _too_big_fix()
+        raise fatal_error(
+            file, None, f"is more than the input limit of {file_size(limit)}", None, expected, too_big_fix()
         )
     if raw[:2] == b"\x1f\x8b":
         try:
             out = _gunzip(raw, limit)
         except (OSError, EOFError, zlib.error) as e:
-            raise _fatal(
+            raise fatal_error(
                 file,
                 None,
                 "is not a valid gzip file",
@@ -322,19 +322,19 @@ def _read_bytes(path: PathLike, expected: str) -> bytes:
         except MemoryError as e:
             raise out_of_memory(e, f"decompressing {file}") from None
         if out is None:
-            raise _fatal(
+            raise fatal_error(
                 file,
                 None,
-                f"decompresses to more than the input limit of {_size(limit)}",
+                f"decompresses to more than the input limit of {file_size(limit)}",
                 None,
                 f"input files of at most {limit} bytes once decompressed",
-                _too_big_fix(),
+                too_big_fix(),
             )
         raw = out
     if raw.startswith(codecs.BOM_UTF8):
         raw = raw[len(codecs.BOM_UTF8) :]
     elif raw.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
-        raise _fatal(
+        raise fatal_error(
             file,
             1,
             "the file is UTF-16 encoded",

@@ -27,9 +27,9 @@ CORPUS_TITLE_FIELDS = ("title",)
 QUERY_ID_FIELDS = ("_id", "id", "query_id", "qid")
 QUERY_TEXT_FIELDS = ("text", "query", "question")
 
-_QRELS_Q_HEADER = {"query-id", "query_id", "qid", "queryid", "query"}
-_QRELS_D_HEADER = {"corpus-id", "corpus_id", "doc-id", "doc_id", "docid", "docno", "doc"}
-_RUN_Q_COLS = ("query_id", "qid", "query-id", "queryid")
-_RUN_D_COLS = ("doc_id", "docid", "corpus_id", "corpus-id", "docno")
-_JSON_Q_KEYS = ("query_id", "qid", "query-id")
-_JSON_D_KEYS = ("doc_id", "docid", "id", "corpus_id")
+QRELS_Q_HEADER = {"query-id", "query_id", "qid", "queryid", "query"}
+QRELS_D_HEADER = {"corpus-id", "corpus_id", "doc-id", "doc_id", "docid", "docno", "doc"}
+RUN_Q_COLS = ("query_id", "qid", "query-id", "queryid")
+RUN_D_COLS = ("doc_id", "docid", "corpus_id", "corpus-id", "docno")
+JSON_Q_KEYS = ("query_id", "qid", "query-id")
+JSON_D_KEYS = ("doc_id", "docid", "id", "corpus_id")

@@ -29,8 +29,8 @@ from typing import Any
 import pandas as pd
 
 from diagnose.data import DataError, ValidationReport
-from diagnose.io.files import PathLike, _read_bytes, _suffixes, check_input_path
-from diagnose.io.messages import _fatal, _plural, _snip
+from diagnose.io.files import PathLike, check_input_path, read_bytes, suffixes
+from diagnose.io.messages import fatal_error, plural_of, snip
 
 GOLDEN_FORMATS = (
     'a LlamaIndex LabelledRagDataset JSON {"examples": [{"query", "reference_contexts", "reference_answer"}]}, '
@@ -72,7 +72,7 @@ def _head(path: PathLike) -> bytes:
 
 def golden_kind(path: PathLike) -> str | None:
     """The golden-set format of ``path`` (see the module docstring), or None for any other file (id-based qrels)."""
-    suffix = _suffixes(Path(path))
+    suffix = suffixes(Path(path))
     if suffix == ".parquet":
         return "ragas"
     head = _head(path)
@@ -102,12 +102,12 @@ def read_golden_set(path: PathLike, kind: str, *, report: ValidationReport | Non
     report = report if report is not None else ValidationReport()
     file = str(path)
     check_input_path(path, GOLDEN_FORMATS)
-    if kind == "ragas" and _suffixes(Path(path)) in (".parquet", ".csv", ".tsv"):
+    if kind == "ragas" and suffixes(Path(path)) in (".parquet", ".csv", ".tsv"):
         rows = _table_rows(path, file)
     elif kind in ("ragas", "jsonl"):
-        rows = _jsonl_rows(_read_bytes(path, GOLDEN_FORMATS), file)
+        rows = _jsonl_rows(read_bytes(path, GOLDEN_FORMATS), file)
     else:
-        obj = _json_object(_read_bytes(path, GOLDEN_FORMATS), file)
+        obj = _json_object(read_bytes(path, GOLDEN_FORMATS), file)
         if kind == "embedding_qa":
             return _embedding_qa(obj, file, report)
         rows = _examples(obj, file)
@@ -118,11 +118,11 @@ def _json_object(raw: bytes, file: str) -> dict[str, Any]:
     try:
         obj = json.loads(raw)
     except (ValueError, RecursionError) as e:
-        raise _fatal(
+        raise fatal_error(
             file, None, f"invalid JSON ({e})", None, GOLDEN_FORMATS, "fix the JSON (or re-save it)"
         ) from None
     if not isinstance(obj, dict):
-        raise _fatal(
+        raise fatal_error(
             file,
             None,
             f"a JSON {type(obj).__name__}, not an object",
@@ -136,7 +136,7 @@ def _json_object(raw: bytes, file: str) -> dict[str, Any]:
 def _examples(obj: dict[str, Any], file: str) -> list[tuple[str, Any]]:
     examples = obj.get("examples")
     if not isinstance(examples, list):
-        raise _fatal(
+        raise fatal_error(
             file,
             None,
             '"examples" is not a list',
@@ -155,11 +155,11 @@ def _jsonl_rows(raw: bytes, file: str) -> list[tuple[str, Any]]:
         try:
             rows.append((f"line {lineno}", json.loads(line)))
         except (ValueError, RecursionError) as e:
-            raise _fatal(
+            raise fatal_error(
                 file,
                 lineno,
                 f"invalid JSON ({e})",
-                _snip(line),
+                snip(line),
                 GOLDEN_FORMATS,
                 "write one JSON object per line",
             ) from None
@@ -169,17 +169,17 @@ def _jsonl_rows(raw: bytes, file: str) -> list[tuple[str, Any]]:
 def _table_rows(path: PathLike, file: str) -> list[tuple[str, Any]]:
     """The rows of a RAGAS CSV or Parquet test set, as dicts (a CSV's list column parsed by :func:`_as_list`)."""
     try:
-        if _suffixes(Path(path)) == ".parquet":
-            df = pd.read_parquet(io.BytesIO(_read_bytes(path, GOLDEN_FORMATS)))
+        if suffixes(Path(path)) == ".parquet":
+            df = pd.read_parquet(io.BytesIO(read_bytes(path, GOLDEN_FORMATS)))
         else:
-            sep = "\t" if _suffixes(Path(path)) == ".tsv" else ","
+            sep = "\t" if suffixes(Path(path)) == ".tsv" else ","
             df = pd.read_csv(
-                io.BytesIO(_read_bytes(path, GOLDEN_FORMATS)), sep=sep, dtype=str, keep_default_na=False
+                io.BytesIO(read_bytes(path, GOLDEN_FORMATS)), sep=sep, dtype=str, keep_default_na=False
             )
     except DataError:
         raise
     except Exception as e:  # noqa: BLE001 - any parse failure of a user file becomes a DataError
-        raise _fatal(
+        raise fatal_error(
             file,
             None,
             f"cannot read the table ({type(e).__name__}: {e})",
@@ -187,7 +187,7 @@ def _table_rows(path: PathLike, file: str) -> list[tuple[str, Any]]:
             GOLDEN_FORMATS,
             "re-save it with RAGAS' to_csv / to_parquet",
         ) from None
-    first = 1 if _suffixes(Path(path)) == ".parquet" else 2  # a CSV's header is line 1: its rows start at 2
+    first = 1 if suffixes(Path(path)) == ".parquet" else 2  # a CSV's header is line 1: its rows start at 2
     return [(f"row {i + first}", rec) for i, rec in enumerate(df.to_dict("records"))]
 
 
@@ -218,7 +218,7 @@ def _from_rows(rows: list[tuple[str, Any]], kind: str, file: str, report: Valida
     for pos, (where, ex) in enumerate(rows, start=1):
         place, line = _place(file, where)
         if not isinstance(ex, dict):
-            raise _fatal(
+            raise fatal_error(
                 place,
                 line,
                 f"a {type(ex).__name__}, not an object",
@@ -228,7 +228,7 @@ def _from_rows(rows: list[tuple[str, Any]], kind: str, file: str, report: Valida
             )
         text = next((ex[k] for k in _TEXT_KEYS if isinstance(ex.get(k), str) and ex[k].strip()), None)
         if text is None:
-            raise _fatal(
+            raise fatal_error(
                 place,
                 line,
                 f"no question text (keys seen: {', '.join(map(str, ex))})",
@@ -242,11 +242,11 @@ def _from_rows(rows: list[tuple[str, Any]], kind: str, file: str, report: Valida
             no_refs.append(qid)
             contexts = []
         if not isinstance(contexts, list) or not all(isinstance(c, str) for c in contexts):
-            raise _fatal(
+            raise fatal_error(
                 place,
                 line,
                 f"reference_contexts of query {qid!r} is not a list of strings",
-                _snip(str(contexts)),
+                snip(str(contexts)),
                 GOLDEN_FORMATS,
                 "write the contexts as a list of strings",
             )
@@ -266,7 +266,7 @@ def _from_rows(rows: list[tuple[str, Any]], kind: str, file: str, report: Valida
 
 
 def _place(file: str, where: str) -> tuple[str, int | None]:
-    """``(file, line)`` for :func:`_fatal`: a JSONL line number as the line, an example or row named beside the file."""
+    """``(file, line)`` for :func:`fatal_error`: a JSONL line number as the line, an example or row named beside the file."""
     kind, _, n = where.partition(" ")
     return (file, int(n)) if kind == "line" else (f"{file} ({where})", None)
 
@@ -274,10 +274,10 @@ def _place(file: str, where: str) -> tuple[str, int | None]:
 def _check_ids(ids: list[str], file: str) -> None:
     dup = pd.Series(ids)[pd.Series(ids).duplicated()].tolist()
     if dup:
-        raise _fatal(
+        raise fatal_error(
             file,
             None,
-            f"{_plural(len(dup), 'query id')} used twice, e.g. {dup[0]!r}",
+            f"{plural_of(len(dup), 'query id')} used twice, e.g. {dup[0]!r}",
             None,
             GOLDEN_FORMATS,
             "give each question its own query_id (or drop the ids: q1, q2, ... are given by position)",
@@ -287,13 +287,13 @@ def _check_ids(ids: list[str], file: str) -> None:
 def _report_missing(report: ValidationReport, file: str, no_refs: list[str], empty: int) -> None:
     report.add(
         "query_without_reference",
-        f"{_plural(len(no_refs), 'question')} without reference contexts: not judged (left out of the metrics)",
+        f"{plural_of(len(no_refs), 'question')} without reference contexts: not judged (left out of the metrics)",
         file=file,
         count=len(no_refs),
         examples=no_refs,
     )
     report.add(
-        "empty_reference", f"{_plural(empty, 'empty reference context')} ignored", file=file, count=empty
+        "empty_reference", f"{plural_of(empty, 'empty reference context')} ignored", file=file, count=empty
     )
 
 
@@ -302,7 +302,7 @@ def _embedding_qa(obj: dict[str, Any], file: str, report: ValidationReport) -> G
     parts = {k: obj.get(k) for k in ("queries", "corpus", "relevant_docs")}
     for key, value in parts.items():
         if not isinstance(value, dict):
-            raise _fatal(
+            raise fatal_error(
                 file,
                 None,
                 f'"{key}" is not an object',
@@ -327,11 +327,11 @@ def _embedding_qa(obj: dict[str, Any], file: str, report: ValidationReport) -> G
     ds: list[str] = []
     for qid, docs in parts["relevant_docs"].items():
         if not isinstance(docs, list):
-            raise _fatal(
+            raise fatal_error(
                 file,
                 None,
                 f"relevant_docs[{qid!r}] is not a list of doc ids",
-                _snip(str(docs)),
+                snip(str(docs)),
                 GOLDEN_FORMATS,
                 "write each query's relevant node ids as a list",
             )

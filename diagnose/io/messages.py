@@ -10,7 +10,7 @@ from typing import Any
 from diagnose.data import DataError, ValidationReport
 
 
-def _snip(text: str | bytes, limit: int = 80) -> str:
+def snip(text: str | bytes, limit: int = 80) -> str:
     """A line as shown in a message: whitespace runs collapsed, at most ``limit`` characters, in double quotes."""
     if isinstance(text, bytes):
         text = text.decode("utf-8", errors="replace")
@@ -23,7 +23,7 @@ def _snip(text: str | bytes, limit: int = 80) -> str:
 _ID_LIMIT = 80
 
 
-def _show_id(value: str, limit: int = _ID_LIMIT) -> str:
+def show_id(value: str, limit: int = _ID_LIMIT) -> str:
     """An id as shown in a message or example: whole up to ``limit`` characters, else cut with its length."""
     value = str(value)
     if len(value) <= limit:
@@ -31,20 +31,20 @@ def _show_id(value: str, limit: int = _ID_LIMIT) -> str:
     return f"{value[: limit - 1]}… ({len(value)} characters)"
 
 
-def _ids(values: Iterable[Any], n: int = 5) -> list[str]:
-    """The first ``n`` ids, each cut by :func:`_show_id`, for a problem's examples."""
-    return [_show_id(str(v)) for v in itertools.islice(values, n)]
+def example_ids(values: Iterable[Any], n: int = 5) -> list[str]:
+    """The first ``n`` ids, each cut by :func:`show_id`, for a problem's examples."""
+    return [show_id(str(v)) for v in itertools.islice(values, n)]
 
 
-def _pair(query_id: Any, doc_id: Any) -> str:
-    return f"{_show_id(str(query_id))}/{_show_id(str(doc_id))}"
+def pair_text(query_id: Any, doc_id: Any) -> str:
+    return f"{show_id(str(query_id))}/{show_id(str(doc_id))}"
 
 
-def _keys(obj: Mapping[str, Any]) -> str:
-    return ", ".join(_show_id(str(k), 40) for k in sorted(obj)[:10]) or "none"
+def key_list(obj: Mapping[str, Any]) -> str:
+    return ", ".join(show_id(str(k), 40) for k in sorted(obj)[:10]) or "none"
 
 
-def _fatal(
+def fatal_error(
     file: str,
     line: int | None,
     what: str,
@@ -59,15 +59,15 @@ def _fatal(
     return DataError(f"{where}: {what}{seen_part}. Expected {expected}. Fix: {fix}.", param=param)
 
 
-def _plural(n: int, word: str, plural: str | None = None) -> str:
+def plural_of(n: int, word: str, plural: str | None = None) -> str:
     return f"{n} {word if n == 1 else (plural or word + 's')}"
 
 
-def _verb(n: int, singular: str, plural: str) -> str:
+def verb(n: int, singular: str, plural: str) -> str:
     return singular if n == 1 else plural
 
 
-def _note_lines(report: ValidationReport, code: str, message: str, lines: Sequence[int], file: str) -> None:
+def note_lines(report: ValidationReport, code: str, message: str, lines: Sequence[int], file: str) -> None:
     """An info item about ``lines`` (line numbers, shown as ``line N``), when there are any."""
     if lines:
         examples = [f"line {i}" for i in lines]

@@ -15,7 +15,7 @@ import re
 
 import numpy as np
 
-from diagnose.io.messages import _fatal
+from diagnose.io.messages import fatal_error
 
 #: The deepest nesting of arrays and objects accepted in one JSON line (``{"a": [1]}`` is 2 deep).
 MAX_JSON_DEPTH = 100
@@ -60,7 +60,7 @@ def check_json_depth(raw: bytes, file: str, expected: str, limit: int = MAX_JSON
             stop = end if stop < 0 else stop
             depth = json_depth(raw[start:stop])
             if depth > limit:
-                raise _fatal(
+                raise fatal_error(
                     file,
                     line,
                     f"JSON nested {depth:,} levels deep, more than the {limit} this reader accepts",

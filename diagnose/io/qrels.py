@@ -13,30 +13,39 @@ import pandas as pd
 import pyarrow as pa
 
 from diagnose.data import Corpus, Qrels, ValidationReport
-from diagnose.io.decoding import _clean_utf8, _refuse_decoding_collisions
-from diagnose.io.files import PathLike, _read_bytes
-from diagnose.io.formats import _QRELS_D_HEADER, _QRELS_Q_HEADER, BEIR_QRELS, QRELS_FORMATS, TREC_QRELS
+from diagnose.io.decoding import clean_utf8, refuse_decoding_collisions
+from diagnose.io.files import PathLike, read_bytes
+from diagnose.io.formats import BEIR_QRELS, QRELS_D_HEADER, QRELS_FORMATS, QRELS_Q_HEADER, TREC_QRELS
 from diagnose.io.golden_sets import GoldenSet, golden_kind, read_golden_set
-from diagnose.io.messages import _fatal, _ids, _note_lines, _pair, _plural, _show_id, _snip, _verb
+from diagnose.io.messages import (
+    example_ids,
+    fatal_error,
+    note_lines,
+    pair_text,
+    plural_of,
+    show_id,
+    snip,
+    verb,
+)
 from diagnose.io.spans import UNMATCHED_PREFIX, locate_references
-from diagnose.io.tables import _fast_whitespace_table, _to_pandas
+from diagnose.io.tables import fast_whitespace_table, to_pandas
 from diagnose.io.text import (
-    _GRADE_FIX,
-    _INT_RE,
+    GRADE_FIX,
     GRADE_RANGE,
-    _first_line,
-    _grade_fits,
-    _json_query_lines,
-    _json_text,
-    _line_start,
-    _lines,
-    _not_ascii_note,
-    _number_text,
-    _parse_grade,
+    INT_RE,
+    first_line,
+    grade_fits,
+    json_query_lines,
+    json_text,
+    line_start,
+    not_ascii_note,
+    number_text,
+    parse_grade,
+    text_lines,
 )
 
 
-@_refuse_decoding_collisions(("query_id", "doc_id"))
+@refuse_decoding_collisions(("query_id", "doc_id"))
 def read_qrels(path: PathLike, *, report: ValidationReport | None = None) -> Qrels:
     """Read judgements: BEIR TSV with header, TREC qrels (4 fields), or JSONL (see the module docstring).
 
@@ -56,10 +65,10 @@ def read_qrels(path: PathLike, *, report: ValidationReport | None = None) -> Qre
     kind = golden_kind(path)
     if kind is not None:
         return golden_qrels(read_golden_set(path, kind, report=report), None, report)
-    raw = _clean_utf8(_read_bytes(path, QRELS_FORMATS), file, report)
-    first = _first_line(raw, skip_comments=True)
+    raw = clean_utf8(read_bytes(path, QRELS_FORMATS), file, report)
+    first = first_line(raw, skip_comments=True)
     if first is None:
-        raise _fatal(
+        raise fatal_error(
             file, None, "the qrels file is empty", None, QRELS_FORMATS, "pass the file with the judgements"
         )
     lineno, line = first
@@ -69,9 +78,9 @@ def read_qrels(path: PathLike, *, report: ValidationReport | None = None) -> Qre
         fields = line.split("\t") if "\t" in line else line.split()
         fields = [f.strip() for f in fields]
         lower = [f.lower() for f in fields]
-        if len(fields) == 3 and lower[0] in _QRELS_Q_HEADER and lower[1] in _QRELS_D_HEADER:
+        if len(fields) == 3 and lower[0] in QRELS_Q_HEADER and lower[1] in QRELS_D_HEADER:
             df = _read_qrels_columns(raw, file, report, 3, skip_through=lineno, tabs="\t" in line)
-        elif len(fields) == 3 and _parse_grade(fields[2]) is not None:
+        elif len(fields) == 3 and parse_grade(fields[2]) is not None:
             report.add(
                 "qrels_without_header",
                 "3-field qrels without a header line; read as BEIR query-id corpus-id score",
@@ -82,11 +91,11 @@ def read_qrels(path: PathLike, *, report: ValidationReport | None = None) -> Qre
         elif len(line.split()) == 4:
             df = _read_qrels_columns(raw, file, report, 4, skip_through=0, tabs=False)
         else:
-            raise _fatal(
+            raise fatal_error(
                 file,
                 lineno,
                 "matches no qrels format",
-                f"line {lineno} is {_snip(line)}",
+                f"line {lineno} is {snip(line)}",
                 QRELS_FORMATS,
                 "convert the judgements to one of these formats",
             )
@@ -99,12 +108,12 @@ def _read_qrels_columns(
     """TREC (4 fields) or BEIR (3 fields, tab-separated when ``tabs``) qrels; lines up to ``skip_through`` skipped."""
     body = raw
     if skip_through:  # blank lines in place of the skipped ones keep the line numbers
-        body = b"\n" * skip_through + raw[_line_start(raw, skip_through) :]
+        body = b"\n" * skip_through + raw[line_start(raw, skip_through) :]
     names = ["q", "iter", "d", "g"] if nfields == 4 else ["q", "d", "g"]
     types = {"q": pa.string(), "d": pa.string(), "g": pa.int64()}
-    table = None if tabs and _has_inner_spaces(body) else _fast_whitespace_table(body, names, types)
+    table = None if tabs and _has_inner_spaces(body) else fast_whitespace_table(body, names, types)
     if table is not None:
-        return _to_pandas(
+        return to_pandas(
             pa.table(
                 {"query_id": table.column("q"), "doc_id": table.column("d"), "relevance": table.column("g")}
             )
@@ -113,21 +122,21 @@ def _read_qrels_columns(
     ds: list[str] = []
     gs: list[int] = []
     decimals: list[int] = []
-    for lineno, line in _lines(body):
+    for lineno, line in text_lines(body):
         text = line.decode("utf-8")
         if not text.strip() or text.lstrip().startswith("#"):
             continue
         parts = [p.strip() for p in text.split("\t")] if tabs else text.split()
         grade = _qrels_line_grade(parts, text, lineno, file, nfields, tabs)
-        if not _INT_RE.match(parts[-1]):
+        if not INT_RE.match(parts[-1]):
             decimals.append(lineno)
         qs.append(parts[0])
         ds.append(parts[-2])
         gs.append(grade)
-    _note_lines(
+    note_lines(
         report,
         "decimal_grade",
-        f"{_plural(len(decimals), 'grade')} written as decimals (like 1.0) {_verb(len(decimals), 'was', 'were')} read as integers",
+        f"{plural_of(len(decimals), 'grade')} written as decimals (like 1.0) {verb(len(decimals), 'was', 'were')} read as integers",
         decimals,
         file,
     )
@@ -139,34 +148,34 @@ def _qrels_line_grade(parts: list[str], text: str, lineno: int, file: str, nfiel
     expected = TREC_QRELS if nfields == 4 else BEIR_QRELS
     if len(parts) != nfields:
         fields_desc = '"qid iter docid rel"' if nfields == 4 else '"query-id corpus-id score"'
-        raise _fatal(
+        raise fatal_error(
             file,
             lineno,
             f"expected {nfields} {'tab' if tabs else 'whitespace'}-separated fields {fields_desc}, found {len(parts)}",
-            _snip(text),
+            snip(text),
             expected,
             "write every judgement on its own line with exactly these fields",
         )
     grade_text = parts[-1]
-    grade = _parse_grade(grade_text)
+    grade = parse_grade(grade_text)
     if grade is None:
-        raise _fatal(
+        raise fatal_error(
             file,
             lineno,
-            f"the relevance grade is not an integer: {grade_text!r}{_not_ascii_note(grade_text)}",
-            _snip(text),
+            f"the relevance grade is not an integer: {grade_text!r}{not_ascii_note(grade_text)}",
+            snip(text),
             expected,
             "use integer grades in ASCII digits (0 = not relevant, 1, 2, ... = relevant); map labels like "
             "'high' to numbers first",
         )
-    if not _grade_fits(grade):
-        raise _fatal(
+    if not grade_fits(grade):
+        raise fatal_error(
             file,
             lineno,
-            f"the relevance grade is out of range: {_number_text(grade_text)}",
+            f"the relevance grade is out of range: {number_text(grade_text)}",
             None,
             GRADE_RANGE,
-            _GRADE_FIX,
+            GRADE_FIX,
         )
     return grade
 
@@ -192,50 +201,50 @@ def _read_qrels_jsonl(raw: bytes, file: str, report: ValidationReport) -> pd.Dat
     qs: list[str] = []
     ds: list[str] = []
     gs: list[int] = []
-    for lineno, line, obj, qid in _json_query_lines(raw, file, expected, "write one object per line"):
+    for lineno, line, obj, qid in json_query_lines(raw, file, expected, "write one object per line"):
         rel = obj.get("relevant")
         if isinstance(rel, list):
             pairs = [(x, 1) for x in rel]
         elif isinstance(rel, dict):
             pairs = list(rel.items())
         else:
-            raise _fatal(
+            raise fatal_error(
                 file,
                 lineno,
-                f'query {_show_id(qid)!r} has no "relevant" object or list',
-                _snip(line),
+                f'query {show_id(qid)!r} has no "relevant" object or list',
+                snip(line),
                 expected,
                 'add "relevant": {"doc_id": grade}',
             )
         for doc, grade in pairs:
             if not isinstance(doc, str | int) or isinstance(doc, bool):
-                raise _fatal(
+                raise fatal_error(
                     file,
                     lineno,
-                    f"a relevant doc id is not a string: {_snip(_json_text(doc), 40)}",
+                    f"a relevant doc id is not a string: {snip(json_text(doc), 40)}",
                     None,
                     expected,
                     "write doc ids as strings",
                 )
             value = _json_grade(grade)
             if value is None:
-                raise _fatal(
+                raise fatal_error(
                     file,
                     lineno,
-                    f"the relevance grade of {_show_id(str(doc))!r} is not an integer: {_number_text(grade if isinstance(grade, str) else _json_text(grade))}"
-                    f"{_not_ascii_note(grade) if isinstance(grade, str) else ''}",
+                    f"the relevance grade of {show_id(str(doc))!r} is not an integer: {number_text(grade if isinstance(grade, str) else json_text(grade))}"
+                    f"{not_ascii_note(grade) if isinstance(grade, str) else ''}",
                     None,
                     expected,
                     "use integer grades (0 = not relevant, 1, 2, ... = relevant)",
                 )
-            if not _grade_fits(value):
-                raise _fatal(
+            if not grade_fits(value):
+                raise fatal_error(
                     file,
                     lineno,
-                    f"the relevance grade of {_show_id(str(doc))!r} is out of range: {_number_text(grade if isinstance(grade, str) else _json_text(grade))}",
+                    f"the relevance grade of {show_id(str(doc))!r} is out of range: {number_text(grade if isinstance(grade, str) else json_text(grade))}",
                     None,
                     GRADE_RANGE,
-                    _GRADE_FIX,
+                    GRADE_FIX,
                 )
             qs.append(qid)
             ds.append(str(doc).strip())
@@ -252,13 +261,13 @@ def _json_grade(grade: Any) -> int | None:
     if isinstance(grade, float):
         return int(grade) if math.isfinite(grade) and grade == int(grade) else None
     if isinstance(grade, str):
-        return _parse_grade(grade)
+        return parse_grade(grade)
     return None
 
 
 def _finish_qrels(df: pd.DataFrame, file: str, report: ValidationReport) -> Qrels:
     if df.empty:
-        raise _fatal(
+        raise fatal_error(
             file,
             None,
             "the qrels file has no judgements",
@@ -277,11 +286,11 @@ def _finish_qrels(df: pd.DataFrame, file: str, report: ValidationReport) -> Qrel
         conflicts = int((firsts != rows["relevance"].to_numpy()).sum())
         report.add(
             "duplicate_judgement",
-            f"{_plural(int(dup.sum()), 'judgement')} {_verb(int(dup.sum()), 'repeats', 'repeat')} a (query, doc) pair "
+            f"{plural_of(int(dup.sum()), 'judgement')} {verb(int(dup.sum()), 'repeats', 'repeat')} a (query, doc) pair "
             f"already judged ({conflicts} with a different grade); the first judgement is kept",
             file=file,
             count=int(dup.sum()),
-            examples=[_pair(q, d) for q, d in keys[:5]],
+            examples=[pair_text(q, d) for q, d in keys[:5]],
         )
         df = df[~dup].reset_index(drop=True)
     rel_any = df.groupby("query_id", sort=False)["relevance"].max()
@@ -289,12 +298,12 @@ def _finish_qrels(df: pd.DataFrame, file: str, report: ValidationReport) -> Qrel
     if no_rel:
         report.add(
             "query_without_relevant",
-            f"{_plural(len(no_rel), 'judged query', 'judged queries')} {_verb(len(no_rel), 'has', 'have')} no document "
-            f"with grade > 0; {_verb(len(no_rel), 'it is', 'they are')} left out of the metric means (like trec_eval)",
+            f"{plural_of(len(no_rel), 'judged query', 'judged queries')} {verb(len(no_rel), 'has', 'have')} no document "
+            f"with grade > 0; {verb(len(no_rel), 'it is', 'they are')} left out of the metric means (like trec_eval)",
             severity="info",
             file=file,
             count=len(no_rel),
-            examples=_ids(no_rel),
+            examples=example_ids(no_rel),
         )
     report.stats["qrels_rows"] = len(df)
     report.stats["qrels_queries"] = int(df["query_id"].nunique())
@@ -324,7 +333,7 @@ def golden_qrels(golden: GoldenSet, corpus: Corpus | None, report: ValidationRep
         node_text = dict(zip(golden.corpus["doc_id"], golden.corpus["text"], strict=True))
         refs = [(q, i, node_text.get(d, "")) for i, (q, d) in enumerate(zip(j["query_id"], j["doc_id"], strict=True))]
     if corpus is None:
-        raise _fatal(
+        raise fatal_error(
             file, None, "this golden set holds reference contexts (text), not document ids", None,
             "the corpus they come from", "pass the corpus too (corpus=... in diagnose.load, --corpus or --data on "
             "the command line) so that each context is located in a document", param="corpus",

@@ -8,15 +8,15 @@ from pathlib import Path
 import pandas as pd
 
 from diagnose.data import Queries, ValidationReport
-from diagnose.io.decoding import _clean_utf8, _refuse_decoding_collisions
-from diagnose.io.files import PathLike, _read_bytes, _suffixes, check_input_path
+from diagnose.io.decoding import clean_utf8, refuse_decoding_collisions
+from diagnose.io.files import PathLike, check_input_path, read_bytes, suffixes
 from diagnose.io.formats import QUERIES_FORMATS, QUERY_ID_FIELDS, QUERY_TEXT_FIELDS
-from diagnose.io.messages import _plural, _snip, _verb
-from diagnose.io.records import _finish_records, _read_records
-from diagnose.io.text import _first_line, _lines
+from diagnose.io.messages import plural_of, snip, verb
+from diagnose.io.records import finish_records, read_records
+from diagnose.io.text import first_line, text_lines
 
 
-@_refuse_decoding_collisions(("query_id",))
+@refuse_decoding_collisions(("query_id",))
 def read_queries(
     path: PathLike,
     *,
@@ -34,19 +34,19 @@ def read_queries(
     file = str(path)
     p = Path(path)
     check_input_path(p, QUERIES_FORMATS)
-    if _suffixes(p) not in (".jsonl", ".json", ".ndjson", ".csv", ".parquet", ".pq"):
-        raw = _clean_utf8(_read_bytes(p, QUERIES_FORMATS), file, report)
-        first = _first_line(raw)
+    if suffixes(p) not in (".jsonl", ".json", ".ndjson", ".csv", ".parquet", ".pq"):
+        raw = clean_utf8(read_bytes(p, QUERIES_FORMATS), file, report)
+        first = first_line(raw)
         header = first[1].split("\t") if first else []
         is_table = len(header) > 2 and header[0].strip().lower() in (*QUERY_ID_FIELDS, "query-id")
-        tab_file = _suffixes(p) in (".tsv", ".tab", ".txt") or (first is not None and "\t" in first[1])
+        tab_file = suffixes(p) in (".tsv", ".tab", ".txt") or (first is not None and "\t" in first[1])
         if first is not None and tab_file and not first[1].startswith("{") and not is_table:
             df = _read_queries_id_tab_text(raw, file, report)
-            return _finish_records(
+            return finish_records(
                 df, file, report, "queries", (id_field, text_field, None), ("query_id",), ("text",), ()
             )
-    df, where = _read_records(p, file, report, QUERIES_FORMATS, "queries")
-    return _finish_records(
+    df, where = read_records(p, file, report, QUERIES_FORMATS, "queries")
+    return finish_records(
         df,
         file,
         report,
@@ -64,7 +64,7 @@ def _read_queries_id_tab_text(raw: bytes, file: str, report: ValidationReport) -
     texts: list[str] = []
     bad: list[str] = []
     first = True
-    for lineno, line in _lines(raw):
+    for lineno, line in text_lines(raw):
         text = line.decode("utf-8")
         if not text.strip():
             continue
@@ -77,15 +77,15 @@ def _read_queries_id_tab_text(raw: bytes, file: str, report: ValidationReport) -
             ):
                 continue  # header
         if not tab:
-            bad.append(f"line {lineno}: {_snip(text, 60)}")
+            bad.append(f"line {lineno}: {snip(text, 60)}")
             continue
         ids.append(qid.strip())
         texts.append(rest.strip())
     if bad:
         report.add(
             "malformed_line",
-            f"{_plural(len(bad), 'line')} {_verb(len(bad), 'has', 'have')} no tab between the query id and the text and "
-            f"{_verb(len(bad), 'was', 'were')} skipped (expected id<TAB>text)",
+            f"{plural_of(len(bad), 'line')} {verb(len(bad), 'has', 'have')} no tab between the query id and the text and "
+            f"{verb(len(bad), 'was', 'were')} skipped (expected id<TAB>text)",
             file=file,
             count=len(bad),
             examples=bad,

@@ -16,8 +16,8 @@ import pyarrow as pa
 import pyarrow.json as pajson
 
 from diagnose.data import Corpus, Queries, ValidationReport
-from diagnose.io.decoding import _clean_utf8
-from diagnose.io.files import _read_bytes, _suffixes, check_input_path
+from diagnose.io.decoding import clean_utf8
+from diagnose.io.files import check_input_path, read_bytes, suffixes
 from diagnose.io.formats import (
     CORPUS_FORMATS,
     CORPUS_ID_FIELDS,
@@ -25,23 +25,23 @@ from diagnose.io.formats import (
     QUERIES_FORMATS,
     QUERY_ID_FIELDS,
 )
-from diagnose.io.messages import _fatal, _ids, _plural, _show_id, _snip, _verb
+from diagnose.io.messages import example_ids, fatal_error, plural_of, show_id, snip, verb
 from diagnose.io.nesting import check_json_depth
-from diagnose.io.tables import _fast_paths, _header_fields, _read_csv_table, _to_pandas
-from diagnose.io.text import _first_line, _json_error, _json_text, _json_values, _lines
+from diagnose.io.tables import fast_paths, header_fields, read_csv_table, to_pandas
+from diagnose.io.text import first_line, json_error, json_text, json_values, text_lines
 
 
-def _read_records(
+def read_records(
     p: Path, file: str, report: ValidationReport, formats: str, kind: str
 ) -> tuple[pd.DataFrame, Callable[[int], str]]:
     """Any record file (JSONL, CSV, TSV, Parquet) as a DataFrame of raw fields, and where record ``i`` is."""
-    suffix = _suffixes(p)
+    suffix = suffixes(p)
     check_input_path(p, formats)
     if suffix in (".parquet", ".pq") or _starts_with(p, b"PAR1"):
         try:
             return pd.read_parquet(p), lambda i: f"row {i + 1}"
         except Exception as e:  # noqa: BLE001 - pyarrow raises many types for a broken file
-            raise _fatal(
+            raise fatal_error(
                 file,
                 None,
                 "cannot be read as Parquet",
@@ -49,31 +49,31 @@ def _read_records(
                 formats,
                 "re-export the table",
             ) from None
-    raw = _clean_utf8(_read_bytes(p, formats), file, report)
-    first = _first_line(raw)
+    raw = clean_utf8(read_bytes(p, formats), file, report)
+    first = first_line(raw)
     if first is None:
         report.add("empty_file", f"the {kind} file is empty", file=file)
         return pd.DataFrame(), lambda i: f"record {i + 1}"
     lineno, line = first
     if suffix in (".jsonl", ".json", ".ndjson") or line.startswith("{"):
         if not line.startswith("{"):
-            raise _fatal(
-                file, lineno, "not a JSON object", _snip(line), formats, "write one JSON object per line"
+            raise fatal_error(
+                file, lineno, "not a JSON object", snip(line), formats, "write one JSON object per line"
             )
         check_json_depth(raw, file, formats)  # pyarrow dies with SIGSEGV on a line 20,000 levels deep
         return _read_jsonl_records(raw, file, report)
     if suffix in (".csv", ".tsv", ".tab") or "," in line or "\t" in line:
         delimiter = "\t" if (suffix in (".tsv", ".tab") or ("\t" in line and "," not in line)) else ","
-        columns = _header_fields(line, delimiter, file, lineno, formats)
-        table, line_of_row = _read_csv_table(
+        columns = header_fields(line, delimiter, file, lineno, formats)
+        table, line_of_row = read_csv_table(
             raw, file, columns, delimiter, lineno, report, strict=False, expected=formats
         )
-        return _to_pandas(table), lambda i: f"line {line_of_row(i)}"
-    raise _fatal(
+        return to_pandas(table), lambda i: f"line {line_of_row(i)}"
+    raise fatal_error(
         file,
         lineno,
         f"matches no {kind} format",
-        f"line {lineno} is {_snip(line)}",
+        f"line {lineno} is {snip(line)}",
         formats,
         "convert the file to one of these formats",
     )
@@ -91,7 +91,7 @@ def _read_jsonl_records(
     raw: bytes, file: str, report: ValidationReport
 ) -> tuple[pd.DataFrame, Callable[[int], str]]:
     """JSONL objects -> DataFrame; nested objects flattened with dotted names. pyarrow first, then line by line."""
-    if _fast_paths():
+    if fast_paths():
         try:
             table = pajson.read_json(pa.BufferReader(raw))
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
@@ -102,16 +102,16 @@ def _read_jsonl_records(
                 table = table.flatten()
 
             def where(i: int) -> str:  # pyarrow read every non-blank line as one record
-                nonblank = (n for n, line in _lines(raw) if line.strip())
+                nonblank = (n for n, line in text_lines(raw) if line.strip())
                 return f"line {next(itertools.islice(nonblank, i, None), '?')}"
 
-            return _to_pandas(table), where
+            return to_pandas(table), where
     rows: list[dict[str, Any]] = []
     row_lines: list[int] = []
     bad: list[str] = []
-    for lineno, _, obj in _json_values(raw):
+    for lineno, _, obj in json_values(raw):
         if isinstance(obj, BaseException):
-            bad.append(f"line {lineno}: {_json_error(obj)}")
+            bad.append(f"line {lineno}: {json_error(obj)}")
         elif not isinstance(obj, dict):
             bad.append(f"line {lineno}: a JSON {type(obj).__name__}, not an object")
         else:
@@ -121,7 +121,7 @@ def _read_jsonl_records(
     if bad:
         report.add(
             "malformed_line",
-            f"{_plural(len(bad), 'line')} {_verb(len(bad), 'is not a valid JSON object and was', 'are not valid JSON objects and were')} skipped (first: {bad[0]})",
+            f"{plural_of(len(bad), 'line')} {verb(len(bad), 'is not a valid JSON object and was', 'are not valid JSON objects and were')} skipped (first: {bad[0]})",
             file=file,
             count=len(bad),
             examples=bad,
@@ -220,7 +220,7 @@ def _pick(
     if given:
         if given in columns:
             return given
-        raise _fatal(
+        raise fatal_error(
             file,
             None,
             f"has no {role} field {given!r}",
@@ -236,7 +236,7 @@ def _pick(
     return None
 
 
-def _finish_records(
+def finish_records(
     df: pd.DataFrame,
     file: str,
     report: ValidationReport,
@@ -265,11 +265,11 @@ def _finish_records(
         n = int(dup.sum())
         report.add(
             f"duplicate_{'doc' if is_corpus else 'query'}_id",
-            f"{_plural(n, 'record')} {_verb(n, 'repeats', 'repeat')} an id already seen "
-            f"({_plural(len(ids), 'distinct id')}); the first record of each id is kept",
+            f"{plural_of(n, 'record')} {verb(n, 'repeats', 'repeat')} an id already seen "
+            f"({plural_of(len(ids), 'distinct id')}); the first record of each id is kept",
             file=file,
             count=n,
-            examples=_ids(ids),
+            examples=example_ids(ids),
         )
         out = out[~dup]
     _count_records_without_text(out, id_col, is_corpus, file, report)
@@ -290,11 +290,11 @@ def _drop_repeated_fields(
     names = list(dict.fromkeys(c for c, r in zip(columns, repeated, strict=True) if r))
     report.add(
         "duplicate_field",
-        f"{_plural(len(names), 'field name')} {_verb(len(names), 'appears', 'appear')} more than once (in the "
+        f"{plural_of(len(names), 'field name')} {verb(len(names), 'appears', 'appear')} more than once (in the "
         "header, or once metadata is flattened); the first field of each name is kept",
         file=file,
         count=len(names),
-        examples=[repr(_show_id(n, 40)) for n in names],
+        examples=[repr(show_id(n, 40)) for n in names],
     )
     return df.loc[:, ~repeated], [c for c, r in zip(columns, repeated, strict=True) if not r]
 
@@ -317,7 +317,7 @@ def _pick_fields(
     if src_id is None or src_text is None:
         role = "id" if src_id is None else "text"
         cands = id_cands if src_id is None else text_cands
-        raise _fatal(
+        raise fatal_error(
             file,
             None,
             f"no {role} field found",
@@ -368,7 +368,7 @@ def _drop_records_without_id(
     n = int(no_id.sum())
     report.add(
         "missing_id",
-        f"{_plural(n, 'record')} {_verb(n, 'has', 'have')} no {src_id!r} and {_verb(n, 'was', 'were')} skipped",
+        f"{plural_of(n, 'record')} {verb(n, 'has', 'have')} no {src_id!r} and {verb(n, 'was', 'were')} skipped",
         file=file,
         count=n,
         examples=[at(int(i)) for i in rows],
@@ -388,17 +388,17 @@ def _count_records_without_text(
     ids = out.loc[blank, id_col].tolist()
     report.add(
         "empty_document" if is_corpus else "query_without_text",
-        f"{_plural(len(ids), 'document' if is_corpus else 'query', None if is_corpus else 'queries')} "
-        f"{_verb(len(ids), 'has', 'have')} no text{' and no title' if is_corpus else ''}; "
-        f"{_verb(len(ids), 'it is', 'they are')} kept"
+        f"{plural_of(len(ids), 'document' if is_corpus else 'query', None if is_corpus else 'queries')} "
+        f"{verb(len(ids), 'has', 'have')} no text{' and no title' if is_corpus else ''}; "
+        f"{verb(len(ids), 'it is', 'they are')} kept"
         + (
-            f" ({_verb(len(ids), 'it', 'they')} can never be retrieved by text)"
+            f" ({verb(len(ids), 'it', 'they')} can never be retrieved by text)"
             if is_corpus
             else " (empty query text)"
         ),
         file=file,
         count=len(ids),
-        examples=_ids(ids),
+        examples=example_ids(ids),
     )
 
 
@@ -424,21 +424,21 @@ def _text_column(s: pd.Series, file: str, name: str, where: Callable[[int], str]
             try:
                 texts.append(v.decode("utf-8"))
             except UnicodeDecodeError:
-                raise _fatal(
+                raise fatal_error(
                     file,
                     None,
                     f"the {name!r} column holds bytes that are not UTF-8 text ({where(i)})",
-                    _snip(repr(v), 60),
+                    snip(repr(v), 60),
                     f"the {name!r} column as text",
                     "store the column as UTF-8 strings",
                 ) from None
         elif isinstance(v, list | tuple | dict | np.ndarray | set):
             kind = "an object" if isinstance(v, dict) else "a list"
-            raise _fatal(
+            raise fatal_error(
                 file,
                 None,
                 f"the {name!r} column holds {kind}, not text ({where(i)})",
-                _snip(_json_text(v.tolist() if isinstance(v, np.ndarray) else v), 60),
+                snip(json_text(v.tolist() if isinstance(v, np.ndarray) else v), 60),
                 f"the {name!r} column as plain strings",
                 f"join the parts into one string per row before saving (or name another column with --{_role(name)}-field)",
             )

@@ -14,11 +14,11 @@ import pyarrow.compute as pc
 
 from diagnose.data import Run, ValidationReport
 from diagnose.ids import fingerprints, pair_keys
-from diagnose.io.messages import _pair, _plural, _verb
-from diagnose.io.tables import _to_pandas
+from diagnose.io.messages import pair_text, plural_of, verb
+from diagnose.io.tables import to_pandas
 
 
-def _empty_run_df() -> pd.DataFrame:
+def empty_run_df() -> pd.DataFrame:
     return pd.DataFrame(
         {
             "query_id": pd.Series([], dtype="str"),
@@ -29,13 +29,13 @@ def _empty_run_df() -> pd.DataFrame:
     )
 
 
-def _empty_run(name: str, file: str, report: ValidationReport, what: str) -> Run:
+def empty_run(name: str, file: str, report: ValidationReport, what: str) -> Run:
     """The empty run of a file with no rows (counted: every golden query scores 0); ``what`` names the rows."""
     report.add("empty_file", f"run {name!r} has no {what}: every golden query scores 0", file=file)
-    return Run(name, _empty_run_df(), file)
+    return Run(name, empty_run_df(), file)
 
 
-def _run_from_lists(
+def run_from_lists(
     name: str,
     file: str,
     rows: tuple[list[str], list[str], list[float]],
@@ -45,16 +45,16 @@ def _run_from_lists(
     order: np.ndarray | None = None,
     file_ranks: np.ndarray | None = None,
 ) -> Run:
-    """:func:`_build_run` over rows read line by line (query ids, doc ids, scores); no rows: :func:`_empty_run`."""
+    """:func:`build_run` over rows read line by line (query ids, doc ids, scores); no rows: :func:`empty_run`."""
     qs, ds, ss = rows
     if not qs:
-        return _empty_run(name, file, report, what)
+        return empty_run(name, file, report, what)
     q, d = pa.array(qs, type=pa.string()), pa.array(ds, type=pa.string())
     scores = np.asarray(ss, dtype=np.float64)
-    return _build_run(name, file, q, d, scores, report, order=order, file_ranks=file_ranks)
+    return build_run(name, file, q, d, scores, report, order=order, file_ranks=file_ranks)
 
 
-def _factorize_first_seen(arr: pa.ChunkedArray | pa.Array) -> np.ndarray:
+def factorize_first_seen(arr: pa.ChunkedArray | pa.Array) -> np.ndarray:
     """Integer codes numbering distinct values in order of first appearance."""
     if isinstance(arr, pa.ChunkedArray):
         arr = arr.combine_chunks()
@@ -86,7 +86,7 @@ def trec_order(
         if not isinstance(doc_ids, pa.Array | pa.ChunkedArray)
         else doc_ids
     )
-    return _sorted_rows(_factorize_first_seen(q), np.asarray(scores, dtype=np.float64), d)
+    return _sorted_rows(factorize_first_seen(q), np.asarray(scores, dtype=np.float64), d)
 
 
 def _sorted_rows(q_codes: np.ndarray, scores: np.ndarray, d: pa.ChunkedArray | pa.Array) -> np.ndarray:
@@ -137,7 +137,7 @@ def _duplicate_mask(q_codes: np.ndarray, d: pa.ChunkedArray | pa.Array, order: n
     return mask
 
 
-def _build_run(
+def build_run(
     name: str,
     file: str,
     q: pa.ChunkedArray | pa.Array,
@@ -155,8 +155,8 @@ def _build_run(
     """
     n = len(scores)
     if n == 0:
-        return Run(name, _empty_run_df(), file)
-    q_codes = _factorize_first_seen(q)
+        return Run(name, empty_run_df(), file)
+    q_codes = factorize_first_seen(q)
     if order is None:
         order = _sorted_rows(q_codes, scores, d)
     if file_ranks is not None:
@@ -166,11 +166,11 @@ def _build_run(
         dropped = order[dup[order]]  # in final order
         sample = pa.array(dropped[:5])
         examples = [
-            _pair(a, b) for a, b in zip(q.take(sample).to_pylist(), d.take(sample).to_pylist(), strict=True)
+            pair_text(a, b) for a, b in zip(q.take(sample).to_pylist(), d.take(sample).to_pylist(), strict=True)
         ]
         report.add(
             "duplicate_doc_in_run",
-            f"run {name!r}: {_plural(len(dropped), 'document')} {_verb(len(dropped), 'is', 'are')} listed more than "
+            f"run {name!r}: {plural_of(len(dropped), 'document')} {verb(len(dropped), 'is', 'are')} listed more than "
             "once for the same query; the best-ranked occurrence is kept and the later ones are dropped (trec_eval "
             "refuses such files)",
             file=file,
@@ -187,7 +187,7 @@ def _build_run(
             "rank": pa.array(_group_ranks(q_codes[order]), type=pa.int64()),
         }
     )
-    return Run(name, _to_pandas(table), file)
+    return Run(name, to_pandas(table), file)
 
 
 def _check_rank_column(
@@ -207,12 +207,12 @@ def _check_rank_column(
     first = np.flatnonzero(wrong)[:5]
     rows = pa.array(order[first])
     examples = [
-        f"{_pair(qq, dd)}: rank {_fmt_rank(file_ranks[order[i]])} in the file, {derived[i]} by score"
+        f"{pair_text(qq, dd)}: rank {_fmt_rank(file_ranks[order[i]])} in the file, {derived[i]} by score"
         for qq, dd, i in zip(q.take(rows).to_pylist(), d.take(rows).to_pylist(), first, strict=True)
     ]
     report.add(
         "rank_column_ignored",
-        f"the rank column of {_plural(n_queries, 'query', 'queries')} disagrees with the score order; the ranks "
+        f"the rank column of {plural_of(n_queries, 'query', 'queries')} disagrees with the score order; the ranks "
         "are re-derived from the scores like trec_eval does (score descending, ties by doc id descending)",
         severity="info",
         file=file,

@@ -15,20 +15,20 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from diagnose.data import DataError, Run, ValidationReport
-from diagnose.io.decoding import _clean_utf8, _refuse_decoding_collisions
-from diagnose.io.files import PathLike, _exists, _read_bytes, _suffixes
-from diagnose.io.formats import _RUN_D_COLS, _RUN_Q_COLS, RUN_FORMATS, TREC_RUN
-from diagnose.io.messages import _fatal, _note_lines, _plural, _show_id, _snip, _verb
+from diagnose.io.decoding import clean_utf8, refuse_decoding_collisions
+from diagnose.io.files import PathLike, exists, read_bytes, suffixes
+from diagnose.io.formats import RUN_D_COLS, RUN_FORMATS, RUN_Q_COLS, TREC_RUN
+from diagnose.io.messages import fatal_error, note_lines, plural_of, show_id, snip, verb
 from diagnose.io.run_order import (
-    _build_run,
-    _empty_run,
-    _empty_run_df,
-    _factorize_first_seen,
-    _run_from_lists,
+    build_run,
+    empty_run,
+    empty_run_df,
+    factorize_first_seen,
+    run_from_lists,
 )
-from diagnose.io.runs_jsonl import _read_run_jsonl
-from diagnose.io.tables import _fast_whitespace_table, _header_fields, _read_csv_table, _strip_ids
-from diagnose.io.text import _first_line, _lines, _not_ascii_note, _parse_float
+from diagnose.io.runs_jsonl import read_run_jsonl
+from diagnose.io.tables import fast_whitespace_table, header_fields, read_csv_table, strip_ids
+from diagnose.io.text import first_line, not_ascii_note, parse_float, text_lines
 
 
 def parse_run_arg(arg: str) -> tuple[str, str]:
@@ -41,7 +41,7 @@ def parse_run_arg(arg: str) -> tuple[str, str]:
     text = str(arg).strip()
     name: str | None = None
     path = text
-    if "=" in text and not _exists(text):
+    if "=" in text and not exists(text):
         head, tail = text.split("=", 1)
         if "/" not in head and "\\" not in head:
             name, path = head.strip(), tail.strip()
@@ -56,17 +56,17 @@ def parse_run_arg(arg: str) -> tuple[str, str]:
             f"run {text!r}: no file given. Expected NAME=PATH or PATH. Fix: add the run file path.",
             param="runs",
         )
-    return (name or _run_stem(path)), path
+    return (name or run_stem(path)), path
 
 
-def _run_stem(path: PathLike) -> str:
+def run_stem(path: PathLike) -> str:
     base = Path(path).name
     if base.lower().endswith(".gz"):
         base = base[:-3]
     return Path(base).stem or base
 
 
-@_refuse_decoding_collisions(("query_id", "doc_id"))
+@refuse_decoding_collisions(("query_id", "doc_id"))
 def read_run(path: PathLike, *, name: str | None = None, report: ValidationReport | None = None) -> Run:
     """Read one run: TREC (also ``.gz``), JSONL ranked lists, or CSV/TSV long format (see the module docstring).
 
@@ -77,30 +77,30 @@ def read_run(path: PathLike, *, name: str | None = None, report: ValidationRepor
     """
     report = report if report is not None else ValidationReport()
     file = str(path)
-    name = name or _run_stem(path)
-    raw = _clean_utf8(_read_bytes(path, RUN_FORMATS), file, report)
-    first = _first_line(raw, skip_comments=True)
+    name = name or run_stem(path)
+    raw = clean_utf8(read_bytes(path, RUN_FORMATS), file, report)
+    first = first_line(raw, skip_comments=True)
     if first is None:
         report.add("empty_file", f"run {name!r} is empty: every golden query scores 0", file=file)
-        return Run(name, _empty_run_df(), file)
+        return Run(name, empty_run_df(), file)
     lineno, line = first
-    suffix = _suffixes(Path(path))
+    suffix = suffixes(Path(path))
     if suffix in (".jsonl", ".json", ".ndjson") or line.startswith("{"):
         if not line.startswith("{"):
-            raise _fatal(
-                file, lineno, "not a JSON object", _snip(line), RUN_FORMATS, "write one JSON object per line"
+            raise fatal_error(
+                file, lineno, "not a JSON object", snip(line), RUN_FORMATS, "write one JSON object per line"
             )
-        return _read_run_jsonl(raw, file, name, report)
+        return read_run_jsonl(raw, file, name, report)
     fields = [f.strip().lower() for f in re.split(r"[,\t]", line)]
-    if suffix in (".csv", ".tsv") or (len(fields) >= 2 and fields[0] in _RUN_Q_COLS):
+    if suffix in (".csv", ".tsv") or (len(fields) >= 2 and fields[0] in RUN_Q_COLS):
         return _read_run_table(raw, file, name, report, line, lineno)
     if len(line.split()) >= 4:
         return _read_run_trec(raw, file, name, report)
-    raise _fatal(
+    raise fatal_error(
         file,
         lineno,
         "matches no run format",
-        f"line {lineno} is {_snip(line)}",
+        f"line {lineno} is {snip(line)}",
         RUN_FORMATS,
         "convert the run to one of these formats",
     )
@@ -116,52 +116,52 @@ def _read_run_trec(raw: bytes, file: str, name: str, report: ValidationReport) -
     rs: list[float] = []
     ss: list[float] = []
     extra: list[int] = []
-    for lineno, line in _lines(raw):
+    for lineno, line in text_lines(raw):
         parts = line.split()
         if not parts or parts[0].startswith(b"#"):
             continue
         if len(parts) > 6:
             extra.append(lineno)
         score = _trec_score(parts, line, lineno, file)
-        rank = _parse_float(parts[3].decode("utf-8"))
+        rank = parse_float(parts[3].decode("utf-8"))
         qs.append(parts[0].decode("utf-8"))
         ds.append(parts[2].decode("utf-8"))
         rs.append(rank if rank is not None else math.nan)
         ss.append(score)
-    _note_lines(
+    note_lines(
         report,
         "extra_fields_ignored",
-        f"{_plural(len(extra), 'line')} {_verb(len(extra), 'has', 'have')} more than 6 fields; the fields after the run tag are ignored "
+        f"{plural_of(len(extra), 'line')} {verb(len(extra), 'has', 'have')} more than 6 fields; the fields after the run tag are ignored "
         "(as trec_eval does)",
         extra,
         file,
     )
     file_ranks = np.asarray(rs, dtype=np.float64)
-    return _run_from_lists(name, file, (qs, ds, ss), report, what="result lines", file_ranks=file_ranks)
+    return run_from_lists(name, file, (qs, ds, ss), report, what="result lines", file_ranks=file_ranks)
 
 
 def _read_run_trec_fast(raw: bytes, file: str, name: str, report: ValidationReport) -> Run | None:
     """The run through pyarrow, or None when the file needs the line-by-line reader (or a score is not finite)."""
     types = {"q": pa.string(), "d": pa.string(), "r": pa.float64(), "s": pa.float64()}
-    table = _fast_whitespace_table(raw, ["q", "iter", "d", "r", "s", "tag"], types)
+    table = fast_whitespace_table(raw, ["q", "iter", "d", "r", "s", "tag"], types)
     if table is None:
         return None
     scores = table.column("s").to_numpy()
     if not np.isfinite(scores).all():
         return None
     q, d, ranks = table.column("q"), table.column("d"), table.column("r").to_numpy()
-    return _build_run(name, file, q, d, scores, report, file_ranks=ranks)
+    return build_run(name, file, q, d, scores, report, file_ranks=ranks)
 
 
 def _trec_score(parts: list[bytes], line: bytes, lineno: int, file: str) -> float:
     """The score of a TREC run line split into ``parts``; fatal when fields are missing or it is not finite."""
     if len(parts) == 4 and parts[3].lstrip(b"-").isdigit():
-        raise _fatal(
+        raise fatal_error(
             file,
             lineno,
             'this line looks like TREC qrels ("qid iter docid relevance": 4 fields, an integer grade last), '
             "a golden set, not a run",
-            _snip(line),
+            snip(line),
             TREC_RUN,
             QRELS_NOT_RUN_FIX,
         )
@@ -171,31 +171,31 @@ def _trec_score(parts: list[bytes], line: bytes, lineno: int, file: str) -> floa
             if len(parts) == 5
             else "write every line as qid Q0 docid rank score tag, or pass a JSONL/CSV run instead"
         )
-        raise _fatal(
+        raise fatal_error(
             file,
             lineno,
             f'expected 6 whitespace-separated fields "qid Q0 docid rank score tag", found {len(parts)}',
-            _snip(line),
+            snip(line),
             TREC_RUN,
             fix,
         )
     text = parts[4].decode("utf-8")
-    score = _parse_float(text)
+    score = parse_float(text)
     if score is None:
-        raise _fatal(
+        raise fatal_error(
             file,
             lineno,
-            f"the score (5th field) is not a number: {text!r}{_not_ascii_note(text)}",
-            _snip(line),
+            f"the score (5th field) is not a number: {text!r}{not_ascii_note(text)}",
+            snip(line),
             TREC_RUN,
             "write a numeric score in ASCII digits",
         )
     if not math.isfinite(score):
-        raise _fatal(
+        raise fatal_error(
             file,
             lineno,
             f"the score is {text}, which cannot be ordered",
-            _snip(line),
+            snip(line),
             TREC_RUN + " with finite scores",
             "fix the retriever output (a NaN usually means a zero-norm embedding) or drop the line",
         )
@@ -208,24 +208,24 @@ _RUN_TABLE = "a CSV/TSV run with a header query_id,doc_id,score[,rank]"
 def _read_run_table(
     raw: bytes, file: str, name: str, report: ValidationReport, header: str, header_line: int
 ) -> Run:
-    delimiter = "\t" if ("\t" in header or (_suffixes(Path(file)) == ".tsv" and "," not in header)) else ","
-    columns = _header_fields(header, delimiter, file, header_line, RUN_FORMATS)
+    delimiter = "\t" if ("\t" in header or (suffixes(Path(file)) == ".tsv" and "," not in header)) else ","
+    columns = header_fields(header, delimiter, file, header_line, RUN_FORMATS)
     qcol, dcol, scol, rcol = _run_table_columns(columns, header, file, header_line)
-    table, line_of_row = _read_csv_table(
+    table, line_of_row = read_csv_table(
         raw, file, columns, delimiter, header_line, report, strict=True, expected=_RUN_TABLE
     )
-    q = _strip_ids(table.column(qcol))
-    d = _strip_ids(table.column(dcol))
+    q = strip_ids(table.column(qcol))
+    d = strip_ids(table.column(dcol))
     numbers = {col: _number_column(table, col, file, line_of_row) for col in (scol, rcol) if col is not None}
     if table.num_rows == 0:
-        return _empty_run(name, file, report, "result rows")
+        return empty_run(name, file, report, "result rows")
     if rcol is None:
         _refuse_qrels_table(numbers[scol], columns, file, header_line, header)
-        return _build_run(name, file, q, d, numbers[scol], report)
+        return build_run(name, file, q, d, numbers[scol], report)
     ranks = numbers[rcol]
     if not (ranks == np.round(ranks)).all():
         bad = int(np.flatnonzero(ranks != np.round(ranks))[0])
-        raise _fatal(
+        raise fatal_error(
             file,
             line_of_row(bad),
             f"the rank is not an integer: {ranks[bad]}",
@@ -234,9 +234,9 @@ def _read_run_table(
             "write integer ranks",
         )
     scores = numbers[scol] if scol is not None else -ranks
-    q_codes = _factorize_first_seen(q)
+    q_codes = factorize_first_seen(q)
     order = np.lexsort((np.arange(table.num_rows), ranks, q_codes))  # query first-seen, rank, file order
-    return _build_run(name, file, q, d, scores.astype(np.float64), report, order=order)
+    return build_run(name, file, q, d, scores.astype(np.float64), report, order=order)
 
 
 QRELS_NOT_RUN_FIX = (
@@ -253,12 +253,12 @@ def _refuse_qrels_table(scores: np.ndarray, columns: list[str], file: str, heade
     beir = any(c.strip().lower() in ("corpus-id", "corpus_id") for c in columns)
     grades = len(scores) > 0 and bool(((scores == np.round(scores)) & (scores >= -1) & (scores <= 4)).all())
     if beir and grades:
-        raise _fatal(
+        raise fatal_error(
             file,
             header_line,
             f"this looks like a qrels file, a golden set, not a run: columns {', '.join(columns)}, no rank "
             "column, and every score is an integer grade between -1 and 4",
-            _snip(header),
+            snip(header),
             _RUN_TABLE,
             QRELS_NOT_RUN_FIX + " (a run whose scores really are such integers: add a rank column)",
         )
@@ -270,11 +270,11 @@ def _run_table_columns(
     """The query id, doc id, score and rank columns named by the header (score or rank may be missing, not both)."""
     twice = sorted({c for c in columns if columns.count(c) > 1})
     if twice:
-        raise _fatal(
+        raise fatal_error(
             file,
             header_line,
-            f"the header names {', '.join(repr(_show_id(c, 40)) for c in twice)} more than once",
-            _snip(header),
+            f"the header names {', '.join(repr(show_id(c, 40)) for c in twice)} more than once",
+            snip(header),
             _RUN_TABLE,
             "give every column its own name",
         )
@@ -286,9 +286,9 @@ def _run_table_columns(
                 return columns[lower.index(c)]
         return None
 
-    qcol, dcol, scol, rcol = find(_RUN_Q_COLS), find(_RUN_D_COLS), find(("score",)), find(("rank",))
+    qcol, dcol, scol, rcol = find(RUN_Q_COLS), find(RUN_D_COLS), find(("score",)), find(("rank",))
     if qcol is None or dcol is None or (scol is None and rcol is None):
-        raise _fatal(
+        raise fatal_error(
             file,
             header_line,
             f"the header names no {'query id' if qcol is None else 'doc id' if dcol is None else 'score or rank'} column",
@@ -303,12 +303,12 @@ def _number_column(table: pa.Table, col: str, file: str, line_of_row: Callable[[
     """A score or rank column as float64; fatal (naming the line) when a value is not a number or not finite."""
     values = _as_float(table.column(col))
     if values is None:
-        bad = _first_bad_row(table.column(col), lambda s: _parse_float(s) is None)
+        bad = _first_bad_row(table.column(col), lambda s: parse_float(s) is None)
         value = table.column(col)[bad].as_py()
-        raise _fatal(
+        raise fatal_error(
             file,
             line_of_row(bad),
-            f"the {col} column is not a number: {value!r}{_not_ascii_note(value)}",
+            f"the {col} column is not a number: {value!r}{not_ascii_note(value)}",
             None,
             _RUN_TABLE,
             f"write a numeric {col} in ASCII digits",
@@ -316,7 +316,7 @@ def _number_column(table: pa.Table, col: str, file: str, line_of_row: Callable[[
     arr = values.to_numpy(zero_copy_only=False)
     if not np.isfinite(arr).all():
         bad = int(np.flatnonzero(~np.isfinite(arr))[0])
-        raise _fatal(
+        raise fatal_error(
             file,
             line_of_row(bad),
             f"the {col} is {table.column(col)[bad].as_py().strip()}, which cannot be ordered",
@@ -357,7 +357,7 @@ def write_trec_run(run: Run, path: PathLike, tag: str | None = None) -> None:
         if has_space.any():
             bad = df.loc[has_space, col].iloc[0]
             raise DataError(
-                f"{path}: cannot write run {run.name!r} as TREC: the {col} {_show_id(bad)!r} contains whitespace. Expected ids "
+                f"{path}: cannot write run {run.name!r} as TREC: the {col} {show_id(bad)!r} contains whitespace. Expected ids "
                 "without spaces (TREC fields are whitespace-separated). Fix: replace the spaces in the ids, or keep "
                 "the run as JSONL."
             )

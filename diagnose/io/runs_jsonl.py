@@ -10,10 +10,10 @@ from typing import Any
 import numpy as np
 
 from diagnose.data import Run, ValidationReport
-from diagnose.io.formats import _JSON_D_KEYS
-from diagnose.io.messages import _fatal, _keys, _plural, _show_id, _snip, _verb
-from diagnose.io.run_order import _run_from_lists
-from diagnose.io.text import _is_number, _json_key, _json_query_lines, _json_text, _number_text
+from diagnose.io.formats import JSON_D_KEYS
+from diagnose.io.messages import fatal_error, key_list, plural_of, show_id, snip, verb
+from diagnose.io.run_order import run_from_lists
+from diagnose.io.text import is_number, json_key, json_query_lines, json_text, number_text
 
 _EXPECTED = (
     'one JSON object per line: {"query_id": .., "results": [{"doc_id": .., "score": ..}, ..]} or '
@@ -21,16 +21,16 @@ _EXPECTED = (
 )
 
 
-def _read_run_jsonl(raw: bytes, file: str, name: str, report: ValidationReport) -> Run:
+def read_run_jsonl(raw: bytes, file: str, name: str, report: ValidationReport) -> Run:
     qs: list[str] = []
     ds: list[str] = []
     ss: list[float] = []
     seen: dict[str, int] = {}
     repeated: list[str] = []
-    for lineno, line, obj, qid in _json_query_lines(raw, file, _EXPECTED, "wrap the line in an object"):
+    for lineno, line, obj, qid in json_query_lines(raw, file, _EXPECTED, "wrap the line in an object"):
         docs, scores = _json_ranked_list(obj, line, lineno, qid, file)
         if qid in seen:
-            repeated.append(f"{_show_id(qid)} (lines {seen[qid]} and {lineno})")
+            repeated.append(f"{show_id(qid)} (lines {seen[qid]} and {lineno})")
             continue
         seen[qid] = lineno
         qs.extend([qid] * len(docs))
@@ -39,14 +39,14 @@ def _read_run_jsonl(raw: bytes, file: str, name: str, report: ValidationReport) 
     if repeated:
         report.add(
             "repeated_query_in_run",
-            f"run {name!r}: {_plural(len(repeated), 'query', 'queries')} {_verb(len(repeated), 'appears', 'appear')} on more than one line; the first "
+            f"run {name!r}: {plural_of(len(repeated), 'query', 'queries')} {verb(len(repeated), 'appears', 'appear')} on more than one line; the first "
             "line is kept and the later lines are ignored",
             file=file,
             count=len(repeated),
             examples=repeated,
         )
     order = np.arange(len(qs), dtype=np.int64)
-    return _run_from_lists(name, file, (qs, ds, ss), report, what="results", order=order)
+    return run_from_lists(name, file, (qs, ds, ss), report, what="results", order=order)
 
 
 def _json_ranked_list(
@@ -56,11 +56,11 @@ def _json_ranked_list(
     if "results" in obj:
         items = obj["results"]
         if not isinstance(items, list):
-            raise _fatal(
+            raise fatal_error(
                 file,
                 lineno,
                 '"results" is not a list',
-                _snip(line),
+                snip(line),
                 _EXPECTED,
                 "make it a list of {doc_id, score} objects",
             )
@@ -70,20 +70,20 @@ def _json_ranked_list(
         if not isinstance(items, list) or not all(
             isinstance(x, str | int) and not isinstance(x, bool) for x in items
         ):
-            raise _fatal(
+            raise fatal_error(
                 file,
                 lineno,
                 '"doc_ids" is not a list of ids',
-                _snip(line),
+                snip(line),
                 _EXPECTED,
                 "make it a list of strings",
             )
         docs = [str(x).strip() for x in items]
         return docs, [-float(i) for i in range(1, len(docs) + 1)]
-    raise _fatal(
+    raise fatal_error(
         file,
         lineno,
-        f'query {_show_id(qid)!r} has no "results" or "doc_ids" list (keys seen: {_keys(obj)})',
+        f'query {show_id(qid)!r} has no "results" or "doc_ids" list (keys seen: {key_list(obj)})',
         None,
         _EXPECTED,
         'add "results": [{"doc_id": .., "score": ..}, ..] or "doc_ids": [..]',
@@ -103,16 +103,16 @@ def _json_results(items: list, file: str, lineno: int) -> tuple[list[str], list[
     scores: list[float | None] = []
     for pos, item in enumerate(items, start=1):
         if isinstance(item, dict):
-            doc = _json_key(item, _JSON_D_KEYS)
+            doc = json_key(item, JSON_D_KEYS)
             score = item.get("score")
         else:
             doc, score = None, None
         if doc is None:
-            raise _fatal(
+            raise fatal_error(
                 file,
                 lineno,
                 f"result #{pos} has no doc id",
-                _snip(_json_text(item)),
+                snip(json_text(item)),
                 _EXPECTED,
                 'give each result a "doc_id"',
             )
@@ -123,7 +123,7 @@ def _json_results(items: list, file: str, lineno: int) -> tuple[list[str], list[
         return docs, scores  # type: ignore[return-value]
     if any(have):
         missing = have.index(False) + 1
-        raise _fatal(
+        raise fatal_error(
             file,
             lineno,
             f"some results have a score and others not (result #{missing})",
@@ -136,30 +136,30 @@ def _json_results(items: list, file: str, lineno: int) -> tuple[list[str], list[
 
 def _json_score(score: Any, pos: int, doc: Any, file: str, lineno: int) -> float:
     """The JSON score of result ``pos`` as a float; fatal when not a number, too large for a float, or not finite."""
-    if not _is_number(score):
-        raise _fatal(
+    if not is_number(score):
+        raise fatal_error(
             file,
             lineno,
-            f"result #{pos} ({_show_id(str(doc))}) has a score that is not a number",
-            _snip(_json_text(score)),
+            f"result #{pos} ({show_id(str(doc))}) has a score that is not a number",
+            snip(json_text(score)),
             _EXPECTED,
             "write the score as a JSON number",
         )
     if isinstance(score, int) and not _int_fits_float(score):
-        raise _fatal(
+        raise fatal_error(
             file,
             lineno,
-            f"result #{pos} ({_show_id(str(doc))}) has a score too large for a 64-bit float: "
-            f"{_number_text(_json_text(score))}",
+            f"result #{pos} ({show_id(str(doc))}) has a score too large for a 64-bit float: "
+            f"{number_text(json_text(score))}",
             None,
             _EXPECTED + " with finite scores (at most about 1.8e308)",
             "rescale the scores, or write them as floats",
         )
     if not math.isfinite(score):
-        raise _fatal(
+        raise fatal_error(
             file,
             lineno,
-            f"result #{pos} ({_show_id(str(doc))}) has score {score}, which cannot be ordered",
+            f"result #{pos} ({show_id(str(doc))}) has score {score}, which cannot be ordered",
             None,
             _EXPECTED + " with finite scores",
             "fix the retriever output (a NaN usually means a zero-norm embedding)",

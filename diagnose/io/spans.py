@@ -30,7 +30,7 @@ from pathlib import Path
 
 from diagnose.data import DataError, Span, ValidationReport, fields_dict
 from diagnose.extras import needs
-from diagnose.io.messages import _plural, _snip
+from diagnose.io.messages import plural_of, snip
 
 #: the lowest rapidfuzz ``partial_ratio`` (0-100) accepted as an approximate match
 APPROX_THRESHOLD = 90.0
@@ -220,7 +220,7 @@ def _report_spans(
     summary = ", ".join(f"{counts.get(k, 0)} {k}" for k in MATCH_KINDS)
     report.add(
         "reference_matching",
-        f"{_plural(len(by_ref), 'reference context')} located in the corpus: {summary}; {len(ambiguous)} ambiguous "
+        f"{plural_of(len(by_ref), 'reference context')} located in the corpus: {summary}; {len(ambiguous)} ambiguous "
         f"(normalised: NFKC, case, whitespace; approximate: rapidfuzz partial_ratio >= {APPROX_THRESHOLD:g})",
         severity="info",
         file=file,
@@ -229,7 +229,7 @@ def _report_spans(
     approx = [v[0] for v in by_ref.values() if v[0].match == "approximate"]
     report.add(
         "approximate_reference",
-        f"{_plural(len(approx), 'reference context')} matched only approximately (check them)",
+        f"{plural_of(len(approx), 'reference context')} matched only approximately (check them)",
         severity="info",
         file=file,
         count=len(approx),
@@ -240,7 +240,7 @@ def _report_spans(
     )
     report.add(
         "ambiguous_reference",
-        f"{_plural(len(ambiguous), 'reference context')} found in several documents: every one counts as relevant",
+        f"{plural_of(len(ambiguous), 'reference context')} found in several documents: every one counts as relevant",
         file=file,
         count=len(ambiguous),
         examples=[f"{q}#{n} in {', '.join(str(s.doc_id) for s in v)}" for (q, n), v in ambiguous.items()],
@@ -248,12 +248,12 @@ def _report_spans(
     unmatched = [k for k, v in by_ref.items() if v[0].match == "unmatched"]
     report.add(
         "unmatched_reference",
-        f"{_plural(len(unmatched), 'reference context')} found in no document (not even approximately): each stays "
+        f"{plural_of(len(unmatched), 'reference context')} found in no document (not even approximately): each stays "
         f"judged relevant as the placeholder document '{UNMATCHED_PREFIX}QUERY_ID:N' that no run retrieves, so its "
         "query can only fail there; fix the context or add its document to the corpus",
         file=file,
         count=len(unmatched),
-        examples=[f"{q}#{n}: {_snip(texts[(q, n)], 60)}" for q, n in unmatched],
+        examples=[f"{q}#{n}: {snip(texts[(q, n)], 60)}" for q, n in unmatched],
     )
 
 

@@ -2,7 +2,7 @@
 with a header, read into Arrow tables, and Arrow tables into pandas frames.
 
 ``diagnose.io._FAST = False`` switches the fast paths off, so that the tests can check the line-by-line paths
-give the same result (:func:`_fast_paths` reads the flag at each call)."""
+give the same result (:func:`fast_paths` reads the flag at each call)."""
 
 from __future__ import annotations
 
@@ -15,18 +15,18 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
 from diagnose.data import ValidationReport
-from diagnose.io.messages import _fatal, _plural, _snip, _verb
-from diagnose.io.text import _line_start, _lines
+from diagnose.io.messages import fatal_error, plural_of, snip, verb
+from diagnose.io.text import line_start, text_lines
 
 
-def _fast_paths() -> bool:
+def fast_paths() -> bool:
     """Whether the pyarrow fast paths are on: ``diagnose.io._FAST``, read at each call (tests switch it)."""
     from diagnose import io
 
     return io._FAST
 
 
-def _strip_ids(arr: pa.ChunkedArray | pa.Array) -> pa.ChunkedArray | pa.Array:
+def strip_ids(arr: pa.ChunkedArray | pa.Array) -> pa.ChunkedArray | pa.Array:
     return pc.utf8_trim_whitespace(arr)
 
 
@@ -49,7 +49,7 @@ def _normalise_whitespace(data: bytes) -> bytes:
 _WS_TO_SPACE = bytes.maketrans(b"\t\r\x0b\x0c", b"    ")
 
 
-def _fast_whitespace_table(data: bytes, names: list[str], types: dict[str, pa.DataType]) -> pa.Table | None:
+def fast_whitespace_table(data: bytes, names: list[str], types: dict[str, pa.DataType]) -> pa.Table | None:
     """Parse a whitespace-separated file with pyarrow, or None when it needs the line-by-line path.
 
     A file that separates fields by single tabs only, or single spaces only, is parsed as is; otherwise (mixed
@@ -58,7 +58,7 @@ def _fast_whitespace_table(data: bytes, names: list[str], types: dict[str, pa.Da
     field does not convert, or a line starts with ``#`` (a comment; the slow path skips it like trec_eval).
     Only single-byte searches run on the whole buffer (memchr speed).
     """
-    if not _fast_paths():
+    if not fast_paths():
         return None
     candidates: list[tuple[bytes, str]] = []
     if b"\x0b" not in data and b"\x0c" not in data:
@@ -96,7 +96,7 @@ def _fast_whitespace_table(data: bytes, names: list[str], types: dict[str, pa.Da
     return None
 
 
-def _to_pandas(table: pa.Table) -> pd.DataFrame:
+def to_pandas(table: pa.Table) -> pd.DataFrame:
     """pandas frame; string columns get pandas' default ``str`` dtype (pyarrow-backed since pandas 3)."""
     df = table.to_pandas()
     for i, field in enumerate(table.schema):  # by position: a CSV header may repeat a name
@@ -117,27 +117,27 @@ def _csv_record_lines(body: bytes, delimiter: str) -> list[int]:
                 out.append(previous + 1)
             previous = reader.line_num
     except csv.Error:  # a lone CR inside a field: number the non-blank lines (quoted newlines not followed)
-        return [i for i, line in _lines(body) if line.strip()]
+        return [i for i, line in text_lines(body) if line.strip()]
     return out
 
 
-def _header_fields(line: str, delimiter: str, file: str, lineno: int, expected: str) -> list[str]:
+def header_fields(line: str, delimiter: str, file: str, lineno: int, expected: str) -> list[str]:
     """The column names of a CSV/TSV header line."""
     try:
         fields = next(csv.reader([line], delimiter=delimiter), [])
     except csv.Error as e:
-        raise _fatal(
+        raise fatal_error(
             file,
             lineno,
             f"the header line cannot be parsed ({e})",
-            _snip(line),
+            snip(line),
             expected,
             "fix the header line",
         ) from None
     return [c.strip() for c in fields]
 
 
-def _read_csv_table(
+def read_csv_table(
     raw: bytes,
     file: str,
     columns: list[str],
@@ -151,7 +151,7 @@ def _read_csv_table(
     """The rows after the header line, every column as strings (ids like ``007`` stay ``007``), and a function
     from a table row to its file line. Rows with the wrong number of fields are fatal (``strict``) or skipped and
     counted."""
-    body = raw[_line_start(raw, header_line) :]
+    body = raw[line_start(raw, header_line) :]
     table, bad = _parse_csv_body(body, len(columns), delimiter, file, expected)
     record_lines: list[int] = []
 
@@ -173,21 +173,21 @@ def _read_csv_table(
         lines = [record_line(num) for num, _, _ in bad]
         if strict:
             _, text, actual = bad[0]
-            raise _fatal(
+            raise fatal_error(
                 file,
                 lines[0],
                 f"expected {len(columns)} fields like the header ({delimiter.join(columns)}), found {actual}",
-                _snip(text),
+                snip(text),
                 expected,
                 "give every row the same columns as the header",
             )
         report.add(
             "malformed_line",
-            f"{_plural(len(bad), 'row')} {_verb(len(bad), 'does', 'do')} not have the {len(columns)} columns of "
-            f"the header and {_verb(len(bad), 'was', 'were')} skipped",
+            f"{plural_of(len(bad), 'row')} {verb(len(bad), 'does', 'do')} not have the {len(columns)} columns of "
+            f"the header and {verb(len(bad), 'was', 'were')} skipped",
             file=file,
             count=len(bad),
-            examples=[f"line {ln}: {_snip(t, 60)}" for ln, (_, t, _) in zip(lines, bad, strict=True)],
+            examples=[f"line {ln}: {snip(t, 60)}" for ln, (_, t, _) in zip(lines, bad, strict=True)],
         )
     return table.rename_columns(columns), line_of_row
 
@@ -219,7 +219,7 @@ def _parse_csv_body(
             ),
         )
     except pa.ArrowInvalid as e:
-        raise _fatal(
+        raise fatal_error(
             file, None, "cannot be parsed as a table", str(e).splitlines()[0], expected, "check the quoting"
         ) from None
     return table, bad

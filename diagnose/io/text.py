@@ -9,22 +9,22 @@ import re
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from diagnose.io.formats import _JSON_Q_KEYS
-from diagnose.io.messages import _fatal, _keys, _snip
+from diagnose.io.formats import JSON_Q_KEYS
+from diagnose.io.messages import fatal_error, key_list, snip
 from diagnose.io.nesting import MAX_JSON_DEPTH, json_depth
 
 _FLOAT_RE = re.compile(
     r"^[+-]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|inf(?:inity)?|nan)$", re.IGNORECASE
 )
-_INT_RE = re.compile(r"^[+-]?[0-9]+$")
+INT_RE = re.compile(r"^[+-]?[0-9]+$")
 
 #: Relevance grades must fit a signed 64-bit integer (trec_eval reads them with ``atol`` into a C long).
 GRADE_MIN, GRADE_MAX = -(2**63), 2**63 - 1
 GRADE_RANGE = f"integer grades in the 64-bit range {GRADE_MIN} .. {GRADE_MAX}"
-_GRADE_FIX = "use small integer grades (0 = not relevant, 1, 2, ... = relevant)"
+GRADE_FIX = "use small integer grades (0 = not relevant, 1, 2, ... = relevant)"
 
 
-def _first_line(data: bytes, *, skip_comments: bool = False) -> tuple[int, str] | None:
+def first_line(data: bytes, *, skip_comments: bool = False) -> tuple[int, str] | None:
     """(line number, text) of the first non-blank line (and not a ``#`` comment when asked), or None."""
     start = 0
     lineno = 0
@@ -41,13 +41,13 @@ def _first_line(data: bytes, *, skip_comments: bool = False) -> tuple[int, str] 
     return None
 
 
-def _lines(data: bytes) -> Iterator[tuple[int, bytes]]:
+def text_lines(data: bytes) -> Iterator[tuple[int, bytes]]:
     """(line number, line without end-of-line) for every line."""
     for i, line in enumerate(data.split(b"\n"), start=1):
         yield i, line.rstrip(b"\r")
 
 
-def _line_start(data: bytes, n: int) -> int:
+def line_start(data: bytes, n: int) -> int:
     """Byte offset of line ``n + 1`` (the first ``n`` lines skipped); ``len(data)`` when there are fewer lines."""
     cut = 0
     for _ in range(n):
@@ -56,11 +56,11 @@ def _line_start(data: bytes, n: int) -> int:
     return cut
 
 
-def _is_number(value: Any) -> bool:
+def is_number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
-def _parse_float(text: str) -> float | None:
+def parse_float(text: str) -> float | None:
     """A float from a field (``nan`` / ``inf`` allowed, so callers can name them); None when not a number."""
     text = text.strip()
     if not _FLOAT_RE.match(text):
@@ -68,21 +68,21 @@ def _parse_float(text: str) -> float | None:
     return float(text)
 
 
-def _parse_grade(text: str) -> int | None:
+def parse_grade(text: str) -> int | None:
     """An integer grade; ``"2"`` -> 2, ``"1.0"`` -> 1; None for ``"1.5"``, ``"high"``, ``"nan"``.
 
-    The result may lie outside :data:`GRADE_MIN` .. :data:`GRADE_MAX`; callers check with :func:`_grade_fits`.
+    The result may lie outside :data:`GRADE_MIN` .. :data:`GRADE_MAX`; callers check with :func:`grade_fits`.
     """
     text = text.strip()
-    if _INT_RE.match(text):
+    if INT_RE.match(text):
         return int(text)
-    value = _parse_float(text)
+    value = parse_float(text)
     if value is None or not math.isfinite(value) or value != int(value):
         return None
     return int(value)
 
 
-def _not_ascii_note(text: str) -> str:
+def not_ascii_note(text: str) -> str:
     """For a field that is not a number: say so when non-ASCII characters are why (``'９９'``: trec_eval's
     ``atof`` reads 0, Python's ``float`` 99; we refuse rather than pick one)."""
     if text.isascii():
@@ -90,11 +90,11 @@ def _not_ascii_note(text: str) -> str:
     return "; it contains non-ASCII characters (like full-width digits), which trec_eval would not read as this number"
 
 
-def _grade_fits(value: int) -> bool:
+def grade_fits(value: int) -> bool:
     return GRADE_MIN <= value <= GRADE_MAX
 
 
-def _number_text(text: str, limit: int = 40) -> str:
+def number_text(text: str, limit: int = 40) -> str:
     """A number as shown in a message: whole when short, else its start, an ellipsis and its length."""
     text = text.strip()
     if len(text) <= limit:
@@ -102,14 +102,14 @@ def _number_text(text: str, limit: int = 40) -> str:
     return (
         f"'{text[: limit - 1]}…' ({len(text)} digits)"
         if text.isdigit()
-        else f"{_snip(text, limit)} ({len(text)} characters)"
+        else f"{snip(text, limit)} ({len(text)} characters)"
     )
 
 
-def _json_values(raw: bytes) -> Iterator[tuple[int, bytes, Any]]:
+def json_values(raw: bytes) -> Iterator[tuple[int, bytes, Any]]:
     """(line number, line, value) for every non-blank line of a JSONL file: the parsed JSON value, or the exception
-    when the line cannot be parsed (:func:`_json_error` words it); the caller decides what a bad line costs."""
-    for lineno, line in _lines(raw):
+    when the line cannot be parsed (:func:`json_error` words it); the caller decides what a bad line costs."""
+    for lineno, line in text_lines(raw):
         if not line.strip():
             continue
         try:
@@ -121,42 +121,42 @@ def _json_values(raw: bytes) -> Iterator[tuple[int, bytes, Any]]:
         yield lineno, line, value
 
 
-def _json_error(e: BaseException) -> str:
+def json_error(e: BaseException) -> str:
     """Why a line is not JSON: ``<reason> at column <n>`` for a syntax error, else :func:`_json_failure`."""
     return f"{e.msg} at column {e.colno}" if isinstance(e, json.JSONDecodeError) else _json_failure(e)
 
 
-def _json_query_lines(
+def json_query_lines(
     raw: bytes, file: str, expected: str, not_object_fix: str
 ) -> Iterator[tuple[int, bytes, dict[str, Any], str]]:
     """(line number, line, object, query id) for every non-blank line of a JSONL file keyed by query.
 
     A line that is not valid JSON, not an object, or has no query id is fatal: the error names the file and line.
     """
-    for lineno, line, obj in _json_values(raw):
+    for lineno, line, obj in json_values(raw):
         if isinstance(obj, BaseException):
             what = "invalid JSON" if isinstance(obj, json.JSONDecodeError) else "cannot read the JSON"
-            raise _fatal(
+            raise fatal_error(
                 file,
                 lineno,
-                f"{what} ({_json_error(obj)})",
-                _snip(line),
+                f"{what} ({json_error(obj)})",
+                snip(line),
                 expected,
                 "fix the JSON on this line",
             )
         if not isinstance(obj, dict):
-            raise _fatal(
+            raise fatal_error(
                 file,
                 lineno,
                 f"a JSON {type(obj).__name__}, not an object",
-                _snip(line),
+                snip(line),
                 expected,
                 not_object_fix,
             )
-        qid = _json_key(obj, _JSON_Q_KEYS)
+        qid = json_key(obj, JSON_Q_KEYS)
         if qid is None:
-            raise _fatal(
-                file, lineno, f"no query id (keys seen: {_keys(obj)})", None, expected,
+            raise fatal_error(
+                file, lineno, f"no query id (keys seen: {key_list(obj)})", None, expected,
                 'add "query_id"',
             )  # fmt: skip
         yield lineno, line, obj, str(qid).strip()
@@ -171,14 +171,14 @@ def _json_failure(e: BaseException) -> str:
     return str(e).splitlines()[0] if str(e) else type(e).__name__
 
 
-def _json_key(obj: Mapping[str, Any], keys: Sequence[str]) -> Any:
+def json_key(obj: Mapping[str, Any], keys: Sequence[str]) -> Any:
     for k in keys:
         if k in obj and obj[k] is not None and not isinstance(obj[k], dict | list | bool):
             return obj[k]
     return None
 
 
-def _json_text(value: Any) -> str:
+def json_text(value: Any) -> str:
     """``json.dumps(value)`` that never fails (ints longer than Python's 4300-digit limit included)."""
     if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 10_000:
         return f"{'-' if value < 0 else ''}an integer of about {int(value.bit_length() * 0.30103)} digits"

@@ -116,13 +116,13 @@ class Journal:
 
     def as_qrels(self, report: ValidationReport | None = None) -> Qrels:
         """The new judgements alone as :class:`Qrels` (skipped pairs left out), in journal order."""
-        return _qrels_of(self.judgements(report), str(self.path))
+        return qrels_of(self.judgements(report), str(self.path))
 
     def __len__(self) -> int:
         return len(self.entries())
 
 
-def _qrels_of(grades: Mapping[tuple[str, str], Any], source: str) -> Qrels:
+def qrels_of(grades: Mapping[tuple[str, str], Any], source: str) -> Qrels:
     """``{(query_id, doc_id): grade}`` as :class:`Qrels`, in its order, skipped pairs left out."""
     items = [(str(q), str(d), g) for (q, d), g in grades.items() if g != SKIP]
     df = pd.DataFrame(

@@ -13,7 +13,7 @@ import pandas as pd
 
 from diagnose.checks import param_error
 from diagnose.data import DataError, Qrels, ValidationReport
-from diagnose.judging.journal import Journal, PathLike, _qrels_of
+from diagnose.judging.journal import Journal, PathLike, qrels_of
 from diagnose.judging.reading import (
     MAX_DIGITS,
     MAX_NESTING,
@@ -46,7 +46,7 @@ def _as_new(extra: Journal | Qrels | Mapping[tuple[str, str], Any], report: Vali
         return extra.as_qrels(report)
     if isinstance(extra, Qrels):
         return extra
-    return _qrels_of(extra, "judgements")
+    return qrels_of(extra, "judgements")
 
 
 def merge_counts(
@@ -79,7 +79,7 @@ def merge(qrels: Qrels, extra: Journal | Qrels, *, report: ValidationReport | No
         [int(grade.pop(key)) if key in grade else int(g) for key, g in zip(keys, base["relevance"].tolist(),
                                                                               strict=True)], dtype=np.int64,
     )  # fmt: skip
-    added = _qrels_of(grade, "").df
+    added = qrels_of(grade, "").df
     df = pd.concat([base, added], ignore_index=True) if len(added) else base.reset_index(drop=True)
     df["relevance"] = df["relevance"].astype(np.int64)
     if report is not None:
@@ -151,7 +151,7 @@ def _read_graded_queue(path: Path, report: ValidationReport | None) -> Qrels:
             f"{ungraded} rows of the judging queue have no grade and {skipped} were skipped: not judgements",
             severity="info", file=str(path), count=ungraded + skipped,
         )  # fmt: skip
-    return _qrels_of(latest(entries, str(path), report), str(path))
+    return qrels_of(latest(entries, str(path), report), str(path))
 
 
 def _check_writable(qrels: Qrels, path: PathLike, what: str, bad: str, fix: str) -> pd.DataFrame:

@@ -74,9 +74,8 @@ from __future__ import annotations
 
 from diagnose.lexical.bm25 import BM25S_METHODS, ENGINES, BM25Index, bm25_rank_range
 from diagnose.lexical.engines import INDEX_VERSION
-from diagnose.lexical.engines import _Bm25sImpl as _Bm25sImpl
-from diagnose.lexical.engines import _RankBm25Impl as _RankBm25Impl
-from diagnose.lexical.terms import _TOKEN_RE as _TOKEN_RE
+from diagnose.lexical.engines import Bm25sImpl as Bm25sImpl
+from diagnose.lexical.engines import RankBm25Impl as RankBm25Impl
 from diagnose.lexical.terms import (
     QUERY_STOPWORDS,
     STOPWORDS_EN,
@@ -85,6 +84,7 @@ from diagnose.lexical.terms import (
     term_overlap,
     tokenize,
 )
+from diagnose.lexical.terms import TOKEN_RE as TOKEN_RE
 
 __all__ = [
     "BM25Index",

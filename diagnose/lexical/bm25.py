@@ -13,7 +13,7 @@ from diagnose.cache import ArrayCache
 from diagnose.checks import is_int, one_of
 from diagnose.data import DataError, Run, ValidationReport
 from diagnose.defaults import BM25_ENGINE, BM25_ENGINES, DEPTH
-from diagnose.lexical.engines import _Bm25sImpl, _index_key, _RankBm25Impl
+from diagnose.lexical.engines import Bm25sImpl, RankBm25Impl, index_key
 from diagnose.lexical.terms import tokenize
 
 ENGINES = BM25_ENGINES
@@ -79,9 +79,9 @@ class BM25Index:
             if cache_dir is not None and engine == "bm25s"
             else None
         )
-        key = _index_key(ids_arr, texts, method, k1, b) if cache is not None else ""
+        key = index_key(ids_arr, texts, method, k1, b) if cache is not None else ""
         if cache is not None:
-            impl = _Bm25sImpl.from_cache(cache, key, len(ids_arr))
+            impl = Bm25sImpl.from_cache(cache, key, len(ids_arr))
             if impl is not None:
                 return cls(ids=ids_arr, engine=engine, method=method, k1=float(k1), b=float(b), impl=impl)
         tokens = tokenize(list(texts))
@@ -90,7 +90,7 @@ class BM25Index:
                 "BM25 index: no document has a single indexable word (all texts are empty, punctuation or "
                 "stopwords). Check the corpus text field."
             )
-        impl = _Bm25sImpl(tokens, k1, b, method) if engine == "bm25s" else _RankBm25Impl(tokens, k1, b)
+        impl = Bm25sImpl(tokens, k1, b, method) if engine == "bm25s" else RankBm25Impl(tokens, k1, b)
         if cache is not None:
             impl.to_cache(cache, key)
         return cls(ids=ids_arr, engine=engine, method=method, k1=float(k1), b=float(b), impl=impl)

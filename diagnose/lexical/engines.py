@@ -17,7 +17,7 @@ from diagnose.cache import ArrayCache
 INDEX_VERSION = 1
 
 
-def _index_key(ids: np.ndarray, texts: Sequence[str], method: str, k1: float, b: float) -> str:
+def index_key(ids: np.ndarray, texts: Sequence[str], method: str, k1: float, b: float) -> str:
     h = hashlib.sha1(f"bm25s/{INDEX_VERSION}/{method}/{k1!r}/{b!r}/{len(ids)}".encode())
     for d, t in zip(ids, texts, strict=True):
         h.update(f"{d}\0{t}\0".encode("utf-8", "surrogatepass"))
@@ -83,7 +83,7 @@ def _bm25s_scores_vectorised(retriever: Any, tokens: list[list[str]], vocab: dic
     return {"data": data, "indices": indices, "indptr": indptr, "num_docs": n_docs}
 
 
-class _Bm25sImpl:
+class Bm25sImpl:
     """bm25s builds the (document x term) score matrix; we score query blocks with one sparse product."""
 
     def __init__(self, tokens: list[list[str]], k1: float, b: float, method: str) -> None:
@@ -124,7 +124,7 @@ class _Bm25sImpl:
                 cache.path_for(f"{key}/{part}").unlink(missing_ok=True)
 
     @classmethod
-    def from_cache(cls, cache: ArrayCache, key: str, n_docs: int) -> _Bm25sImpl | None:
+    def from_cache(cls, cache: ArrayCache, key: str, n_docs: int) -> Bm25sImpl | None:
         """The cached index, or None on a miss or a file that does not verify (reported, deleted; then the index
         is rebuilt and rewritten)."""
         import scipy.sparse as sp
@@ -166,7 +166,7 @@ class _Bm25sImpl:
         return np.asarray((q @ self.matrix).toarray(), dtype=np.float64)
 
 
-class _RankBm25Impl:
+class RankBm25Impl:
     """rank_bm25.BM25Okapi, called exactly as LangChain's BM25Retriever calls it (``get_scores`` per query)."""
 
     def __init__(self, tokens: list[list[str]], k1: float, b: float) -> None:

@@ -55,7 +55,7 @@ QUERY_STOPWORDS: frozenset[str] = frozenset({
 })
 # fmt: on
 
-_TOKEN_RE = re.compile(r"[^\W_]+")
+TOKEN_RE = re.compile(r"[^\W_]+")
 # PyStemmer's Stemmer objects are not thread-safe, and Streamlit runs pages in threads: one stemmer per thread.
 _local = threading.local()
 
@@ -92,7 +92,7 @@ def tokenize(texts: Sequence[str]) -> list[list[str]]:
         raise DataError(
             "tokenize() takes a sequence of texts, not one string: use tokenize([text]).", param="texts"
         )
-    return _stem_all([_TOKEN_RE.findall(t.lower()) if t else [] for t in texts])
+    return _stem_all([TOKEN_RE.findall(t.lower()) if t else [] for t in texts])
 
 
 @functools.lru_cache(maxsize=4096)
@@ -107,7 +107,7 @@ def _analyze(text: str) -> tuple[tuple[str, str, int, int], ...]:
     if not text:
         return ()
     low = text.lower()
-    matches = [(m.group(), m.start(), m.end()) for m in _TOKEN_RE.finditer(low)]
+    matches = [(m.group(), m.start(), m.end()) for m in TOKEN_RE.finditer(low)]
     if len(low) != len(text):
         orig = np.repeat(np.arange(len(text)), [len(c.lower()) for c in text])
         matches = [(w, int(orig[a]), int(orig[b - 1]) + 1) for w, a, b in matches]

@@ -13,8 +13,8 @@ import numpy as np
 import pandas as pd
 
 from diagnose.data import Qrels, Run
-from diagnose.metrics.evaluation import Evaluation, _evaluation, _kernel_values, _prepared
-from diagnose.metrics.join import _RunTables
+from diagnose.metrics.evaluation import Evaluation, build_evaluation, kernel_values, prepare_inputs
+from diagnose.metrics.join import RunTables
 from diagnose.metrics.names import MetricName
 
 __all__ = ["MetricBounds", "metric_bounds"]
@@ -86,12 +86,12 @@ def metric_bounds(
     convention of every evaluation tool, the value the run has on the qrels as they are. Queries and aggregate
     follow :func:`evaluate` (a query missing from the run has nothing unjudged: both bounds are 0).
     """
-    names, prep = _prepared(qrels, metrics, relevance_level)
-    t = _RunTables(prep, run)
-    lower = _kernel_values(t, names)
+    names, prep = prepare_inputs(qrels, metrics, relevance_level)
+    t = RunTables(prep, run)
+    lower = kernel_values(t, names)
     upper = np.empty_like(lower)
     for j, name in enumerate(names):
         kernel = name.metric.upper
         # s = 0 is today's value: the maximum only guards against the last bit of a different summation order
         upper[:, j] = lower[:, j] if kernel is None else np.maximum(kernel(t, name.k), lower[:, j])
-    return MetricBounds(_evaluation(prep, run, t, names, lower), _evaluation(prep, run, t, names, upper))
+    return MetricBounds(build_evaluation(prep, run, t, names, lower), build_evaluation(prep, run, t, names, upper))

@@ -75,7 +75,7 @@ from typing import Literal, NamedTuple
 
 import numpy as np
 
-from diagnose.metrics.join import _RunTables, _safe_div
+from diagnose.metrics.join import RunTables, safe_div
 from diagnose.metrics.upper import (
     upper_f1,
     upper_hit_rate,
@@ -89,7 +89,7 @@ from diagnose.metrics.upper import (
 
 __all__ = ["REGISTRY", "Form", "Metric"]
 
-Kernel = Callable[[_RunTables, int | None], np.ndarray]
+Kernel = Callable[[RunTables, int | None], np.ndarray]
 """``kernel(tables, k)``: the per-query values of every scored query (``k`` None for a metric without cutoff)."""
 
 
@@ -145,22 +145,22 @@ class Metric(NamedTuple):
 # --------------------------------------------------------------------------------------------- kernels
 
 
-def _precision(t: _RunTables, k: int | None) -> np.ndarray:
+def _precision(t: RunTables, k: int | None) -> np.ndarray:
     """``precision@k = rel(k) / k``; divides by ``k`` even if fewer than ``k`` results (trec_eval ``P_k``)."""
     return t.rel_at(k) / k
 
 
-def _recall(t: _RunTables, k: int | None) -> np.ndarray:
+def _recall(t: RunTables, k: int | None) -> np.ndarray:
     """``recall@k = rel(k) / R``, R = relevant documents of the query in the qrels (trec_eval ``recall_k``)."""
     return t.rel_at(k) / t.n_rel
 
 
-def _hit_rate(t: _RunTables, k: int | None) -> np.ndarray:
+def _hit_rate(t: RunTables, k: int | None) -> np.ndarray:
     """``hit_rate@k = 1`` if a relevant document is in the top ``k`` else 0 (trec_eval ``success_k``)."""
     return (t.first_rank <= k).astype(np.float64)
 
 
-def _mrr(t: _RunTables, k: int | None) -> np.ndarray:
+def _mrr(t: RunTables, k: int | None) -> np.ndarray:
     """``mrr = 1 / rank of the first relevant document`` (0 if none: trec_eval ``recip_rank``).
 
     ``mrr@k`` is 0 when that rank is above ``k`` (ranx ``mrr@k``).
@@ -171,7 +171,7 @@ def _mrr(t: _RunTables, k: int | None) -> np.ndarray:
     return rr
 
 
-def _ndcg(t: _RunTables, k: int | None) -> np.ndarray:
+def _ndcg(t: RunTables, k: int | None) -> np.ndarray:
     """``ndcg@k = DCG@k / IDCG@k`` with ``DCG@k = sum_{rank<=k} grade / log2(rank + 1)`` over grades > 0.
 
     IDCG@k is the DCG of all judged grades of the query sorted decreasingly, cut at ``k`` (trec_eval ``ndcg_cut_k``;
@@ -182,10 +182,10 @@ def _ndcg(t: _RunTables, k: int | None) -> np.ndarray:
     p = t.prep
     im = p.ideal_rank <= k
     idcg = t.count(p.ideal_q, im, p.ideal_gain / np.log2(p.ideal_rank + 1.0))
-    return _safe_div(dcg, idcg)
+    return safe_div(dcg, idcg)
 
 
-def _average_precision(t: _RunTables, k: int | None) -> np.ndarray:
+def _average_precision(t: RunTables, k: int | None) -> np.ndarray:
     """``map = (1/R) sum_{relevant retrieved d} P(rank(d))``; ``map@k`` keeps ``rank(d) <= k`` and still divides
     by R (trec_eval ``map`` / ``map_cut_k``; sentence-transformers divides MAP@k by ``min(k, R)``)."""
     prec = t.rel_pos / t.rel_rank
@@ -193,28 +193,28 @@ def _average_precision(t: _RunTables, k: int | None) -> np.ndarray:
     return t.count(t.rel_q, m, prec) / t.n_rel
 
 
-def _r_precision(t: _RunTables, k: int | None) -> np.ndarray:
+def _r_precision(t: RunTables, k: int | None) -> np.ndarray:
     """``r_precision = rel(R) / R``: precision at rank R, the number of relevant documents (trec_eval ``Rprec``)."""
     m = t.rel_rank <= t.n_rel[t.rel_q]
     return t.count(t.rel_q, m) / t.n_rel
 
 
-def _f1(t: _RunTables, k: int | None) -> np.ndarray:
+def _f1(t: RunTables, k: int | None) -> np.ndarray:
     """``f1@k = 2 P R / (P + R)`` with ``P = precision@k`` and ``R = recall@k``; 0 when both are 0."""
     p, r = _precision(t, k), _recall(t, k)
-    return _safe_div(2.0 * p * r, p + r)
+    return safe_div(2.0 * p * r, p + r)
 
 
-def _judged(t: _RunTables, k: int | None) -> np.ndarray:
+def _judged(t: RunTables, k: int | None) -> np.ndarray:
     """``judged@k`` = (documents in the top ``k`` with a qrels row for this query, any grade, even 0 or negative)
     / (documents in the top ``k``): ir_measures' ``Judged@k`` (0.4.3), whose denominator is ``min(k, number of
     results)``, not ``k``. A query missing from the run scores 0 (nothing retrieved, so nothing judged)."""
     lst = t.listed()
     top = lst.rank <= k
-    return _safe_div(t.count(lst.q, top & lst.judged), t.count(lst.q, top))
+    return safe_div(t.count(lst.q, top & lst.judged), t.count(lst.q, top))
 
 
-def _hole(t: _RunTables, k: int | None) -> np.ndarray:
+def _hole(t: RunTables, k: int | None) -> np.ndarray:
     """``hole@k`` = (documents in the top ``k`` that appear nowhere in the qrels) / ``k``: BEIR's ``Hole@k``
     (``beir.retrieval.custom_metrics.hole``, 2.2.0). A document judged for *another* query is not a hole, and
     the denominator is ``k`` even when the run lists fewer results. A query missing from the run scores 0."""

@@ -11,8 +11,8 @@ import numpy as np
 import pandas as pd
 
 from diagnose.data import DataError, Qrels, Run
-from diagnose.metrics.join import _prepare, _PreparedQrels, _RunTables
-from diagnose.metrics.names import MetricName, _parse_all
+from diagnose.metrics.join import PreparedQrels, RunTables, prepare
+from diagnose.metrics.names import MetricName, parse_all
 
 __all__ = ["Evaluation", "evaluate", "evaluate_many"]
 
@@ -57,7 +57,7 @@ def evaluate(
 
     Raises :class:`DataError` for an unknown metric name or when no judged query has a relevant document.
     """
-    names, prep = _prepared(qrels, metrics, relevance_level)
+    names, prep = prepare_inputs(qrels, metrics, relevance_level)
     return _evaluate_prepared(prep, run, names)
 
 
@@ -65,27 +65,27 @@ def evaluate_many(
     qrels: Qrels, runs: Mapping[str, Run], metrics: Sequence[str | MetricName], *, relevance_level: int = 1
 ) -> dict[str, Evaluation]:
     """:func:`evaluate` for several runs (keyed by name, order kept), preparing the qrels once."""
-    names, prep = _prepared(qrels, metrics, relevance_level)
+    names, prep = prepare_inputs(qrels, metrics, relevance_level)
     return {key: _evaluate_prepared(prep, run, names) for key, run in runs.items()}
 
 
-def _evaluate_prepared(prep: _PreparedQrels, run: Run, names: list[MetricName]) -> Evaluation:
-    t = _RunTables(prep, run)
-    return _evaluation(prep, run, t, names, _kernel_values(t, names))
+def _evaluate_prepared(prep: PreparedQrels, run: Run, names: list[MetricName]) -> Evaluation:
+    t = RunTables(prep, run)
+    return build_evaluation(prep, run, t, names, kernel_values(t, names))
 
 
-def _prepared(
+def prepare_inputs(
     qrels: Qrels, metrics: Sequence[str | MetricName], relevance_level: int
-) -> tuple[list[MetricName], _PreparedQrels]:
+) -> tuple[list[MetricName], PreparedQrels]:
     """The parsed metric names and the prepared qrels, checked to have a relevant document (the start of
     :func:`evaluate`, :func:`evaluate_many` and :func:`~diagnose.metrics.metric_bounds`)."""
-    names = _parse_all(metrics)
-    prep = _prepare(qrels, relevance_level)
+    names = parse_all(metrics)
+    prep = prepare(qrels, relevance_level)
     _check_has_relevant(prep, qrels)
     return names, prep
 
 
-def _kernel_values(t: _RunTables, names: list[MetricName]) -> np.ndarray:
+def kernel_values(t: RunTables, names: list[MetricName]) -> np.ndarray:
     """Every metric of ``names`` per scored query: an ``(n queries, n metrics)`` array from the registry's kernels."""
     values = np.empty((t.n, len(names)), dtype=np.float64)
     for j, name in enumerate(names):
@@ -93,10 +93,10 @@ def _kernel_values(t: _RunTables, names: list[MetricName]) -> np.ndarray:
     return values
 
 
-def _evaluation(
-    prep: _PreparedQrels,
+def build_evaluation(
+    prep: PreparedQrels,
     run: Run,
-    t: _RunTables,
+    t: RunTables,
     names: list[MetricName],
     values: np.ndarray,
 ) -> Evaluation:
@@ -115,7 +115,7 @@ def _evaluation(
     )
 
 
-def _check_has_relevant(prep: _PreparedQrels, qrels: Qrels) -> None:
+def _check_has_relevant(prep: PreparedQrels, qrels: Qrels) -> None:
     if len(prep.eval_ids) == 0:
         where = qrels.source or "the qrels"
         raise DataError(

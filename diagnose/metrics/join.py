@@ -8,9 +8,9 @@ every match is confirmed on the id strings, so the join is exact. Each metric is
 over the few joined rows, masked by rank cutoffs; the ideal DCG comes from the judged grades sorted once per query.
 About 0.1 s for a 1M-row run of 1,000 queries (see ``bench/RESULTS.md``).
 
-- :func:`_prepare` reads the qrels once (:class:`_PreparedQrels`, shared by every run of
+- :func:`prepare` reads the qrels once (:class:`PreparedQrels`, shared by every run of
   :func:`~diagnose.metrics.evaluate_many`);
-- :class:`_RunTables` joins one run to it: the retrieved relevant rows grouped by query in rank order, which is
+- :class:`RunTables` joins one run to it: the retrieved relevant rows grouped by query in rank order, which is
   all a kernel reads, and (on first use) every listed document with its judgement status for ``judged@k``,
   ``hole@k`` and the bounds.
 """
@@ -32,7 +32,7 @@ from diagnose.ids import fingerprints, pair_keys
 # --------------------------------------------------------------------------------------------- string keys
 
 
-def _arrow(values: pd.Series) -> pa.Array:
+def arrow(values: pd.Series) -> pa.Array:
     """The column as one contiguous Arrow ``large_string`` array (zero-copy for pandas' Arrow-backed ``str``)."""
     if isinstance(values.dtype, pd.StringDtype) and values.dtype.storage == "pyarrow":
         arr = pa.array(values.array)
@@ -69,7 +69,7 @@ def _segments(arr: pa.Array) -> tuple[np.ndarray, np.ndarray]:
 
 
 @dataclass(frozen=True)
-class _PreparedQrels:
+class PreparedQrels:
     """Everything about the qrels that does not depend on the run (shared by :func:`evaluate_many`)."""
 
     relevance_level: int
@@ -111,7 +111,7 @@ def _grades(qrels: Qrels) -> np.ndarray:
     return values.astype(np.int64)
 
 
-def _prepare(qrels: Qrels, relevance_level: int = 1) -> _PreparedQrels:
+def prepare(qrels: Qrels, relevance_level: int = 1) -> PreparedQrels:
     positive_int(relevance_level, "relevance_level")
     query_index, docs, q_codes, grades, keys, rows, order = _judgements(qrels)
     n_all = len(query_index)
@@ -127,7 +127,7 @@ def _prepare(qrels: Qrels, relevance_level: int = 1) -> _PreparedQrels:
     table, shift = _slot_table(pos_keys)
     pos = np.flatnonzero(grades > 0)
     iq, ig, ideal_rank = _ideal_ranking(eval_of_query[q_codes[pos]], grades[pos], len(eval_ids))
-    return _PreparedQrels(
+    return PreparedQrels(
         relevance_level=int(relevance_level),
         query_index=query_index,
         eval_of_query=eval_of_query,
@@ -162,7 +162,7 @@ def _judgements(
     grades = _grades(qrels)
     q_codes, q_ids = pd.factorize(df["query_id"], sort=False)
     q_codes = q_codes.astype(np.int64)
-    docs = _arrow(df["doc_id"])
+    docs = arrow(df["doc_id"])
     keys = pair_keys(fingerprints(docs), q_codes)
     rows = np.arange(len(df))
     order = np.argsort(keys)
@@ -205,7 +205,7 @@ def _ideal_ranking(
 # --------------------------------------------------------------------------------------------- run join
 
 
-def _join(prep: _PreparedQrels, row_q: np.ndarray, docs: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+def _join(prep: PreparedQrels, row_q: np.ndarray, docs: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     """Run rows whose (query, doc) has a grade > 0: ``(run row indices, positions in prep.pos_*)``.
 
     Hash join on 64-bit pair keys (a direct-address table on the keys' top bits, binary search for the few
@@ -233,7 +233,7 @@ def _join(prep: _PreparedQrels, row_q: np.ndarray, docs: pa.Array) -> tuple[np.n
     return cand[same], at[same]
 
 
-def _join_exact(prep: _PreparedQrels, row_q: np.ndarray, docs: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+def _join_exact(prep: PreparedQrels, row_q: np.ndarray, docs: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     """The same join as :func:`_join` with a pandas merge on the id strings (used only after a key collision)."""
     left = pd.DataFrame({"q": row_q, "d": docs.to_numpy(zero_copy_only=False), "row": np.arange(len(row_q))})
     right = pd.DataFrame(
@@ -244,7 +244,7 @@ def _join_exact(prep: _PreparedQrels, row_q: np.ndarray, docs: pa.Array) -> tupl
 
 
 class _Listed(NamedTuple):
-    """The distinct (scored query, document) pairs of a run, sorted by (query, rank); see :meth:`_RunTables.listed`."""
+    """The distinct (scored query, document) pairs of a run, sorted by (query, rank); see :meth:`RunTables.listed`."""
 
     q: np.ndarray  # scored query code
     rank: np.ndarray  # best rank of the document for that query
@@ -252,7 +252,7 @@ class _Listed(NamedTuple):
     in_qrels: np.ndarray  # bool: the doc is judged for *some* query of the qrels (BEIR's annotated corpus)
 
 
-def _judged_pairs(prep: _PreparedQrels, row_q: np.ndarray, docs: pa.Array) -> np.ndarray:
+def _judged_pairs(prep: PreparedQrels, row_q: np.ndarray, docs: pa.Array) -> np.ndarray:
     """Per run row: does the qrels have a row (any grade) for its (judged query code, doc)? Exact.
 
     Binary search of the rows' pair keys among the sorted keys of every judgement, each hit confirmed on the
@@ -280,7 +280,7 @@ def _judged_pairs(prep: _PreparedQrels, row_q: np.ndarray, docs: pa.Array) -> np
     return out
 
 
-def _list_documents(prep: _PreparedQrels, row_q: np.ndarray, ranks: np.ndarray, docs: pa.Array) -> _Listed:
+def _list_documents(prep: PreparedQrels, row_q: np.ndarray, ranks: np.ndarray, docs: pa.Array) -> _Listed:
     e = np.full(len(row_q), -1, dtype=np.int64)
     e[row_q >= 0] = prep.eval_of_query[row_q[row_q >= 0]]
     idx = np.flatnonzero(e >= 0)
@@ -301,10 +301,10 @@ def _list_documents(prep: _PreparedQrels, row_q: np.ndarray, ranks: np.ndarray, 
     return _Listed(q, rank, judged, in_qrels)
 
 
-class _RunTables:
+class RunTables:
     """The run joined to the positive judgements: only rows with grade > 0 survive, grouped by query in rank order."""
 
-    def __init__(self, prep: _PreparedQrels, run: Run) -> None:
+    def __init__(self, prep: PreparedQrels, run: Run) -> None:
         self.prep = prep
         self.n = len(prep.eval_ids)
         self.n_rel = prep.n_rel
@@ -312,7 +312,7 @@ class _RunTables:
         n_rows = len(df)
 
         # query of every row, from the query blocks of the run
-        starts, block_ids = _segments(_arrow(df["query_id"]))
+        starts, block_ids = _segments(arrow(df["query_id"]))
         block_q = prep.query_index.get_indexer(block_ids).astype(np.int64) if len(block_ids) else starts
         row_q = np.repeat(block_q, np.diff(np.append(starts, n_rows)))
         run_qids = pd.unique(block_ids) if len(block_ids) else block_ids
@@ -332,7 +332,7 @@ class _RunTables:
                 "Read the run with diagnose.io, or number each query's results 1, 2, 3, ..."
             )
 
-        docs = _arrow(df["doc_id"])
+        docs = arrow(df["doc_id"])
         self._row_q, self._ranks, self._docs = row_q, ranks, docs  # for the lazy tables of :meth:`listed`
         self._listed: _Listed | None = None
         rows, at = _join(prep, row_q, docs)  # rows ascending
@@ -393,7 +393,7 @@ class _RunTables:
 # --------------------------------------------------------------------------------------------- helpers
 
 
-def _safe_div(num: np.ndarray, den: np.ndarray) -> np.ndarray:
+def safe_div(num: np.ndarray, den: np.ndarray) -> np.ndarray:
     """``num / den`` elementwise, 0 where ``den`` is 0 (a kernel's "0 when both are 0" convention)."""
     out = np.zeros_like(num, dtype=np.float64)
     np.divide(num, den, out=out, where=den > 0)

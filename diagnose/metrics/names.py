@@ -171,7 +171,7 @@ def expand_names(metrics: Sequence[str | MetricName] | None, ks: Sequence[int]) 
     return list(dict.fromkeys(out))
 
 
-def _parse_all(metrics: Sequence[str | MetricName] | str) -> list[MetricName]:
+def parse_all(metrics: Sequence[str | MetricName] | str) -> list[MetricName]:
     """Each name parsed once, duplicates dropped, order kept; :class:`DataError` when there is none."""
     if isinstance(metrics, str):
         metrics = [metrics]

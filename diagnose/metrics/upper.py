@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from diagnose.metrics.join import _RunTables, _safe_div
+from diagnose.metrics.join import RunTables, safe_div
 
 __all__ = [
     "upper_f1",
@@ -21,7 +21,7 @@ __all__ = [
 ]
 
 
-def _unjudged(t: _RunTables, k: int | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _unjudged(t: RunTables, k: int | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The unjudged documents (no qrels row for the query) of each scored query at ranks <= ``k`` (all ranks when
     ``k`` is None): ``(query, rank, start)``, sorted by (query, rank); ``start[q]:start[q + 1]`` are query q's."""
     lst = t.listed()
@@ -30,7 +30,7 @@ def _unjudged(t: _RunTables, k: int | None) -> tuple[np.ndarray, np.ndarray, np.
     return q, r, np.searchsorted(q, np.arange(t.n + 1))
 
 
-def _relevant_by_query(t: _RunTables) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _relevant_by_query(t: RunTables) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The retrieved relevant documents ``(query, rank, position among the query's relevant)`` sorted by query
     code (``t.rel_*`` are grouped by query in the run's query order, which need not be the qrels' order)."""
     order = np.argsort(t.rel_q, kind="stable")
@@ -45,22 +45,22 @@ def _choices(u: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return pq, np.arange(pq.size) - offs[pq], offs
 
 
-def upper_precision(t: _RunTables, k: int | None) -> np.ndarray:
+def upper_precision(t: RunTables, k: int | None) -> np.ndarray:
     u = np.diff(_unjudged(t, k)[2])
     return (t.rel_at(k) + u) / k
 
 
-def upper_recall(t: _RunTables, k: int | None) -> np.ndarray:
+def upper_recall(t: RunTables, k: int | None) -> np.ndarray:
     u = np.diff(_unjudged(t, k)[2])
     return (t.rel_at(k) + u) / (t.n_rel + u)
 
 
-def upper_hit_rate(t: _RunTables, k: int | None) -> np.ndarray:
+def upper_hit_rate(t: RunTables, k: int | None) -> np.ndarray:
     u = np.diff(_unjudged(t, k)[2])
     return ((t.first_rank <= k) | (u > 0)).astype(np.float64)
 
 
-def upper_mrr(t: _RunTables, k: int | None) -> np.ndarray:
+def upper_mrr(t: RunTables, k: int | None) -> np.ndarray:
     _, r, start = _unjudged(t, k)
     first_unjudged = np.full(t.n, np.inf)
     has = np.diff(start) > 0
@@ -69,12 +69,12 @@ def upper_mrr(t: _RunTables, k: int | None) -> np.ndarray:
     return 1.0 / first if k is None else np.where(first <= k, 1.0 / first, 0.0)
 
 
-def upper_f1(t: _RunTables, k: int | None) -> np.ndarray:
+def upper_f1(t: RunTables, k: int | None) -> np.ndarray:
     p, r = upper_precision(t, k), upper_recall(t, k)
-    return _safe_div(2.0 * p * r, p + r)
+    return safe_div(2.0 * p * r, p + r)
 
 
-def upper_ndcg(t: _RunTables, k: int | None) -> np.ndarray:
+def upper_ndcg(t: RunTables, k: int | None) -> np.ndarray:
     """max over s of (DCG@k + sum of g / log2(rank + 1) over the s best-ranked unjudged) / IDCG@k(s), where the
     ideal ranking of IDCG@k(s) holds every judged grade plus s grades g = relevance_level."""
     assert k is not None
@@ -111,7 +111,7 @@ def upper_ndcg(t: _RunTables, k: int | None) -> np.ndarray:
     return np.maximum.reduceat(values, offs)
 
 
-def upper_map(t: _RunTables, k: int | None) -> np.ndarray:
+def upper_map(t: RunTables, k: int | None) -> np.ndarray:
     """max over s of AP (or AP@k) with the s best-ranked unjudged documents relevant, divided by R + s."""
     q, r, start = _unjudged(t, k)
     u = np.diff(start)
@@ -139,7 +139,7 @@ def upper_map(t: _RunTables, k: int | None) -> np.ndarray:
     return np.maximum.reduceat(values, offs)
 
 
-def upper_r_precision(t: _RunTables, k: int | None) -> np.ndarray:
+def upper_r_precision(t: RunTables, k: int | None) -> np.ndarray:
     """max over s of (relevant in the top R + s, counting the s best-ranked unjudged) / (R + s)."""
     q, r, start = _unjudged(t, None)
     pq, ps, offs = _choices(np.diff(start))

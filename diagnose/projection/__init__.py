@@ -85,7 +85,7 @@ from diagnose.projection.layout import (
     project,
     recipe_for,
 )
-from diagnose.projection.layout import _umap_version as _umap_version
+from diagnose.projection.layout import umap_version as umap_version
 from diagnose.projection.maps import EmbeddingMap, build_map, build_whole_map, project_collection
 from diagnose.projection.sampling import (
     ALTAIR_MAX_ROWS,

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 
-def _unit_rows(x: np.ndarray) -> np.ndarray:
+def unit_rows(x: np.ndarray) -> np.ndarray:
     x = np.asarray(x, dtype=np.float32)
     norms = np.linalg.norm(x, axis=1, keepdims=True)
     return np.divide(x, norms, out=np.zeros_like(x), where=norms > 0)
@@ -21,7 +21,7 @@ def exact_cosine_knn(vectors: np.ndarray, k: int, *, block: int = 1024) -> tuple
     convention), then neighbours by increasing distance ``1 - cos`` (clipped to [0, 2]), ties by lower row index.
     A zero vector has cosine 0 with everything (distance 1). Memory: ``block x n`` floats at a time.
     """
-    x = _unit_rows(vectors)
+    x = unit_rows(vectors)
     n = len(x)
     k = min(k, n)
     idx = np.empty((n, k), dtype=np.int64)
@@ -44,7 +44,7 @@ def exact_cosine_knn(vectors: np.ndarray, k: int, *, block: int = 1024) -> tuple
     return idx, dist
 
 
-def _pca_2d(x: np.ndarray) -> np.ndarray:
+def pca_2d(x: np.ndarray) -> np.ndarray:
     out = np.zeros((len(x), 2), dtype=np.float32)
     if len(x) < 2:
         return out
@@ -70,7 +70,7 @@ def pca(x: np.ndarray, dims: int) -> np.ndarray:
     return c @ top
 
 
-def _exact_euclidean_knn(y: np.ndarray, k: int, *, block: int = 1024) -> tuple[np.ndarray, np.ndarray]:
+def exact_euclidean_knn(y: np.ndarray, k: int, *, block: int = 1024) -> tuple[np.ndarray, np.ndarray]:
     """Exact Euclidean k-NN (self first), in :func:`exact_cosine_knn`'s layout; for PCA-reduced rows."""
     y = np.asarray(y, dtype=np.float32)
     n = len(y)

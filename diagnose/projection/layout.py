@@ -22,7 +22,7 @@ from diagnose.cache import ArrayCache, default_cache_root, report_corrupt
 from diagnose.checks import is_int, one_of, positive_int
 from diagnose.data import DataError, ValidationReport
 from diagnose.progress import Progress, Reporter, reporter
-from diagnose.projection.knn import _exact_euclidean_knn, _pca_2d, _unit_rows, exact_cosine_knn, pca
+from diagnose.projection.knn import exact_cosine_knn, exact_euclidean_knn, pca, pca_2d, unit_rows
 
 log = logging.getLogger(__name__)
 
@@ -170,7 +170,7 @@ def cache_key(
     h.update(f"|shape={arr.shape}|dtype={arr.dtype.str}|".encode())
     h.update(memoryview(arr).cast("B") if arr.size else b"")
     h.update(
-        f"|n_neighbors={int(n_neighbors)}|min_dist={float(min_dist)!r}|seed={seed}|umap={_umap_version()}"
+        f"|n_neighbors={int(n_neighbors)}|min_dist={float(min_dist)!r}|seed={seed}|umap={umap_version()}"
         f"|trust={TRUST_SAMPLE},{TRUST_NEIGHBORS}".encode()
     )
     if recipe is not None and not recipe.is_exact_default:
@@ -178,7 +178,7 @@ def cache_key(
     return h.hexdigest()
 
 
-def _umap_version() -> str:
+def umap_version() -> str:
     from importlib.metadata import PackageNotFoundError, version
 
     try:
@@ -308,7 +308,7 @@ def _fit_umap_large(
     metric = "cosine" if y is x else "euclidean"  # on unit rows; Euclidean after PCA (see LayoutRecipe)
     if recipe.knn == "exact":
         reporter.step(f"Building the neighbour graph (exact, {k} neighbours of {n:,} points)")
-        knn_idx, knn_dist = exact_cosine_knn(y, k) if y is x else _exact_euclidean_knn(y, k)
+        knn_idx, knn_dist = exact_cosine_knn(y, k) if y is x else exact_euclidean_knn(y, k)
     else:
         from pynndescent import NNDescent
 
@@ -372,7 +372,7 @@ def _fit_layout(
 ) -> np.ndarray:
     """Coordinates of unit rows ``x``: the 2-D PCA for ``method == "pca"``, else the UMAP fit of ``recipe``."""
     if method == "pca":
-        return _pca_2d(x)
+        return pca_2d(x)
     n = len(x)
     reporter.step(
         f"Projecting {n:,} points with UMAP (cosine, n_neighbors={min(n_neighbors, n - 1)}, min_dist={min_dist}); "
@@ -455,7 +455,7 @@ def _layout(
     n = len(arr)
     if n == 0:
         return np.zeros((0, 2), dtype=np.float32), (float("nan"), 0, 0), "umap", False
-    x = _unit_rows(arr)
+    x = unit_rows(arr)
     method = "umap" if n >= MIN_UMAP_POINTS else "pca"
     if cache is not None:
         hit = _cached_layout(cache, key, x, seed, report, steps.step)

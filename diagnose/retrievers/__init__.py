@@ -109,15 +109,15 @@ from diagnose.data import DataError, Dataset, Queries, Run, ValidationReport
 from diagnose.progress import Progress
 from diagnose.retrievers.calls import (
     DEFAULT_TIMEOUT,
+    Interrupted,
     Outcome,
     RetrieverDown,
     RetrieverTimeout,
-    _call,
-    _Interrupted,
+    call_retriever,
 )
-from diagnose.retrievers.kinds import _default_name, _kind, _not_a_retriever, _type_name, _with_k
+from diagnose.retrievers.kinds import default_name, not_a_retriever, retriever_kind, type_name, with_k
 from diagnose.retrievers.loading import load_retriever, parse_retriever_spec
-from diagnose.retrievers.results import ChunkToDoc, _chunk_mapper, _ranked_lists, _record
+from diagnose.retrievers.results import ChunkToDoc, chunk_mapper, ranked_lists, record
 
 __all__ = [
     "DEFAULT_TIMEOUT",
@@ -208,19 +208,19 @@ def run_retriever(
     if name is not None:
         text(name, "name", what="a run name (a str) or None", empty_ok=True)
     report = report if report is not None else ValidationReport()
-    mapper, collapse = _chunk_mapper(chunk_to_doc)
-    kind = _kind(retriever)
+    mapper, collapse = chunk_mapper(chunk_to_doc)
+    kind = retriever_kind(retriever)
     if kind is None:
-        raise DataError(_not_a_retriever(retriever, "retriever"), param="retriever")
-    run_name = name or _default_name(retriever)
+        raise DataError(not_a_retriever(retriever, "retriever"), param="retriever")
+    run_name = name or default_name(retriever)
     qids, texts = _golden(queries, report, run_name)
 
     if kind == "langchain":
-        retriever = _with_k(retriever, depth, report, run_name)
-    source = f"live retriever {_type_name(retriever)}"
+        retriever = with_k(retriever, depth, report, run_name)
+    source = f"live retriever {type_name(retriever)}"
     try:
-        outcomes = _call(retriever, kind, texts, concurrency, timeout, progress, run_name)
-    except _Interrupted as stop:
+        outcomes = call_retriever(retriever, kind, texts, concurrency, timeout, progress, run_name)
+    except Interrupted as stop:
         raise _interrupted(stop, qids, (id_key, mapper, collapse, depth), run_name, source, report) from None
     run = _as_run(qids, outcomes, (id_key, mapper, collapse, depth), run_name, source, report)
     if run is None:
@@ -234,8 +234,8 @@ def _as_run(
     """The run of the queries' outcomes (``reading``: id_key, mapper, collapse, depth), counted in ``report``;
     None when no query returned."""
     id_key, mapper, collapse, depth = reading
-    lists, latency, errors, tally = _ranked_lists(qids, outcomes, id_key, mapper, collapse, depth, run_name)
-    _record(report, run_name, len(qids), errors, tally, depth, collapse, latency)
+    lists, latency, errors, tally = ranked_lists(qids, outcomes, id_key, mapper, collapse, depth, run_name)
+    record(report, run_name, len(qids), errors, tally, depth, collapse, latency)
     if not lists:
         return None
     run = Run.from_ranked_lists(run_name, lists, source=source)
@@ -243,7 +243,7 @@ def _as_run(
 
 
 def _interrupted(
-    stop: _Interrupted, qids: list[str], reading: tuple, run_name: str, source: str, report: ValidationReport
+    stop: Interrupted, qids: list[str], reading: tuple, run_name: str, source: str, report: ValidationReport
 ) -> RetrieverInterrupted:
     """Ctrl-C: the partial run of the queries answered (counted in ``report``) and who was still running."""
     done = [i for i, o in enumerate(stop.outcomes) if o is not None]
@@ -286,7 +286,7 @@ def _golden(
         pairs = list(queries.items())
     else:
         raise DataError(
-            f"queries must be a dict {{query_id: text}}, a diagnose Queries or a Dataset; got {_type_name(queries)}.",
+            f"queries must be a dict {{query_id: text}}, a diagnose Queries or a Dataset; got {type_name(queries)}.",
             param="queries",
         )
     seen: dict[str, str] = {}

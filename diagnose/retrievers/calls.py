@@ -16,7 +16,7 @@ LangChain's executor does). The calling thread only waits, hands out nothing and
 - **Threads never block exit.** Workers are daemon threads (not ``ThreadPoolExecutor``'s, which the interpreter
   joins at exit): a call that never returns cannot keep the process alive.
 - **Ctrl-C.** Only the calling thread receives it, while it waits: the workers stop taking queries and
-  :class:`_Interrupted` carries the outcomes so far (``run_retriever`` turns them into a partial run).
+  :class:`Interrupted` carries the outcomes so far (``run_retriever`` turns them into a partial run).
 - **User code is contained.** Whatever a call raises, ``BaseException`` included (``SystemExit``, a
   ``KeyboardInterrupt`` raised by the retriever itself), is that query's outcome: it cannot end the run.
 """
@@ -61,7 +61,7 @@ def hung_limit(concurrency: int) -> int:
     return max(32, 4 * concurrency)
 
 
-class _Interrupted(Exception):
+class Interrupted(Exception):
     """Ctrl-C while waiting: the outcomes so far (None where a query was not answered) and the queries in flight."""
 
     def __init__(self, outcomes: list[Outcome | None], in_flight: list[int]) -> None:
@@ -187,7 +187,7 @@ def _call_here(fn: Callable[[str], Any], texts: list[str], tick: Callable[[], No
         try:
             results[i] = (_materialise(fn(text)), (time.perf_counter() - start) * 1000.0)
         except KeyboardInterrupt:  # Ctrl-C, or the retriever's own: indistinguishable in this thread, so stop
-            raise _Interrupted(results, [i]) from None
+            raise Interrupted(results, [i]) from None
         except BaseException as e:  # noqa: BLE001 - user code: even SystemExit only fails this query
             results[i] = (e, None)
         tick()
@@ -232,11 +232,11 @@ def _call_pool(
         pool.stop.set()
         with pool.lock:
             in_flight = sorted(pool.started)
-        raise _Interrupted(results, in_flight) from None
+        raise Interrupted(results, in_flight) from None
     return results  # type: ignore[return-value]
 
 
-def _call(
+def call_retriever(
     retriever: Any,
     kind: str,
     texts: list[str],
@@ -247,7 +247,7 @@ def _call(
 ) -> list[Outcome]:
     """Every query's :data:`Outcome`, in input order: ``invoke`` of a LangChain retriever, ``retrieve`` of a
     LlamaIndex one, or the callable, on ``concurrency`` daemon workers with ``timeout`` seconds per query; the
-    progress bar of ``progress`` ticks per query. Raises :class:`_Interrupted` on Ctrl-C."""
+    progress bar of ``progress`` ticks per query. Raises :class:`Interrupted` on Ctrl-C."""
     tick, finish = _ticker(progress, len(texts), run_name)
     fn = {"langchain": getattr(retriever, "invoke", None), "llamaindex": getattr(retriever, "retrieve", None)}.get(
         kind, retriever

@@ -20,7 +20,7 @@ _FORMS = (
 )
 
 
-def _kind(obj: Any) -> str | None:
+def retriever_kind(obj: Any) -> str | None:
     """``"langchain"``, ``"llamaindex"``, ``"callable"`` or None; isinstance against already-imported packages,
     then duck typing. Nothing is imported here."""
     lc = sys.modules.get(_LANGCHAIN_RETRIEVER_MODULE)
@@ -39,17 +39,17 @@ def _kind(obj: Any) -> str | None:
     if callable(getattr(obj, "retrieve", None)):
         return "llamaindex"
     if callable(getattr(obj, "as_retriever", None)):
-        return None  # a vector store or an index: _not_a_retriever says what to do
+        return None  # a vector store or an index: not_a_retriever says what to do
     if callable(obj):
         return "callable"
     return None
 
 
-def _not_a_retriever(obj: Any, what: str) -> str:
-    return f"{what} is {_describe(obj)}, not a retriever. {_fix_for(obj)}"
+def not_a_retriever(obj: Any, what: str) -> str:
+    return f"{what} is {describe(obj)}, not a retriever. {fix_for(obj)}"
 
 
-def _fix_for(obj: Any) -> str:
+def fix_for(obj: Any) -> str:
     if callable(getattr(obj, "as_retriever", None)):
         return (
             "It looks like a vector store or an index: pass obj.as_retriever(search_kwargs={'k': 100}) "
@@ -58,7 +58,7 @@ def _fix_for(obj: Any) -> str:
     return f"Fix: pass {_FORMS}, or a function with no arguments returning one."
 
 
-def _is_factory(obj: Any) -> bool:
+def is_factory(obj: Any) -> bool:
     """A class, or a function that can be called with no argument (but not a LangChain/LlamaIndex object)."""
     if inspect.isclass(obj):
         return True
@@ -76,19 +76,19 @@ def _is_factory(obj: Any) -> bool:
     return not required
 
 
-def _describe(obj: Any) -> str:
+def describe(obj: Any) -> str:
     if inspect.isclass(obj):
         return f"the class {obj.__qualname__}"
-    name = _type_name(obj)
+    name = type_name(obj)
     return f"{'an' if name[:1].lower() in 'aeiou' else 'a'} {name}"
 
 
-def _type_name(obj: Any) -> str:
+def type_name(obj: Any) -> str:
     t = type(obj)
     return t.__qualname__ if t.__module__ == "builtins" else f"{t.__module__}.{t.__qualname__}"
 
 
-def _default_name(retriever: Any) -> str:
+def default_name(retriever: Any) -> str:
     own = getattr(retriever, "name", None)
     if isinstance(own, str) and own.strip():
         return own.strip()
@@ -98,7 +98,7 @@ def _default_name(retriever: Any) -> str:
     return type(retriever).__name__ if not inspect.isfunction(retriever) else "retriever"
 
 
-def _with_k(retriever: Any, depth: int, report: ValidationReport, run_name: str) -> Any:
+def with_k(retriever: Any, depth: int, report: ValidationReport, run_name: str) -> Any:
     """A copy of a LangChain retriever with ``search_kwargs["k"] = depth`` when it has search_kwargs without k."""
     kwargs = getattr(retriever, "search_kwargs", None)
     copy = getattr(retriever, "model_copy", None)

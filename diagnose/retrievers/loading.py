@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from diagnose.data import DataError
-from diagnose.retrievers.kinds import _describe, _fix_for, _is_factory, _kind, _not_a_retriever
+from diagnose.retrievers.kinds import describe, fix_for, is_factory, not_a_retriever, retriever_kind
 
 
 def parse_retriever_spec(spec: str) -> tuple[str, str]:
@@ -60,10 +60,10 @@ def load_retriever(spec: str) -> Any:
                 "function with no arguments that returns it."
             )
         obj = getattr(obj, part)
-    if _kind(obj) is not None and not _is_factory(obj):
+    if retriever_kind(obj) is not None and not is_factory(obj):
         return obj
-    if not _is_factory(obj):
-        raise DataError(f"retriever spec {spec!r}: " + _not_a_retriever(obj, attr))
+    if not is_factory(obj):
+        raise DataError(f"retriever spec {spec!r}: " + not_a_retriever(obj, attr))
     try:
         made = obj()
     except KeyboardInterrupt:  # Ctrl-C (or indistinguishable from it in this thread): stop
@@ -73,10 +73,10 @@ def load_retriever(spec: str) -> Any:
             f"retriever spec {spec!r}: calling the factory {attr}() raised {type(e).__name__}: {e}. Fix: make "
             f"{attr}() work on its own (try python -c 'import {module_name.removesuffix('.py')}' and call it)."
         ) from e
-    if _kind(made) is None:
+    if retriever_kind(made) is None:
         raise DataError(
-            f"retriever spec {spec!r}: the factory {attr}() returned {_describe(made)}, not a retriever. "
-            + _fix_for(made)
+            f"retriever spec {spec!r}: the factory {attr}() returned {describe(made)}, not a retriever. "
+            + fix_for(made)
         )
     return made
 

@@ -12,12 +12,12 @@ import numpy as np
 
 from diagnose.data import DataError, Severity, ValidationReport
 from diagnose.retrievers.calls import Outcome, RetrieverTimeout
-from diagnose.retrievers.kinds import _describe
+from diagnose.retrievers.kinds import describe
 
 ChunkToDoc = str | Callable[[str], Any] | None
 
 
-def _chunk_mapper(chunk_to_doc: ChunkToDoc) -> tuple[Callable[[str], Any] | None, bool]:
+def chunk_mapper(chunk_to_doc: ChunkToDoc) -> tuple[Callable[[str], Any] | None, bool]:
     """``(id mapping or None, collapse repeated ids?)``."""
     if chunk_to_doc is None or (isinstance(chunk_to_doc, str) and chunk_to_doc.lower() == "none"):
         return None, False
@@ -32,7 +32,7 @@ def _chunk_mapper(chunk_to_doc: ChunkToDoc) -> tuple[Callable[[str], Any] | None
 
 
 
-def _ranked_lists(
+def ranked_lists(
     qids: list[str],
     outcomes: list[Outcome],
     id_key: str | None,
@@ -83,7 +83,7 @@ class _Tally:
 def _as_list(result: Any, qid: str, run_name: str) -> list[Any]:
     if result is None or isinstance(result, str | bytes | Mapping) or not isinstance(result, Iterable):
         raise DataError(
-            f"retriever {run_name!r} returned {_describe(result)} for query {qid!r}; expected a list of doc ids, "
+            f"retriever {run_name!r} returned {describe(result)} for query {qid!r}; expected a list of doc ids, "
             "of (doc_id, score) pairs, of LangChain Documents or of LlamaIndex NodeWithScore."
         )
     return list(result)
@@ -220,7 +220,7 @@ def _scored(items: list[tuple[str, float | None]], qid: str, tally: _Tally) -> l
     return out
 
 
-def _record(
+def record(
     report: ValidationReport,
     run_name: str,
     n_queries: int,

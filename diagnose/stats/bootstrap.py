@@ -9,7 +9,7 @@ import numpy as np
 
 from diagnose import defaults
 from diagnose.data import DataError
-from diagnose.stats.scores import _CHUNK_ELEMENTS, Scores, _check_fraction, _check_resamples, _diffs, _values
+from diagnose.stats.scores import CHUNK_ELEMENTS, Scores, check_fraction, check_resamples, diffs, score_values
 
 BootstrapMethod = Literal["percentile", "bca"]
 
@@ -18,7 +18,7 @@ def _bootstrap_means(x: np.ndarray, n_resamples: int, rng: np.random.Generator) 
     """Means of ``n_resamples`` resamples of ``x`` (queries drawn with replacement), drawn in chunks."""
     n = x.size
     out = np.empty(n_resamples)
-    chunk = max(1, _CHUNK_ELEMENTS // n)
+    chunk = max(1, CHUNK_ELEMENTS // n)
     for start in range(0, n_resamples, chunk):
         stop = min(start + chunk, n_resamples)
         idx = rng.integers(0, n, size=(stop - start, n), dtype=np.int32 if n < 2**31 else np.int64)
@@ -52,11 +52,11 @@ def bootstrap_ci(
     """
     from scipy import special  # lazy: keeps `import diagnose` fast
 
-    x = _values(values, "bootstrap_ci")
+    x = score_values(values, "bootstrap_ci")
     if x.size == 0:
         raise DataError("bootstrap_ci: no values (no queries).")
-    n_resamples = _check_resamples(n_resamples)
-    confidence = _check_fraction(confidence, "confidence")
+    n_resamples = check_resamples(n_resamples)
+    confidence = check_fraction(confidence, "confidence")
     if method not in ("percentile", "bca"):
         raise DataError(f"bootstrap method must be 'percentile' or 'bca', got {method!r}.")
     theta = float(x.mean())
@@ -91,7 +91,7 @@ def paired_bootstrap_ci(
     ``i``, this is exactly :func:`bootstrap_ci` of the per-query differences ``b - a``; pairing keeps the
     query-difficulty variation shared by both runs out of the interval."""
     return bootstrap_ci(
-        _diffs(a, b, "paired_bootstrap_ci"),
+        diffs(a, b, "paired_bootstrap_ci"),
         n_resamples=n_resamples,
         confidence=confidence,
         seed=seed,

@@ -19,7 +19,7 @@ from diagnose.stats.bootstrap import BootstrapMethod, bootstrap_ci
 from diagnose.stats.corrections import benjamini_hochberg, holm
 from diagnose.stats.paired import effect_size, paired_ttest, randomization_test, wilcoxon_test, win_tie_loss
 from diagnose.stats.power import min_detectable_difference
-from diagnose.stats.scores import Scores, _check_fraction, _diffs, _metric_scores, _pair, _values
+from diagnose.stats.scores import Scores, check_fraction, diffs, metric_scores, paired_scores, score_values
 
 CI_LEVEL = 0.95
 """Confidence level of the CIs in :class:`Comparison` (the verdict says "95% CI")."""
@@ -117,10 +117,10 @@ def compare(
     (``bootstrap_method``), the randomization test and the bootstrap use ``n_resamples`` and ``seed``.
     Alone, ``p_holm = p_bh = p_randomization`` (a family of one); :func:`compare_all` fills them for a family.
     """
-    alpha = _check_fraction(alpha, "alpha")
+    alpha = check_fraction(alpha, "alpha")
     what = f"{metric}: {run} vs {reference}"
-    av, bv = _pair(a, b, what)
-    d = _diffs(av, bv, what)
+    av, bv = paired_scores(a, b, what)
+    d = diffs(av, bv, what)
     lo, hi = bootstrap_ci(d, n_resamples=n_resamples, confidence=CI_LEVEL, seed=seed, method=bootstrap_method)
     p_rand = randomization_test(av, bv, n_resamples=n_resamples, seed=seed)
     wins, ties, losses = win_tie_loss(av, bv)
@@ -174,15 +174,15 @@ def compare_all(
     """
     if reference not in per_query:
         raise DataError(f"reference run {reference!r} is not among the runs {list(per_query)}.")
-    alpha = _check_fraction(alpha, "alpha")
+    alpha = check_fraction(alpha, "alpha")
     # the settings every comparison of the family shares
     one = functools.partial(
         compare, alpha=alpha, n_resamples=n_resamples, seed=seed, bootstrap_method=bootstrap_method
     )
     results = [
         one(
-            _metric_scores(per_query[reference], metric, reference),
-            _metric_scores(table, metric, name),
+            metric_scores(per_query[reference], metric, reference),
+            metric_scores(table, metric, name),
             metric=metric,
             run=name,
             reference=reference,
@@ -226,11 +226,11 @@ def rank_with_ties(
 
     ``per_query``: model name -> per-query scores (a Series for ``metric``, or a table as in :func:`compare_all`).
     """
-    alpha = _check_fraction(alpha, "alpha")
+    alpha = check_fraction(alpha, "alpha")
     if not per_query:
         return []
-    scores = {name: _metric_scores(table, metric, name) for name, table in per_query.items()}
-    means = {name: float(_values(s, f"{metric}: {name}").mean()) for name, s in scores.items()}
+    scores = {name: metric_scores(table, metric, name) for name, table in per_query.items()}
+    means = {name: float(score_values(s, f"{metric}: {name}").mean()) for name, s in scores.items()}
     best = max(means, key=lambda name: means[name])  # first of equal maxima, in mapping order
     others = [name for name in scores if name != best]
     pvals = [

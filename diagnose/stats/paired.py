@@ -12,12 +12,12 @@ import numpy as np
 from diagnose import defaults
 from diagnose.data import DataError
 from diagnose.stats.scores import (
-    _CHUNK_ELEMENTS,
+    CHUNK_ELEMENTS,
     ZERO_TOL,
     Scores,
-    _check_resamples,
-    _diffs,
-    _diffs_or_values,
+    check_resamples,
+    diffs,
+    diffs_or_values,
 )
 
 _EXACT_MAX_NONZERO = 16  # enumerate all 2^m sign vectors up to m = 16 (65,536 x 16)
@@ -37,7 +37,7 @@ def paired_ttest(a: Scores, b: Scores) -> tuple[float, float]:
     """
     from scipy import stats as _st
 
-    d = _diffs(a, b, "paired_ttest")
+    d = diffs(a, b, "paired_ttest")
     if not d.any():
         return 0.0, 1.0
     if d.size < 2:
@@ -73,7 +73,7 @@ def _sign_flip_pvalue(d: np.ndarray, n_resamples: int, seed: int) -> float:
     table = blocks.reshape(nbytes, 8) @ bit_of.T  # (nbytes, 256)
     rng = np.random.default_rng(seed)
     count = 0
-    chunk = max(1024, (16 * _CHUNK_ELEMENTS) // nbytes)  # <= 16 MB of random bytes, >= 1024 rows per lookup
+    chunk = max(1024, (16 * CHUNK_ELEMENTS) // nbytes)  # <= 16 MB of random bytes, >= 1024 rows per lookup
     for start in range(0, n_resamples, chunk):
         rows = min(chunk, n_resamples - start)
         flips = rng.integers(0, 256, size=(nbytes, rows), dtype=np.uint8)
@@ -98,8 +98,8 @@ def randomization_test(a: Scores, b: Scores, *, n_resamples: int = defaults.RESA
     default; never beyond ``m = 16``), they are enumerated and the exact p-value ``#{...} / 2^m`` is returned (no randomness).
     All differences zero -> 1.0. Vectorised in chunks; reproducible for a given ``seed``.
     """
-    d = _diffs(a, b, "randomization_test")
-    return _sign_flip_pvalue(d, _check_resamples(n_resamples), seed)
+    d = diffs(a, b, "randomization_test")
+    return _sign_flip_pvalue(d, check_resamples(n_resamples), seed)
 
 
 def _signed_rank_permutation_pvalue(d: np.ndarray, zero_method: str) -> float:
@@ -140,7 +140,7 @@ def wilcoxon_test(
 
     if zero_method not in ("wilcox", "pratt", "zsplit"):
         raise DataError(f"zero_method must be 'wilcox', 'pratt' or 'zsplit', got {zero_method!r}.")
-    d = _diffs(a, b, "wilcoxon_test")
+    d = diffs(a, b, "wilcoxon_test")
     nonzero = d[d != 0]
     if nonzero.size == 0:
         return 1.0
@@ -161,7 +161,7 @@ def effect_size(a: Scores, b: Scores | None = None) -> float:
     medium, 0.8 large in Cohen's rule of thumb). All differences zero -> 0.0; a constant non-zero difference
     (spread <= ``ZERO_TOL``) -> ``+-inf``; fewer than 2 queries -> NaN (no spread to measure).
     """
-    d = _diffs_or_values(a, b, "effect_size")
+    d = diffs_or_values(a, b, "effect_size")
     if d.size == 0:
         raise DataError("effect_size: no queries (the per-query differences are empty).")
     if not d.any():
@@ -176,7 +176,7 @@ def effect_size(a: Scores, b: Scores | None = None) -> float:
 
 def win_tie_loss(a: Scores, b: Scores, *, tol: float = 1e-9) -> tuple[int, int, int]:
     """Count queries where ``b`` wins (``b - a > tol``), ties (``|b - a| <= tol``), loses (``b - a < -tol``)."""
-    d = _diffs(a, b, "win_tie_loss")
+    d = diffs(a, b, "win_tie_loss")
     wins = int(np.count_nonzero(d > tol))
     losses = int(np.count_nonzero(d < -tol))
     return wins, d.size - wins - losses, losses

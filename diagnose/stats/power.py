@@ -8,7 +8,7 @@ import math
 import numpy as np
 
 from diagnose.data import DataError
-from diagnose.stats.scores import Scores, _check_fraction, _diffs_or_values
+from diagnose.stats.scores import Scores, check_fraction, diffs_or_values
 
 
 def topic_set_size(diff: float, sd: float, *, alpha: float = 0.05, power: float = 0.8) -> int:
@@ -27,8 +27,8 @@ def topic_set_size(diff: float, sd: float, *, alpha: float = 0.05, power: float 
     """
     from scipy import stats as _st
 
-    alpha = _check_fraction(alpha, "alpha")
-    power = _check_fraction(power, "power")
+    alpha = check_fraction(alpha, "alpha")
+    power = check_fraction(power, "power")
     diff, sd = float(diff), float(sd)
     if not (math.isfinite(diff) and math.isfinite(sd)) or sd < 0:
         raise DataError(f"topic_set_size: diff must be finite and sd finite and >= 0, got {diff!r}, {sd!r}.")
@@ -72,9 +72,9 @@ def min_detectable_difference(
     """
     from scipy import stats as _st
 
-    d = _diffs_or_values(a, b, "min_detectable_difference")
-    alpha = _check_fraction(alpha, "alpha")
-    power = _check_fraction(power, "power")
+    d = diffs_or_values(a, b, "min_detectable_difference")
+    alpha = check_fraction(alpha, "alpha")
+    power = check_fraction(power, "power")
     n = d.size
     if n < 2:
         return math.inf

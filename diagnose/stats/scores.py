@@ -17,7 +17,7 @@ from diagnose.data import DataError
 Scores = ArrayLike | pd.Series
 ZERO_TOL = 1e-12
 """Per-query differences with ``|b - a| <= ZERO_TOL`` are treated as exact ties (float rounding noise)."""
-_CHUNK_ELEMENTS = 1 << 20  # resampled values held in memory at once (8 MB of float64 / int64)
+CHUNK_ELEMENTS = 1 << 20  # resampled values held in memory at once (8 MB of float64 / int64)
 
 
 def _examples(ids: Sequence[Any], k: int = 5) -> str:
@@ -25,7 +25,7 @@ def _examples(ids: Sequence[Any], k: int = 5) -> str:
     return shown + (f" (and {len(ids) - k} more)" if len(ids) > k else "")
 
 
-def _values(x: Scores, what: str) -> np.ndarray:
+def score_values(x: Scores, what: str) -> np.ndarray:
     """One run's scores as a finite float64 1-D array."""
     if isinstance(x, pd.DataFrame):
         raise DataError(
@@ -49,7 +49,7 @@ def _values(x: Scores, what: str) -> np.ndarray:
     return arr
 
 
-def _pair(a: Scores, b: Scores, what: str = "scores") -> tuple[np.ndarray, np.ndarray]:
+def paired_scores(a: Scores, b: Scores, what: str = "scores") -> tuple[np.ndarray, np.ndarray]:
     """Align two runs' per-query scores: Series on their query-id index, anything else by position."""
     if isinstance(a, pd.Series) and isinstance(b, pd.Series):
         for s, side in ((a, "reference"), (b, "run")):
@@ -71,7 +71,7 @@ def _pair(a: Scores, b: Scores, what: str = "scores") -> tuple[np.ndarray, np.nd
                     msg + ". Evaluate both runs against the same qrels so every golden query has a score."
                 )
             b = b.reindex(a.index)
-    av, bv = _values(a, f"{what} (reference)"), _values(b, f"{what} (run)")
+    av, bv = score_values(a, f"{what} (reference)"), score_values(b, f"{what} (run)")
     if av.shape != bv.shape:
         raise DataError(
             f"{what}: the runs have {av.size} and {bv.size} per-query scores; paired tests need one score per "
@@ -82,29 +82,29 @@ def _pair(a: Scores, b: Scores, what: str = "scores") -> tuple[np.ndarray, np.nd
     return av, bv
 
 
-def _diffs(a: Scores, b: Scores, what: str = "scores") -> np.ndarray:
+def diffs(a: Scores, b: Scores, what: str = "scores") -> np.ndarray:
     """Per-query ``b - a``, with float-noise differences (``|d| <= ZERO_TOL``) set to exactly 0."""
-    av, bv = _pair(a, b, what)
+    av, bv = paired_scores(a, b, what)
     d = bv - av
     d[np.abs(d) <= ZERO_TOL] = 0.0
     return d
 
 
-def _diffs_or_values(a: Scores, b: Scores | None, what: str) -> np.ndarray:
-    """:func:`_diffs` of ``(a, b)``, or ``a`` itself taken as the differences when ``b`` is None."""
-    return _diffs(a, b, what) if b is not None else _values(a, what)
+def diffs_or_values(a: Scores, b: Scores | None, what: str) -> np.ndarray:
+    """:func:`diffs` of ``(a, b)``, or ``a`` itself taken as the differences when ``b`` is None."""
+    return diffs(a, b, what) if b is not None else score_values(a, what)
 
 
-def _check_fraction(value: float, name: str) -> float:
+def check_fraction(value: float, name: str) -> float:
     return finite_number(value, name, low=0.0, high=1.0, open_low=True, open_high=True,
                          message=f"{name} must be strictly between 0 and 1, got {{value!r}}.")  # fmt: skip
 
 
-def _check_resamples(n_resamples: int) -> int:
+def check_resamples(n_resamples: int) -> int:
     return positive_int(n_resamples, "n_resamples")
 
 
-def _metric_scores(table: Any, metric: str, name: str) -> pd.Series:
+def metric_scores(table: Any, metric: str, name: str) -> pd.Series:
     """``metric`` column of one run's per-query table (DataFrame, mapping of Series, or an Evaluation)."""
     if hasattr(table, "per_query") and not isinstance(table, pd.DataFrame | Mapping):
         table = table.per_query

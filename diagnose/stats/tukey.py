@@ -13,12 +13,12 @@ from diagnose import defaults
 from diagnose.data import DataError
 from diagnose.stats.paired import effect_size
 from diagnose.stats.scores import (
-    _CHUNK_ELEMENTS,
+    CHUNK_ELEMENTS,
     ZERO_TOL,
-    _check_fraction,
-    _check_resamples,
-    _metric_scores,
-    _pair,
+    check_fraction,
+    check_resamples,
+    metric_scores,
+    paired_scores,
 )
 
 
@@ -34,12 +34,12 @@ def _score_matrix(
     if len(set(names)) < len(names):
         raise DataError(f"randomised_tukey_hsd: run names repeat: {names}.")
     scores = [
-        _metric_scores(table, metric, name) if metric is not None else table
+        metric_scores(table, metric, name) if metric is not None else table
         for name, table in zip(names, per_query.values(), strict=True)
     ]
     first = scores[0]
     columns = [
-        _pair(first, s, f"{metric or 'scores'}: {names[0]} vs {name}")[1]
+        paired_scores(first, s, f"{metric or 'scores'}: {names[0]} vs {name}")[1]
         for s, name in zip(scores, names, strict=True)
     ]
     return names, np.column_stack(columns)
@@ -51,7 +51,7 @@ def _shuffled_ranges(x: np.ndarray, n_resamples: int, seed: int) -> np.ndarray:
     n, m = x.shape
     rng = np.random.default_rng(seed)
     ranges = np.empty(n_resamples)
-    chunk = max(1, _CHUNK_ELEMENTS // (n * m))
+    chunk = max(1, CHUNK_ELEMENTS // (n * m))
     base = np.broadcast_to(np.arange(m), (chunk, n, m))
     for start in range(0, n_resamples, chunk):
         rows = min(chunk, n_resamples - start)
@@ -94,8 +94,8 @@ def randomised_tukey_hsd(
     ``reference``, ``run``, ``mean_diff`` (run - reference), ``effect_size`` (paired ``d_z``), ``p_tukey``,
     ``significant`` (``p_tukey < alpha``). Seeded: the same inputs and seed give the same p-values.
     """
-    alpha = _check_fraction(alpha, "alpha")
-    n_resamples = _check_resamples(n_resamples)
+    alpha = check_fraction(alpha, "alpha")
+    n_resamples = check_resamples(n_resamples)
     names, x = _score_matrix(per_query, metric)
     m = x.shape[1]
     means = x.mean(axis=0)

@@ -16,18 +16,18 @@ from diagnose.checks import positive_int
 from diagnose.data import MAX_EXAMPLES, Qrels, Run, ValidationReport
 from diagnose.metrics import Evaluation, evaluate, expand_metrics, parse_metric
 from diagnose.ties.orders import (
-    _depth,
-    _in_trec_order,
-    _keys,
-    _Layout,
-    _layout,
-    _reordered,
-    _reordered_nonzero,
-    _tie_key,
-    _varies_in_groups,
-    _widen,
+    Layout,
+    deepest_rank,
+    in_trec_order,
+    reordered,
+    reordered_nonzero,
+    tie_key_of,
+    tie_keys,
+    tie_layout,
+    varies_in_groups,
+    widen,
 )
-from diagnose.ties.records import _TOL, PRINTED_DIGITS, TieAudit, TieRange
+from diagnose.ties.records import PRINTED_DIGITS, TOL, TieAudit, TieRange
 
 # --------------------------------------------------------------------------------------------- audit
 
@@ -65,20 +65,20 @@ def tie_audit(
     names = wanted
     base_values = base.per_query[names]
     golden = base.per_query.index
-    lay = _layout(run)
+    lay = tie_layout(run)
     groups = np.flatnonzero(lay.g_size > 1)
     counts = _tie_counts(lay, groups, golden, k)
 
     lo = base_values.to_numpy(dtype=np.float64, copy=True)
     hi = lo.copy()
-    exact = {m: _tie_key(m) is not None for m in names}
+    exact = {m: tie_key_of(m) is not None for m in names}
     sampled = 0
     if len(groups):
         scope = _scope(lay, counts)
         sampled = _widen_over_orders(qrels, run, lay, scope, names, exact, lo, hi, n_orders, seed, relevance_level)
 
     value = base_values.to_numpy(dtype=np.float64)
-    depends = (hi - lo > _TOL).any(axis=1) if len(names) else np.zeros(len(golden), dtype=bool)
+    depends = (hi - lo > TOL).any(axis=1) if len(names) else np.zeros(len(golden), dtype=bool)
     ties_top = counts.per_golden(counts.in_top, False)
     cross = counts.per_golden(counts.crossing, False)
     n_groups = counts.per_golden(counts.n_groups.astype(np.int64), 0)
@@ -95,7 +95,7 @@ def tie_audit(
         examples=_examples(golden, len(names), lo, hi, depends, ties_top),
         per_query=per_query,
         aggregate=_aggregate(names, value, lo, hi, exact),
-        trec_order=_in_trec_order(run, lay, np.isin(np.arange(len(lay.qids)), counts.at[present])),
+        trec_order=in_trec_order(run, lay, np.isin(np.arange(len(lay.qids)), counts.at[present])),
         sampled_orders=sampled,
         source=run.source,
     )
@@ -130,7 +130,7 @@ class _TieCounts(NamedTuple):
         return out
 
 
-def _tie_counts(lay: _Layout, groups: np.ndarray, golden: pd.Index, k: int) -> _TieCounts:
+def _tie_counts(lay: Layout, groups: np.ndarray, golden: pd.Index, k: int) -> _TieCounts:
     """Per run query: tie groups, ties in the top k, crossing k (``groups``: the tie groups of >= 2 documents)."""
     gq = lay.qcode[lay.g_start[groups]]
     g_first = lay.rank[lay.g_start[groups]]
@@ -152,7 +152,7 @@ class _Scope(NamedTuple):
     golden: np.ndarray
 
 
-def _scope(lay: _Layout, counts: _TieCounts) -> _Scope:
+def _scope(lay: Layout, counts: _TieCounts) -> _Scope:
     has_ties = counts.n_groups > 0
     return _Scope(has_ties[lay.qcode], counts.per_golden(has_ties, False))
 
@@ -160,7 +160,7 @@ def _scope(lay: _Layout, counts: _TieCounts) -> _Scope:
 def _widen_over_orders(
     qrels: Qrels,
     run: Run,
-    lay: _Layout,
+    lay: Layout,
     scope: _Scope,
     names: list[str],
     exact: dict[str, bool],
@@ -176,22 +176,22 @@ def _widen_over_orders(
     The ``gain`` copies keep only the documents with a positive grade: every family of that key reads nothing else
     (the ranks stay explicit in the copy), so the two copies are as small as the judged part of the run."""
     sampled = 0
-    needed = {_tie_key(m) for m in names if exact[m]}
+    needed = {tie_key_of(m) for m in names if exact[m]}
     if not all(exact.values()):
         needed.add("gain")
-    keys = _keys(qrels, run, lay, needed, scope.positions)
+    keys = tie_keys(qrels, run, lay, needed, scope.positions)
     for key_name in sorted(needed):
-        cols = [j for j, m in enumerate(names) if (_tie_key(m) or "gain") == key_name]
+        cols = [j for j, m in enumerate(names) if (tie_key_of(m) or "gain") == key_name]
         key = keys[key_name]
-        if not cols or not _varies_in_groups(key, lay):
+        if not cols or not varies_in_groups(key, lay):
             continue
         sub = [names[j] for j in cols]
         for sign in (-1.0, 1.0):
             if key_name == "gain":  # the gain key is 0 exactly for the documents without a positive grade
-                copy = _reordered_nonzero(run, lay, sign * key, _depth(sub))
+                copy = reordered_nonzero(run, lay, sign * key, deepest_rank(sub))
             else:
-                copy = _reordered(run, lay, sign * key, _depth(sub), scope.positions)
-            _widen(lo, hi, cols, evaluate(qrels, copy, sub, relevance_level=relevance_level), scope.golden)
+                copy = reordered(run, lay, sign * key, deepest_rank(sub), scope.positions)
+            widen(lo, hi, cols, evaluate(qrels, copy, sub, relevance_level=relevance_level), scope.golden)
     inexact = [j for j, m in enumerate(names) if not exact[m]]
     if inexact:
         rng = np.random.default_rng(seed)
@@ -199,11 +199,11 @@ def _widen_over_orders(
         for _ in range(n_orders):
             e = evaluate(
                 qrels,
-                _reordered(run, lay, rng.random(len(lay.order)), _depth(sub)),
+                reordered(run, lay, rng.random(len(lay.order)), deepest_rank(sub)),
                 sub,
                 relevance_level=relevance_level,
             )
-            _widen(lo, hi, inexact, e)
+            widen(lo, hi, inexact, e)
         sampled = n_orders
     return sampled
 
@@ -258,7 +258,7 @@ def _examples(
 ) -> tuple[str, ...]:
     """Queries whose metrics depend on the order, widest range of the first varying metric first (else the queries
     with ties in the top k); at most :data:`~diagnose.data.MAX_EXAMPLES`, as many as a report keeps."""
-    varying = [j for j in range(n_metrics) if (hi[:, j] - lo[:, j] > _TOL).any()]
+    varying = [j for j in range(n_metrics) if (hi[:, j] - lo[:, j] > TOL).any()]
     if varying:
         width = hi[:, varying[0]] - lo[:, varying[0]]
         idx = np.flatnonzero(depends)

@@ -1,5 +1,5 @@
-"""The tie-order machinery: :func:`_tie_key` (the per-document sort key of a metric, named by its family's
-record, ``REGISTRY[family].tie_key``), the run's tie groups (:class:`_Layout`), the keys looked up in the qrels,
+"""The tie-order machinery: :func:`tie_key_of` (the per-document sort key of a metric, named by its family's
+record, ``REGISTRY[family].tie_key``), the run's tie groups (:class:`Layout`), the keys looked up in the qrels,
 and the best- and worst-case re-ordered copies of the run. Start here when a new metric family needs a new key.
 """
 
@@ -15,11 +15,11 @@ import pyarrow.compute as pc
 
 from diagnose.data import Qrels, Run
 from diagnose.metrics import Evaluation, MetricName, parse_metric
-from diagnose.metrics.join import _arrow as _strings  # ids as one large_string array
+from diagnose.metrics.join import arrow as _strings  # ids as one large_string array
 
 
-def _tie_key(metric: str | MetricName) -> str | None:
-    """The per-document key (``"gain"``, ``"judged"``, ``"unannotated"``, computed by :func:`_keys`) whose decreasing
+def tie_key_of(metric: str | MetricName) -> str | None:
+    """The per-document key (``"gain"``, ``"judged"``, ``"unannotated"``, computed by :func:`tie_keys`) whose decreasing
     order inside tie groups maximises the metric and whose increasing order minimises it (see the package
     docstring for the argument): its family's ``tie_key``. None: the family has no proven key and is sampled."""
     return parse_metric(metric).metric.tie_key
@@ -28,7 +28,7 @@ def _tie_key(metric: str | MetricName) -> str | None:
 # --------------------------------------------------------------------------------------------- layout
 
 
-class _Layout(NamedTuple):
+class Layout(NamedTuple):
     """The run's rows sorted by (query, rank) ("positions"), with their tie groups."""
 
     order: np.ndarray  # position -> row of run.df
@@ -41,7 +41,7 @@ class _Layout(NamedTuple):
     g_size: np.ndarray  # per group: number of documents
 
 
-def _layout(run: Run) -> _Layout:
+def tie_layout(run: Run) -> Layout:
     df = run.df
     n = len(df)
     qcode, qids = pd.factorize(df["query_id"], sort=False)
@@ -61,13 +61,13 @@ def _layout(run: Run) -> _Layout:
     g_start = np.flatnonzero(new)
     g_size = np.diff(np.append(g_start, n))
     tied = g_size[group] > 1 if n else np.zeros(0, dtype=bool)
-    return _Layout(order, q, np.asarray(qids, dtype=object), r, group, tied, g_start, g_size)
+    return Layout(order, q, np.asarray(qids, dtype=object), r, group, tied, g_start, g_size)
 
 
-def _keys(
-    qrels: Qrels, run: Run, lay: _Layout, needed: set[str], looked_up: np.ndarray | None = None
+def tie_keys(
+    qrels: Qrels, run: Run, lay: Layout, needed: set[str], looked_up: np.ndarray | None = None
 ) -> dict[str, np.ndarray]:
-    """Per position, the sort keys of :func:`_tie_key` that are needed (0 where not looked up: unused there).
+    """Per position, the sort keys of :func:`tie_key_of` that are needed (0 where not looked up: unused there).
 
     Only the tied positions are looked up, or those of ``looked_up`` (bool per position) when given: their doc ids are coded against the qrels' doc ids with Arrow's hash
     ``index_in``, their queries against the run's query codes, and the (query, doc) code pairs found by binary
@@ -115,8 +115,8 @@ def _keys(
     return out
 
 
-def _reordered(
-    run: Run, lay: _Layout, key: np.ndarray, depth: int | None = None, keep: np.ndarray | None = None
+def reordered(
+    run: Run, lay: Layout, key: np.ndarray, depth: int | None = None, keep: np.ndarray | None = None
 ) -> Run:
     """A copy of ``run`` whose tie groups are sorted by ``key`` ascending (pass ``-key`` for descending; equal keys
     keep the run's order). Ranks stay at their positions; scores become ``-rank`` so the order is explicit.
@@ -143,8 +143,8 @@ def _reordered(
     return Run(run.name, out, run.source)
 
 
-def _reordered_nonzero(run: Run, lay: _Layout, key: np.ndarray, depth: int | None = None) -> Run:
-    """What :func:`_reordered` gives for ``key`` with ``keep = key != 0``, without sorting every position: inside a
+def reordered_nonzero(run: Run, lay: Layout, key: np.ndarray, depth: int | None = None) -> Run:
+    """What :func:`reordered` gives for ``key`` with ``keep = key != 0``, without sorting every position: inside a
     group the documents with a negative key come first, then the zeros (dropped), then the positive keys, each
     part ascending (equal keys in the run's order). Only the kept documents are sorted and placed."""
     kept = np.flatnonzero(key != 0)
@@ -173,7 +173,7 @@ def _reordered_nonzero(run: Run, lay: _Layout, key: np.ndarray, depth: int | Non
     return Run(run.name, out.take(order).reset_index(drop=True), run.source)
 
 
-def _depth(names: Sequence[str | MetricName]) -> int | None:
+def deepest_rank(names: Sequence[str | MetricName]) -> int | None:
     """The deepest rank any of ``names`` reads: the largest cutoff when every one is a cutoff metric whose family's
     ``@k`` value reads only ranks <= k (``top_k_only``: the re-ordered copies can be cut there; ``judged@k``
     divides by ``min(k, n)``, which the cut keeps), else None (the whole list: ``mrr`` and ``map`` without cutoff,
@@ -184,7 +184,7 @@ def _depth(names: Sequence[str | MetricName]) -> int | None:
     return None
 
 
-def _in_trec_order(run: Run, lay: _Layout, scored: np.ndarray) -> bool:
+def in_trec_order(run: Run, lay: Layout, scored: np.ndarray) -> bool:
     """Is every tie group of the scored queries (``scored``: bool per run query code) in descending doc-id order
     (trec_eval's tie-break: byte order of the UTF-8 ids, which is code-point order)?"""
     if len(lay.order) < 2:
@@ -198,7 +198,7 @@ def _in_trec_order(run: Run, lay: _Layout, scored: np.ndarray) -> bool:
     return bool(pc.all(pc.greater(first, second)).as_py())
 
 
-def _varies_in_groups(key: np.ndarray, lay: _Layout) -> bool:
+def varies_in_groups(key: np.ndarray, lay: Layout) -> bool:
     """Does ``key`` take two different values inside some tie group? (Else every tie order gives the same value.)"""
     if len(key) < 2:
         return False
@@ -206,7 +206,7 @@ def _varies_in_groups(key: np.ndarray, lay: _Layout) -> bool:
     return bool((same_group & (key[1:] != key[:-1])).any())
 
 
-def _widen(
+def widen(
     lo: np.ndarray, hi: np.ndarray, cols: list[int], e: Evaluation, rows: np.ndarray | None = None
 ) -> None:
     """Widen ``lo`` / ``hi`` (golden query x metric) at ``cols`` with ``e``'s values; ``rows`` (bool per golden

@@ -10,7 +10,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import pandas as pd
 
-_TOL = 1e-12
+TOL = 1e-12
 PRINTED_DIGITS = 4  # the reports print a metric's mean to 4 decimals: a narrower range is not worth a warning
 EXAMPLE_DIGITS = 3  # an example query's range is printed to 3 decimals
 TOOL_SOURCES = ("BM25 (", "RRF(", "exact dense search")  # Run.source of the runs the tool makes (baselines, fusion)
@@ -76,7 +76,7 @@ class TieAudit:
     def varying_metrics(self) -> list[str]:
         """Metrics (in the order asked) whose value changes with the tie order for at least one query."""
         return [
-            m for m in self.metrics if (self.per_query[f"{m}_max"] - self.per_query[f"{m}_min"] > _TOL).any()
+            m for m in self.metrics if (self.per_query[f"{m}_max"] - self.per_query[f"{m}_min"] > TOL).any()
         ]
 
     @property

@@ -16,7 +16,7 @@ import streamlit as st
 from diagnose.analysis import Analysis
 
 
-class _Progress:
+class StatusProgress:
     """A :class:`diagnose.progress.Reporter` drawing into an ``st.status`` box, created only when something
     actually has to be computed. Bars show documents done, the rate and the time left."""
 

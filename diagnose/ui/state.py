@@ -40,7 +40,7 @@ from diagnose.ui.navigation import PAGES as PAGES
 from diagnose.ui.navigation import WITHOUT_GOLDEN_SET, page_path
 from diagnose.ui.navigation import open_query as open_query
 from diagnose.ui.navigation import run_page as run_page
-from diagnose.ui.progress import Background, ProjectionBackground, _Progress
+from diagnose.ui.progress import Background, ProjectionBackground, StatusProgress
 from diagnose.ui.settings import Settings, retriever_specs, sidebar
 from diagnose.ui.text import escape_md
 
@@ -225,7 +225,7 @@ def embedding_map(b: Bundle, run_name: str, cap: int) -> EmbeddingMap:
     """The :class:`diagnose.projection.EmbeddingMap` of a run's failures (memoised by the analysis, and on disk).
 
     The first computation of a map runs inside an ``st.status`` box; later ones are instant."""
-    prog = _Progress()
+    prog = StatusProgress()
     with b.analysis.reporting(prog):
         emap = b.analysis.embedding_map(run_name, cap=cap, k=b.k, failure=b.mode)
     if prog.box is not None:
@@ -266,7 +266,7 @@ def label_of(encoder: Encoder) -> str:
 
 
 def _encoder(
-    model: str | None, override: str | None, label: str, prog: _Progress, precision: str = "fast"
+    model: str | None, override: str | None, label: str, prog: StatusProgress, precision: str = "fast"
 ) -> Encoder:
     """The encoder of ``model`` (None = the default) at ``precision``, loaded once per process."""
 
@@ -281,7 +281,7 @@ def model_space(b: Bundle, model: str) -> tuple[Encoder, VectorSpace]:
     """``(encoder, VectorSpace)`` of another model (a name or a local folder) on the bundle's data, with progress.
 
     Raises :class:`DataError` naming the model when it cannot be loaded."""
-    prog = _Progress()
+    prog = StatusProgress()
     try:
         encoder = _encoder(model, None, model, prog, b.settings.precision)
         with b.analysis.reporting(prog):
@@ -303,7 +303,7 @@ def _vectors_key(embeddings: tuple[tuple[str, str], ...]) -> str:
     return "precomputed:" + "|".join(parts)
 
 
-def _read(s: Settings, key: str, prog: _Progress) -> Dataset:
+def _read(s: Settings, key: str, prog: StatusProgress) -> Dataset:
     """The data set of the sidebar's spec, read once per process (key: its fingerprint); it must have texts."""
 
     def read() -> Dataset:
@@ -349,7 +349,7 @@ def build_bundle(s: Settings) -> Bundle | None:
     if s.spec is None:
         st.info(escape_md(s.spec_error or "Choose the data in the sidebar."))
         return None
-    prog = _Progress()
+    prog = StatusProgress()
     try:
         key = s.spec.fingerprint()
         ds = _read(s, key, prog)

@@ -141,13 +141,13 @@ def _check_metric(spec: CollectionSpec, metric: str, mat: np.ndarray, ids: list)
 
 
 def _corpus(spec, df: pd.DataFrame, mat: np.ndarray, given, source, report: ValidationReport) -> CollectionCorpus:
-    """The raw rows checked like a corpus file (:func:`~diagnose.io.records._finish_records`), and their vectors
+    """The raw rows checked like a corpus file (:func:`~diagnose.io.records.finish_records`), and their vectors
     through the precomputed path's checks (:func:`~diagnose.embed.precomputed.checked_vectors`)."""
     from diagnose.io.formats import CORPUS_ID_FIELDS, CORPUS_TEXT_FIELDS, CORPUS_TITLE_FIELDS
-    from diagnose.io.records import _finish_records
+    from diagnose.io.records import finish_records
 
     where = str(spec)
-    corpus = _finish_records(
+    corpus = finish_records(
         df, where, report, "corpus", given, CORPUS_ID_FIELDS, CORPUS_TEXT_FIELDS, CORPUS_TITLE_FIELDS
     )
     kept = corpus.df[_ROW].to_numpy(dtype=np.int64)
