@@ -16,7 +16,10 @@ import pandas as pd
 
 from diagnose import checks, defaults
 from diagnose.data import DataError, Dataset, Qrels, Run, ValidationReport
-from diagnose.metrics import DEFAULT_KS
+from diagnose.io import load_dataset, read_qrels, read_run, trec_order
+from diagnose.io.spans import spans_path_for, write_spans
+from diagnose.judging.merge import write_beir_qrels
+from diagnose.metrics import DEFAULT_KS, evaluate_many, expand_names
 
 PathLike = str | Path
 
@@ -49,7 +52,6 @@ def load(
     >>> ds                                          # doctest: +SKIP
     Dataset('demo_corpus': 190 documents, 106 queries, 163 judgements (106 golden queries), 0 runs, 0 warnings)
     """
-    from diagnose.io import load_dataset
 
     data, corpus, queries, qrels = (
         checks.optional_path(value, param) for param, value in
@@ -104,7 +106,6 @@ def as_qrels(qrels: Qrels | Dataset | PathLike | Mapping[str, Mapping[str, int]]
     if isinstance(qrels, Dataset):
         return qrels.qrels
     if isinstance(qrels, str | Path):
-        from diagnose.io import read_qrels
 
         return read_qrels(qrels)
     if isinstance(qrels, Mapping):
@@ -148,11 +149,9 @@ def as_run(
     if isinstance(run, Run):
         return run if name is None or name == run.name else replace(run, name=name)
     if isinstance(run, str | Path):
-        from diagnose.io import read_run
 
         return read_run(run, name=name, report=report)
     if isinstance(run, Mapping):
-        from diagnose.io import trec_order
 
         q, d, s = [], [], []
         hint = " (for a ranked list without scores, use a Run or a live retriever)"
@@ -202,7 +201,6 @@ def evaluate(
     run
     unnamed run      1.0  1.0
     """
-    from diagnose.metrics import evaluate_many, expand_names
 
     ks = checks.cutoffs(k, "k")
     if metrics is not None:
@@ -251,8 +249,6 @@ def write_qrels(data: Dataset | Qrels, path: PathLike, *, spans_path: PathLike |
     >>> diagnose.write_qrels(ds, "qrels.tsv")                           # doctest: +SKIP
     PosixPath('qrels.spans.jsonl')
     """
-    from diagnose.io.spans import spans_path_for, write_spans
-    from diagnose.judging.merge import write_beir_qrels
 
     qrels = as_qrels(data)
     write_beir_qrels(qrels, path)

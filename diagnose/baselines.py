@@ -19,7 +19,9 @@ import pandas as pd
 from diagnose import defaults
 from diagnose.checks import is_int
 from diagnose.data import Corpus, DataError, Queries, Run, ValidationReport
+from diagnose.embed import dense_search
 from diagnose.fusion import rrf
+from diagnose.lexical import BM25Index
 
 if TYPE_CHECKING:
     from diagnose.lexical import BM25Index
@@ -41,7 +43,6 @@ def bm25_run(
     A query id without a text in ``queries`` raises :class:`DataError`, or, when ``report`` is given, is counted
     there (code ``bm25_query_without_text``) and left out of the run. Queries that match no document have no rows.
     """
-    from diagnose.lexical import BM25Index
 
     if index is None:
         index = BM25Index.build(corpus.texts(), list(corpus.ids), engine=engine)
@@ -86,7 +87,6 @@ def dense_run(
     Every query gets ``min(depth, #docs)`` rows; within the list, equal scores are ordered by doc id descending
     (which of several documents tied at the cut-off makes the list is up to ``dense_search``).
     """
-    from diagnose.embed import dense_search
 
     doc_vecs = np.asarray(doc_vecs)
     query_vecs = np.asarray(query_vecs)

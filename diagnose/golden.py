@@ -20,6 +20,7 @@ import pandas as pd
 
 from diagnose import defaults
 from diagnose.data import DataError, Dataset, Run, fields_dict
+from diagnose.embed import dense_search
 from diagnose.space import VectorSpace
 
 _WS = re.compile(r"\s+")
@@ -111,7 +112,6 @@ def _duplicate_documents(
 ) -> tuple[pd.DataFrame, str]:
     """Corpus documents with the same normalised text, then near-duplicates by exact search (small corpora), and
     how the near-duplicates were searched."""
-    from diagnose.embed import dense_search
 
     ids = list(ds.corpus.ids)
     normed = [normalise_text(t) for t in ds.corpus.texts()]

@@ -16,11 +16,12 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from diagnose import defaults
+from diagnose import baselines, defaults
 from diagnose.data import DataError, Dataset
 from diagnose.failures import CLASSES, Diagnosis, diagnose_run, hubness
 from diagnose.metrics import Evaluation, evaluate
 from diagnose.space import VectorSpace
+from diagnose.stats import bootstrap_ci, rank_with_ties
 
 THROUGHPUT_SAMPLE = 64
 
@@ -113,8 +114,6 @@ def _model_result(
     seed: int,
 ) -> ModelResult:
     """One model: its exact dense run timed, evaluated with bootstrap CIs, diagnosed, its throughput and hubness."""
-    from diagnose import baselines
-    from diagnose.stats import bootstrap_ci
 
     t0 = time.perf_counter()
     run = baselines.dense_run(
@@ -159,7 +158,6 @@ def compare_models(
     by its ``label`` (else its ``name``). Throughput is measured on a fixed sample of the corpus with a bare
     ``encode`` (no cache), so it is comparable between models even when the vectors came from the cache.
     """
-    from diagnose.stats import rank_with_ties
 
     if ds.corpus is None or ds.queries is None:
         raise DataError("Comparing models needs the corpus and the queries.", param="corpus")

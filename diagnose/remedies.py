@@ -61,7 +61,10 @@ from diagnose import defaults
 from diagnose.checks import positive_int
 from diagnose.data import DataError, Dataset, Run, fields_dict
 from diagnose.failures import CLASS_BY_ID, FAILURE_CLASSES, Diagnosis, FailureMode, Remedy
+from diagnose.fusion import rrf
+from diagnose.metrics import evaluate, expand_metrics
 from diagnose.space import VectorSpace
+from diagnose.stats import randomization_test
 
 
 def remedy_for(cls: str, kind: str = "unknown") -> Remedy:
@@ -276,8 +279,6 @@ class _Trials:
     measured: dict[str, _Measured] = field(default_factory=dict)
 
     def measure(self, rid: str) -> _Measured:
-        from diagnose.metrics import evaluate
-        from diagnose.stats import randomization_test
 
         if rid not in self.measured:
             r = self.builders[rid]()
@@ -320,7 +321,6 @@ def _builders(
     hybrid_run: Run | None = None,
 ) -> dict[str, Callable[[], Run] | None]:
     """remedy id -> what builds the remedied run (None when its input was not given)."""
-    from diagnose.fusion import rrf
 
     return {
         "crossencoder": (lambda: cross_encoder_run) if cross_encoder_run is not None else None,
@@ -415,7 +415,6 @@ def prove_remedies(
     class's remedy for that kind (``FailureClass.by_kind``); ``hybrid_run`` (the hybrid baseline) is read for a hybrid
     run's index gaps.
     """
-    from diagnose.metrics import evaluate, expand_metrics
 
     k, mode = _check_inputs(run, diagnosis, k, mode)
     hit_name = f"hit_rate@{k}"

@@ -38,6 +38,7 @@ import pandas as pd
 from diagnose import defaults
 from diagnose.checks import rank_cutoff
 from diagnose.data import DataError, Qrels, Run
+from diagnose.metrics import evaluate
 
 FEATURES = ("top1", "gap12", "spread", "mean_k", "confidence")
 TAU = 0.05
@@ -168,7 +169,6 @@ def validate_risk(
     with a relevant document, grade > 0); fails at k = ``hit_rate@k == 0`` by :func:`diagnose.metrics.evaluate`.
     Unjudged queries in ``risk`` are ignored here (that is where the ranking is used).
     """
-    from diagnose.metrics import evaluate
 
     k = rank_cutoff(k)
     if not 0.0 < top_fraction <= 1.0:

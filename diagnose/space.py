@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from diagnose import embed
 from diagnose.data import DataError, Dataset, Qrels, Run, ValidationReport
 from diagnose.progress import Progress
 
@@ -110,7 +111,6 @@ class VectorSpace:
         ``encoder`` (an object with ``name`` and ``encode``) wins over ``model``; precomputed vectors win over both.
         ``progress`` (:data:`diagnose.progress.Progress`): the bar of the documents' encoding.
         """
-        from diagnose import embed
 
         if ds.corpus is None or ds.queries is None:
             raise DataError(
@@ -155,7 +155,6 @@ class VectorSpace:
         """The corpus's stored vectors (``stored``: a :class:`~diagnose.embed.precomputed.PrecomputedEmbeddings`,
         e.g. of a vector database collection, :mod:`diagnose.vectordb`) and ``query_ids`` encoded by ``encoder``;
         ``DataError(param="model")`` when the query vectors' dimension is not the documents'."""
-        from diagnose import embed
 
         report = report if report is not None else ds.report
         texts_of = ds.queries.text_of()
@@ -188,7 +187,6 @@ class VectorSpace:
     ) -> VectorSpace:
         """The space of ``encoder``'s vectors of the corpus and the queries ``qids`` (read from the embedding cache
         under ``cache_dir`` when there; the documents' encoding reported to ``progress``)."""
-        from diagnose import embed
 
         cache = embed.EmbeddingCache(Path(cache_dir) / "embeddings" if cache_dir else None)
         query_texts = _query_texts(qids, texts_of)

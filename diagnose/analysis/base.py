@@ -15,8 +15,10 @@ from diagnose import checks, defaults
 from diagnose import progress as progress_mod
 from diagnose.analysis import params
 from diagnose.checks import param_error, rank_cutoff
-from diagnose.data import Dataset, Run
+from diagnose.data import Dataset, Run, ValidationReport
 from diagnose.extras import needs
+from diagnose.failures.kind import check_kind
+from diagnose.io import check_run_matches_qrels, cross_checks
 from diagnose.metrics import DEFAULT_KS
 from diagnose.retrievers import DEFAULT_TIMEOUT, check_timeout
 
@@ -34,8 +36,6 @@ YOUR_RUN, BASELINE, LIVE = "your run", "baseline", "live retriever"
 def check_runs(runs: Mapping[str, Run], ds: Dataset) -> None:
     """The cross-file checks of :func:`diagnose.io.load_dataset` for runs given after loading (doc ids missing
     from the corpus, golden queries missing from a run, unjudged run queries), counted in the data set's report."""
-    from diagnose.data import ValidationReport
-    from diagnose.io import check_run_matches_qrels, cross_checks
 
     for run in runs.values():
         check_run_matches_qrels(run, ds.qrels)
@@ -106,7 +106,6 @@ class AnalysisBase:
 
     def _check_kinds(self, kinds: Mapping[str, str]) -> dict[str, str]:
         """``kinds`` (run name -> dense, lexical, hybrid or unknown) checked: known run names, known kinds."""
-        from diagnose.failures.kind import check_kind
 
         known = [*self._inputs, *self._baselines]
         out = {}

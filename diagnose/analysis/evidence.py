@@ -18,11 +18,18 @@ if TYPE_CHECKING:
     from diagnose.remedies import Remedies
     from diagnose.risk import RiskValidation
 
-from diagnose import defaults
+from diagnose import defaults, embed
 from diagnose.analysis.params import check_models
 from diagnose.analysis.scores import Scores
 from diagnose.checks import param_error, positive_int
+from diagnose.compare import rerank_cross_encoder, rerank_report
 from diagnose.data import Run
+from diagnose.failures import CLASSES, Failure, diagnose_run, find_label_noise, hubness, sort_worst
+from diagnose.failures.kind import BASELINE_KINDS, RunKind, infer_run_kind
+from diagnose.inspection import inspect_query
+from diagnose.models import compare_models
+from diagnose.remedies import prove_remedies
+from diagnose.risk import failure_risk, validate_risk
 
 
 class Evidence(Scores):
@@ -36,7 +43,6 @@ class Evidence(Scores):
         mode = self._mode(failure)
 
         def build() -> Diagnosis:
-            from diagnose.failures import diagnose_run
 
             self._need_texts("The failure analysis")
             run_obj = self.runs[name]
@@ -50,7 +56,6 @@ class Evidence(Scores):
     def run_kind(self, run: str | None = None, *, k: int | None = None) -> RunKind:
         """The run's kind (:mod:`diagnose.failures.kind`): as given in ``kinds``, the baseline's own, or inferred
         from the run's top-``k`` overlap with the BM25 and dense baselines (which this computes)."""
-        from diagnose.failures.kind import BASELINE_KINDS, RunKind, infer_run_kind
 
         name = self._run_name(run)
         k = self._k(k)
@@ -69,7 +74,6 @@ class Evidence(Scores):
         """One row per failed (query, target) pair, worst first; the columns are the keys of ``diagnose failures
         --format json`` (``class``, ``label``, ``cosine``, ``run_rank``, ``dense_rank``, ``bm25_rank``,
         ``missing_terms``, ``evidence``, ``recommendation``, ``top_retrieved``, ...)."""
-        from diagnose.failures import Failure, sort_worst
 
         d = self.diagnosis(run, k=k, failure=failure)
         rows = [f.to_dict() for f in sort_worst(d.failures)]
@@ -80,7 +84,6 @@ class Evidence(Scores):
 
     def class_counts(self, k: int | None = None, failure: str | None = None) -> pd.DataFrame:
         """Failure classes per run: one row per run, one column per class id (taxonomy order)."""
-        from diagnose.failures import CLASSES
 
         rows = {n: self.diagnosis(n, k=k, failure=failure).class_counts for n in self.run_names}
         return pd.DataFrame.from_dict(rows, orient="index", columns=list(CLASSES)).rename_axis("run")
@@ -91,7 +94,6 @@ class Evidence(Scores):
         k = self._k(k)
 
         def build() -> LabelNoise:
-            from diagnose.failures import find_label_noise
 
             self._need_texts("The label-noise finder")
             return find_label_noise(
@@ -102,7 +104,6 @@ class Evidence(Scores):
 
     def hubness(self, run: str | None = None, *, k: int | None = None) -> Hubness:
         """Documents in the top k of unusually many queries (k-occurrence skewness)."""
-        from diagnose.failures import hubness
 
         name = self._run_name(run)
         k = self._k(k)
@@ -119,7 +120,6 @@ class Evidence(Scores):
         reranked by exact cosine for near_miss and ranking_failure; what each recovers and what hits it loses, with
         a paired randomization test. ``cross_encoder``: a sentence-transformers CrossEncoder (a local folder, or a
         hub name when online): the top 3k reranked by it is measured too, as a second near_miss remedy."""
-        from diagnose.remedies import prove_remedies
 
         name = self._run_name(run)
         k = self._k(k)
@@ -151,7 +151,6 @@ class Evidence(Scores):
 
     def _cross_encode(self, run: Run, model: str, depth: int, *, progress: bool = False) -> Run:
         """``run``'s top ``depth`` reranked live by the CrossEncoder ``model`` (``progress``: its own bar)."""
-        from diagnose.compare import rerank_cross_encoder
 
         self._need_texts("A cross-encoder rerank")
         ds = self.dataset
@@ -175,7 +174,6 @@ class Evidence(Scores):
         ``reranked``, ``cross_encoder`` (a sentence-transformers CrossEncoder folder, or a hub name when online)
         reranks the candidates' top ``depth`` live (``progress``: its progress bar on stderr). ``depth``: default
         the analysis' own."""
-        from diagnose.compare import rerank_report
 
         if (reranked is None) == (cross_encoder is None):
             raise param_error(
@@ -193,7 +191,6 @@ class Evidence(Scores):
     def risk(self, run: str | None = None, *, k: int | None = None) -> pd.DataFrame:
         """Every query of the run (judged or not) ranked by how likely it fails, from its top-k scores alone
         (:func:`diagnose.risk.failure_risk`): which unlabelled queries to judge first."""
-        from diagnose.risk import failure_risk
 
         name = self._run_name(run)
         k = self._k(k)
@@ -201,7 +198,6 @@ class Evidence(Scores):
 
     def risk_validation(self, run: str | None = None, *, k: int | None = None) -> RiskValidation:
         """How well :meth:`risk` finds the golden queries that fail at k (ROC AUC, per feature too)."""
-        from diagnose.risk import validate_risk
 
         name = self._run_name(run)
         k = self._k(k)
@@ -212,7 +208,6 @@ class Evidence(Scores):
     ) -> Inspection:
         """One query in one run: its missed targets with their evidence (terms present and missing marked), class
         and recommendation, and what the run retrieved instead. Shows itself as HTML in a notebook."""
-        from diagnose.inspection import inspect_query
 
         name = self._run_name(run)
         qid = str(query_id)
@@ -233,8 +228,6 @@ class Evidence(Scores):
         """Which embedding model for this golden set: each model (a name, a folder, ``"default"``, or an encoder
         object) searches the corpus exactly; metrics with CIs, ties with the best, speed, memory, failure classes.
         Vectors are the analysis' own (memoised and cached on disk)."""
-        from diagnose import embed
-        from diagnose.models import compare_models
 
         k = self._k(k)
         self._need_texts("Comparing models")

@@ -15,7 +15,8 @@ if TYPE_CHECKING:
     from diagnose.lexical import BM25Index
     from diagnose.space import VectorSpace
 
-from diagnose import checks
+from diagnose import baselines as bl
+from diagnose import checks, embed
 from diagnose.analysis.base import (
     BASELINE,
     LIVE,
@@ -24,7 +25,12 @@ from diagnose.analysis.base import (
     check_runs,
 )
 from diagnose.analysis.params import is_run_like
+from diagnose.cache import default_cache_root
 from diagnose.checks import given, param_error
+from diagnose.failures import Thresholds
+from diagnose.lexical import BM25Index
+from diagnose.retrievers import run_retriever
+from diagnose.space import VectorSpace
 
 
 class Pipeline(AnalysisBase):
@@ -88,7 +94,6 @@ class Pipeline(AnalysisBase):
             elif is_run_like(value):
                 out[name] = fresh[name] = as_run(value, name=name, report=ds.report)
             else:
-                from diagnose.retrievers import run_retriever
 
                 self._need_texts(f"The live retriever {name!r}")
                 golden = set(self.golden)
@@ -115,7 +120,6 @@ class Pipeline(AnalysisBase):
         """One baseline run (memoised per kind), renamed to ``name``."""
 
         def build() -> Run:
-            from diagnose import baselines as bl
 
             self._need_texts("A baseline run")
             if kind == "bm25":
@@ -178,7 +182,6 @@ class Pipeline(AnalysisBase):
         def build() -> Encoder:
             if self._encoder_given is not None:
                 return self._encoder_given
-            from diagnose import embed
 
             self._reporter.step(f"Loading the embedding model {self.model or embed.DEFAULT_MODEL}")
             return embed.load_encoder(self.model, precision=self.precision)
@@ -190,7 +193,6 @@ class Pipeline(AnalysisBase):
         """The corpus and the golden queries in the model's vector space (rows L2-normalised)."""
 
         def build() -> VectorSpace:
-            from diagnose.space import VectorSpace
 
             self._need_texts("The vector space")
             emb = self._embeddings
@@ -215,7 +217,6 @@ class Pipeline(AnalysisBase):
         """The vector space of another encoder on the same data and golden queries (memoised per encoder name)."""
 
         def build() -> VectorSpace:
-            from diagnose.space import VectorSpace
 
             self._need_texts("The vector space")
             label = getattr(encoder, "label", "") or encoder.name
@@ -241,8 +242,6 @@ class Pipeline(AnalysisBase):
         """The BM25 index of the corpus (title + text), cached on disk for the bm25s engine."""
 
         def build() -> BM25Index:
-            from diagnose.cache import default_cache_root
-            from diagnose.lexical import BM25Index
 
             self._need_texts("BM25")
             self._reporter.step(f"Building the BM25 index ({self.bm25_engine})")
@@ -257,7 +256,6 @@ class Pipeline(AnalysisBase):
 
     @property
     def thresholds(self) -> Thresholds:
-        from diagnose.failures import Thresholds
 
         return self._thresholds or Thresholds()
 

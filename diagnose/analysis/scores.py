@@ -24,6 +24,12 @@ if TYPE_CHECKING:
 from diagnose.analysis.params import check_metrics
 from diagnose.analysis.pipeline import Pipeline
 from diagnose.checks import finite_number, given, mapping, param_error, positive_int
+from diagnose.compare import fusion_whatif, per_query_deltas, slice_metrics
+from diagnose.metrics import evaluate_many, metric_bounds
+from diagnose.retrievers import RetrieverTimeout
+from diagnose.retrievers.results import slowest
+from diagnose.stats import compare_all, randomised_tukey_hsd, topic_set_size
+from diagnose.ties import add_to_report, tie_audit
 
 
 class Scores(Pipeline):
@@ -53,7 +59,6 @@ class Scores(Pipeline):
         chosen = tuple(self._run_names(runs)) if runs is not None else None
 
         def build() -> dict[str, Evaluation]:
-            from diagnose.metrics import evaluate_many
 
             pool = self.runs if chosen is None else self.ready_runs()
             return evaluate_many(self.dataset.qrels, {n: pool[n] for n in (chosen or pool)}, list(names))
@@ -84,8 +89,6 @@ class Scores(Pipeline):
         """For runs of live retrievers: ``slowest`` (the ``n`` slowest queries, ``{"query_id", "ms"}``, slowest
         first), ``timed_out`` (the ids of the queries abandoned after the timeout) and ``per_query_ms`` (every
         returned query's latency)."""
-        from diagnose.retrievers import RetrieverTimeout
-        from diagnose.retrievers.results import slowest
 
         timeout = f"{RetrieverTimeout.__name__}:"
         return {
@@ -121,7 +124,6 @@ class Scores(Pipeline):
         """The tie audit of a run: queries whose score ties in the top k (or across rank k) make the metrics depend
         on how documents are named, with each metric's exact range over tie orders. Computed once per run; a run
         whose metrics depend on tie order gets a ``score_ties`` warning in the data set's report."""
-        from diagnose.ties import add_to_report, tie_audit
 
         name = self._run_name(run)
         k = self._k(k)
@@ -138,7 +140,6 @@ class Scores(Pipeline):
     def bounds(self, metrics: Sequence[str] | None = None, *, runs: Sequence[str] | None = None) -> pd.DataFrame:
         """How far the unjudged documents could move each metric: per run (all, or those named) and metric,
         ``lower`` (unjudged = non-relevant, today's value), ``upper`` (unjudged judged at best) and ``gap``."""
-        from diagnose.metrics import metric_bounds
 
         ndcg, recall, mrr = self._headline()
         names = self._names(metrics or [ndcg, recall, MetricName("hit_rate", self.k), mrr])
@@ -170,7 +171,6 @@ class Scores(Pipeline):
         names = self._names(metrics or self._headline())
 
         def build() -> list[Comparison]:
-            from diagnose.stats import compare_all
 
             if len(self.runs) < 2:
                 return []
@@ -186,7 +186,6 @@ class Scores(Pipeline):
         """Every pair of runs at once (three or more runs): the randomised Tukey HSD test on ``metric`` (default
         nDCG@k), which controls the family-wise error over all pairs; one row per pair with ``mean_diff``,
         ``effect_size``, ``p_tukey``, ``significant``. Empty with fewer than three runs."""
-        from diagnose.stats import randomised_tukey_hsd
 
         m = self._names([metric or MetricName("ndcg", self.k)])[0]
 
@@ -215,7 +214,6 @@ class Scores(Pipeline):
         """Topic-set size (Sakai): per run and metric, the number of golden queries a paired t-test (alpha 0.05,
         power 0.8) needs to detect a mean difference of ``difference`` from the reference, given the standard
         deviation of the per-query differences observed here; beside the number of queries there are."""
-        from diagnose.stats import topic_set_size
 
         finite_number(difference, "difference", low=0, open_low=True,
                       message="difference must be a positive number, got {value!r}.")  # fmt: skip
@@ -240,7 +238,6 @@ class Scores(Pipeline):
         first) and of ``run``, ``delta`` (run minus reference) and ``change``: "fixed" (the reference scored 0, the
         run more), "broken" (the reverse), "better", "worse" or "same"; sorted by delta
         (:func:`diagnose.compare.per_query_deltas`)."""
-        from diagnose.compare import per_query_deltas
 
         ref, name = self._run_name(reference), self._run_name(run)
         names = self.metric_names([metric or f"hit_rate@{self.k}"])
@@ -311,7 +308,6 @@ class Scores(Pipeline):
 
     def slices(self, field: str, metrics: Sequence[str | MetricName] | None = None) -> pd.DataFrame:
         """Mean metrics per run and per value of the query metadata ``field``."""
-        from diagnose.compare import slice_metrics
 
         if not isinstance(field, str):
             raise param_error("slice_by", f"field must be a query metadata field name (a str), got {given(field)}.")
@@ -324,7 +320,6 @@ class Scores(Pipeline):
 
     def fusion(self, a: str, b: str, *, k: int | None = None, rrf_k: int = defaults.RRF_K) -> pd.DataFrame:
         """What if runs ``a`` and ``b`` were fused (RRF and weighted): metrics and failures recovered or lost."""
-        from diagnose.compare import fusion_whatif
 
         k = self._k(k)
         rrf_k = positive_int(rrf_k, "rrf_k")

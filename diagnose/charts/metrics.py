@@ -9,6 +9,7 @@ import pandas as pd
 
 from diagnose.charts.common import ALTAIR_MAX_ROWS, altair_module, chart_title, require
 from diagnose.charts.palette import BAND_COLORS, CHANGE_COLORS, RUN_PALETTE
+from diagnose.metrics import quality_band
 
 if TYPE_CHECKING:  # pragma: no cover
     import altair as alt
@@ -99,7 +100,6 @@ def _with_band_and_label(df: pd.DataFrame) -> pd.DataFrame:
     bands) and ``label`` (the run, "name (baseline)" for a baseline)."""
     data = df.copy()
     if "band" not in data.columns:
-        from diagnose.metrics import quality_band
 
         def band(m: str, v: float) -> str:
             try:

@@ -17,6 +17,7 @@ from diagnose.checks import one_of
 from diagnose.data import DataError
 from diagnose.defaults import PRECISION, PRECISIONS
 from diagnose.embed.encoders import SentenceTransformerEncoder
+from diagnose.embed.fast import fast_encoder
 
 log = logging.getLogger("diagnose.embed")  # the name it logged under as one module
 
@@ -227,7 +228,6 @@ def load_encoder(
     """
     one_of(precision, "precision", PRECISIONS)
     if precision == "fast":
-        from diagnose.embed.fast import fast_encoder
 
         return fast_encoder(load_encoder(name_or_path, device=device, precision="exact"), device=device)
     if name_or_path is None or name_or_path.strip().lower() in DEFAULT_ALIASES:

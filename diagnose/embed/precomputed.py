@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from diagnose.data import DataError, ValidationReport
+from diagnose.io import check_input_files
 
 log = logging.getLogger("diagnose.embed")  # the name it logged under as one module
 
@@ -423,7 +424,6 @@ def load_precomputed(
     zero and are reported (``zero_vector``). ``DataError`` for: missing file, ids/rows count mismatch, empty lines,
     duplicate ids, NaN/inf, ragged vectors, and documents and queries of different dimensions.
     """
-    from diagnose.io import check_input_files  # lazy (pandas, pyarrow): FIFOs, devices, size, permissions
 
     check_input_files(doc_path, query_path, doc_ids_path, query_ids_path, expected="vectors (.npy/.parquet)")
     doc_ids, doc_mat = _read_side(doc_path, doc_ids_path, "doc", id_column, vector_column, report)

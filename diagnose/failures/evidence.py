@@ -26,6 +26,7 @@ from typing import NamedTuple
 import numpy as np
 
 from diagnose.data import Dataset, Run
+from diagnose.embed import dense_rank_range
 from diagnose.failures.classes import CLASS_LABELS
 from diagnose.failures.taxonomy import (
     PairEvidence,
@@ -36,6 +37,7 @@ from diagnose.failures.taxonomy import (
     seed_rule,
 )
 from diagnose.golden import normalise_text
+from diagnose.lexical import bm25_rank_range, term_overlap, tokenize
 from diagnose.space import VectorSpace
 
 
@@ -120,7 +122,6 @@ def sort_worst(failures: Sequence[Failure]) -> list[Failure]:
 def _dense_ranks(space: VectorSpace, pairs: list[tuple[str, str]]) -> dict[tuple[str, str], tuple[int, int]]:
     """The (best, worst) rank of each target's tie group among all corpus documents by cosine
     (:func:`diagnose.embed.dense_rank_range`)."""
-    from diagnose.embed import dense_rank_range
 
     ok = [(q, d) for q, d in pairs if q in space.query_row and d in space.doc_row]
     if not ok:
@@ -155,7 +156,6 @@ class _Lookups:
 def lookups(
     ds: Dataset, run: Run, space: VectorSpace, pairs: list[tuple[str, str, int]], kind: str = "unknown"
 ) -> _Lookups:
-    from diagnose.lexical import tokenize
 
     corpus_row = ds.corpus.index_of()
     doc_texts = ds.corpus.texts()
@@ -207,7 +207,6 @@ class _Lexical(NamedTuple):
 
 
 def _lexical(look: _Lookups, bm25: Bm25Scores, q: str, d: str, text: str) -> _Lexical:
-    from diagnose.lexical import bm25_rank_range, term_overlap
 
     scores = bm25.of(q, text)
     row = look.corpus_row[d]

@@ -14,6 +14,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
+from diagnose import io
 from diagnose.data import ValidationReport
 from diagnose.io.messages import fatal_error, plural_of, snip, verb
 from diagnose.io.text import line_start, text_lines
@@ -21,7 +22,6 @@ from diagnose.io.text import line_start, text_lines
 
 def fast_paths() -> bool:
     """Whether the pyarrow fast paths are on: ``diagnose.io._FAST``, read at each call (tests switch it)."""
-    from diagnose import io
 
     return io._FAST
 

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from diagnose.cache import default_cache_root, slug
 from diagnose.data import DataError, Qrels, ValidationReport
 from diagnose.judging.reading import SKIP, Entry, check_grade, check_id, journal_entries, latest, report_torn
 
@@ -160,7 +161,6 @@ def default_journal_path(data: PathLike | None = None, *, name: str = "", in_dat
     beside the data (``data`` is the BEIR folder, or a file of the data set: its folder) when ``in_data`` and that
     folder is writable; else ``<cache root>/judgements/<name or the folder's name>.jsonl`` (the bundled demo, read-only
     or temporary folders: pass ``in_data=False``)."""
-    from diagnose.cache import default_cache_root, slug
 
     env = os.environ.get(JOURNAL_ENV, "").strip()
     if env:

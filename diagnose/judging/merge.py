@@ -13,6 +13,7 @@ import pandas as pd
 
 from diagnose.checks import param_error
 from diagnose.data import DataError, Qrels, ValidationReport
+from diagnose.io import check_input_path, read_qrels
 from diagnose.judging.journal import Journal, PathLike, qrels_of
 from diagnose.judging.reading import (
     MAX_DIGITS,
@@ -97,7 +98,6 @@ def read_judgements(path: PathLike, *, report: ValidationReport | None = None) -
     Journals and queue TSVs go through one reader (:mod:`diagnose.judging.reading`): a torn line anywhere is
     ignored and counted, hostile lines are refused with a message, the last judgement of a pair wins and pairs
     graded differently are reported."""
-    from diagnose.io import check_input_path, read_qrels
 
     check_input_path(path, "a judgement journal (JSONL), a graded judge-queue TSV or a qrels file")
     with open(path, "rb") as f:

@@ -12,10 +12,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from diagnose import defaults
+from diagnose import baselines as bl
+from diagnose import defaults, embed
 from diagnose.checks import param_error, positive_int, rank_cutoff
 from diagnose.data import DataError, Dataset, Run
 from diagnose.judging.journal import Journal
+from diagnose.space import VectorSpace
 
 if TYPE_CHECKING:
     from diagnose.analysis import Analysis
@@ -70,8 +72,6 @@ def _query_space(analysis: Analysis, qids: list[str], golden: list[str]) -> Vect
     With a golden set the analysis' own space is reused (its golden query vectors, so the dense ranks here equal its
     dense baseline's); the other queries are encoded with the analysis' encoder (embedding cache on disk), except
     with precomputed vectors, where queries without a vector get no dense rank."""
-    from diagnose import embed
-    from diagnose.space import VectorSpace
 
     ds = analysis.dataset
     emb = analysis._embeddings  # the constructor's embeddings= (precomputed vectors), None when encoded here
@@ -110,7 +110,6 @@ def _query_space(analysis: Analysis, qids: list[str], golden: list[str]) -> Vect
 
 def _probe_runs(analysis: Analysis, qids: list[str], space: VectorSpace) -> dict[str, Run]:
     """BM25, exact dense and hybrid (RRF k=60) top-``depth`` runs over ``qids``, like the analysis' baselines."""
-    from diagnose import baselines as bl
 
     ds = analysis.dataset
     bm25 = bl.bm25_run(

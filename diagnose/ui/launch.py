@@ -19,6 +19,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from diagnose.io import parse_run_arg
+
 DATA_ENV = "DIAGNOSE_DATA"
 SPLIT_ENV = "DIAGNOSE_SPLIT"
 RUNS_ENV = "DIAGNOSE_RUNS"
@@ -69,7 +71,6 @@ def _pairs(args: list[str]) -> list[tuple[str, str]]:
 
 
 def _run_arg(text: str) -> tuple[str | None, str]:
-    from diagnose.io import parse_run_arg
 
     name, path = parse_run_arg(text.strip())
     full = Path(path).expanduser().resolve()

@@ -20,7 +20,10 @@ from typing import Literal
 
 from diagnose import defaults
 from diagnose.data import DataError, fields_dict
+from diagnose.io import parse_run_arg
+from diagnose.io.golden_sets import golden_kind
 from diagnose.ui import launch
+from diagnose.vectordb.spec import is_spec
 
 REPO = Path(__file__).resolve().parents[2]
 DEMO_DIR = REPO / "demo_corpus"
@@ -127,7 +130,6 @@ def launch_spec(given: launch.Launch) -> DataSpec:
 
 def parse_run_lines(text: str) -> list[tuple[str | None, str]]:
     """One run per non-empty line, ``NAME=PATH`` or ``PATH`` (the name then comes from the file name)."""
-    from diagnose.io import parse_run_arg
 
     out = []
     for line in (text or "").splitlines():
@@ -239,7 +241,6 @@ def files_spec(corpus: str, queries: str, qrels: str, runs_text: str) -> DataSpe
 def _golden_gives(qrels: str) -> set[str]:
     """What a golden-set file given as the qrels holds besides judgements (:mod:`diagnose.io.golden_sets`): the
     queries, and for an EmbeddingQAFinetuneDataset the corpus; empty for id-based qrels."""
-    from diagnose.io.golden_sets import golden_kind
 
     try:
         path = check_path(qrels, "qrels")  # only under the data root (refused later, in order, otherwise)
@@ -251,7 +252,6 @@ def _golden_gives(qrels: str) -> set[str]:
 
 def _collection_folder(corpus: str) -> str | None:
     """The database folder of a ``SCHEME:PATH#NAME`` corpus (:mod:`diagnose.vectordb`), else None."""
-    from diagnose.vectordb.spec import is_spec
 
     if not is_spec(corpus):
         return None
@@ -261,7 +261,6 @@ def _collection_folder(corpus: str) -> str | None:
 def _checked_corpus(corpus: str) -> str:
     """:func:`check_path` of the corpus, or of a vector database's folder (``chroma:PATH#COLLECTION``...: the
     spec with the folder resolved; a malformed spec is left to the reader, whose message names the fix)."""
-    from diagnose.vectordb.spec import is_spec
 
     if not is_spec(corpus):
         return check_path(corpus, "corpus")

@@ -27,12 +27,14 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import pandas as pd
 import streamlit as st
 
-from diagnose import defaults
+from diagnose import defaults, embed
 from diagnose.analysis import Analysis
 from diagnose.data import DataError, Dataset, Run
-from diagnose.io import confine_reads
+from diagnose.io import confine_reads, load_dataset
 from diagnose.memory import is_out_of_memory
-from diagnose.ui import sources
+from diagnose.report import band_of
+from diagnose.retrievers import load_retriever
+from diagnose.ui import downloads, sources
 
 # The pages talk to this module only: what they use from the sidebar and progress modules is re-exported here.
 from diagnose.ui.errors import show_error as show_error
@@ -88,7 +90,6 @@ def _analysis_slot(key: str, encoder: str, engine: str, retrievers: tuple[tuple[
 @st.cache_resource(show_spinner=False, max_entries=16)
 def _retriever(target: str) -> Any:
     """The user's retriever object for ``module:attr`` (imported once per process)."""
-    from diagnose.retrievers import load_retriever
 
     return load_retriever(target)
 
@@ -199,7 +200,6 @@ class Bundle:
 
     def metrics_table(self) -> pd.DataFrame:
         """One row per run at the chosen k: the metric values (and their quality bands in ``band:<metric>``)."""
-        from diagnose.report import band_of
 
         evs = self.evaluations()
         k = self.k
@@ -244,7 +244,6 @@ def spaces_for(b: Bundle) -> dict[str, VectorSpace]:
 
 
 def _load_encoder(model: str | None, override: str | None, precision: str = "fast") -> Encoder:
-    from diagnose import embed
 
     if model is None and override == "keyword":
         return embed.KeywordEncoder(delay=float(os.environ.get(ENCODER_DELAY_ENV) or 0))
@@ -307,7 +306,6 @@ def _read(s: Settings, key: str, prog: StatusProgress) -> Dataset:
     """The data set of the sidebar's spec, read once per process (key: its fingerprint); it must have texts."""
 
     def read() -> Dataset:
-        from diagnose.io import load_dataset
 
         prog.step(f"Reading the {s.spec.label}")
         return load_dataset(**s.spec.load_kwargs())
@@ -416,7 +414,6 @@ def setup(page: Any = None) -> Bundle | None:
             help="The run the Worst queries, Inspector, Map and Similarity pages look at.",
         )
         _report_link(b.ds)
-        from diagnose.ui import downloads
 
         downloads.sidebar_downloads(b)
     return b

@@ -23,7 +23,10 @@ import pandas as pd
 
 from diagnose.data import Corpus, DataError, ValidationReport
 from diagnose.embed.precomputed import PrecomputedEmbeddings, checked_vectors
+from diagnose.io.formats import CORPUS_ID_FIELDS, CORPUS_TEXT_FIELDS, CORPUS_TITLE_FIELDS
+from diagnose.io.records import finish_records
 from diagnose.progress import Progress, reporter
+from diagnose.vectordb.sources import SOURCES
 from diagnose.vectordb.spec import FORM, SCHEMES, CollectionSpec, is_spec, parse_spec
 
 __all__ = ["FORM", "SCHEMES", "CollectionCorpus", "CollectionSpec", "is_spec", "parse_spec", "read_collection"]
@@ -77,14 +80,12 @@ def read_collection(
 
 def _row_id(row: dict, field: str | None) -> str:
     """The id of a raw row, for messages: ``field``'s value, else the first id field of a corpus file it has."""
-    from diagnose.io.formats import CORPUS_ID_FIELDS
 
     key = field if field is not None else next((f for f in CORPUS_ID_FIELDS if f in row), None)
     return str(row.get(key, "?")) if key is not None else "?"
 
 
 def _open(spec: CollectionSpec):
-    from diagnose.vectordb.sources import SOURCES
 
     return SOURCES[spec.scheme](spec)
 
@@ -143,8 +144,6 @@ def _check_metric(spec: CollectionSpec, metric: str, mat: np.ndarray, ids: list)
 def _corpus(spec, df: pd.DataFrame, mat: np.ndarray, given, source, report: ValidationReport) -> CollectionCorpus:
     """The raw rows checked like a corpus file (:func:`~diagnose.io.records.finish_records`), and their vectors
     through the precomputed path's checks (:func:`~diagnose.embed.precomputed.checked_vectors`)."""
-    from diagnose.io.formats import CORPUS_ID_FIELDS, CORPUS_TEXT_FIELDS, CORPUS_TITLE_FIELDS
-    from diagnose.io.records import finish_records
 
     where = str(spec)
     corpus = finish_records(

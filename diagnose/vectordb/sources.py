@@ -16,6 +16,7 @@ import numpy as np
 
 from diagnose.data import DataError
 from diagnose.extras import needs
+from diagnose.io.formats import CORPUS_ID_FIELDS
 from diagnose.vectordb.spec import CollectionSpec
 
 Batch = tuple[list[dict[str, Any]], np.ndarray]
@@ -146,7 +147,6 @@ class QdrantSource:
 def _qdrant_row(point: Any) -> dict[str, Any]:
     """The payload, flat; the point id (an integer or a UUID) under ``_id`` only when the payload names no id of
     its own (``_id``, ``id``, ``doc_id``, ``docid``: the corpus file's id fields)."""
-    from diagnose.io.formats import CORPUS_ID_FIELDS
 
     row = _flat(point.payload)
     if not any(f in row for f in CORPUS_ID_FIELDS):
