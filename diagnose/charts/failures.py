@@ -107,7 +107,7 @@ def remedy_matrix_heatmap(df: pd.DataFrame, *, unit: str = "failed queries", tit
     base = alt.Chart().encode(x=x, y=y)
     heat = base.mark_rect().encode(
         color=alt.Color("share:Q", title="Share recovered", scale=alt.Scale(domain=[0, 1], scheme="blues"),
-                        legend=alt.Legend(format=".0%")),
+                        legend=alt.Legend(format=".0%", gradientLength=max(40, 36 * len(rows) - 16))),
         tooltip=tooltip,
     )  # fmt: skip
     own = base.mark_rect(filled=False, stroke="#D55E00", strokeWidth=3).transform_filter("datum.own")

@@ -66,7 +66,9 @@ with st.expander("Would the recommendations help? Each remedy applied to this ru
 with st.expander("Does the class predict the fix? Every remedy applied to every class", expanded=True):
     matrix = b.analysis.remedy_matrix(run, k=b.k, failure=b.mode)
     if matrix.remedy_ids:
-        st.altair_chart(charts.remedy_matrix_heatmap(matrix.frame(), unit=matrix.unit), width="stretch")
+        # st.altair_chart sizes the whole chart (title, axes) to its height; the builder gives the plot's height
+        st.altair_chart(charts.remedy_matrix_heatmap(matrix.frame(), unit=matrix.unit), width="stretch",
+                        height=36 * len(matrix.classes) + 120)  # fmt: skip
     st.markdown("\n".join(f"- {escape_md(x)}" for x in matrix.sentences()))
     st.caption(
         f"Each cell: of the class's {matrix.unit}, how many the remedied run recovers at k={b.k} (the same remedied "
