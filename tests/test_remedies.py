@@ -407,3 +407,21 @@ def test_the_remedy_matrix_without_an_own_remedy_and_missing_inputs():
     assert m.sentence("index_gap").startswith("index_gap: its own remedy, dense, was not tried (pass dense_run)")
     with pytest.raises(ValueError, match="do not match"):
         remedy_matrix(ds.qrels, diagnosis_of(diag_run, fs, 2), rem)
+
+
+def test_the_remedy_matrix_in_the_markdown_report():
+    from diagnose.data import ValidationReport
+    from diagnose.remedy_matrix import remedy_matrix
+    from diagnose.report import markdown_report
+
+    ds, diag, rem = matrix_world()
+    m = remedy_matrix(ds.qrels, diag, rem)
+    metrics = pd.DataFrame([{"run": "run", "kind": "your run", "queries": 4, "hit_rate@1": 0.0}])
+    md = markdown_report(data_label="hand-built", data_lines=[], model="fake", k=1, mode="hit", metrics=metrics,
+                         diagnosis=None, validation=ValidationReport(), remedies=rem, remedy_matrix=m)  # fmt: skip
+    assert "### Remedy matrix: every remedy applied to every class's failed queries" in md
+    # one table row per class, the own remedy starred: vocabulary_mismatch under hybrid 1 of 2 (matrix_world)
+    row = next(line for line in md.splitlines() if line.startswith("| vocabulary_mismatch"))
+    assert "1/2 (50%)*" in row and "0/2 (0%)" in row
+    for sentence in m.sentences():
+        assert f"- {sentence}" in md
