@@ -115,6 +115,8 @@ class RemedyMatrix:
             return f"{cls}: {why}."
         best = max(self.remedy_ids, key=lambda r: n[r].recovered)
         c = n[best]
+        if not c.recovered:
+            return f"{cls}: {why}; no remedy recovers any of its {c.failures} {unit}."
         return f"{cls}: {why}; {best} recovers {_pct(c.share)} of it ({c.recovered} of {c.failures} {unit}), the most."
 
     def sentences(self) -> list[str]:

@@ -392,17 +392,21 @@ def test_the_remedy_matrix_without_an_own_remedy_and_missing_inputs():
     from diagnose.remedy_matrix import remedy_matrix
 
     ds, diag, _ = matrix_world()
-    fs = [*diag.failures, failure("q4", "t4", "semantic_gap")]
+    fs = [*diag.failures, failure("q4", "t4", "semantic_gap"), failure("q1", "t1", "label_gap")]
     diag = diagnosis_of(diag_run := run_of("run", {"q1": ["a", "t1"], "q2": ["b", "t2"], "q3": ["a3", "b3", "t3"],
                                                    "q4": ["c4"]}), fs, 1)  # fmt: skip
     bm25 = run_of("bm25", {"q1": ["t1"], "q2": ["x"], "q4": ["e4"]})
     rem = prove_remedies(ds, diag_run, diag, bm25_run=bm25, kind="dense")  # no dense_run, no space
     m = remedy_matrix(ds.qrels, diag, rem)
     assert m.remedy_ids == ("hybrid",) and m.missing == {"rerank": "pass space", "dense": "pass dense_run"}
-    # semantic_gap (q4): no offline remedy; hybrid recovers 0 of its 1 failed query
+    # semantic_gap (q4): no offline remedy, and hybrid (the only remedy tried) does not recover q4
     assert m.sentence("semantic_gap") == (
-        "semantic_gap: it has no offline remedy of its own; hybrid recovers 0% of it (0 of 1 failed queries), the "
-        "most."
+        "semantic_gap: it has no offline remedy of its own; no remedy recovers any of its 1 failed queries."
+    )
+    # label_gap (q1): judge it; hybrid recovers q1 (t1 = 1/62 + 1/61 > a = 1/61)
+    assert m.sentence("label_gap") == (
+        "label_gap: it has no offline remedy of its own (judge it); hybrid recovers 100% of it (1 of 1 failed "
+        "queries), the most."
     )
     assert m.sentence("index_gap").startswith("index_gap: its own remedy, dense, was not tried (pass dense_run)")
     with pytest.raises(ValueError, match="do not match"):
