@@ -346,8 +346,9 @@ def failures_dict(diagnosis: Diagnosis, *, label_noise: Any = None, hubness: Any
 
 
 def failures_text(
-    diagnosis: Diagnosis, *, model: str, label_noise: Any = None, hubness: Any = None, remedies: Any = None
-) -> str:
+    diagnosis: Diagnosis, *, model: str, label_noise: Any = None, hubness: Any = None, remedies: Any = None,
+    remedy_matrix: Any = None,
+) -> str:  # fmt: skip
     """The human-readable report of ``diagnose failures``: every failure worst first, counts, recommendations."""
     d, cal = diagnosis, diagnosis.calibration
     lines = [
@@ -378,6 +379,10 @@ def failures_text(
         lines += ["", "recommendations:"] + [f"- {c}: {recommendation(c, d.run_kind.kind)}" for c in present]
     if remedies is not None and remedies.sentences():
         lines += ["", "remedies, applied to this run and measured:"] + [f"- {x}" for x in remedies.sentences()]
+    if remedy_matrix is not None and remedy_matrix.classes:
+        m = remedy_matrix
+        lines += ["", f"remedy matrix: every remedy applied to every class's {m.unit} (recovered at k={m.k}):"]
+        lines += [text_table(m.rows(), ["class", *m.remedy_ids]), *m.legend(), *[f"- {x}" for x in m.sentences()]]
     if label_noise is not None and (len(label_noise.unjudged_duplicates) or len(label_noise.conflicting_queries)):
         lines += [
             "",
@@ -408,6 +413,7 @@ def markdown_report(
     query_id: str | None = None,
     worst: int = 10,
     remedies: Any = None,
+    remedy_matrix: Any = None,
 ) -> str:
     """The report as Markdown. ``metrics``: one row per run (``run``, ``kind``, metric columns, ``band:<metric>``)."""
     lines = ["# diagnose report", ""]
@@ -430,6 +436,11 @@ def markdown_report(
     if remedies is not None and remedies.sentences():
         lines += ["", "### Remedies, applied to this run and measured", ""]
         lines += [f"- {x}" for x in remedies.sentences()]
+    if remedy_matrix is not None and remedy_matrix.classes:
+        m = remedy_matrix
+        lines += ["", f"### Remedy matrix: every remedy applied to every class's {m.unit}", ""]
+        lines += [markdown_table(m.rows(), ["class", *m.remedy_ids]), "", *[f"- {x}" for x in m.legend()]]
+        lines += ["", *[f"- {x}" for x in m.sentences()]]
     lines += ["", "## Validation", ""]
     if len(validation):
         lines += [f"- {p.format().splitlines()[0]}" for p in validation]

@@ -294,6 +294,24 @@ def test_worst_queries_shows_each_remedy_measured():
     assert any("would recover" in m.value for m in at.markdown)
 
 
+def test_worst_queries_shows_the_remedy_matrix_and_its_sentences():
+    at = app.open_demo("worst")
+    b = at.session_state["_bundle"]
+    matrix = b.analysis.remedy_matrix(at.selectbox(key="run").value, k=b.k, failure=b.mode)
+    assert matrix.classes and matrix.remedy_ids
+    text = app.unescaped(" ".join(m.value for m in at.markdown))
+    for sentence in matrix.sentences():  # one sentence per class with failures, below the heat map
+        assert sentence in text
+    specs = [json.loads(c.proto.spec) for c in app.charts(at)]
+    heat = [s for s in specs if "Does the class predict the fix" in json.dumps(s.get("title", ""))]
+    assert len(heat) == 1
+    # the heat map, the outline of the own remedies, the m/n text (the data travels apart from the spec)
+    assert [u["mark"]["type"] for u in heat[0]["layer"]] == ["rect", "rect", "text"]
+    assert heat[0]["layer"][1]["transform"] == [{"filter": "datum.own"}]
+    frame = matrix.frame()
+    assert len(frame) == len(matrix.classes) * len(matrix.remedy_ids) and frame["own"].any()
+
+
 def test_worst_queries_counts_add_up_in_failed_queries_and_missed_pairs():
     # every count on the page says its unit; the same units agree wherever they appear
     at = app.open_demo("worst")

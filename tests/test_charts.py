@@ -470,3 +470,34 @@ def test_legend_strip_draws_every_item_as_data():
     values = [v for d in spec["datasets"].values() for v in d]
     assert {v["label"] for v in values} == {"failed query", "<b>target</b>", "line to a missed target"}
     assert {v["color"] for v in values} == {"#D55E00", "#009E73"}
+
+
+def test_remedy_matrix_heatmap_colours_the_share_and_outlines_the_own_remedy():
+    # vocabulary_mismatch: hybrid 6/11 (own), dense 1/11; index_gap: hybrid 0/2, dense 2/2 (own)
+    df = pd.DataFrame(
+        {
+            "class": ["vocabulary_mismatch", "vocabulary_mismatch", "index_gap", "index_gap"],
+            "remedy": ["hybrid", "dense", "hybrid", "dense"],
+            "failures": [11, 11, 2, 2],
+            "recovered": [6, 1, 0, 2],
+            "own": [True, False, False, True],
+        }
+    )
+    spec = charts.remedy_matrix_heatmap(df).to_dict()
+    layers = spec["layer"]
+    heat, own, text = layers
+    assert mark(heat) == "rect" and heat["encoding"]["color"]["field"] == "share"
+    assert heat["encoding"]["color"]["scale"]["domain"] == [0, 1]
+    assert own["mark"]["filled"] is False and own["transform"] == [{"filter": "datum.own"}]
+    assert text["encoding"]["text"]["field"] == "cell"
+    rows = list(spec["datasets"].values())[0]
+    cells = {(r["class"], r["remedy"]): (r["cell"], r["share"]) for r in rows}
+    # 6/11 = 0.545; 2/2 = 1; the own cells carry a star
+    assert cells[("vocabulary_mismatch", "hybrid")] == ("6/11 ★", pytest.approx(6 / 11))
+    assert cells[("index_gap", "dense")] == ("2/2 ★", 1.0) and cells[("index_gap", "hybrid")] == ("0/2", 0.0)
+    # rows in taxonomy order (index_gap before vocabulary_mismatch), columns in the order given
+    legends = charts.CLASS_LEGENDS
+    assert heat["encoding"]["y"]["sort"] == [legends["index_gap"], legends["vocabulary_mismatch"]]
+    assert heat["encoding"]["x"]["sort"] == ["hybrid", "dense"]
+    with pytest.raises(ValueError, match="own"):
+        charts.remedy_matrix_heatmap(df.drop(columns="own"))

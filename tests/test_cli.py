@@ -194,6 +194,13 @@ def test_failures_with_precomputed_vectors(tmp_path, capsys):
     # the index_gap remedy is exact dense search: t is the nearest document, so it recovers the one failure
     gap = next(r for r in payload["remedies"]["remedies"] if r["class"] == "index_gap")
     assert gap["failures"] == 1 and gap["recovered"] == 1 and gap["lost_hits"] == 0
+    # the remedy matrix: {class: {remedy_id: {failures, recovered}}}, classes with failures only; its diagonal
+    # (index_gap under its own remedy) is the remedy table's row
+    matrix = payload["remedy_matrix"]
+    assert list(matrix) == ["index_gap"] and gap["remedy_id"] in matrix["index_gap"]
+    assert matrix["index_gap"][gap["remedy_id"]] == {"failures": 1, "recovered": 1}
+    assert all(set(cell) == {"failures", "recovered"} for cell in matrix["index_gap"].values())
+    assert len(payload["remedy_matrix_sentences"]) == 1
 
 
 def test_failures_needs_texts(files, capsys):

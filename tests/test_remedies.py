@@ -239,7 +239,7 @@ def _demo_remedies(space, mode: str):
     bm25 = BM25Index.build(ds.corpus.texts(), list(ds.corpus.ids))
     sp = space(ds, golden)
     diag = diagnose_run(ds, run, sp, bm25, k=10, mode=mode)
-    return diag, prove_remedies(
+    return diag, ds, prove_remedies(
         ds, run, diag, space=sp, bm25_run=bl.bm25_run(ds.corpus, ds.queries, golden, index=bm25),
         dense_run=bl.dense_run(sp.doc_vecs, sp.query_vecs, sp.doc_ids, sp.query_ids), k=10,
     )  # fmt: skip
@@ -258,13 +258,28 @@ def _check_invariants(diag: Diagnosis, rem) -> None:
     assert rem.hits <= rem.n_queries
 
 
+def _check_matrix_diagonal(ds, diag: Diagnosis, rem) -> None:
+    """The matrix's diagonal is the remedy table: each class's own remedy on its own class, same counts."""
+    from diagnose.remedy_matrix import remedy_matrix
+
+    m = remedy_matrix(ds.qrels, diag, rem)
+    assert m.classes and set(m.remedy_ids) == set(rem.runs)
+    for row in rem.rows:
+        if row.failures and row.recovered is not None:
+            cell = m.cell(row.cls, row.remedy_id)
+            assert (cell.failures, cell.recovered) == (row.failures, row.recovered) and m.is_own(row.cls, row.remedy_id)
+    for c in m.classes:  # and every cell counts the class's failures in the remedies' unit
+        assert {m.cell(c, r).failures for r in m.remedy_ids} == {rem.row(c).failures}
+
+
 @pytest.mark.parametrize("mode", ["hit", "recall"])
 def test_demo_invariants_with_the_keyword_encoder(mode):
     def space(ds, golden):
         return VectorSpace.build(ds, golden, encoder=KeywordEncoder())
 
-    diag, rem = _demo_remedies(space, mode)
+    diag, ds, rem = _demo_remedies(space, mode)
     _check_invariants(diag, rem)
+    _check_matrix_diagonal(ds, diag, rem)
 
 
 @pytest.mark.real_model
@@ -272,8 +287,9 @@ def test_demo_remedies_with_the_default_model(tmp_path):
     def space(ds, golden):
         return VectorSpace.build(ds, golden, cache_dir=tmp_path)
 
-    diag, rem = _demo_remedies(space, "hit")
+    diag, ds, rem = _demo_remedies(space, "hit")
     _check_invariants(diag, rem)
+    _check_matrix_diagonal(ds, diag, rem)
     # reported, not asserted beyond the invariants: the numbers move with the demo corpus
     print(rem.table().to_string())
     print("\n".join(rem.sentences()))
@@ -307,3 +323,109 @@ def test_a_cross_encoder_is_measured_as_a_second_near_miss_remedy(tmp_path, caps
     cosine = rows[[r["class"] for r in rows].index("near_miss")]
     assert extra["failures"] == cosine["failures"] > 0
     assert 0 <= extra["recovered"] <= extra["failures"] and extra["p_value"] is not None
+
+
+# ------------------------------------------------------------------------------------------ the remedy matrix
+
+
+def matrix_world():
+    """k = 1, hit mode. Four failed queries, each remedy built once and applied to every class:
+    q1 vocabulary_mismatch (t1): run [a, t1]; bm25 [t1]; dense [t1]
+    q4 vocabulary_mismatch (t4): run [c4];    bm25 [e4]; dense [f4]
+    q2 index_gap (t2):           run [b, t2]; bm25 [x];  dense [t2]
+    q3 near_miss (t3):           run [a3, b3, t3];       dense [z]; only q3 has a vector (keyword encoder)
+    hybrid (RRF k=60): q1 t1 = 1/62 + 1/61 > a = 1/61: recovered; q4 c4 = e4 = 1/61, tie, doc id descending: e4
+      first, not relevant; q2 b = x = 1/61 > t2 = 1/62: x first; q3 (no BM25 list) keeps a3 first.
+    dense: q1 t1 first and q2 t2 first: recovered; q4 f4, q3 z: not.
+    rerank (top 3 x 1 = 3 by cosine): q3 "vpn token reset guide" 0.866 beats a3 and b3 (0): recovered; the other
+      queries have no vector and keep their order.
+    """
+    docs = {"a3": "cafeteria menu", "b3": "holiday policy", "t3": "vpn token reset guide"}
+    space = keyword_space(docs, {"q3": "vpn token reset"})
+    ds = Dataset(qrels=qrels_of({"q1": {"t1": 1}, "q2": {"t2": 1}, "q3": {"t3": 1}, "q4": {"t4": 1}}))
+    run = run_of("run", {"q1": ["a", "t1"], "q2": ["b", "t2"], "q3": ["a3", "b3", "t3"], "q4": ["c4"]})
+    bm25 = run_of("bm25", {"q1": ["t1"], "q2": ["x"], "q4": ["e4"]})
+    dense = run_of("dense", {"q1": ["t1"], "q2": ["t2"], "q3": ["z"], "q4": ["f4"]})
+    fs = [failure("q1", "t1", "vocabulary_mismatch"), failure("q4", "t4", "vocabulary_mismatch"),
+          failure("q2", "t2", "index_gap"), failure("q3", "t3", "near_miss")]  # fmt: skip
+    diag = diagnosis_of(run, fs, 1)
+    rem = prove_remedies(ds, run, diag, space=space, bm25_run=bm25, dense_run=dense, kind="dense")
+    return ds, diag, rem
+
+
+def test_the_remedy_matrix_applies_every_remedy_to_every_class():
+    from diagnose.remedy_matrix import remedy_matrix
+
+    ds, diag, rem = matrix_world()
+    m = remedy_matrix(ds.qrels, diag, rem)
+    assert m.classes == ("near_miss", "index_gap", "vocabulary_mismatch")  # taxonomy order, classes with failures
+    assert set(m.remedy_ids) == {"rerank", "dense", "hybrid"}  # the dense run's offline remedies; no judge/none
+    # (recovered, failures) per cell, from the docstring of matrix_world
+    expected = {
+        "vocabulary_mismatch": {"hybrid": (1, 2), "dense": (1, 2), "rerank": (0, 2)},
+        "index_gap": {"hybrid": (0, 1), "dense": (1, 1), "rerank": (0, 1)},
+        "near_miss": {"hybrid": (0, 1), "dense": (0, 1), "rerank": (1, 1)},
+    }
+    got = {c: {r: (v["recovered"], v["failures"]) for r, v in row.items()} for c, row in m.to_dict().items()}
+    assert got == expected
+    # the diagonal is the remedy table's own numbers, the remedied runs are the same objects
+    for c in m.classes:
+        row = rem.row(c)
+        assert m.is_own(c, row.remedy_id)
+        assert (m.cell(c, row.remedy_id).recovered, m.cell(c, row.remedy_id).failures) == (row.recovered, row.failures)
+    # hybrid on vocabulary_mismatch: 1 of 2 = 50%; on the others pooled: index_gap 0/1 + near_miss 0/1 = 0 of 2
+    assert m.sentence("vocabulary_mismatch") == (
+        "hybrid recovers 50% of vocabulary_mismatch (1 of 2 failed queries) and 0% of the other failed queries "
+        "(0 of 2)."
+    )
+    # dense on index_gap: 1 of 1; on the others: vocabulary 1/2 + near_miss 0/1 = 1 of 3 = 33%
+    assert m.sentence("index_gap") == (
+        "dense recovers 100% of index_gap (1 of 1 failed queries) and 33% of the other failed queries (1 of 3)."
+    )
+    assert m.rows()[0] == {"class": "near_miss", "rerank": "1/1 (100%)*", "dense": "0/1 (0%)", "hybrid": "0/1 (0%)"}
+    frame = m.frame()
+    assert len(frame) == 9 and frame["own"].sum() == 3
+    assert frame.set_index(["class", "remedy"]).at[("vocabulary_mismatch", "hybrid"), "share"] == 0.5
+
+
+def test_the_remedy_matrix_without_an_own_remedy_and_missing_inputs():
+    from diagnose.remedy_matrix import remedy_matrix
+
+    ds, diag, _ = matrix_world()
+    fs = [*diag.failures, failure("q4", "t4", "semantic_gap"), failure("q1", "t1", "label_gap")]
+    diag = diagnosis_of(diag_run := run_of("run", {"q1": ["a", "t1"], "q2": ["b", "t2"], "q3": ["a3", "b3", "t3"],
+                                                   "q4": ["c4"]}), fs, 1)  # fmt: skip
+    bm25 = run_of("bm25", {"q1": ["t1"], "q2": ["x"], "q4": ["e4"]})
+    rem = prove_remedies(ds, diag_run, diag, bm25_run=bm25, kind="dense")  # no dense_run, no space
+    m = remedy_matrix(ds.qrels, diag, rem)
+    assert m.remedy_ids == ("hybrid",) and m.missing == {"rerank": "pass space", "dense": "pass dense_run"}
+    # semantic_gap (q4): no offline remedy, and hybrid (the only remedy tried) does not recover q4
+    assert m.sentence("semantic_gap") == (
+        "semantic_gap: it has no offline remedy of its own; no remedy recovers any of its 1 failed queries."
+    )
+    # label_gap (q1): judge it; hybrid recovers q1 (t1 = 1/62 + 1/61 > a = 1/61)
+    assert m.sentence("label_gap") == (
+        "label_gap: it has no offline remedy of its own (judge it); hybrid recovers 100% of it (1 of 1 failed "
+        "queries), the most."
+    )
+    assert m.sentence("index_gap").startswith("index_gap: its own remedy, dense, was not tried (pass dense_run)")
+    with pytest.raises(ValueError, match="do not match"):
+        remedy_matrix(ds.qrels, diagnosis_of(diag_run, fs, 2), rem)
+
+
+def test_the_remedy_matrix_in_the_markdown_report():
+    from diagnose.data import ValidationReport
+    from diagnose.remedy_matrix import remedy_matrix
+    from diagnose.report import markdown_report
+
+    ds, diag, rem = matrix_world()
+    m = remedy_matrix(ds.qrels, diag, rem)
+    metrics = pd.DataFrame([{"run": "run", "kind": "your run", "queries": 4, "hit_rate@1": 0.0}])
+    md = markdown_report(data_label="hand-built", data_lines=[], model="fake", k=1, mode="hit", metrics=metrics,
+                         diagnosis=None, validation=ValidationReport(), remedies=rem, remedy_matrix=m)  # fmt: skip
+    assert "### Remedy matrix: every remedy applied to every class's failed queries" in md
+    # one table row per class, the own remedy starred: vocabulary_mismatch under hybrid 1 of 2 (matrix_world)
+    row = next(line for line in md.splitlines() if line.startswith("| vocabulary_mismatch"))
+    assert "1/2 (50%)*" in row and "0/2 (0%)" in row
+    for sentence in m.sentences():
+        assert f"- {sentence}" in md

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from diagnose.inspection import Inspection
     from diagnose.models import ModelComparison
     from diagnose.remedies import Remedies
+    from diagnose.remedy_matrix import RemedyMatrix
     from diagnose.risk import RiskValidation
 
 from diagnose import defaults, embed
@@ -29,6 +30,7 @@ from diagnose.failures.kind import BASELINE_KINDS, RunKind, infer_run_kind
 from diagnose.inspection import inspect_query
 from diagnose.models import compare_models
 from diagnose.remedies import prove_remedies
+from diagnose.remedy_matrix import remedy_matrix
 from diagnose.risk import failure_risk, validate_risk
 
 
@@ -138,6 +140,24 @@ class Evidence(Scores):
             )  # fmt: skip
 
         return self._cached(("remedies", name, k, mode, cross_encoder), build)
+
+    def remedy_matrix(
+        self, run: str | None = None, *, k: int | None = None, failure: str | None = None,
+        cross_encoder: str | None = None,
+    ) -> RemedyMatrix:  # fmt: skip
+        """Every offline remedy of :meth:`remedies` (the same remedied runs, reused) applied to the failures of every
+        class (:mod:`diagnose.remedy_matrix`): per class and remedy, how many of the class's failed queries (missed
+        pairs with ``failure="recall"``) it recovers at k. Its diagonal is :meth:`remedies`' ``recovered``."""
+
+        name = self._run_name(run)
+        k = self._k(k)
+        mode = self._mode(failure)
+
+        def build() -> RemedyMatrix:
+            rem = self.remedies(name, k=k, failure=mode, cross_encoder=cross_encoder)
+            return remedy_matrix(self.dataset.qrels, self.diagnosis(name, k=k, failure=mode), rem)
+
+        return self._cached(("remedy_matrix", name, k, mode, cross_encoder), build)
 
     def _cross_encoded(self, name: str, model: str, depth: int) -> Run:
         """The run's top ``depth`` reranked live by the CrossEncoder ``model`` (memoised)."""

@@ -11,7 +11,7 @@ One file per question a contributor brings:
   runs, map roles), :func:`class_label`. Start here to change a colour (a failure class's colour and legend are
   fields of its record in :mod:`diagnose.failures.classes`).
 - :mod:`~diagnose.charts.metrics`: :func:`metrics_bar`, :func:`curve_over_k`, :func:`delta_chart`.
-- :mod:`~diagnose.charts.failures`: :func:`failure_breakdown`.
+- :mod:`~diagnose.charts.failures`: :func:`failure_breakdown`, :func:`remedy_matrix_heatmap`.
 - :mod:`~diagnose.charts.maps`: :func:`embedding_map`, :func:`legend_strip`, the map's selection names and how
   Streamlit reads them.
 - :mod:`~diagnose.charts.similarity`: :func:`similarity_histogram`.
@@ -26,7 +26,7 @@ Every name below is importable from ``diagnose.charts`` itself::
 from __future__ import annotations
 
 from diagnose.charts.common import ALTAIR_MAX_ROWS
-from diagnose.charts.failures import failure_breakdown
+from diagnose.charts.failures import failure_breakdown, remedy_matrix_heatmap
 from diagnose.charts.maps import MAP_SELECTION, MAP_ZOOM, embedding_map, legend_strip
 from diagnose.charts.metrics import curve_over_k, delta_chart, metrics_bar
 from diagnose.charts.palette import (
@@ -71,5 +71,6 @@ __all__ = [
     "failure_breakdown",
     "legend_strip",
     "metrics_bar",
+    "remedy_matrix_heatmap",
     "similarity_histogram",
 ]

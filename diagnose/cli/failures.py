@@ -29,14 +29,17 @@ def cmd_failures(args: argparse.Namespace) -> int:
     noise = analysis.label_noise(name)
     hubs = analysis.hubness(name)
     remedies = analysis.remedies(name, cross_encoder=args.cross_encoder) if args.remedies else None
+    matrix = analysis.remedy_matrix(name, cross_encoder=args.cross_encoder) if args.remedies else None
     write_run_files(args, analysis)
     print_warnings(ds.report, args.format)
     result = Output(
         table=lambda: failures_text(
-            diag, model=analysis.space.model_label, label_noise=noise, hubness=hubs, remedies=remedies
+            diag, model=analysis.space.model_label, label_noise=noise, hubness=hubs, remedies=remedies,
+            remedy_matrix=matrix,
         ),
         json=lambda: failures_dict(diag, label_noise=noise, hubness=hubs, validation=ds.report)
-        | ({"remedies": remedies.to_dict()} if remedies is not None else {}),
+        | ({"remedies": remedies.to_dict()} if remedies is not None else {})
+        | ({"remedy_matrix": matrix.to_dict(), "remedy_matrix_sentences": matrix.sentences()} if matrix is not None else {}),
         csv=diag.frame,
     )
     emit(result, args.format)

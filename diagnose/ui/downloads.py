@@ -21,6 +21,7 @@ def report_markdown(b, diagnosis=None, metrics=None, page: str = "", query_id: s
     """The Markdown report of the current state of the app (without the diagnosis while the vectors are computed)."""
     s = b.settings
     remedies = b.analysis.remedies(diagnosis.run, k=b.k, failure=b.mode) if diagnosis is not None else None
+    matrix = b.analysis.remedy_matrix(diagnosis.run, k=b.k, failure=b.mode) if diagnosis is not None else None
     return report.markdown_report(
         data_label=s.spec.label,
         data_lines=sources.describe(s.spec),
@@ -33,6 +34,7 @@ def report_markdown(b, diagnosis=None, metrics=None, page: str = "", query_id: s
         page=page,
         query_id=query_id,
         remedies=remedies,
+        remedy_matrix=matrix,
     )
 
 

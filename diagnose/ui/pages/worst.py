@@ -6,6 +6,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
+from diagnose import charts
 from diagnose.failures import CLASS_LABELS, CLASSES, sort_worst
 from diagnose.ui import state, tables
 from diagnose.ui.text import escape_md
@@ -60,6 +61,20 @@ with st.expander("Would the recommendations help? Each remedy applied to this ru
         f"{escape_md(remedies.metric)} over all {remedies.n_queries} golden queries, remedied run minus the run. A "
         "failed query whose missed pairs fall in two classes counts in both, so the failed queries per class can add "
         f"up to more than the {len(diag.failed_queries)} failed queries."
+    )
+
+with st.expander("Does the class predict the fix? Every remedy applied to every class", expanded=True):
+    matrix = b.analysis.remedy_matrix(run, k=b.k, failure=b.mode)
+    if matrix.remedy_ids:
+        # st.altair_chart sizes the whole chart (title, axes) to its height; the builder gives the plot's height
+        st.altair_chart(charts.remedy_matrix_heatmap(matrix.frame(), unit=matrix.unit), width="stretch",
+                        height=36 * len(matrix.classes) + 120)  # fmt: skip
+    st.markdown("\n".join(f"- {escape_md(x)}" for x in matrix.sentences()))
+    st.caption(
+        f"Each cell: of the class's {matrix.unit}, how many the remedied run recovers at k={b.k} (the same remedied "
+        "runs as the table above, so the outlined cells are its recovered column). A class predicts its fix when its "
+        "own remedy recovers far more of it than of the other classes; when it does no better, look at the evidence: "
+        "the class's rule may be wrong for this data."
     )
 
 counts = diag.class_counts
