@@ -22,7 +22,8 @@ from pathlib import Path
 
 import numpy as np
 
-from diagnose import deck, projection
+from diagnose import projection
+from diagnose.charts import deck
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))

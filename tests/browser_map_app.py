@@ -1,5 +1,5 @@
 """A standalone Streamlit page for tests/test_browser_map.py and bench/bench_map_deck.py: the deck.gl embedding map
-(:func:`diagnose.deck.embedding_deck`) of ``DIAGNOSE_DECK_POINTS`` generated points (default 100,000): Gaussian
+(:func:`diagnose.charts.deck.embedding_deck`) of ``DIAGNOSE_DECK_POINTS`` generated points (default 100,000): Gaussian
 blobs in 2-D as a UMAP layout would give, 1% queries, 300 failed queries each linked to a target and a top retrieved
 document. No projection runs: the coordinates are generated, so the page measures the browser, not UMAP.
 
@@ -15,7 +15,7 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from diagnose import deck
+from diagnose.charts import deck
 
 sys.path.insert(0, str(Path(__file__).parent))
 import deck_points  # noqa: E402

@@ -14,7 +14,7 @@ pytest.importorskip("pydeck")
 from app_testing import PAGES, assert_clean, start_app  # noqa: E402
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
-from diagnose import deck  # noqa: E402
+from diagnose.charts import deck  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("keyword_encoder")
 

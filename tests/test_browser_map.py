@@ -1,7 +1,7 @@
 """The whole-collection map in a real browser: 100,000 points through ``st.pydeck_chart`` in headless Chromium on
 software WebGL (SwiftShader, no GPU).
 
-Runs ``tests/browser_map_app.py`` (the :func:`diagnose.deck.embedding_deck` chart of generated points: no UMAP, so
+Runs ``tests/browser_map_app.py`` (the :func:`diagnose.charts.deck.embedding_deck` chart of generated points: no UMAP, so
 this measures the browser) on a free port and checks that the canvas draws (pixels other than the background in a
 screenshot), that a zoom with the mouse wheel and a pan with a drag keep drawing, and that no request leaves
 127.0.0.1 (the map has no basemap, no tiles, no fonts from a CDN). It prints the time to the first drawn frame and the

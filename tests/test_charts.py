@@ -372,7 +372,7 @@ def _deck_frames():
 def test_deck_has_the_layers_an_orthographic_view_and_no_basemap():
     import json
 
-    from diagnose import deck
+    from diagnose.charts import deck
 
     points, edges = _deck_frames()
     d = deck.embedding_deck(points, edges)
@@ -400,7 +400,7 @@ def test_deck_has_the_layers_an_orthographic_view_and_no_basemap():
 
 
 def test_deck_tooltip_is_text_never_html():
-    from diagnose import deck
+    from diagnose.charts import deck
 
     points, edges = _deck_frames()
     d = deck.embedding_deck(points, edges)
@@ -427,7 +427,7 @@ def test_deck_strings_from_user_files_are_never_read_as_code():
     expression and "@@#..." as a constant: the whole map failed with a JavaScript error."""
     import json
 
-    from diagnose import deck
+    from diagnose.charts import deck
 
     points, edges = _deck_frames()
     hostile = ["@@=alert(1)", "@@#GL.ONE", "@@type", "\u2060@@=x", "\u2060plain"]
@@ -448,7 +448,7 @@ def test_deck_strings_from_user_files_are_never_read_as_code():
 def test_deck_colours_failed_queries_by_class_and_checks_its_input():
     import json
 
-    from diagnose import deck
+    from diagnose.charts import deck
 
     points, edges = _deck_frames()
     by_class = json.loads(deck.embedding_deck(points, edges, color_by="failure_class").to_json())

@@ -69,3 +69,17 @@ def test_the_distribution_name_is_one_fact():
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     assert project["name"] == DISTRIBUTION != "diagnose"
     assert project["scripts"] == {"diagnose": "diagnose.cli:main"}  # the command keeps its name
+
+
+def test_importing_the_library_and_its_pipeline_loads_no_heavy_package():
+    """Imports of diagnose's own modules sit at the top of each module (issue 17); the heavy and optional packages
+    stay lazy, so `import diagnose`, the pipeline and the CLI load none of them until a step needs one."""
+    code = (
+        "import sys, diagnose, diagnose.analysis, diagnose.cli, diagnose.remedies, diagnose.model_choice\n"
+        "heavy = ('torch', 'sentence_transformers', 'transformers', 'umap', 'streamlit', 'faiss', 'chromadb',\n"
+        "         'lancedb', 'qdrant_client', 'rapidfuzz', 'altair', 'pydeck')\n"
+        "print(sorted(m for m in heavy if m in sys.modules))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"

@@ -20,11 +20,11 @@ import pandas as pd
 import pytest
 
 import diagnose
-from diagnose.api import as_qrels
 from diagnose.cli import main
 from diagnose.data import Corpus, DataError, Dataset, Qrels, Queries
 from diagnose.embed import KeywordEncoder
 from diagnose.failures import CLASSES
+from diagnose.io.convert import as_qrels
 from diagnose.metrics import expand_metrics
 from diagnose.stats import Comparison
 

@@ -8,10 +8,10 @@ import json
 import numpy as np
 import pytest
 
-from diagnose.api import as_qrels, as_run
 from diagnose.cli import main
 from diagnose.data import Dataset
 from diagnose.failures.diagnosis import calibrate
+from diagnose.io.convert import as_qrels, as_run
 from diagnose.space import VectorSpace
 from diagnose.ui.text import margin_words
 

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from diagnose.compare import RerankReport
     from diagnose.failures import Diagnosis, Hubness, LabelNoise, RunKind
     from diagnose.inspection import Inspection
-    from diagnose.models import ModelComparison
+    from diagnose.model_choice import ModelComparison
     from diagnose.remedies import Remedies
     from diagnose.remedy_matrix import RemedyMatrix
     from diagnose.risk import RiskValidation
@@ -28,7 +28,7 @@ from diagnose.data import Run
 from diagnose.failures import CLASSES, Failure, diagnose_run, find_label_noise, hubness, sort_worst
 from diagnose.failures.kind import BASELINE_KINDS, RunKind, infer_run_kind
 from diagnose.inspection import inspect_query
-from diagnose.models import compare_models
+from diagnose.model_choice import compare_models
 from diagnose.remedies import prove_remedies
 from diagnose.remedy_matrix import remedy_matrix
 from diagnose.risk import failure_risk, validate_risk

@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Self
 
-from diagnose.api import as_run
 from diagnose.data import Qrels, Run, ValidationReport
+from diagnose.io.convert import as_run
 
 if TYPE_CHECKING:
     from diagnose.embed import Encoder
@@ -267,7 +267,7 @@ class Pipeline(AnalysisBase):
         validation report (default: this one's). This analysis is not changed; the BM25 index and the loaded model,
         which depend only on the corpus and the model, are shared."""
         if not isinstance(qrels, Qrels):
-            raise param_error("qrels", f"qrels must be a Qrels (e.g. diagnose.api.as_qrels(...)), got {given(qrels)}.")
+            raise param_error("qrels", f"qrels must be a Qrels (e.g. diagnose.io.convert.as_qrels(...)), got {given(qrels)}.")
         dataset = replace(self.dataset, qrels=qrels, report=report if report is not None else self.dataset.report)
         after = type(self)(
             dataset, self.user_runs(), k=self.k, model=self.model, failure=self.failure,

@@ -1,5 +1,5 @@
 """Colours, sizes and labels fixed per meaning, so a failure class, a quality band or a map role looks the same on
-every page. Colour-blind-safe (Okabe-Ito). :mod:`diagnose.deck` reads the same tables for the deck.gl map. A failure
+every page. Colour-blind-safe (Okabe-Ito). :mod:`diagnose.charts.deck` reads the same tables for the deck.gl map. A failure
 class's colour and legend are fields of its record (:mod:`diagnose.failures.classes`); the tables here are views."""
 
 from __future__ import annotations

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import argparse
 
-from diagnose.api import as_run
 from diagnose.cli.output import Output, emit, records_text
 from diagnose.cli.shared import EXIT_OK, build_analysis, load_data, print_warnings, write_run_files
 from diagnose.data import DataError
 from diagnose.failures import Thresholds
 from diagnose.failures.kind import parse_kind_arg
 from diagnose.io import parse_run_arg
+from diagnose.io.convert import as_run
 from diagnose.report import failures_dict, failures_text
 from diagnose.risk import failure_risk
 

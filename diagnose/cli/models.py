@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from diagnose.compare import RerankReport
-    from diagnose.models import ModelComparison
+    from diagnose.model_choice import ModelComparison
 
 
 def cmd_models(args: argparse.Namespace) -> int:

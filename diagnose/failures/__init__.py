@@ -21,7 +21,7 @@ One question a file:
   (:class:`RunKind`, :func:`infer_run_kind`), which the rules, sentences, recommendations and remedies follow.
 - :mod:`~diagnose.failures.diagnosis`: a whole run: :func:`failed_pairs`, :func:`calibrate` (:class:`Calibration`),
   :func:`diagnose_run` -> :class:`Diagnosis`.
-- :mod:`diagnose.golden` (outside this package: it asks whether the golden set is wrong, not the retriever):
+- :mod:`diagnose.failures.golden` (it asks whether the golden set is wrong, not the retriever):
   :func:`find_label_noise`, :func:`normalise_text`, :func:`hubness`; re-exported here.
 
 Every name below is importable from ``diagnose.failures`` itself::
@@ -44,6 +44,7 @@ from diagnose.failures.classes import (
 )
 from diagnose.failures.diagnosis import Calibration, Diagnosis, calibrate, diagnose_run, failed_pairs
 from diagnose.failures.evidence import Competitor, Failure, sort_worst
+from diagnose.failures.golden import Hubness, LabelNoise, find_label_noise, hubness, normalise_text
 from diagnose.failures.kind import RUN_KINDS, RunKind, infer_run_kind
 from diagnose.failures.taxonomy import (
     FailureMode,
@@ -54,7 +55,6 @@ from diagnose.failures.taxonomy import (
     recommendation,
     within,
 )
-from diagnose.golden import Hubness, LabelNoise, find_label_noise, hubness, normalise_text
 
 __all__ = [
     "RUN_KINDS",

@@ -28,6 +28,7 @@ import numpy as np
 from diagnose.data import Dataset, Run
 from diagnose.embed import dense_rank_range
 from diagnose.failures.classes import CLASS_LABELS
+from diagnose.failures.golden import normalise_text
 from diagnose.failures.taxonomy import (
     PairEvidence,
     Thresholds,
@@ -36,7 +37,6 @@ from diagnose.failures.taxonomy import (
     recommendation,
     seed_rule,
 )
-from diagnose.golden import normalise_text
 from diagnose.lexical import bm25_rank_range, term_overlap, tokenize
 from diagnose.space import VectorSpace
 

@@ -101,7 +101,7 @@ def build_whole_map(
     failed: Sequence[FailedQuery] = (), projected: Projection | None = None, **kwargs: Any,
 ) -> EmbeddingMap:  # fmt: skip
     """The map of *every* document and query (no sampling), for the deck.gl chart
-    (:func:`diagnose.deck.embedding_deck`). ``projected``: the :func:`project_collection` of these vectors when
+    (:func:`diagnose.charts.deck.embedding_deck`). ``projected``: the :func:`project_collection` of these vectors when
     already computed (the app computes it once per data and model, in a background thread); else it is computed
     here with ``kwargs``. Unplaced must-keep ids (targets missing from the corpus) are listed in the sample as in
     :func:`build_map`."""

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from diagnose import charts, deck
+from diagnose import charts
+from diagnose.charts import deck
 from diagnose.failures import CLASS_LABELS
 from diagnose.ui import state
 from diagnose.ui.text import escape_md
