@@ -11,9 +11,7 @@ import streamlit as st
 from diagnose.ui import state
 
 # A local icon file: an emoji or a material icon as page_icon makes the browser fetch it from an outside host.
-st.set_page_config(
-    page_title="diagnose: why your retriever fails", page_icon=state.ICON, layout="wide"
-)
+st.set_page_config(page_title="diagnose: why your retriever fails", page_icon=state.ICON, layout="wide")
 
 page = st.navigation(
     [

@@ -53,12 +53,21 @@ def main() -> None:
         ours.append(timed(OURS))
         peer.append(timed(PEER))
         bare.append(timed("pass"))
-    heavy = subprocess.run([sys.executable, "-c", HEAVY.format(q=str(QRELS), r=str(RUN))], capture_output=True,
-                           text=True, cwd=ROOT, check=True).stdout.strip()  # fmt: skip
+    heavy = subprocess.run(
+        [sys.executable, "-c", HEAVY.format(q=str(QRELS), r=str(RUN))],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        check=True,
+    ).stdout.strip()
     med = statistics.median
     print(f"python -c pass:                     median {med(bare):.3f} s")
-    print(f"import diagnose; diagnose.evaluate: median {med(ours):.3f} s (min {min(ours):.3f}, max {max(ours):.3f})")
-    print(f"pytrec_eval, same metrics:          median {med(peer):.3f} s (min {min(peer):.3f}, max {max(peer):.3f})")
+    print(
+        f"import diagnose; diagnose.evaluate: median {med(ours):.3f} s (min {min(ours):.3f}, max {max(ours):.3f})"
+    )
+    print(
+        f"pytrec_eval, same metrics:          median {med(peer):.3f} s (min {min(peer):.3f}, max {max(peer):.3f})"
+    )
     print(f"ratio ours / pytrec_eval: {med(ours) / med(peer):.2f}; heavy modules imported: {heavy}")
 
 

@@ -51,13 +51,34 @@ def app_cold(data: Path) -> tuple[float, float]:
 
     port = free_port()
     cache = tempfile.mkdtemp(prefix="diagnose-cold-")
-    env = {**os.environ, "DIAGNOSE_CACHE_DIR": cache, "DIAGNOSE_DATA_ROOT": str(data.parent),
-           "DIAGNOSE_FOREGROUND_SECONDS": "3"}  # fmt: skip
+    env = {
+        **os.environ,
+        "DIAGNOSE_CACHE_DIR": cache,
+        "DIAGNOSE_DATA_ROOT": str(data.parent),
+        "DIAGNOSE_FOREGROUND_SECONDS": "3",
+    }
     proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port), "--server.address",
-         "127.0.0.1", "--server.headless", "true", "--browser.gatherUsageStats", "false"],
-        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "streamlit",
+            "run",
+            "app.py",
+            "--server.port",
+            str(port),
+            "--server.address",
+            "127.0.0.1",
+            "--server.headless",
+            "true",
+            "--browser.gatherUsageStats",
+            "false",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     try:
         url = f"http://127.0.0.1:{port}"
         for _ in range(120):
@@ -67,8 +88,10 @@ def app_cold(data: Path) -> tuple[float, float]:
             except OSError:
                 time.sleep(0.5)
         with sync_playwright() as p:
-            b = p.chromium.launch(executable_path="/usr/bin/chromium",
-                                  args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"])  # fmt: skip
+            b = p.chromium.launch(
+                executable_path="/usr/bin/chromium",
+                args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"],
+            )
             page = b.new_page(viewport={"width": 1400, "height": 1000})
             page.goto(url)
             page.wait_for_selector(READY, timeout=300_000)
@@ -96,12 +119,19 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--data", type=Path, required=True)
     args = ap.parse_args()
-    bare = float(subprocess.run([sys.executable, "-c", BARE, str(args.data)], capture_output=True, text=True,
-                                check=True, cwd=ROOT).stdout.strip().splitlines()[-1])  # fmt: skip
+    bare = float(
+        subprocess.run(
+            [sys.executable, "-c", BARE, str(args.data)], capture_output=True, text=True, check=True, cwd=ROOT
+        )
+        .stdout.strip()
+        .splitlines()[-1]
+    )
     metrics, diagnosis = app_cold(args.data)
     print(f"bare encode (corpus + golden queries): {bare:.1f} s")
-    print(f"app, cold: metrics of the user's run after {metrics:.1f} s; the diagnosis after {diagnosis:.1f} s "
-          f"({diagnosis / bare:.2f}x the bare encode)")
+    print(
+        f"app, cold: metrics of the user's run after {metrics:.1f} s; the diagnosis after {diagnosis:.1f} s "
+        f"({diagnosis / bare:.2f}x the bare encode)"
+    )
 
 
 if __name__ == "__main__":

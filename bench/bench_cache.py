@@ -129,8 +129,20 @@ def check_trees(*trees: Path) -> None:
 
 def failures(args: argparse.Namespace, side: str, caches: dict[str, Path], trees: dict[str, Path]):
     """One warm ``diagnose failures`` process of the ``side`` ("old" or "new") tree on its own cache."""
-    cmd = [sys.executable, "-m", "diagnose", "failures", "--data", args.data, "--run", args.run,
-           "--cache-dir", str(caches[side]), "--format", "json"]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "diagnose",
+        "failures",
+        "--data",
+        args.data,
+        "--run",
+        args.run,
+        "--cache-dir",
+        str(caches[side]),
+        "--format",
+        "json",
+    ]
     return run(cmd, trees[side])
 
 

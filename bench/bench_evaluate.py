@@ -127,8 +127,20 @@ def diagnose_command(qrels: Path, run: Path) -> list[str]:
 
     compileall.compile_dir(str(ROOT / "diagnose"), quiet=1)
     ks = ",".join(map(str, KS))
-    return [sys.executable, "-m", "diagnose", "evaluate", "--qrels", str(qrels), "--run", f"synth={run}",
-            "--k", ks, "--format", "json"]  # fmt: skip
+    return [
+        sys.executable,
+        "-m",
+        "diagnose",
+        "evaluate",
+        "--qrels",
+        str(qrels),
+        "--run",
+        f"synth={run}",
+        "--k",
+        ks,
+        "--format",
+        "json",
+    ]
 
 
 def commands(qrels: Path, run: Path) -> dict[str, list[str]]:

@@ -81,14 +81,28 @@ def main() -> int:
     trees = {"before": args.before.resolve(), "after": args.after.resolve()}
     for tree in trees.values():
         compileall.compile_dir(str(tree / "diagnose"), quiet=1)
-    argv = ["evaluate", "--qrels", str(qrels), "--run", f"synth={run}", "--k", "1,3,5,10,100", "--format", "json"]
+    argv = [
+        "evaluate",
+        "--qrels",
+        str(qrels),
+        "--run",
+        f"synth={run}",
+        "--k",
+        "1,3,5,10,100",
+        "--format",
+        "json",
+    ]
     samples: dict[str, list[dict[str, float]]] = {name: [] for name in trees}
     for _ in range(args.repeats):
         for name, tree in trees.items():
             out = subprocess.run(
-                [sys.executable, "-c", CHILD, *argv], env={**os.environ, "PYTHONPATH": str(tree)}, cwd=tree,
-                capture_output=True, text=True, check=True,
-            ).stdout  # fmt: skip
+                [sys.executable, "-c", CHILD, *argv],
+                env={**os.environ, "PYTHONPATH": str(tree)},
+                cwd=tree,
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stdout
             samples[name].append(json.loads(out.strip().splitlines()[-1]))
     keys = list(dict.fromkeys(k for rows in samples.values() for r in rows for k in r))
     print(f"| stage (CPU s, median of {args.repeats}) | before | after |")

@@ -29,8 +29,22 @@ def main() -> None:
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
     run = bm25_run(data, work, env)
     cache = work / "cache"
-    cmd = [sys.executable, "-m", "diagnose", "failures", "--data", str(data), "--run", str(run), "--k", "10",
-           "--cache-dir", str(cache), "--format", "json"]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "diagnose",
+        "failures",
+        "--data",
+        str(data),
+        "--run",
+        str(run),
+        "--k",
+        "10",
+        "--cache-dir",
+        str(cache),
+        "--format",
+        "json",
+    ]
     bare, cold, warm, _, _ = cold_warm_bare(cmd, data, env, args.repeats, [cache])
     print_rounds(f"repeats: {args.repeats}", "diagnose failures", bare, cold, warm, ratio=True)
     shutil.rmtree(work, ignore_errors=True)

@@ -91,16 +91,28 @@ def export_onnx(st_model, folder: Path) -> dict[str, Path]:
     with torch.no_grad(), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         torch.onnx.export(
-            Pooled(hf), (enc["input_ids"], enc["attention_mask"]), str(paths["raw"]), dynamo=False,
-            input_names=["input_ids", "attention_mask"], output_names=["embedding"], opset_version=17,
-            dynamic_axes={"input_ids": {0: "b", 1: "s"}, "attention_mask": {0: "b", 1: "s"}, "embedding": {0: "b"}},
-        )  # fmt: skip
+            Pooled(hf),
+            (enc["input_ids"], enc["attention_mask"]),
+            str(paths["raw"]),
+            dynamo=False,
+            input_names=["input_ids", "attention_mask"],
+            output_names=["embedding"],
+            opset_version=17,
+            dynamic_axes={
+                "input_ids": {0: "b", 1: "s"},
+                "attention_mask": {0: "b", 1: "s"},
+                "embedding": {0: "b"},
+            },
+        )
     t_export = time.perf_counter() - t
     t = time.perf_counter()
     opt = optimizer.optimize_model(
-        str(paths["raw"]), model_type="bert", num_heads=cfg.num_attention_heads, hidden_size=cfg.hidden_size,
+        str(paths["raw"]),
+        model_type="bert",
+        num_heads=cfg.num_attention_heads,
+        hidden_size=cfg.hidden_size,
         opt_level=1,
-    )  # fmt: skip
+    )
     opt.save_model_to_file(str(paths["fp32"]))
     fused = {k: v for k, v in opt.get_fused_operator_statistics().items() if v}
     t_fuse = time.perf_counter() - t
@@ -108,9 +120,12 @@ def export_onnx(st_model, folder: Path) -> dict[str, Path]:
     for key, per_channel in (("int8-pc", True), ("int8-pt", False)):
         paths[key] = folder / f"model-{key}.onnx"
         quantize_dynamic(
-            str(paths["fp32"]), str(paths[key]), per_channel=per_channel, weight_type=QuantType.QInt8,
+            str(paths["fp32"]),
+            str(paths[key]),
+            per_channel=per_channel,
+            weight_type=QuantType.QInt8,
             extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT},
-        )  # fmt: skip
+        )
     t_quant = time.perf_counter() - t
     print(
         f"ONNX: torch.onnx.export {t_export:.1f} s, ORT BERT fusion {t_fuse:.1f} s ({fused}), "

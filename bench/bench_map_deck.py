@@ -74,8 +74,10 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory() as tmp:
         projection.project(clustered(2000, seed=1), use_cache=False)  # compile numba once, like a server
-        print("| points | recipe | projection cold: wall / CPU (s) | cached (s) | trustworthiness | deck build + "
-              "JSON (s) | JSON MB | first frame (s) | median / p95 frame while zooming and panning (ms) |")  # fmt: skip
+        print(
+            "| points | recipe | projection cold: wall / CPU (s) | cached (s) | trustworthiness | deck build + "
+            "JSON (s) | JSON MB | first frame (s) | median / p95 frame while zooming and panning (ms) |"
+        )
         print("|---:|---|---:|---:|---:|---:|---:|---:|---:|")
         for n in [int(s) for s in args.sizes.split(",")]:
             cold = warm = trust = "-"

@@ -65,9 +65,17 @@ def vector_args(fmt: str) -> list[str]:
     return (
         ["--doc-embeddings", "docs.parquet", "--query-embeddings", "queries.parquet"]
         if fmt == "parquet"
-        else ["--doc-embeddings", "docs.npy", "--doc-ids", "doc_ids.txt", "--query-embeddings",
-              "queries.npy", "--query-ids", "query_ids.txt"]
-    )  # fmt: skip
+        else [
+            "--doc-embeddings",
+            "docs.npy",
+            "--doc-ids",
+            "doc_ids.txt",
+            "--query-embeddings",
+            "queries.npy",
+            "--query-ids",
+            "query_ids.txt",
+        ]
+    )
 
 
 def measure_size(args: argparse.Namespace, data: Path) -> dict[str, list[tuple[float, float, float, str]]]:
@@ -78,8 +86,19 @@ def measure_size(args: argparse.Namespace, data: Path) -> dict[str, list[tuple[f
         vec = vector_args(fmt)
         for _ in range(args.repeats):
             cache = Path(tempfile.mkdtemp(prefix="scale_cache_", dir=args.work))
-            cmd = [*diagnose, "failures", "--data", ".", "--run", "run.trec", *vec, "--cache-dir", str(cache),
-                   "--format", "json"]  # fmt: skip
+            cmd = [
+                *diagnose,
+                "failures",
+                "--data",
+                ".",
+                "--run",
+                "run.trec",
+                *vec,
+                "--cache-dir",
+                str(cache),
+                "--format",
+                "json",
+            ]
             procs.setdefault(f"failures cold ({fmt})", []).append(run_child(cmd, data))
             if not args.no_warm:
                 procs.setdefault(f"failures warm ({fmt})", []).append(run_child(cmd, data))
@@ -109,10 +128,18 @@ def size_rows(args: argparse.Namespace, size: str) -> list[tuple]:
         for fmt in args.formats.split(",")
     )
     rows = [
-        (f"{n:,}", name, statistics.median(p[0] for p in ps), statistics.median(p[1] for p in ps),
-         max(p[2] for p in ps), len(ps), f"{load_before:.1f} / {load_after:.1f}", [round(p[0], 1) for p in ps])
+        (
+            f"{n:,}",
+            name,
+            statistics.median(p[0] for p in ps),
+            statistics.median(p[1] for p in ps),
+            max(p[2] for p in ps),
+            len(ps),
+            f"{load_before:.1f} / {load_after:.1f}",
+            [round(p[0], 1) for p in ps],
+        )
         for name, ps in procs.items()
-    ]  # fmt: skip
+    ]
     print(
         f"{size}: same failures JSON in every process of a format (cold and warm): {same}",
         file=sys.stderr,
@@ -123,8 +150,10 @@ def size_rows(args: argparse.Namespace, size: str) -> list[tuple]:
 def main() -> None:
     args = parse_args()
     rows = [row for size in args.sizes.split(",") for row in size_rows(args, size)]
-    print("| documents | process | wall s (median) | CPU s (median) | peak RSS MB (max) | n | load avg before / after "
-          "| wall s, each |")  # fmt: skip
+    print(
+        "| documents | process | wall s (median) | CPU s (median) | peak RSS MB (max) | n | load avg before / after "
+        "| wall s, each |"
+    )
     print("|---:|---|---:|---:|---:|---:|---|---|")
     for docs, name, wall, cpu, rss, k, load, each in rows:
         print(f"| {docs} | {name} | {wall:.1f} | {cpu:.1f} | {rss:,.0f} | {k} | {load} | {each} |")

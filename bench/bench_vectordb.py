@@ -34,12 +34,18 @@ def build(data: Path, folder: Path) -> str:
     ds = load_dataset(data_dir=data)
     vecs = np.asarray(load_encoder(None).encode(ds.corpus.texts()), dtype=np.float32)
     client = chromadb.PersistentClient(path=str(folder), settings=Settings(anonymized_telemetry=False))
-    col = client.create_collection("docs", embedding_function=None, configuration={"hnsw": {"space": "cosine"}})
+    col = client.create_collection(
+        "docs", embedding_function=None, configuration={"hnsw": {"space": "cosine"}}
+    )
     df = ds.corpus.df
     for i in range(0, len(df), 1000):
         part = df.iloc[i : i + 1000]
-        col.add(ids=list(part["doc_id"]), documents=list(part["text"]),
-                metadatas=[{"title": t} for t in part["title"]], embeddings=vecs[i : i + 1000])  # fmt: skip
+        col.add(
+            ids=list(part["doc_id"]),
+            documents=list(part["text"]),
+            metadatas=[{"title": t} for t in part["title"]],
+            embeddings=vecs[i : i + 1000],
+        )
     return f"chroma:{folder}#docs"
 
 
@@ -56,8 +62,18 @@ def main() -> None:
         run = bm25_run(data, work, env)
         cache = work / "cache"
         common = ["failures", "--run", f"bm25={run}", "--cache-dir", str(cache), "--format", "json"]
-        db = [sys.executable, "-m", "diagnose", *common, "--corpus", spec, "--queries", str(data / "queries.jsonl"),
-              "--qrels", str(data / "qrels" / "test.tsv")]  # fmt: skip
+        db = [
+            sys.executable,
+            "-m",
+            "diagnose",
+            *common,
+            "--corpus",
+            spec,
+            "--queries",
+            str(data / "queries.jsonl"),
+            "--qrels",
+            str(data / "qrels" / "test.tsv"),
+        ]
         files = [sys.executable, "-m", "diagnose", *common, "--data", str(data)]
         read, cold, warm, files_cold = [], [], [], []
         for _ in range(args.repeats):
@@ -68,8 +84,12 @@ def main() -> None:
             shutil.rmtree(cache, ignore_errors=True)
             files_cold.append(timed(files, env)[0])
         print(f"{data.name}: {spec}  cpu: {cpu_name('?')}")
-        for label, times in (("read_collection (in process)", read), ("failures --corpus chroma, cold", cold),
-                             ("failures --corpus chroma, warm", warm), ("failures --data (files), cold", files_cold)):
+        for label, times in (
+            ("read_collection (in process)", read),
+            ("failures --corpus chroma, cold", cold),
+            ("failures --corpus chroma, warm", warm),
+            ("failures --data (files), cold", files_cold),
+        ):
             print(f"{label:<34} median {statistics.median(times):.2f} s  {[round(x, 2) for x in times]}")
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -77,10 +77,25 @@ def timed(cmd: list[str], env: dict[str, str], *, output: bool = False) -> tuple
 def bm25_run(data: Path, work: Path, env: dict[str, str]) -> Path:
     """Our BM25 baseline of the BEIR folder ``data``, written by ``diagnose evaluate --write-runs`` into ``work``."""
     subprocess.run(
-        [sys.executable, "-m", "diagnose", "evaluate", "--data", str(data), "--baseline", "bm25",
-         "--write-runs", str(work), "--format", "json"],
-        check=True, env=env, cwd=ROOT, stdout=subprocess.DEVNULL,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "diagnose",
+            "evaluate",
+            "--data",
+            str(data),
+            "--baseline",
+            "bm25",
+            "--write-runs",
+            str(work),
+            "--format",
+            "json",
+        ],
+        check=True,
+        env=env,
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+    )
     return work / "bm25.trec"
 
 

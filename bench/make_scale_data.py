@@ -51,8 +51,14 @@ import numpy as np
 VOCAB = 50_000
 TYPES = ("hit", "near", "index", "vocab", "semantic", "dup")
 TYPE_P = (0.40, 0.15, 0.15, 0.15, 0.13, 0.02)
-COSINE = {"hit": (0.35, 0.6), "near": (0.3, 0.5), "index": (0.4, 0.6), "vocab": (0.05, 0.15),
-          "semantic": (0.05, 0.15), "dup": (0.3, 0.5)}  # fmt: skip
+COSINE = {
+    "hit": (0.35, 0.6),
+    "near": (0.3, 0.5),
+    "index": (0.4, 0.6),
+    "vocab": (0.05, 0.15),
+    "semantic": (0.05, 0.15),
+    "dup": (0.3, 0.5),
+}
 STOP = {"into", "such", "that", "their", "then", "there", "these", "they", "this", "will", "with"}
 CHUNK = 100_000
 COMMON = np.arange(200)  # the most frequent words
@@ -312,8 +318,10 @@ def main() -> None:
     src_vec = source_vectors(args.seed, args.docs, args.dim, plan)
     write_doc_vectors(out, args.seed, args.dim, corpus.doc_ids, plan, src_vec)
     write_query_vectors(out, rng, args.dim, plan, src_vec)
-    print(f"{out}: {args.docs:,} documents, {len(plan.queries):,} queries, {len(plan.qrels):,} judgements; texts "
-          f"{t_text:.1f} s, total {time.perf_counter() - t0:.1f} s")  # fmt: skip
+    print(
+        f"{out}: {args.docs:,} documents, {len(plan.queries):,} queries, {len(plan.qrels):,} judgements; texts "
+        f"{t_text:.1f} s, total {time.perf_counter() - t0:.1f} s"
+    )
 
 
 if __name__ == "__main__":

@@ -54,24 +54,39 @@ def load(
     """
 
     data, corpus, queries, qrels = (
-        checks.optional_path(value, param) for param, value in
-        (("data", data), ("corpus", corpus), ("queries", queries), ("qrels", qrels))
-    )  # fmt: skip
+        checks.optional_path(value, param)
+        for param, value in (("data", data), ("corpus", corpus), ("queries", queries), ("qrels", qrels))
+    )
     split = checks.text(split, "split", what="the name of a qrels split (a str, e.g. 'test')")
-    runs = checks.list_of(runs, "runs", _run_spec, expected="run files, 'NAME=PATH' or (name, path) (a list)",
-                          single=lambda v: isinstance(v, str | Path))  # fmt: skip
+    runs = checks.list_of(
+        runs,
+        "runs",
+        _run_spec,
+        expected="run files, 'NAME=PATH' or (name, path) (a list)",
+        single=lambda v: isinstance(v, str | Path),
+    )
     if corpus_fields is not None:
-        checks.mapping(corpus_fields, "corpus_fields", expected="a dict such as {'id': 'doc_id', 'text': 'body'}")
+        checks.mapping(
+            corpus_fields, "corpus_fields", expected="a dict such as {'id': 'doc_id', 'text': 'body'}"
+        )
     if not isinstance(require_qrels, bool):
-        raise DataError(f"require_qrels must be True or False, got {checks.given(require_qrels)}.", param="require_qrels")
+        raise DataError(
+            f"require_qrels must be True or False, got {checks.given(require_qrels)}.", param="require_qrels"
+        )
     if data is None and qrels is None and require_qrels:
         raise DataError(
             "No golden set given: pass a BEIR folder (data='path/to/folder') or a qrels file (qrels='qrels.tsv')."
         )
     return load_dataset(
-        data_dir=data, split=split, corpus=corpus, queries=queries, qrels=qrels, runs=runs,
-        require_qrels=require_qrels, corpus_fields=corpus_fields,
-    )  # fmt: skip
+        data_dir=data,
+        split=split,
+        corpus=corpus,
+        queries=queries,
+        qrels=qrels,
+        runs=runs,
+        require_qrels=require_qrels,
+        corpus_fields=corpus_fields,
+    )
 
 
 def _run_spec(spec: Any) -> Any:

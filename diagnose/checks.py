@@ -87,7 +87,10 @@ def finite_number(
     if ok and high is not None:
         ok = value < high if open_high else value <= high
     if not ok:
-        text = message or f"{param} must be a finite number{_range(low, high, open_low, open_high)}, got {{value!r}}."
+        text = (
+            message
+            or f"{param} must be a finite number{_range(low, high, open_low, open_high)}, got {{value!r}}."
+        )
         raise DataError(fill(text, value=value, param=param), param=param)
     return float(value)
 
@@ -117,7 +120,12 @@ def one_of(value: Any, param: str, choices: Collection[Any], *, message: str | N
 def fill(template: str, *, value: Any, param: str, choices: str = "") -> str:
     """``template`` with ``{value!r}``, ``{value}``, ``{param}`` and ``{choices}`` filled in; any other brace is
     left as is (a metric name in a message may hold one, where ``str.format`` would fail)."""
-    for token, text_ in (("{value!r}", repr(value)), ("{value}", str(value)), ("{param}", param), ("{choices}", choices)):
+    for token, text_ in (
+        ("{value!r}", repr(value)),
+        ("{value}", str(value)),
+        ("{param}", param),
+        ("{choices}", choices),
+    ):
         template = template.replace(token, text_)
     return template
 
@@ -136,7 +144,9 @@ def path(value: Any, param: str, *, what: str = "a path", label: str | None = No
         fs = os.fspath(value)
         if isinstance(fs, str):
             return Path(fs)
-    raise DataError(f"{label or param} must be {what} (a str or pathlib.Path), got {given(value)}.", param=param)
+    raise DataError(
+        f"{label or param} must be {what} (a str or pathlib.Path), got {given(value)}.", param=param
+    )
 
 
 def optional_path(value: Any, param: str, *, what: str = "a path") -> Path | None:
@@ -169,9 +179,12 @@ def strings(value: Any, param: str, *, what: str) -> list[str]:
     """``value``: one string, or a list of them (``what``: what they are, e.g. "metric names such as 'ndcg@10'"),
     as a list. Empty strings are kept (``"ndcg@10,".split(",")``: the reader skips them)."""
     return list_of(
-        value, param, lambda x: text(x, param, what=f"{what} (strings)", empty_ok=True),
-        expected=f"{what} (a str or a list of str)", single=lambda v: isinstance(v, str),
-    )  # fmt: skip
+        value,
+        param,
+        lambda x: text(x, param, what=f"{what} (strings)", empty_ok=True),
+        expected=f"{what} (a str or a list of str)",
+        single=lambda v: isinstance(v, str),
+    )
 
 
 def cutoffs(value: Any, param: str = "k") -> list[int]:

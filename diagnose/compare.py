@@ -126,12 +126,17 @@ def rerank_report(
 
 
 def rerank_cross_encoder(
-    run: Run, query_text: Mapping[str, str], doc_text: Mapping[str, str], model: str, *, depth: int = defaults.DEPTH,
-    batch_size: int = 32, progress: bool = False,
-) -> Run:  # fmt: skip
+    run: Run,
+    query_text: Mapping[str, str],
+    doc_text: Mapping[str, str],
+    model: str,
+    *,
+    depth: int = defaults.DEPTH,
+    batch_size: int = 32,
+    progress: bool = False,
+) -> Run:
     """Rerank the top ``depth`` of ``run`` live with a sentence-transformers CrossEncoder (name or local folder)."""
     from pathlib import Path
-
 
     hint = "Pass a local folder with a sentence-transformers CrossEncoder, or a hub name when the machine is online."
     local = Path(model).expanduser().is_dir()

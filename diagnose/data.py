@@ -328,7 +328,9 @@ class Dataset:
         The run is taken as given: check it against the golden set first
         (:func:`diagnose.io.check_run_matches_qrels`)."""
         if run.name in self.runs:
-            raise DataError(f"A run is already named {run.name!r}; give the new run another name.", param="run")
+            raise DataError(
+                f"A run is already named {run.name!r}; give the new run another name.", param="run"
+            )
         runs = {run.name: run, **self.runs} if first else {**self.runs, run.name: run}
         return replace(self, runs=runs)
 
@@ -337,7 +339,8 @@ class Dataset:
             f"{len(self.corpus):,} documents" if self.corpus is not None else "no corpus",
             f"{len(self.queries):,} queries" if self.queries is not None else "no queries",
             f"{len(self.qrels):,} judgements ({len(self.qrels.queries_with_relevant()):,} golden queries)",
-            f"{len(self.runs)} run{'s' if len(self.runs) != 1 else ''}" + (f" ({', '.join(self.runs)})" if self.runs else ""),
+            f"{len(self.runs)} run{'s' if len(self.runs) != 1 else ''}"
+            + (f" ({', '.join(self.runs)})" if self.runs else ""),
             f"{len(self.report.warnings)} warning{'s' if len(self.report.warnings) != 1 else ''}",
         ]
         return f"Dataset({self.name!r}: " + ", ".join(parts) + ")"

@@ -71,7 +71,9 @@ def _finish(fused: pd.DataFrame, query_order: np.ndarray, name: str, depth: int 
     return Run(name, df, source=source)
 
 
-def rrf(runs: Sequence[Run], *, k: int = defaults.RRF_K, name: str = "hybrid", depth: int | None = None) -> Run:
+def rrf(
+    runs: Sequence[Run], *, k: int = defaults.RRF_K, name: str = "hybrid", depth: int | None = None
+) -> Run:
     """Reciprocal rank fusion (Cormack, Clarke & Büttcher, SIGIR 2009).
 
     ``score(q, d) = sum over the runs r that retrieved d for q of 1 / (k + rank_r(q, d))``, with ``rank_r`` the
@@ -112,7 +114,8 @@ def weighted_fusion(
     w = np.asarray(list(weights), dtype=np.float64)
     if len(w) != len(runs):
         raise DataError(
-            f"weighted_fusion needs one weight per run: {len(w)} weights for {len(runs)} runs.", param="weights"
+            f"weighted_fusion needs one weight per run: {len(w)} weights for {len(runs)} runs.",
+            param="weights",
         )
     stacked = _stack(runs, ["score"])
     s = stacked["score"].to_numpy(dtype=np.float64)

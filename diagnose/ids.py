@@ -68,7 +68,9 @@ def _mix_words(
     few are left, among the previous pass's strings: a pass costs at most 8 times the strings it mixes."""
     pad = np.zeros(len(data) + 8, dtype=np.uint8)
     pad[: len(data)] = data
-    words = np.ndarray(shape=(len(data) + 1,), dtype="<u8", buffer=pad, strides=(1,))  # words[i]: bytes i..i+7
+    words = np.ndarray(
+        shape=(len(data) + 1,), dtype="<u8", buffer=pad, strides=(1,)
+    )  # words[i]: bytes i..i+7
     n = len(lens)
     todo = lens
     if len(long_rows):

@@ -103,8 +103,9 @@ class Inspection:
                 f"<details><summary>The target (query terms it contains marked)</summary><p>{_marked(t)}</p></details>"
             )
         if len(self.retrieved):
-            table = self.retrieved.to_html(index=False, escape=True, border=0, float_format=lambda v: f"{v:.3f}",
-                                           na_rep="–")  # fmt: skip
+            table = self.retrieved.to_html(
+                index=False, escape=True, border=0, float_format=lambda v: f"{v:.3f}", na_rep="–"
+            )
             out.append(f"<p><b>What the run retrieved (top {self.k})</b></p>{table}")
         else:
             out.append("<p>The run has no results for this query: it scores 0 on every metric.</p>")
@@ -218,14 +219,20 @@ def inspect_query(
     scores = bm25.scores(q_text) if q_text else None
     cosines = _Cosines(space, query_id, failures)
     rows = []
-    for doc_id, rank, score in zip(top["doc_id"].tolist(), top["rank"].tolist(), top["score"].tolist(), strict=True):
+    for doc_id, rank, score in zip(
+        top["doc_id"].tolist(), top["rank"].tolist(), top["score"].tolist(), strict=True
+    ):
         r = row_of.get(doc_id)
         d = doc(doc_id)
         best, worst = bm25_rank_range(scores, r) if r is not None and scores is not None else (None, None)
         row: dict[str, Any] = {
-            "rank": int(rank), "doc_id": doc_id, "judgement": _judgement(grade_of.get(doc_id)),
-            "cosine": cosines.query(doc_id), "bm25_rank": best, "bm25_rank_worst": worst,
-        }  # fmt: skip
+            "rank": int(rank),
+            "doc_id": doc_id,
+            "judgement": _judgement(grade_of.get(doc_id)),
+            "cosine": cosines.query(doc_id),
+            "bm25_rank": best,
+            "bm25_rank_worst": worst,
+        }
         for t in target_ids:
             row[f"cos to {t}"] = cosines.target(doc_id, t)
         row["run score"] = float(score)
@@ -237,8 +244,15 @@ def inspect_query(
     relevant_found = tuple(d for d in top["doc_id"].tolist() if grade_of.get(d, 0) > 0)
     cal = diagnosis.calibration
     return Inspection(
-        query_id=query_id, query_text=q_text, run=run.name, k=k, mode=diagnosis.mode,
-        query_terms=term_overlap(q_text, "").query_terms, calibrated_threshold=cal.calibrated,
-        seed_threshold=diagnosis.thresholds.seed_cosine, targets=tuple(targets), retrieved=retrieved,
+        query_id=query_id,
+        query_text=q_text,
+        run=run.name,
+        k=k,
+        mode=diagnosis.mode,
+        query_terms=term_overlap(q_text, "").query_terms,
+        calibrated_threshold=cal.calibrated,
+        seed_threshold=diagnosis.thresholds.seed_cosine,
+        targets=tuple(targets),
+        retrieved=retrieved,
         relevant_found=relevant_found,
-    )  # fmt: skip
+    )

@@ -95,7 +95,9 @@ def out_of_memory(e: BaseException, doing: str = "") -> DataError:
         needs = f"needs about {_gb(peak + failed)} or more ({_gb(peak)} in use at the peak, plus {_gb(failed)} it "
         needs += "could not allocate)"
     elif peak or failed:
-        needs = f"needs more than about {_gb(peak or failed or 0)} (what it {'reached' if peak else 'asked for'})"
+        needs = (
+            f"needs more than about {_gb(peak or failed or 0)} (what it {'reached' if peak else 'asked for'})"
+        )
     else:
         needs = "needs more memory than it could get"
     limit = f"this machine allowed {_gb(allowed)} ({source})" if allowed else "the limit is unknown"

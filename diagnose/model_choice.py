@@ -170,10 +170,22 @@ def compare_models(
         raise DataError(f"The same model is given twice: {names}.", param="models")
     texts = ds.corpus.texts()
     results = [
-        _model_result(ds, golden, name, enc, space, texts, bm25=bm25, k=k, metrics=metrics, depth=depth,
-                      n_resamples=n_resamples, seed=seed)
+        _model_result(
+            ds,
+            golden,
+            name,
+            enc,
+            space,
+            texts,
+            bm25=bm25,
+            k=k,
+            metrics=metrics,
+            depth=depth,
+            n_resamples=n_resamples,
+            seed=seed,
+        )
         for name, enc, space in zip(names, encoders, spaces, strict=True)
-    ]  # fmt: skip
+    ]
     ranking = rank_with_ties(
         {r.name: r.evaluation.per_query for r in results}, metric, n_resamples=n_resamples, seed=seed
     )

@@ -153,5 +153,6 @@ def reporter(progress: Progress) -> Reporter:
     if callable(progress):
         return _CallbackOnly(progress)
     raise DataError(
-        f"progress must be a bool, a reporter (step/bar) or a callback(done, total), got {progress!r}", param="progress"
+        f"progress must be a bool, a reporter (step/bar) or a callback(done, total), got {progress!r}",
+        param="progress",
     )

@@ -78,8 +78,16 @@ CROSS_ENCODER = Remedy("crossencoder", "cross-encoder rerank of the top {depth}"
 
 #: Columns of :meth:`Remedies.table`.
 TABLE_COLUMNS = (
-    "class", "failures", "failed_queries", "missed_pairs", "remedy", "recovered", "lost_hits", "mean_diff", "p_value",
-)  # fmt: skip
+    "class",
+    "failures",
+    "failed_queries",
+    "missed_pairs",
+    "remedy",
+    "recovered",
+    "lost_hits",
+    "mean_diff",
+    "p_value",
+)
 
 
 @dataclass(frozen=True)
@@ -334,8 +342,13 @@ def _builders(
     }
 
 
-_MISSING_INPUT = {"hybrid": "pass bm25_run", "dense": "pass dense_run", "rerank": "pass space",
-                  "bm25": "pass bm25_run", "hybrid_baseline": "pass hybrid_run"}
+_MISSING_INPUT = {
+    "hybrid": "pass bm25_run",
+    "dense": "pass dense_run",
+    "rerank": "pass space",
+    "bm25": "pass bm25_run",
+    "hybrid_baseline": "pass hybrid_run",
+}
 _NOT_MEASURED = dict(recovered=None, lost_hits=None, mean_diff=None, p_value=None)
 
 

@@ -105,8 +105,11 @@ class RemedyMatrix:
         unit = self.unit
         if rid in self.remedy_ids:
             mine, rest = n[rid], self.others(cls, rid)
-            tail = (f"{_pct(rest.share)} of the other {unit} ({rest.recovered} of {rest.failures})"
-                    if rest.failures else f"there are no other {unit} to compare with")  # fmt: skip
+            tail = (
+                f"{_pct(rest.share)} of the other {unit} ({rest.recovered} of {rest.failures})"
+                if rest.failures
+                else f"there are no other {unit} to compare with"
+            )
             return f"{rid} recovers {_pct(mine.share)} of {cls} ({mine.recovered} of {mine.failures} {unit}) and {tail}."
         if rid in self.missing:
             why = f"its own remedy, {rid}, was not tried ({self.missing[rid]})"
@@ -126,17 +129,26 @@ class RemedyMatrix:
     def frame(self) -> pd.DataFrame:
         """One row per cell: ``class``, ``remedy`` (id), ``failures``, ``recovered``, ``share``, ``own`` (bool)."""
         rows = [
-            {"class": c, "remedy": r, **self.cells[c][r].to_dict(), "share": self.cells[c][r].share,
-             "own": self.is_own(c, r)}
-            for c in self.classes for r in self.remedy_ids
-        ]  # fmt: skip
+            {
+                "class": c,
+                "remedy": r,
+                **self.cells[c][r].to_dict(),
+                "share": self.cells[c][r].share,
+                "own": self.is_own(c, r),
+            }
+            for c in self.classes
+            for r in self.remedy_ids
+        ]
         return pd.DataFrame(rows, columns=["class", "remedy", "failures", "recovered", "share", "own"])
 
     def rows(self) -> list[dict[str, str]]:
         """The matrix as printed: one dict per class, ``class`` then one ``"m/n (p%)"`` per remedy id, the class's
         own remedy marked ``*``."""
         return [
-            {"class": c, **{r: self.cells[c][r].text() + ("*" if self.is_own(c, r) else "") for r in self.remedy_ids}}
+            {
+                "class": c,
+                **{r: self.cells[c][r].text() + ("*" if self.is_own(c, r) else "") for r in self.remedy_ids},
+            }
             for c in self.classes
         ]
 
@@ -198,6 +210,14 @@ def remedy_matrix(qrels: Qrels, diagnosis: Diagnosis, remedies: Remedies) -> Rem
         c: {r: MatrixCell(len(us), sum(u in fixed[r] for u in us)) for r in ids} for c, us in units.items()
     }
     return RemedyMatrix(
-        run=diagnosis.run, k=diagnosis.k, mode=diagnosis.mode, unit=remedies.unit, classes=tuple(units),
-        remedy_ids=tuple(ids), remedy_texts=ids, own=own, missing=missing, cells=cells,
-    )  # fmt: skip
+        run=diagnosis.run,
+        k=diagnosis.k,
+        mode=diagnosis.mode,
+        unit=remedies.unit,
+        classes=tuple(units),
+        remedy_ids=tuple(ids),
+        remedy_texts=ids,
+        own=own,
+        missing=missing,
+        cells=cells,
+    )

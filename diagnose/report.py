@@ -57,7 +57,9 @@ def text_table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str]) -> str
     return "\n".join(out)
 
 
-def markdown_table(rows: Sequence[Mapping[str, Any]] | pd.DataFrame, columns: Sequence[str] | None = None) -> str:
+def markdown_table(
+    rows: Sequence[Mapping[str, Any]] | pd.DataFrame, columns: Sequence[str] | None = None
+) -> str:
     """A GitHub Markdown table (numbers right-aligned; ``|`` and newlines in cells escaped)."""
     if isinstance(rows, pd.DataFrame):
         columns = list(columns or rows.columns)
@@ -68,7 +70,11 @@ def markdown_table(rows: Sequence[Mapping[str, Any]] | pd.DataFrame, columns: Se
     numeric = _numeric(rows, columns)
     out = ["| " + " | ".join(columns) + " |", "|" + "|".join("---:" if n else "---" for n in numeric) + "|"]
     for r in rows:
-        out.append("| " + " | ".join(cell(r.get(c, "")).replace("|", "\\|").replace("\n", " ") for c in columns) + " |")
+        out.append(
+            "| "
+            + " | ".join(cell(r.get(c, "")).replace("|", "\\|").replace("\n", " ") for c in columns)
+            + " |"
+        )
     return "\n".join(out)
 
 
@@ -90,7 +96,9 @@ def band_of(metric: str, value: float) -> str | None:
     return quality_band(name, value) if name.metric.band_in_tables else None
 
 
-def per_query_frame(evaluations: Mapping[str, Evaluation], metrics: Sequence[str] | None = None) -> pd.DataFrame:
+def per_query_frame(
+    evaluations: Mapping[str, Evaluation], metrics: Sequence[str] | None = None
+) -> pd.DataFrame:
     """Long table: one row per (run, golden query), columns ``run, query_id`` and the metrics (all, or those
     named)."""
     frames = []
@@ -120,12 +128,18 @@ class EvaluationReport:
     slices: pd.DataFrame | None = None
     slice_field: str | None = None
     validation: ValidationReport = field(default_factory=ValidationReport)
-    extra_columns: dict[str, dict[str, float]] = field(default_factory=dict)  # run -> {column: value} (latency)
-    latency_detail: dict[str, dict[str, Any]] = field(default_factory=dict)  # run -> slowest, timed_out, per query
+    extra_columns: dict[str, dict[str, float]] = field(
+        default_factory=dict
+    )  # run -> {column: value} (latency)
+    latency_detail: dict[str, dict[str, Any]] = field(
+        default_factory=dict
+    )  # run -> slowest, timed_out, per query
     ties: dict[str, Any] = field(default_factory=dict)  # run -> diagnose.ties.TieAudit
     tukey: pd.DataFrame | None = None  # randomised Tukey HSD over every pair (three or more runs)
     queries_needed: pd.DataFrame | None = None  # topic-set size per (metric, run), when asked
-    bounds: pd.DataFrame | None = None  # per (run, metric): lower (as reported), upper (unjudged at best), gap
+    bounds: pd.DataFrame | None = (
+        None  # per (run, metric): lower (as reported), upper (unjudged at best), gap
+    )
     coverage: pd.DataFrame | None = None  # per run: judged@k and hole@k
 
     @property
@@ -146,7 +160,9 @@ class EvaluationReport:
                 entry["latency"] = {c: _finite(v) for c, v in self.extra_columns[name].items()}
             if name in self.latency_detail:
                 detail = self.latency_detail[name]
-                entry.setdefault("latency", {}).update(slowest=detail["slowest"], timed_out=detail["timed_out"])
+                entry.setdefault("latency", {}).update(
+                    slowest=detail["slowest"], timed_out=detail["timed_out"]
+                )
                 if per_query:
                     entry["latency"]["per_query_ms"] = detail["per_query_ms"]
             if per_query:
@@ -169,15 +185,18 @@ class EvaluationReport:
         if self.ties:
             payload["ties"] = {name: audit.to_dict(per_query=per_query) for name, audit in self.ties.items()}
         if self.tukey is not None and len(self.tukey):
-            payload["tukey_hsd"] = {"metric": self.comparisons[0].metric if self.comparisons else None,
-                                    "pairs": self.tukey.to_dict(orient="records")}  # fmt: skip
+            payload["tukey_hsd"] = {
+                "metric": self.comparisons[0].metric if self.comparisons else None,
+                "pairs": self.tukey.to_dict(orient="records"),
+            }
         if self.queries_needed is not None:
             payload["queries_needed"] = self.queries_needed.to_dict(orient="records")
         if self.bounds is not None:
             payload["bounds"] = self.bounds.to_dict(orient="records")
         if self.coverage is not None:
-            payload["coverage"] = {run: {m: float(v) for m, v in row.items()} for run, row in
-                                   self.coverage.iterrows()}  # fmt: skip
+            payload["coverage"] = {
+                run: {m: float(v) for m, v in row.items()} for run, row in self.coverage.iterrows()
+            }
         payload["gate"] = {"passed": self.passed, "failures": list(self.gate)}
         payload["warnings"] = [p.to_dict() for p in self.validation.warnings]
         payload["validation"] = self.validation.to_dict()
@@ -206,18 +225,37 @@ class EvaluationReport:
         band), the comparisons with the reference and their significance, the gate; every metric in a collapsed
         ``<details>`` table (metrics as rows)."""
         n = len(next(iter(self.evaluations.values())).per_query)
-        out = [f"**diagnose evaluate**: {n} golden queries (with at least one relevant document), "
-               f"k = {','.join(map(str, self.ks))}.", ""]  # fmt: skip
+        out = [
+            f"**diagnose evaluate**: {n} golden queries (with at least one relevant document), "
+            f"k = {','.join(map(str, self.ks))}.",
+            "",
+        ]
         heads = self.headline_metrics()
-        out.append(markdown_table([{"run": r["run"], **{m: _banded(m, r.get(m)) for m in heads},
-                                    **{c: r.get(c) for c in self._extra_names()}} for r in self.rows()],
-                                  ["run", *heads, *self._extra_names()]))  # fmt: skip
+        out.append(
+            markdown_table(
+                [
+                    {
+                        "run": r["run"],
+                        **{m: _banded(m, r.get(m)) for m in heads},
+                        **{c: r.get(c) for c in self._extra_names()},
+                    }
+                    for r in self.rows()
+                ],
+                ["run", *heads, *self._extra_names()],
+            )
+        )
         out += self._markdown_comparisons()
         out += ["", "**CI gate**: " + ("failed" if self.gate else "passed (no bound given was crossed)")]
         out += [f"- {msg}" for msg in self.gate]
         every = [{"metric": m, **{r["run"]: _banded(m, r.get(m)) for r in self.rows()}} for m in self.metrics]
-        out += ["", f"<details><summary>All {len(self.metrics)} metrics</summary>", "",
-                markdown_table(every, ["metric", *self.evaluations]), "", "</details>"]  # fmt: skip
+        out += [
+            "",
+            f"<details><summary>All {len(self.metrics)} metrics</summary>",
+            "",
+            markdown_table(every, ["metric", *self.evaluations]),
+            "",
+            "</details>",
+        ]
         if per_query:
             for name, ev in self.evaluations.items():
                 table = markdown_table(_query_rows(ev), ["query_id", *self.metrics])
@@ -228,7 +266,14 @@ class EvaluationReport:
         """The metrics a compact report shows per run: those compared, then ndcg, recall and hit rate at the largest
         k, mrr and map, as far as they were computed (all of them when none of these was asked)."""
         k = max(self.ks)
-        wanted = [*(c.metric for c in self.comparisons), f"ndcg@{k}", f"recall@{k}", f"hit_rate@{k}", "mrr", "map"]
+        wanted = [
+            *(c.metric for c in self.comparisons),
+            f"ndcg@{k}",
+            f"recall@{k}",
+            f"hit_rate@{k}",
+            "mrr",
+            "map",
+        ]
         heads = [m for m in dict.fromkeys(wanted) if m in self.metrics]
         return heads or list(self.metrics)
 
@@ -237,21 +282,39 @@ class EvaluationReport:
             return []
         n_tests = len(self.comparisons)
         family = "one test" if n_tests == 1 else f"Holm over {n_tests} tests"
-        rows = [{"run": c.run, "metric": c.metric, "difference": f"{c.mean_diff:+.4f}",
-                 "95% CI": f"{c.ci_low:+.4f} to {c.ci_high:+.4f}", "p (Holm)": f"{c.p_holm:.3g}",
-                 "significant": "yes" if c.significant else "no", "wins / ties / losses": f"{c.wins} / {c.ties} / "
-                 f"{c.losses}"} for c in self.comparisons]  # fmt: skip
-        out = ["", f"**Compared with `{self.reference}`** (paired; 95% bootstrap CI; {family}):", "",
-               markdown_table(rows, list(rows[0])), ""]  # fmt: skip
+        rows = [
+            {
+                "run": c.run,
+                "metric": c.metric,
+                "difference": f"{c.mean_diff:+.4f}",
+                "95% CI": f"{c.ci_low:+.4f} to {c.ci_high:+.4f}",
+                "p (Holm)": f"{c.p_holm:.3g}",
+                "significant": "yes" if c.significant else "no",
+                "wins / ties / losses": f"{c.wins} / {c.ties} / {c.losses}",
+            }
+            for c in self.comparisons
+        ]
+        out = [
+            "",
+            f"**Compared with `{self.reference}`** (paired; 95% bootstrap CI; {family}):",
+            "",
+            markdown_table(rows, list(rows[0])),
+            "",
+        ]
         for name, ch in self.query_changes.items():
-            out.append(f"- {name} fixes {len(ch['fixed'])} {_queries(len(ch['fixed']))} and breaks "
-                       f"{len(ch['broken'])} at {ch['metric']} (`diagnose failures` tells why each one fails).")  # fmt: skip
+            out.append(
+                f"- {name} fixes {len(ch['fixed'])} {_queries(len(ch['fixed']))} and breaks "
+                f"{len(ch['broken'])} at {ch['metric']} (`diagnose failures` tells why each one fails)."
+            )
         return out
 
     def to_text(self, *, per_query: bool = False) -> str:
         """The human-readable table: metrics as rows, runs as columns, each value with its quality band."""
         n = len(next(iter(self.evaluations.values())).per_query)
-        lines = [f"{n} golden queries with at least one relevant document; k = {','.join(map(str, self.ks))}", ""]
+        lines = [
+            f"{n} golden queries with at least one relevant document; k = {','.join(map(str, self.ks))}",
+            "",
+        ]
         table = []
         rows = self.rows()
         for m in [*self.metrics, *self._extra_names()]:
@@ -266,14 +329,25 @@ class EvaluationReport:
             for name, ev in self.evaluations.items():
                 lines += ["", f"per query: {name}", text_table(_query_rows(ev), ["query_id", *self.metrics])]
         if self.slices is not None:
-            lines += ["", f"per {self.slice_field}:", text_table(self.slices.to_dict(orient="records"), list(self.slices.columns))]
+            lines += [
+                "",
+                f"per {self.slice_field}:",
+                text_table(self.slices.to_dict(orient="records"), list(self.slices.columns)),
+            ]
         if self.coverage is not None:
             cov = self.coverage.reset_index()
-            lines += ["", "judged share of the top k (judged@k) and documents judged for no query (hole@k):",
-                      text_table(cov.to_dict(orient="records"), list(cov.columns))]  # fmt: skip
+            lines += [
+                "",
+                "judged share of the top k (judged@k) and documents judged for no query (hole@k):",
+                text_table(cov.to_dict(orient="records"), list(cov.columns)),
+            ]
         if self.bounds is not None:
-            lines += ["", "metric bounds: unjudged documents counted non-relevant (lower, as reported) and at best "
-                      "(upper):", text_table(self.bounds.to_dict(orient="records"), list(self.bounds.columns))]  # fmt: skip
+            lines += [
+                "",
+                "metric bounds: unjudged documents counted non-relevant (lower, as reported) and at best "
+                "(upper):",
+                text_table(self.bounds.to_dict(orient="records"), list(self.bounds.columns)),
+            ]
         if self.comparisons:
             n_tests = len(self.comparisons)
             family = "one test" if n_tests == 1 else f"Holm over {n_tests} tests"
@@ -283,8 +357,15 @@ class EvaluationReport:
                 sig = self.tukey[self.tukey["significant"]]
                 lines.append(
                     f"- randomised Tukey HSD over all {len(self.tukey)} pairs on {self.comparisons[0].metric}: "
-                    + (", ".join(f"{r.run} vs {r.reference} ({r.mean_diff:+.3f}, p={r.p_tukey:.3g})"
-                                 for r in sig.itertuples()) + " differ" if len(sig) else "no pair differs")  # fmt: skip
+                    + (
+                        ", ".join(
+                            f"{r.run} vs {r.reference} ({r.mean_diff:+.3f}, p={r.p_tukey:.3g})"
+                            for r in sig.itertuples()
+                        )
+                        + " differ"
+                        if len(sig)
+                        else "no pair differs"
+                    )
                     + " (family-wise error controlled over every pair)."
                 )
             if self.queries_needed is not None:
@@ -331,8 +412,13 @@ def _finite(v: float) -> float | None:
 # --------------------------------------------------------------------------------------------- failures
 
 
-def failures_dict(diagnosis: Diagnosis, *, label_noise: Any = None, hubness: Any = None,
-                  validation: ValidationReport | None = None) -> dict[str, Any]:  # fmt: skip
+def failures_dict(
+    diagnosis: Diagnosis,
+    *,
+    label_noise: Any = None,
+    hubness: Any = None,
+    validation: ValidationReport | None = None,
+) -> dict[str, Any]:
     """The ``diagnose failures --format json`` document: the diagnosis with ``label_noise``, ``hubness`` and
     ``warnings`` (when given)."""
     payload = diagnosis.to_dict()
@@ -346,9 +432,14 @@ def failures_dict(diagnosis: Diagnosis, *, label_noise: Any = None, hubness: Any
 
 
 def failures_text(
-    diagnosis: Diagnosis, *, model: str, label_noise: Any = None, hubness: Any = None, remedies: Any = None,
+    diagnosis: Diagnosis,
+    *,
+    model: str,
+    label_noise: Any = None,
+    hubness: Any = None,
+    remedies: Any = None,
     remedy_matrix: Any = None,
-) -> str:  # fmt: skip
+) -> str:
     """The human-readable report of ``diagnose failures``: every failure worst first, counts, recommendations."""
     d, cal = diagnosis, diagnosis.calibration
     lines = [
@@ -371,19 +462,32 @@ def failures_text(
             lines.append(f"  beaten by: {beat}")
         lines += [f"  seed rule: {f.seed_verdict}; calibrated rule: {f.calibrated_verdict}", ""]
     lines.append("counts per class (a failed query whose missed pairs fall in two classes counts in both):")
-    counts = [{"class": c, "label": CLASS_LABELS[c], "missed pairs": n, "failed queries": d.class_failed_queries[c]}
-              for c, n in d.class_counts.items()]  # fmt: skip
+    counts = [
+        {"class": c, "label": CLASS_LABELS[c], "missed pairs": n, "failed queries": d.class_failed_queries[c]}
+        for c, n in d.class_counts.items()
+    ]
     lines.append(text_table(counts, ["class", "label", "missed pairs", "failed queries"]))
     present = [c for c, n in d.class_counts.items() if n]
     if present:
         lines += ["", "recommendations:"] + [f"- {c}: {recommendation(c, d.run_kind.kind)}" for c in present]
     if remedies is not None and remedies.sentences():
-        lines += ["", "remedies, applied to this run and measured:"] + [f"- {x}" for x in remedies.sentences()]
+        lines += ["", "remedies, applied to this run and measured:"] + [
+            f"- {x}" for x in remedies.sentences()
+        ]
     if remedy_matrix is not None and remedy_matrix.classes:
         m = remedy_matrix
-        lines += ["", f"remedy matrix: every remedy applied to every class's {m.unit} (recovered at k={m.k}):"]
-        lines += [text_table(m.rows(), ["class", *m.remedy_ids]), *m.legend(), *[f"- {x}" for x in m.sentences()]]
-    if label_noise is not None and (len(label_noise.unjudged_duplicates) or len(label_noise.conflicting_queries)):
+        lines += [
+            "",
+            f"remedy matrix: every remedy applied to every class's {m.unit} (recovered at k={m.k}):",
+        ]
+        lines += [
+            text_table(m.rows(), ["class", *m.remedy_ids]),
+            *m.legend(),
+            *[f"- {x}" for x in m.sentences()],
+        ]
+    if label_noise is not None and (
+        len(label_noise.unjudged_duplicates) or len(label_noise.conflicting_queries)
+    ):
         lines += [
             "",
             f"label noise: {len(label_noise.unjudged_duplicates)} unjudged near-duplicates of relevant documents in "
@@ -429,7 +533,9 @@ def markdown_report(
     for c in metric_cols:
         band = f"band:{c}"
         if band in table:
-            table[c] = [f"{v:.4f} ({b})" if b else f"{v:.4f}" for v, b in zip(table[c], table[band], strict=True)]
+            table[c] = [
+                f"{v:.4f} ({b})" if b else f"{v:.4f}" for v, b in zip(table[c], table[band], strict=True)
+            ]
     lines.append(markdown_table(table, ["run", "kind", "queries", *metric_cols]))
     if diagnosis is not None:
         lines += ["", *_diagnosis_markdown(diagnosis, query_id=query_id, worst=worst)]
@@ -460,8 +566,11 @@ def _diagnosis_markdown(d: Diagnosis, *, query_id: str | None, worst: int) -> li
         f"{cal.n_pairs} pairs); seed {cal.seed:.2f}.",
         "",
     ]
-    counts = [{"class": CLASS_LABELS[c], "id": c, "missed pairs": n, "failed queries": d.class_failed_queries[c]}
-              for c, n in d.class_counts.items() if n]  # fmt: skip
+    counts = [
+        {"class": CLASS_LABELS[c], "id": c, "missed pairs": n, "failed queries": d.class_failed_queries[c]}
+        for c, n in d.class_counts.items()
+        if n
+    ]
     lines.append(markdown_table(counts) if counts else "No failures.")
     present = [c for c in CLASSES if d.class_counts.get(c)]
     if present:
@@ -473,9 +582,11 @@ def _diagnosis_markdown(d: Diagnosis, *, query_id: str | None, worst: int) -> li
     if shown:
         lines += ["", f"### Worst missed pairs (first {min(worst, len(shown))} of {len(shown)})", ""]
         for f in shown[:worst]:
-            lines.append(f"- **{CLASS_LABELS[f.cls]}**: query `{f.query_id}` ({f.query_text!r}), target "
-                         f"`{f.doc_id}`. {f.evidence} Seed rule: {f.seed_verdict}; calibrated rule: "
-                         f"{f.calibrated_verdict}.")  # fmt: skip
+            lines.append(
+                f"- **{CLASS_LABELS[f.cls]}**: query `{f.query_id}` ({f.query_text!r}), target "
+                f"`{f.doc_id}`. {f.evidence} Seed rule: {f.seed_verdict}; calibrated rule: "
+                f"{f.calibrated_verdict}."
+            )
     return lines
 
 
@@ -498,4 +609,3 @@ def _finite_or_none(o: Any) -> Any:
     if isinstance(o, np.ndarray):
         return _finite_or_none(o.tolist())
     return o
-

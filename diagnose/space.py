@@ -31,7 +31,9 @@ class VectorSpace:
     query_vecs: np.ndarray
     doc_row: dict[str, int] = field(repr=False, compare=False)
     query_row: dict[str, int] = field(repr=False, compare=False)
-    label: str = field(default="", compare=False)  # how people call the model ("all-MiniLM-L6-v2 (bundled), bf16")
+    label: str = field(
+        default="", compare=False
+    )  # how people call the model ("all-MiniLM-L6-v2 (bundled), bf16")
 
     @property
     def model_label(self) -> str:
@@ -123,7 +125,8 @@ class VectorSpace:
         qids = list(query_ids) if query_ids is not None else list(texts_of)
         if bool(doc_embeddings) != bool(query_embeddings):
             raise DataError(
-                "Precomputed vectors need both the document and the query vectors, or neither.", param="embeddings"
+                "Precomputed vectors need both the document and the query vectors, or neither.",
+                param="embeddings",
             )
         if doc_embeddings:
             pre = embed.load_precomputed(
@@ -165,14 +168,19 @@ class VectorSpace:
             raise DataError(
                 f"{stored.doc_source} holds {stored.dim}-dimensional vectors but the model {encoder.name} encodes "
                 f"queries into {query_vecs.shape[1]} dimensions; name the model that embedded the collection "
-                "(--model / model=).", param="model",
-            )  # fmt: skip
+                "(--model / model=).",
+                param="model",
+            )
         corpus_ids = list(ds.corpus.ids)
         label = str(getattr(encoder, "label", "") or encoder.name)
         return cls.from_arrays(
-            f"{encoder.name} + {stored.doc_source}", corpus_ids, stored.doc_matrix(corpus_ids), qids, query_vecs,
+            f"{encoder.name} + {stored.doc_source}",
+            corpus_ids,
+            stored.doc_matrix(corpus_ids),
+            qids,
+            query_vecs,
             label=f"{label} + {stored.doc_source}",
-        )  # fmt: skip
+        )
 
     @classmethod
     def _encoded(
@@ -194,8 +202,14 @@ class VectorSpace:
             encoder, ds.corpus.texts(), cache=cache, progress=progress, report=report
         )
         query_vecs = embed.embed_texts(encoder, query_texts, cache=cache, progress=False, report=report)
-        return cls.from_arrays(encoder.name, list(ds.corpus.ids), doc_vecs, qids, query_vecs,
-                               label=str(getattr(encoder, "label", "") or ""))  # fmt: skip
+        return cls.from_arrays(
+            encoder.name,
+            list(ds.corpus.ids),
+            doc_vecs,
+            qids,
+            query_vecs,
+            label=str(getattr(encoder, "label", "") or ""),
+        )
 
 
 def _query_texts(qids: list[str], texts_of: dict[str, str]) -> list[str]:

@@ -152,9 +152,16 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
     rows = encode(
-        args.source, args.out, kind=args.kind, model=args.model, workers=args.workers, batch_size=args.batch_size,
-        block_rows=args.block_rows, threads=args.threads, address=args.address,
-    )  # fmt: skip
+        args.source,
+        args.out,
+        kind=args.kind,
+        model=args.model,
+        workers=args.workers,
+        batch_size=args.batch_size,
+        block_rows=args.block_rows,
+        threads=args.threads,
+        address=args.address,
+    )
     print(
         f"wrote {rows:,} {args.kind} vectors to {args.out} in {time.perf_counter() - t0:.1f} s",
         file=sys.stderr,

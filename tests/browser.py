@@ -84,9 +84,20 @@ def start_app(script: str | Path, log: Path, env: Mapping[str, str]) -> tuple[su
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     cmd = [
-        sys.executable, "-m", "streamlit", "run", str(script), "--server.port", str(port), "--server.address",
-        "127.0.0.1", "--server.headless", "true", "--browser.gatherUsageStats", "false",
-    ]  # fmt: skip
+        sys.executable,
+        "-m",
+        "streamlit",
+        "run",
+        str(script),
+        "--server.port",
+        str(port),
+        "--server.address",
+        "127.0.0.1",
+        "--server.headless",
+        "true",
+        "--browser.gatherUsageStats",
+        "false",
+    ]
     with open(log, "wb") as out:
         proc = subprocess.Popen(
             cmd, cwd=ROOT, env=dict(env), stdout=out, stderr=subprocess.STDOUT, start_new_session=True

@@ -30,7 +30,9 @@ def frames(n: int) -> tuple[pd.DataFrame, pd.DataFrame]:
 
 st.set_page_config(page_title="deck map", layout="wide")
 points, edges = frames(N)
-if os.environ.get("DIAGNOSE_DECK_HOSTILE"):  # ids and texts deck.gl's JSON converter would read as code (issue 22)
+if os.environ.get(
+    "DIAGNOSE_DECK_HOSTILE"
+):  # ids and texts deck.gl's JSON converter would read as code (issue 22)
     points = points.copy()
     hostile = ["@@=alert(1)", "@@#GL.ONE", "@@=[x, y", "@@#NO_SUCH.CONSTANT", "@@type"]
     points.loc[points.index[: len(hostile)], "id"] = hostile

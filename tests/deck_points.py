@@ -33,17 +33,26 @@ def frames(n: int) -> tuple[pd.DataFrame, pd.DataFrame]:
         cls[n_d + i] = CLASSES[i % len(CLASSES)]
     points = pd.DataFrame(
         {
-            "x": xy[:, 0], "y": xy[:, 1], "kind": ["document"] * n_d + ["query"] * n_q, "id": ids,
-            "snippet": [f"<b>text</b> of {i} & some more words about topic {lab[k]}" for k, i in enumerate(ids)],
-            "role": role, "failure_class": cls,
+            "x": xy[:, 0],
+            "y": xy[:, 1],
+            "kind": ["document"] * n_d + ["query"] * n_q,
+            "id": ids,
+            "snippet": [
+                f"<b>text</b> of {i} & some more words about topic {lab[k]}" for k, i in enumerate(ids)
+            ],
+            "role": role,
+            "failure_class": cls,
         }
-    )  # fmt: skip
+    )
     q = np.arange(n_d, n_d + n_f)
     edges = pd.DataFrame(
         {
-            "x": np.r_[xy[q, 0], xy[q, 0]], "y": np.r_[xy[q, 1], xy[q, 1]],
-            "x2": np.r_[xy[targets, 0], xy[top, 0]], "y2": np.r_[xy[targets, 1], xy[top, 1]],
-            "query_id": [ids[i] for i in q] * 2, "edge": ["target"] * n_f + ["top retrieved"] * n_f,
+            "x": np.r_[xy[q, 0], xy[q, 0]],
+            "y": np.r_[xy[q, 1], xy[q, 1]],
+            "x2": np.r_[xy[targets, 0], xy[top, 0]],
+            "y2": np.r_[xy[targets, 1], xy[top, 1]],
+            "query_id": [ids[i] for i in q] * 2,
+            "edge": ["target"] * n_f + ["top retrieved"] * n_f,
         }
-    )  # fmt: skip
+    )
     return points, edges

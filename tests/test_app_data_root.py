@@ -38,8 +38,11 @@ def confined(tmp_path):
 def test_a_link_inside_the_root_to_a_file_outside_it_is_refused_by_name(confined):
     root, outside = confined
     (root / "run.trec").symlink_to(outside)
-    with pytest.raises(DataError, match=r"run\.trec: resolves \(through a symbolic link or '\.\.'\) to a file "
-                                        r"outside the data folder") as e:  # fmt: skip
+    with pytest.raises(
+        DataError,
+        match=r"run\.trec: resolves \(through a symbolic link or '\.\.'\) to a file "
+        r"outside the data folder",
+    ) as e:
         read_run(root / "run.trec")
     assert SECRET not in str(e.value)
     with pytest.raises(DataError, match="outside the data folder"):
@@ -102,8 +105,11 @@ pytestmark = pytest.mark.usefixtures("keyword_encoder")
 
 def _shown(at) -> str:
     """Every text the page shows the user."""
-    parts = [x.value for kind in ("error", "warning", "info", "success", "markdown", "caption", "code", "text")
-             for x in getattr(at, kind)]  # fmt: skip
+    parts = [
+        x.value
+        for kind in ("error", "warning", "info", "success", "markdown", "caption", "code", "text")
+        for x in getattr(at, kind)
+    ]
     parts += [str(x.value) for x in at.exception]
     return app.unescaped(" ".join(str(p) for p in parts))
 

@@ -37,8 +37,12 @@ def test_judge_page_appends_every_grade_to_the_journal_and_resumes(tmp_path, mon
     at, journal = _judge(tmp_path, monkeypatch)
     assert at.title[0].value == "Judge"
     assert [b.label for b in at.button if b.key and b.key.startswith("judge_")] == [
-        "0 · not relevant", "1 · related", "2 · relevant", "3 · highly relevant", "Skip",
-    ]  # fmt: skip
+        "0 · not relevant",
+        "1 · related",
+        "2 · relevant",
+        "3 · highly relevant",
+        "Skip",
+    ]
     first = _current_pair(at)
     # the demo's planted near-duplicates come first: the reason says so
     assert any("near\\-duplicate of relevant" in m.value for m in at.markdown if m.value.startswith("**Why"))
@@ -89,7 +93,9 @@ def test_a_corrupt_journal_is_a_message_on_the_judge_page(tmp_path, monkeypatch)
     """A hand-edited journal line nested 100,000 levels deep (on 8fa1f16: RecursionError, a traceback)."""
     at, journal = _judge(tmp_path, monkeypatch)  # the page runs once with an empty journal
     journal.parent.mkdir(parents=True, exist_ok=True)
-    journal.write_bytes(b'{"query_id": "q1", "doc_id": "d1", "grade": ' + b"[" * 100_000 + b"]" * 100_000 + b"}\n")
+    journal.write_bytes(
+        b'{"query_id": "q1", "doc_id": "d1", "grade": ' + b"[" * 100_000 + b"]" * 100_000 + b"}\n"
+    )
     at.run()
     assert not at.exception, [e.message for e in at.exception]
     [error] = at.error

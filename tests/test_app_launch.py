@@ -32,8 +32,15 @@ def test_the_command_line_names_the_folder_and_the_runs(tmp_path):
     folder = _folder(tmp_path)
     run = tmp_path / "elsewhere.trec"
     run.write_text("q1 Q0 d1 1 2.0 t\n")
-    got = read_launch(["app.py", "--data", str(folder), "--run", f"mine={run}", "--retriever", "p=m:a"], env={})
-    assert (got.data, got.split, got.runs, got.error) == (str(folder.resolve()), "test", (("mine", str(run)),), None)
+    got = read_launch(
+        ["app.py", "--data", str(folder), "--run", f"mine={run}", "--retriever", "p=m:a"], env={}
+    )
+    assert (got.data, got.split, got.runs, got.error) == (
+        str(folder.resolve()),
+        "test",
+        (("mine", str(run)),),
+        None,
+    )
     assert read_launch(["app.py", f"--data={folder}", "--split=dev"], env={}).split == "dev"
 
 
@@ -45,7 +52,10 @@ def test_the_environment_does_the_same_and_the_command_line_wins(tmp_path):
     run.write_text("q1 Q0 d1 1 2.0 t\n")
     env = {"DIAGNOSE_DATA": str(folder), "DIAGNOSE_RUNS": f"{run};b={run}"}
     got = read_launch(["app.py"], env=env)
-    assert got.data == str(folder.resolve()) and got.runs == (("r", str(run)), ("b", str(run)))  # r: the file name
+    assert got.data == str(folder.resolve()) and got.runs == (
+        ("r", str(run)),
+        ("b", str(run)),
+    )  # r: the file name
     assert read_launch(["app.py", "--data", str(other)], env=env).data == str(other.resolve())
 
 
@@ -115,7 +125,10 @@ def test_app_shows_an_argument_mistake_on_the_page_and_opens_the_demo(monkeypatc
     monkeypatch.setattr(sys, "argv", ["app.py", "--data", "/no/such/folder"])
     at = app.demo_app()
     assert not at.exception, [e.message for e in at.exception]
-    assert any("is not a folder" in app.unescaped(e.value) and "--data DIR" in app.unescaped(e.value) for e in at.error)
+    assert any(
+        "is not a folder" in app.unescaped(e.value) and "--data DIR" in app.unescaped(e.value)
+        for e in at.error
+    )
     assert at.selectbox(key="src_kind").value == "demo"
 
 

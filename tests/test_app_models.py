@@ -16,7 +16,9 @@ pytestmark = pytest.mark.usefixtures("keyword_encoder")
 @pytest.mark.real_model
 def test_overview_with_the_real_bundled_model(monkeypatch):
     monkeypatch.delenv("DIAGNOSE_ENCODER", raising=False)
-    monkeypatch.setenv("DIAGNOSE_FOREGROUND_SECONDS", "600")  # wait for the real vectors, however busy the machine
+    monkeypatch.setenv(
+        "DIAGNOSE_FOREGROUND_SECONDS", "600"
+    )  # wait for the real vectors, however busy the machine
     at = app.start_app(600)
     app.assert_clean(at)
     b = at.session_state["_bundle"]
@@ -77,7 +79,9 @@ def test_metrics_come_before_the_vectors_and_pages_fill_in_when_they_are_ready(t
     assert not b.ready
     table = app.frame_with(at, "run")
     assert sorted(table["run"]) == sorted([*app.DEMO_RUNS, "bm25"])  # dense and hybrid need the vectors
-    assert (table["failed queries"] == "computing…").all()  # not None while the vectors are computed (issue 23)
+    assert (
+        table["failed queries"] == "computing…"
+    ).all()  # not None while the vectors are computed (issue 23)
     assert at.get("progress"), "no progress bar while encoding"
     background = b.background
     at = app.open_demo("worst", at)

@@ -16,14 +16,25 @@ RAW_HOLES = {"None", "nan", "NaN", "<NA>", "NaT", "none"}
 
 
 def test_text_and_number_holes_become_a_dash_and_the_rest_is_kept():
-    frame = pd.DataFrame({"name": ["a", None], "rank": pd.array([3, None], dtype="Int64"), "cos": [0.25, float("nan")],
-                          "full": [1.5, 2.0]})  # fmt: skip
+    frame = pd.DataFrame(
+        {
+            "name": ["a", None],
+            "rank": pd.array([3, None], dtype="Int64"),
+            "cos": [0.25, float("nan")],
+            "full": [1.5, 2.0],
+        }
+    )
     config = {"cos": st.column_config.NumberColumn("cosine", format="%.2f", help="h")}
     shown, cfg = without_holes(frame, config)
     # row 0 keeps its values (3 as a whole number, 0.25 with the column's %.2f); "full" has no hole: numbers kept
     assert shown.values.tolist() == [["a", "3", "0.25", 1.5], [MISSING, MISSING, MISSING, 2.0]]
-    assert cfg["cos"]["type_config"]["type"] == "text" and (cfg["cos"]["label"], cfg["cos"]["help"]) == ("cosine", "h")
-    assert frame["cos"].isna().sum() == 1 and config["cos"]["type_config"]["type"] == "number"  # inputs untouched
+    assert cfg["cos"]["type_config"]["type"] == "text" and (cfg["cos"]["label"], cfg["cos"]["help"]) == (
+        "cosine",
+        "h",
+    )
+    assert (
+        frame["cos"].isna().sum() == 1 and config["cos"]["type_config"]["type"] == "number"
+    )  # inputs untouched
 
 
 pytestmark = pytest.mark.usefixtures("keyword_encoder")

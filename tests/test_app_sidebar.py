@@ -156,9 +156,15 @@ def test_report_and_exports_cover_every_run():
         ]
     )
     md = report.markdown_report(
-        data_label="demo", data_lines=[], model=b.encoder_name, k=b.k, mode="hit", metrics=metrics,
-        diagnosis=diag, validation=b.ds.report,
-    )  # fmt: skip
+        data_label="demo",
+        data_lines=[],
+        model=b.encoder_name,
+        k=b.k,
+        mode="hit",
+        metrics=metrics,
+        diagnosis=diag,
+        validation=b.ds.report,
+    )
     for name in b.runs:
         assert f"| {name} |" in md
     for cls, n in diag.class_counts.items():
@@ -186,15 +192,20 @@ def test_precomputed_vectors_typed_in_the_sidebar_replace_the_model(tmp_path, mo
     (tmp_path / "query_ids.txt").write_text("\n".join(qids) + "\n")
     monkeypatch.setenv("DIAGNOSE_DATA_ROOT", str(tmp_path))
     at = app.demo_app()
-    for key, name in (("doc", "docs.npy"), ("query", "queries.npy"), ("doc_ids", "doc_ids.txt"),
-                      ("query_ids", "query_ids.txt")):  # fmt: skip
+    for key, name in (
+        ("doc", "docs.npy"),
+        ("query", "queries.npy"),
+        ("doc_ids", "doc_ids.txt"),
+        ("query_ids", "query_ids.txt"),
+    ):
         at.text_input(key=f"emb_{key}").input(name)
     at.run()
     app.assert_clean(at)
     b = at.session_state["_bundle"]
     assert b.analysis.space.model.startswith("precomputed:") and b.analysis.space.dim == 64
-    expected = dense_run(enc.encode(ds.corpus.texts()), enc.encode([texts[q] for q in qids]), list(ds.corpus.ids),
-                         qids)  # fmt: skip
+    expected = dense_run(
+        enc.encode(ds.corpus.texts()), enc.encode([texts[q] for q in qids]), list(ds.corpus.ids), qids
+    )
     got = b.runs["dense"].ranked_lists()
     want = expected.ranked_lists()
     assert set(got) == set(want)

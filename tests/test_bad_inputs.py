@@ -70,7 +70,9 @@ CASES: dict[str, Case] = {
     # a golden set given as a run (either layout) is refused, saying what it looks like and where it belongs
     "run_beir_qrels.tsv": fatal(1, "looks like a qrels file", "--qrels"),
     "run_trec_qrels.trec": fatal(1, "looks like TREC qrels", "--qrels"),
-    "run_golden_set_copy.csv": fatal(None, "is the golden set itself", "every metric would be 1.0", "--qrels"),
+    "run_golden_set_copy.csv": fatal(
+        None, "is the golden set itself", "every metric would be 1.0", "--qrels"
+    ),
     "run_gzip_corrupt.trec.gz": fatal(None, "gzip"),
     "run_utf16.trec": fatal(1, "UTF-16"),
     "run_fullwidth_score.trec": fatal(2, "'９９'", "non-ASCII"),

@@ -62,9 +62,12 @@ def test_judge_page_grades_with_the_keyboard(tmp_path):
     sync_api = require_browser()
     journal = tmp_path / "journal" / "judgements.jsonl"
     env = {
-        **os.environ, "DIAGNOSE_ENCODER": "keyword", "DIAGNOSE_CACHE_DIR": str(tmp_path / "cache"),
-        "DIAGNOSE_JOURNAL": str(journal), "DIAGNOSE_FOREGROUND_SECONDS": "120",
-    }  # fmt: skip
+        **os.environ,
+        "DIAGNOSE_ENCODER": "keyword",
+        "DIAGNOSE_CACHE_DIR": str(tmp_path / "cache"),
+        "DIAGNOSE_JOURNAL": str(journal),
+        "DIAGNOSE_FOREGROUND_SECONDS": "120",
+    }
     with running_app("app.py", tmp_path / "streamlit.log", env) as url, chromium(sync_api) as browser:
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
         page.goto(url + "/judge", wait_until="domcontentloaded")

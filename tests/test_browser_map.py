@@ -141,4 +141,6 @@ def test_ids_and_texts_that_look_like_deck_expressions_do_not_break_the_map(tmp_
                 break
             page.wait_for_timeout(200)
     assert n > 500, f"the deck.gl canvas stayed blank; errors: {errors[:5]}"
-    assert not [e for e in errors if "@@" in e or "expression" in e.lower() or "undefined" in e.lower()], errors[:5]
+    assert not [e for e in errors if "@@" in e or "expression" in e.lower() or "undefined" in e.lower()], (
+        errors[:5]
+    )

@@ -444,8 +444,10 @@ def test_a_fifo_named_like_a_cache_file_is_reported_not_waited_on(tmp_path, whic
 
     done = subprocess.run(
         [sys.executable, "-c", _FIFO_SCRIPT, str(tmp_path), which],
-        capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     (code, file) = done.stdout.strip().split("|")  # exactly one report
     assert code == "cache_corrupt"

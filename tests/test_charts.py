@@ -363,9 +363,15 @@ def _deck_frames():
         }
     )
     edges = pd.DataFrame(
-        {"x": [3.0, 3.0], "y": [3.0, 3.0], "x2": [1.0, 2.0], "y2": [1.0, 2.0], "query_id": ["q1", "q1"],
-         "edge": ["target", "top retrieved"]}
-    )  # fmt: skip
+        {
+            "x": [3.0, 3.0],
+            "y": [3.0, 3.0],
+            "x2": [1.0, 2.0],
+            "y2": [1.0, 2.0],
+            "query_id": ["q1", "q1"],
+            "edge": ["target", "top retrieved"],
+        }
+    )
     return points, edges
 
 
@@ -435,8 +441,12 @@ def test_deck_strings_from_user_files_are_never_read_as_code():
     points["snippet"] = ["@@=document.cookie", "@@#COORDINATE_SYSTEM.LNGLAT", "ok", "@@", "@"]
     edges["query_id"] = [hostile[3], hostile[3]]  # q1's edges
     spec = json.loads(deck.embedding_deck(points, edges).to_json())
-    strings = list(_deck_strings([layer["data"] for layer in spec["layers"]]))  # the accessors are ours: "@@=color"
-    assert len(strings) > 20 and not [s for s in strings if s.startswith("@@")], "deck.gl would evaluate these"
+    strings = list(
+        _deck_strings([layer["data"] for layer in spec["layers"]])
+    )  # the accessors are ours: "@@=color"
+    assert len(strings) > 20 and not [s for s in strings if s.startswith("@@")], (
+        "deck.gl would evaluate these"
+    )
     ids = [deck.from_deck_text(r["id"]) for layer in spec["layers"] for r in layer["data"]]
     # escaping is reversible: every id comes back (the two links carry q1's id again)
     assert sorted(ids) == sorted(hostile + [hostile[3]] * 2)

@@ -9,9 +9,20 @@ import pytest
 from diagnose.cli import main
 
 COMPARISON_KEYS = {
-    "metric", "run", "reference", "mean_diff", "ci_low", "ci_high", "p_ttest", "p_randomization", "p_wilcoxon",
-    "p_holm", "wins", "ties", "losses",
-}  # fmt: skip
+    "metric",
+    "run",
+    "reference",
+    "mean_diff",
+    "ci_low",
+    "ci_high",
+    "p_ttest",
+    "p_randomization",
+    "p_wilcoxon",
+    "p_holm",
+    "wins",
+    "ties",
+    "losses",
+}
 
 
 @pytest.fixture
@@ -39,9 +50,20 @@ def run_cli(capsys, *argv):
 
 def test_evaluate_json_contract(files, capsys):
     code, out, _ = run_cli(
-        capsys, "evaluate", "--qrels", files / "qrels.tsv", "--run", files / "good.trec",
-        "--run", f"b={files / 'bad.trec'}", "--k", "1,3", "--per-query", "--format", "json",
-    )  # fmt: skip
+        capsys,
+        "evaluate",
+        "--qrels",
+        files / "qrels.tsv",
+        "--run",
+        files / "good.trec",
+        "--run",
+        f"b={files / 'bad.trec'}",
+        "--k",
+        "1,3",
+        "--per-query",
+        "--format",
+        "json",
+    )
     assert code == 0
     payload = json.loads(out)
     assert set(payload["runs"]) == {"good", "b"}
@@ -61,16 +83,27 @@ def test_evaluate_json_contract(files, capsys):
 
 
 def test_evaluate_without_per_query_has_no_per_query(files, capsys):
-    code, out, _ = run_cli(capsys, "evaluate", "--qrels", files / "qrels.tsv", "--run", files / "good.trec",
-                           "--format", "json")  # fmt: skip
+    code, out, _ = run_cli(
+        capsys, "evaluate", "--qrels", files / "qrels.tsv", "--run", files / "good.trec", "--format", "json"
+    )
     assert code == 0 and "per_query" not in json.loads(out)["runs"]["good"]
 
 
 def test_markdown_table(files, capsys):
     code, out, _ = run_cli(
-        capsys, "evaluate", "--qrels", files / "qrels.tsv", "--run", files / "good.trec", "--run",
-        files / "bad.trec", "--metrics", "ndcg@3,mrr", "--format", "markdown",
-    )  # fmt: skip
+        capsys,
+        "evaluate",
+        "--qrels",
+        files / "qrels.tsv",
+        "--run",
+        files / "good.trec",
+        "--run",
+        files / "bad.trec",
+        "--metrics",
+        "ndcg@3,mrr",
+        "--format",
+        "markdown",
+    )
     assert code == 0
     lines = out.strip().splitlines()
     start = lines.index("| run | ndcg@3 | mrr |")  # after a one-line summary (the compact report, issue 23)
@@ -79,21 +112,47 @@ def test_markdown_table(files, capsys):
 
 
 def test_fail_under_gate(files, capsys):
-    code, _, err = run_cli(capsys, "evaluate", "--qrels", files / "qrels.tsv", "--run", files / "bad.trec",
-                           "--fail-under", "ndcg@3=0.6")  # fmt: skip
+    code, _, err = run_cli(
+        capsys,
+        "evaluate",
+        "--qrels",
+        files / "qrels.tsv",
+        "--run",
+        files / "bad.trec",
+        "--fail-under",
+        "ndcg@3=0.6",
+    )
     assert code == 1
     # bad: q1 ndcg@3 = 1 / (2 + 1/log2(3)) = 0.38008, q2 = 0 -> mean 0.19004
     assert "ndcg@3 = 0.1900 is below the bound 0.6" in err
-    code, _, _ = run_cli(capsys, "evaluate", "--qrels", files / "qrels.tsv", "--run", files / "good.trec",
-                         "--fail-under", "ndcg@3=0.6")  # fmt: skip
+    code, _, _ = run_cli(
+        capsys,
+        "evaluate",
+        "--qrels",
+        files / "qrels.tsv",
+        "--run",
+        files / "good.trec",
+        "--fail-under",
+        "ndcg@3=0.6",
+    )
     assert code == 0
 
 
 def test_max_drop_gate_with_compare_to(files, capsys):
     code, out, err = run_cli(
-        capsys, "evaluate", "--qrels", files / "qrels.tsv", "--run", f"new={files / 'bad.trec'}",
-        "--compare-to", f"release={files / 'good.trec'}", "--max-drop", "recall@3=0.01", "--format", "json",
-    )  # fmt: skip
+        capsys,
+        "evaluate",
+        "--qrels",
+        files / "qrels.tsv",
+        "--run",
+        f"new={files / 'bad.trec'}",
+        "--compare-to",
+        f"release={files / 'good.trec'}",
+        "--max-drop",
+        "recall@3=0.01",
+        "--format",
+        "json",
+    )
     assert code == 1
     payload = json.loads(out)
     # release recall@3 = 1; new: q1 1/2, q2 0 -> 0.25; drop 0.75 > 0.01
@@ -132,9 +191,21 @@ def test_usage_errors_exit_2_without_traceback(files, capsys, argv, needle):
 
 def test_slices(files, capsys):
     code, out, _ = run_cli(
-        capsys, "evaluate", "--qrels", files / "qrels.tsv", "--queries", files / "queries.jsonl",
-        "--run", files / "bad.trec", "--metrics", "recall@3", "--slice", "area", "--format", "json",
-    )  # fmt: skip
+        capsys,
+        "evaluate",
+        "--qrels",
+        files / "qrels.tsv",
+        "--queries",
+        files / "queries.jsonl",
+        "--run",
+        files / "bad.trec",
+        "--metrics",
+        "recall@3",
+        "--slice",
+        "area",
+        "--format",
+        "json",
+    )
     assert code == 0
     rows = {r["area"]: r for r in json.loads(out)["slices"]}
     assert rows["it"]["recall@3"] == 0.5 and rows["it"]["n"] == 1  # q1: d1 found in top 3, d2 not
@@ -142,8 +213,20 @@ def test_slices(files, capsys):
 
 
 def test_fuse(files, capsys):
-    code, out, _ = run_cli(capsys, "fuse", "--qrels", files / "qrels.tsv", "--run", files / "good.trec",
-                           "--run", files / "bad.trec", "--k", "1", "--format", "json")  # fmt: skip
+    code, out, _ = run_cli(
+        capsys,
+        "fuse",
+        "--qrels",
+        files / "qrels.tsv",
+        "--run",
+        files / "good.trec",
+        "--run",
+        files / "bad.trec",
+        "--k",
+        "1",
+        "--format",
+        "json",
+    )
     assert code == 0
     fusions = json.loads(out)["fusions"]
     assert fusions[0]["fusion"] == "rrf(k=60)"
@@ -151,8 +234,22 @@ def test_fuse(files, capsys):
 
 
 def test_rerank_report(files, capsys):
-    code, out, _ = run_cli(capsys, "rerank", "--qrels", files / "qrels.tsv", "--candidates", files / "bad.trec",
-                           "--reranked", files / "good.trec", "--depth", "3", "--k", "1", "--format", "json")  # fmt: skip
+    code, out, _ = run_cli(
+        capsys,
+        "rerank",
+        "--qrels",
+        files / "qrels.tsv",
+        "--candidates",
+        files / "bad.trec",
+        "--reranked",
+        files / "good.trec",
+        "--depth",
+        "3",
+        "--k",
+        "1",
+        "--format",
+        "json",
+    )
     assert code == 0
     rep = json.loads(out)
     # candidates' recall@3: q1 1/2, q2 0 -> 0.25 is the ceiling of a reranker of them
@@ -180,10 +277,25 @@ def test_failures_with_precomputed_vectors(tmp_path, capsys):
     (tmp_path / "doc_ids.txt").write_text("a\nb\nt\n")
     (tmp_path / "query_ids.txt").write_text("q\n")
     code, out, err = run_cli(
-        capsys, "failures", "--data", tmp_path, "--run", tmp_path / "run.trec", "--k", "1", "--format", "json",
-        "--doc-embeddings", tmp_path / "docs.npy", "--doc-ids", tmp_path / "doc_ids.txt",
-        "--query-embeddings", tmp_path / "queries.npy", "--query-ids", tmp_path / "query_ids.txt",
-    )  # fmt: skip
+        capsys,
+        "failures",
+        "--data",
+        tmp_path,
+        "--run",
+        tmp_path / "run.trec",
+        "--k",
+        "1",
+        "--format",
+        "json",
+        "--doc-embeddings",
+        tmp_path / "docs.npy",
+        "--doc-ids",
+        tmp_path / "doc_ids.txt",
+        "--query-embeddings",
+        tmp_path / "queries.npy",
+        "--query-ids",
+        tmp_path / "query_ids.txt",
+    )
     assert code == 0, err
     payload = json.loads(out)
     (f,) = payload["failures"]
@@ -226,8 +338,18 @@ def test_a_live_retriever_from_the_command_line(tmp_path, capsys, monkeypatch):
         "    return retrieve\n"
     )
     monkeypatch.chdir(tmp_path)
-    code, out, err = run_cli(capsys, "evaluate", "--data", demo, "--retriever", "live=my_rag_cli:make",
-                             "--write-runs", tmp_path / "runs", "--format", "json")  # fmt: skip
+    code, out, err = run_cli(
+        capsys,
+        "evaluate",
+        "--data",
+        demo,
+        "--retriever",
+        "live=my_rag_cli:make",
+        "--write-runs",
+        tmp_path / "runs",
+        "--format",
+        "json",
+    )
     assert code == 0, err
     payload = json.loads(out)
     live = payload["runs"]["live"]
@@ -254,8 +376,18 @@ def test_risk_ranks_unlabelled_queries_and_validates_on_the_golden_set(files, ca
     assert sorted(q["query_id"] for q in payload["queries"]) == ["q1", "q2"] and payload["validation"] is None
     assert sorted(q["risk_rank"] for q in payload["queries"]) == [1, 2]
     # with the golden set: bad fails q2 at k=2 (nothing relevant) and hits q1? no: d1 is at rank 3 -> both fail
-    code, out, _ = run_cli(capsys, "risk", "--run", files / "good.trec", "--qrels", files / "qrels.tsv", "--k", "1",
-                           "--format", "json")  # fmt: skip
+    code, out, _ = run_cli(
+        capsys,
+        "risk",
+        "--run",
+        files / "good.trec",
+        "--qrels",
+        files / "qrels.tsv",
+        "--k",
+        "1",
+        "--format",
+        "json",
+    )
     assert code == 0
     validation = json.loads(out)["validation"]
     # good hits both queries at k=1: no failing query, so the AUC is undefined (NaN -> null), never made up
@@ -268,9 +400,23 @@ def test_detect_reports_the_queries_needed_from_the_observed_variance(capsys):
     from diagnose.stats import topic_set_size
 
     demo = __import__("pathlib").Path(__file__).resolve().parents[1] / "demo_corpus"
-    code, out, _ = run_cli(capsys, "evaluate", "--data", demo, "--run", demo / "runs" / "ann_minilm.trec",
-                           "--run", demo / "runs" / "bm25_langchain.trec", "--metrics", "ndcg@10",
-                           "--per-query", "--detect", "0.05", "--format", "json")  # fmt: skip
+    code, out, _ = run_cli(
+        capsys,
+        "evaluate",
+        "--data",
+        demo,
+        "--run",
+        demo / "runs" / "ann_minilm.trec",
+        "--run",
+        demo / "runs" / "bm25_langchain.trec",
+        "--metrics",
+        "ndcg@10",
+        "--per-query",
+        "--detect",
+        "0.05",
+        "--format",
+        "json",
+    )
     assert code == 0
     payload = json.loads(out)
     (row,) = payload["queries_needed"]
@@ -280,9 +426,12 @@ def test_detect_reports_the_queries_needed_from_the_observed_variance(capsys):
     d = np.array([b[q]["ndcg@10"] - a[q]["ndcg@10"] for q in a])
     # the sd of the per-query differences, and Sakai's n for it (itself checked against statsmodels in test_stats)
     assert row["sd_of_differences"] == pytest.approx(np.std(d, ddof=1))
-    assert row["queries_needed"] == topic_set_size(0.05, np.std(d, ddof=1)) and row["queries"] == len(d) == 106
-    code, _, err = run_cli(capsys, "evaluate", "--data", demo, "--run", demo / "runs" / "ann_minilm.trec",
-                           "--detect", "0.05")  # fmt: skip
+    assert (
+        row["queries_needed"] == topic_set_size(0.05, np.std(d, ddof=1)) and row["queries"] == len(d) == 106
+    )
+    code, _, err = run_cli(
+        capsys, "evaluate", "--data", demo, "--run", demo / "runs" / "ann_minilm.trec", "--detect", "0.05"
+    )
     assert code == 2 and "--detect" in err
 
 
@@ -294,7 +443,9 @@ def test_bounds_reports_the_metrics_over_the_holes(capsys):
 
     demo = __import__("pathlib").Path(__file__).resolve().parents[1] / "demo_corpus"
     run_file = demo / "runs" / "ann_minilm.trec"
-    code, out, _ = run_cli(capsys, "evaluate", "--data", demo, "--run", run_file, "--bounds", "--format", "json")
+    code, out, _ = run_cli(
+        capsys, "evaluate", "--data", demo, "--run", run_file, "--bounds", "--format", "json"
+    )
     assert code == 0
     payload = json.loads(out)
     ds = load(demo, runs=[run_file])

@@ -413,8 +413,11 @@ def test_an_npy_header_larger_than_its_file_is_refused_before_allocating(tmp_pat
         f.write(b"\0" * 16)
     _, qv_ids = _write_npy(tmp_path, "docs_ids", [[1, 0]], ["d1"])
     qv, qi = _write_npy(tmp_path, "queries", [[1, 0]], ["q1"])
-    with pytest.raises(DataError, match=r"docs\.npy: its header says 80,000,000 x 80,000 float32 values "
-                                        r"\(25,600,000,000,000 bytes\), but the file holds 16 bytes"):  # fmt: skip
+    with pytest.raises(
+        DataError,
+        match=r"docs\.npy: its header says 80,000,000 x 80,000 float32 values "
+        r"\(25,600,000,000,000 bytes\), but the file holds 16 bytes",
+    ):
         load_precomputed(path, qv, qv_ids, qi)
 
 
@@ -424,7 +427,9 @@ def test_a_complex_matrix_is_refused_for_its_dtype(tmp_path):
     np.save(path, np.array([[1 + 2j, 0], [0, 1]], dtype=np.complex64))
     (tmp_path / "docs.txt").write_text("d1\nd2\n")
     qv, qi = _write_npy(tmp_path, "queries", [[1, 0]], ["q1"])
-    with pytest.raises(DataError, match=r"docs\.npy: holds complex64 values \(complex numbers\); expected real") as e:
+    with pytest.raises(
+        DataError, match=r"docs\.npy: holds complex64 values \(complex numbers\); expected real"
+    ) as e:
         load_precomputed(path, qv, tmp_path / "docs.txt", qi)
     assert "shape" not in str(e.value)
 

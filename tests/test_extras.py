@@ -24,8 +24,9 @@ sys.meta_path.insert(0, Blocker())
 
 
 def _run(code: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", BLOCKER + code], capture_output=True, text=True, cwd=ROOT,
-                          timeout=300)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-c", BLOCKER + code], capture_output=True, text=True, cwd=ROOT, timeout=300
+    )
 
 
 def test_evaluate_runs_on_the_core_alone():

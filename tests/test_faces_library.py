@@ -24,12 +24,16 @@ ANN = str(DEMO / "runs" / "ann_minilm.trec")
 LC = str(DEMO / "runs" / "bm25_langchain.trec")
 
 QRELS = Qrels(
-    pd.DataFrame({"query_id": ["q1", "q2"], "doc_id": ["a", "b"], "relevance": np.array([1, 1], dtype=np.int64)})
+    pd.DataFrame(
+        {"query_id": ["q1", "q2"], "doc_id": ["a", "b"], "relevance": np.array([1, 1], dtype=np.int64)}
+    )
 )
 
 
 def run(name: str, lists: dict[str, list[str]]) -> Run:
-    return Run.from_ranked_lists(name, {q: [(d, 10.0 - i) for i, d in enumerate(ds)] for q, ds in lists.items()})
+    return Run.from_ranked_lists(
+        name, {q: [(d, 10.0 - i) for i, d in enumerate(ds)] for q, ds in lists.items()}
+    )
 
 
 # candidates: q1 finds a at rank 2, q2 finds b at rank 1; reranked swaps both lists.
@@ -79,7 +83,10 @@ def test_with_run_adds_a_run_without_changing_the_data_set():
 
 @pytest.mark.parametrize(
     ("spec", "expected"),
-    [("prod=my_rag:retriever", ("prod", "my_rag:retriever")), (" prod = a/b.py:make ", ("prod", "a/b.py:make"))],
+    [
+        ("prod=my_rag:retriever", ("prod", "my_rag:retriever")),
+        (" prod = a/b.py:make ", ("prod", "a/b.py:make")),
+    ],
 )
 def test_retriever_spec_is_a_name_and_a_target(spec, expected):
     assert parse_retriever_spec(spec) == expected
@@ -127,15 +134,25 @@ def test_query_deltas_and_the_changes_built_on_them():
 
 def test_calibration_uses_the_analysis_thresholds(tmp_path):
     ds = diagnose.load(DEMO)
-    analysis = diagnose.Analysis(ds, {"ann": ANN}, encoder=KeywordEncoder(), cache_dir=tmp_path,
-                                 thresholds=Thresholds(calibration_percentile=50.0))  # fmt: skip
+    analysis = diagnose.Analysis(
+        ds,
+        {"ann": ANN},
+        encoder=KeywordEncoder(),
+        cache_dir=tmp_path,
+        thresholds=Thresholds(calibration_percentile=50.0),
+    )
     cal = analysis.calibration("ann")
     assert cal.percentile == 50.0 and not cal.fallback
     hits = analysis.similarity_frame("ann").query("outcome == 'hit'")["cosine"]
     assert cal.n_pairs == len(hits) and cal.calibrated == pytest.approx(float(np.median(hits)), abs=1e-6)
     assert cal == analysis.diagnosis("ann").calibration  # what the page shows is what the diagnosis used
-    strict = diagnose.Analysis(ds, {"ann": ANN}, encoder=KeywordEncoder(), cache_dir=tmp_path,
-                               thresholds=Thresholds(seed_cosine=0.5, min_calibration_pairs=10**6))  # fmt: skip
+    strict = diagnose.Analysis(
+        ds,
+        {"ann": ANN},
+        encoder=KeywordEncoder(),
+        cache_dir=tmp_path,
+        thresholds=Thresholds(seed_cosine=0.5, min_calibration_pairs=10**6),
+    )
     fallback = strict.calibration("ann", space=analysis.space)
     assert fallback.fallback and fallback.calibrated == 0.5  # too few hits: the analysis' own seed, not 0.75
 
@@ -155,12 +172,21 @@ def test_emit_writes_each_format_one_way(capsys):
     emit(result, "csv")
     assert capsys.readouterr().out == "run,score\na,0.333333\nb,2.000000\n"  # no index, 6 decimals
     emit(result, "json")
-    assert json.loads(capsys.readouterr().out) == {"rows": [{"run": "a", "score": 1 / 3}, {"run": "b", "score": 2.0}]}
+    assert json.loads(capsys.readouterr().out) == {
+        "rows": [{"run": "a", "score": 1 / 3}, {"run": "b", "score": 2.0}]
+    }
     emit(result, "table")
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].split() == ["run", "score"] and [ln.split()[0] for ln in lines[-2:]] == ["a", "b"]
-    emit(Output(table=lambda: "t", json=lambda: {"x": float("nan")}, csv=lambda: "x\n1\n", markdown=lambda: "| m |"),
-         "json")  # fmt: skip
+    emit(
+        Output(
+            table=lambda: "t",
+            json=lambda: {"x": float("nan")},
+            csv=lambda: "x\n1\n",
+            markdown=lambda: "| m |",
+        ),
+        "json",
+    )
     assert json.loads(capsys.readouterr().out) == {"x": None}  # NaN written as null, always valid JSON
     for fmt, out in (("csv", "x\n1\n"), ("markdown", "| m |\n"), ("table", "t\n")):
         emit(Output(table=lambda: "t", json=dict, csv=lambda: "x\n1\n", markdown=lambda: "| m |"), fmt)
@@ -168,8 +194,19 @@ def test_emit_writes_each_format_one_way(capsys):
 
 
 def test_compare_to_puts_the_reference_first_without_rewriting_the_loaded_runs(capsys):
-    code = main(["evaluate", "--data", str(DEMO), "--run", f"lc={LC}", "--compare-to", f"ref={ANN}",
-                 "--format", "json"])  # fmt: skip
+    code = main(
+        [
+            "evaluate",
+            "--data",
+            str(DEMO),
+            "--run",
+            f"lc={LC}",
+            "--compare-to",
+            f"ref={ANN}",
+            "--format",
+            "json",
+        ]
+    )
     assert code == 0
     payload = json.loads(capsys.readouterr().out)
     assert list(payload["runs"]) == ["ref", "lc"] and payload["reference"] == "ref"

@@ -110,7 +110,7 @@ def test_label_gap():
             "t": ("reset the vpn token", [0, 1, 0]),
             "d": ("reset the vpn token (archived)", [0.05, 1, 0]),
             "a": ("cafeteria menu", [0, 0, 1]),
-        },  # fmt: skip
+        },
         ("q", "vpn token reset", [1, 1, 0]),
         {"t": 2},
         ["d", "a"],
@@ -301,7 +301,9 @@ def test_dense_rank_is_a_tie_range_and_index_gap_needs_the_whole_group(copies, w
     docs.update({f"copy{i}": (f"copy {i}", [1, 0, 0]) for i in range(copies)})
     docs["t"] = ("the target", [1, 0, 0])
     bm25 = [0.0] * (7 + copies) + [5.0]
-    ds, run, space, fake = world(docs, ("q", "target", [1, 0, 0]), {"t": 1}, [f"n{i}" for i in range(7)], bm25)
+    ds, run, space, fake = world(
+        docs, ("q", "target", [1, 0, 0]), {"t": 1}, [f"n{i}" for i in range(7)], bm25
+    )
     f = only_failure(ds, run, space, fake)
     assert (f.dense_rank, f.dense_rank_worst) == (1, worst)
     assert f.cls == cls
@@ -310,7 +312,9 @@ def test_dense_rank_is_a_tie_range_and_index_gap_needs_the_whole_group(copies, w
 
 def test_classify_reads_the_worst_rank():
     # k = 10; cos 0.9 >= 0.5: only the ranks decide. A group 8..12 straddles k: not within it.
-    common = dict(in_corpus=True, duplicate=False, run_rank=None, cosine=0.9, overlap=1.0, k=10, calibrated=0.5)
+    common = dict(
+        in_corpus=True, duplicate=False, run_rank=None, cosine=0.9, overlap=1.0, k=10, calibrated=0.5
+    )
     assert classify(dense_rank=8, dense_rank_worst=10, bm25_rank=None, **common) == "index_gap"
     assert classify(dense_rank=8, dense_rank_worst=12, bm25_rank=None, **common) == "semantic_gap"
     assert classify(dense_rank=8, dense_rank_worst=12, bm25_rank=3, bm25_rank_worst=10, **common) == (
@@ -364,9 +368,19 @@ def test_every_class_has_an_evidence_sentence(cls):
     from diagnose.failures.taxonomy import PairEvidence, evidence_sentence
 
     e = PairEvidence(
-        doc_id="t", k=2, near_hi=6, run_rank=4, run_depth=10, dense_rank=1, bm25_rank=3, cosine=0.4, calibrated=0.5,
-        overlap=0.25, duplicate_doc_id="d", duplicate_cosine=0.97,
-    )  # fmt: skip
+        doc_id="t",
+        k=2,
+        near_hi=6,
+        run_rank=4,
+        run_depth=10,
+        dense_rank=1,
+        bm25_rank=3,
+        cosine=0.4,
+        calibrated=0.5,
+        overlap=0.25,
+        duplicate_doc_id="d",
+        duplicate_cosine=0.97,
+    )
     sentence = evidence_sentence(cls, e)
     assert sentence.endswith(".") and "{" not in sentence
 

@@ -119,8 +119,11 @@ def test_a_gzip_bomb_is_refused_in_bounded_memory(tmp_path):
     small.write_bytes(gzip.compress(b"q1 Q0 d1 1 1.0 t\n"))
     done = subprocess.run(
         [sys.executable, "-c", _BOMB_SCRIPT, str(bomb), str(small)],
-        capture_output=True, text=True, timeout=600, env={**os.environ, "DIAGNOSE_MAX_INPUT_BYTES": str(limit)},
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "DIAGNOSE_MAX_INPUT_BYTES": str(limit)},
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     message, grew = done.stdout.strip().rsplit("\n", 1)
     assert "run.trec.gz: decompresses to more than the input limit of 256.0 MiB" in message

@@ -191,10 +191,13 @@ def test_reference_contexts_without_a_corpus_say_how_to_fix():
         ('{"query_id": "a", "query": "x", "reference_contexts": "oops"}', "not a list of strings"),
         ('{"query_id": "a", "query": "x", "reference_contexts": [1, 2]}', "not a list of strings"),
         ('{"query_id": "a", "reference_contexts": ["x y"]}', "no question text"),
-        ('{"query_id": "a", "query": "x", "reference_contexts": ["x y"]}\n{"query_id": "a", "query": "y", '
-         '"reference_contexts": ["x y"]}', "used twice"),
+        (
+            '{"query_id": "a", "query": "x", "reference_contexts": ["x y"]}\n{"query_id": "a", "query": "y", '
+            '"reference_contexts": ["x y"]}',
+            "used twice",
+        ),
     ],
-)  # fmt: skip
+)
 def test_bad_golden_jsonl_names_the_line_and_the_fix(tmp_path, line, message):
     path = write(tmp_path / "golden.jsonl", line + "\n")
     with pytest.raises(DataError, match=message) as e:
@@ -228,9 +231,20 @@ def test_write_qrels_round_trip(tmp_path):
 def test_cli_write_qrels_and_spans(tmp_path, capsys):
     out, spans = tmp_path / "q.tsv", tmp_path / "s.jsonl"
     code = main(
-        ["evaluate", "--corpus", str(CORPUS), "--qrels", str(GOLDEN / "labelled_rag_demo.json"), "--run",
-         str(DEMO / "runs" / "ann_minilm.trec"), "--write-qrels", str(out), "--write-spans", str(spans)]
-    )  # fmt: skip
+        [
+            "evaluate",
+            "--corpus",
+            str(CORPUS),
+            "--qrels",
+            str(GOLDEN / "labelled_rag_demo.json"),
+            "--run",
+            str(DEMO / "runs" / "ann_minilm.trec"),
+            "--write-qrels",
+            str(out),
+            "--write-spans",
+            str(spans),
+        ]
+    )
     err = capsys.readouterr().err
     assert code == 0 and "Wrote" in err
     ds = diagnose.load(corpus=CORPUS, qrels=GOLDEN / "labelled_rag_demo.json")

@@ -41,8 +41,10 @@ DOCS = {
 QUERIES = {"q1": "solar panel installation", "q2": "wind turbine maintenance", "q3": "pasta cooking"}
 QRELS = "query-id\tcorpus-id\tscore\nq1\td1\t2\nq1\td5\t0\nq2\td3\t1\n"
 # run A misses d3 for q2 (a failure at k=3); q3 has no judgement at all
-RUN = "q1 Q0 d1 1 4.0 A\nq1 Q0 d2 2 3.0 A\nq1 Q0 d4 3 2.0 A\nq1 Q0 d5 4 1.0 A\n" \
-      "q2 Q0 d6 1 2.0 A\nq2 Q0 d5 2 1.0 A\nq3 Q0 d5 1 2.0 A\nq3 Q0 d6 2 1.0 A\n"  # fmt: skip
+RUN = (
+    "q1 Q0 d1 1 4.0 A\nq1 Q0 d2 2 3.0 A\nq1 Q0 d4 3 2.0 A\nq1 Q0 d5 4 1.0 A\n"
+    "q2 Q0 d6 1 2.0 A\nq2 Q0 d5 2 1.0 A\nq3 Q0 d5 1 2.0 A\nq3 Q0 d6 2 1.0 A\n"
+)
 
 
 def _write_data(folder: Path, *, qrels: bool = True) -> Path:
@@ -178,8 +180,9 @@ def test_journal_appends_one_line_per_judgement_and_resumes(tmp_path, data):
     assert path.read_bytes().startswith(before)  # old lines are never rewritten
     lines = [json.loads(x) for x in path.read_text().splitlines()]
     assert [(x["query_id"], x["doc_id"], x["grade"], x["judge"]) for x in lines] == [
-        ("q1", "d2", 2, "ann"), ("q1", "d4", "skip", "ann"),
-    ]  # fmt: skip
+        ("q1", "d2", 2, "ann"),
+        ("q1", "d4", "skip", "ann"),
+    ]
     assert set(lines[0]) == {"query_id", "doc_id", "grade", "time", "judge"}
     # resume: a new Journal on the same file sees both; judged (and skipped) pairs leave the queue
     again = judging.Journal(path)
@@ -337,9 +340,12 @@ def test_kill_9_loses_no_acknowledged_judgement(tmp_path, acknowledged_before_ki
     in ``add`` is what makes an acknowledged line survive a power cut as well.)"""
     path = tmp_path / "judgements.jsonl"
     proc = subprocess.Popen(
-        [sys.executable, "-c", WRITER, str(path)], stdout=subprocess.PIPE, cwd=ROOT, text=True,
+        [sys.executable, "-c", WRITER, str(path)],
+        stdout=subprocess.PIPE,
+        cwd=ROOT,
+        text=True,
         env={**os.environ, "PYTHONPATH": str(ROOT)},
-    )  # fmt: skip
+    )
     acked: list[int] = []
     try:
         deadline = time.monotonic() + 60
@@ -377,8 +383,16 @@ def _vectors(folder: Path) -> list[str]:
     np.save(folder / "queries.npy", enc.encode(list(QUERIES.values())))
     (folder / "doc_ids.txt").write_text("\n".join(DOCS) + "\n")
     (folder / "query_ids.txt").write_text("\n".join(QUERIES) + "\n")
-    return ["--doc-embeddings", str(folder / "docs.npy"), "--doc-ids", str(folder / "doc_ids.txt"),
-            "--query-embeddings", str(folder / "queries.npy"), "--query-ids", str(folder / "query_ids.txt")]  # fmt: skip
+    return [
+        "--doc-embeddings",
+        str(folder / "docs.npy"),
+        "--doc-ids",
+        str(folder / "doc_ids.txt"),
+        "--query-embeddings",
+        str(folder / "queries.npy"),
+        "--query-ids",
+        str(folder / "query_ids.txt"),
+    ]
 
 
 def run_cli(capsys, *argv):
@@ -393,9 +407,20 @@ def test_cli_judge_queue_without_a_golden_set_then_evaluate_with_the_grades(tmp_
     vecs = _vectors(folder)
     out_tsv = tmp_path / "queue.tsv"
     code, _, err = run_cli(
-        capsys, "judge-queue", "--queries", folder / "queries.jsonl", "--corpus", folder / "corpus.jsonl",
-        "--k", "2", "--limit", "4", "--out", out_tsv, *vecs,
-    )  # fmt: skip
+        capsys,
+        "judge-queue",
+        "--queries",
+        folder / "queries.jsonl",
+        "--corpus",
+        folder / "corpus.jsonl",
+        "--k",
+        "2",
+        "--limit",
+        "4",
+        "--out",
+        out_tsv,
+        *vecs,
+    )
     assert code == 0, err
     assert "wrote 4 pairs" in err
     lines = out_tsv.read_text().splitlines()
@@ -412,9 +437,19 @@ def test_cli_judge_queue_without_a_golden_set_then_evaluate_with_the_grades(tmp_
     q, d = rows[0][0], rows[0][2]
     (tmp_path / "run.trec").write_text(f"{q} Q0 {d} 1 1.0 r\n")
     code, out, err = run_cli(
-        capsys, "evaluate", "--extra-qrels", tmp_path / "graded.tsv", "--run", tmp_path / "run.trec",
-        "--k", "1", "--metrics", "hit_rate", "--format", "json",
-    )  # fmt: skip
+        capsys,
+        "evaluate",
+        "--extra-qrels",
+        tmp_path / "graded.tsv",
+        "--run",
+        tmp_path / "run.trec",
+        "--k",
+        "1",
+        "--metrics",
+        "hit_rate",
+        "--format",
+        "json",
+    )
     assert code == 0, err
     assert "merged 1 judgement from" in err and "1 new, 0 overriding" in err
     assert json.loads(out)["runs"]["run"]["aggregate"]["hit_rate@1"] == 1.0
@@ -451,9 +486,21 @@ def test_cli_extra_qrels_merges_a_journal_and_reports_overrides(data, tmp_path, 
     assert json.loads(out)["runs"]["A"]["aggregate"]["hit_rate@1"] == 1.0
     # failures takes the same option: with the journal, q2 no longer fails at k=1
     code, out, err = run_cli(
-        capsys, "failures", "--data", data, "--run", f"A={data / 'A.trec'}", "--k", "1", "--format", "json",
-        "--no-remedies", "--extra-qrels", j.path, *_vectors(data),
-    )  # fmt: skip
+        capsys,
+        "failures",
+        "--data",
+        data,
+        "--run",
+        f"A={data / 'A.trec'}",
+        "--k",
+        "1",
+        "--format",
+        "json",
+        "--no-remedies",
+        "--extra-qrels",
+        j.path,
+        *_vectors(data),
+    )
     assert code == 0, err
     assert {f["query_id"] for f in json.loads(out)["failures"]} == set()
 

@@ -31,7 +31,9 @@ def _journal(path: Path, *lines: bytes) -> Path:
 
 
 def _line(q: str, d: str, grade: object) -> bytes:
-    return (json.dumps({"query_id": q, "doc_id": d, "grade": grade, "time": "", "judge": "t"}) + "\n").encode()
+    return (
+        json.dumps({"query_id": q, "doc_id": d, "grade": grade, "time": "", "judge": "t"}) + "\n"
+    ).encode()
 
 
 # ------------------------------------------------------------------------------------------------ torn lines
@@ -100,14 +102,21 @@ def test_queue_grades_are_read_from_ascii_digits_only(tmp_path, grade):
     path = tmp_path / "graded.tsv"
     path.write_text(HEADER + _row("q1", "d1", "2") + _row("q1", "d2", grade, 2), encoding="utf-8")
     # ² and 1² crashed int() on 8fa1f16; ٣ and ３ were read as 3 (str.isdigit); 5,000 digits crashed int()
-    with pytest.raises(DataError, match=r"graded.tsv, line 3: the grade (.* is not 0, 1, 2, 3 or skip|must be)"):
+    with pytest.raises(
+        DataError, match=r"graded.tsv, line 3: the grade (.* is not 0, 1, 2, 3 or skip|must be)"
+    ):
         judging.read_judgements(path)
 
 
 def test_ascii_grades_and_skips_are_read(tmp_path):
     path = tmp_path / "graded.tsv"
-    path.write_text(HEADER + _row("q1", "d1", " 3 ") + _row("q1", "d2", "SKIP", 2) + _row("q1", "d3", "", 3)
-                    + _row("q1", "d4", "0", 4))  # fmt: skip
+    path.write_text(
+        HEADER
+        + _row("q1", "d1", " 3 ")
+        + _row("q1", "d2", "SKIP", 2)
+        + _row("q1", "d3", "", 3)
+        + _row("q1", "d4", "0", 4)
+    )
     report = ValidationReport()
     assert judging.read_judgements(path, report=report).as_dict() == {"q1": {"d1": 3, "d4": 0}}
     assert report.by_code("queue_rows_not_graded")[0].count == 2  # one skipped, one left empty
@@ -118,8 +127,13 @@ def test_ascii_grades_and_skips_are_read(tmp_path):
 
 def test_conflicting_grades_in_a_queue_are_reported_and_the_last_wins(tmp_path):
     path = tmp_path / "graded.tsv"
-    path.write_text(HEADER + _row("q1", "d1", "3") + _row("q2", "d2", "1", 2) + _row("q1", "d1", "0", 3)
-                    + _row("q2", "d2", "1", 4))  # fmt: skip
+    path.write_text(
+        HEADER
+        + _row("q1", "d1", "3")
+        + _row("q2", "d2", "1", 2)
+        + _row("q1", "d1", "0", 3)
+        + _row("q2", "d2", "1", 4)
+    )
     report = ValidationReport()
     # q1 d1 graded 3 (line 2) then 0 (line 4): the last line wins; q2 d2 graded 1 twice is no conflict
     assert judging.read_judgements(path, report=report).as_dict() == {"q1": {"d1": 0}, "q2": {"d2": 1}}
@@ -144,22 +158,44 @@ def test_conflicting_grades_in_a_journal_are_reported(tmp_path):
 
 def test_ids_with_quotes_round_trip_through_the_judge_queue_tsv(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("DIAGNOSE_CACHE_DIR", str(tmp_path / "cache"))
-    docs = {'"d1"': "solar panel installation guide", "d'2": "solar energy tax credit", 'd"3': "wind turbines"}
+    docs = {
+        '"d1"': "solar panel installation guide",
+        "d'2": "solar energy tax credit",
+        'd"3': "wind turbines",
+    }
     queries = {'q"1': "solar panel installation"}
-    (tmp_path / "corpus.jsonl").write_text("".join(json.dumps({"_id": d, "text": t}) + "\n" for d, t in docs.items()))
-    (tmp_path / "queries.jsonl").write_text("".join(json.dumps({"_id": q, "text": t}) + "\n"
-                                                    for q, t in queries.items()))  # fmt: skip
+    (tmp_path / "corpus.jsonl").write_text(
+        "".join(json.dumps({"_id": d, "text": t}) + "\n" for d, t in docs.items())
+    )
+    (tmp_path / "queries.jsonl").write_text(
+        "".join(json.dumps({"_id": q, "text": t}) + "\n" for q, t in queries.items())
+    )
     enc = KeywordEncoder()
     np.save(tmp_path / "docs.npy", enc.encode(list(docs.values())))
     np.save(tmp_path / "queries.npy", enc.encode(list(queries.values())))
     (tmp_path / "doc_ids.txt").write_text("\n".join(docs) + "\n")
     (tmp_path / "query_ids.txt").write_text("\n".join(queries) + "\n")
-    code = main([
-        "judge-queue", "--queries", str(tmp_path / "queries.jsonl"), "--corpus", str(tmp_path / "corpus.jsonl"),
-        "--k", "3", "--out", str(tmp_path / "queue.tsv"), "--doc-embeddings", str(tmp_path / "docs.npy"),
-        "--doc-ids", str(tmp_path / "doc_ids.txt"), "--query-embeddings", str(tmp_path / "queries.npy"),
-        "--query-ids", str(tmp_path / "query_ids.txt"),
-    ])  # fmt: skip
+    code = main(
+        [
+            "judge-queue",
+            "--queries",
+            str(tmp_path / "queries.jsonl"),
+            "--corpus",
+            str(tmp_path / "corpus.jsonl"),
+            "--k",
+            "3",
+            "--out",
+            str(tmp_path / "queue.tsv"),
+            "--doc-embeddings",
+            str(tmp_path / "docs.npy"),
+            "--doc-ids",
+            str(tmp_path / "doc_ids.txt"),
+            "--query-embeddings",
+            str(tmp_path / "queries.npy"),
+            "--query-ids",
+            str(tmp_path / "query_ids.txt"),
+        ]
+    )
     assert code == 0, capsys.readouterr().err
     # a judge grades every pair in a spreadsheet, which reads and saves the TSV with CSV quoting
     rows = list(csv.reader(io.StringIO((tmp_path / "queue.tsv").read_text()), delimiter="\t"))
@@ -196,5 +232,7 @@ def test_a_journal_that_cannot_be_written_says_the_judgement_was_not_saved(tmp_p
         raise OSError(errno.EROFS, "Read-only file system")
 
     monkeypatch.setattr("diagnose.judging.journal.os.fsync", read_only)
-    with pytest.raises(DataError, match=r"\(Read-only file system\), so the judgement q1 / d2 = 1 was not saved"):
+    with pytest.raises(
+        DataError, match=r"\(Read-only file system\), so the judgement q1 / d2 = 1 was not saved"
+    ):
         judging.Journal(tmp_path / "j.jsonl").add("q1", "d2", 1)

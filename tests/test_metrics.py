@@ -346,7 +346,12 @@ def test_every_family_declares_its_band():
         else:
             a, b, c = m.band
             assert 0 < a < b < c <= 1, m.name
-            assert [quality_band(name, v) for v in (0.0, a, b, c)] == ["poor", "acceptable", "good", "excellent"]
+            assert [quality_band(name, v) for v in (0.0, a, b, c)] == [
+                "poor",
+                "acceptable",
+                "good",
+                "excellent",
+            ]
 
 
 def test_metric_name_is_parsed_once():
@@ -357,7 +362,12 @@ def test_metric_name_is_parsed_once():
     assert (family, k) == ("mrr", None) and str(MetricName("mrr")) == "mrr"
     # expand_names keeps records as they are and parses text; expand_metrics gives the same names as text
     names = expand_names([MetricName("map", 5), "recall", "mrr"], [1, 10])
-    assert names == [MetricName("map", 5), MetricName("recall", 1), MetricName("recall", 10), MetricName("mrr")]
+    assert names == [
+        MetricName("map", 5),
+        MetricName("recall", 1),
+        MetricName("recall", 10),
+        MetricName("mrr"),
+    ]
     assert expand_metrics([MetricName("map", 5), "recall", "mrr"], [1, 10]) == [str(n) for n in names]
     ev = evaluate(QRELS, RUN, [MetricName("ndcg", 3), "ndcg@3", "mrr"])  # duplicates dropped
     assert ev.metrics == ["ndcg@3", "mrr"]

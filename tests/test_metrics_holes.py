@@ -339,7 +339,9 @@ def test_upper_bound_is_the_best_of_every_judgement(data):
             ]
             best = row if best is None else np.maximum(best, row)
         for m in BOUND_METRICS:
-            if parse_metric(m).metric.upper is None:  # judged, hole count judgements: adding rows changes them
+            if (
+                parse_metric(m).metric.upper is None
+            ):  # judged, hole count judgements: adding rows changes them
                 assert b.upper.per_query.loc[q, m] == b.lower.per_query.loc[q, m]
             else:
                 assert b.upper.per_query.loc[q, m] == pytest.approx(best[m], abs=1e-12), (q, m)

@@ -167,7 +167,10 @@ def test_every_registered_metric_has_a_reference():
     # (a new quality family reaches the ranx check by itself: ranx refuses a name it does not know)
     assert {n.split("@")[0] for n in OUR_METRICS} == {m.name for m in REGISTRY.values() if m.trec_eval != "-"}
     coverage = {m.name for m in REGISTRY.values() if m.coverage}
-    assert coverage == {"judged", "hole"}  # a new coverage family needs its own reference in test_metrics_holes.py
+    assert coverage == {
+        "judged",
+        "hole",
+    }  # a new coverage family needs its own reference in test_metrics_holes.py
 
 
 def test_ranx_breaks_ties_differently():

@@ -82,9 +82,24 @@ def test_models_cli_with_two_real_models(tmp_path, second_model, capsys):
     data = tmp_path / "data"
     write_beir(data)
     code = main(
-        ["models", "--data", str(data), "--model", "default", "--model", str(second_model), "--k", "3",
-         "--cache-dir", str(tmp_path / "cache"), "--precision", "exact", "--format", "json"]
-    )  # fmt: skip
+        [
+            "models",
+            "--data",
+            str(data),
+            "--model",
+            "default",
+            "--model",
+            str(second_model),
+            "--k",
+            "3",
+            "--cache-dir",
+            str(tmp_path / "cache"),
+            "--precision",
+            "exact",
+            "--format",
+            "json",
+        ]
+    )
     out = capsys.readouterr().out
     assert code == 0
     payload = json.loads(out)

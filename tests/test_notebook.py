@@ -42,7 +42,9 @@ def test_the_quickstart_notebook_runs(tmp_path, monkeypatch):
     assert any("latency_p50_ms" in h for h in html)
     # no library noise in the cells: tqdm.auto's "IProgress not found" (no ipywidgets), transformers' own
     # "Loading weights" bar (diagnose's stage labels say what takes time)
-    text = "".join(str(o.get("text", "")) + str(o.get("data", "")) for o in outputs if o.output_type != "error")
+    text = "".join(
+        str(o.get("text", "")) + str(o.get("data", "")) for o in outputs if o.output_type != "error"
+    )
     assert "TqdmWarning" not in text and "IProgress" not in text
     assert "Loading weights" not in text
 
@@ -70,7 +72,11 @@ def test_progress_true_draws_bars_in_a_notebook_and_not_in_a_log():
     assert drawn and any("Encoding 2 texts" in str(o) for o in drawn), outputs
 
     piped = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=Path(__file__).parents[1]
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=Path(__file__).parents[1],
     )
     assert piped.stdout.strip() == "Terminal False"
     assert piped.stderr == ""

@@ -44,17 +44,35 @@ def test_cli_under_an_address_space_limit_says_how_much_it_needed(tmp_path):
     """Before: "internal error: MemoryError: Unable to allocate 15.3 MiB ... This is a bug in diagnose", exit 1.
     The limit is the process's size after its imports plus 500 MB, so the failure lands inside the command."""
     run, qrels = _big_run(tmp_path)
-    peak = subprocess.run([sys.executable, "-c", _PEAK_AFTER_IMPORTS], capture_output=True, text=True, cwd=ROOT)
+    peak = subprocess.run(
+        [sys.executable, "-c", _PEAK_AFTER_IMPORTS], capture_output=True, text=True, cwd=ROOT
+    )
     limit = int(peak.stdout) + 500 * 2**20
     done = subprocess.run(
-        ["prlimit", f"--as={limit}", sys.executable, "-m", "diagnose", "evaluate", "--qrels", str(qrels),
-         "--run", str(run)],
-        capture_output=True, text=True, cwd=ROOT, timeout=600,
-    )  # fmt: skip
+        [
+            "prlimit",
+            f"--as={limit}",
+            sys.executable,
+            "-m",
+            "diagnose",
+            "evaluate",
+            "--qrels",
+            str(qrels),
+            "--run",
+            str(run),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=600,
+    )
     assert done.returncode == 2, done.stderr[-3000:]
     assert "Traceback" not in done.stderr and "bug in diagnose" not in done.stderr
-    m = re.search(r"error: out of memory .*: it needs (?:about|more than about) ([0-9.]+) (GB|MB).*this machine "
-                  r"allowed ([0-9.]+) (GB|MB) \(the address-space limit of this process", done.stderr)  # fmt: skip
+    m = re.search(
+        r"error: out of memory .*: it needs (?:about|more than about) ([0-9.]+) (GB|MB).*this machine "
+        r"allowed ([0-9.]+) (GB|MB) \(the address-space limit of this process",
+        done.stderr,
+    )
     assert m, done.stderr[-3000:]
     allowed = float(m.group(3)) * (1e9 if m.group(4) == "GB" else 1e6)
     assert allowed == pytest.approx(limit, rel=0.06)  # the limit we set, rounded to 0.1 GB
@@ -77,17 +95,26 @@ def test_an_arrow_memory_error_in_a_command_is_exit_2_with_the_message(monkeypat
 
 def test_the_failed_allocation_is_read_from_the_message():
     # numpy: 7.63 MiB = 7.63 * 2**20 = 8,000,634.88 -> 8,000,634 bytes
-    assert failed_allocation(MemoryError("Unable to allocate 7.63 MiB for an array with shape (2000000,)")) == 8_000_634
+    assert (
+        failed_allocation(MemoryError("Unable to allocate 7.63 MiB for an array with shape (2000000,)"))
+        == 8_000_634
+    )
     assert failed_allocation(pa.ArrowMemoryError("malloc of size 337792 failed")) == 337_792
-    assert failed_allocation(RuntimeError("DefaultCPUAllocator: can't allocate memory: you tried to allocate "
-                                          "123456 bytes")) == 123_456  # fmt: skip
+    assert (
+        failed_allocation(
+            RuntimeError("DefaultCPUAllocator: can't allocate memory: you tried to allocate 123456 bytes")
+        )
+        == 123_456
+    )
     assert failed_allocation(MemoryError()) is None
 
 
 def test_what_counts_as_out_of_memory():
     assert is_out_of_memory(MemoryError()) and is_out_of_memory(pa.ArrowMemoryError("x"))
     assert is_out_of_memory(OSError(12, "Cannot allocate memory"))  # ENOMEM
-    assert is_out_of_memory(RuntimeError("[enforce fail at alloc_cpu.cpp] DefaultCPUAllocator: can't allocate"))
+    assert is_out_of_memory(
+        RuntimeError("[enforce fail at alloc_cpu.cpp] DefaultCPUAllocator: can't allocate")
+    )
     try:
         try:
             raise MemoryError("Unable to allocate 1.00 GiB")
@@ -115,7 +142,9 @@ def test_the_app_shows_running_out_of_memory_as_a_message(tmp_path, monkeypatch)
     shutil.copytree(app.DEMO, folder, ignore=shutil.ignore_patterns("runs"))
 
     def load_dataset(**kwargs):
-        raise MemoryError("Unable to allocate 8.00 GiB for an array with shape (1000000, 2048) and data type float32")
+        raise MemoryError(
+            "Unable to allocate 8.00 GiB for an array with shape (1000000, 2048) and data type float32"
+        )
 
     monkeypatch.setattr(diagnose.io, "load_dataset", load_dataset)
     monkeypatch.setenv("DIAGNOSE_DATA_ROOT", str(tmp_path))

@@ -94,13 +94,24 @@ def test_build_whole_map_draws_every_point_with_a_given_projection():
     failed = [pj.FailedQuery("q3", "near_miss", ("d7",), ("d1", "d2"))]
     proj = pj.project_collection(x[:50], x[50:], use_cache=False)
     emap = pj.build_whole_map(
-        doc_ids=doc_ids, doc_texts=["t"] * 50, doc_vecs=x[:50], query_ids=query_ids, query_texts=["q"] * 10,
-        query_vecs=x[50:], failed=failed, projected=proj,
-    )  # fmt: skip
+        doc_ids=doc_ids,
+        doc_texts=["t"] * 50,
+        doc_vecs=x[:50],
+        query_ids=query_ids,
+        query_texts=["q"] * 10,
+        query_vecs=x[50:],
+        failed=failed,
+        projected=proj,
+    )
     assert len(emap.points) == 60 and not emap.sample.sampled
     assert emap.edges["edge"].tolist() == ["target", "top retrieved"]
     with pytest.raises(ValueError, match="expected 61"):
         pj.build_whole_map(
-            doc_ids=[*doc_ids, "extra"], doc_texts=["t"] * 51, doc_vecs=x[:51], query_ids=query_ids,
-            query_texts=["q"] * 10, query_vecs=x[50:], projected=proj,
-        )  # fmt: skip
+            doc_ids=[*doc_ids, "extra"],
+            doc_texts=["t"] * 51,
+            doc_vecs=x[:51],
+            query_ids=query_ids,
+            query_texts=["q"] * 10,
+            query_vecs=x[50:],
+            projected=proj,
+        )

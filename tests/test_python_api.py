@@ -54,8 +54,13 @@ def demo():
 
 @pytest.fixture
 def analysis(demo, tmp_path):
-    return diagnose.Analysis(demo, {"ann": ANN, "lc": LC}, encoder=KeywordEncoder(), cache_dir=tmp_path,
-                             baselines=("bm25", "dense", "hybrid"))  # fmt: skip
+    return diagnose.Analysis(
+        demo,
+        {"ann": ANN, "lc": LC},
+        encoder=KeywordEncoder(),
+        cache_dir=tmp_path,
+        baselines=("bm25", "dense", "hybrid"),
+    )
 
 
 def _python_section() -> str:
@@ -97,7 +102,9 @@ def test_evaluate_takes_paths_records_and_dicts(demo):
     for q, d, s in zip(run.df["query_id"], run.df["doc_id"], run.df["score"], strict=True):
         as_dict.setdefault(q, {})[d] = s
     qrels = {}
-    for q, d, g in zip(demo.qrels.df["query_id"], demo.qrels.df["doc_id"], demo.qrels.df["relevance"], strict=True):
+    for q, d, g in zip(
+        demo.qrels.df["query_id"], demo.qrels.df["doc_id"], demo.qrels.df["relevance"], strict=True
+    ):
         qrels.setdefault(q, {})[d] = int(g)
     by_dict = diagnose.evaluate(qrels, as_dict, k=[1, 10], metrics=["ndcg", "mrr"])
     np.testing.assert_allclose(by_dict.to_numpy(), by_record.to_numpy(), rtol=0, atol=1e-12)
@@ -126,8 +133,23 @@ def test_records_have_short_reprs(demo):
 
 def test_analysis_metrics_match_the_cli_json(demo, tmp_path, capsys):
     """Analysis.to_dict() is `diagnose evaluate --format json`: one pipeline, one schema."""
-    code = main(["evaluate", "--data", str(DEMO), "--run", f"ann={ANN}", "--run", f"lc={LC}", "--baseline", "bm25",
-                 "--cache-dir", str(tmp_path), "--format", "json"])  # fmt: skip
+    code = main(
+        [
+            "evaluate",
+            "--data",
+            str(DEMO),
+            "--run",
+            f"ann={ANN}",
+            "--run",
+            f"lc={LC}",
+            "--baseline",
+            "bm25",
+            "--cache-dir",
+            str(tmp_path),
+            "--format",
+            "json",
+        ]
+    )
     cli = json.loads(capsys.readouterr().out)
     assert code == 0
     ds = diagnose.load(DEMO, runs=[f"ann={ANN}", f"lc={LC}"])
@@ -170,12 +192,23 @@ def test_changing_k_or_the_failure_definition_re_encodes_nothing(demo, tmp_path)
 
 def test_inspect_escapes_user_text():
     hostile = '<img src=x onerror="alert(1)">'
-    corpus = Corpus(pd.DataFrame({"doc_id": ["d1", "d2", "d<3>"], "title": ["", "", ""],
-                                  "text": [f"password reset {hostile}", "vpn access", "lunch menu"]}))  # fmt: skip
+    corpus = Corpus(
+        pd.DataFrame(
+            {
+                "doc_id": ["d1", "d2", "d<3>"],
+                "title": ["", "", ""],
+                "text": [f"password reset {hostile}", "vpn access", "lunch menu"],
+            }
+        )
+    )
     queries = Queries(pd.DataFrame({"query_id": ["q1"], "text": ["forgot password <script>x</script>"]}))
-    qrels = Qrels(pd.DataFrame({"query_id": ["q1"], "doc_id": ["d1"], "relevance": np.array([1], dtype=np.int64)}))
+    qrels = Qrels(
+        pd.DataFrame({"query_id": ["q1"], "doc_id": ["d1"], "relevance": np.array([1], dtype=np.int64)})
+    )
     ds = Dataset(qrels=qrels, corpus=corpus, queries=queries)
-    a = diagnose.Analysis(ds, {"r": {"q1": {"d2": 2.0, "d<3>": 1.0, "d1": 0.5}}}, k=2, encoder=KeywordEncoder())
+    a = diagnose.Analysis(
+        ds, {"r": {"q1": {"d2": 2.0, "d<3>": 1.0, "d1": 0.5}}}, k=2, encoder=KeywordEncoder()
+    )
     view = a.inspect("q1", "r")
     assert view.failed and view.targets[0].failure.doc_id == "d1"
     page = view._repr_html_()
@@ -193,15 +226,27 @@ def test_inspect_bm25_ranks_of_the_retrieved_documents_are_tie_ranges_or_none():
     # query "forgot password": d1 and d3 have the same text, so the same BM25 score s > 0, and nobody scores
     # higher: both hold ranks 1..2. d2 and d4 contain no query term: score 0, no rank (the old rule said
     # 1 + #{score > 0} = 3). The run retrieves d3, d2 (k = 2) and misses the relevant d1.
-    corpus = Corpus(pd.DataFrame({"doc_id": ["d1", "d2", "d3", "d4"], "title": "",
-                                  "text": ["password reset", "vpn access", "password reset", "lunch menu"]}))  # fmt: skip
+    corpus = Corpus(
+        pd.DataFrame(
+            {
+                "doc_id": ["d1", "d2", "d3", "d4"],
+                "title": "",
+                "text": ["password reset", "vpn access", "password reset", "lunch menu"],
+            }
+        )
+    )
     queries = Queries(pd.DataFrame({"query_id": ["q1"], "text": ["forgot password"]}))
-    qrels = Qrels(pd.DataFrame({"query_id": ["q1"], "doc_id": ["d1"], "relevance": np.array([1], dtype=np.int64)}))
+    qrels = Qrels(
+        pd.DataFrame({"query_id": ["q1"], "doc_id": ["d1"], "relevance": np.array([1], dtype=np.int64)})
+    )
     ds = Dataset(qrels=qrels, corpus=corpus, queries=queries)
     a = diagnose.Analysis(ds, {"r": {"q1": {"d3": 2.0, "d2": 1.0, "d1": 0.5}}}, k=2, encoder=KeywordEncoder())
     view = a.inspect("q1", "r")
     rows = view.to_dict()["retrieved"]
-    assert [(r["doc_id"], r["bm25_rank"], r["bm25_rank_worst"]) for r in rows] == [("d3", 1, 2), ("d2", None, None)]
+    assert [(r["doc_id"], r["bm25_rank"], r["bm25_rank_worst"]) for r in rows] == [
+        ("d3", 1, 2),
+        ("d2", None, None),
+    ]
     f = view.targets[0].failure
     assert (f.bm25_rank, f.bm25_rank_worst) == (1, 2)
     assert "<td>#1–2</td>" in view._repr_html_()
@@ -233,8 +278,12 @@ def test_map_is_an_altair_chart(analysis):
 
 
 def test_parameters_are_checked_and_named(demo):
-    for kwargs, param in [({"k": 0}, "k"), ({"failure": "precision"}, "failure"), ({"depth": -1}, "depth"),
-                          ({"baselines": ("bm52",)}, "baselines")]:  # fmt: skip
+    for kwargs, param in [
+        ({"k": 0}, "k"),
+        ({"failure": "precision"}, "failure"),
+        ({"depth": -1}, "depth"),
+        ({"baselines": ("bm52",)}, "baselines"),
+    ]:
         with pytest.raises(DataError) as err:
             diagnose.Analysis(demo, {}, **kwargs)
         assert err.value.param == param
@@ -275,8 +324,14 @@ def test_a_live_callable_retriever_reports_latency(demo, tmp_path):
 @pytest.mark.real_model
 def test_the_readme_python_section_runs_as_written(tmp_path):
     env = {**os.environ, "DIAGNOSE_CACHE_DIR": str(tmp_path / "cache"), "MPLBACKEND": "Agg"}
-    done = subprocess.run([sys.executable, "-c", _python_section()], capture_output=True, text=True, cwd=ROOT,
-                          env=env, timeout=900)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-c", _python_section()],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=env,
+        timeout=900,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     assert "Dataset('demo_corpus'" in done.stdout and "latency_p50_ms" in done.stdout
 
@@ -290,12 +345,27 @@ def test_reader_errors_name_the_parameter_and_the_cli_names_the_flag(capsys):
 
 
 def test_with_qrels_keeps_the_parameters_and_shares_the_corpus_work(demo, tmp_path):
-    a = diagnose.Analysis(demo, {"ann": ANN}, k=5, ks=(1, 5), failure="recall", depth=50, precision="exact",
-                          encoder=KeywordEncoder(), cache_dir=tmp_path, baselines=("bm25",))  # fmt: skip
+    a = diagnose.Analysis(
+        demo,
+        {"ann": ANN},
+        k=5,
+        ks=(1, 5),
+        failure="recall",
+        depth=50,
+        precision="exact",
+        encoder=KeywordEncoder(),
+        cache_dir=tmp_path,
+        baselines=("bm25",),
+    )
     before = a.metrics(["recall@5"]).loc["ann", "recall@5"]
     q = demo.qrels.df
-    fewer = as_qrels({qid: {d: 1 for d in g.doc_id} for qid, g in q[q.query_id != q.query_id.iloc[0]]
-                               .groupby("query_id") if (g.relevance > 0).any()})  # fmt: skip
+    fewer = as_qrels(
+        {
+            qid: {d: 1 for d in g.doc_id}
+            for qid, g in q[q.query_id != q.query_id.iloc[0]].groupby("query_id")
+            if (g.relevance > 0).any()
+        }
+    )
     after = a.with_qrels(fewer)
     assert after is not a and type(after) is type(a) and after.dataset.qrels is fewer
     assert a.dataset.qrels is demo.qrels and a.metrics(["recall@5"]).loc["ann", "recall@5"] == before

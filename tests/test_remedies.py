@@ -41,11 +41,29 @@ def run_of(name: str, lists: dict[str, list[str]]) -> Run:
 def failure(q: str, d: str, cls: str) -> Failure:
     """A failure with only what the remedies read (query, target, class); the rest is blank evidence."""
     return Failure(
-        query_id=q, query_text="", doc_id=d, grade=1, cls=cls, cosine=None, run_rank=None, run_depth=0,
-        dense_rank=None, bm25_rank=None, bm25_score=None, present_terms=(), missing_terms=(), overlap=None,
-        kth_cosine=None, margin=None, duplicate_doc_id=None, duplicate_cosine=None, seed_verdict="n/a",
-        calibrated_verdict="n/a", evidence="", recommendation="",
-    )  # fmt: skip
+        query_id=q,
+        query_text="",
+        doc_id=d,
+        grade=1,
+        cls=cls,
+        cosine=None,
+        run_rank=None,
+        run_depth=0,
+        dense_rank=None,
+        bm25_rank=None,
+        bm25_score=None,
+        present_terms=(),
+        missing_terms=(),
+        overlap=None,
+        kth_cosine=None,
+        margin=None,
+        duplicate_doc_id=None,
+        duplicate_cosine=None,
+        seed_verdict="n/a",
+        calibrated_verdict="n/a",
+        evidence="",
+        recommendation="",
+    )
 
 
 def diagnosis_of(
@@ -122,8 +140,13 @@ def test_cosine_rerank_orders_the_top_by_cosine_and_keeps_the_tail():
     # KeywordEncoder: cosine = shared words / sqrt(words of each) (dim 4096: no collision among these words).
     # query "vpn token reset" (3 words); a "cafeteria menu vpn" -> 1/3; t "vpn token reset guide" -> 3/(sqrt3*2)
     # = 0.866; b "holiday policy" and b2 "parking rules" -> 0 (tie: doc id descending, b2 before b).
-    docs = {"a": "cafeteria menu vpn", "t": "vpn token reset guide", "b": "holiday policy", "b2": "parking rules",
-            "c": "vpn token reset"}  # fmt: skip
+    docs = {
+        "a": "cafeteria menu vpn",
+        "t": "vpn token reset guide",
+        "b": "holiday policy",
+        "b2": "parking rules",
+        "c": "vpn token reset",
+    }
     space = keyword_space(docs, {"q": "vpn token reset"})
     assert space.cosine("q", "t") == pytest.approx(3 / (np.sqrt(3) * 2), abs=1e-6)
     assert space.cosine("q", "a") == pytest.approx(1 / 3, abs=1e-6)
@@ -146,8 +169,13 @@ def test_cosine_rerank_orders_the_top_by_cosine_and_keeps_the_tail():
 def near_miss_world() -> tuple[Dataset, Run, VectorSpace, list[Failure]]:
     """k = 1; q has two relevant documents missed at k: t (run rank 3) and u (run rank 5), both near misses.
     Cosines to q: t "vpn token reset guide" 0.866 > a 0.333 > b 0 = x."""
-    docs = {"a": "cafeteria menu vpn", "b": "holiday policy", "t": "vpn token reset guide",
-            "x": "other", "u": "vpn token reset"}  # fmt: skip
+    docs = {
+        "a": "cafeteria menu vpn",
+        "b": "holiday policy",
+        "t": "vpn token reset guide",
+        "x": "other",
+        "u": "vpn token reset",
+    }
     space = keyword_space(docs, {"q": "vpn token reset"})
     ds = Dataset(qrels=qrels_of({"q": {"t": 1, "u": 1}}))
     run = run_of("run", {"q": ["a", "b", "t", "x", "u"]})
@@ -239,16 +267,27 @@ def _demo_remedies(space, mode: str):
     bm25 = BM25Index.build(ds.corpus.texts(), list(ds.corpus.ids))
     sp = space(ds, golden)
     diag = diagnose_run(ds, run, sp, bm25, k=10, mode=mode)
-    return diag, ds, prove_remedies(
-        ds, run, diag, space=sp, bm25_run=bl.bm25_run(ds.corpus, ds.queries, golden, index=bm25),
-        dense_run=bl.dense_run(sp.doc_vecs, sp.query_vecs, sp.doc_ids, sp.query_ids), k=10,
-    )  # fmt: skip
+    return (
+        diag,
+        ds,
+        prove_remedies(
+            ds,
+            run,
+            diag,
+            space=sp,
+            bm25_run=bl.bm25_run(ds.corpus, ds.queries, golden, index=bm25),
+            dense_run=bl.dense_run(sp.doc_vecs, sp.query_vecs, sp.doc_ids, sp.query_ids),
+            k=10,
+        ),
+    )
 
 
 def _check_invariants(diag: Diagnosis, rem) -> None:
     counts = diag.class_counts
     for row in rem.rows:
-        assert row.missed_pairs == counts[row.cls] and row.failed_queries == diag.class_failed_queries[row.cls]
+        assert (
+            row.missed_pairs == counts[row.cls] and row.failed_queries == diag.class_failed_queries[row.cls]
+        )
         assert row.failures == (row.missed_pairs if rem.mode == "recall" else row.failed_queries)
         assert row.failed_queries <= row.missed_pairs
         if row.recovered is not None:
@@ -267,7 +306,9 @@ def _check_matrix_diagonal(ds, diag: Diagnosis, rem) -> None:
     for row in rem.rows:
         if row.failures and row.recovered is not None:
             cell = m.cell(row.cls, row.remedy_id)
-            assert (cell.failures, cell.recovered) == (row.failures, row.recovered) and m.is_own(row.cls, row.remedy_id)
+            assert (cell.failures, cell.recovered) == (row.failures, row.recovered) and m.is_own(
+                row.cls, row.remedy_id
+            )
     for c in m.classes:  # and every cell counts the class's failures in the remedies' unit
         assert {m.cell(c, r).failures for r in m.remedy_ids} == {rem.row(c).failures}
 
@@ -311,8 +352,21 @@ def test_a_cross_encoder_is_measured_as_a_second_near_miss_remedy(tmp_path, caps
     folder = tmp_path / "ce"
     CrossEncoder(str(default_model_path()), num_labels=1, device="cpu").save(str(folder))
     demo = Path(__file__).resolve().parents[1] / "demo_corpus"
-    code = main(["failures", "--data", str(demo), "--run", str(demo / "runs" / "ann_minilm.trec"), "--cross-encoder",
-                 str(folder), "--cache-dir", str(tmp_path / "cache"), "--format", "json"])  # fmt: skip
+    code = main(
+        [
+            "failures",
+            "--data",
+            str(demo),
+            "--run",
+            str(demo / "runs" / "ann_minilm.trec"),
+            "--cross-encoder",
+            str(folder),
+            "--cache-dir",
+            str(tmp_path / "cache"),
+            "--format",
+            "json",
+        ]
+    )
     out = capsys.readouterr().out
     assert code == 0
     rows = json.loads(out)["remedies"]["remedies"]
@@ -346,8 +400,12 @@ def matrix_world():
     run = run_of("run", {"q1": ["a", "t1"], "q2": ["b", "t2"], "q3": ["a3", "b3", "t3"], "q4": ["c4"]})
     bm25 = run_of("bm25", {"q1": ["t1"], "q2": ["x"], "q4": ["e4"]})
     dense = run_of("dense", {"q1": ["t1"], "q2": ["t2"], "q3": ["z"], "q4": ["f4"]})
-    fs = [failure("q1", "t1", "vocabulary_mismatch"), failure("q4", "t4", "vocabulary_mismatch"),
-          failure("q2", "t2", "index_gap"), failure("q3", "t3", "near_miss")]  # fmt: skip
+    fs = [
+        failure("q1", "t1", "vocabulary_mismatch"),
+        failure("q4", "t4", "vocabulary_mismatch"),
+        failure("q2", "t2", "index_gap"),
+        failure("q3", "t3", "near_miss"),
+    ]
     diag = diagnosis_of(run, fs, 1)
     rem = prove_remedies(ds, run, diag, space=space, bm25_run=bm25, dense_run=dense, kind="dense")
     return ds, diag, rem
@@ -358,8 +416,16 @@ def test_the_remedy_matrix_applies_every_remedy_to_every_class():
 
     ds, diag, rem = matrix_world()
     m = remedy_matrix(ds.qrels, diag, rem)
-    assert m.classes == ("near_miss", "index_gap", "vocabulary_mismatch")  # taxonomy order, classes with failures
-    assert set(m.remedy_ids) == {"rerank", "dense", "hybrid"}  # the dense run's offline remedies; no judge/none
+    assert m.classes == (
+        "near_miss",
+        "index_gap",
+        "vocabulary_mismatch",
+    )  # taxonomy order, classes with failures
+    assert set(m.remedy_ids) == {
+        "rerank",
+        "dense",
+        "hybrid",
+    }  # the dense run's offline remedies; no judge/none
     # (recovered, failures) per cell, from the docstring of matrix_world
     expected = {
         "vocabulary_mismatch": {"hybrid": (1, 2), "dense": (1, 2), "rerank": (0, 2)},
@@ -372,7 +438,10 @@ def test_the_remedy_matrix_applies_every_remedy_to_every_class():
     for c in m.classes:
         row = rem.row(c)
         assert m.is_own(c, row.remedy_id)
-        assert (m.cell(c, row.remedy_id).recovered, m.cell(c, row.remedy_id).failures) == (row.recovered, row.failures)
+        assert (m.cell(c, row.remedy_id).recovered, m.cell(c, row.remedy_id).failures) == (
+            row.recovered,
+            row.failures,
+        )
     # hybrid on vocabulary_mismatch: 1 of 2 = 50%; on the others pooled: index_gap 0/1 + near_miss 0/1 = 0 of 2
     assert m.sentence("vocabulary_mismatch") == (
         "hybrid recovers 50% of vocabulary_mismatch (1 of 2 failed queries) and 0% of the other failed queries "
@@ -382,7 +451,12 @@ def test_the_remedy_matrix_applies_every_remedy_to_every_class():
     assert m.sentence("index_gap") == (
         "dense recovers 100% of index_gap (1 of 1 failed queries) and 33% of the other failed queries (1 of 3)."
     )
-    assert m.rows()[0] == {"class": "near_miss", "rerank": "1/1 (100%)*", "dense": "0/1 (0%)", "hybrid": "0/1 (0%)"}
+    assert m.rows()[0] == {
+        "class": "near_miss",
+        "rerank": "1/1 (100%)*",
+        "dense": "0/1 (0%)",
+        "hybrid": "0/1 (0%)",
+    }
     frame = m.frame()
     assert len(frame) == 9 and frame["own"].sum() == 3
     assert frame.set_index(["class", "remedy"]).at[("vocabulary_mismatch", "hybrid"), "share"] == 0.5
@@ -393,8 +467,13 @@ def test_the_remedy_matrix_without_an_own_remedy_and_missing_inputs():
 
     ds, diag, _ = matrix_world()
     fs = [*diag.failures, failure("q4", "t4", "semantic_gap"), failure("q1", "t1", "label_gap")]
-    diag = diagnosis_of(diag_run := run_of("run", {"q1": ["a", "t1"], "q2": ["b", "t2"], "q3": ["a3", "b3", "t3"],
-                                                   "q4": ["c4"]}), fs, 1)  # fmt: skip
+    diag = diagnosis_of(
+        diag_run := run_of(
+            "run", {"q1": ["a", "t1"], "q2": ["b", "t2"], "q3": ["a3", "b3", "t3"], "q4": ["c4"]}
+        ),
+        fs,
+        1,
+    )
     bm25 = run_of("bm25", {"q1": ["t1"], "q2": ["x"], "q4": ["e4"]})
     rem = prove_remedies(ds, diag_run, diag, bm25_run=bm25, kind="dense")  # no dense_run, no space
     m = remedy_matrix(ds.qrels, diag, rem)
@@ -408,7 +487,9 @@ def test_the_remedy_matrix_without_an_own_remedy_and_missing_inputs():
         "label_gap: it has no offline remedy of its own (judge it); hybrid recovers 100% of it (1 of 1 failed "
         "queries), the most."
     )
-    assert m.sentence("index_gap").startswith("index_gap: its own remedy, dense, was not tried (pass dense_run)")
+    assert m.sentence("index_gap").startswith(
+        "index_gap: its own remedy, dense, was not tried (pass dense_run)"
+    )
     with pytest.raises(ValueError, match="do not match"):
         remedy_matrix(ds.qrels, diagnosis_of(diag_run, fs, 2), rem)
 
@@ -421,8 +502,18 @@ def test_the_remedy_matrix_in_the_markdown_report():
     ds, diag, rem = matrix_world()
     m = remedy_matrix(ds.qrels, diag, rem)
     metrics = pd.DataFrame([{"run": "run", "kind": "your run", "queries": 4, "hit_rate@1": 0.0}])
-    md = markdown_report(data_label="hand-built", data_lines=[], model="fake", k=1, mode="hit", metrics=metrics,
-                         diagnosis=None, validation=ValidationReport(), remedies=rem, remedy_matrix=m)  # fmt: skip
+    md = markdown_report(
+        data_label="hand-built",
+        data_lines=[],
+        model="fake",
+        k=1,
+        mode="hit",
+        metrics=metrics,
+        diagnosis=None,
+        validation=ValidationReport(),
+        remedies=rem,
+        remedy_matrix=m,
+    )
     assert "### Remedy matrix: every remedy applied to every class's failed queries" in md
     # one table row per class, the own remedy starred: vocabulary_mismatch under hybrid 1 of 2 (matrix_world)
     row = next(line for line in md.splitlines() if line.startswith("| vocabulary_mismatch"))

@@ -13,9 +13,23 @@ BAD = "q1 Q0 d9 1 3.0 bad\nq1 Q0 d8 2 2.0 bad\nq1 Q0 d1 3 1.0 bad\nq2 Q0 d8 1 5.
 def test_markdown_is_headline_comparisons_gate_and_folded_details(tmp_path, capsys):
     for name, text in (("qrels.tsv", QRELS), ("good.trec", GOOD), ("bad.trec", BAD)):
         (tmp_path / name).write_text(text)
-    code = main(["evaluate", "--qrels", str(tmp_path / "qrels.tsv"), "--run", str(tmp_path / "good.trec"),
-                 "--run", str(tmp_path / "bad.trec"), "--k", "1,3", "--format", "markdown",
-                 "--fail-under", "ndcg@3=0.6"])  # fmt: skip
+    code = main(
+        [
+            "evaluate",
+            "--qrels",
+            str(tmp_path / "qrels.tsv"),
+            "--run",
+            str(tmp_path / "good.trec"),
+            "--run",
+            str(tmp_path / "bad.trec"),
+            "--k",
+            "1,3",
+            "--format",
+            "markdown",
+            "--fail-under",
+            "ndcg@3=0.6",
+        ]
+    )
     out = capsys.readouterr().out
     assert code == 1
     head, details = out.split("<details>")
@@ -30,4 +44,6 @@ def test_markdown_is_headline_comparisons_gate_and_folded_details(tmp_path, caps
     assert any(line.startswith("| bad | ndcg@3 | -0.8100 |") for line in head.splitlines())
     # the gate and its flag; every metric in the details (precision@1 is not a headline metric)
     assert "**CI gate**: failed" in head and "ndcg@3 = 0.1900 is below the bound 0.6 (--fail-under)" in head
-    assert "precision@1" not in head and "| precision@1 |" in details and details.rstrip().endswith("</details>")
+    assert (
+        "precision@1" not in head and "| precision@1 |" in details and details.rstrip().endswith("</details>")
+    )

@@ -80,7 +80,9 @@ def test_a_hung_langchain_retriever_times_out_and_the_others_run(release):
 
 
 def test_every_query_timing_out_is_an_error_that_says_so(release):
-    with pytest.raises(DataError, match=r"raised or timed out on every one of the 2 queries.*RetrieverTimeout"):
+    with pytest.raises(
+        DataError, match=r"raised or timed out on every one of the 2 queries.*RetrieverTimeout"
+    ):
         run_retriever(lambda t: release.wait(), {"q1": "a", "q2": "b"}, timeout=0.2)
 
 
@@ -101,8 +103,11 @@ def test_base_exceptions_from_one_query_fail_that_query_only():
     for concurrency in (1, 4):
         report = ValidationReport()
         run = run_retriever(retrieve, queries, concurrency=concurrency, report=report)
-        assert run.errors == {"q2": "SystemExit: 3", "q3": "KeyboardInterrupt: raised by the retriever itself",
-                              "q4": "Stop: custom"}  # fmt: skip
+        assert run.errors == {
+            "q2": "SystemExit: 3",
+            "q3": "KeyboardInterrupt: raised by the retriever itself",
+            "q4": "Stop: custom",
+        }
         assert report.by_code("retriever_error")[0].count == 3
         assert run.ranked_lists() == {"q1": ["d1"]}
 
@@ -128,7 +133,8 @@ def test_system_exit_in_a_llamaindex_query_is_reported_with_its_id():
 def rag_file(tmp_path, monkeypatch) -> Path:
     monkeypatch.chdir(tmp_path)
     path = tmp_path / "exiting_rag.py"
-    path.write_text(textwrap.dedent("""
+    path.write_text(
+        textwrap.dedent("""
         import sys
 
         def factory():
@@ -139,7 +145,8 @@ def rag_file(tmp_path, monkeypatch) -> Path:
 
         def stopping_factory():
             raise Stop("no index")
-    """))
+    """)
+    )
     (tmp_path / "exits_on_import.py").write_text("import sys\nsys.exit(4)\n")
     return path
 
@@ -187,7 +194,9 @@ def test_timeout_parameters_are_checked_at_the_door(capsys):
     assert Analysis(ds, {}).retriever_timeout == 60.0  # the documented default
     assert Analysis(ds, {}, retriever_timeout=None).retriever_timeout is None
     assert main(["evaluate", "--data", str(DEMO), "--baseline", "bm25", "--retriever-timeout", "-1"]) == 2
-    assert capsys.readouterr().err.startswith("error: --retriever-timeout: retriever_timeout must be a positive")
+    assert capsys.readouterr().err.startswith(
+        "error: --retriever-timeout: retriever_timeout must be a positive"
+    )
 
 
 def test_the_slowest_query_is_named_in_the_report_and_the_json(release):
@@ -241,10 +250,25 @@ def _cli(tmp_path: Path, *args: str) -> subprocess.Popen:
     marks.mkdir()
     env = {**os.environ, "PYTHONPATH": str(ROOT), "RAG_MARKS": str(marks)}
     return subprocess.Popen(
-        [sys.executable, "-m", "diagnose", "evaluate", "--data", str(DEMO), "--retriever", "live=rag:retrieve",
-         "--metrics", "ndcg@10", *args],
-        cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "diagnose",
+            "evaluate",
+            "--data",
+            str(DEMO),
+            "--retriever",
+            "live=rag:retrieve",
+            "--metrics",
+            "ndcg@10",
+            *args,
+        ],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def _stuck_ids() -> list[str]:
@@ -273,7 +297,9 @@ def test_the_cli_finishes_and_exits_while_a_query_never_returns(tmp_path):
 
 
 def test_ctrl_c_stops_a_hung_run_and_reports_what_was_done(tmp_path):
-    proc = _cli(tmp_path, "--write-runs", str(tmp_path / "runs"))  # default timeout (60 s): Ctrl-C comes first
+    proc = _cli(
+        tmp_path, "--write-runs", str(tmp_path / "runs")
+    )  # default timeout (60 s): Ctrl-C comes first
     marks = tmp_path / "marks"
     deadline = time.monotonic() + BOUND
     while not ((marks / "stuck").exists() and (marks / "twenty").exists()) and proc.poll() is None:

@@ -28,7 +28,9 @@ from diagnose.remedies import prove_remedies, remedy_for
 
 
 def lists(name: str, ranked: dict[str, list[str]]) -> Run:
-    return Run.from_ranked_lists(name, {q: [(d, 10.0 - i) for i, d in enumerate(ds)] for q, ds in ranked.items()})
+    return Run.from_ranked_lists(
+        name, {q: [(d, 10.0 - i) for i, d in enumerate(ds)] for q, ds in ranked.items()}
+    )
 
 
 BM25 = lists("bm25", {"q1": ["a", "b", "c", "d"], "q2": ["e", "f", "g", "h"]})
@@ -91,7 +93,9 @@ def test_lexical_index_gap_reads_bm25_and_vocabulary_mismatch_mirrors_the_dense_
     # 29..30 fits -> vocabulary_mismatch. The cosine does not enter the lexical rule (0.2 < 0.5 or not)
     ev = dict(bm25_rank=None, cosine=0.2, overlap=0.0)
     assert classify(**common, **ev, dense_rank=29, dense_rank_worst=31, kind="lexical") == "semantic_gap"
-    assert classify(**common, **ev, dense_rank=29, dense_rank_worst=30, kind="lexical") == "vocabulary_mismatch"
+    assert (
+        classify(**common, **ev, dense_rank=29, dense_rank_worst=30, kind="lexical") == "vocabulary_mismatch"
+    )
     # dense #40 > 30: neither signal -> semantic_gap for a lexical run; a dense run calls it vocabulary_mismatch (its
     # signal is low and the words differ)
     ev = dict(dense_rank=40, bm25_rank=None, cosine=0.2, overlap=0.0)
@@ -105,7 +109,9 @@ def test_recommendations_and_remedies_follow_the_kind():
     assert lexical != RECOMMENDATIONS["vocabulary_mismatch"] and "dense" in lexical
     assert "analyzer" in recommendation("index_gap", "lexical")
     assert recommendation("near_miss", "lexical") == RECOMMENDATIONS["near_miss"]
-    assert remedy_for("vocabulary_mismatch") == CLASS_BY_ID["vocabulary_mismatch"].remedy  # hybrid of the run and BM25
+    assert (
+        remedy_for("vocabulary_mismatch") == CLASS_BY_ID["vocabulary_mismatch"].remedy
+    )  # hybrid of the run and BM25
     assert remedy_for("vocabulary_mismatch", "lexical").id == "dense"
     assert remedy_for("index_gap", "lexical").id == "bm25"
     assert remedy_for("index_gap", "hybrid").id == "hybrid_baseline"
@@ -121,7 +127,9 @@ def test_a_lexical_diagnosis_words_its_classes_for_a_lexical_run():
     kind = RunKind("lexical", "given")
     d = diagnose_run(ds, run, space, bm25, k=K, calibration=CAL, kind=kind)
     (f,) = d.failures
-    assert f.cls == "vocabulary_mismatch" and f.recommendation == recommendation("vocabulary_mismatch", "lexical")
+    assert f.cls == "vocabulary_mismatch" and f.recommendation == recommendation(
+        "vocabulary_mismatch", "lexical"
+    )
     assert f.evidence.startswith("The query and the target share almost no words, which a lexical run needs")
     payload = d.to_dict()
     assert payload["run_kind"] == "lexical" and payload["run_kind_evidence"]["source"] == "given"
@@ -133,8 +141,17 @@ def test_a_lexical_diagnosis_words_its_classes_for_a_lexical_run():
 def test_the_remedy_of_a_lexical_vocabulary_mismatch_is_dense_retrieval():
     # k = 1. q1 -> t1: the lexical run has [a, t1] (miss); dense search has [t1, a]: t1 first -> recovered.
     # q2 -> t2: the run has [t2] (hit); dense search [b, t2] loses it. hit_rate@1: run [0, 1], dense [1, 0].
-    ds = Dataset(qrels=Qrels(pd.DataFrame({"query_id": ["q1", "q2"], "doc_id": ["t1", "t2"],
-                                           "relevance": np.array([1, 1], dtype=np.int64)})))  # fmt: skip
+    ds = Dataset(
+        qrels=Qrels(
+            pd.DataFrame(
+                {
+                    "query_id": ["q1", "q2"],
+                    "doc_id": ["t1", "t2"],
+                    "relevance": np.array([1, 1], dtype=np.int64),
+                }
+            )
+        )
+    )
     run = lists("mine", {"q1": ["a", "t1"], "q2": ["t2"]})
     dense = lists("dense", {"q1": ["t1", "a"], "q2": ["b", "t2"]})
     from test_remedies import diagnosis_of, failure
@@ -151,17 +168,27 @@ def test_the_remedy_of_a_lexical_vocabulary_mismatch_is_dense_retrieval():
 
 
 def _tiny() -> Dataset:
-    corpus = Corpus(pd.DataFrame({"doc_id": ["d1", "d2", "d3"], "title": "",
-                                  "text": ["password reset", "vpn access", "lunch menu"]}))  # fmt: skip
+    corpus = Corpus(
+        pd.DataFrame(
+            {
+                "doc_id": ["d1", "d2", "d3"],
+                "title": "",
+                "text": ["password reset", "vpn access", "lunch menu"],
+            }
+        )
+    )
     queries = Queries(pd.DataFrame({"query_id": ["q1"], "text": ["forgot password"]}))
-    qrels = Qrels(pd.DataFrame({"query_id": ["q1"], "doc_id": ["d1"], "relevance": np.array([1], dtype=np.int64)}))
+    qrels = Qrels(
+        pd.DataFrame({"query_id": ["q1"], "doc_id": ["d1"], "relevance": np.array([1], dtype=np.int64)})
+    )
     return Dataset(qrels=qrels, corpus=corpus, queries=queries)
 
 
 def test_analysis_takes_kinds_checks_them_and_knows_the_baselines():
     run = {"q1": {"d2": 2.0, "d3": 1.0}}
-    a = diagnose.Analysis(_tiny(), {"mine": run}, k=1, encoder=KeywordEncoder(), kinds={"mine": "lexical"},
-                          baselines=("bm25",))  # fmt: skip
+    a = diagnose.Analysis(
+        _tiny(), {"mine": run}, k=1, encoder=KeywordEncoder(), kinds={"mine": "lexical"}, baselines=("bm25",)
+    )
     assert a.run_kind("mine") == RunKind("lexical", "given")
     assert a.run_kind("bm25").kind == "lexical" and a.run_kind("bm25").source == "baseline"
     assert a.diagnosis("mine").run_kind.kind == "lexical"
@@ -175,16 +202,30 @@ def test_analysis_takes_kinds_checks_them_and_knows_the_baselines():
 
 def test_cli_run_kind_is_in_the_json_and_a_bad_one_names_the_flag(tmp_path, capsys):
     for name, body in {
-        "corpus.jsonl": "\n".join(json.dumps({"_id": d, "title": "", "text": t}) for d, t in
-                                  [("d1", "password reset"), ("d2", "vpn access"), ("d3", "lunch menu")]),
+        "corpus.jsonl": "\n".join(
+            json.dumps({"_id": d, "title": "", "text": t})
+            for d, t in [("d1", "password reset"), ("d2", "vpn access"), ("d3", "lunch menu")]
+        ),
         "queries.jsonl": json.dumps({"_id": "q1", "text": "forgot password"}),
         "qrels/test.tsv": "query-id\tcorpus-id\tscore\nq1\td1\t1",
         "run.trec": "q1 Q0 d2 1 2.0 r\nq1 Q0 d3 2 1.0 r",
-    }.items():  # fmt: skip
+    }.items():
         (tmp_path / name).parent.mkdir(exist_ok=True)
         (tmp_path / name).write_text(body + "\n")
-    args = ["failures", "--data", str(tmp_path), "--run", f"mine={tmp_path / 'run.trec'}", "--k", "1",
-            "--format", "json", "--no-remedies", "--cache-dir", str(tmp_path / "cache")]  # fmt: skip
+    args = [
+        "failures",
+        "--data",
+        str(tmp_path),
+        "--run",
+        f"mine={tmp_path / 'run.trec'}",
+        "--k",
+        "1",
+        "--format",
+        "json",
+        "--no-remedies",
+        "--cache-dir",
+        str(tmp_path / "cache"),
+    ]
     assert main([*args, "--run-kind", "mine=lexical"]) == 0
     payload = json.loads(capsys.readouterr().out)
     assert payload["run_kind"] == "lexical" and payload["run_kind_evidence"]["source"] == "given"
@@ -197,15 +238,26 @@ def test_real_model_lexical_run_zero_score_and_ties_on_tiny_data(tmp_path):
     """The bundled all-MiniLM-L6-v2 on six documents; the user's run is this tool's BM25 (a lexical run)."""
     from diagnose.lexical import BM25Index
 
-    docs = {"pw": "Steps to recover a forgotten login credential",
-            "pol": "Password rules for the office printers and their toner",
-            "lunch1": "The cafeteria serves lunch at noon", "lunch2": "The cafeteria serves lunch at noon",
-            "vpn": "Connecting to the VPN from home", "hol": "Holiday calendar for next year"}  # fmt: skip
+    docs = {
+        "pw": "Steps to recover a forgotten login credential",
+        "pol": "Password rules for the office printers and their toner",
+        "lunch1": "The cafeteria serves lunch at noon",
+        "lunch2": "The cafeteria serves lunch at noon",
+        "vpn": "Connecting to the VPN from home",
+        "hol": "Holiday calendar for next year",
+    }
     texts = ["How do I reset my password?", "When does the cafeteria serve lunch?"]
     corpus = Corpus(pd.DataFrame({"doc_id": list(docs), "title": "", "text": list(docs.values())}))
     queries = Queries(pd.DataFrame({"query_id": ["q1", "q2"], "text": texts}))
-    qrels = Qrels(pd.DataFrame({"query_id": ["q1", "q2"], "doc_id": ["pw", "lunch1"],
-                                "relevance": np.array([1, 1], dtype=np.int64)}))  # fmt: skip
+    qrels = Qrels(
+        pd.DataFrame(
+            {
+                "query_id": ["q1", "q2"],
+                "doc_id": ["pw", "lunch1"],
+                "relevance": np.array([1, 1], dtype=np.int64),
+            }
+        )
+    )
     ds = Dataset(qrels=qrels, corpus=corpus, queries=queries)
     run = BM25Index.build(corpus.texts(), list(corpus.ids)).to_run(["q1", "q2"], texts, depth=10, name="mine")
     # BM25 retrieves only what shares a word: q1 -> [pol] ("password"), q2 -> [lunch2, lunch1] (tied, id descending)
@@ -214,7 +266,12 @@ def test_real_model_lexical_run_zero_score_and_ties_on_tiny_data(tmp_path):
     # inferred: its top 1 is BM25's on both queries (overlap 1); dense search puts the paraphrase "pw" first for q1
     # (a different document: 0) and one of the two identical lunch documents first for q2 (1): mean 0.5
     kind = a.run_kind("mine")
-    assert (kind.kind, kind.source, kind.overlap_bm25, kind.overlap_dense) == ("lexical", "inferred", 1.0, 0.5)
+    assert (kind.kind, kind.source, kind.overlap_bm25, kind.overlap_dense) == (
+        "lexical",
+        "inferred",
+        1.0,
+        0.5,
+    )
     f = {r["query_id"]: r for r in a.failures("mine").to_dict(orient="records")}
     # q1 -> pw shares no word with the query: BM25 score 0, no BM25 rank (the old rule said 1 + #{score > 0} =
     # 1 + 1 ("pol") = 2); the model ranks it first
@@ -224,7 +281,12 @@ def test_real_model_lexical_run_zero_score_and_ties_on_tiny_data(tmp_path):
     assert "no query term in the target" in pw["evidence"] and "lexical run" in pw["evidence"]
     # q2 -> lunch1 ties with its duplicate lunch2 on both signals: ranks 1..2 each
     lunch = f["q2"]
-    assert (lunch["dense_rank"], lunch["dense_rank_worst"], lunch["bm25_rank"], lunch["bm25_rank_worst"]) == (1, 2, 1, 2)
+    assert (lunch["dense_rank"], lunch["dense_rank_worst"], lunch["bm25_rank"], lunch["bm25_rank_worst"]) == (
+        1,
+        2,
+        1,
+        2,
+    )
     # the remedy of a lexical run's vocabulary mismatch is dense retrieval, and it recovers q1
     row = a.remedies("mine").row("vocabulary_mismatch")
     assert (row.remedy_id, row.failures, row.recovered, row.lost_hits) == ("dense", 1, 1, 0)

@@ -58,17 +58,44 @@ def test_input_mistakes_name_the_queries():
 
 
 CONTRACT_KEYS = {
-    "metric", "run", "reference", "mean_diff", "ci_low", "ci_high",
-    "p_ttest", "p_randomization", "p_wilcoxon", "p_holm", "wins", "ties", "losses",
-}  # fmt: skip
+    "metric",
+    "run",
+    "reference",
+    "mean_diff",
+    "ci_low",
+    "ci_high",
+    "p_ttest",
+    "p_randomization",
+    "p_wilcoxon",
+    "p_holm",
+    "wins",
+    "ties",
+    "losses",
+}
 
 
 def test_compare_record_and_json_contract():
     c = compare(FIXED_A, FIXED_B, metric="ndcg@10", run="bm25", reference="ann")
     assert [f.name for f in dataclasses.fields(Comparison)] == [
-        "metric", "run", "reference", "mean_diff", "ci_low", "ci_high", "p_ttest", "p_randomization",
-        "p_wilcoxon", "p_holm", "wins", "ties", "losses", "n_queries", "mdd", "significant", "effect_size", "p_bh",
-    ]  # fmt: skip
+        "metric",
+        "run",
+        "reference",
+        "mean_diff",
+        "ci_low",
+        "ci_high",
+        "p_ttest",
+        "p_randomization",
+        "p_wilcoxon",
+        "p_holm",
+        "wins",
+        "ties",
+        "losses",
+        "n_queries",
+        "mdd",
+        "significant",
+        "effect_size",
+        "p_bh",
+    ]
     assert c.mean_diff == pytest.approx(FIXED_B.mean() - FIXED_A.mean())
     assert (c.wins, c.ties, c.losses, c.n_queries) == (8, 2, 2, 12)
     assert c.p_ttest == pytest.approx(st.ttest_rel(FIXED_B, FIXED_A).pvalue)
@@ -117,8 +144,11 @@ def test_compare_all_holm_family():
     tables = _tables(np.random.default_rng(12))
     results = compare_all(tables, "ann", ["ndcg@10", "recall@10"], n_resamples=2000)
     assert [(c.metric, c.run) for c in results] == [
-        ("ndcg@10", "bm25"), ("ndcg@10", "hybrid"), ("recall@10", "bm25"), ("recall@10", "hybrid"),
-    ]  # fmt: skip
+        ("ndcg@10", "bm25"),
+        ("ndcg@10", "hybrid"),
+        ("recall@10", "bm25"),
+        ("recall@10", "hybrid"),
+    ]
     p = [c.p_randomization for c in results]
     # Holm's first step is Bonferroni over the family of 4
     smallest = int(np.argmin(p))
@@ -128,9 +158,13 @@ def test_compare_all_holm_family():
     assert results[0].significant and not results[1].significant
     # a comparison gives the same raw p-value alone as in the family
     alone = compare(
-        tables["ann"]["ndcg@10"], tables["hybrid"]["ndcg@10"], metric="ndcg@10", run="hybrid",
-        reference="ann", n_resamples=2000,
-    )  # fmt: skip
+        tables["ann"]["ndcg@10"],
+        tables["hybrid"]["ndcg@10"],
+        metric="ndcg@10",
+        run="hybrid",
+        reference="ann",
+        n_resamples=2000,
+    )
     assert alone.p_randomization == results[1].p_randomization
     # Benjamini-Hochberg over the same family: its first step for the largest p is p itself, and BH <= Holm
     assert [c.p_bh for c in results] == pytest.approx(list(benjamini_hochberg(p)))
@@ -176,8 +210,11 @@ def test_rank_with_ties():
     }
     rows = rank_with_ties(runs, "ndcg@10", n_resamples=2000)
     assert [(r.rank, r.name, r.tied_with_best) for r in rows] == [
-        (1, "best", True), (1, "close", True), (3, "worse", False), (4, "worst", False),
-    ]  # fmt: skip
+        (1, "best", True),
+        (1, "close", True),
+        (3, "worse", False),
+        (4, "worst", False),
+    ]
     assert rows[0].mean == pytest.approx(best.mean())
     rank, name, mean, tied = rows[2]  # plain 4-tuples
     assert (rank, name, tied) == (3, "worse", False)

@@ -350,10 +350,26 @@ def test_cli_evaluate_prints_no_library_warning(tmp_path):
     qrels_path.write_text("".join(f"q{i} 0 d{j} {1 + j % 2}\n" for i in range(4) for j in (0, 5, 7)))
     root = Path(__file__).resolve().parents[1]
     done = subprocess.run(
-        [sys.executable, "-m", "diagnose", "evaluate", "--qrels", str(qrels_path), "--run", f"r={run_path}",
-         "--k", "1,3,5,10,100", "--format", "json"],
-        cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(root)}, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "diagnose",
+            "evaluate",
+            "--qrels",
+            str(qrels_path),
+            "--run",
+            f"r={run_path}",
+            "--k",
+            "1,3,5,10,100",
+            "--format",
+            "json",
+        ],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(root)},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     assert "Warning" not in done.stderr, done.stderr[-2000:]
     out = json.loads(done.stdout)

@@ -15,14 +15,28 @@ def _audit(per_query: list[dict], aggregate: dict[str, TieRange], source: str = 
     metrics = tuple(aggregate)
     frame = pd.DataFrame(per_query)
     return TieAudit(
-        run="r", k=10, metrics=metrics, n_queries=len(frame), n_queries_with_ties=len(frame),
-        n_queries_crossing_cutoff=len(frame), n_queries_metric_depends_on_order=int(frame["depends_on_order"].sum()),
-        examples=tuple(frame["query_id"]), per_query=frame, aggregate=aggregate, source=source,
-    )  # fmt: skip
+        run="r",
+        k=10,
+        metrics=metrics,
+        n_queries=len(frame),
+        n_queries_with_ties=len(frame),
+        n_queries_crossing_cutoff=len(frame),
+        n_queries_metric_depends_on_order=int(frame["depends_on_order"].sum()),
+        examples=tuple(frame["query_id"]),
+        per_query=frame,
+        aggregate=aggregate,
+        source=source,
+    )
 
 
 def _row(q: str, **ranges: tuple[float, float, float]) -> dict:
-    row = {"query_id": q, "tie_groups": 1, "ties_in_top_k": True, "crossing_cutoff": True, "depends_on_order": True}
+    row = {
+        "query_id": q,
+        "tie_groups": 1,
+        "ties_in_top_k": True,
+        "crossing_cutoff": True,
+        "depends_on_order": True,
+    }
     for m, (value, low, high) in ranges.items():
         row |= {m: value, f"{m}_min": low, f"{m}_max": high}
     return row
@@ -43,12 +57,16 @@ def test_a_range_narrower_than_the_printed_decimals_is_no_warning():
 def test_each_example_shows_a_metric_whose_range_varies_for_that_query():
     # q1: precision@1 is 1.000 in every order, only mrr moves (0.5-1.0); q2: precision@1 moves (0-1)
     audit = _audit(
-        [_row("q1", **{"precision@1": (1.0, 1.0, 1.0), "mrr": (1.0, 0.5, 1.0)}),
-         _row("q2", **{"precision@1": (0.0, 0.0, 1.0), "mrr": (0.5, 0.5, 1.0)})],
+        [
+            _row("q1", **{"precision@1": (1.0, 1.0, 1.0), "mrr": (1.0, 0.5, 1.0)}),
+            _row("q2", **{"precision@1": (0.0, 0.0, 1.0), "mrr": (0.5, 0.5, 1.0)}),
+        ],
         {"precision@1": TieRange(0.5, 0.5, 1.0), "mrr": TieRange(0.75, 0.5, 1.0)},
-    )  # fmt: skip
-    assert audit.query_examples() == ["q1: mrr 0.500-1.000 (run order 1.000)",
-                                      "q2: precision@1 0.000-1.000 (run order 0.000)"]  # fmt: skip
+    )
+    assert audit.query_examples() == [
+        "q1: mrr 0.500-1.000 (run order 1.000)",
+        "q2: precision@1 0.000-1.000 (run order 0.000)",
+    ]
 
 
 def test_the_tools_own_baselines_are_not_told_to_break_ties_in_the_retriever():

@@ -49,7 +49,9 @@ def build_qdrant(folder: Path, name: str, ids, titles, texts, vecs, distance: st
     from qdrant_client.models import Distance, PointStruct, VectorParams
 
     client = QdrantClient(path=str(folder))
-    client.create_collection(name, vectors_config=VectorParams(size=vecs.shape[1], distance=Distance(distance)))
+    client.create_collection(
+        name, vectors_config=VectorParams(size=vecs.shape[1], distance=Distance(distance))
+    )
     points = [
         PointStruct(id=n, vector=v.tolist(), payload={"doc_id": i, "title": t, "text": x})
         for n, (i, t, x, v) in enumerate(zip(ids, titles, texts, vecs, strict=True))
@@ -107,10 +109,16 @@ def test_collection_diagnoses_like_the_same_vectors_as_npy(kind, demo, keyword, 
     assert isinstance(db.dataset.corpus.vectors.doc_vectors, np.ndarray)
     npy = keyword.npy
     files = Analysis(
-        load_dataset(data_dir=DEMO, runs=[("ann", RUN)]), cache_dir=tmp_path / "cache2", encoder=KeywordEncoder(),
-        embeddings={"doc": npy / "docs.npy", "query": npy / "queries.npy", "doc_ids": npy / "docs.txt",
-                    "query_ids": npy / "queries.txt"},
-    )  # fmt: skip
+        load_dataset(data_dir=DEMO, runs=[("ann", RUN)]),
+        cache_dir=tmp_path / "cache2",
+        encoder=KeywordEncoder(),
+        embeddings={
+            "doc": npy / "docs.npy",
+            "query": npy / "queries.npy",
+            "doc_ids": npy / "docs.txt",
+            "query_ids": npy / "queries.txt",
+        },
+    )
     # the same documents (ids, titles, texts, in the same order) and the same vectors
     cols = ["doc_id", "title", "text"]
     pd.testing.assert_frame_equal(db.dataset.corpus.df[cols], demo.corpus.df[cols].reset_index(drop=True))
@@ -179,7 +187,9 @@ def _add_one(kind: str, source, kw: SimpleNamespace) -> None:
     else:
         from qdrant_client.models import PointStruct
 
-        source.client.upsert(source.name, points=[PointStruct(id=10_000, vector=vec, payload={"doc_id": "new"})])
+        source.client.upsert(
+            source.name, points=[PointStruct(id=10_000, vector=vec, payload={"doc_id": "new"})]
+        )
 
 
 def test_dimension_of_the_query_model_must_match(keyword, tmp_path):
@@ -244,8 +254,9 @@ def test_a_corpus_file_is_still_a_file(tmp_path):
     assert list(ds.corpus.ids) == ["d1"]
 
 
-@pytest.mark.parametrize(("kind", "module"), [("chroma", "chromadb"), ("lancedb", "lancedb"),
-                                              ("qdrant", "qdrant_client")])  # fmt: skip
+@pytest.mark.parametrize(
+    ("kind", "module"), [("chroma", "chromadb"), ("lancedb", "lancedb"), ("qdrant", "qdrant_client")]
+)
 def test_missing_client_names_the_extra(kind, module, tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, module, None)  # import fails: ModuleNotFoundError
     with pytest.raises(DataError, match=r"pip install 'diagnose-rag\[vectordb\]'"):
@@ -262,9 +273,11 @@ def minilm(demo, tmp_path_factory) -> SimpleNamespace:
     text_of = demo.queries.text_of()
     qids = [q for q in demo.qrels.queries_with_relevant() if q in text_of]
     kw = SimpleNamespace(
-        ids=list(demo.corpus.ids), titles=list(demo.corpus.df["title"]), texts=list(demo.corpus.df["text"]),
+        ids=list(demo.corpus.ids),
+        titles=list(demo.corpus.df["title"]),
+        texts=list(demo.corpus.df["text"]),
         vecs=np.asarray(enc.encode(demo.corpus.texts()), dtype=np.float32),
-    )  # fmt: skip
+    )
     query_vecs = np.asarray(enc.encode([text_of[q] for q in qids]), dtype=np.float32)
     out = tmp_path_factory.mktemp("minilm")
     np.save(out / "docs.npy", kw.vecs)
@@ -301,16 +314,42 @@ def _close(a, b, tol: float = 1e-6) -> bool:
 def test_cli_corpus_from_chroma_equals_npy_with_the_bundled_model(minilm, capsys, tmp_path):
     """``diagnose failures --corpus chroma:PATH#COLLECTION`` (queries encoded by the bundled model here) gives the
     failures of the same document vectors given as .npy with the same model's query vectors."""
-    common = ["failures", "--run", f"ann={RUN}", "--precision", "exact", "--cache-dir", tmp_path, "--format", "json"]
+    common = [
+        "failures",
+        "--run",
+        f"ann={RUN}",
+        "--precision",
+        "exact",
+        "--cache-dir",
+        tmp_path,
+        "--format",
+        "json",
+    ]
     db = _failures_json(
-        capsys, *common, "--corpus", minilm.spec, "--queries", DEMO / "queries.jsonl",
-        "--qrels", DEMO / "qrels" / "test.tsv",
-    )  # fmt: skip
+        capsys,
+        *common,
+        "--corpus",
+        minilm.spec,
+        "--queries",
+        DEMO / "queries.jsonl",
+        "--qrels",
+        DEMO / "qrels" / "test.tsv",
+    )
     npy = minilm.npy
     files = _failures_json(
-        capsys, *common, "--data", DEMO, "--doc-embeddings", npy / "docs.npy", "--doc-ids", npy / "docs.txt",
-        "--query-embeddings", npy / "queries.npy", "--query-ids", npy / "queries.txt",
-    )  # fmt: skip
+        capsys,
+        *common,
+        "--data",
+        DEMO,
+        "--doc-embeddings",
+        npy / "docs.npy",
+        "--doc-ids",
+        npy / "docs.txt",
+        "--query-embeddings",
+        npy / "queries.npy",
+        "--query-ids",
+        npy / "queries.txt",
+    )
     assert db["n_failed_queries"] > 0
     # the same failures, classes, remedies...; cosines agree to float32 rounding (the vectors come back from
     # Chroma within ~1e-8 of those written)
@@ -334,7 +373,9 @@ def test_langchain_retriever_over_the_collection_equals_its_own_search(demo, min
     from diagnose.retrievers import run_retriever
 
     path, _, name = minilm.spec.removeprefix("chroma:").rpartition("#")
-    col = chromadb.PersistentClient(path=path, settings=Settings(anonymized_telemetry=False)).get_collection(name)
+    col = chromadb.PersistentClient(path=path, settings=Settings(anonymized_telemetry=False)).get_collection(
+        name
+    )
     text_of = demo.queries.text_of()
     vec_of = {text_of[q]: minilm.query_vecs[q] for q in minilm.qids}
 
@@ -348,14 +389,17 @@ def test_langchain_retriever_over_the_collection_equals_its_own_search(demo, min
 
     live = run_retriever(ChromaRetriever(), demo, id_key="doc_id", name="chroma", timeout=None)
     own = col.query(
-        query_embeddings=np.stack([minilm.query_vecs[q] for q in minilm.qids]).tolist(), n_results=100,
+        query_embeddings=np.stack([minilm.query_vecs[q] for q in minilm.qids]).tolist(),
+        n_results=100,
         include=["distances"],
-    )  # fmt: skip
+    )
     direct = Run.from_ranked_lists(
         "chroma",
-        {q: [(i, 1.0 - d) for i, d in zip(ids, ds, strict=True)]
-         for q, ids, ds in zip(minilm.qids, own["ids"], own["distances"], strict=True)},
-    )  # fmt: skip
+        {
+            q: [(i, 1.0 - d) for i, d in zip(ids, ds, strict=True)]
+            for q, ids, ds in zip(minilm.qids, own["ids"], own["distances"], strict=True)
+        },
+    )
     assert live.query_ids() == direct.query_ids() == minilm.qids
     assert live.ranked_lists() == direct.ranked_lists()
 

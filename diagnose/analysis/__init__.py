@@ -39,7 +39,16 @@ from diagnose.data import DataError
 from diagnose.defaults import BASELINES, FAILURE_MODES
 from diagnose.report import failures_dict
 
-__all__ = ["Analysis", "BASELINE", "BASELINES", "DEFAULT_DEPTH", "DEFAULT_KS", "FAILURE_MODES", "LIVE", "YOUR_RUN"]
+__all__ = [
+    "Analysis",
+    "BASELINE",
+    "BASELINES",
+    "DEFAULT_DEPTH",
+    "DEFAULT_KS",
+    "FAILURE_MODES",
+    "LIVE",
+    "YOUR_RUN",
+]
 
 
 class Analysis(Pictures):
@@ -73,7 +82,9 @@ class Analysis(Pictures):
         diagnosed = [key for key in list(self._memo) if isinstance(key, tuple) and key[0] == "diagnosis"]
         if diagnosed:
             payload["failures"] = {
-                f"{name}@{k}:{mode}" if (k, mode) != (self.k, self.failure) else name: failures_dict(self._memo[key])
+                f"{name}@{k}:{mode}" if (k, mode) != (self.k, self.failure) else name: failures_dict(
+                    self._memo[key]
+                )
                 for key in diagnosed
                 for _, name, k, mode in [key]
             }
@@ -94,10 +105,14 @@ class Analysis(Pictures):
 
     def __repr__(self) -> str:
         ds = self.dataset
-        parts = [f"{len(ds.corpus):,} documents" if ds.corpus is not None else "no corpus",
-                 f"{len(ds.qrels.queries_with_relevant()):,} golden queries",
-                 f"runs: {', '.join(self.run_names) or 'none'}", f"k={self.k}", f"failure={self.failure!r}",
-                 f"model={self.model or 'default'!r}"]  # fmt: skip
+        parts = [
+            f"{len(ds.corpus):,} documents" if ds.corpus is not None else "no corpus",
+            f"{len(ds.qrels.queries_with_relevant()):,} golden queries",
+            f"runs: {', '.join(self.run_names) or 'none'}",
+            f"k={self.k}",
+            f"failure={self.failure!r}",
+            f"model={self.model or 'default'!r}",
+        ]
         return f"Analysis({ds.name!r}: " + "; ".join(parts) + ")"
 
     def _repr_html_(self) -> str:

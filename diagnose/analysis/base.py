@@ -112,7 +112,8 @@ class AnalysisBase:
         for name, kind in dict(kinds).items():
             if str(name) not in known:
                 raise param_error(
-                    "kinds", f"kinds names a run {name!r} that is not among the runs ({', '.join(known) or 'none'})."
+                    "kinds",
+                    f"kinds names a run {name!r} that is not among the runs ({', '.join(known) or 'none'}).",
                 )
             out[str(name)] = check_kind(kind, "kinds")
         return out

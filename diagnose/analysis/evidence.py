@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 if TYPE_CHECKING:
-
     from diagnose.compare import RerankReport
     from diagnose.failures import Diagnosis, Hubness, LabelNoise, RunKind
     from diagnose.inspection import Inspection
@@ -37,7 +36,9 @@ from diagnose.risk import failure_risk, validate_risk
 class Evidence(Scores):
     """See :class:`diagnose.analysis.Analysis`."""
 
-    def diagnosis(self, run: str | None = None, *, k: int | None = None, failure: str | None = None) -> Diagnosis:
+    def diagnosis(
+        self, run: str | None = None, *, k: int | None = None, failure: str | None = None
+    ) -> Diagnosis:
         """The :class:`~diagnose.failures.Diagnosis` of a run: every failed (query, relevant document) pair with
         its evidence, class and recommendation."""
         name = self._run_name(run)
@@ -50,8 +51,9 @@ class Evidence(Scores):
             run_obj = self.runs[name]
             space, bm25, kind = self.space, self.bm25, self.run_kind(name, k=k)
             self._reporter.step(f"Diagnosing the failures of {name} at k={k}")
-            return diagnose_run(self.dataset, run_obj, space, bm25, k=k, mode=mode, thresholds=self.thresholds,
-                                kind=kind)  # fmt: skip
+            return diagnose_run(
+                self.dataset, run_obj, space, bm25, k=k, mode=mode, thresholds=self.thresholds, kind=kind
+            )
 
         return self._cached(("diagnosis", name, k, mode), build)
 
@@ -68,11 +70,15 @@ class Evidence(Scores):
 
         def build() -> RunKind:
             self._need_texts("Inferring the run's kind")
-            return infer_run_kind(self.runs[name], self._baseline("bm25"), self._baseline("dense"), self.golden, k)
+            return infer_run_kind(
+                self.runs[name], self._baseline("bm25"), self._baseline("dense"), self.golden, k
+            )
 
         return self._cached(("run_kind", name, k), build)
 
-    def failures(self, run: str | None = None, *, k: int | None = None, failure: str | None = None) -> pd.DataFrame:
+    def failures(
+        self, run: str | None = None, *, k: int | None = None, failure: str | None = None
+    ) -> pd.DataFrame:
         """One row per failed (query, target) pair, worst first; the columns are the keys of ``diagnose failures
         --format json`` (``class``, ``label``, ``cosine``, ``run_rank``, ``dense_rank``, ``bm25_rank``,
         ``missing_terms``, ``evidence``, ``recommendation``, ``top_retrieved``, ...)."""
@@ -99,7 +105,11 @@ class Evidence(Scores):
 
             self._need_texts("The label-noise finder")
             return find_label_noise(
-                self.dataset, self.runs[name], self.space, k=k, duplicate_cosine=self.thresholds.duplicate_cosine
+                self.dataset,
+                self.runs[name],
+                self.space,
+                k=k,
+                duplicate_cosine=self.thresholds.duplicate_cosine,
             )
 
         return self._cached(("label_noise", name, k), build)
@@ -113,9 +123,13 @@ class Evidence(Scores):
         return hubness(self.runs[name], k=k, n_docs=n_docs)
 
     def remedies(
-        self, run: str | None = None, *, k: int | None = None, failure: str | None = None,
+        self,
+        run: str | None = None,
+        *,
+        k: int | None = None,
+        failure: str | None = None,
         cross_encoder: str | None = None,
-    ) -> Remedies:  # fmt: skip
+    ) -> Remedies:
         """Each failure class's remedy applied to this run and measured: hybrid RRF with BM25 for
         vocabulary_mismatch (exact dense search for a lexical run), exact dense search for index_gap (this tool's BM25
         for a lexical run, the hybrid baseline for a hybrid run), the top 3k (``thresholds.near_miss_factor`` x k)
@@ -133,18 +147,26 @@ class Evidence(Scores):
             hybrid = diag.run_kind.kind == "hybrid"
             depth = self.thresholds.near_miss_factor * k  # the rerank depth of prove_remedies too
             return prove_remedies(
-                self.dataset, self.runs[name], diag, space=sp,
-                bm25_run=self._baseline("bm25"), dense_run=self._baseline("dense"),
+                self.dataset,
+                self.runs[name],
+                diag,
+                space=sp,
+                bm25_run=self._baseline("bm25"),
+                dense_run=self._baseline("dense"),
                 cross_encoder_run=self._cross_encoded(name, cross_encoder, depth) if cross_encoder else None,
                 hybrid_run=self._baseline("hybrid") if hybrid else None,
-            )  # fmt: skip
+            )
 
         return self._cached(("remedies", name, k, mode, cross_encoder), build)
 
     def remedy_matrix(
-        self, run: str | None = None, *, k: int | None = None, failure: str | None = None,
+        self,
+        run: str | None = None,
+        *,
+        k: int | None = None,
+        failure: str | None = None,
         cross_encoder: str | None = None,
-    ) -> RemedyMatrix:  # fmt: skip
+    ) -> RemedyMatrix:
         """Every offline remedy of :meth:`remedies` (the same remedied runs, reused) applied to the failures of every
         class (:mod:`diagnose.remedy_matrix`): per class and remedy, how many of the class's failed queries (missed
         pairs with ``failure="recall"``) it recovers at k. Its diagonal is :meth:`remedies`' ``recovered``."""
@@ -175,7 +197,9 @@ class Evidence(Scores):
         self._need_texts("A cross-encoder rerank")
         ds = self.dataset
         doc_text = dict(zip(ds.corpus.ids, ds.corpus.texts(), strict=True))
-        return rerank_cross_encoder(run, ds.queries.text_of(), doc_text, model, depth=depth, progress=progress)
+        return rerank_cross_encoder(
+            run, ds.queries.text_of(), doc_text, model, depth=depth, progress=progress
+        )
 
     def rerank(
         self,
@@ -197,7 +221,8 @@ class Evidence(Scores):
 
         if (reranked is None) == (cross_encoder is None):
             raise param_error(
-                "reranked", "Give either reranked= (the reranked run) or cross_encoder= (a CrossEncoder), one of them."
+                "reranked",
+                "Give either reranked= (the reranked run) or cross_encoder= (a CrossEncoder), one of them.",
             )
         k = self._k(k)
         depth = self.depth if depth is None else positive_int(depth, "depth")
@@ -255,14 +280,28 @@ class Evidence(Scores):
         for m in check_models(models):
             if isinstance(m, str | Path) or m is None:
                 name = None if m in (None, "", "default") else str(m)
-                enc = (self.encoder if name == self.model and self._encoder_given is None
-                       else embed.load_encoder(name, precision=self.precision))  # fmt: skip
+                enc = (
+                    self.encoder
+                    if name == self.model and self._encoder_given is None
+                    else embed.load_encoder(name, precision=self.precision)
+                )
             else:
                 enc = m
             encoders.append(enc)
         spaces = [self.space if e is self.encoder else self.space_for(e) for e in encoders]
         key = ("models", tuple(e.name for e in encoders), metric, k, n_resamples, seed)
-        return self._cached(key, lambda: compare_models(
-            self.dataset, self.golden, encoders, spaces, bm25=self.bm25, k=k, metric=metric, depth=self.depth,
-            n_resamples=n_resamples, seed=seed,
-        ))  # fmt: skip
+        return self._cached(
+            key,
+            lambda: compare_models(
+                self.dataset,
+                self.golden,
+                encoders,
+                spaces,
+                bm25=self.bm25,
+                k=k,
+                metric=metric,
+                depth=self.depth,
+                n_resamples=n_resamples,
+                seed=seed,
+            ),
+        )

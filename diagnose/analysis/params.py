@@ -41,9 +41,7 @@ def check_runs(runs: Any) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for name, value in given_runs.items():
         if not is_run_like(value) and retriever_kind(value) is None:
-            raise param_error(
-                "runs", f"runs[{name!r}] is {describe(value)}; expected {RUN_FORMS}."
-            )
+            raise param_error("runs", f"runs[{name!r}] is {describe(value)}; expected {RUN_FORMS}.")
         out[str(name)] = value
     return out
 
@@ -55,8 +53,9 @@ def check_baselines(baselines: Any) -> dict[str, str]:
     if isinstance(baselines, Mapping):
         items = dict(baselines)
     else:
-        kinds = checks.list_of(baselines, "baselines", lambda b: b, expected=expected,
-                               single=lambda v: isinstance(v, str))  # fmt: skip
+        kinds = checks.list_of(
+            baselines, "baselines", lambda b: b, expected=expected, single=lambda v: isinstance(v, str)
+        )
         items = {b: b for b in dict.fromkeys(kinds)}
     bad = [kind for kind in items.values() if not isinstance(kind, str) or kind not in BASELINES]
     if bad:
@@ -98,10 +97,12 @@ def check_model(model: Any) -> str | None:
 
 def check_failure(failure: Any) -> str:
     return checks.one_of(
-        failure, "failure", FAILURE_MODES,
+        failure,
+        "failure",
+        FAILURE_MODES,
         message="failure must be 'hit' (no relevant document in the top k) or 'recall' (any relevant document "
         "missing), got {value!r}.",
-    )  # fmt: skip
+    )
 
 
 def check_thresholds(thresholds: Any) -> Thresholds | None:
@@ -116,7 +117,9 @@ def check_thresholds(thresholds: Any) -> Thresholds | None:
 
 def check_encoder(encoder: Any, param: str = "encoder") -> Any:
     """``encoder``: None, or an object with a ``name`` and an ``encode(texts)`` method."""
-    if encoder is None or (isinstance(getattr(encoder, "name", None), str) and callable(getattr(encoder, "encode", None))):
+    if encoder is None or (
+        isinstance(getattr(encoder, "name", None), str) and callable(getattr(encoder, "encode", None))
+    ):
         return encoder
     raise param_error(
         param,
@@ -129,7 +132,9 @@ def check_models(models: Any) -> list[Any]:
     """``models`` of :meth:`Analysis.models`: model names or folders (``"default"``: the bundled model) or encoder
     objects; one name may be given alone. Empty: the bundled model."""
     expected = "a list of model names or folders (str) or encoder objects"
-    items = checks.list_of(models, "models", lambda m: m, expected=expected, single=lambda v: isinstance(v, str | Path))
+    items = checks.list_of(
+        models, "models", lambda m: m, expected=expected, single=lambda v: isinstance(v, str | Path)
+    )
     for m in items:
         if m is not None and not isinstance(m, str | Path):
             check_encoder(m, "models")
@@ -146,6 +151,11 @@ def check_embeddings(embeddings: Any) -> Mapping[str, Path] | VectorSpace | None
     unknown = [key for key in emb if key not in EMBEDDING_KEYS]
     if unknown:
         raise param_error(
-            "embeddings", f"embeddings has the key {unknown[0]!r}; the keys are {checks.either(EMBEDDING_KEYS)}."
+            "embeddings",
+            f"embeddings has the key {unknown[0]!r}; the keys are {checks.either(EMBEDDING_KEYS)}.",
         )
-    return {key: checks.path(v, "embeddings", label=f"embeddings[{key!r}]") for key, v in emb.items() if v is not None}
+    return {
+        key: checks.path(v, "embeddings", label=f"embeddings[{key!r}]")
+        for key, v in emb.items()
+        if v is not None
+    }

@@ -42,7 +42,10 @@ class Pictures(Evidence):
 
         def build() -> EmbeddingMap:
             return projection.build_map(
-                **self._map_inputs(name, k, mode), cap=cap, report=self.dataset.report, progress=self._reporter
+                **self._map_inputs(name, k, mode),
+                cap=cap,
+                report=self.dataset.report,
+                progress=self._reporter,
             )
 
         return self._cached(("map", name, k, mode, cap), build)
@@ -54,11 +57,14 @@ class Pictures(Evidence):
         sp, ds = self.space, self.dataset
         q_text = ds.queries.text_of()
         return {
-            "doc_ids": list(sp.doc_ids), "doc_texts": ds.corpus.texts(), "doc_vecs": sp.doc_vecs,
-            "query_ids": list(sp.query_ids), "query_texts": [q_text.get(q, "") for q in sp.query_ids],
+            "doc_ids": list(sp.doc_ids),
+            "doc_texts": ds.corpus.texts(),
+            "doc_vecs": sp.doc_vecs,
+            "query_ids": list(sp.query_ids),
+            "query_texts": [q_text.get(q, "") for q in sp.query_ids],
             "query_vecs": sp.query_vecs,
             "failed": projection.failed_queries_from(diag.failures, self.runs[name].ranked_lists(), k),
-        }  # fmt: skip
+        }
 
     def whole_projection(self) -> Projection:
         """Every document and query of the analysis in one 2-D projection (no sampling; the large recipe from
@@ -73,8 +79,9 @@ class Pictures(Evidence):
 
         return self._cached(("whole_projection",), build)
 
-    def whole_embedding_map(self, run: str | None = None, *, k: int | None = None,
-                            failure: str | None = None) -> EmbeddingMap:  # fmt: skip
+    def whole_embedding_map(
+        self, run: str | None = None, *, k: int | None = None, failure: str | None = None
+    ) -> EmbeddingMap:
         """:meth:`embedding_map` of every document and query (for the deck.gl map): the failed queries of
         ``run`` on :meth:`whole_projection`."""
 
@@ -97,8 +104,9 @@ class Pictures(Evidence):
         emap = self.embedding_map(run, cap=cap)
         return charts.embedding_map(emap.points, emap.edges, color_by=color_by, selectable=False)
 
-    def similarity_frame(self, run: str | None = None, *, k: int | None = None,
-                         spaces: Mapping[str, VectorSpace] | None = None) -> pd.DataFrame:  # fmt: skip
+    def similarity_frame(
+        self, run: str | None = None, *, k: int | None = None, spaces: Mapping[str, VectorSpace] | None = None
+    ) -> pd.DataFrame:
         """cos(query, relevant document) of every golden pair, with ``outcome`` "hit" (in the run's top k) or
         "miss", per model (``spaces``: label -> vector space; default: the analysis' model)."""
 
@@ -111,8 +119,9 @@ class Pictures(Evidence):
         ]
         return pd.concat(frames, ignore_index=True)
 
-    def calibration(self, run: str | None = None, *, k: int | None = None,
-                    space: VectorSpace | None = None) -> Calibration:  # fmt: skip
+    def calibration(
+        self, run: str | None = None, *, k: int | None = None, space: VectorSpace | None = None
+    ) -> Calibration:
         """The calibrated cosine threshold of the analysis' model (or of ``space``, another model's vectors of the
         same data) on the run's hits at k, with the analysis' thresholds: the calibration its diagnosis uses
         (:func:`diagnose.failures.calibrate`)."""
@@ -128,9 +137,10 @@ class Pictures(Evidence):
 
         d = self.diagnosis(run, k=k)
         return charts.similarity_histogram(
-            self.similarity_frame(run, k=k), seed_threshold=d.calibration.seed,
+            self.similarity_frame(run, k=k),
+            seed_threshold=d.calibration.seed,
             calibrated_threshold=d.calibration.calibrated,
-        )  # fmt: skip
+        )
 
     @property
     def model_label(self) -> str:
@@ -138,7 +148,11 @@ class Pictures(Evidence):
         precomputed vectors, ``precomputed vectors (<doc file>, <query file>)``."""
         emb = self._embeddings
         if emb is not None:
-            files = [Path(str(emb[key])).name for key in ("doc", "query") if isinstance(emb, Mapping) and emb.get(key)]
+            files = [
+                Path(str(emb[key])).name
+                for key in ("doc", "query")
+                if isinstance(emb, Mapping) and emb.get(key)
+            ]
             return "precomputed vectors" + (f" ({', '.join(files)})" if files else "")
         enc = self.encoder
         return str(getattr(enc, "label", "") or enc.name)

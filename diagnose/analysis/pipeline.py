@@ -94,7 +94,6 @@ class Pipeline(AnalysisBase):
             elif is_run_like(value):
                 out[name] = fresh[name] = as_run(value, name=name, report=ds.report)
             else:
-
                 self._need_texts(f"The live retriever {name!r}")
                 golden = set(self.golden)
                 self._reporter.step(f"Running the retriever {name} over {len(golden):,} golden queries")
@@ -125,9 +124,13 @@ class Pipeline(AnalysisBase):
             if kind == "bm25":
                 self._reporter.step(f"Computing the BM25 baseline (depth {self.depth})")
                 return bl.bm25_run(
-                    self.dataset.corpus, self.dataset.queries, self.golden, depth=self.depth, index=self.bm25,
+                    self.dataset.corpus,
+                    self.dataset.queries,
+                    self.golden,
+                    depth=self.depth,
+                    index=self.bm25,
                     report=self.dataset.report,
-                )  # fmt: skip
+                )
             if kind == "dense":
                 sp = self.space
                 self._reporter.step(f"Computing the dense baseline (exact search, depth {self.depth})")
@@ -162,13 +165,20 @@ class Pipeline(AnalysisBase):
 
     def _run_names(self, names: Any, param: str = "runs") -> list[str]:
         """``names``: run names (one name, a str, or a list), each checked by :meth:`_run_name`."""
-        return checks.list_of(names, param, self._run_name, expected="run names (a str or a list of str)",
-                              single=lambda v: isinstance(v, str))  # fmt: skip
+        return checks.list_of(
+            names,
+            param,
+            self._run_name,
+            expected="run names (a str or a list of str)",
+            single=lambda v: isinstance(v, str),
+        )
 
     def _run_name(self, name: str | None) -> str:
         names = self.run_names
         if not names:
-            raise param_error("runs", "No run to analyse: give runs={name: path or run} or baselines=('bm25',).")
+            raise param_error(
+                "runs", "No run to analyse: give runs={name: path or run} or baselines=('bm25',)."
+            )
         if name is None:
             return names[0]
         if name not in names:
@@ -201,14 +211,27 @@ class Pipeline(AnalysisBase):
             if emb is not None:
                 self._reporter.step("Loading the precomputed vectors")
                 return VectorSpace.build(
-                    self.dataset, self.golden, doc_embeddings=emb.get("doc"), query_embeddings=emb.get("query"),
-                    doc_ids=emb.get("doc_ids"), query_ids_file=emb.get("query_ids"), report=self.dataset.report,
-                )  # fmt: skip
+                    self.dataset,
+                    self.golden,
+                    doc_embeddings=emb.get("doc"),
+                    query_embeddings=emb.get("query"),
+                    doc_ids=emb.get("doc_ids"),
+                    query_ids_file=emb.get("query_ids"),
+                    report=self.dataset.report,
+                )
             stored = getattr(self.dataset.corpus, "vectors", None)  # a vector database's (diagnose.vectordb)
             if stored is not None:
-                self._reporter.step(f"Encoding {len(self.golden):,} queries (the documents' vectors are stored)")
-                return VectorSpace.with_stored(self.dataset, self.golden, stored, self.encoder,
-                                               cache_dir=self.cache_dir, report=self.dataset.report)  # fmt: skip
+                self._reporter.step(
+                    f"Encoding {len(self.golden):,} queries (the documents' vectors are stored)"
+                )
+                return VectorSpace.with_stored(
+                    self.dataset,
+                    self.golden,
+                    stored,
+                    self.encoder,
+                    cache_dir=self.cache_dir,
+                    report=self.dataset.report,
+                )
             return self.space_for(self.encoder)
 
         return self._cached("space", build)
@@ -226,16 +249,21 @@ class Pipeline(AnalysisBase):
                 f"cached yet), then {len(self.golden):,} queries"
             )
             return VectorSpace.build(
-                self.dataset, self.golden, encoder=encoder, cache_dir=self.cache_dir, progress=bar,
+                self.dataset,
+                self.golden,
+                encoder=encoder,
+                cache_dir=self.cache_dir,
+                progress=bar,
                 report=self.dataset.report,
-            )  # fmt: skip
+            )
 
         return self._cached(("space", encoder.name), build)
 
     def has_space(self, encoder: Encoder) -> bool:
         """Whether the vectors of ``encoder`` were already computed in this analysis."""
-        return self._has(("space", encoder.name)) or (self._has("space") and self._has("encoder")
-                                                       and self._memo["encoder"].name == encoder.name)  # fmt: skip
+        return self._has(("space", encoder.name)) or (
+            self._has("space") and self._has("encoder") and self._memo["encoder"].name == encoder.name
+        )
 
     @property
     def bm25(self) -> BM25Index:
@@ -248,9 +276,12 @@ class Pipeline(AnalysisBase):
             root = self.cache_dir or default_cache_root()
             corpus = self.dataset.corpus
             return BM25Index.build(
-                corpus.texts(), list(corpus.ids), engine=self.bm25_engine, cache_dir=root / "bm25",
+                corpus.texts(),
+                list(corpus.ids),
+                engine=self.bm25_engine,
+                cache_dir=root / "bm25",
                 report=self.dataset.report,
-            )  # fmt: skip
+            )
 
         return self._cached("bm25", build)
 
@@ -267,15 +298,32 @@ class Pipeline(AnalysisBase):
         validation report (default: this one's). This analysis is not changed; the BM25 index and the loaded model,
         which depend only on the corpus and the model, are shared."""
         if not isinstance(qrels, Qrels):
-            raise param_error("qrels", f"qrels must be a Qrels (e.g. diagnose.io.convert.as_qrels(...)), got {given(qrels)}.")
-        dataset = replace(self.dataset, qrels=qrels, report=report if report is not None else self.dataset.report)
+            raise param_error(
+                "qrels",
+                f"qrels must be a Qrels (e.g. diagnose.io.convert.as_qrels(...)), got {given(qrels)}.",
+            )
+        dataset = replace(
+            self.dataset, qrels=qrels, report=report if report is not None else self.dataset.report
+        )
         after = type(self)(
-            dataset, self.user_runs(), k=self.k, model=self.model, failure=self.failure,
-            baselines=dict(self._baselines), cache_dir=self.cache_dir, ks=self.ks, metrics=self._metric_names,
-            depth=self.depth, bm25_engine=self.bm25_engine, thresholds=self._thresholds,
-            encoder=self._encoder_given, embeddings=self._embeddings, precision=self.precision,
-            progress=self._reporter, retriever_timeout=self.retriever_timeout,
-        )  # fmt: skip
+            dataset,
+            self.user_runs(),
+            k=self.k,
+            model=self.model,
+            failure=self.failure,
+            baselines=dict(self._baselines),
+            cache_dir=self.cache_dir,
+            ks=self.ks,
+            metrics=self._metric_names,
+            depth=self.depth,
+            bm25_engine=self.bm25_engine,
+            thresholds=self._thresholds,
+            encoder=self._encoder_given,
+            embeddings=self._embeddings,
+            precision=self.precision,
+            progress=self._reporter,
+            retriever_timeout=self.retriever_timeout,
+        )
         for key in ("bm25", "encoder"):
             if self._has(key):
                 after._memo[key] = self._memo[key]

@@ -108,7 +108,9 @@ class Scores(Pipeline):
         names = self._names(metrics)
         evs = self.evaluations(names)
         table = pd.DataFrame(
-            [evs[n].aggregate for n in evs], index=pd.Index(list(evs), name="run"), columns=[str(m) for m in names]
+            [evs[n].aggregate for n in evs],
+            index=pd.Index(list(evs), name="run"),
+            columns=[str(m) for m in names],
         )
         lat = self.latency()
         if lat:
@@ -137,7 +139,9 @@ class Scores(Pipeline):
 
         return self._cached(("ties", name, k), build)
 
-    def bounds(self, metrics: Sequence[str] | None = None, *, runs: Sequence[str] | None = None) -> pd.DataFrame:
+    def bounds(
+        self, metrics: Sequence[str] | None = None, *, runs: Sequence[str] | None = None
+    ) -> pd.DataFrame:
         """How far the unjudged documents could move each metric: per run (all, or those named) and metric,
         ``lower`` (unjudged = non-relevant, today's value), ``upper`` (unjudged judged at best) and ``gap``."""
 
@@ -181,7 +185,11 @@ class Scores(Pipeline):
         return self._cached(("comparisons", ref, names, n_resamples, seed), build)
 
     def tukey(
-        self, metric: str | MetricName | None = None, *, n_resamples: int = defaults.RESAMPLES, seed: int = defaults.SEED
+        self,
+        metric: str | MetricName | None = None,
+        *,
+        n_resamples: int = defaults.RESAMPLES,
+        seed: int = defaults.SEED,
     ) -> pd.DataFrame:
         """Every pair of runs at once (three or more runs): the randomised Tukey HSD test on ``metric`` (default
         nDCG@k), which controls the family-wise error over all pairs; one row per pair with ``mean_diff``,
@@ -191,17 +199,24 @@ class Scores(Pipeline):
 
         def build() -> pd.DataFrame:
             if len(self.runs) < 3:
-                return pd.DataFrame(columns=["reference", "run", "mean_diff", "effect_size", "p_tukey", "significant"])
+                return pd.DataFrame(
+                    columns=["reference", "run", "mean_diff", "effect_size", "p_tukey", "significant"]
+                )
             evs = self.evaluations([*self._names(), m])
-            return randomised_tukey_hsd({n: ev.per_query for n, ev in evs.items()}, str(m), n_resamples=n_resamples,
-                                        seed=seed)  # fmt: skip
+            return randomised_tukey_hsd(
+                {n: ev.per_query for n, ev in evs.items()}, str(m), n_resamples=n_resamples, seed=seed
+            )
 
         return self._cached(("tukey", m, n_resamples, seed), build).copy()
 
     def compare(
-        self, reference: str | None = None, metrics: Sequence[str] | None = None, *, n_resamples: int = defaults.RESAMPLES,
+        self,
+        reference: str | None = None,
+        metrics: Sequence[str] | None = None,
+        *,
+        n_resamples: int = defaults.RESAMPLES,
         seed: int = defaults.SEED,
-    ) -> pd.DataFrame:  # fmt: skip
+    ) -> pd.DataFrame:
         """:meth:`comparisons` as a table: one row per (metric, run), the columns of the CLI's ``comparisons``
         (``metric, run, reference, mean_diff, ci_low, ci_high, p_ttest, p_randomization, p_wilcoxon, p_holm, wins,
         ties, losses, n_queries, mdd, significant``)."""
@@ -215,8 +230,13 @@ class Scores(Pipeline):
         power 0.8) needs to detect a mean difference of ``difference`` from the reference, given the standard
         deviation of the per-query differences observed here; beside the number of queries there are."""
 
-        finite_number(difference, "difference", low=0, open_low=True,
-                      message="difference must be a positive number, got {value!r}.")  # fmt: skip
+        finite_number(
+            difference,
+            "difference",
+            low=0,
+            open_low=True,
+            message="difference must be a positive number, got {value!r}.",
+        )
         ref = self._run_name(reference)
         parsed = self._names(metrics or self._headline())
         evs = self.evaluations([*self._names(), *parsed])
@@ -229,8 +249,17 @@ class Scores(Pipeline):
                 d = (ev.per_query[m].reindex(base.index).fillna(0.0) - base).to_numpy()
                 sd = float(np.std(d, ddof=1)) if len(d) > 1 else float("nan")
                 need = topic_set_size(difference, sd) if math.isfinite(sd) else None
-                rows.append({"metric": m, "run": name, "reference": ref, "difference": float(difference),
-                             "sd_of_differences": sd, "queries_needed": need, "queries": len(d)})  # fmt: skip
+                rows.append(
+                    {
+                        "metric": m,
+                        "run": name,
+                        "reference": ref,
+                        "difference": float(difference),
+                        "sd_of_differences": sd,
+                        "queries_needed": need,
+                        "queries": len(d),
+                    }
+                )
         return pd.DataFrame(rows)
 
     def query_deltas(self, run: str, reference: str | None = None, metric: str | None = None) -> pd.DataFrame:
@@ -242,11 +271,15 @@ class Scores(Pipeline):
         ref, name = self._run_name(reference), self._run_name(run)
         names = self.metric_names([metric or f"hit_rate@{self.k}"])
         if len(names) != 1:
-            raise param_error("metric", f"metric must be one metric at one cutoff, e.g. {names[-1]}; got {metric!r}.")
+            raise param_error(
+                "metric", f"metric must be one metric at one cutoff, e.g. {names[-1]}; got {metric!r}."
+            )
         evs = self.evaluations([*self.metric_names(), *names])
         return per_query_deltas(evs[ref], evs[name], names[0])
 
-    def query_changes(self, reference: str | None = None, *, k: int | None = None) -> dict[str, dict[str, Any]]:
+    def query_changes(
+        self, reference: str | None = None, *, k: int | None = None
+    ) -> dict[str, dict[str, Any]]:
         """Per run: the golden queries it fixes (the reference has no relevant document in its top k, the run
         has) and breaks (the reverse), by ``hit_rate@k``."""
         ref = self._run_name(reference)
@@ -280,11 +313,19 @@ class Scores(Pipeline):
         )
         for param, bounds in (("fail_under", fail_under), ("max_drop", max_drop)):
             for metric, bound in bounds.items():
-                finite_number(bound, param, message=f"{param}[{metric!r}] must be a finite number, got {{value!r}}.")
-                finite_number(bound, param, low=0 if param == "max_drop" else None,
-                              message=f"{param}[{metric!r}] must be >= 0, got {{value!r}}.")  # fmt: skip
+                finite_number(
+                    bound, param, message=f"{param}[{metric!r}] must be a finite number, got {{value!r}}."
+                )
+                finite_number(
+                    bound,
+                    param,
+                    low=0 if param == "max_drop" else None,
+                    message=f"{param}[{metric!r}] must be >= 0, got {{value!r}}.",
+                )
         if max_drop and len(self.runs) < 2:
-            raise param_error("max_drop", "max_drop needs a reference run to compare with: give a second run.")
+            raise param_error(
+                "max_drop", "max_drop needs a reference run to compare with: give a second run."
+            )
         ref = self._run_name(reference)
         gated = {metric: self._names([metric]) for metric in [*fail_under, *max_drop]}
         evs = self.evaluations([*self._names(), *(n for names in gated.values() for n in names)])
@@ -295,7 +336,9 @@ class Scores(Pipeline):
             for metric, bound in fail_under.items():
                 value = ev.aggregate[str(gated[metric][0])]
                 if value < bound:
-                    out.append(f"run {name!r}: {metric} = {value:.4f} is below the bound {bound:g} (fail_under)")
+                    out.append(
+                        f"run {name!r}: {metric} = {value:.4f} is below the bound {bound:g} (fail_under)"
+                    )
             for metric, drop in max_drop.items():
                 m = str(gated[metric][0])
                 value, refv = ev.aggregate[m], evs[ref].aggregate[m]
@@ -310,7 +353,9 @@ class Scores(Pipeline):
         """Mean metrics per run and per value of the query metadata ``field``."""
 
         if not isinstance(field, str):
-            raise param_error("slice_by", f"field must be a query metadata field name (a str), got {given(field)}.")
+            raise param_error(
+                "slice_by", f"field must be a query metadata field name (a str), got {given(field)}."
+            )
         if self.dataset.queries is None:
             raise param_error("slice_by", "Slicing needs the queries file with its metadata (queries=...).")
         try:
@@ -340,11 +385,15 @@ class Scores(Pipeline):
         """Everything ``diagnose evaluate`` reports, in one object (``to_dict``, ``to_csv``, ``to_text``, ...)."""
         if not self.runs:
             raise param_error(
-                "runs", "No run to evaluate: give runs={name: path or run} or baselines=('bm25', 'dense', 'hybrid')."
+                "runs",
+                "No run to evaluate: give runs={name: path or run} or baselines=('bm25', 'dense', 'hybrid').",
             )
         names = self._names()
-        extra = [m for m in self._names([*(fail_under or {}), *(max_drop or {})]) if m not in names] if (
-            fail_under or max_drop) else []  # fmt: skip
+        extra = (
+            [m for m in self._names([*(fail_under or {}), *(max_drop or {})]) if m not in names]
+            if (fail_under or max_drop)
+            else []
+        )
         names = (*names, *extra)
         ref = self._run_name(reference)
         evs = self.evaluations(names)
@@ -356,8 +405,18 @@ class Scores(Pipeline):
         tukey = self.tukey(heads[0], n_resamples=n_resamples, seed=seed) if len(evs) >= 3 else None
         slices = self.slices(slice_by, names) if slice_by else None
         return EvaluationReport(
-            metrics=[str(n) for n in names], ks=list(self.ks), evaluations=evs, reference=ref, comparisons=comparisons,
-            query_changes=changes, gate=gate, slices=slices, slice_field=slice_by,
-            validation=self.dataset.report, extra_columns=self.latency(), ties=ties, tukey=tukey,
+            metrics=[str(n) for n in names],
+            ks=list(self.ks),
+            evaluations=evs,
+            reference=ref,
+            comparisons=comparisons,
+            query_changes=changes,
+            gate=gate,
+            slices=slices,
+            slice_field=slice_by,
+            validation=self.dataset.report,
+            extra_columns=self.latency(),
+            ties=ties,
+            tukey=tukey,
             latency_detail=self.latency_detail(),
-        )  # fmt: skip
+        )

@@ -167,7 +167,9 @@ def embedding_deck(
 
     layers = [
         _role_layer(pdk, points, "documents", "document", "Document", snippet_chars),
-        _role_layer(pdk, points, "retrieved", "retrieved", "Retrieved (top k of a failed query)", snippet_chars),
+        _role_layer(
+            pdk, points, "retrieved", "retrieved", "Retrieved (top k of a failed query)", snippet_chars
+        ),
         _role_layer(pdk, points, "targets", "target", "Missed target", snippet_chars),
     ]
     if edges is not None and len(edges):
@@ -238,9 +240,7 @@ def _links_layer(pdk: Any, edges: pd.DataFrame) -> pydeck.Layer:
     )
 
 
-def _failed_query_layer(
-    pdk: Any, points: pd.DataFrame, color_by: str, snippet_chars: int
-) -> pydeck.Layer:
+def _failed_query_layer(pdk: Any, points: pd.DataFrame, color_by: str, snippet_chars: int) -> pydeck.Layer:
     """:data:`DECK_QUERY_LAYER`: the failed queries, large and outlined, coloured by role or by failure class."""
     failed = points[points["role"] == "failed query"]
     labels = [

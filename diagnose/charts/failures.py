@@ -75,7 +75,9 @@ def failure_breakdown(df: pd.DataFrame, *, title: str | None = None) -> alt.Char
     )
 
 
-def remedy_matrix_heatmap(df: pd.DataFrame, *, unit: str = "failed queries", title: str | None = None) -> alt.Chart:
+def remedy_matrix_heatmap(
+    df: pd.DataFrame, *, unit: str = "failed queries", title: str | None = None
+) -> alt.Chart:
     """The remedy matrix (:mod:`diagnose.remedy_matrix`) as a heat map: failure classes (rows, taxonomy order) x
     remedies (columns, in the order given), colour = share of the class's ``unit`` the remedy recovers (0 to 1), text
     = ``recovered/failures``; each class's own remedy is outlined (the diagonal a well-separated matrix lights up).
@@ -87,8 +89,10 @@ def remedy_matrix_heatmap(df: pd.DataFrame, *, unit: str = "failed queries", tit
     data = df.copy()
     data["share"] = data["recovered"] / data["failures"].where(data["failures"] > 0, 1)
     data["class_label"] = [class_label(c) for c in data["class"]]
-    data["cell"] = [f"{r}/{n}" + (" ★" if o else "") for r, n, o in
-                    zip(data["recovered"], data["failures"], data["own"], strict=True)]  # fmt: skip
+    data["cell"] = [
+        f"{r}/{n}" + (" ★" if o else "")
+        for r, n, o in zip(data["recovered"], data["failures"], data["own"], strict=True)
+    ]
     data["own"] = data["own"].astype(bool)
     order_of = {c: i for i, c in enumerate(CLASS_COLORS)}
     ids = sorted(dict.fromkeys(data["class"]), key=lambda c: order_of.get(c, len(order_of)))
@@ -106,17 +110,21 @@ def remedy_matrix_heatmap(df: pd.DataFrame, *, unit: str = "failed queries", tit
     ]
     base = alt.Chart().encode(x=x, y=y)
     heat = base.mark_rect().encode(
-        color=alt.Color("share:Q", title="Share recovered", scale=alt.Scale(domain=[0, 1], scheme="blues"),
-                        legend=alt.Legend(format=".0%", gradientLength=max(40, 36 * len(rows) - 16))),
+        color=alt.Color(
+            "share:Q",
+            title="Share recovered",
+            scale=alt.Scale(domain=[0, 1], scheme="blues"),
+            legend=alt.Legend(format=".0%", gradientLength=max(40, 36 * len(rows) - 16)),
+        ),
         tooltip=tooltip,
-    )  # fmt: skip
+    )
     own = base.mark_rect(filled=False, stroke="#D55E00", strokeWidth=3).transform_filter("datum.own")
     text = base.mark_text(fontSize=12).encode(
         text="cell:N", color=alt.condition("datum.share > 0.55", alt.value("white"), alt.value("black"))
     )
     sub = f"Share of each class's {unit} each remedy recovers at k; outlined and ★: the class's own remedy"
     return alt.layer(heat, own, text, data=data).properties(
-        width="container", height=max(80, 36 * len(rows)),
+        width="container",
+        height=max(80, 36 * len(rows)),
         title=chart_title(alt, title or "Does the class predict the fix? Every remedy on every class", sub),
-    )  # fmt: skip
-
+    )

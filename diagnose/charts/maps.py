@@ -223,12 +223,15 @@ def _query_layer(alt, queries: pd.DataFrame, x, y, color, size, opacity, *, sele
         return query_layer.add_params(pick).encode(opacity=alt.condition(pick, opacity, alt.value(0.2)))
     return query_layer.encode(opacity=opacity)
 
+
 def legend_strip(items: Sequence[tuple[str, str]], lines: Sequence[tuple[str, str]] = ()) -> alt.LayerChart:
     """A horizontal legend of coloured dots (``items``: ``(label, hex colour)``) and line marks (``lines``), for
     charts that draw none themselves (the deck.gl map). Labels are data, never markup."""
     alt = altair_module()
     rows = [{"i": i, "label": label, "color": c, "kind": "dot"} for i, (label, c) in enumerate(items)]
-    rows += [{"i": len(rows) + i, "label": label, "color": c, "kind": "line"} for i, (label, c) in enumerate(lines)]
+    rows += [
+        {"i": len(rows) + i, "label": label, "color": c, "kind": "line"} for i, (label, c) in enumerate(lines)
+    ]
     df = pd.DataFrame(rows)
     per_row = 4
     df["col"] = df["i"] % per_row
@@ -237,8 +240,12 @@ def legend_strip(items: Sequence[tuple[str, str]], lines: Sequence[tuple[str, st
     y = alt.Y("row:O", axis=None)
     color = alt.Color("color:N", scale=None)
     dots = alt.Chart(df[df["kind"] == "dot"]).mark_circle(size=110, opacity=1).encode(x=x, y=y, color=color)
-    dashes = alt.Chart(df[df["kind"] == "line"]).mark_tick(thickness=3, size=18, orient="horizontal").encode(
-        x=x, y=y, color=color
+    dashes = (
+        alt.Chart(df[df["kind"] == "line"])
+        .mark_tick(thickness=3, size=18, orient="horizontal")
+        .encode(x=x, y=y, color=color)
     )
     text = alt.Chart(df).mark_text(align="left", dx=12, fontSize=12).encode(x=x, y=y, text="label:N")
-    return (dots + dashes + text).properties(height=22 * (int(df["row"].max()) + 1)).configure_view(stroke=None)
+    return (
+        (dots + dashes + text).properties(height=22 * (int(df["row"].max()) + 1)).configure_view(stroke=None)
+    )

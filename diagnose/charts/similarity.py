@@ -44,7 +44,9 @@ def _histogram_rows(df: pd.DataFrame, bins: int, extra: Sequence[float]) -> pd.D
     return pd.DataFrame(rows, columns=["model", "outcome", "bin_start", "bin_end", "pairs"])
 
 
-def _calibrated(calibrated_threshold: float | Mapping[str, float] | None, models: Sequence[str]) -> dict[str, float]:
+def _calibrated(
+    calibrated_threshold: float | Mapping[str, float] | None, models: Sequence[str]
+) -> dict[str, float]:
     """Model -> calibrated threshold: one value for every model, or the given ones (NaN and None left out)."""
     if isinstance(calibrated_threshold, Mapping):
         cal = {

@@ -96,7 +96,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         flag = PARAM_FLAGS.get(e.param or "")
         print(f"error: {flag}: {e}" if flag else f"error: {e}", file=sys.stderr)
         return EXIT_INPUT
-    except ModuleNotFoundError as e:  # an optional package (torch, bm25s, ...): name the extra that installs it
+    except (
+        ModuleNotFoundError
+    ) as e:  # an optional package (torch, bm25s, ...): name the extra that installs it
         err = missing_extra(e, f"diagnose {getattr(args, 'command', '') or ''}".strip())
         if err is None:
             raise
@@ -114,8 +116,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args is None:  # argparse: --help, or a usage error it printed
             return int(e.code or 0) if isinstance(e.code, int | None) else EXIT_INPUT
         traceback.print_exc()  # not ours to exit with: code the command called (user code is contained first)
-        print(f"internal error: SystemExit({e.code!r}) raised during `diagnose {args.command}`; stopped.",
-              file=sys.stderr)  # fmt: skip
+        print(
+            f"internal error: SystemExit({e.code!r}) raised during `diagnose {args.command}`; stopped.",
+            file=sys.stderr,
+        )
         return EXIT_FAIL
     except Exception as e:  # noqa: BLE001 - the last line of defence: a bug, not a user mistake
         if is_out_of_memory(e):  # not a bug: how much it needed, how much the machine allowed

@@ -30,9 +30,14 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         raise DataError(f"--resamples must be at least 1 (got {args.resamples}).")
     ds, reference = _with_compare_to(args, load_data(args))
     analysis = build_analysis(
-        args, ds, k=ks[-1], ks=ks, metrics=args.metrics.split(",") if args.metrics else None,
-        baselines=list(dict.fromkeys(args.baseline)), depth=args.depth,
-    )  # fmt: skip
+        args,
+        ds,
+        k=ks[-1],
+        ks=ks,
+        metrics=args.metrics.split(",") if args.metrics else None,
+        baselines=list(dict.fromkeys(args.baseline)),
+        depth=args.depth,
+    )
     if not analysis.run_names:
         raise DataError(
             "No run to evaluate. Pass --run [NAME=]FILE (repeatable), --retriever NAME=module:attr or "
@@ -44,10 +49,15 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     if max_drop and len(analysis.run_names) < 2:
         raise DataError("--max-drop needs a reference: pass --compare-to NAME=FILE or a second --run.")
     rep = analysis.evaluation_report(
-        reference, headline=analysis.metric_names() if args.metrics else None, fail_under=fail_under,
-        max_drop=max_drop, skip_reference=bool(args.compare_to or max_drop), slice_by=args.slice,
-        n_resamples=args.resamples, seed=args.seed,
-    )  # fmt: skip
+        reference,
+        headline=analysis.metric_names() if args.metrics else None,
+        fail_under=fail_under,
+        max_drop=max_drop,
+        skip_reference=bool(args.compare_to or max_drop),
+        slice_by=args.slice,
+        n_resamples=args.resamples,
+        seed=args.seed,
+    )
     rep.gate = [_with_flags(msg) for msg in rep.gate]
     if args.bounds:
         heads = [c.metric for c in rep.comparisons] or analysis.metric_names(

@@ -34,12 +34,22 @@ def cmd_failures(args: argparse.Namespace) -> int:
     print_warnings(ds.report, args.format)
     result = Output(
         table=lambda: failures_text(
-            diag, model=analysis.space.model_label, label_noise=noise, hubness=hubs, remedies=remedies,
+            diag,
+            model=analysis.space.model_label,
+            label_noise=noise,
+            hubness=hubs,
+            remedies=remedies,
             remedy_matrix=matrix,
         ),
-        json=lambda: failures_dict(diag, label_noise=noise, hubness=hubs, validation=ds.report)
-        | ({"remedies": remedies.to_dict()} if remedies is not None else {})
-        | ({"remedy_matrix": matrix.to_dict(), "remedy_matrix_sentences": matrix.sentences()} if matrix is not None else {}),
+        json=lambda: (
+            failures_dict(diag, label_noise=noise, hubness=hubs, validation=ds.report)
+            | ({"remedies": remedies.to_dict()} if remedies is not None else {})
+            | (
+                {"remedy_matrix": matrix.to_dict(), "remedy_matrix_sentences": matrix.sentences()}
+                if matrix is not None
+                else {}
+            )
+        ),
         csv=diag.frame,
     )
     emit(result, args.format)

@@ -13,9 +13,13 @@ from diagnose.judging import judge_queue, with_texts, write_queue_tsv
 
 def cmd_judge_queue(args: argparse.Namespace) -> int:
     if args.k < 1 or args.depth < 1 or (args.limit is not None and args.limit < 1):
-        raise DataError(f"--k, --depth and --limit must be at least 1 (got {args.k}, {args.depth}, {args.limit}).")
+        raise DataError(
+            f"--k, --depth and --limit must be at least 1 (got {args.k}, {args.depth}, {args.limit})."
+        )
     if not args.data and (not args.queries or not args.corpus):
-        raise DataError("diagnose judge-queue needs the texts: pass --data DIR, or --queries FILE and --corpus FILE.")
+        raise DataError(
+            "diagnose judge-queue needs the texts: pass --data DIR, or --queries FILE and --corpus FILE."
+        )
     ds = load_data(args, need_text=True, require_qrels=False)
     analysis = build_analysis(args, ds, k=args.k, depth=args.depth)
     queue = judge_queue(analysis, k=args.k, limit=args.limit)

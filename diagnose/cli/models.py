@@ -23,19 +23,35 @@ def cmd_models(args: argparse.Namespace) -> int:
     analysis = build_analysis(args, ds, runs={}, k=args.k)
     cmp = analysis.models(args.model or ["default"], metric=args.metric, seed=args.seed)
     table = cmp.table()
-    emit(Output(table=lambda: _models_text(cmp, table, args.k), json=cmp.to_dict, csv=lambda: table), args.format)
+    emit(
+        Output(table=lambda: _models_text(cmp, table, args.k), json=cmp.to_dict, csv=lambda: table),
+        args.format,
+    )
     return EXIT_OK
 
 
 def _models_text(cmp: ModelComparison, table: pd.DataFrame, k: int) -> str:
     """The models ranked (metric with its CI, speed, size, calibrated threshold), the ties, the failure classes."""
-    cols = ["rank", "model", cmp.metric, "ci_low", "ci_high", f"recall@{k}", "dim", "docs_per_s",
-            "index_mb", "ms_per_query", "calibrated_threshold"]  # fmt: skip
+    cols = [
+        "rank",
+        "model",
+        cmp.metric,
+        "ci_low",
+        "ci_high",
+        f"recall@{k}",
+        "dim",
+        "docs_per_s",
+        "index_mb",
+        "ms_per_query",
+        "calibrated_threshold",
+    ]
     lines = [records_text(table, cols)]
     tied = table.loc[table["tied_with_best"], "model"].tolist()
     if len(tied) > 1:
-        lines.append(f"\nstatistically tied for the best on {cmp.metric}: {', '.join(tied)} (Holm-corrected "
-                     "randomization test against the best; the data cannot tell them apart).")  # fmt: skip
+        lines.append(
+            f"\nstatistically tied for the best on {cmp.metric}: {', '.join(tied)} (Holm-corrected "
+            "randomization test against the best; the data cannot tell them apart)."
+        )
     lines.append("\nfailure classes per model:")
     lines.append(records_text(table, ["model", *(c for c in table.columns if c.startswith("n_"))]))
     return "\n".join(lines)
@@ -51,7 +67,11 @@ def cmd_rerank(args: argparse.Namespace) -> int:
     reranked = read_checked_run(*parse_run_arg(args.reranked), ds) if args.reranked else None
     analysis = build_analysis(args, ds, runs={}, k=args.k)
     rep = analysis.rerank(
-        candidates, reranked, cross_encoder=args.cross_encoder, depth=args.depth, progress=args.format == "table"
+        candidates,
+        reranked,
+        cross_encoder=args.cross_encoder,
+        depth=args.depth,
+        progress=args.format == "table",
     )
     print_warnings(ds.report, args.format)
     emit(Output(table=lambda: _rerank_text(rep), json=rep.to_dict), args.format)
@@ -60,8 +80,10 @@ def cmd_rerank(args: argparse.Namespace) -> int:
 
 def _rerank_text(rep: RerankReport) -> str:
     """The ceiling, the metrics before and after, the failures recovered and introduced."""
-    rows = [{"metric": m, "before": rep.before[m], "after": rep.after[m], "change": rep.after[m] - rep.before[m]}
-            for m in rep.before]  # fmt: skip
+    rows = [
+        {"metric": m, "before": rep.before[m], "after": rep.after[m], "change": rep.after[m] - rep.before[m]}
+        for m in rep.before
+    ]
     lines = [
         f"ceiling: recall@{rep.depth} of the candidates = {rep.ceiling:.4f} (no reranker of them can beat it)",
         text_table(rows, ["metric", "before", "after", "change"]),

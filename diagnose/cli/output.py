@@ -44,7 +44,9 @@ def emit(result: Output, fmt: str) -> None:
 
 def records_text(frame: pd.DataFrame, columns: Sequence[str] | None = None) -> str:
     """A DataFrame as the plain text table of the ``table`` format (``columns``: which, in order; default all)."""
-    return text_table(frame.to_dict(orient="records"), list(frame.columns) if columns is None else list(columns))
+    return text_table(
+        frame.to_dict(orient="records"), list(frame.columns) if columns is None else list(columns)
+    )
 
 
 def frame_output(frame: pd.DataFrame, payload: Callable[[], Mapping[str, Any]]) -> Output:

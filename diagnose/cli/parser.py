@@ -31,7 +31,9 @@ def _add_data_args(p: argparse.ArgumentParser, *, run_required: bool | str) -> N
     g.add_argument(
         "--data", metavar="DIR", help="BEIR folder: DIR/corpus.jsonl, DIR/queries.jsonl, DIR/qrels/SPLIT.tsv"
     )
-    g.add_argument("--split", default=defaults.SPLIT, help=f"qrels split inside --data (default: {defaults.SPLIT})")
+    g.add_argument(
+        "--split", default=defaults.SPLIT, help=f"qrels split inside --data (default: {defaults.SPLIT})"
+    )
     g.add_argument(
         "--qrels",
         metavar="F",
@@ -48,8 +50,10 @@ def _add_data_args(p: argparse.ArgumentParser, *, run_required: bool | str) -> N
     g.add_argument("--write-spans", metavar="F", help="where --write-qrels writes the spans (JSONL)")
     g.add_argument("--queries", metavar="F", help="queries: BEIR queries.jsonl or TSV id<TAB>text")
     g.add_argument(
-        "--corpus", metavar="F", help="corpus: BEIR corpus.jsonl, CSV/TSV/Parquet, a folder of .txt/.md, or a "
-        "vector database with its stored vectors: chroma:PATH#COLLECTION, lancedb:PATH#TABLE, qdrant:PATH#COLLECTION"
+        "--corpus",
+        metavar="F",
+        help="corpus: BEIR corpus.jsonl, CSV/TSV/Parquet, a folder of .txt/.md, or a "
+        "vector database with its stored vectors: chroma:PATH#COLLECTION, lancedb:PATH#TABLE, qdrant:PATH#COLLECTION",
     )
     g.add_argument(
         "--run",
@@ -118,7 +122,9 @@ def _add_model_args(p: argparse.ArgumentParser) -> None:
         "--cache-dir", metavar="DIR", help="where embeddings are cached (default: the user cache dir)"
     )
     g.add_argument(
-        "--bm25-engine", choices=list(defaults.BM25_ENGINES), default=defaults.BM25_ENGINE,
+        "--bm25-engine",
+        choices=list(defaults.BM25_ENGINES),
+        default=defaults.BM25_ENGINE,
         help=f"BM25 engine (default: {defaults.BM25_ENGINE})",
     )
     _add_precision_arg(g)
@@ -163,7 +169,12 @@ def _evaluate_options(ev: argparse.ArgumentParser) -> None:
         choices=list(defaults.BASELINES),
         help="add a baseline run computed here (repeatable); then --run is optional",
     )
-    ev.add_argument("--depth", type=int, default=defaults.DEPTH, help=f"depth of baseline runs (default: {defaults.DEPTH})")
+    ev.add_argument(
+        "--depth",
+        type=int,
+        default=defaults.DEPTH,
+        help=f"depth of baseline runs (default: {defaults.DEPTH})",
+    )
     _add_retriever_args(ev)
     _add_comparison_args(ev)
     _add_model_args(ev)
@@ -195,11 +206,15 @@ def _add_comparison_args(ev: argparse.ArgumentParser) -> None:
         help="exit 1 when a run's mean metric is more than VALUE below the reference's (repeatable), e.g. ndcg@10=0.01",
     )
     g.add_argument(
-        "--seed", type=int, default=defaults.SEED,
+        "--seed",
+        type=int,
+        default=defaults.SEED,
         help=f"seed of the bootstrap and randomization tests (default {defaults.SEED})",
     )
     g.add_argument(
-        "--resamples", type=int, default=defaults.RESAMPLES,
+        "--resamples",
+        type=int,
+        default=defaults.RESAMPLES,
         help=f"bootstrap / randomization resamples (default {defaults.RESAMPLES})",
     )
     g.add_argument(
@@ -232,7 +247,9 @@ def _failures_options(fa: argparse.ArgumentParser) -> None:
         help="hit: no relevant document in the top k (default); recall: any relevant document missing from the top k",
     )
     fa.add_argument(
-        "--seed-threshold", type=float, default=defaults.SEED_COSINE,
+        "--seed-threshold",
+        type=float,
+        default=defaults.SEED_COSINE,
         help=f"cosine of the seed rule (default {defaults.SEED_COSINE})",
     )
     fa.add_argument(
@@ -278,7 +295,9 @@ def _models_options(mo: argparse.ArgumentParser) -> None:
     mo.add_argument("--metric", default=None, help="the metric models are ranked by (default ndcg@K)")
     mo.add_argument("--cache-dir", metavar="DIR", help="where embeddings are cached")
     _add_precision_arg(mo)
-    mo.add_argument("--seed", type=int, default=defaults.SEED, help="seed of the bootstrap and randomization tests")
+    mo.add_argument(
+        "--seed", type=int, default=defaults.SEED, help="seed of the bootstrap and randomization tests"
+    )
     _add_format(mo, ["table", "json", "csv"])
 
 
@@ -290,7 +309,9 @@ def _rerank_options(rr: argparse.ArgumentParser) -> None:
         "--cross-encoder", metavar="NAME_OR_PATH", help="rerank live with this CrossEncoder instead"
     )
     rr.add_argument(
-        "--depth", type=int, default=defaults.DEPTH,
+        "--depth",
+        type=int,
+        default=defaults.DEPTH,
         help=f"candidates reranked / recall ceiling depth (default {defaults.DEPTH})",
     )
     _add_cutoff(rr, f"cutoff of the failures and nDCG (default {defaults.K})")
@@ -301,7 +322,9 @@ def _fuse_options(fu: argparse.ArgumentParser) -> None:
     """``fuse``'s options: two runs, the RRF constant."""
     _add_cutoff(fu, f"cutoff (default {defaults.K})")
     fu.add_argument(
-        "--rrf-k", type=int, default=defaults.RRF_K,
+        "--rrf-k",
+        type=int,
+        default=defaults.RRF_K,
         help=f"the k constant of reciprocal rank fusion (default {defaults.RRF_K})",
     )
     _add_format(fu, ["table", "json", "csv"])
@@ -319,7 +342,9 @@ def _judge_queue_options(jq: argparse.ArgumentParser) -> None:
     _add_cutoff(jq, f"pool the top k of every run (default {defaults.K})")
     jq.add_argument("--limit", type=int, default=None, help="write only the first N pairs (default: all)")
     jq.add_argument(
-        "--depth", type=int, default=defaults.DEPTH,
+        "--depth",
+        type=int,
+        default=defaults.DEPTH,
         help=f"depth of the BM25, dense and hybrid runs (default {defaults.DEPTH})",
     )
     jq.add_argument("--out", metavar="F", help="write the TSV here (default: standard output)")

@@ -65,7 +65,9 @@ PARAM_FLAGS = {
 def load_data(args: argparse.Namespace, *, need_text: bool = False, require_qrels: bool = True):
     extra = list(getattr(args, "extra_qrels", None) or [])
     if require_qrels and not args.data and not args.qrels and not extra:
-        raise DataError("No golden set given. Pass --data DIR (a BEIR folder), --qrels FILE or --extra-qrels FILE.")
+        raise DataError(
+            "No golden set given. Pass --data DIR (a BEIR folder), --qrels FILE or --extra-qrels FILE."
+        )
     _retriever_specs(args)
     fields = {
         k: v for k, v in (("id", args.id_field), ("text", args.text_field), ("title", args.title_field)) if v
@@ -153,7 +155,9 @@ def build_analysis(args: argparse.Namespace, ds, *, runs=None, **kwargs: Any):
     return Analysis(
         ds,
         runs if runs is not None else {**ds.runs, **_retrievers(args, list(ds.runs))},
-        model=None if isinstance(getattr(args, "model", None), list) else getattr(args, "model", None),  # models: many
+        model=None
+        if isinstance(getattr(args, "model", None), list)
+        else getattr(args, "model", None),  # models: many
         cache_dir=getattr(args, "cache_dir", None),
         bm25_engine=getattr(args, "bm25_engine", defaults.BM25_ENGINE),
         embeddings=embeddings,
@@ -178,8 +182,11 @@ def write_partial_run(args: argparse.Namespace, stop: RetrieverInterrupted) -> N
     if stop.run is None:
         return
     errors = stop.run.errors or {}
-    print(f"the partial run has {len(stop.run.query_ids())} queries with results ({len(errors)} failed or timed "
-          "out); it was not evaluated", file=sys.stderr)  # fmt: skip
+    print(
+        f"the partial run has {len(stop.run.query_ids())} queries with results ({len(errors)} failed or timed "
+        "out); it was not evaluated",
+        file=sys.stderr,
+    )
     if getattr(args, "write_runs", None):
         out = Path(args.write_runs)
         out.mkdir(parents=True, exist_ok=True)
@@ -232,6 +239,8 @@ def parse_bounds(items: list[str], flag: str) -> dict[str, float]:
         except ValueError:
             raise DataError(f"{flag} expects METRIC=VALUE like ndcg@10=0.60; got {item!r}.") from None
         if not math.isfinite(bound):
-            raise DataError(f"{flag} {item!r}: the bound must be a finite number (a NaN bound can never fail).")
+            raise DataError(
+                f"{flag} {item!r}: the bound must be a finite number (a NaN bound can never fail)."
+            )
         out[name.strip()] = bound
     return out

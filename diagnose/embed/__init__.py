@@ -26,6 +26,7 @@ Where things live
 ``precomputed``
     :func:`load_precomputed` (``.npy`` + ids, parquet streamed) and :class:`PrecomputedEmbeddings`.
 """
+
 # ruff: noqa: F401 - this file re-exports: the public API (``__all__``) and the other public names of the
 # single-file diagnose/embed.py (Progress, the tunables and formats)
 from diagnose.embed.encoders import Encoder, KeywordEncoder, Progress, SentenceTransformerEncoder

@@ -228,7 +228,6 @@ def load_encoder(
     """
     one_of(precision, "precision", PRECISIONS)
     if precision == "fast":
-
         return fast_encoder(load_encoder(name_or_path, device=device, precision="exact"), device=device)
     if name_or_path is None or name_or_path.strip().lower() in DEFAULT_ALIASES:
         return _load_bundled(device)

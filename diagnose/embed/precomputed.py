@@ -152,8 +152,16 @@ def _check_npy_header(path: Path, kind: str) -> None:
 
 
 _NPY_HEADERS = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}
-_DTYPE_KINDS = {"c": "complex numbers", "b": "booleans", "U": "text", "S": "bytes", "O": "Python objects",
-                "M": "dates", "m": "time spans", "V": "records"}  # fmt: skip
+_DTYPE_KINDS = {
+    "c": "complex numbers",
+    "b": "booleans",
+    "U": "text",
+    "S": "bytes",
+    "O": "Python objects",
+    "M": "dates",
+    "m": "time spans",
+    "V": "records",
+}
 
 
 def _pick(columns: list[str], wanted: str | None, candidates: Sequence[str], path: Path, what: str) -> str:
@@ -381,9 +389,11 @@ def checked_vectors(
     if not mat.flags.writeable or not mat.flags.c_contiguous:
         mat = np.array(mat, dtype=np.float32, order="C")
     # in blocks of rows: whole-matrix temporaries cost 1.5 GB each at 1M x 384
-    finite = np.concatenate(
-        [np.isfinite(mat[i : i + 65_536]).all(axis=1) for i in range(0, len(mat), 65_536)]
-    ) if len(mat) else np.ones(0, dtype=bool)  # fmt: skip
+    finite = (
+        np.concatenate([np.isfinite(mat[i : i + 65_536]).all(axis=1) for i in range(0, len(mat), 65_536)])
+        if len(mat)
+        else np.ones(0, dtype=bool)
+    )
     if not finite.all():
         bad = [ids[i] for i in np.flatnonzero(~finite)[:5]]
         raise DataError(

@@ -55,7 +55,9 @@ def dense_search(
     q = _as_matrix(query_vecs, "query_vecs")
     d = _as_matrix(doc_vecs, "doc_vecs")
     if q.shape[1] != d.shape[1]:
-        raise DataError(f"query vectors have {q.shape[1]} dimensions, doc vectors {d.shape[1]}", param="query_vecs")
+        raise DataError(
+            f"query vectors have {q.shape[1]} dimensions, doc vectors {d.shape[1]}", param="query_vecs"
+        )
     if not is_int(k) or k < 1:
         raise DataError("k must be >= 1", param="k")
     nq, nd = q.shape[0], d.shape[0]
@@ -197,7 +199,7 @@ def _dense_rank_screened(
             if len(pi):
                 exact = np.einsum(
                     "ij,ij->i", qp[order[ps + pi]], np.asarray(db[cj], dtype=np.float64)
-                ).astype(np.float32)  # fmt: skip
+                ).astype(np.float32)
                 t = target_s[ps + pi]
                 above_s[sl] += np.bincount(pi, weights=exact > t, minlength=len(inv)).astype(np.int64)
                 at_least_s[sl] += np.bincount(pi, weights=exact >= t, minlength=len(inv)).astype(np.int64)

@@ -114,7 +114,9 @@ FAILURE_CLASSES: tuple[FailureClass, ...] = (
             "retriever: the document was deleted, renamed or never ingested, or the qrels use another id scheme "
             "(chunk ids vs document ids). Re-ingest it or correct the golden set."
         ),
-        remedy=Remedy("none", _NO_OFFLINE_REMEDY, "fix the data: re-ingest the document or correct the qrels"),
+        remedy=Remedy(
+            "none", _NO_OFFLINE_REMEDY, "fix the data: re-ingest the document or correct the qrels"
+        ),
         evidence="Document {doc_id!r} is judged relevant but is not in the corpus.",
     ),
     FailureClass(
@@ -132,7 +134,9 @@ FAILURE_CLASSES: tuple[FailureClass, ...] = (
             "incomplete rather than the retriever wrong: review the duplicate and add it to the qrels, and "
             "deduplicate the corpus (archived copies, old versions) so that the index holds one version."
         ),
-        remedy=Remedy("judge", "judge it", "not retrieval failures: judge the near-duplicates the run retrieved"),
+        remedy=Remedy(
+            "judge", "judge it", "not retrieval failures: judge the near-duplicates the run retrieved"
+        ),
         evidence=(
             "The run's top {k} holds {duplicate_doc_id!r}, a near-duplicate of the target (cosine "
             "{duplicate_cosine:.3f}), which the golden set does not judge relevant."

@@ -41,7 +41,9 @@ class Calibration:
     percentile: float
     n_pairs: int
     fallback: bool
-    model_fingerprint: str = ""  # the vectors' identity (``st-sha256:...+bf16``); ``model`` is the human label
+    model_fingerprint: str = (
+        ""  # the vectors' identity (``st-sha256:...+bf16``); ``model`` is the human label
+    )
 
     def to_dict(self) -> dict:
         return {
@@ -97,10 +99,24 @@ class Diagnosis:
     def frame(self) -> pd.DataFrame:
         """One row per failure: the table the CLI and the app show."""
         cols = [
-            "query_id", "doc_id", "class", "cosine", "run_rank", "dense_rank", "bm25_rank", "bm25_score",
-            "margin", "overlap", "missing_terms", "seed_verdict", "calibrated_verdict", "query_text", "grade",
-            "dense_rank_worst", "bm25_rank_worst",
-        ]  # fmt: skip
+            "query_id",
+            "doc_id",
+            "class",
+            "cosine",
+            "run_rank",
+            "dense_rank",
+            "bm25_rank",
+            "bm25_score",
+            "margin",
+            "overlap",
+            "missing_terms",
+            "seed_verdict",
+            "calibrated_verdict",
+            "query_text",
+            "grade",
+            "dense_rank_worst",
+            "bm25_rank_worst",
+        ]
         rows = []
         for f in self.failures:
             d = f.to_dict()
@@ -144,11 +160,23 @@ def calibrate(
     rel = ds.qrels.relevant()
     hits = space.with_vectors(top.merge(rel[["query_id", "doc_id"]], on=["query_id", "doc_id"], how="inner"))
     if len(hits) < thresholds.min_calibration_pairs:
-        return Calibration(space.model_label, thresholds.seed_cosine, thresholds.seed_cosine,
-                           thresholds.calibration_percentile, len(hits), True, space.model)  # fmt: skip
+        return Calibration(
+            space.model_label,
+            thresholds.seed_cosine,
+            thresholds.seed_cosine,
+            thresholds.calibration_percentile,
+            len(hits),
+            True,
+            space.model,
+        )
     value = float(np.percentile(space.pair_cosines(hits), thresholds.calibration_percentile))
     return Calibration(
-        space.model_label, thresholds.seed_cosine, value, thresholds.calibration_percentile, len(hits), False,
+        space.model_label,
+        thresholds.seed_cosine,
+        value,
+        thresholds.calibration_percentile,
+        len(hits),
+        False,
         space.model,
     )
 
@@ -210,7 +238,9 @@ def diagnose_run(
         if progress is not None:
             progress(i, len(pairs))
         failures.append(
-            build_failure(look, scores, q, d, g, k=k, thresholds=thresholds, calibrated=calibration.calibrated)
+            build_failure(
+                look, scores, q, d, g, k=k, thresholds=thresholds, calibrated=calibration.calibrated
+            )
         )
     failed_queries = list(dict.fromkeys(f.query_id for f in failures))
     return Diagnosis(run.name, k, mode, failures, calibration, n_golden, failed_queries, thresholds, kind)

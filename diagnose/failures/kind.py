@@ -93,7 +93,8 @@ def parse_kind_arg(text: str) -> tuple[str, str]:
     name, sep, kind = text.rpartition("=")
     if not sep or not name:
         raise DataError(
-            f"--run-kind takes NAME=KIND (KIND one of {', '.join(RUN_KINDS)}), got {text!r}.", param="run_kind"
+            f"--run-kind takes NAME=KIND (KIND one of {', '.join(RUN_KINDS)}), got {text!r}.",
+            param="run_kind",
         )
     return name, check_kind(kind.strip(), "run_kind")
 
@@ -106,7 +107,9 @@ def _tops(run: Run, k: int) -> dict[str, set[str]]:
     return out
 
 
-def _mean_overlap(a: dict[str, set[str]], b: dict[str, set[str]], queries: list[str]) -> tuple[float | None, int]:
+def _mean_overlap(
+    a: dict[str, set[str]], b: dict[str, set[str]], queries: list[str]
+) -> tuple[float | None, int]:
     vals = [len(a[q] & b[q]) / min(len(a[q]), len(b[q])) for q in queries if a.get(q) and b.get(q)]
     return (sum(vals) / len(vals) if vals else None), len(vals)
 

@@ -56,8 +56,14 @@ class Thresholds:
         }
         for name, (low, high, low_ok) in ranges.items():
             bracket = "[" if low_ok else "("
-            finite_number(getattr(self, name), name, low=low, high=high, open_low=not low_ok,
-                          message=f"{name} must be a number in {bracket}{low:g}, {high:g}], got {{value!r}}.")  # fmt: skip
+            finite_number(
+                getattr(self, name),
+                name,
+                low=low,
+                high=high,
+                open_low=not low_ok,
+                message=f"{name} must be a number in {bracket}{low:g}, {high:g}], got {{value!r}}.",
+            )
         for name in ("near_miss_factor", "min_calibration_pairs", "top_shown"):
             positive_int(getattr(self, name), name)
 
@@ -175,7 +181,10 @@ def evidence_sentence(cls: str, e: PairEvidence) -> str:
     )
     ov = f"{e.overlap:.0%} of the query terms occur in the target" if e.overlap is not None else ""
     found = "did not retrieve it" if e.run_rank is None else f"ranked it #{e.run_rank}"
-    dense, bm25 = rank_range_text(e.dense_rank, e.dense_rank_worst), rank_range_text(e.bm25_rank, e.bm25_rank_worst)
+    dense, bm25 = (
+        rank_range_text(e.dense_rank, e.dense_rank_worst),
+        rank_range_text(e.bm25_rank, e.bm25_rank_worst),
+    )
     template = CLASS_BY_ID[cls].evidence_for(e.kind)
     return template.format(**e._asdict(), base=base, ov=ov, found=found, dense=dense, bm25=bm25)
 

@@ -41,7 +41,6 @@ def as_qrels(qrels: Qrels | Dataset | PathLike | Mapping[str, Mapping[str, int]]
     if isinstance(qrels, Dataset):
         return qrels.qrels
     if isinstance(qrels, str | Path):
-
         return read_qrels(qrels)
     if isinstance(qrels, Mapping):
         q, d, g = [], [], []
@@ -84,10 +83,8 @@ def as_run(
     if isinstance(run, Run):
         return run if name is None or name == run.name else replace(run, name=name)
     if isinstance(run, str | Path):
-
         return read_run(run, name=name, report=report)
     if isinstance(run, Mapping):
-
         q, d, s = [], [], []
         hint = " (for a ranked list without scores, use a Run or a live retriever)"
         for qid, doc, score in _nested(run, "run", "score", hint):

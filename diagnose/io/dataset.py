@@ -63,7 +63,9 @@ def load_dataset(
     ``progress``.
     """
     report = report if report is not None else ValidationReport()
-    given_queries = queries  # a golden set's own queries beat the folder's, not a queries file given explicitly
+    given_queries = (
+        queries  # a golden set's own queries beat the folder's, not a queries file given explicitly
+    )
     if data_dir is not None:
         corpus, queries, qrels = _beir_files(
             data_dir, split, corpus, queries, qrels, require_qrels=require_qrels
@@ -94,7 +96,9 @@ def load_dataset(
 
 
 def _read_corpus_fields(
-    corpus: PathLike, corpus_fields: Mapping[str, str | None] | None, report: ValidationReport,
+    corpus: PathLike,
+    corpus_fields: Mapping[str, str | None] | None,
+    report: ValidationReport,
     progress: Progress = False,
 ) -> Corpus:
     """:func:`read_corpus` with the fields named by ``corpus_fields`` (``id`` or ``id_field``, likewise text, title);
@@ -259,7 +263,9 @@ def _refuse_the_golden_set_as_a_run(run: Run, qrels: Qrels, file: str) -> None:
     keys = pd.MultiIndex.from_frame(run.df[["query_id", "doc_id"]])
     if not keys.isin(grades.index).all():
         return
-    if not np.array_equal(grades.reindex(keys).to_numpy(dtype=np.float64), run.df["score"].to_numpy(dtype=np.float64)):
+    if not np.array_equal(
+        grades.reindex(keys).to_numpy(dtype=np.float64), run.df["score"].to_numpy(dtype=np.float64)
+    ):
         return
     relevant = q[(q["relevance"] > 0) & q["query_id"].isin(set(run.df["query_id"]))]
     if len(relevant) > int((grades.reindex(keys) > 0).sum()):

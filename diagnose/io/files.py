@@ -148,7 +148,9 @@ def exists(path: PathLike) -> bool:
 
 
 #: The folders input files must resolve inside (None: anywhere); set by :func:`confine_reads`, per context.
-_READ_ROOTS: contextvars.ContextVar[tuple[Path, ...] | None] = contextvars.ContextVar("read_roots", default=None)
+_READ_ROOTS: contextvars.ContextVar[tuple[Path, ...] | None] = contextvars.ContextVar(
+    "read_roots", default=None
+)
 
 
 def confine_reads(*roots: PathLike) -> contextvars.Token:

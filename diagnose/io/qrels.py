@@ -329,16 +329,28 @@ def golden_qrels(golden: GoldenSet, corpus: Corpus | None, report: ValidationRep
     if golden.judgements is not None:
         j = golden.judgements
         if corpus is None or set(j["doc_id"]).issubset(set(corpus.df["doc_id"])):
-            return _finish_qrels(_qrels_frame(j["query_id"].tolist(), j["doc_id"].tolist(), [1] * len(j)), file, report)
+            return _finish_qrels(
+                _qrels_frame(j["query_id"].tolist(), j["doc_id"].tolist(), [1] * len(j)), file, report
+            )
         node_text = dict(zip(golden.corpus["doc_id"], golden.corpus["text"], strict=True))
-        refs = [(q, i, node_text.get(d, "")) for i, (q, d) in enumerate(zip(j["query_id"], j["doc_id"], strict=True))]
+        refs = [
+            (q, i, node_text.get(d, ""))
+            for i, (q, d) in enumerate(zip(j["query_id"], j["doc_id"], strict=True))
+        ]
     if corpus is None:
         raise fatal_error(
-            file, None, "this golden set holds reference contexts (text), not document ids", None,
-            "the corpus they come from", "pass the corpus too (corpus=... in diagnose.load, --corpus or --data on "
-            "the command line) so that each context is located in a document", param="corpus",
-        )  # fmt: skip
-    spans = locate_references(refs, corpus.df["doc_id"].tolist(), corpus.df["text"].tolist(), report=report, file=file)
+            file,
+            None,
+            "this golden set holds reference contexts (text), not document ids",
+            None,
+            "the corpus they come from",
+            "pass the corpus too (corpus=... in diagnose.load, --corpus or --data on "
+            "the command line) so that each context is located in a document",
+            param="corpus",
+        )
+    spans = locate_references(
+        refs, corpus.df["doc_id"].tolist(), corpus.df["text"].tolist(), report=report, file=file
+    )
     pairs = dict.fromkeys(
         (s.query_id, s.doc_id if s.doc_id is not None else f"{UNMATCHED_PREFIX}{s.query_id}:{s.reference}")
         for s in spans

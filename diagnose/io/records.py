@@ -156,8 +156,10 @@ def _narrow(arr: pa.Array) -> pa.Array:
     if _n_leaves(arr.type) <= MAX_OBJECT_FIELDS:
         return arr
     rows = arr.to_pylist()
-    return pa.array([None if r is None else json.dumps(_drop_nulls(r), ensure_ascii=False) for r in rows],
-                    type=pa.string())  # fmt: skip
+    return pa.array(
+        [None if r is None else json.dumps(_drop_nulls(r), ensure_ascii=False) for r in rows],
+        type=pa.string(),
+    )
 
 
 def _drop_nulls(obj: Any) -> Any:

@@ -166,7 +166,8 @@ def build_run(
         dropped = order[dup[order]]  # in final order
         sample = pa.array(dropped[:5])
         examples = [
-            pair_text(a, b) for a, b in zip(q.take(sample).to_pylist(), d.take(sample).to_pylist(), strict=True)
+            pair_text(a, b)
+            for a, b in zip(q.take(sample).to_pylist(), d.take(sample).to_pylist(), strict=True)
         ]
         report.add(
             "duplicate_doc_in_run",

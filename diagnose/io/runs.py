@@ -245,7 +245,9 @@ QRELS_NOT_RUN_FIX = (
 )
 
 
-def _refuse_qrels_table(scores: np.ndarray, columns: list[str], file: str, header_line: int, header: str) -> None:
+def _refuse_qrels_table(
+    scores: np.ndarray, columns: list[str], file: str, header_line: int, header: str
+) -> None:
     """Refuse a BEIR qrels table given as a run: the BEIR qrels columns (a ``corpus-id`` column), no rank column and
     every score a small integer grade (-1..4), e.g. ``qrels/test.tsv``. A run with other column names and integer
     scores is read as a run; once the golden set is known, :func:`diagnose.io.check_run_matches_qrels` refuses any

@@ -156,9 +156,13 @@ def json_query_lines(
         qid = json_key(obj, JSON_Q_KEYS)
         if qid is None:
             raise fatal_error(
-                file, lineno, f"no query id (keys seen: {key_list(obj)})", None, expected,
+                file,
+                lineno,
+                f"no query id (keys seen: {key_list(obj)})",
+                None,
+                expected,
                 'add "query_id"',
-            )  # fmt: skip
+            )
         yield lineno, line, obj, str(qid).strip()
 
 

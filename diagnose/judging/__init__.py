@@ -100,4 +100,6 @@ def load_for_judging(
 
     if data is None and (corpus is None or queries is None):
         raise DataError("Judging needs a corpus and queries: pass a BEIR folder, or corpus= and queries=.")
-    return load(data, corpus=corpus, queries=queries, qrels=qrels, split=split, runs=runs, require_qrels=False)
+    return load(
+        data, corpus=corpus, queries=queries, qrels=qrels, split=split, runs=runs, require_qrels=False
+    )

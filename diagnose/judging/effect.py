@@ -54,11 +54,17 @@ class RunEffect:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "run": self.run, "metric": self.metric, "before": self.before, "after": self.after,
-            "failures_before": self.failures_before, "failures_after": self.failures_after,
-            "label_gaps": len(self.label_gaps), "label_gap_queries": list(self.label_gaps),
-            "queries_before": self.queries_before, "queries_after": self.queries_after,
-        }  # fmt: skip
+            "run": self.run,
+            "metric": self.metric,
+            "before": self.before,
+            "after": self.after,
+            "failures_before": self.failures_before,
+            "failures_after": self.failures_after,
+            "label_gaps": len(self.label_gaps),
+            "label_gap_queries": list(self.label_gaps),
+            "queries_before": self.queries_before,
+            "queries_after": self.queries_after,
+        }
 
 
 def _changed_pairs(before: Qrels, after: Qrels) -> tuple[int, set[tuple[str, str]]]:
@@ -94,16 +100,27 @@ def judgement_effect(before: Analysis, after: Analysis, k: int | None = None) ->
         failed_before = set(b.per_query.index[b.per_query[hit] == 0]) if b is not None else set()
         hits_after = set(ev.per_query.index[ev.per_query[hit] > 0])
         top = after.runs[name].top(k)
-        retrieved_new = {q for q, d in zip(top["query_id"].tolist(), top["doc_id"].tolist(), strict=True)
-                         if (q, d) in newly}  # fmt: skip
-        gaps = [q for q in (b.per_query.index if b is not None else []) if q in failed_before and q in hits_after
-                and q in retrieved_new]  # fmt: skip
+        retrieved_new = {
+            q
+            for q, d in zip(top["query_id"].tolist(), top["doc_id"].tolist(), strict=True)
+            if (q, d) in newly
+        }
+        gaps = [
+            q
+            for q in (b.per_query.index if b is not None else [])
+            if q in failed_before and q in hits_after and q in retrieved_new
+        ]
         effect = RunEffect(
-            run=name, metric=metric, before=float(b.aggregate[metric]) if b is not None else None,
-            after=float(ev.aggregate[metric]), failures_before=len(failed_before),
-            failures_after=int((ev.per_query[hit] == 0).sum()), label_gaps=[str(q) for q in gaps],
-            queries_before=b.n_queries if b is not None else 0, queries_after=ev.n_queries,
-        )  # fmt: skip
+            run=name,
+            metric=metric,
+            before=float(b.aggregate[metric]) if b is not None else None,
+            after=float(ev.aggregate[metric]),
+            failures_before=len(failed_before),
+            failures_after=int((ev.per_query[hit] == 0).sum()),
+            label_gaps=[str(q) for q in gaps],
+            queries_before=b.n_queries if b is not None else 0,
+            queries_after=ev.n_queries,
+        )
         out["runs"][name] = effect.to_dict()
         out["sentences"][name] = effect.sentence(n_judged)
     return out

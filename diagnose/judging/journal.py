@@ -23,8 +23,6 @@ JOURNAL_ENV = "DIAGNOSE_JOURNAL"
 JOURNAL_NAME = "judgements.jsonl"
 
 
-
-
 def _default_judge() -> str:
     import getpass
 

@@ -72,20 +72,33 @@ def merge(qrels: Qrels, extra: Journal | Qrels, *, report: ValidationReport | No
     (:class:`MergeCounts`: how many were added, how many overrode a grade)."""
     new = _as_new(extra, report)
     counts = merge_counts(qrels, new)
-    grade = dict(zip(zip(new.df["query_id"].tolist(), new.df["doc_id"].tolist(), strict=True),
-                     new.df["relevance"].tolist(), strict=True))  # fmt: skip
+    grade = dict(
+        zip(
+            zip(new.df["query_id"].tolist(), new.df["doc_id"].tolist(), strict=True),
+            new.df["relevance"].tolist(),
+            strict=True,
+        )
+    )
     base = qrels.df.copy()
     keys = list(zip(base["query_id"].tolist(), base["doc_id"].tolist(), strict=True))
     base["relevance"] = np.asarray(
-        [int(grade.pop(key)) if key in grade else int(g) for key, g in zip(keys, base["relevance"].tolist(),
-                                                                              strict=True)], dtype=np.int64,
-    )  # fmt: skip
+        [
+            int(grade.pop(key)) if key in grade else int(g)
+            for key, g in zip(keys, base["relevance"].tolist(), strict=True)
+        ],
+        dtype=np.int64,
+    )
     added = qrels_of(grade, "").df
     df = pd.concat([base, added], ignore_index=True) if len(added) else base.reset_index(drop=True)
     df["relevance"] = df["relevance"].astype(np.int64)
     if report is not None:
-        report.add("judgements_merged", counts.sentence(), severity="info", file=counts.source,
-                   count=max(1, counts.judgements))  # fmt: skip
+        report.add(
+            "judgements_merged",
+            counts.sentence(),
+            severity="info",
+            file=counts.source,
+            count=max(1, counts.judgements),
+        )
     source = " + ".join(s for s in (qrels.source, counts.source) if s)
     return Qrels(df, source)
 
@@ -149,8 +162,10 @@ def _read_graded_queue(path: Path, report: ValidationReport | None) -> Qrels:
         report.add(
             "queue_rows_not_graded",
             f"{ungraded} rows of the judging queue have no grade and {skipped} were skipped: not judgements",
-            severity="info", file=str(path), count=ungraded + skipped,
-        )  # fmt: skip
+            severity="info",
+            file=str(path),
+            count=ungraded + skipped,
+        )
     return qrels_of(latest(entries, str(path), report), str(path))
 
 
@@ -162,9 +177,10 @@ def _check_writable(qrels: Qrels, path: PathLike, what: str, bad: str, fix: str)
         has = df[col].astype("str").str.contains(bad, regex=True)
         if has.any():
             raise param_error(
-                "qrels", f"{path}: cannot write {what}: the {col} {str(df.loc[has, col].iloc[0])!r} contains "
+                "qrels",
+                f"{path}: cannot write {what}: the {col} {str(df.loc[has, col].iloc[0])!r} contains "
                 f"whitespace that the format uses as a separator. Fix: {fix}.",
-            )  # fmt: skip
+            )
     return df
 
 

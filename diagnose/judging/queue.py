@@ -24,9 +24,19 @@ if TYPE_CHECKING:
     from diagnose.space import VectorSpace
 
 QUEUE_COLUMNS = [
-    "priority", "query_id", "doc_id", "reason", "score", "near_duplicate", "runs", "retrieved_by", "bm25_rank",
-    "dense_rank", "max_cos_to_relevant", "closest_relevant",
-]  # fmt: skip
+    "priority",
+    "query_id",
+    "doc_id",
+    "reason",
+    "score",
+    "near_duplicate",
+    "runs",
+    "retrieved_by",
+    "bm25_rank",
+    "dense_rank",
+    "max_cos_to_relevant",
+    "closest_relevant",
+]
 
 
 def _discount(rank: Any) -> float:
@@ -48,8 +58,11 @@ def _queries_to_judge(analysis: Analysis, user_runs: Mapping[str, Run], golden: 
     ds = analysis.dataset
     texts = ds.queries.text_of()
     if len(ds.qrels.df):
-        wanted = list(dict.fromkeys([*golden, *ds.qrels.query_ids(), *(q for r in user_runs.values()
-                                                                       for q in r.query_ids())]))  # fmt: skip
+        wanted = list(
+            dict.fromkeys(
+                [*golden, *ds.qrels.query_ids(), *(q for r in user_runs.values() for q in r.query_ids())]
+            )
+        )
     else:
         wanted = list(texts)
     with_text = [q for q in wanted if str(texts.get(q, "")).strip()]
@@ -93,14 +106,23 @@ def _query_space(analysis: Analysis, qids: list[str], golden: list[str]) -> Vect
         cache = embed.EmbeddingCache(Path(analysis.cache_dir) / "embeddings" if analysis.cache_dir else None)
         vecs = embed.embed_texts(analysis.encoder, [texts[q] for q in extra], cache=cache, report=ds.report)
         return VectorSpace.from_arrays(
-            space.model, list(space.doc_ids), space.doc_vecs, [*space.query_ids, *extra],
-            np.vstack([space.query_vecs, vecs]), label=space.label,
-        )  # fmt: skip
+            space.model,
+            list(space.doc_ids),
+            space.doc_vecs,
+            [*space.query_ids, *extra],
+            np.vstack([space.query_vecs, vecs]),
+            label=space.label,
+        )
     if isinstance(emb, Mapping):
         return VectorSpace.build(
-            ds, qids, doc_embeddings=emb.get("doc"), query_embeddings=emb.get("query"), doc_ids=emb.get("doc_ids"),
-            query_ids_file=emb.get("query_ids"), report=ds.report,
-        )  # fmt: skip
+            ds,
+            qids,
+            doc_embeddings=emb.get("doc"),
+            query_embeddings=emb.get("query"),
+            doc_ids=emb.get("doc_ids"),
+            query_ids_file=emb.get("query_ids"),
+            report=ds.report,
+        )
     if emb is not None:  # a VectorSpace given whole
         return emb
     return VectorSpace.build(
@@ -126,8 +148,11 @@ def _probe_runs(analysis: Analysis, qids: list[str], space: VectorSpace) -> dict
 
 def _ranks(run: Run) -> dict[tuple[str, str], int]:
     df = run.df
-    return dict(zip(zip(df["query_id"].tolist(), df["doc_id"].tolist(), strict=True), df["rank"].tolist(),
-                    strict=True))  # fmt: skip
+    return dict(
+        zip(
+            zip(df["query_id"].tolist(), df["doc_id"].tolist(), strict=True), df["rank"].tolist(), strict=True
+        )
+    )
 
 
 def judge_queue(
@@ -284,17 +309,30 @@ def _rows(
             signals.append(max(0.0, max_cos))
         near = bool(rels) and max_cos >= dup_cos
         where = f"in the top {k} of {len(by)} run{'s' if len(by) != 1 else ''}"
-        ranks = (f"BM25 #{b}" if b else f"BM25 beyond #{analysis.depth}") + ", " + (
-            f"dense #{dn}" if dn else f"dense beyond #{analysis.depth}")  # fmt: skip
+        ranks = (
+            (f"BM25 #{b}" if b else f"BM25 beyond #{analysis.depth}")
+            + ", "
+            + (f"dense #{dn}" if dn else f"dense beyond #{analysis.depth}")
+        )
         sim = f"; cos {max_cos:.2f} to relevant {closest}" if rels and not near else ""
         reason = f"{where}; {ranks}{sim}"
         if near:
             reason = f"near-duplicate of relevant {closest} (cos {max_cos:.3f}); " + reason
-        rows.append({
-            "query_id": q, "doc_id": d, "reason": reason, "score": float(np.mean(signals)), "near_duplicate": near,
-            "runs": len(by), "retrieved_by": ", ".join(by), "bm25_rank": b, "dense_rank": dn,
-            "max_cos_to_relevant": max_cos, "closest_relevant": closest,
-        })  # fmt: skip
+        rows.append(
+            {
+                "query_id": q,
+                "doc_id": d,
+                "reason": reason,
+                "score": float(np.mean(signals)),
+                "near_duplicate": near,
+                "runs": len(by),
+                "retrieved_by": ", ".join(by),
+                "bm25_rank": b,
+                "dense_rank": dn,
+                "max_cos_to_relevant": max_cos,
+                "closest_relevant": closest,
+            }
+        )
     return rows
 
 
@@ -305,9 +343,10 @@ def _ordered(rows: list[dict[str, Any]], limit: int | None) -> pd.DataFrame:
     if len(table):
         table["_dup"] = np.where(table["near_duplicate"], table["max_cos_to_relevant"], -np.inf)
         table = table.sort_values(
-            ["near_duplicate", "_dup", "score", "query_id", "doc_id"], ascending=[False, False, False, True, True],
+            ["near_duplicate", "_dup", "score", "query_id", "doc_id"],
+            ascending=[False, False, False, True, True],
             kind="mergesort",
-        ).drop(columns="_dup")  # fmt: skip
+        ).drop(columns="_dup")
     table = table.reset_index(drop=True)
     for col in ("bm25_rank", "dense_rank"):
         table[col] = table[col].astype("Int64")

@@ -153,7 +153,9 @@ def journal_entries(raw: bytes, source: str) -> tuple[list[Entry], list[int]]:
             torn.append(lineno)
             continue
         if not isinstance(obj, dict):
-            raise DataError(f"{where}: expected a JSON object per line, got {type(obj).__name__}.", param="journal")
+            raise DataError(
+                f"{where}: expected a JSON object per line, got {type(obj).__name__}.", param="journal"
+            )
         missing = [key for key in ("query_id", "doc_id", "grade") if key not in obj]
         if missing:
             raise DataError(
@@ -162,10 +164,16 @@ def journal_entries(raw: bytes, source: str) -> tuple[list[Entry], list[int]]:
                 "or delete it.",
                 param="journal",
             )
-        out.append(Entry(
-            check_id(obj["query_id"], "query_id", where), check_id(obj["doc_id"], "doc_id", where),
-            check_grade(obj["grade"], where), str(obj.get("time", "")), str(obj.get("judge", "")), lineno,
-        ))  # fmt: skip
+        out.append(
+            Entry(
+                check_id(obj["query_id"], "query_id", where),
+                check_id(obj["doc_id"], "doc_id", where),
+                check_grade(obj["grade"], where),
+                str(obj.get("time", "")),
+                str(obj.get("judge", "")),
+                lineno,
+            )
+        )
     return out, torn
 
 
@@ -174,7 +182,9 @@ def journal_entries(raw: bytes, source: str) -> tuple[list[Entry], list[int]]:
 
 def is_queue_header(line: bytes) -> bool:
     """Whether ``line`` is the header of a judging queue TSV written by :func:`write_queue_tsv`."""
-    return line.removeprefix(b"\xef\xbb\xbf").rstrip(b"\r").split(b"\t") == [c.encode() for c in QUEUE_TSV_COLUMNS]
+    return line.removeprefix(b"\xef\xbb\xbf").rstrip(b"\r").split(b"\t") == [
+        c.encode() for c in QUEUE_TSV_COLUMNS
+    ]
 
 
 def write_queue_tsv(table: pd.DataFrame) -> str:
@@ -188,7 +198,9 @@ def write_queue_tsv(table: pd.DataFrame) -> str:
                 "break, which a line-based TSV cannot hold. Fix: remove line breaks from the ids.",
                 param="queries" if col == "query_id" else "corpus",
             )
-    return table[QUEUE_TSV_COLUMNS].to_csv(sep="\t", index=False, lineterminator="\n", quoting=csv.QUOTE_MINIMAL)
+    return table[QUEUE_TSV_COLUMNS].to_csv(
+        sep="\t", index=False, lineterminator="\n", quoting=csv.QUOTE_MINIMAL
+    )
 
 
 def _tsv_row(line: bytes) -> list[str] | None:
@@ -209,7 +221,8 @@ def ascii_grade(text: str, where: str) -> int | str | None:
     if not _ASCII_GRADE.fullmatch(text):
         shown = text if len(text) <= 40 else f"{text[:40]}... ({len(text):,} characters)"
         raise DataError(
-            f"{where}: the grade {shown!r} is not 0, 1, 2, 3 or skip (written with the digits 0-9).", param="grade"
+            f"{where}: the grade {shown!r} is not 0, 1, 2, 3 or skip (written with the digits 0-9).",
+            param="grade",
         )
     return check_grade(int(text), where)
 
@@ -237,8 +250,16 @@ def queue_entries(raw: bytes, source: str) -> tuple[list[Entry], list[int], int,
         if grade == SKIP:
             skipped += 1
             continue
-        out.append(Entry(check_id(row[q_at], "query_id", where), check_id(row[d_at], "doc_id", where), grade, "",
-                         "", lineno))  # fmt: skip
+        out.append(
+            Entry(
+                check_id(row[q_at], "query_id", where),
+                check_id(row[d_at], "doc_id", where),
+                grade,
+                "",
+                "",
+                lineno,
+            )
+        )
     return out, torn, ungraded, skipped
 
 

@@ -128,7 +128,9 @@ class BM25Index:
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Top-k of every query as flat arrays (query row, doc row, score, 1-based rank), in rank order."""
         if isinstance(query_texts, str):
-            raise DataError("Pass a sequence of query texts, not one string: use [query].", param="query_texts")
+            raise DataError(
+                "Pass a sequence of query texts, not one string: use [query].", param="query_texts"
+            )
         if not is_int(k) or k < 1:
             raise DataError(f"k must be >= 1, got {k}.", param="k")
         n = len(self)
@@ -230,7 +232,12 @@ def _topk_rows(
 def _engine_and_method(engine: str, method: str | None) -> tuple[str, str]:
     """``(engine, method)`` with ``-`` read as ``_`` and the engine's default method; DataError for an unknown one."""
     engine = engine.replace("-", "_") if isinstance(engine, str) else engine
-    one_of(engine, "engine", ENGINES, message="Unknown BM25 engine {value!r}; choose one of " + ", ".join(ENGINES) + ".")
+    one_of(
+        engine,
+        "engine",
+        ENGINES,
+        message="Unknown BM25 engine {value!r}; choose one of " + ", ".join(ENGINES) + ".",
+    )
     if engine == "bm25s":
         method = method or "lucene"
         if method not in BM25S_METHODS:
@@ -241,7 +248,8 @@ def _engine_and_method(engine: str, method: str | None) -> tuple[str, str]:
         method = method or "okapi"
         if method != "okapi":
             raise DataError(
-                f"engine 'rank_bm25' only implements BM25Okapi (method 'okapi'), not {method!r}.", param="method"
+                f"engine 'rank_bm25' only implements BM25Okapi (method 'okapi'), not {method!r}.",
+                param="method",
             )
     return engine, method
 

@@ -44,11 +44,15 @@ def _bm25s_scores_vectorised(retriever: Any, tokens: list[list[str]], vocab: dic
         return None
     n_docs, n_vocab = len(tokens), len(vocab)
     lens = np.fromiter(map(len, tokens), dtype=np.int64, count=n_docs)
-    flat = np.fromiter(map(vocab.__getitem__, chain.from_iterable(tokens)), dtype=np.int64, count=int(lens.sum()))
+    flat = np.fromiter(
+        map(vocab.__getitem__, chain.from_iterable(tokens)), dtype=np.int64, count=int(lens.sum())
+    )
     doc_of = np.repeat(np.arange(n_docs, dtype=np.int64), lens)
     keys, first, counts = np.unique(doc_of * n_vocab + flat, return_index=True, return_counts=True)
     del flat
-    order = np.argsort(first, kind="stable")  # documents in order, terms by first occurrence (Counter's order)
+    order = np.argsort(
+        first, kind="stable"
+    )  # documents in order, terms by first occurrence (Counter's order)
     keys, counts = keys[order], counts[order]
     doc_idx, voc_idx = np.divmod(keys, n_vocab)
     del keys, order, first
@@ -63,9 +67,13 @@ def _bm25s_scores_vectorised(retriever: Any, tokens: list[list[str]], vocab: dic
     )
     tf_array = counts.astype(retriever.dtype)
     tfc = scoring._select_tfc_scorer(retriever.method)(
-        tf_array=tf_array, l_d=lens[doc_idx], l_avg=avg_doc_len, k1=retriever.k1, b=retriever.b,
+        tf_array=tf_array,
+        l_d=lens[doc_idx],
+        l_avg=avg_doc_len,
+        k1=retriever.k1,
+        b=retriever.b,
         delta=retriever.delta,
-    )  # fmt: skip
+    )
     scores_flat = np.empty(len(tf_array), dtype=retriever.dtype)
     scores_flat[:] = idf_array[voc_idx] * tfc
     doc_idx = doc_idx.astype(retriever.int_dtype)

@@ -94,4 +94,6 @@ def metric_bounds(
         kernel = name.metric.upper
         # s = 0 is today's value: the maximum only guards against the last bit of a different summation order
         upper[:, j] = lower[:, j] if kernel is None else np.maximum(kernel(t, name.k), lower[:, j])
-    return MetricBounds(build_evaluation(prep, run, t, names, lower), build_evaluation(prep, run, t, names, upper))
+    return MetricBounds(
+        build_evaluation(prep, run, t, names, lower), build_evaluation(prep, run, t, names, upper)
+    )

@@ -162,7 +162,9 @@ def expand_names(metrics: Sequence[str | MetricName] | None, ks: Sequence[int]) 
             raise _unknown(str(raw), family, None)
         if REGISTRY[family].cutoff == "required":
             if not ks:
-                raise DataError(f"Metric {raw!r} needs a cutoff: give cutoffs (k) or write {family}@10.", param="k")
+                raise DataError(
+                    f"Metric {raw!r} needs a cutoff: give cutoffs (k) or write {family}@10.", param="k"
+                )
             out.extend(MetricName(family, int(k)) for k in ks)
         else:
             out.append(MetricName(family))

@@ -293,7 +293,12 @@ class _EpochFile:
 
 
 def _fit_umap_large(
-    x: np.ndarray, n_neighbors: int, min_dist: float, seed: int | None, recipe: LayoutRecipe, reporter: Reporter
+    x: np.ndarray,
+    n_neighbors: int,
+    min_dist: float,
+    seed: int | None,
+    recipe: LayoutRecipe,
+    reporter: Reporter,
 ) -> np.ndarray:
     """UMAP of unit rows ``x`` with a non-default :class:`LayoutRecipe`, each stage announced to ``reporter``."""
     enable_numba_cache()
@@ -314,9 +319,15 @@ def _fit_umap_large(
 
         reporter.step(f"Building the neighbour graph (NN-descent, {k} neighbours of {n:,} points)")
         index = NNDescent(
-            y, metric=metric, n_neighbors=k, random_state=seed, low_memory=True,
-            n_jobs=1 if seed is not None else -1, verbose=False, compressed=True,
-        )  # fmt: skip
+            y,
+            metric=metric,
+            n_neighbors=k,
+            random_state=seed,
+            low_memory=True,
+            n_jobs=1 if seed is not None else -1,
+            verbose=False,
+            compressed=True,
+        )
         knn_idx, knn_dist = index.neighbor_graph
         del index
     reporter.step("Optimising the layout: fuzzy graph and spectral start")
@@ -325,11 +336,17 @@ def _fit_umap_large(
         warnings.filterwarnings("ignore", message=".*knn_search_index.*")
         warnings.filterwarnings("ignore", message=".*n_jobs value.*")
         reducer = umap.UMAP(
-            n_neighbors=k, min_dist=min_dist, metric=metric, random_state=seed,
-            n_jobs=1 if seed is not None else -1, precomputed_knn=(knn_idx, knn_dist, None),
-            n_epochs=recipe.n_epochs, low_memory=True, verbose=False,
+            n_neighbors=k,
+            min_dist=min_dist,
+            metric=metric,
+            random_state=seed,
+            n_jobs=1 if seed is not None else -1,
+            precomputed_knn=(knn_idx, knn_dist, None),
+            n_epochs=recipe.n_epochs,
+            low_memory=True,
+            verbose=False,
             tqdm_kwds={"disable": False, "file": epochs, "bar_format": "{n}/{total}", "mininterval": 0.5},
-        )  # fmt: skip
+        )
         coords = reducer.fit_transform(y)
     return np.asarray(coords, dtype=np.float32)
 

@@ -96,10 +96,17 @@ def project_collection(
 
 
 def build_whole_map(
-    *, doc_ids: Sequence[str], doc_texts: Sequence[str], doc_vecs: np.ndarray,
-    query_ids: Sequence[str], query_texts: Sequence[str], query_vecs: np.ndarray,
-    failed: Sequence[FailedQuery] = (), projected: Projection | None = None, **kwargs: Any,
-) -> EmbeddingMap:  # fmt: skip
+    *,
+    doc_ids: Sequence[str],
+    doc_texts: Sequence[str],
+    doc_vecs: np.ndarray,
+    query_ids: Sequence[str],
+    query_texts: Sequence[str],
+    query_vecs: np.ndarray,
+    failed: Sequence[FailedQuery] = (),
+    projected: Projection | None = None,
+    **kwargs: Any,
+) -> EmbeddingMap:
     """The map of *every* document and query (no sampling), for the deck.gl chart
     (:func:`diagnose.charts.deck.embedding_deck`). ``projected``: the :func:`project_collection` of these vectors when
     already computed (the app computes it once per data and model, in a background thread); else it is computed
@@ -114,7 +121,12 @@ def build_whole_map(
     if proj.coords.shape != (n, 2):
         raise ValueError(f"projected has {len(proj.coords)} points, expected {n} (every document and query)")
     points = map_frame(
-        proj.coords, sample, doc_ids=doc_ids, doc_texts=doc_texts, query_ids=query_ids, query_texts=query_texts,
+        proj.coords,
+        sample,
+        doc_ids=doc_ids,
+        doc_texts=doc_texts,
+        query_ids=query_ids,
+        query_texts=query_texts,
         failed=failed,
-    )  # fmt: skip
+    )
     return EmbeddingMap(points=points, edges=map_edges(points, failed), sample=sample, projection=proj)

@@ -139,12 +139,21 @@ class RetrieverInterrupted(KeyboardInterrupt):
     so it still stops whatever called :func:`run_retriever`."""
 
     def __init__(
-        self, run_name: str, run: Run | None, answered: int, in_flight: list[str], not_started: int, total: int
+        self,
+        run_name: str,
+        run: Run | None,
+        answered: int,
+        in_flight: list[str],
+        not_started: int,
+        total: int,
     ) -> None:
         self.run_name, self.run, self.answered = run_name, run, answered
         self.in_flight, self.not_started, self.total = in_flight, not_started, total
-        still = f"; still running: {', '.join(in_flight[:10])}{' ...' if len(in_flight) > 10 else ''}" if (
-            in_flight) else ""  # fmt: skip
+        still = (
+            f"; still running: {', '.join(in_flight[:10])}{' ...' if len(in_flight) > 10 else ''}"
+            if (in_flight)
+            else ""
+        )
         super().__init__(
             f"retriever {run_name!r} interrupted (Ctrl-C) after {answered} of {total} queries{still}; "
             f"{not_started} not started"
@@ -155,9 +164,15 @@ def check_timeout(timeout: Any, param: str = "timeout") -> float | None:
     """``timeout`` as seconds: a positive finite number, or None (no limit); else DataError naming ``param``."""
     if timeout is None:
         return None
-    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not math.isfinite(timeout) or timeout <= 0:
+    if (
+        isinstance(timeout, bool)
+        or not isinstance(timeout, int | float)
+        or not math.isfinite(timeout)
+        or timeout <= 0
+    ):
         raise DataError(
-            f"{param} must be a positive number of seconds (or None for no limit), got {timeout!r}.", param=param
+            f"{param} must be a positive number of seconds (or None for no limit), got {timeout!r}.",
+            param=param,
         )
     return float(timeout)
 
@@ -229,7 +244,12 @@ def run_retriever(
 
 
 def _as_run(
-    qids: list[str], outcomes: list[Outcome], reading: tuple, run_name: str, source: str, report: ValidationReport
+    qids: list[str],
+    outcomes: list[Outcome],
+    reading: tuple,
+    run_name: str,
+    source: str,
+    report: ValidationReport,
 ) -> Run | None:
     """The run of the queries' outcomes (``reading``: id_key, mapper, collapse, depth), counted in ``report``;
     None when no query returned."""
@@ -247,8 +267,18 @@ def _interrupted(
 ) -> RetrieverInterrupted:
     """Ctrl-C: the partial run of the queries answered (counted in ``report``) and who was still running."""
     done = [i for i, o in enumerate(stop.outcomes) if o is not None]
-    partial = _as_run([qids[i] for i in done], [stop.outcomes[i] for i in done], reading, run_name,
-                      source + " (interrupted)", report) if done else None  # fmt: skip
+    partial = (
+        _as_run(
+            [qids[i] for i in done],
+            [stop.outcomes[i] for i in done],
+            reading,
+            run_name,
+            source + " (interrupted)",
+            report,
+        )
+        if done
+        else None
+    )
     in_flight = [qids[i] for i in stop.in_flight]
     return RetrieverInterrupted(
         run_name, partial, len(done), in_flight, len(qids) - len(done) - len(in_flight), len(qids)
@@ -256,8 +286,11 @@ def _interrupted(
 
 
 def _errors(qids: list[str], outcomes: list[Outcome]) -> list[tuple[str, str]]:
-    return [(q, f"{type(r).__name__}: {r}") for q, (r, _) in zip(qids, outcomes, strict=True)
-            if isinstance(r, BaseException)]  # fmt: skip
+    return [
+        (q, f"{type(r).__name__}: {r}")
+        for q, (r, _) in zip(qids, outcomes, strict=True)
+        if isinstance(r, BaseException)
+    ]
 
 
 def _golden(
@@ -294,7 +327,9 @@ def _golden(
     for raw, t in pairs:
         q = str(raw).strip()
         if not q:
-            raise DataError(f"queries: the query id {raw!r} is empty. Fix: give every query an id.", param="queries")
+            raise DataError(
+                f"queries: the query id {raw!r} is empty. Fix: give every query an id.", param="queries"
+            )
         if q in given:
             raise DataError(
                 f"queries: the query ids {given[q]!r} ({type(given[q]).__name__}) and {raw!r} "

@@ -70,9 +70,7 @@ class Interrupted(Exception):
         self.in_flight = in_flight
 
 
-def _ticker(
-    progress: Progress, total: int, run_name: str
-) -> tuple[Callable[[], None], Callable[[], None]]:
+def _ticker(progress: Progress, total: int, run_name: str) -> tuple[Callable[[], None], Callable[[], None]]:
     """``(tick, finish)``: ``tick()`` per finished query and ``finish()`` at the end, driving the
     :mod:`diagnose.progress` bar of ``progress`` (``True``: tqdm on stderr, on a terminal or in a notebook). Both are
     called from the calling thread only (a reporter may draw on a page only that thread may touch: Streamlit)."""
@@ -195,7 +193,11 @@ def _call_here(fn: Callable[[str], Any], texts: list[str], tick: Callable[[], No
 
 
 def _call_pool(
-    fn: Callable[[str], Any], texts: list[str], concurrency: int, timeout: float | None, tick: Callable[[], None]
+    fn: Callable[[str], Any],
+    texts: list[str],
+    concurrency: int,
+    timeout: float | None,
+    tick: Callable[[], None],
 ) -> list[Outcome]:
     """Every query's :data:`Outcome` in input order (see the module docstring)."""
     pool = _Pool(fn, texts, timeout)
@@ -249,9 +251,10 @@ def call_retriever(
     LlamaIndex one, or the callable, on ``concurrency`` daemon workers with ``timeout`` seconds per query; the
     progress bar of ``progress`` ticks per query. Raises :class:`Interrupted` on Ctrl-C."""
     tick, finish = _ticker(progress, len(texts), run_name)
-    fn = {"langchain": getattr(retriever, "invoke", None), "llamaindex": getattr(retriever, "retrieve", None)}.get(
-        kind, retriever
-    )
+    fn = {
+        "langchain": getattr(retriever, "invoke", None),
+        "llamaindex": getattr(retriever, "retrieve", None),
+    }.get(kind, retriever)
     if concurrency == 1 and timeout is None:
         outcomes = _call_here(fn, texts, tick)
     else:

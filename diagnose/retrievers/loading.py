@@ -23,7 +23,8 @@ def parse_retriever_spec(spec: str) -> tuple[str, str]:
     name, sep, target = spec.partition("=")
     if not sep or not name.strip() or ":" not in target:
         raise DataError(
-            f"retriever expects NAME=module:attr, e.g. prod=my_rag:retriever; got {spec!r}.", param="retriever"
+            f"retriever expects NAME=module:attr, e.g. prod=my_rag:retriever; got {spec!r}.",
+            param="retriever",
         )
     return name.strip(), target.strip()
 

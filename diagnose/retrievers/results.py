@@ -31,7 +31,6 @@ def chunk_mapper(chunk_to_doc: ChunkToDoc) -> tuple[Callable[[str], Any] | None,
     )
 
 
-
 def ranked_lists(
     qids: list[str],
     outcomes: list[Outcome],
@@ -286,7 +285,9 @@ def _record_problems(
         )
 
 
-def _note(report: ValidationReport, code: str, ids: list[str], message: str, severity: Severity = "info") -> None:
+def _note(
+    report: ValidationReport, code: str, ids: list[str], message: str, severity: Severity = "info"
+) -> None:
     """A problem counted by the queries it happened to (``ids``, also its examples)."""
     report.add(code, message, severity=severity, count=len(ids), examples=ids)
 

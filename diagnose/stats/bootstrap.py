@@ -83,9 +83,14 @@ def bootstrap_ci(
 
 
 def paired_bootstrap_ci(
-    a: Scores, b: Scores, *, n_resamples: int = defaults.RESAMPLES, confidence: float = 0.95, seed: int = defaults.SEED,
+    a: Scores,
+    b: Scores,
+    *,
+    n_resamples: int = defaults.RESAMPLES,
+    confidence: float = 0.95,
+    seed: int = defaults.SEED,
     method: BootstrapMethod = "percentile",
-) -> tuple[float, float]:  # fmt: skip
+) -> tuple[float, float]:
     """Bootstrap CI of the mean difference ``mean(b) - mean(a)``, resampling **queries** (the same resampled
     query indices for both runs). Since ``mean(b[i]) - mean(a[i]) == mean((b - a)[i])`` for any index vector
     ``i``, this is exactly :func:`bootstrap_ci` of the per-query differences ``b - a``; pairing keeps the

@@ -95,7 +95,9 @@ class Comparison:
             direction = "higher" if self.mean_diff > 0 else "lower"
             head = f"{self.run} is {diff} {direction} than {self.reference} on {self.metric}"
         effect = f", effect size d_z {self.effect_size:.2f}" if math.isfinite(self.effect_size) else ""
-        detail = f" ({round(CI_LEVEL * 100)}% CI {low} to {high}, p_holm{_fmt_p(self.p_holm)}{effect}, {queries})"
+        detail = (
+            f" ({round(CI_LEVEL * 100)}% CI {low} to {high}, p_holm{_fmt_p(self.p_holm)}{effect}, {queries})"
+        )
         if self.significant:
             return f"{head}{detail}: significant."
         if math.isfinite(self.mdd) and self.mdd > 0:
@@ -108,9 +110,17 @@ class Comparison:
 
 
 def compare(
-    a: Scores, b: Scores, *, metric: str, run: str, reference: str,
-    alpha: float = 0.05, n_resamples: int = defaults.RESAMPLES, seed: int = defaults.SEED, bootstrap_method: BootstrapMethod = "percentile",
-) -> Comparison:  # fmt: skip
+    a: Scores,
+    b: Scores,
+    *,
+    metric: str,
+    run: str,
+    reference: str,
+    alpha: float = 0.05,
+    n_resamples: int = defaults.RESAMPLES,
+    seed: int = defaults.SEED,
+    bootstrap_method: BootstrapMethod = "percentile",
+) -> Comparison:
     """Compare run ``b`` (named ``run``) with reference ``a`` (named ``reference``) on one metric.
 
     Runs every test above on the same per-query differences ``b - a``; the CI is the 95% paired bootstrap CI

@@ -85,7 +85,9 @@ def _sign_flip_pvalue(d: np.ndarray, n_resamples: int, seed: int) -> float:
     return (count + 1) / (n_resamples + 1)
 
 
-def randomization_test(a: Scores, b: Scores, *, n_resamples: int = defaults.RESAMPLES, seed: int = defaults.SEED) -> float:
+def randomization_test(
+    a: Scores, b: Scores, *, n_resamples: int = defaults.RESAMPLES, seed: int = defaults.SEED
+) -> float:
     """Two-sided paired randomization (sign-flip permutation) test of ``mean(b - a) = 0``.
 
     Under the null hypothesis that the two runs are exchangeable on each query, each per-query difference is

@@ -96,8 +96,15 @@ def diffs_or_values(a: Scores, b: Scores | None, what: str) -> np.ndarray:
 
 
 def check_fraction(value: float, name: str) -> float:
-    return finite_number(value, name, low=0.0, high=1.0, open_low=True, open_high=True,
-                         message=f"{name} must be strictly between 0 and 1, got {{value!r}}.")  # fmt: skip
+    return finite_number(
+        value,
+        name,
+        low=0.0,
+        high=1.0,
+        open_low=True,
+        open_high=True,
+        message=f"{name} must be strictly between 0 and 1, got {{value!r}}.",
+    )
 
 
 def check_resamples(n_resamples: int) -> int:

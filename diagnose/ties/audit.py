@@ -75,7 +75,9 @@ def tie_audit(
     sampled = 0
     if len(groups):
         scope = _scope(lay, counts)
-        sampled = _widen_over_orders(qrels, run, lay, scope, names, exact, lo, hi, n_orders, seed, relevance_level)
+        sampled = _widen_over_orders(
+            qrels, run, lay, scope, names, exact, lo, hi, n_orders, seed, relevance_level
+        )
 
     value = base_values.to_numpy(dtype=np.float64)
     depends = (hi - lo > TOL).any(axis=1) if len(names) else np.zeros(len(golden), dtype=bool)
@@ -277,7 +279,9 @@ def add_to_report(audit: TieAudit, report: ValidationReport) -> None:
         report.add(
             "score_ties",
             audit.message() or "",
-            severity="info" if audit.tool_made else "warning",  # the tool's own runs: nothing for the user to fix
+            severity="info"
+            if audit.tool_made
+            else "warning",  # the tool's own runs: nothing for the user to fix
             file=file,
             count=audit.n_queries_metric_depends_on_order,
             examples=audit.query_examples(),

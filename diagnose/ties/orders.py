@@ -47,7 +47,9 @@ def tie_layout(run: Run) -> Layout:
     qcode, qids = pd.factorize(df["query_id"], sort=False)
     ranks = df["rank"].to_numpy(dtype=np.int64)
     step_q, step_r = np.diff(qcode), np.diff(ranks)
-    if ((step_q > 0) | ((step_q == 0) & (step_r > 0))).all():  # already by (query, rank): a run from diagnose.io
+    if (
+        (step_q > 0) | ((step_q == 0) & (step_r > 0))
+    ).all():  # already by (query, rank): a run from diagnose.io
         order = np.arange(n)
     else:
         order = np.lexsort((np.arange(n), ranks, qcode))

@@ -13,7 +13,11 @@ import pandas as pd
 TOL = 1e-12
 PRINTED_DIGITS = 4  # the reports print a metric's mean to 4 decimals: a narrower range is not worth a warning
 EXAMPLE_DIGITS = 3  # an example query's range is printed to 3 decimals
-TOOL_SOURCES = ("BM25 (", "RRF(", "exact dense search")  # Run.source of the runs the tool makes (baselines, fusion)
+TOOL_SOURCES = (
+    "BM25 (",
+    "RRF(",
+    "exact dense search",
+)  # Run.source of the runs the tool makes (baselines, fusion)
 
 
 class TieRange(NamedTuple):
@@ -115,8 +119,10 @@ class TieAudit:
             more = f" and {len(others) - 2} more" if len(others) > 2 else ""
             text += f"; also {shown}{more}"
         if self.tool_made:
-            return text + (". This run is the tool's own (equal scores, ordered by doc id as trec_eval does): its "
-                           "numbers carry this uncertainty, there is no retriever of yours to change.")  # fmt: skip
+            return text + (
+                ". This run is the tool's own (equal scores, ordered by doc id as trec_eval does): its "
+                "numbers carry this uncertainty, there is no retriever of yours to change."
+            )
         return text + ". The metrics depend on how documents are named: break ties in the retriever."
 
     def query_examples(self) -> list[str]:

@@ -47,31 +47,66 @@ def sidebar_downloads(b) -> None:
     diag = b.diagnosis(run) if b.ready else None
     metrics = b.metrics_table()
     scores = report.EvaluationReport(
-        metrics=names, ks=[k], evaluations=evs, reference=b.run_names[0], validation=b.ds.report,
+        metrics=names,
+        ks=[k],
+        evaluations=evs,
+        reference=b.run_names[0],
+        validation=b.ds.report,
         extra_columns=analysis.latency(),
-    )  # fmt: skip
+    )
 
     def diagnosis_json() -> str:
         noise = analysis.label_noise(run, k=k)
         hubs = analysis.hubness(run, k=k)
-        return report.dumps(report.failures_dict(diag, label_noise=noise, hubness=hubs, validation=b.ds.report))
+        return report.dumps(
+            report.failures_dict(diag, label_noise=noise, hubness=hubs, validation=b.ds.report)
+        )
 
     page = st.session_state.get("_page_title", "")
     qid = st.session_state.get("query_id")
     csv, js, md = "text/csv", "application/json", "text/markdown"
     files = [
-        ("Per-query metrics (CSV)", lambda: scores.to_csv(per_query=True), f"per_query_k{k}.csv", csv, "dl_pq_csv"),
-        ("Per-query metrics (JSON)", lambda: scores.to_json(per_query=True), f"per_query_k{k}.json", js, "dl_pq_json"),
+        (
+            "Per-query metrics (CSV)",
+            lambda: scores.to_csv(per_query=True),
+            f"per_query_k{k}.csv",
+            csv,
+            "dl_pq_csv",
+        ),
+        (
+            "Per-query metrics (JSON)",
+            lambda: scores.to_json(per_query=True),
+            f"per_query_k{k}.json",
+            js,
+            "dl_pq_json",
+        ),
     ]
     if diag is not None:
         files += [
-            (f"Diagnosis of {escape_md(run)} (CSV)", lambda: diag.frame().to_csv(index=False, float_format="%.6f"),
-             f"failures_{slug(run)}_k{k}.csv", csv, "dl_diag_csv"),
-            (f"Diagnosis of {escape_md(run)} (JSON)", diagnosis_json, f"failures_{slug(run)}_k{k}.json", js,
-             "dl_diag_json"),
-        ]  # fmt: skip
-    files.append(("Report (Markdown)", lambda: report_markdown(b, diag, metrics, page, qid),
-                  f"diagnose_report_{slug(run)}_k{k}.md", md, "dl_report"))  # fmt: skip
+            (
+                f"Diagnosis of {escape_md(run)} (CSV)",
+                lambda: diag.frame().to_csv(index=False, float_format="%.6f"),
+                f"failures_{slug(run)}_k{k}.csv",
+                csv,
+                "dl_diag_csv",
+            ),
+            (
+                f"Diagnosis of {escape_md(run)} (JSON)",
+                diagnosis_json,
+                f"failures_{slug(run)}_k{k}.json",
+                js,
+                "dl_diag_json",
+            ),
+        ]
+    files.append(
+        (
+            "Report (Markdown)",
+            lambda: report_markdown(b, diag, metrics, page, qid),
+            f"diagnose_report_{slug(run)}_k{k}.md",
+            md,
+            "dl_report",
+        )
+    )
     with st.sidebar.expander("Downloads", icon=":material/download:"):
         for label, data, name, mime, key in files:
             st.download_button(label, data, file_name=name, mime=mime, on_click="ignore", key=key)

@@ -15,5 +15,3 @@ def show_error(e: BaseException, prefix: str = "") -> None:
     if is_out_of_memory(e) and not str(e).startswith("out of memory"):
         e = out_of_memory(e)
     st.error(escape_md(prefix + str(e)), icon=":material/error:")
-
-

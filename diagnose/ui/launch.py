@@ -25,9 +25,7 @@ DATA_ENV = "DIAGNOSE_DATA"
 SPLIT_ENV = "DIAGNOSE_SPLIT"
 RUNS_ENV = "DIAGNOSE_RUNS"
 APP_SCRIPT = "app.py"
-USAGE = (
-    "streamlit run app.py -- --data DIR [--split test] [--run [NAME=]FILE ...] [--retriever NAME=module:attr ...]"
-)
+USAGE = "streamlit run app.py -- --data DIR [--split test] [--run [NAME=]FILE ...] [--retriever NAME=module:attr ...]"
 HINT = "The app takes: {usage} (or DIAGNOSE_DATA, DIAGNOSE_RUNS). Showing the demo."
 _FLAGS = ("--data", "--split", "--run", "--retriever")
 
@@ -90,7 +88,9 @@ def read_launch(argv: Sequence[str] | None = None, env: dict[str, str] | None = 
         if not run_texts:
             run_texts = [x for x in env.get(RUNS_ENV, "").split(";") if x.strip()]
         if run_texts and not data:
-            raise ValueError("--run (or DIAGNOSE_RUNS) needs --data (or DIAGNOSE_DATA): the folder the runs rank.")
+            raise ValueError(
+                "--run (or DIAGNOSE_RUNS) needs --data (or DIAGNOSE_DATA): the folder the runs rank."
+            )
         if data:
             folder = Path(data).expanduser().resolve()
             if not folder.is_dir():

@@ -62,5 +62,3 @@ def open_query(query_id: str, run: str | None = None) -> None:
     if run is not None and run != st.session_state.get("run"):
         st.session_state["_pending_run"] = run
     st.switch_page(page_path("inspector"))
-
-

@@ -103,7 +103,9 @@ class Background:
                     with self.lock:
                         self.error = e
 
-            context = contextvars.copy_context()  # the script run's confinement of reads (confine_reads) holds here
+            context = (
+                contextvars.copy_context()
+            )  # the script run's confinement of reads (confine_reads) holds here
             self.thread = threading.Thread(target=context.run, args=(run,), name=name, daemon=True)
             self.thread.start()
 
@@ -126,8 +128,6 @@ class Background:
     def fraction(self) -> float:
         with self.lock:
             return min(self.done / self.total, 1.0) if self.total else 0.0
-
-
 
 
 class ProjectionBackground(Background):
@@ -162,5 +162,3 @@ class ProjectionBackground(Background):
             if rate and done < total:
                 text += f", about {(total - done) / rate:,.0f} s left"
         return f"{text} ({now - started:,.0f} s elapsed)"
-
-

@@ -40,7 +40,9 @@ class Settings:
     k: int
     mode: str
     bm25_engine: str
-    embeddings: tuple[tuple[str, str], ...] = ()  # precomputed vectors: ("doc", path), ("query", path), ids files
+    embeddings: tuple[
+        tuple[str, str], ...
+    ] = ()  # precomputed vectors: ("doc", path), ("query", path), ids files
     precision: str = defaults.PRECISION  # "fast" (bf16 where the CPU has it) or "exact" (fp32)
 
     @property
@@ -75,7 +77,8 @@ def _spec_from_sidebar(kind: str) -> sources.DataSpec:
     if kind == "files":
         corpus = st.text_input(
             "Corpus (jsonl, csv, tsv, parquet, a folder of .txt/.md, or a vector database: chroma:PATH#COLLECTION, "
-            "lancedb:PATH#TABLE, qdrant:PATH#COLLECTION)", key="f_corpus",
+            "lancedb:PATH#TABLE, qdrant:PATH#COLLECTION)",
+            key="f_corpus",
         )
         queries = st.text_input("Queries (jsonl or tsv; none: a golden set's own)", key="f_queries")
         qrels = st.text_input(
@@ -120,7 +123,9 @@ def sidebar() -> Settings:
         model = None if model_text in ("", DEFAULT_MODEL) else model_text
         if override and model is None:
             st.caption("Test encoder: `DIAGNOSE_ENCODER=keyword` replaces the default model.")
-        k = int(st.number_input("k (cut-off)", min_value=1, max_value=1000, value=defaults.K, step=1, key="k"))
+        k = int(
+            st.number_input("k (cut-off)", min_value=1, max_value=1000, value=defaults.K, step=1, key="k")
+        )
         mode = st.radio("A query fails when", list(MODES), format_func=MODES.__getitem__, key="mode")
         engine = st.selectbox(
             "BM25 engine",
@@ -141,15 +146,20 @@ def sidebar() -> Settings:
                 "Your production index's vectors instead of encoding: .npy or .parquet (id + vector columns); "
                 "for .npy also the id files, one id per line. Paths under the data folder."
             )
-            fields = [("doc", "Document vectors"), ("query", "Query vectors"), ("doc_ids", "Document ids (.npy)"),
-                      ("query_ids", "Query ids (.npy)")]  # fmt: skip
+            fields = [
+                ("doc", "Document vectors"),
+                ("query", "Query vectors"),
+                ("doc_ids", "Document ids (.npy)"),
+                ("query_ids", "Query ids (.npy)"),
+            ]
             typed = {key: st.text_input(label, key=f"emb_{key}").strip() for key, label in fields}
             if typed["doc"] or typed["query"]:
                 try:
                     embeddings = tuple(
-                        (key, sources.check_path(path, label)) for (key, label), path in
-                        zip(fields, typed.values(), strict=True) if path
-                    )  # fmt: skip
+                        (key, sources.check_path(path, label))
+                        for (key, label), path in zip(fields, typed.values(), strict=True)
+                        if path
+                    )
                 except DataError as e:
                     err = err or str(e)
                     spec = None
@@ -163,13 +173,13 @@ def retriever_specs() -> list[tuple[str, str]]:
     --retriever NAME=module:attr`` (repeatable), or ``DIAGNOSE_RETRIEVERS="NAME=module:attr;NAME2=..."``."""
     import sys
 
-    items = [a.split("=", 1)[1] if a.startswith("--retriever=") else a
-             for i, a in enumerate(sys.argv[1:], start=1)
-             if a.startswith("--retriever=") or (i > 1 and sys.argv[i - 1] == "--retriever")]  # fmt: skip
+    items = [
+        a.split("=", 1)[1] if a.startswith("--retriever=") else a
+        for i, a in enumerate(sys.argv[1:], start=1)
+        if a.startswith("--retriever=") or (i > 1 and sys.argv[i - 1] == "--retriever")
+    ]
     items += [x for x in os.environ.get(RETRIEVERS_ENV, "").split(";") if x.strip()]
     try:
         return [parse_retriever_spec(item) for item in items]
     except DataError as e:  # the parameter is set where the app was started: name both ways of setting it
         raise DataError(f"--retriever (or {RETRIEVERS_ENV}): {e}", param=e.param) from None
-
-

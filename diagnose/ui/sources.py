@@ -124,8 +124,9 @@ def launch_spec(given: launch.Launch) -> DataSpec:
     runs = list(given.runs)
     known = {Path(p).resolve() for _, p in runs}
     runs += [(n, p) for n, p in runs_in(Path(given.data) / "runs") if Path(p).resolve() not in known]
-    return DataSpec("beir", f"your data {Path(given.data).name}", data_dir=given.data, split=given.split,
-                    runs=tuple(runs))  # fmt: skip
+    return DataSpec(
+        "beir", f"your data {Path(given.data).name}", data_dir=given.data, split=given.split, runs=tuple(runs)
+    )
 
 
 def parse_run_lines(text: str) -> list[tuple[str | None, str]]:
@@ -166,8 +167,12 @@ def read_roots(spec: DataSpec | None, *, typed_paths: bool = False) -> tuple[Pat
         roots.append(Path(spec.corpus).resolve().parents[1])  # root/<content hash>/<role>/<name>
     if spec is None or spec.kind in ("beir", "files") or typed_paths:
         roots.append(data_root())
-    if spec is not None and spec.kind == "beir":  # what the server was started on: the --data folder (also when
-        given = launch.read_launch()  # DIAGNOSE_DATA_ROOT is elsewhere) and exactly the --run files, wherever they are
+    if (
+        spec is not None and spec.kind == "beir"
+    ):  # what the server was started on: the --data folder (also when
+        given = (
+            launch.read_launch()
+        )  # DIAGNOSE_DATA_ROOT is elsewhere) and exactly the --run files, wherever they are
         roots += [Path(given.data)] if given.data else []
         roots += [Path(p) for _, p in given.runs]
     return tuple(roots)
@@ -191,7 +196,9 @@ def check_path(path: str, what: str) -> str:
     except OSError as e:
         raise DataError(f"The {what} path {path!r} cannot be read ({type(e).__name__}).") from None
     if not exists:
-        raise DataError(f"The {what} path {path!r} does not exist under {str(root)!r}. Check the path typed in the sidebar.")
+        raise DataError(
+            f"The {what} path {path!r} does not exist under {str(root)!r}. Check the path typed in the sidebar."
+        )
     return str(p)
 
 
@@ -213,7 +220,11 @@ def beir_spec(
         known = {Path(p).resolve() for _, p in runs}
         runs += [(n, p) for n, p in runs_in(Path(d) / "runs") if Path(p).resolve() not in known]
     return DataSpec(
-        "beir", f"BEIR folder {Path(d).name}", data_dir=d, split=split.strip() or defaults.SPLIT, runs=tuple(runs)
+        "beir",
+        f"BEIR folder {Path(d).name}",
+        data_dir=d,
+        split=split.strip() or defaults.SPLIT,
+        runs=tuple(runs),
     )
 
 

@@ -56,12 +56,17 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 ICON = str(Path(__file__).with_name("icon.png"))
-ENCODER_DELAY_ENV = "DIAGNOSE_ENCODER_DELAY"  # seconds per text for the keyword encoder: a slow model in tests
-FOREGROUND_ENV = "DIAGNOSE_FOREGROUND_SECONDS"  # how long a page waits for the vectors before drawing without them
+ENCODER_DELAY_ENV = (
+    "DIAGNOSE_ENCODER_DELAY"  # seconds per text for the keyword encoder: a slow model in tests
+)
+FOREGROUND_ENV = (
+    "DIAGNOSE_FOREGROUND_SECONDS"  # how long a page waits for the vectors before drawing without them
+)
 FOREGROUND_SECONDS = 3.0
 BASELINE_DEPTH = defaults.DEPTH
 CURVE_KS = (1, 2, 3, 5, 10, 20, 30, 50, 100)
 FAMILIES = ("hit_rate", "recall", "ndcg", "mrr", "precision", "map")
+
 
 class _Slot:
     """A process-wide holder for one heavy object, filled once (under a lock) outside any cached function."""
@@ -229,7 +234,11 @@ def embedding_map(b: Bundle, run_name: str, cap: int) -> EmbeddingMap:
     with b.analysis.reporting(prog):
         emap = b.analysis.embedding_map(run_name, cap=cap, k=b.k, failure=b.mode)
     if prog.box is not None:
-        how = "loaded from the cache" if emap.projection.cached else f"computed in {emap.projection.seconds:.1f} s"
+        how = (
+            "loaded from the cache"
+            if emap.projection.cached
+            else f"computed in {emap.projection.seconds:.1f} s"
+        )
         prog.done(f"Map ready: {emap.sample.n_points:,} points, {how}")
     return emap
 
@@ -332,10 +341,16 @@ def _analysis(s: Settings, key: str, ds: Dataset, encoder: Encoder) -> tuple[Ana
             raise DataError("A live retriever has the name of a run file; name each run differently.")
         names = sources.unique_names(list(defaults.BASELINES), runs)
         return Analysis(
-            ds, runs, baselines={new: kind for kind, new in names.items()}, model=s.model, encoder=encoder,
-            precision=s.precision, bm25_engine=s.bm25_engine, depth=BASELINE_DEPTH,
+            ds,
+            runs,
+            baselines={new: kind for kind, new in names.items()},
+            model=s.model,
+            encoder=encoder,
+            precision=s.precision,
+            bm25_engine=s.bm25_engine,
+            depth=BASELINE_DEPTH,
             embeddings=dict(s.embeddings) or None,
-        )  # fmt: skip
+        )
 
     vectors = _vectors_key(s.embeddings) if s.embeddings else encoder.name
     slot_key = (key, vectors, s.bm25_engine, tuple(specs))
@@ -353,7 +368,9 @@ def build_bundle(s: Settings) -> Bundle | None:
         ds = _read(s, key, prog)
         encoder = _encoder(s.model, s.override, s.model_label, prog, s.precision)
         analysis, slot_key = _analysis(s, key, ds, encoder)
-        if not len(ds.qrels):  # no golden set yet: only the Judge page (which builds one) and the Data page work
+        if not len(
+            ds.qrels
+        ):  # no golden set yet: only the Judge page (which builds one) and the Data page work
             prog.done("No golden set yet: judge on the Judge page")
             return Bundle(s, key, analysis, None)
         analysis.prepare(progress=prog, vectors=False)  # the runs and BM25: seconds
@@ -445,6 +462,7 @@ def bundle() -> Bundle:
         st.page_link(page_path("judge"), label="Open the Judge page", icon=":material/gavel:")
         st.stop()
     return b
+
 
 def wait_for_vectors(b: Bundle, title: str | None = None, what: str = "This page") -> None:
     """At the top of a page that needs the vectors: when they are not ready yet, draw the page's ``title`` and the

@@ -35,7 +35,9 @@ def cell(value: Any, fmt: str | None = None) -> str:
     return str(value)
 
 
-def without_holes(data: Any, column_config: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any] | None]:
+def without_holes(
+    data: Any, column_config: dict[str, Any] | None = None
+) -> tuple[Any, dict[str, Any] | None]:
     """``(data, column_config)`` with every missing value of a DataFrame shown as "—" (see the module docstring).
     Anything else (a page's own Styler formats its own columns: give it ``na_rep=MISSING``) passes through."""
     if not isinstance(data, pd.DataFrame) or data.empty:
@@ -50,11 +52,15 @@ def without_holes(data: Any, column_config: dict[str, Any] | None = None) -> tup
         cfg = dict(cfg) if isinstance(cfg, dict) else ({"label": cfg} if isinstance(cfg, str) else {})
         kind = (cfg.get("type_config") or {}).get("type")
         if kind not in (None, "number", "text"):
-            data[c] = data[c].astype(object).where(data[c].notna(), None)  # a chart/progress column: left empty
+            data[c] = (
+                data[c].astype(object).where(data[c].notna(), None)
+            )  # a chart/progress column: left empty
             continue
         data[c] = [cell(v, (cfg.get("type_config") or {}).get("format")) for v in data[c]]
         if kind == "number" or c in config:
-            config[c] = st.column_config.TextColumn(cfg.get("label"), help=cfg.get("help"), width=cfg.get("width"))
+            config[c] = st.column_config.TextColumn(
+                cfg.get("label"), help=cfg.get("help"), width=cfg.get("width")
+            )
     return data, (config or column_config)
 
 

@@ -84,6 +84,8 @@ def margin_words(margin: float, k: int) -> str:
     if round(margin, 3) > 0:
         return f"positive: the #{k} document is closer to the query than the target, under this model"
     if round(margin, 3) < 0:
-        return (f"negative: the target is closer to the query than the #{k} document under this model, yet the run "
-                "ranks it lower: the run does not order by this model's cosine")  # fmt: skip
+        return (
+            f"negative: the target is closer to the query than the #{k} document under this model, yet the run "
+            "ranks it lower: the run does not order by this model's cosine"
+        )
     return f"zero at this precision: the target and the #{k} document are as close to the query"

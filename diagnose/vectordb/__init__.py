@@ -29,7 +29,15 @@ from diagnose.progress import Progress, reporter
 from diagnose.vectordb.sources import SOURCES
 from diagnose.vectordb.spec import FORM, SCHEMES, CollectionSpec, is_spec, parse_spec
 
-__all__ = ["FORM", "SCHEMES", "CollectionCorpus", "CollectionSpec", "is_spec", "parse_spec", "read_collection"]
+__all__ = [
+    "FORM",
+    "SCHEMES",
+    "CollectionCorpus",
+    "CollectionSpec",
+    "is_spec",
+    "parse_spec",
+    "read_collection",
+]
 
 #: how far from 1 a stored vector's length may be for an ``ip``/``l2`` collection to rank like cosine
 UNIT_TOLERANCE = 1e-3
@@ -74,8 +82,14 @@ def read_collection(
         raise _changed(spec, before, after, len(rows))
     fields = dict(fields or {})
     _check_metric(spec, source.metric, mat, [_row_id(r, fields.get("id") or source.id_field) for r in rows])
-    given = (fields.get("id") or source.id_field, fields.get("text") or source.text_field, fields.get("title"))
-    return _corpus(spec, pd.DataFrame(rows).assign(**{_ROW: np.arange(len(rows))}), mat, given, source, report)
+    given = (
+        fields.get("id") or source.id_field,
+        fields.get("text") or source.text_field,
+        fields.get("title"),
+    )
+    return _corpus(
+        spec, pd.DataFrame(rows).assign(**{_ROW: np.arange(len(rows))}), mat, given, source, report
+    )
 
 
 def _row_id(row: dict, field: str | None) -> str:
@@ -115,8 +129,9 @@ def _changed(spec: CollectionSpec, before: tuple, after: tuple | None, read: int
     return DataError(
         f"{spec}: the {SCHEMES[spec.scheme][0]} changed while it was read ({then}{now}{version}, "
         f"{read:,} rows read); nothing of it is used. Diagnose it when no writer is adding or deleting documents "
-        "(or a snapshot of it).", param="corpus",
-    )  # fmt: skip
+        "(or a snapshot of it).",
+        param="corpus",
+    )
 
 
 def _check_metric(spec: CollectionSpec, metric: str, mat: np.ndarray, ids: list) -> None:
@@ -141,7 +156,9 @@ def _check_metric(spec: CollectionSpec, metric: str, mat: np.ndarray, ids: list)
         )
 
 
-def _corpus(spec, df: pd.DataFrame, mat: np.ndarray, given, source, report: ValidationReport) -> CollectionCorpus:
+def _corpus(
+    spec, df: pd.DataFrame, mat: np.ndarray, given, source, report: ValidationReport
+) -> CollectionCorpus:
     """The raw rows checked like a corpus file (:func:`~diagnose.io.records.finish_records`), and their vectors
     through the precomputed path's checks (:func:`~diagnose.embed.precomputed.checked_vectors`)."""
 

@@ -51,7 +51,9 @@ class ChromaSource:
             import chromadb
             from chromadb.config import Settings
 
-        self.client = chromadb.PersistentClient(path=str(spec.path), settings=Settings(anonymized_telemetry=False))
+        self.client = chromadb.PersistentClient(
+            path=str(spec.path), settings=Settings(anonymized_telemetry=False)
+        )
         names = [getattr(c, "name", c) for c in self.client.list_collections()]
         if spec.name not in names:
             raise _unknown(spec, names)
@@ -116,8 +118,9 @@ class QdrantSource:
                 self.close()
                 raise DataError(
                     f"{spec}: the collection has {len(params)} named vectors ({', '.join(params)}); "
-                    "diagnose reads a collection with one vector per point.", param="corpus",
-                )  # fmt: skip
+                    "diagnose reads a collection with one vector per point.",
+                    param="corpus",
+                )
             self.vector_name, params = next(iter(params.items()))
         distance = str(getattr(params.distance, "value", params.distance))
         self.metric = {"Cosine": "cosine", "Dot": "ip", "Euclid": "l2"}.get(distance, distance.lower())
@@ -129,9 +132,12 @@ class QdrantSource:
         offset = None
         while True:
             points, offset = self.client.scroll(
-                self.name, limit=size, offset=offset, with_payload=True,
+                self.name,
+                limit=size,
+                offset=offset,
+                with_payload=True,
                 with_vectors=[self.vector_name] if self.vector_name else True,
-            )  # fmt: skip
+            )
             if not points:
                 return
             rows = [_qdrant_row(p) for p in points]
@@ -178,8 +184,9 @@ class LanceSource:
         if len(vectors) != 1 and "vector" not in vectors:
             raise DataError(
                 f"{spec}: expected one vector column (a fixed-size list), found "
-                f"{', '.join(vectors) or 'none'}; name the one to read 'vector'.", param="corpus",
-            )  # fmt: skip
+                f"{', '.join(vectors) or 'none'}; name the one to read 'vector'.",
+                param="corpus",
+            )
         self.vector = "vector" if "vector" in vectors else vectors[0]
 
     def state(self) -> tuple[int, ...]:

@@ -50,17 +50,15 @@ def parse_spec(value: str) -> CollectionSpec:
     m = _SCHEME_RE.match(value)
     scheme = m.group(1).lower() if m else ""
     if scheme not in SCHEMES:
-        raise DataError(
-            f"{value!r}: unknown vector database {scheme!r}; write {FORM}.", param="corpus"
-        )
+        raise DataError(f"{value!r}: unknown vector database {scheme!r}; write {FORM}.", param="corpus")
     what = SCHEMES[scheme][0]
     rest = value[m.end() :]
     path, sep, name = rest.rpartition("#")
     if not sep or not name.strip():
         raise DataError(
-            f"{value!r}: no {what} named; write {scheme}:PATH#{what.upper()} (e.g. "
-            f"{scheme}:./db#docs).", param="corpus",
-        )  # fmt: skip
+            f"{value!r}: no {what} named; write {scheme}:PATH#{what.upper()} (e.g. {scheme}:./db#docs).",
+            param="corpus",
+        )
     if not path.strip():
         raise DataError(
             f"{value!r}: no path; write {scheme}:PATH#{name} with the folder of the database.",
@@ -71,6 +69,7 @@ def parse_spec(value: str) -> CollectionSpec:
         state = "is a file, not a folder" if folder.exists() else "not found"
         raise DataError(
             f"{value!r}: {folder} {state}; give the folder the {scheme} database was created in "
-            f"({'PersistentClient(path=...)' if scheme == 'chroma' else 'its path'}).", param="corpus",
-        )  # fmt: skip
+            f"({'PersistentClient(path=...)' if scheme == 'chroma' else 'its path'}).",
+            param="corpus",
+        )
     return CollectionSpec(scheme, folder, name.strip())

@@ -55,7 +55,15 @@ tables.show(
     pd.DataFrame(rows),
     column_config={
         c: st.column_config.NumberColumn(format="%.4f")
-        for c in ("mean diff", "CI low", "CI high", "p (randomization)", "p (Holm)", "p (BH)", "min. detectable diff")
+        for c in (
+            "mean diff",
+            "CI low",
+            "CI high",
+            "p (randomization)",
+            "p (Holm)",
+            "p (BH)",
+            "min. detectable diff",
+        )
     }
     | {
         "effect size": st.column_config.NumberColumn(
@@ -70,11 +78,20 @@ st.caption(
 )
 with st.expander("How many queries would it take?"):
     diff = st.number_input(
-        "Smallest difference worth detecting", min_value=0.001, max_value=1.0, value=0.02, step=0.005,
-        format="%.3f", key="cmp_detect",
-    )  # fmt: skip
+        "Smallest difference worth detecting",
+        min_value=0.001,
+        max_value=1.0,
+        value=0.02,
+        step=0.005,
+        format="%.3f",
+        key="cmp_detect",
+    )
     need = b.analysis.queries_needed(float(diff), ref, chosen)
-    tables.show(need, key="cmp_need", column_config={"sd_of_differences": st.column_config.NumberColumn(format="%.3f")})
+    tables.show(
+        need,
+        key="cmp_need",
+        column_config={"sd_of_differences": st.column_config.NumberColumn(format="%.3f")},
+    )
     st.caption(
         "Topic-set size (Sakai): queries a paired t-test at alpha 0.05 needs to detect that difference with 80% "
         "power, from the standard deviation of the per-query differences observed on this golden set."

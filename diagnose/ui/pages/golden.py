@@ -125,6 +125,8 @@ st.caption(
 tables.show(
     risk.head(200),
     key="golden_risk",
-    column_config={c: st.column_config.NumberColumn(format="%.3f") for c in ("top1", "gap12", "spread", "mean_k",
-                                                                              "confidence", "risk")},
+    column_config={
+        c: st.column_config.NumberColumn(format="%.3f")
+        for c in ("top1", "gap12", "spread", "mean_k", "confidence", "risk")
+    },
 )

@@ -81,7 +81,9 @@ for t in targets:
         )
         c[3].metric(
             "BM25 rank",
-            rank_range_text(f.bm25_rank, f.bm25_rank_worst, none="not retrieved" if f.bm25_score is not None else "—"),
+            rank_range_text(
+                f.bm25_rank, f.bm25_rank_worst, none="not retrieved" if f.bm25_score is not None else "—"
+            ),
             help="among all documents, by BM25 score; #a–b: a tie at ranks a to b; not retrieved: BM25 score 0, no query "
             "term in the target (BM25 does not retrieve it)",
         )
@@ -137,7 +139,8 @@ if len(table):
             "cosine": st.column_config.NumberColumn(format="%.3f", help="cos(query, document)"),
             **{
                 c: st.column_config.NumberColumn(
-                    format="%.3f", help=f"cos(document, missed target {c[7:]}): near 1 = a near-duplicate of it"
+                    format="%.3f",
+                    help=f"cos(document, missed target {c[7:]}): near 1 = a near-duplicate of it",
                 )
                 for c in cos_cols
             },

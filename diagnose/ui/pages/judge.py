@@ -49,7 +49,9 @@ def _queue(key: str, encoder: str, k: int, _analysis: Any) -> pd.DataFrame:
 def _grade(journal: judging.Journal, query_id: str, doc_id: str, grade: int | str) -> None:
     try:
         journal.add(query_id, doc_id, grade)
-    except DataError as e:  # read-only journal, full disk: say so on the page (a callback's error is a traceback)
+    except (
+        DataError
+    ) as e:  # read-only journal, full disk: say so on the page (a callback's error is a traceback)
         st.session_state["_judge_error"] = e
         return
     st.session_state["_judge_last"] = (query_id, doc_id, grade)
@@ -69,8 +71,11 @@ try:
     judged = journal.judgements(problems)
 except DataError as e:
     st.title("Judge")
-    show_error(e, "The journal cannot be read, so judging is paused until it is fixed (or DIAGNOSE_JOURNAL points "
-               "to another file): ")  # fmt: skip
+    show_error(
+        e,
+        "The journal cannot be read, so judging is paused until it is fixed (or DIAGNOSE_JOURNAL points "
+        "to another file): ",
+    )
     st.stop()
 queue = _queue(b.key, b.encoder_name, b.k, b.analysis)
 todo = judging.pending(queue, judged)
@@ -145,13 +150,23 @@ else:
     buttons = st.columns(5)
     for i, (g, label) in enumerate(GRADE_LABELS.items()):
         buttons[i].button(
-            label, key=f"judge_{g}", shortcut=str(g), width="stretch", type="primary" if g == 2 else "secondary",
-            on_click=_grade, args=(journal, qid, did, g),
-        )  # fmt: skip
+            label,
+            key=f"judge_{g}",
+            shortcut=str(g),
+            width="stretch",
+            type="primary" if g == 2 else "secondary",
+            on_click=_grade,
+            args=(journal, qid, did, g),
+        )
     buttons[4].button(
-        "Skip", key="judge_skip", shortcut="S", width="stretch", on_click=_grade,
-        args=(journal, qid, did, judging.SKIP), help="cannot tell: the pair leaves the queue, no grade is recorded",
-    )  # fmt: skip
+        "Skip",
+        key="judge_skip",
+        shortcut="S",
+        width="stretch",
+        on_click=_grade,
+        args=(journal, qid, did, judging.SKIP),
+        help="cannot tell: the pair leaves the queue, no grade is recorded",
+    )
     st.caption(
         "Keys: **0**, **1**, **2**, **3** grade the pair, **S** skips it (when no text field has the focus). "
         "0 = not relevant, 1 = related but does not answer, 2 = answers the query, 3 = answers it fully."
@@ -161,14 +176,25 @@ st.subheader("Queue")
 shown = todo.head(SHOWN_ROWS).copy()
 shown.insert(2, "query", [truncate(q_text.get(q, ""), 70) for q in shown["query_id"]])
 tables.show(
-    shown[["priority", "query_id", "query", "doc_id", "reason", "runs", "bm25_rank", "dense_rank",
-           "max_cos_to_relevant"]],
+    shown[
+        [
+            "priority",
+            "query_id",
+            "query",
+            "doc_id",
+            "reason",
+            "runs",
+            "bm25_rank",
+            "dense_rank",
+            "max_cos_to_relevant",
+        ]
+    ],
     key="judge_queue",
     column_config={
         "max_cos_to_relevant": st.column_config.NumberColumn("max cos to relevant", format="%.3f"),
         "reason": st.column_config.TextColumn(width="large"),
     },
-)  # fmt: skip
+)
 if len(todo) > SHOWN_ROWS:
     st.caption(f"The first {SHOWN_ROWS} of {len(todo):,} pairs left.")
 
@@ -182,16 +208,43 @@ st.caption(
 )
 e = st.columns(4)
 name = b.ds.name or "data"
-for col, (label, write, data, fname, key) in zip(e, [
-    ("New judgements (TREC qrels)", judging.write_trec_qrels, new, f"{name}_judgements.qrels", "dl_new_trec"),
-    ("New judgements (BEIR TSV)", judging.write_beir_qrels, new, f"{name}_judgements.tsv", "dl_new_beir"),
-    ("Golden set + new (TREC qrels)", judging.write_trec_qrels, merged, f"{name}_merged.qrels", "dl_merged_trec"),
-    ("Golden set + new (BEIR TSV)", judging.write_beir_qrels, merged, f"{name}_merged.tsv", "dl_merged_beir"),
-], strict=True):  # fmt: skip
+for col, (label, write, data, fname, key) in zip(
+    e,
+    [
+        (
+            "New judgements (TREC qrels)",
+            judging.write_trec_qrels,
+            new,
+            f"{name}_judgements.qrels",
+            "dl_new_trec",
+        ),
+        ("New judgements (BEIR TSV)", judging.write_beir_qrels, new, f"{name}_judgements.tsv", "dl_new_beir"),
+        (
+            "Golden set + new (TREC qrels)",
+            judging.write_trec_qrels,
+            merged,
+            f"{name}_merged.qrels",
+            "dl_merged_trec",
+        ),
+        (
+            "Golden set + new (BEIR TSV)",
+            judging.write_beir_qrels,
+            merged,
+            f"{name}_merged.tsv",
+            "dl_merged_beir",
+        ),
+    ],
+    strict=True,
+):
     col.download_button(
-        label, data=(lambda w=write, q=data: _file_bytes(w, q)), file_name=fname, mime="text/plain", key=key,
-        disabled=len(data) == 0, width="stretch",
-    )  # fmt: skip
+        label,
+        data=(lambda w=write, q=data: _file_bytes(w, q)),
+        file_name=fname,
+        mime="text/plain",
+        key=key,
+        disabled=len(data) == 0,
+        width="stretch",
+    )
 
 st.subheader("What the judgements changed")
 if len(new) == 0:
@@ -209,9 +262,10 @@ else:
         st.markdown(f"- **{escape_md(run_name)}**: {escape_md(sentence)}")
     table = pd.DataFrame.from_dict(effect["runs"], orient="index").drop(columns=["run", "label_gap_queries"])
     tables.show(
-        table.rename_axis("run").reset_index(), key="judge_effect",
+        table.rename_axis("run").reset_index(),
+        key="judge_effect",
         column_config={c: st.column_config.NumberColumn(format="%.4f") for c in ("before", "after")},
-    )  # fmt: skip
+    )
     st.caption(
         f"{effect['metric']} over each side's golden queries; a failure is a golden query with no relevant document "
         f"in the top {b.k}; a label gap is a former failure that is now a hit because a newly judged relevant "

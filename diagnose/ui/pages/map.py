@@ -33,14 +33,22 @@ space = b.analysis.space
 n_points = len(space.doc_ids) + len(space.query_ids)
 # Up to the sample's largest cap the sample *is* the whole collection, and Altair draws it with shapes and a legend.
 view = c0.radio(
-    "Map", [WHOLE, SAMPLE], index=0 if n_points > MAX_CAP else 1, horizontal=True, key="map_view",
+    "Map",
+    [WHOLE, SAMPLE],
+    index=0 if n_points > MAX_CAP else 1,
+    horizontal=True,
+    key="map_view",
     help="Whole collection: every document and query, drawn with WebGL (deck.gl), projected once in the background. "
     "Sample: at most 4,000 points (every failed query, its targets and top k, the rest at random), drawn with Altair.",
-)  # fmt: skip
+)
 colour = c1.radio(
-    "Colour by", ["role", "failure class"], horizontal=True, key="map_colour", help="role: failed query, query, "
-    "target (a missed relevant document), retrieved (in a failed query's top k), document"
-)  # fmt: skip
+    "Colour by",
+    ["role", "failure class"],
+    horizontal=True,
+    key="map_colour",
+    help="role: failed query, query, "
+    "target (a missed relevant document), retrieved (in a failed query's top k), document",
+)
 color_by = "role" if colour == "role" else "failure_class"
 
 
@@ -99,8 +107,10 @@ def legend(points) -> None:
     """deck.gl draws no legend: an Altair strip in the same colours (labels are data, never markup)."""
     classes = points.loc[points["role"] == "failed query", "failure_class"].tolist()
     items = deck.legend_items(color_by, classes)
-    lines = [("line to a missed target", deck.EDGE_COLORS["target"]),
-             ("line to the top retrieved document", deck.EDGE_COLORS["top retrieved"])]  # fmt: skip
+    lines = [
+        ("line to a missed target", deck.EDGE_COLORS["target"]),
+        ("line to the top retrieved document", deck.EDGE_COLORS["top retrieved"]),
+    ]
     st.altair_chart(charts.legend_strip(items, lines), width="stretch")
 
 

@@ -124,8 +124,12 @@ if latency:
     evs = b.evaluations()
     live = pd.DataFrame(
         [
-            {"retriever": name, f"recall@{k}": evs[name].aggregate[f"recall@{k}"],
-             f"ndcg@{k}": evs[name].aggregate[f"ndcg@{k}"], **values}  # fmt: skip
+            {
+                "retriever": name,
+                f"recall@{k}": evs[name].aggregate[f"recall@{k}"],
+                f"ndcg@{k}": evs[name].aggregate[f"ndcg@{k}"],
+                **values,
+            }
             for name, values in latency.items()
         ]
     )

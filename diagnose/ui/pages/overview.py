@@ -42,7 +42,17 @@ latency = b.analysis.latency(k)
 latency_cols = ["latency_p50_ms", "latency_p95_ms", f"recall@{k}_per_ms"] if latency else []
 for col in latency_cols:
     table[col] = [latency.get(n, {}).get(col) for n in table["run"]]
-shown = table[["run", "kind", *([] if same_n else ["queries"]), *metric_cols, "failed queries", "missed pairs", *latency_cols]].copy()
+shown = table[
+    [
+        "run",
+        "kind",
+        *([] if same_n else ["queries"]),
+        *metric_cols,
+        "failed queries",
+        "missed pairs",
+        *latency_cols,
+    ]
+].copy()
 for m in (f"ndcg@{k}", f"recall@{k}"):
     shown.insert(shown.columns.get_loc(m) + 1, f"{m.split('@')[0]} band", table[f"band:{m}"])
 
@@ -62,7 +72,9 @@ for col in ("failed queries", "missed pairs"):
     shown[col] = ["computing…" if pd.isna(v) else f"{int(v):,}" for v in shown[col]]
 for col in latency_cols:
     shown[col] = [tables.cell(v, "%.3f" if col.endswith("per_ms") else "%.1f") for v in shown[col]]
-styled = shown.style.apply(_colour, subset=coloured).format({m: "{:.3f}" for m in metric_cols}, na_rep=tables.MISSING)
+styled = shown.style.apply(_colour, subset=coloured).format(
+    {m: "{:.3f}" for m in metric_cols}, na_rep=tables.MISSING
+)
 tables.show(
     styled,
     key="metrics_table",

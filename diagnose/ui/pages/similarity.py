@@ -40,8 +40,15 @@ for label in chosen:
     space = spaces[label]
     frames.append(b.analysis.similarity_frame(run_name, k=k, spaces={label: space}))
     cal = b.analysis.calibration(run_name, k=k, space=space)
-    thresholds.append({"model": label, "seed": cal.seed, "calibrated": cal.calibrated, "pairs": cal.n_pairs,
-                       "fallback": cal.fallback})  # fmt: skip
+    thresholds.append(
+        {
+            "model": label,
+            "seed": cal.seed,
+            "calibrated": cal.calibrated,
+            "pairs": cal.n_pairs,
+            "fallback": cal.fallback,
+        }
+    )
 data = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 if data.empty:
     st.info("No (query, relevant document) pair has vectors to compare.")

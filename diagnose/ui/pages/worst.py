@@ -27,14 +27,20 @@ if not diag.failures:
     st.success(f"No query fails at k={b.k}: every golden query has a relevant document in the top {b.k}.")
     st.stop()
 
-with st.expander("Would the recommendations help? Each remedy applied to this run and measured", expanded=True):
+with st.expander(
+    "Would the recommendations help? Each remedy applied to this run and measured", expanded=True
+):
     remedies = b.analysis.remedies(run, k=b.k, failure=b.mode)
     unit = remedies.unit
     st.markdown("\n".join(f"- {escape_md(x)}" for x in remedies.sentences()))
     tables.show(
         remedies.table()
-        .assign(**{"class": lambda t: t["class"].map(CLASS_LABELS),
-                   "remedy": lambda t: t["remedy"].fillna("no remedy offline")})  # the other columns: "—"
+        .assign(
+            **{
+                "class": lambda t: t["class"].map(CLASS_LABELS),
+                "remedy": lambda t: t["remedy"].fillna("no remedy offline"),
+            }
+        )  # the other columns: "—"
         .drop(columns="failures")  # the same numbers as the column of its unit
         .rename(
             columns={
@@ -49,12 +55,18 @@ with st.expander("Would the recommendations help? Each remedy applied to this ru
             "failed queries": st.column_config.NumberColumn(
                 help="failed queries with at least one missed pair of the class (a query can count in two classes)"
             ),
-            "missed pairs": st.column_config.NumberColumn(help="missed pairs of the class (the filter's counts)"),
+            "missed pairs": st.column_config.NumberColumn(
+                help="missed pairs of the class (the filter's counts)"
+            ),
             "mean_diff": st.column_config.NumberColumn(format="%+.3f"),
             "p_value": st.column_config.NumberColumn(format="%.4f", help="paired randomization test"),
         },
     )
-    fixed = "the query gets a relevant document in its top k" if b.mode == "hit" else "the document enters the top k"
+    fixed = (
+        "the query gets a relevant document in its top k"
+        if b.mode == "hit"
+        else "the document enters the top k"
+    )
     st.caption(
         f"recovered: the class's {unit} the remedy fixes at k={b.k} ({fixed}); "
         f"lost_hits: golden queries the run hits today that the remedied run misses; mean_diff and p_value: "
@@ -67,8 +79,11 @@ with st.expander("Does the class predict the fix? Every remedy applied to every 
     matrix = b.analysis.remedy_matrix(run, k=b.k, failure=b.mode)
     if matrix.remedy_ids:
         # st.altair_chart sizes the whole chart (title, axes) to its height; the builder gives the plot's height
-        st.altair_chart(charts.remedy_matrix_heatmap(matrix.frame(), unit=matrix.unit), width="stretch",
-                        height=36 * len(matrix.classes) + 120)  # fmt: skip
+        st.altair_chart(
+            charts.remedy_matrix_heatmap(matrix.frame(), unit=matrix.unit),
+            width="stretch",
+            height=36 * len(matrix.classes) + 120,
+        )
     st.markdown("\n".join(f"- {escape_md(x)}" for x in matrix.sentences()))
     st.caption(
         f"Each cell: of the class's {matrix.unit}, how many the remedied run recovers at k={b.k} (the same remedied "
@@ -145,11 +160,15 @@ event = tables.show(
         "dense rank": st.column_config.NumberColumn(
             help="exact dense rank over the whole corpus: the best rank of the target's tie group"
         ),
-        "dense rank (worst)": st.column_config.NumberColumn(help="the worst rank of the target's dense tie group"),
+        "dense rank (worst)": st.column_config.NumberColumn(
+            help="the worst rank of the target's dense tie group"
+        ),
         "BM25 rank": st.column_config.NumberColumn(
             help="BM25 rank over the whole corpus, best of its tie group; empty: BM25 score 0 (no query term in it)"
         ),
-        "BM25 rank (worst)": st.column_config.NumberColumn(help="the worst rank of the target's BM25 tie group"),
+        "BM25 rank (worst)": st.column_config.NumberColumn(
+            help="the worst rank of the target's BM25 tie group"
+        ),
     },
 )
 selected = ((event or {}).get("selection") or {}).get("rows") or []
