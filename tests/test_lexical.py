@@ -13,9 +13,9 @@ import pytest
 
 from diagnose.data import DataError
 from diagnose.lexical import (
-    _TOKEN_RE,
     QUERY_STOPWORDS,
     STOPWORDS_EN,
+    TOKEN_RE,
     BM25Index,
     bm25_rank_range,
     highlight_spans,
@@ -302,7 +302,7 @@ def test_term_overlap_keeps_a_stem_with_a_content_form():
 def test_query_stopwords_are_lowercase_words_of_the_tokenizer():
     # every entry is one token of the tokenizer (so a query word can match it) and lowercase
     for w in QUERY_STOPWORDS:
-        assert w == w.lower() and _TOKEN_RE.fullmatch(w), w
+        assert w == w.lower() and TOKEN_RE.fullmatch(w), w
     # negations and "us" stay evidence
     assert not {"no", "not", "nor", "us"} & QUERY_STOPWORDS
     assert {"what", "how", "do", "i", "my", "can", "please", "whose", "could"} <= QUERY_STOPWORDS

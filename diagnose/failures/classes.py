@@ -8,7 +8,7 @@ record's id; ``tests/test_failures.py`` checks the two orders agree). Its remedy
 :mod:`diagnose.remedies` under the record's ``remedy.id``. Everything else follows from the record: the ids, labels
 and recommendations (:data:`CLASSES`, :data:`CLASS_LABELS`, :data:`RECOMMENDATIONS`), the charts' colours and
 legends (:mod:`diagnose.charts.palette`), the remedy table (:mod:`diagnose.remedies`), the evidence sentence
-(:func:`diagnose.failures.taxonomy._evidence`) and the README's class table
+(:func:`diagnose.failures.taxonomy.evidence_sentence`) and the README's class table
 (:func:`diagnose.failures.taxonomy.class_table`, checked by ``tests/test_docs.py``).
 
 The rules stay as code in ``classify`` (not as a predicate on the record) so the rules read top to bottom in one
@@ -63,7 +63,7 @@ class FailureClass:
       pair's evidence (``doc_id``, ``k``, ``near_hi``, ``run_rank``, ``dense_rank``, ``duplicate_doc_id``,
       ``duplicate_cosine``, ...) and ``{base}`` (the ranks and the cosine), ``{ov}`` (the term overlap), ``{found}``
       (what the run did with the target), ``{dense}`` / ``{bm25}`` (the exact dense / BM25 rank as a tie range,
-      "#3" or "#3–5"): :func:`diagnose.failures.taxonomy._evidence`.
+      "#3" or "#3–5"): :func:`diagnose.failures.taxonomy.evidence_sentence`.
     - ``by_kind``: run kind (``"lexical"``, ``"hybrid"``, ...) -> :class:`ForKind`, where the run's kind changes the
       recommendation, the remedy or the sentence (a lexical run's vocabulary mismatch is not remedied by fusing it
       with BM25). Read through :meth:`recommendation_for`, :meth:`remedy_for`, :meth:`evidence_for`.
