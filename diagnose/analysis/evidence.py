@@ -11,6 +11,7 @@ import pandas as pd
 
 if TYPE_CHECKING:
 
+    from diagnose.ann import AnnFrontier, AnnSetting
     from diagnose.compare import RerankReport
     from diagnose.failures import Diagnosis, Hubness, LabelNoise, RunKind
     from diagnose.inspection import Inspection
@@ -138,6 +139,29 @@ class Evidence(Scores):
             )  # fmt: skip
 
         return self._cached(("remedies", name, k, mode, cross_encoder), build)
+
+    def ann_frontier(
+        self, run: str | None = None, k: int | None = None, settings: Sequence[AnnSetting] | None = None
+    ) -> AnnFrontier:
+        """Approximate indexes (faiss HNSW and IVF-Flat over ``settings``, default
+        :func:`diagnose.ann.default_settings`) over this analysis' vectors, each against exact search (the dense
+        baseline) and the golden set: recall against exact, hit rate / recall / nDCG at k, single-thread latency
+        p50/p95, build time, memory, the Pareto front; with ``run``, the cheapest setting recovering its
+        ``index_gap`` failures, paired-tested against it (:mod:`diagnose.ann`). Needs the ``[ann]`` extra."""
+        from diagnose.ann import ann_frontier
+
+        k = self._k(k)
+        name = self._run_name(run) if run is not None else None
+        key = ("ann", name, k, tuple((s.index, tuple(s.params.items())) for s in settings) if settings else None)
+
+        def build() -> AnnFrontier:
+            diag = self.diagnosis(name, k=k) if name is not None else None
+            return ann_frontier(
+                self.dataset.qrels, self.space, k=k, exact_run=self._baseline("dense"), settings=settings,
+                run=self.runs[name] if name is not None else None, diagnosis=diag,
+            )  # fmt: skip
+
+        return self._cached(key, build)
 
     def _cross_encoded(self, name: str, model: str, depth: int) -> Run:
         """The run's top ``depth`` reranked live by the CrossEncoder ``model`` (memoised)."""
