@@ -50,11 +50,14 @@ def load(
     Dataset('demo_corpus': 190 documents, 106 queries, 163 judgements (106 golden queries), 0 runs, 0 warnings)
     """
     from diagnose.io import load_dataset
+    from diagnose.vectordb.spec import is_spec
 
+    collection = corpus if is_spec(corpus) else None  # chroma:PATH#NAME stays a str (a Path would lose its scheme)
     data, corpus, queries, qrels = (
         checks.optional_path(value, param) for param, value in
         (("data", data), ("corpus", corpus), ("queries", queries), ("qrels", qrels))
     )  # fmt: skip
+    corpus = collection if collection is not None else corpus
     split = checks.text(split, "split", what="the name of a qrels split (a str, e.g. 'test')")
     runs = checks.list_of(runs, "runs", _run_spec, expected="run files, 'NAME=PATH' or (name, path) (a list)",
                           single=lambda v: isinstance(v, str | Path))  # fmt: skip
