@@ -164,14 +164,17 @@ class AnnFrontier:
     exact: AnnPoint
     settings: tuple[AnnPoint, ...]
     recovers_index_gap: IndexGapRecovery
+    current: AnnPoint | None = None  # the collection's own setting, when it could be read (also in ``settings``)
 
     def to_dict(self) -> dict[str, Any]:
-        """``{"exact": {...}, "settings": [{...}], "recovers_index_gap": {...}}`` (``diagnose ann --format json``)."""
-        return {
+        """``{"exact": {...}, "settings": [{...}], "recovers_index_gap": {...}}`` (``diagnose ann --format json``),
+        plus ``"current"`` (that point's dict) when the vectors come from a collection whose setting was read."""
+        out = {
             "exact": self.exact.to_dict(),
             "settings": [p.to_dict() for p in self.settings],
             "recovers_index_gap": self.recovers_index_gap.to_dict(),
         }
+        return out | ({"current": self.current.to_dict()} if self.current is not None else {})
 
     def table(self) -> pd.DataFrame:
         """One row per point (exact first): index, params (as text) and the measures."""
@@ -280,6 +283,7 @@ def ann_frontier(
     settings: Sequence[AnnSetting] | None = None,
     run: Run | None = None,
     diagnosis: Any = None,
+    current: AnnSetting | None = None,
     n_resamples: int = defaults.RESAMPLES,
     seed: int = defaults.SEED,
 ) -> AnnFrontier:
@@ -287,7 +291,9 @@ def ann_frontier(
 
     ``exact_run``: exact search's run of the same vectors (the dense baseline; default: computed here at depth
     ``k``). ``run`` and ``diagnosis`` (:func:`diagnose.failures.diagnose_run` of it): the run whose ``index_gap``
-    failures a setting should recover; without them ``recovers_index_gap`` says none was given. Needs faiss
+    failures a setting should recover; without them ``recovers_index_gap`` says none was given. ``current``: the
+    setting the vectors are served with (a Chroma collection's HNSW parameters), measured too (added to the
+    settings when not among them) and reported as ``current``. Needs faiss
     (``pip install 'diagnose-rag[ann]'``).
     """
     from diagnose.baselines import dense_run, topk_run
@@ -298,6 +304,8 @@ def ann_frontier(
     if not isinstance(k, int) or k < 1:
         raise DataError(f"k must be a positive integer, got {k!r}.", param="k")
     settings = list(default_settings(len(docs)) if settings is None else settings)
+    if current is not None and current not in settings:
+        settings.append(current)
     for s in settings:
         _check_setting(s, len(docs))
     if exact_run is None:
@@ -322,7 +330,8 @@ def ann_frontier(
             points.append(_point(s, r, ms, tuple(built), qrels, exact_run, k))
     exact, *points = _with_pareto([exact, *points], k)
     recovery = _index_gap(qrels, run, diagnosis, settings, points, k, n_resamples, seed)
-    return AnnFrontier(k, exact, tuple(points), recovery)
+    now = points[settings.index(current)] if current is not None else None
+    return AnnFrontier(k, exact, tuple(points), recovery, now)
 
 
 def _index_gap(

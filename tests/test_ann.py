@@ -162,3 +162,32 @@ def test_without_faiss_the_error_names_the_extra(monkeypatch):
     space, qrels = _random_space(n_docs=50, n_queries=3)
     with pytest.raises(MissingExtra, match=r"diagnose-rag\[ann\]"):
         ann_frontier(qrels, space, k=K, settings=WEAK[:1])
+
+
+def test_a_chroma_collection_s_own_hnsw_setting_is_on_the_frontier(tmp_path):
+    """A Chroma collection made with max_neighbors 12, ef_construction 50, ef_search 20: that setting is measured
+    and reported as `current` (faiss' names: M, efConstruction, efSearch)."""
+    chromadb = pytest.importorskip("chromadb")
+    from chromadb.config import Settings
+
+    ds = diagnose.load(DEMO)
+    df = ds.corpus.df
+    vecs = np.asarray(KeywordEncoder().encode(ds.corpus.texts()), dtype=np.float32)
+    client = chromadb.PersistentClient(path=str(tmp_path / "db"), settings=Settings(anonymized_telemetry=False))
+    hnsw = {"space": "cosine", "max_neighbors": 12, "ef_construction": 50, "ef_search": 20}
+    col = client.create_collection("demo", embedding_function=None, configuration={"hnsw": hnsw})
+    col.add(ids=list(df["doc_id"]), documents=list(df["text"]), embeddings=vecs)
+    db = diagnose.load(corpus=f"chroma:{tmp_path / 'db'}#demo", queries=DEMO / "queries.jsonl",
+                       qrels=DEMO / "qrels" / "test.tsv")  # fmt: skip
+    a = Analysis(db, {}, encoder=KeywordEncoder(), baselines=("dense",), cache_dir=tmp_path / "cache")
+    f = a.ann_frontier(k=K, settings=WEAK[:1])
+    current = AnnSetting("hnsw", {"M": 12, "efConstruction": 50, "efSearch": 20})
+    assert f.current is not None and dict(f.current.params) == dict(current.params)
+    assert [dict(p.params) for p in f.settings] == [dict(WEAK[0].params), dict(current.params)]
+    assert f.to_dict()["current"]["params"] == {"M": 12, "efConstruction": 50, "efSearch": 20}
+    assert "current" not in demo_frontier_dict()  # files, not a collection: no current setting
+
+
+def demo_frontier_dict() -> dict:
+    a = Analysis(diagnose.load(DEMO), {}, encoder=KeywordEncoder(), baselines=("dense",))
+    return a.ann_frontier(k=K, settings=WEAK[:1]).to_dict()

@@ -147,8 +147,9 @@ class Evidence(Scores):
         :func:`diagnose.ann.default_settings`) over this analysis' vectors, each against exact search (the dense
         baseline) and the golden set: recall against exact, hit rate / recall / nDCG at k, single-thread latency
         p50/p95, build time, memory, the Pareto front; with ``run``, the cheapest setting recovering its
-        ``index_gap`` failures, paired-tested against it (:mod:`diagnose.ann`). Needs the ``[ann]`` extra."""
-        from diagnose.ann import ann_frontier
+        ``index_gap`` failures, paired-tested against it (:mod:`diagnose.ann`). A Chroma collection's own HNSW
+        setting, when readable, is measured as ``current``. Needs the ``[ann]`` extra."""
+        from diagnose.ann import AnnSetting, ann_frontier
 
         k = self._k(k)
         name = self._run_name(run) if run is not None else None
@@ -156,9 +157,11 @@ class Evidence(Scores):
 
         def build() -> AnnFrontier:
             diag = self.diagnosis(name, k=k) if name is not None else None
+            served = getattr(self.dataset.corpus, "index_params", None)  # a collection's own HNSW setting
             return ann_frontier(
                 self.dataset.qrels, self.space, k=k, exact_run=self._baseline("dense"), settings=settings,
                 run=self.runs[name] if name is not None else None, diagnosis=diag,
+                current=AnnSetting("hnsw", dict(served)) if served else None,
             )  # fmt: skip
 
         return self._cached(key, build)
