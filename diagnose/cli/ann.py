@@ -33,6 +33,11 @@ def ann_text(frontier: AnnFrontier) -> str:
     lines = [records_text(frontier.table(), cols), "",
              "latency: per query, one thread; memory: the serialized faiss index; pareto: no other point is both "
              f"faster at p50 and better on ndcg@{k}."]  # fmt: skip
+    if frontier.current is not None:
+        cur = frontier.current
+        lines.append(f"current (the collection's own setting): {cur.index}{dict(cur.params)}, recall vs exact "
+                     f"{cur.recall_vs_exact:.4f}, ndcg@{k} {cur.metrics[f'ndcg@{k}']:.4f}, p50 {cur.latency_p50_ms:.3f} "
+                     "ms.")  # fmt: skip
     rec = frontier.recovers_index_gap
     if rec.setting is None:
         lines.append(f"index_gap: {rec.note}.")
