@@ -20,6 +20,7 @@ from diagnose.io.convert import as_qrels, as_run
 from diagnose.io.spans import spans_path_for, write_spans
 from diagnose.judging.merge import write_beir_qrels
 from diagnose.metrics import DEFAULT_KS, evaluate_many, expand_names
+from diagnose.vectordb.spec import is_spec
 
 PathLike = str | Path
 
@@ -53,10 +54,14 @@ def load(
     Dataset('demo_corpus': 190 documents, 106 queries, 163 judgements (106 golden queries), 0 runs, 0 warnings)
     """
 
+    collection = (
+        corpus if is_spec(corpus) else None
+    )  # chroma:PATH#NAME stays a str (a Path would lose its scheme)
     data, corpus, queries, qrels = (
         checks.optional_path(value, param)
         for param, value in (("data", data), ("corpus", corpus), ("queries", queries), ("qrels", qrels))
     )
+    corpus = collection if collection is not None else corpus
     split = checks.text(split, "split", what="the name of a qrels split (a str, e.g. 'test')")
     runs = checks.list_of(
         runs,

@@ -108,18 +108,30 @@ def dense_run(
     if k == 0 or len(q_ids) == 0:
         return Run.from_ranked_lists(name, {})
     idx, scores = dense_search(query_vecs, doc_vecs, k)
-    nq = len(q_ids)
+    return topk_run(name, idx, scores, d_ids, q_ids, source="exact dense search")
+
+
+def topk_run(
+    name: str, idx: np.ndarray, scores: np.ndarray, doc_ids: np.ndarray, query_ids: np.ndarray, *, source: str
+) -> Run:
+    """The run of a top-k search: row i of ``idx``/``scores`` (``[n_queries, k]``) is query ``query_ids[i]``'s
+    documents (rows of ``doc_ids``) and scores. Within a list, equal scores are ordered by doc id descending (the
+    dense baseline's order); ranks are 1-based. An index of -1 (an approximate index that found fewer than k
+    documents, faiss' convention) is left out, so that query's list is shorter."""
+    nq, k = np.asarray(idx).shape
+    flat = np.asarray(idx, dtype=np.int64).reshape(-1)
+    keep = flat >= 0
     df = pd.DataFrame(
         {
-            "_q": np.repeat(np.arange(nq), k),
-            "query_id": pd.Series(np.repeat(q_ids, k), dtype=object),
-            "doc_id": pd.Series(d_ids[np.asarray(idx).reshape(-1)], dtype=object),
-            "score": np.asarray(scores, dtype=np.float64).reshape(-1),
+            "_q": np.repeat(np.arange(nq), k)[keep],
+            "query_id": pd.Series(np.repeat(np.asarray(query_ids, dtype=object), k)[keep], dtype=object),
+            "doc_id": pd.Series(np.asarray(doc_ids, dtype=object)[flat[keep]], dtype=object),
+            "score": np.asarray(scores, dtype=np.float64).reshape(-1)[keep],
         }
     )
     df = df.sort_values(["_q", "score", "doc_id"], ascending=[True, False, False], kind="mergesort")
-    df["rank"] = np.tile(np.arange(1, k + 1, dtype=np.int64), nq)
-    return Run(name, df.drop(columns="_q").reset_index(drop=True), source="exact dense search")
+    df["rank"] = df.groupby("_q").cumcount().to_numpy(dtype=np.int64) + 1
+    return Run(name, df.drop(columns="_q").reset_index(drop=True), source=source)
 
 
 def hybrid_run(bm25: Run, dense: Run, *, k: int = defaults.RRF_K, depth: int = defaults.DEPTH) -> Run:

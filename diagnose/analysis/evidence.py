@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 if TYPE_CHECKING:
+    from diagnose.ann import AnnFrontier, AnnSetting
     from diagnose.compare import RerankReport
     from diagnose.failures import Diagnosis, Hubness, LabelNoise, RunKind
     from diagnose.inspection import Inspection
@@ -180,6 +181,37 @@ class Evidence(Scores):
             return remedy_matrix(self.dataset.qrels, self.diagnosis(name, k=k, failure=mode), rem)
 
         return self._cached(("remedy_matrix", name, k, mode, cross_encoder), build)
+
+    def ann_frontier(
+        self, run: str | None = None, k: int | None = None, settings: Sequence[AnnSetting] | None = None
+    ) -> AnnFrontier:
+        """Approximate indexes (faiss HNSW and IVF-Flat over ``settings``, default
+        :func:`diagnose.ann.default_settings`) over this analysis' vectors, each against exact search (the dense
+        baseline) and the golden set: recall against exact, hit rate / recall / nDCG at k, single-thread latency
+        p50/p95, build time, memory, the Pareto front; with ``run``, the cheapest setting recovering its
+        ``index_gap`` failures, paired-tested against it (:mod:`diagnose.ann`). A Chroma collection's own HNSW
+        setting, when readable, is measured as ``current``. Needs the ``[ann]`` extra."""
+        from diagnose.ann import AnnSetting, ann_frontier
+
+        k = self._k(k)
+        name = self._run_name(run) if run is not None else None
+        key = (
+            "ann",
+            name,
+            k,
+            tuple((s.index, tuple(s.params.items())) for s in settings) if settings else None,
+        )
+
+        def build() -> AnnFrontier:
+            diag = self.diagnosis(name, k=k) if name is not None else None
+            served = getattr(self.dataset.corpus, "index_params", None)  # a collection's own HNSW setting
+            return ann_frontier(
+                self.dataset.qrels, self.space, k=k, exact_run=self._baseline("dense"), settings=settings,
+                run=self.runs[name] if name is not None else None, diagnosis=diag,
+                current=AnnSetting("hnsw", dict(served)) if served else None,
+            )  # fmt: skip
+
+        return self._cached(key, build)
 
     def _cross_encoded(self, name: str, model: str, depth: int) -> Run:
         """The run's top ``depth`` reranked live by the CrossEncoder ``model`` (memoised)."""

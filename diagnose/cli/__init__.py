@@ -35,6 +35,7 @@ import sys
 import traceback
 from collections.abc import Sequence
 
+from diagnose.cli.ann import cmd_ann
 from diagnose.cli.evaluate import cmd_evaluate
 from diagnose.cli.failures import cmd_failures, cmd_risk
 from diagnose.cli.judge import cmd_judge_queue
@@ -61,6 +62,7 @@ __all__ = [
     "EXIT_OK",
     "PARAM_FLAGS",
     "build_parser",
+    "cmd_ann",
     "cmd_evaluate",
     "cmd_failures",
     "cmd_fuse",
@@ -79,6 +81,7 @@ COMMANDS = {
     "fuse": cmd_fuse,
     "risk": cmd_risk,
     "judge-queue": cmd_judge_queue,
+    "ann": cmd_ann,
 }
 
 

@@ -351,6 +351,13 @@ def _judge_queue_options(jq: argparse.ArgumentParser) -> None:
     _add_model_args(jq)
 
 
+def _ann_options(an: argparse.ArgumentParser) -> None:
+    """``ann``'s options: the cutoff, the format, the vectors."""
+    _add_cutoff(an, f"cutoff of recall against exact search and of the metrics (default {defaults.K})")
+    _add_format(an, ["table", "json"])
+    _add_model_args(an)
+
+
 class _Command(NamedTuple):
     """A subcommand: its line in ``diagnose --help``, its description, the example of its epilog, whether ``--run``
     is required (``"one"``: the one run analysed) and what adds its own options after the data group."""
@@ -433,6 +440,18 @@ _COMMANDS = (
         "--out queue.tsv",
         run_required=False,
         add_options=_judge_queue_options,
+    ),
+    _Command(
+        "ann",
+        help="the ANN frontier: recall, quality and latency of faiss HNSW / IVF settings against exact search",
+        description="Build approximate indexes (faiss HNSW over M, efConstruction, efSearch; IVF-Flat over nprobe) "
+        "over the same vectors and report per setting: recall@k against exact search, the golden set's hit rate, "
+        "recall and nDCG at k, single-thread latency per query (p50/p95), build time, index size and the Pareto "
+        "front; with --run, the cheapest setting that recovers the run's index_gap failures (paired test). Needs "
+        "the [ann] extra (faiss-cpu).",
+        example="diagnose ann --data demo_corpus --run demo_corpus/runs/ann_minilm.trec --k 10 --format json",
+        run_required="one",
+        add_options=_ann_options,
     ),
 )
 

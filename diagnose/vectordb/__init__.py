@@ -16,7 +16,7 @@ before and after the read was written meanwhile: refused, never mixed.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -47,10 +47,13 @@ _ROW = "__row__"
 @dataclass(frozen=True, repr=False)
 class CollectionCorpus(Corpus):
     """A corpus read from a vector database, with its stored vectors (rows L2-normalised, ids = ``doc_id``) and the
-    collection's distance (``cosine``, ``ip`` or ``l2``)."""
+    collection's distance (``cosine``, ``ip`` or ``l2``). ``index_params``: the collection's own ANN parameters when
+    they can be read (Chroma's HNSW ``M``/``efConstruction``/``efSearch``, :func:`~.sources.chroma_hnsw_params`),
+    else empty; :mod:`diagnose.ann` places that setting on the frontier."""
 
     vectors: PrecomputedEmbeddings | None = None
     metric: str = ""
+    index_params: Mapping[str, int] = field(default_factory=dict)
 
 
 def read_collection(
@@ -174,4 +177,5 @@ def _corpus(
         tuple(ids), vecs, (), np.zeros((0, vecs.shape[1]), dtype=np.float32), doc_source=where
     )
     report.stats["corpus_vectors"] = len(ids)
-    return CollectionCorpus(docs, where, vectors=pre, metric=source.metric)
+    params = dict(getattr(source, "index_params", {}))
+    return CollectionCorpus(docs, where, vectors=pre, metric=source.metric, index_params=params)

@@ -59,6 +59,7 @@ class ChromaSource:
             raise _unknown(spec, names)
         self.collection = self.client.get_collection(spec.name)
         self.metric = _chroma_space(self.collection)
+        self.index_params = chroma_hnsw_params(self.collection)
 
     def state(self) -> tuple[int, ...]:
         return (self.collection.count(),)
@@ -92,6 +93,17 @@ def _chroma_space(collection: Any) -> str:
     space = (hnsw or {}).get("space") if isinstance(hnsw, dict) else None
     space = space or (collection.metadata or {}).get("hnsw:space") or "l2"
     return str(getattr(space, "value", space)).lower()
+
+
+def chroma_hnsw_params(collection: Any) -> dict[str, int]:
+    """The collection's HNSW parameters in faiss' names (``M`` = Chroma's ``max_neighbors``, ``efConstruction``,
+    ``efSearch``) from its configuration's ``hnsw`` section, or ``{}`` when any is missing (e.g. a SPANN index)."""
+    config = getattr(collection, "configuration_json", None) or {}
+    hnsw = config.get("hnsw") if isinstance(config, dict) else None
+    names = {"M": "max_neighbors", "efConstruction": "ef_construction", "efSearch": "ef_search"}
+    if not isinstance(hnsw, dict) or not all(isinstance(hnsw.get(v), int) for v in names.values()):
+        return {}
+    return {k: int(hnsw[v]) for k, v in names.items()}
 
 
 class QdrantSource:
