@@ -16,7 +16,7 @@ from typing import Any
 import pandas as pd
 
 from diagnose.data import ValidationReport
-from diagnose.failures import CLASS_LABELS, CLASSES, Diagnosis, recommendation, sort_worst
+from diagnose.failures import CLASS_LABELS, CLASSES, Diagnosis, Failure, recommendation, sort_worst
 from diagnose.report_tables import cell, markdown_table, text_table
 
 # --------------------------------------------------------------------------------------------- failures
@@ -70,7 +70,7 @@ def failures_text(
     return "\n".join(lines)
 
 
-def _failure_text(f: Any) -> list[str]:
+def _failure_text(f: Failure) -> list[str]:
     """One missed pair of the text report: its class, query, target, evidence, what beat it and both verdicts."""
     lines = [
         f"[{f.cls}] query {f.query_id}: {f.query_text}",
