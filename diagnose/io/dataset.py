@@ -63,12 +63,13 @@ def load_dataset(
     ``progress``.
     """
     report = report if report is not None else ValidationReport()
-    given_queries = (
-        queries  # a golden set's own queries beat the folder's, not a queries file given explicitly
-    )
-    corpus, queries, qrels = _input_files(
-        data_dir, split, corpus, queries, qrels, require_qrels=require_qrels
-    )
+    # a golden set's own queries beat the folder's, not a queries file given explicitly
+    given_queries = queries
+    if data_dir is not None:
+        corpus, queries, qrels = _beir_files(
+            data_dir, split, corpus, queries, qrels, require_qrels=require_qrels
+        )
+    _require_qrels(qrels, require_qrels)
     run_specs = _run_specs(runs)
 
     qrels_rec, corpus_rec, queries_rec = _read_texts_and_qrels(
@@ -87,27 +88,13 @@ def load_dataset(
     )
 
 
-def _input_files(
-    data_dir: PathLike | None,
-    split: str,
-    corpus: PathLike | None,
-    queries: PathLike | None,
-    qrels: PathLike | None,
-    *,
-    require_qrels: bool,
-) -> tuple[PathLike | None, PathLike | None, PathLike | None]:
-    """The corpus, queries and qrels files to read: the explicit ones, else the BEIR folder's; no qrels at all is
-    fatal when ``require_qrels``."""
-    if data_dir is not None:
-        corpus, queries, qrels = _beir_files(
-            data_dir, split, corpus, queries, qrels, require_qrels=require_qrels
-        )
+def _require_qrels(qrels: PathLike | None, require_qrels: bool) -> None:
+    """No qrels file at all (none given, none in the BEIR folder) is fatal when judgements are required."""
     if qrels is None and require_qrels:
         raise DataError(
             "No judgements given. Expected a qrels file. Fix: give the qrels file, or a BEIR folder.",
             param="qrels",
         )
-    return corpus, queries, qrels
 
 
 def _default_name(
