@@ -70,6 +70,23 @@ def load(
         expected="run files, 'NAME=PATH' or (name, path) (a list)",
         single=lambda v: isinstance(v, str | Path),
     )
+    _check_load_options(data, qrels, require_qrels=require_qrels, corpus_fields=corpus_fields)
+    return load_dataset(
+        data_dir=data,
+        split=split,
+        corpus=corpus,
+        queries=queries,
+        qrels=qrels,
+        runs=runs,
+        require_qrels=require_qrels,
+        corpus_fields=corpus_fields,
+    )
+
+
+def _check_load_options(
+    data: Path | None, qrels: Path | None, *, require_qrels: Any, corpus_fields: Any
+) -> None:
+    """:func:`load`'s ``corpus_fields`` and ``require_qrels`` checked, and a golden set given when one is required."""
     if corpus_fields is not None:
         checks.mapping(
             corpus_fields, "corpus_fields", expected="a dict such as {'id': 'doc_id', 'text': 'body'}"
@@ -82,16 +99,6 @@ def load(
         raise DataError(
             "No golden set given: pass a BEIR folder (data='path/to/folder') or a qrels file (qrels='qrels.tsv')."
         )
-    return load_dataset(
-        data_dir=data,
-        split=split,
-        corpus=corpus,
-        queries=queries,
-        qrels=qrels,
-        runs=runs,
-        require_qrels=require_qrels,
-        corpus_fields=corpus_fields,
-    )
 
 
 def _run_spec(spec: Any) -> Any:

@@ -196,15 +196,7 @@ def inspect_query(
     tie group (:func:`diagnose.lexical.bm25_rank_range`), both empty for a BM25 score of 0 (no query term in it)."""
     q_text = ds.queries.text_of().get(query_id, "") if ds.queries is not None else ""
     failures = [f for f in diagnosis.failures if f.query_id == query_id]
-    corpus = ds.corpus.df if ds.corpus is not None else None
-    row_of = space.doc_row
-
-    def doc(doc_id: str) -> tuple[str, str] | None:
-        r = row_of.get(doc_id)
-        if r is None or corpus is None:
-            return None
-        return str(corpus["title"].iat[r] or ""), str(corpus["text"].iat[r] or "")
-
+    doc = _DocText(ds, space)
     targets = []
     for f in failures:
         d = doc(f.doc_id)
@@ -215,14 +207,54 @@ def inspect_query(
     top = run.df[(run.df["query_id"] == query_id) & (run.df["rank"] <= k)]
     grades = ds.qrels.df[ds.qrels.df["query_id"] == query_id]
     grade_of = {str(d): int(g) for d, g in zip(grades["doc_id"], grades["relevance"], strict=True)}
-    target_ids = list(dict.fromkeys(f.doc_id for f in failures))
     scores = bm25.scores(q_text) if q_text else None
-    cosines = _Cosines(space, query_id, failures)
+    retrieved = _retrieved_frame(top, doc, grade_of, scores, _Cosines(space, query_id, failures), failures)
+    relevant_found = tuple(d for d in top["doc_id"].tolist() if grade_of.get(d, 0) > 0)
+    cal = diagnosis.calibration
+    return Inspection(
+        query_id=query_id,
+        query_text=q_text,
+        run=run.name,
+        k=k,
+        mode=diagnosis.mode,
+        query_terms=term_overlap(q_text, "").query_terms,
+        calibrated_threshold=cal.calibrated,
+        seed_threshold=diagnosis.thresholds.seed_cosine,
+        targets=tuple(targets),
+        retrieved=retrieved,
+        relevant_found=relevant_found,
+    )
+
+
+class _DocText:
+    """A document's (title, text) by id, None when it is not in the corpus (or there is no corpus)."""
+
+    def __init__(self, ds: Dataset, space: VectorSpace) -> None:
+        self.corpus = ds.corpus.df if ds.corpus is not None else None
+        self.row_of = space.doc_row
+
+    def __call__(self, doc_id: str) -> tuple[str, str] | None:
+        r = self.row_of.get(doc_id)
+        if r is None or self.corpus is None:
+            return None
+        return str(self.corpus["title"].iat[r] or ""), str(self.corpus["text"].iat[r] or "")
+
+
+def _retrieved_frame(
+    top: pd.DataFrame,
+    doc: _DocText,
+    grade_of: dict[str, int],
+    scores: np.ndarray | None,
+    cosines: _Cosines,
+    failures: list[Failure],
+) -> pd.DataFrame:
+    """The retrieved top k of the query, one row a document: judgement, cosines, BM25 ranks, run score, text."""
+    target_ids = list(dict.fromkeys(f.doc_id for f in failures))
     rows = []
     for doc_id, rank, score in zip(
         top["doc_id"].tolist(), top["rank"].tolist(), top["score"].tolist(), strict=True
     ):
-        r = row_of.get(doc_id)
+        r = doc.row_of.get(doc_id)
         d = doc(doc_id)
         best, worst = bm25_rank_range(scores, r) if r is not None and scores is not None else (None, None)
         row: dict[str, Any] = {
@@ -241,18 +273,4 @@ def inspect_query(
     retrieved = pd.DataFrame(rows)
     if len(retrieved):
         retrieved = retrieved.astype({"bm25_rank": "Int64", "bm25_rank_worst": "Int64"})
-    relevant_found = tuple(d for d in top["doc_id"].tolist() if grade_of.get(d, 0) > 0)
-    cal = diagnosis.calibration
-    return Inspection(
-        query_id=query_id,
-        query_text=q_text,
-        run=run.name,
-        k=k,
-        mode=diagnosis.mode,
-        query_terms=term_overlap(q_text, "").query_terms,
-        calibrated_threshold=cal.calibrated,
-        seed_threshold=diagnosis.thresholds.seed_cosine,
-        targets=tuple(targets),
-        retrieved=retrieved,
-        relevant_found=relevant_found,
-    )
+    return retrieved

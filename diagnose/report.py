@@ -9,9 +9,10 @@ and the notebook's dict are the same document.
   ``to_dict()`` is the ``diagnose evaluate --format json`` contract (keys: ``runs``, ``metrics``, ``k``,
   ``no_relevant_queries``, ``reference``, ``comparisons``, ``query_changes``, ``gate``, ``warnings``,
   ``validation``, and ``slices`` when asked).
-- :func:`failures_dict`: the ``diagnose failures --format json`` contract (the diagnosis, ``label_noise``,
-  ``hubness``, ``warnings``).
-- :func:`markdown_report`: the Markdown report of the app.
+- :func:`failures_dict`, :func:`failures_text`, :func:`markdown_report`: the failures report and the app's
+  Markdown report, which live in :mod:`diagnose.report_failures` (imported here).
+- :func:`cell`, :func:`text_table`, :func:`markdown_table`: the tables every report prints, which live in
+  :mod:`diagnose.report_tables` (imported here).
 """
 
 from __future__ import annotations
@@ -26,64 +27,22 @@ import numpy as np
 import pandas as pd
 
 from diagnose.data import ValidationReport, json_default
-from diagnose.failures import CLASS_LABELS, CLASSES, Diagnosis, recommendation, sort_worst
 from diagnose.metrics import Evaluation, parse_metric, quality_band
+from diagnose.report_failures import failures_dict, failures_text, markdown_report
+from diagnose.report_tables import cell, markdown_table, text_table
 
-# --------------------------------------------------------------------------------------------- cells and tables
-
-
-def cell(v: Any) -> str:
-    """A value as table text: floats with 4 decimals, NaN and None as an en dash."""
-    if v is None:
-        return "–"
-    if isinstance(v, float):
-        return "–" if math.isnan(v) else f"{v:.4f}"
-    return str(v)
-
-
-def text_table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str]) -> str:
-    """A plain aligned text table (numbers right-aligned)."""
-    cells = [[cell(r.get(c, "")) for c in columns] for r in rows]
-    widths = [max([len(c), *(len(row[i]) for row in cells)]) for i, c in enumerate(columns)]
-    numeric = _numeric(rows, columns)
-
-    def line(values: Sequence[str]) -> str:
-        return "  ".join(
-            v.rjust(w) if num else v.ljust(w) for v, w, num in zip(values, widths, numeric, strict=True)
-        ).rstrip()
-
-    out = [line(list(columns)), line(["-" * w for w in widths])]
-    out += [line(row) for row in cells]
-    return "\n".join(out)
-
-
-def markdown_table(
-    rows: Sequence[Mapping[str, Any]] | pd.DataFrame, columns: Sequence[str] | None = None
-) -> str:
-    """A GitHub Markdown table (numbers right-aligned; ``|`` and newlines in cells escaped)."""
-    if isinstance(rows, pd.DataFrame):
-        columns = list(columns or rows.columns)
-        rows = rows[columns].to_dict(orient="records")
-    columns = list(columns or (rows[0].keys() if rows else []))
-    if not rows:
-        return "_(none)_"
-    numeric = _numeric(rows, columns)
-    out = ["| " + " | ".join(columns) + " |", "|" + "|".join("---:" if n else "---" for n in numeric) + "|"]
-    for r in rows:
-        out.append(
-            "| "
-            + " | ".join(cell(r.get(c, "")).replace("|", "\\|").replace("\n", " ") for c in columns)
-            + " |"
-        )
-    return "\n".join(out)
-
-
-def _numeric(rows: Sequence[Mapping[str, Any]], columns: Sequence[str]) -> list[bool]:
-    """Per column: every row holds a number there (not a bool), so the column is right-aligned; False with no rows."""
-    return [
-        bool(rows) and all(isinstance(r.get(c), int | float) and not isinstance(r.get(c), bool) for r in rows)
-        for c in columns
-    ]
+__all__ = [
+    "EvaluationReport",
+    "band_of",
+    "cell",
+    "dumps",
+    "failures_dict",
+    "failures_text",
+    "markdown_report",
+    "markdown_table",
+    "per_query_frame",
+    "text_table",
+]
 
 
 def band_of(metric: str, value: float) -> str | None:
@@ -328,6 +287,14 @@ class EvaluationReport:
         if per_query:
             for name, ev in self.evaluations.items():
                 lines += ["", f"per query: {name}", text_table(_query_rows(ev), ["query_id", *self.metrics])]
+        lines += self._tables_text()
+        if self.comparisons:
+            lines += self._comparisons_text()
+        return "\n".join(lines)
+
+    def _tables_text(self) -> list[str]:
+        """The text report's optional tables: the metric slices, judged coverage and the metric bounds."""
+        lines: list[str] = []
         if self.slices is not None:
             lines += [
                 "",
@@ -348,41 +315,48 @@ class EvaluationReport:
                 "(upper):",
                 text_table(self.bounds.to_dict(orient="records"), list(self.bounds.columns)),
             ]
-        if self.comparisons:
-            n_tests = len(self.comparisons)
-            family = "one test" if n_tests == 1 else f"Holm over {n_tests} tests"
-            lines += ["", f"comparisons with {self.reference!r} (paired; 95% bootstrap CI; {family}):"]
-            lines += [f"- {c.verdict()}" for c in self.comparisons]
-            if self.tukey is not None and len(self.tukey):
-                sig = self.tukey[self.tukey["significant"]]
-                lines.append(
-                    f"- randomised Tukey HSD over all {len(self.tukey)} pairs on {self.comparisons[0].metric}: "
-                    + (
-                        ", ".join(
-                            f"{r.run} vs {r.reference} ({r.mean_diff:+.3f}, p={r.p_tukey:.3g})"
-                            for r in sig.itertuples()
-                        )
-                        + " differ"
-                        if len(sig)
-                        else "no pair differs"
-                    )
-                    + " (family-wise error controlled over every pair)."
+        return lines
+
+    def _comparisons_text(self) -> list[str]:
+        """The text report's comparisons with the reference: verdicts, Tukey HSD, queries needed, query changes."""
+        n_tests = len(self.comparisons)
+        family = "one test" if n_tests == 1 else f"Holm over {n_tests} tests"
+        lines = ["", f"comparisons with {self.reference!r} (paired; 95% bootstrap CI; {family}):"]
+        lines += [f"- {c.verdict()}" for c in self.comparisons]
+        if self.tukey is not None and len(self.tukey):
+            lines.append(self._tukey_sentence())
+        if self.queries_needed is not None:
+            lines += [
+                f"- to detect a difference of {r.difference:g} on {r.metric} between {r.run} and {r.reference} "
+                f"(paired t-test, alpha 0.05, power 0.8, sd of the differences {r.sd_of_differences:.3f}): "
+                f"{r.queries_needed} queries; the golden set has {r.queries}."
+                for r in self.queries_needed.itertuples()
+            ]
+        for name, ch in self.query_changes.items():
+            lines.append(
+                f"- {name} vs {self.reference} at k={ch['metric'].split('@')[1]}: fixes {len(ch['fixed'])} "
+                f"{_queries(len(ch['fixed']))} ({', '.join(ch['fixed'][:8]) or '-'}), breaks "
+                f"{len(ch['broken'])} ({', '.join(ch['broken'][:8]) or '-'}); `diagnose failures` tells why "
+                "each one fails."
+            )
+        return lines
+
+    def _tukey_sentence(self) -> str:
+        """The randomised Tukey HSD over every pair of runs, as one line of the text report."""
+        sig = self.tukey[self.tukey["significant"]]
+        return (
+            f"- randomised Tukey HSD over all {len(self.tukey)} pairs on {self.comparisons[0].metric}: "
+            + (
+                ", ".join(
+                    f"{r.run} vs {r.reference} ({r.mean_diff:+.3f}, p={r.p_tukey:.3g})"
+                    for r in sig.itertuples()
                 )
-            if self.queries_needed is not None:
-                lines += [
-                    f"- to detect a difference of {r.difference:g} on {r.metric} between {r.run} and {r.reference} "
-                    f"(paired t-test, alpha 0.05, power 0.8, sd of the differences {r.sd_of_differences:.3f}): "
-                    f"{r.queries_needed} queries; the golden set has {r.queries}."
-                    for r in self.queries_needed.itertuples()
-                ]
-            for name, ch in self.query_changes.items():
-                lines.append(
-                    f"- {name} vs {self.reference} at k={ch['metric'].split('@')[1]}: fixes {len(ch['fixed'])} "
-                    f"{_queries(len(ch['fixed']))} ({', '.join(ch['fixed'][:8]) or '-'}), breaks "
-                    f"{len(ch['broken'])} ({', '.join(ch['broken'][:8]) or '-'}); `diagnose failures` tells why "
-                    "each one fails."
-                )
-        return "\n".join(lines)
+                + " differ"
+                if len(sig)
+                else "no pair differs"
+            )
+            + " (family-wise error controlled over every pair)."
+        )
 
     def _extra_names(self) -> list[str]:
         return list(dict.fromkeys(c for cols in self.extra_columns.values() for c in cols))
@@ -407,187 +381,6 @@ def _queries(n: int) -> str:
 
 def _finite(v: float) -> float | None:
     return float(v) if v is not None and math.isfinite(v) else None
-
-
-# --------------------------------------------------------------------------------------------- failures
-
-
-def failures_dict(
-    diagnosis: Diagnosis,
-    *,
-    label_noise: Any = None,
-    hubness: Any = None,
-    validation: ValidationReport | None = None,
-) -> dict[str, Any]:
-    """The ``diagnose failures --format json`` document: the diagnosis with ``label_noise``, ``hubness`` and
-    ``warnings`` (when given)."""
-    payload = diagnosis.to_dict()
-    if label_noise is not None:
-        payload["label_noise"] = label_noise.to_dict()
-    if hubness is not None:
-        payload["hubness"] = hubness.to_dict()
-    if validation is not None:
-        payload["warnings"] = [p.to_dict() for p in validation.warnings]
-    return payload
-
-
-def failures_text(
-    diagnosis: Diagnosis,
-    *,
-    model: str,
-    label_noise: Any = None,
-    hubness: Any = None,
-    remedies: Any = None,
-    remedy_matrix: Any = None,
-) -> str:
-    """The human-readable report of ``diagnose failures``: every failure worst first, counts, recommendations."""
-    d, cal = diagnosis, diagnosis.calibration
-    lines = [
-        f"run {d.run!r}: {d.counts_sentence()}; every missed pair analysed.",
-        f"run kind: {d.run_kind.sentence()}.",
-        f"model {model}: calibrated cosine threshold {cal.calibrated:.3f} ({cal.to_dict()['method']}, "
-        f"{cal.n_pairs} pairs); seed threshold {cal.seed:.2f}.",
-        "",
-    ]
-    for f in sort_worst(d.failures):
-        lines.append(f"[{f.cls}] query {f.query_id}: {f.query_text}")
-        lines.append(f"  target {f.doc_id} (grade {f.grade}): {f.evidence}")
-        if f.missing_terms:
-            lines.append(f"  query terms missing from the target: {', '.join(f.missing_terms)}")
-        if f.top_retrieved:
-            beat = "; ".join(
-                f"#{c.rank} {c.doc_id} (cos q {cell(c.cosine_query)}, cos target {cell(c.cosine_target)})"
-                for c in f.top_retrieved[:3]
-            )
-            lines.append(f"  beaten by: {beat}")
-        lines += [f"  seed rule: {f.seed_verdict}; calibrated rule: {f.calibrated_verdict}", ""]
-    lines.append("counts per class (a failed query whose missed pairs fall in two classes counts in both):")
-    counts = [
-        {"class": c, "label": CLASS_LABELS[c], "missed pairs": n, "failed queries": d.class_failed_queries[c]}
-        for c, n in d.class_counts.items()
-    ]
-    lines.append(text_table(counts, ["class", "label", "missed pairs", "failed queries"]))
-    present = [c for c, n in d.class_counts.items() if n]
-    if present:
-        lines += ["", "recommendations:"] + [f"- {c}: {recommendation(c, d.run_kind.kind)}" for c in present]
-    if remedies is not None and remedies.sentences():
-        lines += ["", "remedies, applied to this run and measured:"] + [
-            f"- {x}" for x in remedies.sentences()
-        ]
-    if remedy_matrix is not None and remedy_matrix.classes:
-        m = remedy_matrix
-        lines += [
-            "",
-            f"remedy matrix: every remedy applied to every class's {m.unit} (recovered at k={m.k}):",
-        ]
-        lines += [
-            text_table(m.rows(), ["class", *m.remedy_ids]),
-            *m.legend(),
-            *[f"- {x}" for x in m.sentences()],
-        ]
-    if label_noise is not None and (
-        len(label_noise.unjudged_duplicates) or len(label_noise.conflicting_queries)
-    ):
-        lines += [
-            "",
-            f"label noise: {len(label_noise.unjudged_duplicates)} unjudged near-duplicates of relevant documents in "
-            f"top {d.k}; {len(label_noise.duplicate_documents)} duplicate documents in the corpus; "
-            f"{len(label_noise.conflicting_queries)} identical queries with conflicting judgements.",
-        ]
-    if hubness is not None and len(hubness.hubs):
-        lines += ["", f"hubs (k-occurrence skewness {hubness.skewness:.2f}):"]
-        lines.append(text_table(hubness.hubs.to_dict(orient="records"), ["doc_id", "occurrences", "share"]))
-    return "\n".join(lines)
-
-
-# --------------------------------------------------------------------------------------------- markdown report
-
-
-def markdown_report(
-    *,
-    data_label: str,
-    data_lines: Sequence[str],
-    model: str,
-    k: int,
-    mode: str,
-    metrics: pd.DataFrame,
-    diagnosis: Diagnosis | None,
-    validation: ValidationReport,
-    page: str = "",
-    query_id: str | None = None,
-    worst: int = 10,
-    remedies: Any = None,
-    remedy_matrix: Any = None,
-) -> str:
-    """The report as Markdown. ``metrics``: one row per run (``run``, ``kind``, metric columns, ``band:<metric>``)."""
-    lines = ["# diagnose report", ""]
-    lines.append(f"- **Data**: {data_label}")
-    lines += [f"  - {x}" for x in data_lines]
-    lines.append(f"- **Embedding model**: {model}")
-    lines.append(f"- **k**: {k}; **failure definition**: {mode}")
-    if page:
-        lines.append(f"- **Page**: {page}" + (f"; **query**: {query_id}" if query_id else ""))
-    lines += ["", f"## Metrics at k={k}", ""]
-    metric_cols = [c for c in metrics.columns if "@" in c and not c.startswith("band:")]
-    table = metrics.copy()
-    for c in metric_cols:
-        band = f"band:{c}"
-        if band in table:
-            table[c] = [
-                f"{v:.4f} ({b})" if b else f"{v:.4f}" for v, b in zip(table[c], table[band], strict=True)
-            ]
-    lines.append(markdown_table(table, ["run", "kind", "queries", *metric_cols]))
-    if diagnosis is not None:
-        lines += ["", *_diagnosis_markdown(diagnosis, query_id=query_id, worst=worst)]
-    if remedies is not None and remedies.sentences():
-        lines += ["", "### Remedies, applied to this run and measured", ""]
-        lines += [f"- {x}" for x in remedies.sentences()]
-    if remedy_matrix is not None and remedy_matrix.classes:
-        m = remedy_matrix
-        lines += ["", f"### Remedy matrix: every remedy applied to every class's {m.unit}", ""]
-        lines += [markdown_table(m.rows(), ["class", *m.remedy_ids]), "", *[f"- {x}" for x in m.legend()]]
-        lines += ["", *[f"- {x}" for x in m.sentences()]]
-    lines += ["", "## Validation", ""]
-    if len(validation):
-        lines += [f"- {p.format().splitlines()[0]}" for p in validation]
-    else:
-        lines.append("No problems found in the input.")
-    return "\n".join(lines) + "\n"
-
-
-def _diagnosis_markdown(d: Diagnosis, *, query_id: str | None, worst: int) -> list[str]:
-    cal = d.calibration
-    lines = [
-        f"## Failures of run `{d.run}`",
-        "",
-        f"{d.counts_sentence()}; every missed pair analysed. Run kind: {d.run_kind.sentence()}.",
-        "",
-        f"Cosine threshold of {cal.model}: calibrated {cal.calibrated:.3f} ({cal.to_dict()['method']}, "
-        f"{cal.n_pairs} pairs); seed {cal.seed:.2f}.",
-        "",
-    ]
-    counts = [
-        {"class": CLASS_LABELS[c], "id": c, "missed pairs": n, "failed queries": d.class_failed_queries[c]}
-        for c, n in d.class_counts.items()
-        if n
-    ]
-    lines.append(markdown_table(counts) if counts else "No failures.")
-    present = [c for c in CLASSES if d.class_counts.get(c)]
-    if present:
-        lines += ["", "### Recommendations", ""]
-        lines += [f"- **{CLASS_LABELS[c]}**: {recommendation(c, d.run_kind.kind)}" for c in present]
-    shown = sort_worst(d.failures)
-    if query_id:
-        shown = [f for f in shown if f.query_id == query_id] + [f for f in shown if f.query_id != query_id]
-    if shown:
-        lines += ["", f"### Worst missed pairs (first {min(worst, len(shown))} of {len(shown)})", ""]
-        for f in shown[:worst]:
-            lines.append(
-                f"- **{CLASS_LABELS[f.cls]}**: query `{f.query_id}` ({f.query_text!r}), target "
-                f"`{f.doc_id}`. {f.evidence} Seed rule: {f.seed_verdict}; calibrated rule: "
-                f"{f.calibrated_verdict}."
-            )
-    return lines
 
 
 def dumps(payload: Any) -> str:

@@ -37,7 +37,7 @@ from diagnose.analysis.base import (
 from diagnose.analysis.pictures import Pictures
 from diagnose.data import DataError
 from diagnose.defaults import BASELINES, FAILURE_MODES
-from diagnose.report import failures_dict
+from diagnose.report_failures import failures_dict
 
 __all__ = [
     "Analysis",

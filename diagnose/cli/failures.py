@@ -11,7 +11,7 @@ from diagnose.failures import Thresholds
 from diagnose.failures.kind import parse_kind_arg
 from diagnose.io import parse_run_arg
 from diagnose.io.convert import as_run
-from diagnose.report import failures_dict, failures_text
+from diagnose.report_failures import failures_dict, failures_text
 from diagnose.risk import failure_risk
 
 

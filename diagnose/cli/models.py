@@ -9,7 +9,7 @@ from diagnose.cli.output import Output, emit, frame_output, records_text
 from diagnose.cli.shared import EXIT_OK, build_analysis, load_data, print_warnings, read_checked_run
 from diagnose.data import DataError
 from diagnose.io import parse_run_arg
-from diagnose.report import text_table
+from diagnose.report_tables import text_table
 
 if TYPE_CHECKING:
     import pandas as pd

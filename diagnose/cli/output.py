@@ -12,7 +12,8 @@ from typing import Any
 
 import pandas as pd
 
-from diagnose.report import dumps, text_table
+from diagnose.report import dumps
+from diagnose.report_tables import text_table
 
 
 @dataclass(frozen=True)

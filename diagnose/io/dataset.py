@@ -63,18 +63,13 @@ def load_dataset(
     ``progress``.
     """
     report = report if report is not None else ValidationReport()
-    given_queries = (
-        queries  # a golden set's own queries beat the folder's, not a queries file given explicitly
-    )
+    # a golden set's own queries beat the folder's, not a queries file given explicitly
+    given_queries = queries
     if data_dir is not None:
         corpus, queries, qrels = _beir_files(
             data_dir, split, corpus, queries, qrels, require_qrels=require_qrels
         )
-    if qrels is None and require_qrels:
-        raise DataError(
-            "No judgements given. Expected a qrels file. Fix: give the qrels file, or a BEIR folder.",
-            param="qrels",
-        )
+    _require_qrels(qrels, require_qrels)
     run_specs = _run_specs(runs)
 
     qrels_rec, corpus_rec, queries_rec = _read_texts_and_qrels(
@@ -87,11 +82,27 @@ def load_dataset(
     for run in run_recs.values():
         check_run_matches_qrels(run, qrels_rec)
     cross_checks(qrels_rec, run_recs, corpus_rec, queries_rec, report)
-    ds_name = name or (
-        Path(data_dir).name if data_dir is not None else Path(str(qrels or queries or corpus or "data")).stem
-    )
+    ds_name = name or _default_name(data_dir, qrels, queries, corpus)
     return Dataset(
         qrels=qrels_rec, runs=run_recs, corpus=corpus_rec, queries=queries_rec, report=report, name=ds_name
+    )
+
+
+def _require_qrels(qrels: PathLike | None, require_qrels: bool) -> None:
+    """No qrels file at all (none given, none in the BEIR folder) is fatal when judgements are required."""
+    if qrels is None and require_qrels:
+        raise DataError(
+            "No judgements given. Expected a qrels file. Fix: give the qrels file, or a BEIR folder.",
+            param="qrels",
+        )
+
+
+def _default_name(
+    data_dir: PathLike | None, qrels: PathLike | None, queries: PathLike | None, corpus: PathLike | None
+) -> str:
+    """The data set's name when none is given: the BEIR folder's name, else the stem of the first file given."""
+    return (
+        Path(data_dir).name if data_dir is not None else Path(str(qrels or queries or corpus or "data")).stem
     )
 
 

@@ -43,19 +43,7 @@ def _bm25s_scores_vectorised(retriever: Any, tokens: list[list[str]], vocab: dic
     if np.lib.NumpyVersion(np.__version__) < "2.0.0":
         return None
     n_docs, n_vocab = len(tokens), len(vocab)
-    lens = np.fromiter(map(len, tokens), dtype=np.int64, count=n_docs)
-    flat = np.fromiter(
-        map(vocab.__getitem__, chain.from_iterable(tokens)), dtype=np.int64, count=int(lens.sum())
-    )
-    doc_of = np.repeat(np.arange(n_docs, dtype=np.int64), lens)
-    keys, first, counts = np.unique(doc_of * n_vocab + flat, return_index=True, return_counts=True)
-    del flat
-    order = np.argsort(
-        first, kind="stable"
-    )  # documents in order, terms by first occurrence (Counter's order)
-    keys, counts = keys[order], counts[order]
-    doc_idx, voc_idx = np.divmod(keys, n_vocab)
-    del keys, order, first
+    lens, doc_idx, voc_idx, counts = _term_counts(tokens, vocab)
     df = np.bincount(voc_idx, minlength=n_vocab)
     doc_frequencies = dict(zip(range(n_vocab), df.tolist(), strict=True))
     avg_doc_len = lens.mean()  # bm25s: np.array([len(doc_ids) for doc_ids in corpus_token_ids]).mean()
@@ -76,19 +64,43 @@ def _bm25s_scores_vectorised(retriever: Any, tokens: list[list[str]], vocab: dic
     )
     scores_flat = np.empty(len(tf_array), dtype=retriever.dtype)
     scores_flat[:] = idf_array[voc_idx] * tfc
+    data, indices, indptr = _csc(retriever, scores_flat, doc_idx, voc_idx, (n_docs, n_vocab))
+    return {"data": data, "indices": indices, "indptr": indptr, "num_docs": n_docs}
+
+
+def _term_counts(
+    tokens: list[list[str]], vocab: dict[str, int]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per document its length, and one entry per (document, distinct term): document index, term index and count,
+    documents in order and each document's terms by first occurrence (the order of bm25s' ``Counter``)."""
+    n_docs, n_vocab = len(tokens), len(vocab)
+    lens = np.fromiter(map(len, tokens), dtype=np.int64, count=n_docs)
+    flat = np.fromiter(
+        map(vocab.__getitem__, chain.from_iterable(tokens)), dtype=np.int64, count=int(lens.sum())
+    )
+    doc_of = np.repeat(np.arange(n_docs, dtype=np.int64), lens)
+    keys, first, counts = np.unique(doc_of * n_vocab + flat, return_index=True, return_counts=True)
+    del flat
+    # documents in order, terms by first occurrence (Counter's order)
+    order = np.argsort(first, kind="stable")
+    keys, counts = keys[order], counts[order]
+    doc_idx, voc_idx = np.divmod(keys, n_vocab)
+    return lens, doc_idx, voc_idx, counts
+
+
+def _csc(
+    retriever: Any, scores_flat: np.ndarray, doc_idx: np.ndarray, voc_idx: np.ndarray, shape: tuple[int, int]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The (document x term) score matrix in CSC form (data, indices, indptr), built as bm25s builds it."""
     doc_idx = doc_idx.astype(retriever.int_dtype)
     voc_idx = voc_idx.astype(retriever.int_dtype)
     if retriever.csc_backend == "scipy":
         import scipy.sparse as sp
 
-        m = sp.csc_matrix((scores_flat, (doc_idx, voc_idx)), shape=(n_docs, n_vocab), dtype=retriever.dtype)
-        data, indices, indptr = m.data, m.indices, m.indptr
-    else:
-        data, indices, indptr = retriever._np_csc(
-            data=scores_flat, rows=doc_idx, cols=voc_idx, shape=(n_docs, n_vocab)
-        )
-        data = data.astype(retriever.dtype)
-    return {"data": data, "indices": indices, "indptr": indptr, "num_docs": n_docs}
+        m = sp.csc_matrix((scores_flat, (doc_idx, voc_idx)), shape=shape, dtype=retriever.dtype)
+        return m.data, m.indices, m.indptr
+    data, indices, indptr = retriever._np_csc(data=scores_flat, rows=doc_idx, cols=voc_idx, shape=shape)
+    return data.astype(retriever.dtype), indices, indptr
 
 
 class Bm25sImpl:

@@ -215,13 +215,7 @@ def run_retriever(
     retriever is of no known kind, a result has no usable id, or the retriever raised (or timed out) on every query
     (the message quotes the first error); :class:`RetrieverInterrupted` on Ctrl-C.
     """
-    depth = positive_int(depth, "depth")
-    concurrency = positive_int(concurrency, "concurrency")
-    timeout = check_timeout(timeout)
-    if id_key is not None:
-        text(id_key, "id_key", what="a metadata key (a str) or None", empty_ok=True)
-    if name is not None:
-        text(name, "name", what="a run name (a str) or None", empty_ok=True)
+    depth, concurrency, timeout = _checked_options(depth, concurrency, timeout, id_key, name)
     report = report if report is not None else ValidationReport()
     mapper, collapse = chunk_mapper(chunk_to_doc)
     kind = retriever_kind(retriever)
@@ -241,6 +235,21 @@ def run_retriever(
     if run is None:
         raise _raised_on_every_query(run_name, len(qids), dict(_errors(qids, outcomes)))
     return run
+
+
+def _checked_options(
+    depth: Any, concurrency: Any, timeout: Any, id_key: Any, name: Any
+) -> tuple[int, int, float | None]:
+    """:func:`run_retriever`'s ``depth``, ``concurrency`` and ``timeout`` checked and normalised; ``id_key`` and
+    ``name`` checked (a str or None)."""
+    depth = positive_int(depth, "depth")
+    concurrency = positive_int(concurrency, "concurrency")
+    timeout = check_timeout(timeout)
+    if id_key is not None:
+        text(id_key, "id_key", what="a metadata key (a str) or None", empty_ok=True)
+    if name is not None:
+        text(name, "name", what="a run name (a str) or None", empty_ok=True)
+    return depth, concurrency, timeout
 
 
 def _as_run(

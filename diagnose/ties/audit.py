@@ -57,27 +57,17 @@ def tie_audit(
     any relevant document.
     """
     k = _checked_k(k, n_orders)
-    names = expand_metrics(None, [k]) if metrics is None else list(metrics)
-    wanted = _canonical(names)
-    if base is None or not wanted or not set(wanted) <= set(base.metrics):
-        base = evaluate(qrels, run, names, relevance_level=relevance_level)
-        wanted = base.metrics
-    names = wanted
+    base, names = _base_evaluation(qrels, run, metrics, k=k, relevance_level=relevance_level, base=base)
     base_values = base.per_query[names]
     golden = base.per_query.index
     lay = tie_layout(run)
     groups = np.flatnonzero(lay.g_size > 1)
     counts = _tie_counts(lay, groups, golden, k)
 
-    lo = base_values.to_numpy(dtype=np.float64, copy=True)
-    hi = lo.copy()
     exact = {m: tie_key_of(m) is not None for m in names}
-    sampled = 0
-    if len(groups):
-        scope = _scope(lay, counts)
-        sampled = _widen_over_orders(
-            qrels, run, lay, scope, names, exact, lo, hi, n_orders, seed, relevance_level
-        )
+    lo, hi, sampled = _ranges(
+        qrels, run, lay, counts, names, exact, base_values, n_orders, seed, relevance_level
+    )
 
     value = base_values.to_numpy(dtype=np.float64)
     depends = (hi - lo > TOL).any(axis=1) if len(names) else np.zeros(len(golden), dtype=bool)
@@ -101,6 +91,49 @@ def tie_audit(
         sampled_orders=sampled,
         source=run.source,
     )
+
+
+def _ranges(
+    qrels: Qrels,
+    run: Run,
+    lay: Layout,
+    counts: _TieCounts,
+    names: list[str],
+    exact: dict[str, bool],
+    base_values: pd.DataFrame,
+    n_orders: int,
+    seed: int,
+    relevance_level: int,
+) -> tuple[np.ndarray, np.ndarray, int]:
+    """Each golden query's lowest and highest value of every metric over tie orders (the run's own values where no
+    group of tied scores exists), and the number of random orders sampled."""
+    lo = base_values.to_numpy(dtype=np.float64, copy=True)
+    hi = lo.copy()
+    sampled = 0
+    if (lay.g_size > 1).any():
+        sampled = _widen_over_orders(
+            qrels, run, lay, _scope(lay, counts), names, exact, lo, hi, n_orders, seed, relevance_level
+        )
+    return lo, hi, sampled
+
+
+def _base_evaluation(
+    qrels: Qrels,
+    run: Run,
+    metrics: Sequence[str] | None,
+    *,
+    k: int,
+    relevance_level: int,
+    base: Evaluation | None,
+) -> tuple[Evaluation, list[str]]:
+    """The run's evaluation the audit starts from, and the metric names it audits: ``base`` when it holds every
+    metric asked (canonical names), else the run scored here (its metric names)."""
+    names = expand_metrics(None, [k]) if metrics is None else list(metrics)
+    wanted = _canonical(names)
+    if base is None or not wanted or not set(wanted) <= set(base.metrics):
+        base = evaluate(qrels, run, names, relevance_level=relevance_level)
+        wanted = base.metrics
+    return base, wanted
 
 
 def _canonical(names: Sequence[str]) -> list[str]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from diagnose import report
+from diagnose import report, report_failures
 from diagnose.cache import slug
 from diagnose.ui import sources
 from diagnose.ui.text import escape_md
@@ -39,74 +39,85 @@ def report_markdown(b, diagnosis=None, metrics=None, page: str = "", query_id: s
 
 
 def sidebar_downloads(b) -> None:
+    """The sidebar's Downloads: per-query metrics, the diagnosis of the selected run (once ready), the report."""
     k = b.k
     run = b.selected_run
     names = b.metric_names((k,))
-    analysis = b.analysis
     evs = b.evaluations((k,))
     diag = b.diagnosis(run) if b.ready else None
     metrics = b.metrics_table()
-    scores = report.EvaluationReport(
-        metrics=names,
-        ks=[k],
-        evaluations=evs,
-        reference=b.run_names[0],
-        validation=b.ds.report,
-        extra_columns=analysis.latency(),
-    )
-
-    def diagnosis_json() -> str:
-        noise = analysis.label_noise(run, k=k)
-        hubs = analysis.hubness(run, k=k)
-        return report.dumps(
-            report.failures_dict(diag, label_noise=noise, hubness=hubs, validation=b.ds.report)
-        )
-
+    files = _per_query_files(b, names, evs)
+    if diag is not None:
+        files += _diagnosis_files(b, run, diag)
     page = st.session_state.get("_page_title", "")
     qid = st.session_state.get("query_id")
-    csv, js, md = "text/csv", "application/json", "text/markdown"
-    files = [
-        (
-            "Per-query metrics (CSV)",
-            lambda: scores.to_csv(per_query=True),
-            f"per_query_k{k}.csv",
-            csv,
-            "dl_pq_csv",
-        ),
-        (
-            "Per-query metrics (JSON)",
-            lambda: scores.to_json(per_query=True),
-            f"per_query_k{k}.json",
-            js,
-            "dl_pq_json",
-        ),
-    ]
-    if diag is not None:
-        files += [
-            (
-                f"Diagnosis of {escape_md(run)} (CSV)",
-                lambda: diag.frame().to_csv(index=False, float_format="%.6f"),
-                f"failures_{slug(run)}_k{k}.csv",
-                csv,
-                "dl_diag_csv",
-            ),
-            (
-                f"Diagnosis of {escape_md(run)} (JSON)",
-                diagnosis_json,
-                f"failures_{slug(run)}_k{k}.json",
-                js,
-                "dl_diag_json",
-            ),
-        ]
     files.append(
         (
             "Report (Markdown)",
             lambda: report_markdown(b, diag, metrics, page, qid),
             f"diagnose_report_{slug(run)}_k{k}.md",
-            md,
+            "text/markdown",
             "dl_report",
         )
     )
     with st.sidebar.expander("Downloads", icon=":material/download:"):
         for label, data, name, mime, key in files:
             st.download_button(label, data, file_name=name, mime=mime, on_click="ignore", key=key)
+
+
+def _per_query_files(b, names, evs) -> list[tuple]:
+    """The per-query metrics at the chosen k as CSV and JSON (``diagnose evaluate --per-query``'s schema)."""
+    k = b.k
+    scores = report.EvaluationReport(
+        metrics=names,
+        ks=[k],
+        evaluations=evs,
+        reference=b.run_names[0],
+        validation=b.ds.report,
+        extra_columns=b.analysis.latency(),
+    )
+    return [
+        (
+            "Per-query metrics (CSV)",
+            lambda: scores.to_csv(per_query=True),
+            f"per_query_k{k}.csv",
+            "text/csv",
+            "dl_pq_csv",
+        ),
+        (
+            "Per-query metrics (JSON)",
+            lambda: scores.to_json(per_query=True),
+            f"per_query_k{k}.json",
+            "application/json",
+            "dl_pq_json",
+        ),
+    ]
+
+
+def _diagnosis_files(b, run: str, diag) -> list[tuple]:
+    """The diagnosis of ``run`` as CSV and JSON (``diagnose failures``' schema, with label noise and hubness)."""
+    k, analysis = b.k, b.analysis
+
+    def diagnosis_json() -> str:
+        noise = analysis.label_noise(run, k=k)
+        hubs = analysis.hubness(run, k=k)
+        return report.dumps(
+            report_failures.failures_dict(diag, label_noise=noise, hubness=hubs, validation=b.ds.report)
+        )
+
+    return [
+        (
+            f"Diagnosis of {escape_md(run)} (CSV)",
+            lambda: diag.frame().to_csv(index=False, float_format="%.6f"),
+            f"failures_{slug(run)}_k{k}.csv",
+            "text/csv",
+            "dl_diag_csv",
+        ),
+        (
+            f"Diagnosis of {escape_md(run)} (JSON)",
+            diagnosis_json,
+            f"failures_{slug(run)}_k{k}.json",
+            "application/json",
+            "dl_diag_json",
+        ),
+    ]

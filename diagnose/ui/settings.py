@@ -140,32 +140,41 @@ def sidebar() -> Settings:
             help="fast: the model's transformer in bfloat16 on CPUs that support it (vectors within cosine 0.9999 of "
             "fp32, ~3x faster here); exact: fp32, as sentence-transformers encodes. Cached separately.",
         )
-        embeddings: tuple[tuple[str, str], ...] = ()
-        with st.expander("Precomputed vectors (optional)"):
-            st.caption(
-                "Your production index's vectors instead of encoding: .npy or .parquet (id + vector columns); "
-                "for .npy also the id files, one id per line. Paths under the data folder."
-            )
-            fields = [
-                ("doc", "Document vectors"),
-                ("query", "Query vectors"),
-                ("doc_ids", "Document ids (.npy)"),
-                ("query_ids", "Query ids (.npy)"),
-            ]
-            typed = {key: st.text_input(label, key=f"emb_{key}").strip() for key, label in fields}
-            if typed["doc"] or typed["query"]:
-                try:
-                    embeddings = tuple(
-                        (key, sources.check_path(path, label))
-                        for (key, label), path in zip(fields, typed.values(), strict=True)
-                        if path
-                    )
-                except DataError as e:
-                    err = err or str(e)
-                    spec = None
+        embeddings, emb_err = _precomputed_vectors()
+        if emb_err is not None:
+            err = err or emb_err
+            spec = None
     s = Settings(spec, err, model, override, k, mode, engine, embeddings, precision)
     st.session_state["_settings"] = s
     return s
+
+
+def _precomputed_vectors() -> tuple[tuple[tuple[str, str], ...], str | None]:
+    """The sidebar's "Precomputed vectors" expander: the (kind, checked path) pairs typed, and the error of a path
+    that does not pass the check (then no pairs)."""
+    embeddings: tuple[tuple[str, str], ...] = ()
+    with st.expander("Precomputed vectors (optional)"):
+        st.caption(
+            "Your production index's vectors instead of encoding: .npy or .parquet (id + vector columns); "
+            "for .npy also the id files, one id per line. Paths under the data folder."
+        )
+        fields = [
+            ("doc", "Document vectors"),
+            ("query", "Query vectors"),
+            ("doc_ids", "Document ids (.npy)"),
+            ("query_ids", "Query ids (.npy)"),
+        ]
+        typed = {key: st.text_input(label, key=f"emb_{key}").strip() for key, label in fields}
+        if typed["doc"] or typed["query"]:
+            try:
+                embeddings = tuple(
+                    (key, sources.check_path(path, label))
+                    for (key, label), path in zip(fields, typed.values(), strict=True)
+                    if path
+                )
+            except DataError as e:
+                return (), str(e)
+    return embeddings, None
 
 
 def retriever_specs() -> list[tuple[str, str]]:
