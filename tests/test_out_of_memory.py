@@ -136,7 +136,7 @@ def test_the_app_shows_running_out_of_memory_as_a_message(tmp_path, monkeypatch)
     """Before: the MemoryError escaped the loading and the page showed a traceback."""
     import app_testing as app
 
-    import diagnose.io
+    import diagnose.ui.state
 
     folder = tmp_path / "beir"
     shutil.copytree(app.DEMO, folder, ignore=shutil.ignore_patterns("runs"))
@@ -146,7 +146,7 @@ def test_the_app_shows_running_out_of_memory_as_a_message(tmp_path, monkeypatch)
             "Unable to allocate 8.00 GiB for an array with shape (1000000, 2048) and data type float32"
         )
 
-    monkeypatch.setattr(diagnose.io, "load_dataset", load_dataset)
+    monkeypatch.setattr(diagnose.ui.state, "load_dataset", load_dataset)  # the name the app's loading calls
     monkeypatch.setenv("DIAGNOSE_DATA_ROOT", str(tmp_path))
     at = app.demo_app()
     at.selectbox(key="src_kind").set_value("beir").run()
