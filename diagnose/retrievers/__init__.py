@@ -98,13 +98,12 @@ One question a file; this package holds :func:`run_retriever` (and what it accep
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
 from diagnose import defaults
-from diagnose.checks import positive_int, text
+from diagnose.checks import finite_number, positive_int, text
 from diagnose.data import DataError, Dataset, Queries, Run, ValidationReport
 from diagnose.progress import Progress
 from diagnose.retrievers.calls import (
@@ -164,17 +163,13 @@ def check_timeout(timeout: Any, param: str = "timeout") -> float | None:
     """``timeout`` as seconds: a positive finite number, or None (no limit); else DataError naming ``param``."""
     if timeout is None:
         return None
-    if (
-        isinstance(timeout, bool)
-        or not isinstance(timeout, int | float)
-        or not math.isfinite(timeout)
-        or timeout <= 0
-    ):
-        raise DataError(
-            f"{param} must be a positive number of seconds (or None for no limit), got {timeout!r}.",
-            param=param,
-        )
-    return float(timeout)
+    return finite_number(
+        timeout,
+        param,
+        low=0,
+        open_low=True,
+        message=f"{param} must be a positive number of seconds (or None for no limit), got {{value!r}}.",
+    )
 
 
 def run_retriever(
