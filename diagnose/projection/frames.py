@@ -166,6 +166,14 @@ class MapLines:
     n_worst: int | None  # None: every failed query's lines
     n_all: int
 
+    def legend_title(self) -> list[str]:
+        """The lines' legend title, in two short lines: whose lines, then "line to"."""
+        if self.n_worst is None:
+            return ["Lines of every failed query", "line to"]
+        whose = [f"{self.n_worst} worst quer{'y' if self.n_worst == 1 else 'ies'}"] if self.n_worst else []
+        whose = (["the selected query"] if self.selected else []) + whose
+        return [f"Lines of {' + '.join(whose) or 'no query'}", "line to"]
+
     def sentence(self) -> str:
         """Which lines are drawn, for the map's legend."""
         drawn = f"{len(self.edges):,} of {self.n_all:,} lines"
