@@ -57,6 +57,6 @@ INSPECT_OPEN = 3
 """The Query inspector opens the worst few missed targets of a query as cards; the others are listed, per class, in a
 compact table (a toggle opens them all)."""
 
-MAP_WORST_LINES = 10
+MAP_WORST_LINES = 5
 """The embedding map draws the lines (query to missed targets and to its top retrieved document) of the selected query
 and of this many worst failed queries; a toggle draws every failed query's."""

@@ -15,6 +15,7 @@ from typing import Any
 
 import pandas as pd
 import streamlit as st
+from pandas.io.formats.style import Styler
 
 MISSING = "—"
 
@@ -69,11 +70,12 @@ def without_holes(
 def pinned(
     data: Any, column_config: dict[str, Any] | None, pin: Sequence[str] | None
 ) -> dict[str, Any] | None:
-    """``column_config`` with the ``pin`` columns of a DataFrame pinned (``pin`` None: its first column); a column's
-    own config (label, help, width, type) is kept."""
-    if not isinstance(data, pd.DataFrame) or not len(data.columns):
+    """``column_config`` with the ``pin`` columns of a DataFrame (or a Styler's) pinned (``pin`` None: its first
+    column); a column's own config (label, help, width, type) is kept."""
+    frame = data.data if isinstance(data, Styler) else data
+    if not isinstance(frame, pd.DataFrame) or not len(frame.columns):
         return column_config
-    names = [data.columns[0]] if pin is None else [c for c in pin if c in data.columns]
+    names = [frame.columns[0]] if pin is None else [c for c in pin if c in frame.columns]
     if not names:
         return column_config
     config = dict(column_config or {})
