@@ -96,3 +96,29 @@ def show(data: Any, *, pin: Sequence[str] | None = None, **options: Any) -> Any:
     if config is not None:
         options["column_config"] = config
     return st.dataframe(data, hide_index=True, width="stretch", **options)
+
+
+def evidence_columns() -> dict[str, Any]:
+    """The column_config of a missed pair's evidence columns (Worst queries' table, the inspector's other targets):
+    ``cosine``, ``overlap``, ``run rank``, ``dense rank``, ``BM25 rank`` and their ``(worst)`` tie ends."""
+    number = st.column_config.NumberColumn
+    return {
+        "cosine": number("cosine", format="%.3f", help="cos(query, target)"),
+        "overlap": st.column_config.ProgressColumn(
+            "term overlap",
+            min_value=0.0,
+            max_value=1.0,
+            format="percent",
+            help="share of query terms in the target",
+        ),
+        "run rank": number(help=f"the target's rank in the run ({MISSING}: not retrieved)"),
+        "dense rank": number(
+            help="exact dense rank over the whole corpus: the best rank of the target's tie group"
+        ),
+        "dense rank (worst)": number(help="the worst rank of the target's dense tie group"),
+        "BM25 rank": number(
+            help=f"BM25 rank over the whole corpus, best of its tie group; {MISSING}: BM25 score 0 (no query term "
+            "in it)"
+        ),
+        "BM25 rank (worst)": number(help="the worst rank of the target's BM25 tie group"),
+    }

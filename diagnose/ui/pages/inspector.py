@@ -149,21 +149,7 @@ def collapsed(g: TargetGroup) -> None:
 
 
 TARGET_COLUMNS = {
-    "cosine": st.column_config.NumberColumn(format="%.3f", help="cos(query, target)"),
-    "run rank": st.column_config.NumberColumn(help="the target's rank in the run (—: not retrieved)"),
-    "dense rank": st.column_config.NumberColumn(
-        help="exact dense rank over the corpus, best of its tie group"
-    ),
-    "BM25 rank": st.column_config.NumberColumn(
-        help="BM25 rank over the corpus, best of its tie group (—: score 0)"
-    ),
-    "overlap": st.column_config.ProgressColumn(
-        "term overlap",
-        min_value=0.0,
-        max_value=1.0,
-        format="percent",
-        help="share of query terms in the target",
-    ),
+    **tables.evidence_columns(),
     "missing terms": st.column_config.TextColumn(width="large"),
 }
 
