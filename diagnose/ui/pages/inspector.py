@@ -10,7 +10,7 @@ from __future__ import annotations
 import streamlit as st
 
 from diagnose import defaults
-from diagnose.failures import CLASS_LABELS, rank_range_text, worst_queries
+from diagnose.failures import CLASS_LABELS, Failure, rank_range_text, worst_queries
 from diagnose.inspection import Target, TargetGroup, targets_table
 from diagnose.lexical import highlight_spans
 from diagnose.ui import state, tables
@@ -67,36 +67,45 @@ def document_md(title: str, text: str, stems: tuple[str, ...]) -> str:
     return (f"Title: {head}  \n" if head else "") + body
 
 
+def metrics(f: Failure) -> None:
+    """The target's numbers in a row: cosine, the run's, dense and BM25 ranks, the query terms in it."""
+    c = st.columns(5)
+    c[0].metric("cos(query, target)", fmt(f.cosine), help=f"calibrated threshold {cal.calibrated:.3f}")
+    c[1].metric(
+        "Run rank",
+        rank_text(f.run_rank) if f.run_rank else "—",
+        delta=None if f.run_rank else "not retrieved",  # under the value: "not retrieved" is too long for it
+        delta_color="off",
+        delta_arrow="off",
+        help=f"the target's rank in the run; not retrieved = not among the {f.run_depth} documents it returned",
+    )
+    c[2].metric(
+        "Exact dense rank",
+        rank_range_text(f.dense_rank, f.dense_rank_worst, none="—"),
+        help="among all documents, by cosine; #a–b: documents with the same cosine (as float32) tie at ranks a "
+        "to b",
+    )
+    c[3].metric(
+        "BM25 rank",
+        rank_range_text(f.bm25_rank, f.bm25_rank_worst, none="—"),
+        delta="not retrieved" if f.bm25_rank is None and f.bm25_score is not None else None,
+        delta_color="off",
+        delta_arrow="off",
+        help="among all documents, by BM25 score; #a–b: a tie at ranks a to b; not retrieved: BM25 score 0, no query "
+        "term in the target (BM25 does not retrieve it)",
+    )
+    c[4].metric(
+        "Query terms in target",
+        fmt(f.overlap, 2) if f.overlap is None else f"{f.overlap:.0%}",
+        help="share of the query's terms (stemmed, stopwords dropped) that occur in the target",
+    )
+
+
 def card(t: Target) -> None:
     f = t.failure
     with st.container(border=True):
         st.markdown(f"#### {CLASS_LABELS[f.cls]}: target {escape_md(f.doc_id)} (grade {f.grade})")
-        c = st.columns(5)
-        c[0].metric("cos(query, target)", fmt(f.cosine), help=f"calibrated threshold {cal.calibrated:.3f}")
-        c[1].metric(
-            "Run rank",
-            rank_text(f.run_rank) if f.run_rank else "not retrieved",
-            help=f"the target's rank in the run; not retrieved = not among the {f.run_depth} documents it returned",
-        )
-        c[2].metric(
-            "Exact dense rank",
-            rank_range_text(f.dense_rank, f.dense_rank_worst, none="—"),
-            help="among all documents, by cosine; #a–b: documents with the same cosine (as float32) tie at ranks a "
-            "to b",
-        )
-        c[3].metric(
-            "BM25 rank",
-            rank_range_text(
-                f.bm25_rank, f.bm25_rank_worst, none="not retrieved" if f.bm25_score is not None else "—"
-            ),
-            help="among all documents, by BM25 score; #a–b: a tie at ranks a to b; not retrieved: BM25 score 0, no query "
-            "term in the target (BM25 does not retrieve it)",
-        )
-        c[4].metric(
-            "Query terms in target",
-            fmt(f.overlap, 2) if f.overlap is None else f"{f.overlap:.0%}",
-            help="share of the query's terms (stemmed, stopwords dropped) that occur in the target",
-        )
+        metrics(f)
         st.markdown("**Evidence.** " + escape_md(f.evidence))
         if f.margin is not None:
             st.caption(
