@@ -16,7 +16,7 @@ from test_remedies import failure
 
 from diagnose import defaults
 from diagnose.failures import worst_queries
-from diagnose.inspection import Target, group_targets, targets_table
+from diagnose.inspection import Inspection, Target, group_targets, targets_table
 from diagnose.projection import EDGE_COLUMNS, map_lines
 
 
@@ -113,3 +113,27 @@ def test_map_lines_can_be_every_failed_querys():
     assert len(every.edges) == 5 and "every failed query (2)" in every.sentence()
     with pytest.raises(ValueError, match="n_worst"):
         map_lines(edges, ["qa"], n_worst=-1)
+
+
+def test_the_notebook_view_says_each_class_recommendation_once():
+    targets = (
+        missed("q", "t0", "semantic_gap", None, 0.1),
+        missed("q", "t1", "near_miss", 11, 0.2),
+        missed("q", "t2", "semantic_gap", None, 0.3),
+    )
+    view = Inspection(
+        query_id="q",
+        query_text="a query",
+        run="r",
+        k=10,
+        mode="hit",
+        query_terms=("queri",),
+        calibrated_threshold=0.3,
+        seed_threshold=0.75,
+        targets=targets,
+        retrieved=pd.DataFrame(),
+    )
+    page = view._repr_html_()
+    assert page.count("do the semantic_gap thing") == 1 and page.count("do the near_miss thing") == 1
+    # semantic_gap (t0, t2) before near_miss (t1): the group of the worst target first
+    assert page.index("target t0") < page.index("target t2") < page.index("target t1")
