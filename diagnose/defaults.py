@@ -52,3 +52,11 @@ CONCURRENCY = 4
 MAP_COLORINGS = ("role", "failure_class")
 MAP_COLOR_BY = "role"
 """What colours the points of the embedding map: their role (target, retrieved, query...) or failure class."""
+
+INSPECT_OPEN = 3
+"""The Query inspector opens the worst few missed targets of a query as cards; the others are listed, per class, in a
+compact table (a toggle opens them all)."""
+
+MAP_WORST_LINES = 5
+"""The embedding map draws the lines (query to missed targets and to its top retrieved document) of the selected query
+and of this many worst failed queries; a toggle draws every failed query's."""

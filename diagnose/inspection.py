@@ -3,6 +3,11 @@
 :func:`inspect_query` gathers it from a diagnosis (nothing is recomputed that the diagnosis already holds: class,
 cosine, ranks, terms); :class:`Inspection` shows itself as HTML in a notebook (every user text escaped) and as a
 plain dict (``to_dict``). The app's Query inspector page draws the same object.
+
+A query can miss dozens of targets (NFCorpus: 63). The targets are held worst first (the order of the Worst queries
+page, :func:`diagnose.failures.sort_worst`) and grouped by failure class (:meth:`Inspection.groups`): the class's
+recommendation once, the worst few targets opened (:data:`diagnose.defaults.INSPECT_OPEN`), the others in a compact
+table (:func:`targets_table`).
 """
 
 from __future__ import annotations
@@ -14,8 +19,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from diagnose import defaults
 from diagnose.data import Dataset, Run, fields_dict
-from diagnose.failures import CLASS_LABELS, Diagnosis, Failure, rank_range_text
+from diagnose.failures import CLASS_LABELS, Diagnosis, Failure, rank_range_text, sort_worst
 from diagnose.lexical import BM25Index, bm25_rank_range, highlight_spans, term_overlap
 from diagnose.space import VectorSpace
 
@@ -44,6 +50,68 @@ class Target:
 
 
 @dataclass(frozen=True)
+class TargetGroup:
+    """The missed targets of one failure class in one query, worst first, with the class's recommendation (one per
+    class and run kind: every failure of the class carries the same). ``opened``: those among the query's worst few,
+    to show whole; ``collapsed``: the others, to list."""
+
+    cls: str
+    recommendation: str
+    targets: tuple[Target, ...]
+    opened: tuple[Target, ...]
+    collapsed: tuple[Target, ...]
+
+    @property
+    def label(self) -> str:
+        return CLASS_LABELS[self.cls]
+
+
+def group_targets(
+    targets: tuple[Target, ...], open_n: int = defaults.INSPECT_OPEN
+) -> tuple[TargetGroup, ...]:
+    """``targets`` (worst first) grouped by class, the groups in the order of their worst target; the first
+    ``open_n`` targets overall are the opened ones (``open_n`` at least 0; the number of targets opens all)."""
+    if open_n < 0:
+        raise ValueError(f"open_n must be at least 0, got {open_n}")
+    opened = set(range(open_n))
+    by_class: dict[str, list[int]] = {}
+    for i, t in enumerate(targets):
+        by_class.setdefault(t.failure.cls, []).append(i)
+    return tuple(
+        TargetGroup(
+            cls=cls,
+            recommendation=targets[idx[0]].failure.recommendation,
+            targets=tuple(targets[i] for i in idx),
+            opened=tuple(targets[i] for i in idx if i in opened),
+            collapsed=tuple(targets[i] for i in idx if i not in opened),
+        )
+        for cls, idx in by_class.items()
+    )
+
+
+def targets_table(targets: tuple[Target, ...]) -> pd.DataFrame:
+    """One row per target (in the order given): id, grade, cosine, the run's, dense and BM25 ranks (best of the tie
+    group), the share of query terms in it and the missing ones. Ranks are nullable integers (empty: not retrieved,
+    not in the corpus, BM25 score 0)."""
+    rows = [
+        {
+            "target": t.failure.doc_id,
+            "grade": t.failure.grade,
+            "cosine": t.failure.cosine,
+            "run rank": t.failure.run_rank,
+            "dense rank": t.failure.dense_rank,
+            "BM25 rank": t.failure.bm25_rank,
+            "overlap": t.failure.overlap,
+            "missing terms": ", ".join(t.failure.missing_terms),
+        }
+        for t in targets
+    ]
+    columns = ["target", "grade", "cosine", "run rank", "dense rank", "BM25 rank", "overlap", "missing terms"]
+    frame = pd.DataFrame(rows, columns=columns)
+    return frame.astype({"cosine": float, "overlap": float, **dict.fromkeys(columns[3:6], "Int64")})
+
+
+@dataclass(frozen=True)
 class Inspection:
     """What :meth:`diagnose.Analysis.inspect` returns."""
 
@@ -62,6 +130,10 @@ class Inspection:
     @property
     def failed(self) -> bool:
         return bool(self.targets)
+
+    def groups(self, open_n: int = defaults.INSPECT_OPEN) -> tuple[TargetGroup, ...]:
+        """The targets (worst first) grouped by class, the worst ``open_n`` opened: :func:`group_targets`."""
+        return group_targets(self.targets, open_n)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -89,19 +161,12 @@ class Inspection:
         if not self.failed:
             found = ", ".join(self.relevant_found)
             out.append(f"<p>This query did not fail at k={self.k}: relevant documents found: {e(found)}.</p>")
-        for t in self.targets:
-            f = t.failure
+        for g in self.groups(open_n=len(self.targets)):
             out.append(
-                f"<h4>{e(CLASS_LABELS[f.cls])} <code>{e(f.cls)}</code>: target {e(f.doc_id)} (grade {f.grade})</h4>"
-                "<table><tr><th>cos(query, target)</th><th>run rank</th><th>dense rank</th><th>BM25 rank</th>"
-                "<th>query terms in target</th></tr>"
-                f"<tr><td>{_num(f.cosine)}</td><td>{_rank(f.run_rank, f.run_depth)}</td>"
-                f"<td>{rank_range_text(f.dense_rank, f.dense_rank_worst, none='–')}</td><td>{_bm25_rank(f)}</td>"
-                f"<td>{_pct(f.overlap)}</td></tr></table>"
-                f"<p><b>Evidence.</b> {e(f.evidence)}</p><p><b>Recommendation.</b> {e(f.recommendation)}</p>"
-                f"<p>Terms present: {_terms(f.present_terms, '#d4f4dd')}; missing: {_terms(f.missing_terms, '#fde2e1')}</p>"
-                f"<details><summary>The target (query terms it contains marked)</summary><p>{_marked(t)}</p></details>"
+                f"<h3>{e(g.label)} <code>{e(g.cls)}</code>: {len(g.targets)} missed target(s)</h3>"
+                f"<p><b>Recommendation.</b> {e(g.recommendation)}</p>"
             )
+            out.extend(_target_html(t) for t in g.targets)
         if len(self.retrieved):
             table = self.retrieved.to_html(
                 index=False, escape=True, border=0, float_format=lambda v: f"{v:.3f}", na_rep="–"
@@ -111,6 +176,22 @@ class Inspection:
             out.append("<p>The run has no results for this query: it scores 0 on every metric.</p>")
         out.append("</div>")
         return "".join(out)
+
+
+def _target_html(t: Target) -> str:
+    """One missed target in the notebook view: the evidence table, sentence, terms and the text (marked)."""
+    e, f = html.escape, t.failure
+    return (
+        f"<h4>target {e(f.doc_id)} (grade {f.grade})</h4>"
+        "<table><tr><th>cos(query, target)</th><th>run rank</th><th>dense rank</th><th>BM25 rank</th>"
+        "<th>query terms in target</th></tr>"
+        f"<tr><td>{_num(f.cosine)}</td><td>{_rank(f.run_rank, f.run_depth)}</td>"
+        f"<td>{rank_range_text(f.dense_rank, f.dense_rank_worst, none='–')}</td><td>{_bm25_rank(f)}</td>"
+        f"<td>{_pct(f.overlap)}</td></tr></table>"
+        f"<p><b>Evidence.</b> {e(f.evidence)}</p>"
+        f"<p>Terms present: {_terms(f.present_terms, '#d4f4dd')}; missing: {_terms(f.missing_terms, '#fde2e1')}</p>"
+        f"<details><summary>The target (query terms it contains marked)</summary><p>{_marked(t)}</p></details>"
+    )
 
 
 def _num(v: float | None) -> str:
@@ -195,7 +276,7 @@ def inspect_query(
     holds them) are computed here, once per query: ``bm25_rank``, ``bm25_rank_worst`` the first and last rank of the
     tie group (:func:`diagnose.lexical.bm25_rank_range`), both empty for a BM25 score of 0 (no query term in it)."""
     q_text = ds.queries.text_of().get(query_id, "") if ds.queries is not None else ""
-    failures = [f for f in diagnosis.failures if f.query_id == query_id]
+    failures = sort_worst([f for f in diagnosis.failures if f.query_id == query_id])
     doc = _DocText(ds, space)
     targets = []
     for f in failures:

@@ -58,6 +58,7 @@ def embedding_map(
     selectable: bool = True,
     title: str | None = None,
     height: int = 560,
+    lines_title: str | Sequence[str] = "Line to",
 ) -> alt.LayerChart:
     """Documents and queries on the 2-D map, lines from failed queries to their targets and top retrieved document.
 
@@ -75,7 +76,8 @@ def embedding_map(
         chosen = [p["id"] for p in event.selection.get(MAP_SELECTION) or []]
 
     ``selection_mode`` must be given, or zooming reruns the app (see the module docstring for why and for the
-    other constraints). Shift-click adds to the selection, double-click clears it.
+    other constraints). Shift-click adds to the selection, double-click clears it. ``lines_title``: the title of the
+    lines' legend (a list: one line each), to say whose lines are drawn (:func:`diagnose.projection.map_lines`).
     """
     alt = altair_module()
     require(points, ["x", "y", "kind", "id", "snippet", "role", "failure_class"], "embedding_map")
@@ -94,7 +96,7 @@ def embedding_map(
     y = alt.Y("y:Q", axis=None, scale=alt.Scale(zero=False))
     layers = [_document_layer(alt, docs, x, y, color, size, opacity)]
     if edges is not None and len(edges):
-        layers.append(_edge_layer(alt, edges, x, y))
+        layers.append(_edge_layer(alt, edges, x, y, lines_title))
     layers.append(_query_layer(alt, queries, x, y, color, size, opacity, selectable=selectable))
     sub = "Axes have no unit: only neighbourhoods mean something. Scroll to zoom, drag to pan"
     if selectable:
@@ -168,7 +170,7 @@ def _document_layer(alt, docs: pd.DataFrame, x, y, color, size, opacity):
     )
 
 
-def _edge_layer(alt, edges: pd.DataFrame, x, y):
+def _edge_layer(alt, edges: pd.DataFrame, x, y, title: str | Sequence[str] = "Line to"):
     """Lines from failed queries: solid to a target, dashed to the top retrieved document."""
     require(edges, ["x", "y", "x2", "y2", "query_id", "edge"], "embedding_map edges")
     kinds = list(EDGE_DASH)
@@ -182,7 +184,7 @@ def _edge_layer(alt, edges: pd.DataFrame, x, y):
             y2="y2:Q",
             strokeDash=alt.StrokeDash(
                 "edge:N",
-                title="Line to",
+                title=title if isinstance(title, str) else list(title),
                 scale=alt.Scale(domain=kinds, range=[EDGE_DASH[e] for e in kinds]),
             ),
             tooltip=[alt.Tooltip("query_id:N", title="Query"), alt.Tooltip("edge:N", title="Line to")],

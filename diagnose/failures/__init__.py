@@ -16,7 +16,7 @@ One question a file:
 - :mod:`~diagnose.failures.taxonomy`: :class:`Thresholds`, :func:`classify` (the rules, in the records' order), each
   failure's evidence sentence, :func:`class_table` (the README's table).
 - :mod:`~diagnose.failures.evidence`: one (query, target) pair: the :class:`Failure` and :class:`Competitor`
-  records, how each piece of evidence is computed, :func:`sort_worst`.
+  records, how each piece of evidence is computed, :func:`sort_worst`, :func:`worst_queries`.
 - :mod:`~diagnose.failures.kind`: the run's kind (dense, lexical, hybrid, unknown), given or inferred
   (:class:`RunKind`, :func:`infer_run_kind`), which the rules, sentences, recommendations and remedies follow.
 - :mod:`~diagnose.failures.diagnosis`: a whole run: :func:`failed_pairs`, :func:`calibrate` (:class:`Calibration`),
@@ -43,7 +43,7 @@ from diagnose.failures.classes import (
     Remedy,
 )
 from diagnose.failures.diagnosis import Calibration, Diagnosis, calibrate, diagnose_run, failed_pairs
-from diagnose.failures.evidence import Competitor, Failure, sort_worst
+from diagnose.failures.evidence import Competitor, Failure, sort_worst, worst_queries
 from diagnose.failures.golden import Hubness, LabelNoise, find_label_noise, hubness, normalise_text
 from diagnose.failures.kind import RUN_KINDS, RunKind, infer_run_kind
 from diagnose.failures.taxonomy import (
@@ -87,5 +87,6 @@ __all__ = [
     "rank_range_text",
     "recommendation",
     "sort_worst",
+    "worst_queries",
     "within",
 ]

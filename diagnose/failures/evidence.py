@@ -119,6 +119,12 @@ def sort_worst(failures: Sequence[Failure]) -> list[Failure]:
     return sorted(failures, key=key)
 
 
+def worst_queries(failures: Sequence[Failure]) -> list[str]:
+    """The failed queries, worst first: in the order of their worst missed pair (:func:`sort_worst`, the order of the
+    app's Worst queries page and Query inspector)."""
+    return list(dict.fromkeys(f.query_id for f in sort_worst(failures)))
+
+
 def _dense_ranks(space: VectorSpace, pairs: list[tuple[str, str]]) -> dict[tuple[str, str], tuple[int, int]]:
     """The (best, worst) rank of each target's tie group among all corpus documents by cosine
     (:func:`diagnose.embed.dense_rank_range`)."""

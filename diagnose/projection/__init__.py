@@ -45,7 +45,7 @@ One file per step:
 - :mod:`~diagnose.projection.knn`: unit rows, exact cosine / Euclidean k-NN, PCA.
 - :mod:`~diagnose.projection.layout`: :class:`Projection`, :class:`LayoutRecipe` and :func:`recipe_for`, the
   coordinate cache key, the numba cache switch, the UMAP fits, trustworthiness, :func:`project`.
-- :mod:`~diagnose.projection.frames`: :func:`snippet`, :func:`map_frame`, :func:`map_edges` (the chart's tables).
+- :mod:`~diagnose.projection.frames`: :func:`snippet`, :func:`map_frame`, :func:`map_edges`, :func:`map_lines` (the chart's tables).
 - :mod:`~diagnose.projection.maps`: :class:`EmbeddingMap`, :func:`build_map`, :func:`project_collection`,
   :func:`build_whole_map`.
 
@@ -63,8 +63,10 @@ from diagnose.projection.frames import (
     QUERY_ROLES,
     ROLES,
     SNIPPET_CHARS,
+    MapLines,
     map_edges,
     map_frame,
+    map_lines,
     snippet,
 )
 from diagnose.projection.knn import exact_cosine_knn, pca
@@ -112,6 +114,7 @@ __all__ = [
     "LayoutRecipe",
     "MAP_COLUMNS",
     "MIN_UMAP_POINTS",
+    "MapLines",
     "MapSample",
     "NUMBA_CACHE_ENV",
     "Progress",
@@ -130,6 +133,7 @@ __all__ = [
     "failed_queries_from",
     "map_edges",
     "map_frame",
+    "map_lines",
     "must_keep",
     "pca",
     "project",

@@ -1,5 +1,6 @@
 """The tables the chart draws: :func:`snippet` (:func:`shorten`), :func:`map_frame` (one row per point, its role
-and class) and :func:`map_edges` (failed query -> target / top retrieved document).
+and class), :func:`map_edges` (failed query -> target / top retrieved document) and :func:`map_lines` (the edges of
+the selected and the worst failed queries: every failed query's lines are a hairball on a large collection).
 """
 
 from __future__ import annotations
@@ -7,10 +8,12 @@ from __future__ import annotations
 import html
 import re
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
+from diagnose import defaults
 from diagnose.projection.sampling import FailedQuery, MapSample
 
 SNIPPET_CHARS = 140
@@ -150,3 +153,53 @@ def map_edges(points: pd.DataFrame, failed: Iterable[FailedQuery]) -> pd.DataFra
     return pd.DataFrame(rows, columns=list(EDGE_COLUMNS)).astype(
         {"x": float, "y": float, "x2": float, "y2": float, "query_id": object, "edge": object}
     )
+
+
+@dataclass(frozen=True)
+class MapLines:
+    """The lines a map draws (:func:`map_lines`): ``edges`` (rows of :func:`map_edges`), whose they are, and how many
+    every failed query's lines would be. ``selected``: the selected query when it failed (its lines are drawn)."""
+
+    edges: pd.DataFrame
+    query_ids: tuple[str, ...]
+    selected: str | None
+    n_worst: int | None  # None: every failed query's lines
+    n_all: int
+
+    def legend_title(self) -> list[str]:
+        """The lines' legend title, in two short lines: whose lines, then "line to"."""
+        if self.n_worst is None:
+            return ["Lines of every failed query", "line to"]
+        whose = [f"{self.n_worst} worst quer{'y' if self.n_worst == 1 else 'ies'}"] if self.n_worst else []
+        whose = (["the selected query"] if self.selected else []) + whose
+        return [f"Lines of {' + '.join(whose) or 'no query'}", "line to"]
+
+    def sentence(self) -> str:
+        """Which lines are drawn, for the map's legend."""
+        drawn = f"{len(self.edges):,} of {self.n_all:,} lines"
+        if self.n_worst is None:
+            return f"Lines of every failed query ({len(self.query_ids):,}): {drawn}."
+        worst = f"the {self.n_worst} worst failed queries" if self.n_worst != 1 else "the worst failed query"
+        who = f"the selected query {self.selected} and {worst}" if self.selected else worst
+        return f"Lines of {who} (worst: by their worst missed pair, as on Worst queries): {drawn}."
+
+
+def map_lines(
+    edges: pd.DataFrame,
+    worst: Sequence[str],
+    selected: str | None = None,
+    n_worst: int | None = defaults.MAP_WORST_LINES,
+) -> MapLines:
+    """The lines of the ``selected`` query (when it is one of the failed queries ``worst``) and of the first
+    ``n_worst`` of ``worst`` (the failed queries worst first, :func:`diagnose.failures.worst_queries`); ``n_worst``
+    None: every failed query's. ``edges``: :func:`map_edges`."""
+    if n_worst is not None and n_worst < 0:
+        raise ValueError(f"n_worst must be at least 0 or None, got {n_worst}")
+    selected = selected if selected in set(worst) else None
+    keep = (
+        list(worst)
+        if n_worst is None
+        else list(dict.fromkeys([*([selected] if selected else []), *worst[:n_worst]]))
+    )
+    drawn = edges[edges["query_id"].isin(keep)]
+    return MapLines(drawn, tuple(keep), selected, n_worst, len(edges))

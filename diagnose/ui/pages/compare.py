@@ -53,6 +53,7 @@ rows = [
 ]
 tables.show(
     pd.DataFrame(rows),
+    pin=("run", "metric"),
     column_config={
         c: st.column_config.NumberColumn(format="%.4f")
         for c in (

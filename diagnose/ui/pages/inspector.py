@@ -1,10 +1,17 @@
-"""Query inspector: one failed query, each missed target with its evidence, and what the run retrieved instead."""
+"""Query inspector: one failed query, its missed targets with their evidence, and what the run retrieved instead.
+
+The targets are grouped by failure class (the recommendation once per class), worst first as on Worst queries; the
+worst few (:data:`diagnose.defaults.INSPECT_OPEN`) are cards, the others a compact table per class (a row opens its
+card; a toggle opens them all): a query can miss dozens of targets.
+"""
 
 from __future__ import annotations
 
 import streamlit as st
 
-from diagnose.failures import CLASS_LABELS, rank_range_text, sort_worst
+from diagnose import defaults
+from diagnose.failures import CLASS_LABELS, Failure, rank_range_text, worst_queries
+from diagnose.inspection import Target, TargetGroup, targets_table
 from diagnose.lexical import highlight_spans
 from diagnose.ui import state, tables
 from diagnose.ui.text import chips, escape_md, fmt, highlight_md, margin_words, rank_text, truncate
@@ -17,7 +24,7 @@ cal = diag.calibration
 th = diag.thresholds
 
 st.title("Query inspector")
-failed = list(dict.fromkeys(f.query_id for f in sort_worst(diag.failures)))
+failed = worst_queries(diag.failures)
 if not failed:
     st.success(f"Run {escape_md(run_name)} has no failed query at k={b.k}: nothing to inspect.")
     st.stop()
@@ -60,45 +67,51 @@ def document_md(title: str, text: str, stems: tuple[str, ...]) -> str:
     return (f"Title: {head}  \n" if head else "") + body
 
 
-targets = view.targets
-st.subheader(f"Missed relevant document{'s' if len(targets) > 1 else ''} ({len(targets)})")
-for t in targets:
+def metrics(f: Failure) -> None:
+    """The target's numbers in a row: cosine, the run's, dense and BM25 ranks, the query terms in it."""
+    c = st.columns(5)
+    c[0].metric("cos(query, target)", fmt(f.cosine), help=f"calibrated threshold {cal.calibrated:.3f}")
+    c[1].metric(
+        "Run rank",
+        rank_text(f.run_rank) if f.run_rank else "—",
+        delta=None if f.run_rank else "not retrieved",  # under the value: "not retrieved" is too long for it
+        delta_color="off",
+        delta_arrow="off",
+        help=f"the target's rank in the run; not retrieved = not among the {f.run_depth} documents it returned",
+    )
+    c[2].metric(
+        "Exact dense rank",
+        rank_range_text(f.dense_rank, f.dense_rank_worst, none="—"),
+        help="among all documents, by cosine; #a–b: documents with the same cosine (as float32) tie at ranks a "
+        "to b",
+    )
+    c[3].metric(
+        "BM25 rank",
+        rank_range_text(f.bm25_rank, f.bm25_rank_worst, none="—"),
+        delta="not retrieved" if f.bm25_rank is None and f.bm25_score is not None else None,
+        delta_color="off",
+        delta_arrow="off",
+        help="among all documents, by BM25 score; #a–b: a tie at ranks a to b; not retrieved: BM25 score 0, no query "
+        "term in the target (BM25 does not retrieve it)",
+    )
+    c[4].metric(
+        "Query terms in target",
+        fmt(f.overlap, 2) if f.overlap is None else f"{f.overlap:.0%}",
+        help="share of the query's terms (stemmed, stopwords dropped) that occur in the target",
+    )
+
+
+def card(t: Target) -> None:
     f = t.failure
     with st.container(border=True):
         st.markdown(f"#### {CLASS_LABELS[f.cls]}: target {escape_md(f.doc_id)} (grade {f.grade})")
-        c = st.columns(5)
-        c[0].metric("cos(query, target)", fmt(f.cosine), help=f"calibrated threshold {cal.calibrated:.3f}")
-        c[1].metric(
-            "Run rank",
-            rank_text(f.run_rank) if f.run_rank else "not retrieved",
-            help=f"the target's rank in the run; not retrieved = not among the {f.run_depth} documents it returned",
-        )
-        c[2].metric(
-            "Exact dense rank",
-            rank_range_text(f.dense_rank, f.dense_rank_worst, none="—"),
-            help="among all documents, by cosine; #a–b: documents with the same cosine (as float32) tie at ranks a "
-            "to b",
-        )
-        c[3].metric(
-            "BM25 rank",
-            rank_range_text(
-                f.bm25_rank, f.bm25_rank_worst, none="not retrieved" if f.bm25_score is not None else "—"
-            ),
-            help="among all documents, by BM25 score; #a–b: a tie at ranks a to b; not retrieved: BM25 score 0, no query "
-            "term in the target (BM25 does not retrieve it)",
-        )
-        c[4].metric(
-            "Query terms in target",
-            fmt(f.overlap, 2) if f.overlap is None else f"{f.overlap:.0%}",
-            help="share of the query's terms (stemmed, stopwords dropped) that occur in the target",
-        )
+        metrics(f)
         st.markdown("**Evidence.** " + escape_md(f.evidence))
         if f.margin is not None:
             st.caption(
                 f"Similarity margin: cos(query, the run's #{b.k}) − cos(query, target) = {f.margin:+.3f} "
                 f"({margin_words(f.margin, b.k)})."
             )
-        st.info("**Recommendation.** " + f.recommendation, icon=":material/lightbulb:")
         v1, v2 = st.columns(2)
         v1.markdown(f"**Seed rule** (cosine < {th.seed_cosine:.2f}): {escape_md(f.seed_verdict)}")
         v2.markdown(f"**Calibrated rule** (cosine < {cal.calibrated:.3f}): {escape_md(f.calibrated_verdict)}")
@@ -123,6 +136,54 @@ for t in targets:
             else:
                 st.markdown("**Every query term occurs in it.**")
 
+
+def collapsed(g: TargetGroup) -> None:
+    """The group's targets that are not cards: one row each, worst first; a selected row opens its card."""
+    more = "more " if g.opened else ""
+    with st.expander(
+        f"{len(g.collapsed)} {more}{g.label} target{'s' if len(g.collapsed) > 1 else ''}, worst first"
+    ):
+        event = tables.show(
+            targets_table(g.collapsed),
+            key=f"inspector_more_{g.cls}",
+            on_select="rerun",
+            selection_mode="single-row",
+            height=min(38 + 35 * len(g.collapsed), 400),
+            column_config=TARGET_COLUMNS,
+        )
+        st.caption("Select a row to see that target's evidence below.")
+        rows = ((event or {}).get("selection") or {}).get("rows") or []
+        if rows:
+            card(g.collapsed[rows[0]])
+
+
+TARGET_COLUMNS = {
+    **tables.evidence_columns(),
+    "missing terms": st.column_config.TextColumn(width="large"),
+}
+
+targets = view.targets
+st.subheader(f"Missed relevant document{'s' if len(targets) > 1 else ''} ({len(targets)})")
+open_all = False
+if len(targets) > defaults.INSPECT_OPEN:
+    open_all = st.toggle(
+        f"Show all {len(targets)} targets as cards",
+        key="inspector_open_all",
+        help=f"By default the {defaults.INSPECT_OPEN} worst targets are cards and the others one row each.",
+    )
+    st.caption(
+        f"Grouped by failure class, worst first (as on Worst queries: not retrieved, then deepest, then lowest cosine); "
+        f"the {defaults.INSPECT_OPEN} worst are open."
+    )
+groups = view.groups(open_n=len(targets) if open_all else defaults.INSPECT_OPEN)
+for g in groups:
+    st.markdown(f"### {g.label} ({len(g.targets)} target{'s' if len(g.targets) > 1 else ''})")
+    st.info("**Recommendation.** " + g.recommendation, icon=":material/lightbulb:")
+    for t in g.opened:
+        card(t)
+    if g.collapsed:
+        collapsed(g)
+
 st.subheader(f"What the run retrieved (top {b.k})")
 table = view.retrieved
 if len(table):
@@ -132,9 +193,14 @@ if len(table):
             (marks.get(j) or ("✅ " if j.startswith("relevant") else "❌ ")) + j for j in table["judgement"]
         ]
     ).rename(columns={"bm25_rank": "BM25 rank", "bm25_rank_worst": "BM25 rank (worst of tie)"})
+    # cos(document, target) for the targets shown as cards (the others: their card, opened from their row)
+    shown = {f"cos to {t.failure.doc_id}" for g in groups for t in g.opened}
+    hidden = [c for c in table.columns if c.startswith("cos to ") and c not in shown]
+    table = table.drop(columns=hidden)
     cos_cols = [c for c in table.columns if c.startswith("cos to ")]
     tables.show(
         table,
+        pin=("rank", "doc_id"),
         column_config={
             "cosine": st.column_config.NumberColumn(format="%.3f", help="cos(query, document)"),
             **{
@@ -152,5 +218,10 @@ if len(table):
             "document": st.column_config.TextColumn(width="large"),
         },
     )
+    if hidden:
+        st.caption(
+            f"cos to: the cosine of each document to the targets shown as cards ({len(cos_cols)}); "
+            f"the other {len(hidden)} targets' are left out (show all targets as cards to see them)."
+        )
 else:
     st.warning(f"The run has no results for query {escape_md(qid)}: it scores 0 on every metric.")

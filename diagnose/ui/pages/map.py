@@ -4,15 +4,20 @@ Two views (the "Map" toggle): the whole collection drawn by deck.gl (every docum
 and model in a background thread, then cached on disk), and the sample drawn by Altair (at most 4,000 points, ready
 in seconds). While the whole collection is being projected the page shows the sample and the projection's progress,
 and switches by itself when it is ready.
+
+Lines join a failed query to its missed targets and its top retrieved document: those of the selected query and of the
+worst few (:data:`diagnose.defaults.MAP_WORST_LINES`), or of every failed query with the "every failed query" toggle
+(on NFCorpus, ~1,200 lines: a hairball).
 """
 
 from __future__ import annotations
 
 import streamlit as st
 
-from diagnose import charts
+from diagnose import charts, defaults
 from diagnose.charts import deck
-from diagnose.failures import CLASS_LABELS
+from diagnose.failures import CLASS_LABELS, worst_queries
+from diagnose.projection import MapLines, map_lines
 from diagnose.ui import state
 from diagnose.ui.text import escape_md
 
@@ -50,6 +55,18 @@ colour = c1.radio(
     "target (a missed relevant document), retrieved (in a failed query's top k), document",
 )
 color_by = "role" if colour == "role" else "failure_class"
+all_lines = st.toggle(
+    "Lines for every failed query",
+    key="map_all_lines",
+    help=f"Off: lines only for the query selected in the inspector and the {defaults.MAP_WORST_LINES} worst failed "
+    "queries (worst: as on Worst queries). On: every failed query's lines (a hairball on a large collection).",
+)
+worst = worst_queries(diag.failures)
+
+
+def lines_of(edges) -> MapLines:
+    n = None if all_lines else defaults.MAP_WORST_LINES
+    return map_lines(edges, worst, st.session_state.get("query_id"), n)
 
 
 def open_selected(ids: list[str]) -> None:
@@ -83,7 +100,10 @@ def sample_map() -> None:
             f"The failed queries of {escape_md(run_name)} with their targets and top {b.k} already exceed {cap:,} "
             "points; all of them are drawn. Lower k or pick a run with fewer failures for a lighter map."
         )
-    chart = charts.embedding_map(emap.points, emap.edges, color_by=color_by)
+    lines = lines_of(emap.edges)
+    chart = charts.embedding_map(
+        emap.points, lines.edges, color_by=color_by, lines_title=lines.legend_title()
+    )
     event = st.altair_chart(
         chart,
         width="stretch",
@@ -93,8 +113,9 @@ def sample_map() -> None:
         selection_mode=[charts.MAP_SELECTION],
     )
     st.caption(
-        f"Lines join each failed query of {escape_md(run_name)} to its missed targets and to its top retrieved "
-        "document. Hover a point for its id and text; click a query to open it in the Query inspector."
+        f"{escape_md(lines.sentence())} A line joins a failed query of {escape_md(run_name)} to a missed target "
+        "(solid) or to its top retrieved document (dashed). Hover a point for its id and text; click a query to "
+        "open it in the Query inspector."
     )
     # The event is a dict: {"selection": {"query_select": [{"id": ...}, ...]}} (empty lists/dicts when nothing is chosen).
     selection = (event or {}).get("selection") or {}
@@ -103,8 +124,9 @@ def sample_map() -> None:
     class_counts(emap.points)
 
 
-def legend(points) -> None:
-    """deck.gl draws no legend: an Altair strip in the same colours (labels are data, never markup)."""
+def legend(points, drawn: MapLines) -> None:
+    """deck.gl draws no legend: an Altair strip in the same colours (labels are data, never markup), and which
+    lines are drawn."""
     classes = points.loc[points["role"] == "failed query", "failure_class"].tolist()
     items = deck.legend_items(color_by, classes)
     lines = [
@@ -112,6 +134,7 @@ def legend(points) -> None:
         ("line to the top retrieved document", deck.EDGE_COLORS["top retrieved"]),
     ]
     st.altair_chart(charts.legend_strip(items, lines), width="stretch")
+    st.caption(escape_md(drawn.sentence()))
 
 
 def whole_map() -> None:
@@ -128,8 +151,9 @@ def whole_map() -> None:
         f"{escape_md(proj.describe())} Projection: {proj.method.upper()} of {escape_md(b.encoder_label)} vectors "
         f"({escape_md(proj.recipe) or 'cosine'}), {how}."
     )
-    legend(emap.points)
-    chart = _deck(emap, color_by)
+    drawn = lines_of(emap.edges)
+    legend(emap.points, drawn)
+    chart = _deck(emap, color_by, drawn)
     event = st.pydeck_chart(
         chart, height=660, on_select="rerun", selection_mode="single-object", key="map_deck"
     )
@@ -144,13 +168,13 @@ def whole_map() -> None:
     class_counts(emap.points)
 
 
-def _deck(emap, color_by: str):
-    """The Deck of this map, built once per map and colouring (100k rows take seconds to lay out)."""
+def _deck(emap, color_by: str, lines: MapLines):
+    """The Deck of this map, built once per map, colouring and lines (100k rows take seconds to lay out)."""
     memo = st.session_state.setdefault("_map_decks", {})
-    key = (id(emap), color_by)
+    key = (id(emap), color_by, lines.query_ids)
     if key not in memo:
         memo.clear()  # one deck at a time: they are large
-        memo[key] = deck.embedding_deck(emap.points, emap.edges, color_by=color_by)
+        memo[key] = deck.embedding_deck(emap.points, lines.edges, color_by=color_by)
     return memo[key]
 
 

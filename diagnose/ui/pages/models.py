@@ -96,6 +96,7 @@ number = st.column_config.NumberColumn
 tables.show(
     shown,
     key="models_table",
+    pin=("rank", "model"),
     column_config={
         ranked_by: number(format="%.4f"),
         "CI low": number(format="%.4f", help="95% paired bootstrap CI of the mean"),

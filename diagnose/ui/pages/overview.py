@@ -81,15 +81,13 @@ tables.show(
     column_config={
         "kind": st.column_config.TextColumn(width="small"),
         "failed queries": st.column_config.TextColumn(
-            "failed queries", width="small", help=f"golden queries that fail at k={k} ({b.mode})"
+            "failed queries", help=f"golden queries that fail at k={k} ({b.mode})"
         ),
         "missed pairs": st.column_config.TextColumn(
             "missed pairs",
-            width="small",
             help="(failed query, relevant document missing from its top k) pairs: the failure classes below count "
             "these",
         ),
-        **{m: st.column_config.NumberColumn(width="small") for m in metric_cols},
         **{
             c: st.column_config.TextColumn(
                 help="live retrievers: wall-clock milliseconds per query (median, 95th percentile) and recall@k "

@@ -148,27 +148,7 @@ event = tables.show(
     height=min(38 + 35 * len(df), 560),
     column_config={
         "query": st.column_config.TextColumn("query", width="large"),
-        "cosine": st.column_config.NumberColumn("cosine", format="%.3f", help="cos(query, target)"),
-        "overlap": st.column_config.ProgressColumn(
-            "term overlap",
-            min_value=0.0,
-            max_value=1.0,
-            format="percent",
-            help="share of query terms in the target",
-        ),
-        "run rank": st.column_config.NumberColumn(help="the target's rank in the run (empty: not retrieved)"),
-        "dense rank": st.column_config.NumberColumn(
-            help="exact dense rank over the whole corpus: the best rank of the target's tie group"
-        ),
-        "dense rank (worst)": st.column_config.NumberColumn(
-            help="the worst rank of the target's dense tie group"
-        ),
-        "BM25 rank": st.column_config.NumberColumn(
-            help="BM25 rank over the whole corpus, best of its tie group; empty: BM25 score 0 (no query term in it)"
-        ),
-        "BM25 rank (worst)": st.column_config.NumberColumn(
-            help="the worst rank of the target's BM25 tie group"
-        ),
+        **tables.evidence_columns(),
     },
 )
 selected = ((event or {}).get("selection") or {}).get("rows") or []
