@@ -51,8 +51,9 @@ def split_spec(value: str) -> tuple[str, str, str, bool]:
     m = _SCHEME_RE.match(value)
     if m is None:
         return "", "", "", False
-    path, sep, name = value[m.end() :].rpartition("#")
-    return m.group(1), (path if sep else value[m.end() :]), name, bool(sep)
+    rest = value[m.end() :]
+    path, sep, name = rest.rpartition("#")
+    return (m.group(1), path, name, True) if sep else (m.group(1), rest, "", False)
 
 
 def parse_spec(value: str) -> CollectionSpec:
