@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from diagnose.ann import AnnFrontier, AnnSetting
     from diagnose.compare import RerankReport
     from diagnose.failures import Diagnosis, Hubness, LabelNoise, RunKind
+    from diagnose.filters import FilterRecall
     from diagnose.inspection import Inspection
     from diagnose.model_choice import ModelComparison
     from diagnose.remedies import Remedies
@@ -53,8 +54,9 @@ class Evidence(Scores):
             space, bm25, kind = self.space, self.bm25, self.run_kind(name, k=k)
             self._reporter.step(f"Diagnosing the failures of {name} at k={k}")
             return diagnose_run(
-                self.dataset, run_obj, space, bm25, k=k, mode=mode, thresholds=self.thresholds, kind=kind
-            )
+                self.dataset, run_obj, space, bm25, k=k, mode=mode, thresholds=self.thresholds, kind=kind,
+                filters=self.filters,
+            )  # fmt: skip
 
         return self._cached(("diagnosis", name, k, mode), build)
 
@@ -156,9 +158,35 @@ class Evidence(Scores):
                 dense_run=self._baseline("dense"),
                 cross_encoder_run=self._cross_encoded(name, cross_encoder, depth) if cross_encoder else None,
                 hybrid_run=self._baseline("hybrid") if hybrid else None,
+                unfiltered_run=self._baseline("dense") if self.filters is not None else None,
             )
 
         return self._cached(("remedies", name, k, mode, cross_encoder), build)
+
+    def filter_recall(self, run: str | None = None, *, k: int | None = None) -> FilterRecall:
+        """recall@k with and without the metadata filter (``filter_field`` / ``filters``), per golden query and
+        overall, for the run (as given, and with the filter applied to its lists) and for exact dense search
+        (without the filter, and over the documents it lets through): :mod:`diagnose.filters.recall`."""
+        from diagnose.filters import filter_recall, filtered_dense_run
+
+        if self.filters is None:
+            raise param_error("filters", "No metadata filter given: pass filter_field= or filters=.")
+        name = self._run_name(run)
+        k = self._k(k)
+
+        def build() -> FilterRecall:
+            self._need_texts("Recall with and without the metadata filter")
+            sp, qf = self.space, self.filters
+            self._reporter.step(f"Exact dense search under the metadata filter ({qf.source})")
+            dense_filtered = self._cached(
+                ("dense_filtered",), lambda: filtered_dense_run(sp, qf, self.golden, depth=self.depth)
+            )
+            return filter_recall(
+                self.dataset.qrels, qf, k, run=self.runs[name], dense=self._baseline("dense"),
+                dense_filtered=dense_filtered,
+            )  # fmt: skip
+
+        return self._cached(("filter_recall", name, k), build)
 
     def remedy_matrix(
         self,
