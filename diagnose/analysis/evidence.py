@@ -217,8 +217,9 @@ class Evidence(Scores):
         :func:`diagnose.ann.default_settings`) over this analysis' vectors, each against exact search (the dense
         baseline) and the golden set: recall against exact, hit rate / recall / nDCG at k, single-thread latency
         p50/p95, build time, memory, the Pareto front; with ``run``, the cheapest setting recovering its
-        ``index_gap`` failures, paired-tested against it (:mod:`diagnose.ann`). A Chroma collection's own HNSW
-        setting, when readable, is measured as ``current``. Needs the ``[ann]`` extra."""
+        ``index_gap`` failures, paired-tested against it (:mod:`diagnose.ann`). A collection's own HNSW setting
+        (Chroma, Qdrant, a LanceDB HNSW-type index: :meth:`~diagnose.vectordb.CollectionCorpus.index_setting`), when
+        readable, is measured as ``current``. Needs the ``[ann]`` extra."""
         from diagnose.ann import AnnSetting, ann_frontier
 
         k = self._k(k)
@@ -232,7 +233,8 @@ class Evidence(Scores):
 
         def build() -> AnnFrontier:
             diag = self.diagnosis(name, k=k) if name is not None else None
-            served = getattr(self.dataset.corpus, "index_params", None)  # a collection's own HNSW setting
+            setting = getattr(self.dataset.corpus, "index_setting", None)  # a collection's own HNSW setting
+            served = setting(k) if setting is not None else None
             return ann_frontier(
                 self.dataset.qrels, self.space, k=k, exact_run=self._baseline("dense"), settings=settings,
                 run=self.runs[name] if name is not None else None, diagnosis=diag,
