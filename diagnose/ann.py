@@ -44,6 +44,7 @@ import pandas as pd
 from diagnose import defaults
 from diagnose.data import DataError, Qrels, Run
 from diagnose.extras import needs
+from diagnose.progress import Progress, reporter
 from diagnose.space import VectorSpace
 
 #: The default grid: HNSW ``M`` x ``efConstruction`` x ``efSearch``, IVF-Flat ``nprobe`` (at :func:`ivf_nlist`).
@@ -293,6 +294,7 @@ def ann_frontier(
     current: AnnSetting | None = None,
     n_resamples: int = defaults.RESAMPLES,
     seed: int = defaults.SEED,
+    progress: Progress = None,
 ) -> AnnFrontier:
     """Measure every setting of ``settings`` (default :func:`default_settings`) over ``space`` (module docstring).
 
@@ -301,7 +303,7 @@ def ann_frontier(
     failures a setting should recover; without them ``recovers_index_gap`` says none was given. ``current``: the
     setting the vectors are served with (a Chroma collection's HNSW parameters), measured too (added to the
     settings when not among them) and reported as ``current``. Needs faiss
-    (``pip install 'diagnose-rag[ann]'``).
+    (``pip install 'diagnose-rag[ann]'``). ``progress``: a bar over the settings (:mod:`diagnose.progress`).
     """
     from diagnose.baselines import dense_run, topk_run
 
@@ -324,7 +326,9 @@ def ann_frontier(
         _, _, ms = _search(index, queries, kk)
         exact = _point(AnnSetting("exact", {}), exact_run, ms, tuple(built), qrels, exact_run, k)
         builds: dict[tuple[Any, ...], tuple[Any, float, float]] = {}
-        for s in settings:
+        bar = reporter(progress).bar(f"Building and searching {len(settings)} approximate indexes")
+        for n, s in enumerate(settings):
+            bar(n, len(settings))
             if s.build_key not in builds:
                 builds = {s.build_key: _build(faiss, s.build_key, docs)}  # one index held at a time
             index, *built = builds[s.build_key]
@@ -335,6 +339,7 @@ def ann_frontier(
             idx, sc, ms = _search(index, queries, kk)
             r = topk_run(s.label(), idx, sc, space.doc_ids, space.query_ids, source=f"faiss {s.label()}")
             points.append(_point(s, r, ms, tuple(built), qrels, exact_run, k))
+        bar(len(settings), len(settings))
     exact, *points = _with_pareto([exact, *points], k)
     recovery = _index_gap(qrels, run, diagnosis, settings, points, k, n_resamples, seed)
     now = points[settings.index(current)] if current is not None else None

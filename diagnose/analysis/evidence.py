@@ -238,7 +238,7 @@ class Evidence(Scores):
             return ann_frontier(
                 self.dataset.qrels, self.space, k=k, exact_run=self._baseline("dense"), settings=settings,
                 run=self.runs[name] if name is not None else None, diagnosis=diag,
-                current=AnnSetting("hnsw", dict(served)) if served else None,
+                current=AnnSetting("hnsw", dict(served)) if served else None, progress=self._reporter,
             )  # fmt: skip
 
         return self._cached(key, build)
