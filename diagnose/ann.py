@@ -312,11 +312,7 @@ def ann_frontier(
         raise DataError("The ANN frontier needs document and query vectors; none were given.", param="corpus")
     if not isinstance(k, int) or k < 1:
         raise DataError(f"k must be a positive integer, got {k!r}.", param="k")
-    settings = list(default_settings(len(docs)) if settings is None else settings)
-    if current is not None and current not in settings:
-        settings.append(current)
-    for s in settings:
-        _check_setting(s, len(docs))
+    settings = _grid(settings, current, len(docs))
     if exact_run is None:
         exact_run = dense_run(docs, queries, space.doc_ids, space.query_ids, depth=k)
     kk = min(k, len(docs))
@@ -344,6 +340,16 @@ def ann_frontier(
     recovery = _index_gap(qrels, run, diagnosis, settings, points, k, n_resamples, seed)
     now = points[settings.index(current)] if current is not None else None
     return AnnFrontier(k, exact, tuple(points), recovery, now)
+
+
+def _grid(settings: Sequence[AnnSetting] | None, current: AnnSetting | None, n_docs: int) -> list[AnnSetting]:
+    """The settings to measure (default :func:`default_settings`), ``current`` added when not among them, checked."""
+    out = list(default_settings(n_docs) if settings is None else settings)
+    if current is not None and current not in out:
+        out.append(current)
+    for s in out:
+        _check_setting(s, n_docs)
+    return out
 
 
 def _index_gap(
