@@ -44,6 +44,7 @@ import pandas as pd
 from diagnose import defaults
 from diagnose.data import DataError, Qrels, Run
 from diagnose.extras import needs
+from diagnose.progress import Progress, reporter
 from diagnose.space import VectorSpace
 
 #: The default grid: HNSW ``M`` x ``efConstruction`` x ``efSearch``, IVF-Flat ``nprobe`` (at :func:`ivf_nlist`).
@@ -293,6 +294,7 @@ def ann_frontier(
     current: AnnSetting | None = None,
     n_resamples: int = defaults.RESAMPLES,
     seed: int = defaults.SEED,
+    progress: Progress = None,
 ) -> AnnFrontier:
     """Measure every setting of ``settings`` (default :func:`default_settings`) over ``space`` (module docstring).
 
@@ -301,7 +303,7 @@ def ann_frontier(
     failures a setting should recover; without them ``recovers_index_gap`` says none was given. ``current``: the
     setting the vectors are served with (a Chroma collection's HNSW parameters), measured too (added to the
     settings when not among them) and reported as ``current``. Needs faiss
-    (``pip install 'diagnose-rag[ann]'``).
+    (``pip install 'diagnose-rag[ann]'``). ``progress``: a bar over the settings (:mod:`diagnose.progress`).
     """
     from diagnose.baselines import dense_run, topk_run
 
@@ -310,11 +312,7 @@ def ann_frontier(
         raise DataError("The ANN frontier needs document and query vectors; none were given.", param="corpus")
     if not isinstance(k, int) or k < 1:
         raise DataError(f"k must be a positive integer, got {k!r}.", param="k")
-    settings = list(default_settings(len(docs)) if settings is None else settings)
-    if current is not None and current not in settings:
-        settings.append(current)
-    for s in settings:
-        _check_setting(s, len(docs))
+    settings = _grid(settings, current, len(docs))
     if exact_run is None:
         exact_run = dense_run(docs, queries, space.doc_ids, space.query_ids, depth=k)
     kk = min(k, len(docs))
@@ -324,7 +322,9 @@ def ann_frontier(
         _, _, ms = _search(index, queries, kk)
         exact = _point(AnnSetting("exact", {}), exact_run, ms, tuple(built), qrels, exact_run, k)
         builds: dict[tuple[Any, ...], tuple[Any, float, float]] = {}
-        for s in settings:
+        bar = reporter(progress).bar(f"Building and searching {len(settings)} approximate indexes")
+        for n, s in enumerate(settings):
+            bar(n, len(settings))
             if s.build_key not in builds:
                 builds = {s.build_key: _build(faiss, s.build_key, docs)}  # one index held at a time
             index, *built = builds[s.build_key]
@@ -335,10 +335,21 @@ def ann_frontier(
             idx, sc, ms = _search(index, queries, kk)
             r = topk_run(s.label(), idx, sc, space.doc_ids, space.query_ids, source=f"faiss {s.label()}")
             points.append(_point(s, r, ms, tuple(built), qrels, exact_run, k))
+        bar(len(settings), len(settings))
     exact, *points = _with_pareto([exact, *points], k)
     recovery = _index_gap(qrels, run, diagnosis, settings, points, k, n_resamples, seed)
     now = points[settings.index(current)] if current is not None else None
     return AnnFrontier(k, exact, tuple(points), recovery, now)
+
+
+def _grid(settings: Sequence[AnnSetting] | None, current: AnnSetting | None, n_docs: int) -> list[AnnSetting]:
+    """The settings to measure (default :func:`default_settings`), ``current`` added when not among them, checked."""
+    out = list(default_settings(n_docs) if settings is None else settings)
+    if current is not None and current not in out:
+        out.append(current)
+    for s in out:
+        _check_setting(s, n_docs)
+    return out
 
 
 def _index_gap(

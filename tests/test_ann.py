@@ -196,6 +196,95 @@ def test_a_chroma_collection_s_own_hnsw_setting_is_on_the_frontier(tmp_path):
     assert "current" not in demo_frontier_dict()  # files, not a collection: no current setting
 
 
+def _collection_frontier(spec: str, tmp_path: Path):
+    db = diagnose.load(corpus=spec, queries=DEMO / "queries.jsonl", qrels=DEMO / "qrels" / "test.tsv")
+    a = Analysis(db, {}, encoder=KeywordEncoder(), baselines=("dense",), cache_dir=tmp_path / "cache")
+    return db.corpus, a.ann_frontier(k=K, settings=WEAK[:1])
+
+
+def _demo_vectors():
+    ds = diagnose.load(DEMO)
+    return ds.corpus.df, np.asarray(KeywordEncoder().encode(ds.corpus.texts()), dtype=np.float32)
+
+
+def test_a_qdrant_collection_s_hnsw_config_is_on_the_frontier(tmp_path):
+    """A Qdrant collection whose vector has hnsw_config m=6, ef_construct=40: M 6, efConstruction 40, and efSearch
+    40 (Qdrant searches with ef = ef_construct when a request sets no hnsw_ef). (Local mode keeps a vector's
+    hnsw_config; its collection-level config always reads as Qdrant's defaults, m 16 and ef_construct 100.)"""
+    pytest.importorskip("qdrant_client")
+    from qdrant_client import QdrantClient
+    from qdrant_client.models import Distance, HnswConfigDiff, PointStruct, VectorParams
+
+    df, vecs = _demo_vectors()
+    client = QdrantClient(path=str(tmp_path / "q"))
+    client.create_collection(
+        "demo",
+        vectors_config=VectorParams(
+            size=vecs.shape[1], distance=Distance.COSINE, hnsw_config=HnswConfigDiff(m=6, ef_construct=40)
+        ),
+    )
+    points = [
+        PointStruct(id=n, vector=v.tolist(), payload={"doc_id": d, "text": t})
+        for n, (d, t, v) in enumerate(zip(df["doc_id"], df["text"], vecs, strict=True))
+    ]
+    client.upsert("demo", points=points)
+    client.close()
+    corpus, f = _collection_frontier(f"qdrant:{tmp_path / 'q'}#demo", tmp_path)
+    assert dict(corpus.index_params) == {"M": 6, "efConstruction": 40, "efSearch": 40}
+    assert f.current is not None and dict(f.current.params) == {"M": 6, "efConstruction": 40, "efSearch": 40}
+    assert f.to_dict()["current"]["index"] == "hnsw"
+
+
+def test_a_vector_s_own_qdrant_hnsw_config_overrides_the_collection_s():
+    from types import SimpleNamespace as NS
+
+    from diagnose.vectordb.sources import qdrant_hnsw_params
+
+    config = NS(hnsw_config=NS(m=16, ef_construct=100))
+    assert qdrant_hnsw_params(config, NS(hnsw_config=NS(m=8, ef_construct=None))) == {
+        "M": 8,
+        "efConstruction": 100,
+        "efSearch": 100,
+    }
+    assert (
+        qdrant_hnsw_params(NS(hnsw_config=NS(m=0, ef_construct=100)), NS(hnsw_config=None)) == {}
+    )  # no graph
+
+
+def test_a_lancedb_hnsw_index_is_on_the_frontier(tmp_path):
+    """A LanceDB table with an IVF_HNSW_SQ index (m=10, ef_construction=60): M 10, efConstruction 60, and efSearch
+    ceil(1.5 x k) = 15 at k=10 (LanceDB's default ef is 1.5 x the limit)."""
+    lancedb = pytest.importorskip("lancedb")
+    from lancedb.index import HnswSq
+
+    df, vecs = _demo_vectors()
+    rows = [
+        {"id": d, "text": t, "vector": v.tolist()}
+        for d, t, v in zip(df["doc_id"], df["text"], vecs, strict=True)
+    ]
+    table = lancedb.connect(str(tmp_path / "l")).create_table("demo", data=rows)
+    table.create_index(
+        "vector", config=HnswSq(distance_type="cosine", num_partitions=1, m=10, ef_construction=60)
+    )
+    corpus, f = _collection_frontier(f"lancedb:{tmp_path / 'l'}#demo", tmp_path)
+    assert dict(corpus.index_params) == {"M": 10, "efConstruction": 60}
+    assert corpus.index_setting(K) == {"M": 10, "efConstruction": 60, "efSearch": 15}
+    assert f.current is not None and dict(f.current.params) == {"M": 10, "efConstruction": 60, "efSearch": 15}
+
+
+def test_a_lancedb_table_without_an_hnsw_index_places_no_current_setting(tmp_path):
+    lancedb = pytest.importorskip("lancedb")
+
+    df, vecs = _demo_vectors()
+    rows = [
+        {"id": d, "text": t, "vector": v.tolist()}
+        for d, t, v in zip(df["doc_id"], df["text"], vecs, strict=True)
+    ]
+    lancedb.connect(str(tmp_path / "l")).create_table("demo", data=rows)
+    corpus, f = _collection_frontier(f"lancedb:{tmp_path / 'l'}#demo", tmp_path)
+    assert dict(corpus.index_params) == {} and f.current is None
+
+
 def demo_frontier_dict() -> dict:
     a = Analysis(diagnose.load(DEMO), {}, encoder=KeywordEncoder(), baselines=("dense",))
     return a.ann_frontier(k=K, settings=WEAK[:1]).to_dict()

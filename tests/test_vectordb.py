@@ -419,3 +419,15 @@ def test_app_sidebar_takes_a_collection_under_the_data_root(keyword, tmp_path, m
     assert len(ds.corpus) == 190
     with pytest.raises(DataError, match="outside the data folder"):
         sources.files_spec("chroma:/etc#demo", "queries.jsonl", "qrels.tsv", "")
+
+
+def test_one_splitter_of_the_spec_form():
+    """parse_spec and the app's folder resolution read the same split: the path is what lies before the last '#'."""
+    from diagnose.ui.sources import _collection_folder
+    from diagnose.vectordb.spec import split_spec
+
+    assert split_spec("chroma:./a#b#docs") == ("chroma", "./a#b", "docs", True)
+    assert split_spec("Qdrant:/x/db") == ("Qdrant", "/x/db", "", False)
+    assert split_spec("corpus.jsonl") == ("", "", "", False)
+    assert _collection_folder("chroma:./a#b#docs") == "./a#b"
+    assert _collection_folder("chroma:./db") is None  # no '#': no collection named, the reader says so

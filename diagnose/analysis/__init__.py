@@ -73,6 +73,9 @@ class Analysis(Pictures):
     stage labels on a terminal or in a notebook), ``False``, or a reporter (:mod:`diagnose.progress`). ``kinds``:
     ``{run name: "dense" | "lexical" | "hybrid" | "unknown"}``, the retrieval kind of a run, which the failure
     taxonomy follows; a run not named is inferred (:meth:`run_kind`, :mod:`diagnose.failures.kind`).
+    ``filter_field`` (``"FIELD"`` or ``"QUERY_FIELD=DOC_FIELD"``) and/or ``filters`` (a JSON file or a mapping
+    ``{query_id: {field: value | {"$in": [...]}}}``): each query's metadata filter (:mod:`diagnose.filters`), which
+    makes the ``filtered_out`` class and :meth:`filter_recall`.
     """
 
     def to_dict(self, *, per_query: bool = False) -> dict[str, Any]:

@@ -18,6 +18,7 @@ from diagnose.checks import param_error, rank_cutoff
 from diagnose.data import Dataset, Run, ValidationReport
 from diagnose.extras import needs
 from diagnose.failures.kind import check_kind
+from diagnose.filters import build_filters
 from diagnose.io import check_run_matches_qrels, cross_checks
 from diagnose.metrics import DEFAULT_KS
 from diagnose.retrievers import DEFAULT_TIMEOUT, check_timeout
@@ -69,6 +70,8 @@ class AnalysisBase:
         progress: progress_mod.Progress = False,
         retriever_timeout: float | None = DEFAULT_TIMEOUT,
         kinds: Mapping[str, str] | None = None,
+        filter_field: str | None = None,
+        filters: str | Path | Mapping[str, Any] | None = None,
     ) -> None:
         if not isinstance(dataset, Dataset):
             raise param_error(
@@ -103,6 +106,7 @@ class AnalysisBase:
                 f"baselines other names, e.g. baselines={{'{clash[0]} (baseline)': '{self._baselines[clash[0]]}'}}.",
             )
         self._run_kinds = self._check_kinds(kinds or {})
+        self.filters = build_filters(dataset, filter_field, filters)  # diagnose.filters; None: no filter
 
     def _check_kinds(self, kinds: Mapping[str, str]) -> dict[str, str]:
         """``kinds`` (run name -> dense, lexical, hybrid or unknown) checked: known run names, known kinds."""

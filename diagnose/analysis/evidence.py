@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from diagnose.ann import AnnFrontier, AnnSetting
     from diagnose.compare import RerankReport
     from diagnose.failures import Diagnosis, Hubness, LabelNoise, RunKind
+    from diagnose.filters import FilterRecall
     from diagnose.inspection import Inspection
     from diagnose.model_choice import ModelComparison
     from diagnose.remedies import Remedies
@@ -53,8 +54,9 @@ class Evidence(Scores):
             space, bm25, kind = self.space, self.bm25, self.run_kind(name, k=k)
             self._reporter.step(f"Diagnosing the failures of {name} at k={k}")
             return diagnose_run(
-                self.dataset, run_obj, space, bm25, k=k, mode=mode, thresholds=self.thresholds, kind=kind
-            )
+                self.dataset, run_obj, space, bm25, k=k, mode=mode, thresholds=self.thresholds, kind=kind,
+                filters=self.filters,
+            )  # fmt: skip
 
         return self._cached(("diagnosis", name, k, mode), build)
 
@@ -156,9 +158,35 @@ class Evidence(Scores):
                 dense_run=self._baseline("dense"),
                 cross_encoder_run=self._cross_encoded(name, cross_encoder, depth) if cross_encoder else None,
                 hybrid_run=self._baseline("hybrid") if hybrid else None,
+                unfiltered_run=self._baseline("dense") if self.filters is not None else None,
             )
 
         return self._cached(("remedies", name, k, mode, cross_encoder), build)
+
+    def filter_recall(self, run: str | None = None, *, k: int | None = None) -> FilterRecall:
+        """recall@k with and without the metadata filter (``filter_field`` / ``filters``), per golden query and
+        overall, for the run (as given, and with the filter applied to its lists) and for exact dense search
+        (without the filter, and over the documents it lets through): :mod:`diagnose.filters.recall`."""
+        from diagnose.filters import filter_recall, filtered_dense_run
+
+        if self.filters is None:
+            raise param_error("filters", "No metadata filter given: pass filter_field= or filters=.")
+        name = self._run_name(run)
+        k = self._k(k)
+
+        def build() -> FilterRecall:
+            self._need_texts("Recall with and without the metadata filter")
+            sp, qf = self.space, self.filters
+            self._reporter.step(f"Exact dense search under the metadata filter ({qf.source})")
+            dense_filtered = self._cached(
+                ("dense_filtered",), lambda: filtered_dense_run(sp, qf, self.golden, depth=self.depth)
+            )
+            return filter_recall(
+                self.dataset.qrels, qf, k, run=self.runs[name], dense=self._baseline("dense"),
+                dense_filtered=dense_filtered,
+            )  # fmt: skip
+
+        return self._cached(("filter_recall", name, k), build)
 
     def remedy_matrix(
         self,
@@ -189,8 +217,9 @@ class Evidence(Scores):
         :func:`diagnose.ann.default_settings`) over this analysis' vectors, each against exact search (the dense
         baseline) and the golden set: recall against exact, hit rate / recall / nDCG at k, single-thread latency
         p50/p95, build time, memory, the Pareto front; with ``run``, the cheapest setting recovering its
-        ``index_gap`` failures, paired-tested against it (:mod:`diagnose.ann`). A Chroma collection's own HNSW
-        setting, when readable, is measured as ``current``. Needs the ``[ann]`` extra."""
+        ``index_gap`` failures, paired-tested against it (:mod:`diagnose.ann`). A collection's own HNSW setting
+        (Chroma, Qdrant, a LanceDB HNSW-type index: :meth:`~diagnose.vectordb.CollectionCorpus.index_setting`), when
+        readable, is measured as ``current``. Needs the ``[ann]`` extra."""
         from diagnose.ann import AnnSetting, ann_frontier
 
         k = self._k(k)
@@ -204,11 +233,12 @@ class Evidence(Scores):
 
         def build() -> AnnFrontier:
             diag = self.diagnosis(name, k=k) if name is not None else None
-            served = getattr(self.dataset.corpus, "index_params", None)  # a collection's own HNSW setting
+            setting = getattr(self.dataset.corpus, "index_setting", None)  # a collection's own HNSW setting
+            served = setting(k) if setting is not None else None
             return ann_frontier(
                 self.dataset.qrels, self.space, k=k, exact_run=self._baseline("dense"), settings=settings,
                 run=self.runs[name] if name is not None else None, diagnosis=diag,
-                current=AnnSetting("hnsw", dict(served)) if served else None,
+                current=AnnSetting("hnsw", dict(served)) if served else None, progress=self._reporter,
             )  # fmt: skip
 
         return self._cached(key, build)

@@ -15,6 +15,7 @@ One file per question a contributor brings:
 - :mod:`~diagnose.charts.maps`: :func:`embedding_map`, :func:`legend_strip`, the map's selection names and how
   Streamlit reads them.
 - :mod:`~diagnose.charts.similarity`: :func:`similarity_histogram`.
+- :mod:`~diagnose.charts.ann`: :func:`ann_frontier_chart` (quality against latency of approximate indexes).
 - :mod:`~diagnose.charts.common`: what the builders share (lazy Altair import, column checks, titles, the row limit).
 
 Every name below is importable from ``diagnose.charts`` itself::
@@ -25,6 +26,7 @@ Every name below is importable from ``diagnose.charts`` itself::
 
 from __future__ import annotations
 
+from diagnose.charts.ann import ann_frontier_chart
 from diagnose.charts.common import ALTAIR_MAX_ROWS
 from diagnose.charts.failures import failure_breakdown, remedy_matrix_heatmap
 from diagnose.charts.maps import MAP_SELECTION, MAP_ZOOM, embedding_map, legend_strip
@@ -64,6 +66,7 @@ __all__ = [
     "ROLE_SHAPES",
     "ROLE_SIZES",
     "RUN_PALETTE",
+    "ann_frontier_chart",
     "class_label",
     "curve_over_k",
     "delta_chart",

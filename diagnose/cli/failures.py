@@ -9,6 +9,7 @@ from diagnose.cli.shared import EXIT_OK, build_analysis, load_data, print_warnin
 from diagnose.data import DataError
 from diagnose.failures import Thresholds
 from diagnose.failures.kind import parse_kind_arg
+from diagnose.filters import RUNS, FilterRecall
 from diagnose.io import parse_run_arg
 from diagnose.io.convert import as_run
 from diagnose.report_failures import failures_dict, failures_text
@@ -23,23 +24,30 @@ def cmd_failures(args: argparse.Namespace) -> int:
     thresholds = Thresholds(seed_cosine=args.seed_threshold, duplicate_cosine=args.duplicate_cosine)
     ds = load_data(args, need_text=True)
     kinds = dict(parse_kind_arg(x) for x in args.run_kind)
-    analysis = build_analysis(args, ds, k=args.k, failure=args.failure, thresholds=thresholds, kinds=kinds)
+    analysis = build_analysis(
+        args, ds, k=args.k, failure=args.failure, thresholds=thresholds, kinds=kinds,
+        filter_field=args.filter_field, filters=args.filters,
+    )  # fmt: skip
     (name,) = analysis.run_names
     diag = analysis.diagnosis(name)
     noise = analysis.label_noise(name)
     hubs = analysis.hubness(name)
     remedies = analysis.remedies(name, cross_encoder=args.cross_encoder) if args.remedies else None
     matrix = analysis.remedy_matrix(name, cross_encoder=args.cross_encoder) if args.remedies else None
+    by_filter = analysis.filter_recall(name) if analysis.filters is not None else None
     write_run_files(args, analysis)
     print_warnings(ds.report, args.format)
     result = Output(
-        table=lambda: failures_text(
-            diag,
-            model=analysis.space.model_label,
-            label_noise=noise,
-            hubness=hubs,
-            remedies=remedies,
-            remedy_matrix=matrix,
+        table=lambda: (
+            failures_text(
+                diag,
+                model=analysis.space.model_label,
+                label_noise=noise,
+                hubness=hubs,
+                remedies=remedies,
+                remedy_matrix=matrix,
+            )
+            + (f"\n\n{filter_recall_text(by_filter)}" if by_filter is not None else "")
         ),
         json=lambda: (
             failures_dict(diag, label_noise=noise, hubness=hubs, validation=ds.report)
@@ -49,11 +57,26 @@ def cmd_failures(args: argparse.Namespace) -> int:
                 if matrix is not None
                 else {}
             )
+            | ({"filter_recall": by_filter.to_dict()} if by_filter is not None else {})
         ),
         csv=diag.frame,
     )
     emit(result, args.format)
     return EXIT_OK
+
+
+def filter_recall_text(fr: FilterRecall) -> str:
+    """The metadata filter's section of ``diagnose failures``: its sentence, then the golden queries it changes
+    (a relevant document filtered out, or a recall that differs with the filter)."""
+    pq = fr.per_query
+    changed = pq[
+        (pq["n_filtered_out"] > 0) | (pq["run"] != pq["run_filtered"]) | (pq["dense"] != pq["dense_filtered"])
+    ]
+    head = f"Metadata filter: recall@{fr.k} with vs without it\n{fr.sentence()}"
+    if changed.empty:
+        return head + "\nNo golden query's recall changes with the filter."
+    cols = ["query_id", "n_relevant", "n_filtered_out", *RUNS, "filter"]
+    return f"{head}\n{len(changed)} golden queries change:\n{records_text(changed, cols)}"
 
 
 def cmd_risk(args: argparse.Namespace) -> int:

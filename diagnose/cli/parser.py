@@ -278,6 +278,17 @@ def _failures_options(fa: argparse.ArgumentParser) -> None:
         help="the run's kind (dense, lexical, hybrid or unknown), which the classes' rules, wording and remedies "
         "follow; default: inferred from the run's top-k overlap with the BM25 and dense baselines",
     )
+    fa.add_argument(
+        "--filter-field",
+        metavar="FIELD|QUERY_FIELD=DOC_FIELD",
+        help="each query's metadata filter: documents whose DOC_FIELD equals the query's QUERY_FIELD (filtered_out "
+        "class, recall@k with vs without the filter)",
+    )
+    fa.add_argument(
+        "--filters",
+        metavar="F",
+        help='JSON metadata filter per query: {"QUERY_ID": {"FIELD": VALUE | {"$in": [...]}}} ($eq, $ne, $in, $nin)',
+    )
     _add_retriever_args(fa)
     _add_model_args(fa)
 

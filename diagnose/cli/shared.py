@@ -59,6 +59,8 @@ PARAM_FLAGS = {
     "limit": "--limit",
     "kinds": "--run-kind",
     "run_kind": "--run-kind",
+    "filter_field": "--filter-field",
+    "filters": "--filters",
 }
 
 

@@ -120,6 +120,26 @@ FAILURE_CLASSES: tuple[FailureClass, ...] = (
         evidence="Document {doc_id!r} is judged relevant but is not in the corpus.",
     ),
     FailureClass(
+        id="filtered_out",
+        label="Filtered out",
+        legend="Filtered out (the query's metadata filter excludes it)",
+        color="#882255",  # Paul Tol's wine: Okabe-Ito has no colour left that reads on white
+        rule="the query's metadata filter (--filter-field, --filters) excludes the target",
+        what_to_do="fix the metadata or the filter: the search never sees the document",
+        recommendation=(
+            "The query's metadata filter excludes the target, so no retriever behind that filter can return it, "
+            "whatever the model or the index. Check the document's metadata (a wrong or missing tenant, date, "
+            "language, access group) and the filter the application builds for this query (too narrow, the wrong "
+            "field); compare recall@k with and without the filter."
+        ),
+        remedy=Remedy(
+            "unfiltered",
+            "the unfiltered search (exact dense search without the metadata filter)",
+            "fix the document's metadata or relax the filter",
+        ),
+        evidence="The query's metadata filter excludes the target {doc_id!r}: {filter_why}; {base}.",
+    ),
+    FailureClass(
         id="label_gap",
         label="Label gap",
         legend="Label gap (unjudged near-duplicate retrieved)",

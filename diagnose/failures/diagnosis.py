@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -31,6 +32,9 @@ from diagnose.failures.evidence import Bm25Scores, Failure, build_failure, looku
 from diagnose.failures.kind import RunKind
 from diagnose.failures.taxonomy import FailureMode, Thresholds, recommendation
 from diagnose.space import VectorSpace
+
+if TYPE_CHECKING:
+    from diagnose.filters import QueryFilters
 
 
 @dataclass(frozen=True)
@@ -217,12 +221,14 @@ def diagnose_run(
     calibration: Calibration | None = None,
     progress=None,
     kind: RunKind | None = None,
+    filters: QueryFilters | None = None,
 ) -> Diagnosis:
     """Analyse every failed (query, target) pair of ``run`` at ``k``.
 
     ``bm25`` is a :class:`diagnose.lexical.BM25Index` over the same corpus. ``calibration`` defaults to
     :func:`calibrate` on this run. ``kind``: the run's kind (:class:`~diagnose.failures.kind.RunKind`; default
-    unknown, read as dense), which the rules, sentences and recommendations follow.
+    unknown, read as dense), which the rules, sentences and recommendations follow. ``filters``: the per-query
+    metadata filters (:mod:`diagnose.filters`): a target its query's filter excludes is ``filtered_out``.
     """
     if ds.corpus is None or ds.queries is None:
         raise DataError("The diagnosis needs the corpus and the queries.", param="corpus")
@@ -231,7 +237,7 @@ def diagnose_run(
     calibration = calibration or calibrate(ds, run, space, k, thresholds)
     pairs, n_golden = failed_pairs(ds, run, k, mode)
     kind = kind or RunKind()
-    look = lookups(ds, run, space, pairs, kind.kind)
+    look = lookups(ds, run, space, pairs, kind.kind, filters)
     scores = Bm25Scores(bm25)
     failures: list[Failure] = []
     for i, (q, d, g) in enumerate(pairs):

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
@@ -39,6 +39,9 @@ from diagnose.failures.taxonomy import (
 )
 from diagnose.lexical import bm25_rank_range, term_overlap, tokenize
 from diagnose.space import VectorSpace
+
+if TYPE_CHECKING:
+    from diagnose.filters import QueryFilters
 
 
 class Competitor(NamedTuple):
@@ -152,6 +155,7 @@ class _Lookups:
     target_stems: dict[str, set[str]]
     norm_cache: dict[str, str] = field(default_factory=dict)
     kind: str = "unknown"  # the run's kind (diagnose.failures.kind)
+    filters: QueryFilters | None = None  # the per-query metadata filters (diagnose.filters), when given
 
     def norm(self, doc: str) -> str:
         if doc not in self.norm_cache:
@@ -160,7 +164,12 @@ class _Lookups:
 
 
 def lookups(
-    ds: Dataset, run: Run, space: VectorSpace, pairs: list[tuple[str, str, int]], kind: str = "unknown"
+    ds: Dataset,
+    run: Run,
+    space: VectorSpace,
+    pairs: list[tuple[str, str, int]],
+    kind: str = "unknown",
+    filters: QueryFilters | None = None,
 ) -> _Lookups:
 
     corpus_row = ds.corpus.index_of()
@@ -180,6 +189,7 @@ def lookups(
         dense=_dense_ranks(space, [(q, d) for q, d, _ in pairs if d in corpus_row]),
         target_stems=target_stems,
         kind=kind,
+        filters=filters,
     )
 
 
@@ -285,6 +295,7 @@ def _pair(
         dup_id, dup_cos = _duplicate(look, competitors[:k], d, qg, thresholds.duplicate_cosine)
         lex = _lexical(look, bm25, q, d, text)
     dense_best, dense_worst = look.dense.get((q, d), (None, None))
+    filtered = in_corpus and look.filters is not None and look.filters.excludes(q, d)
     ev = PairEvidence(
         doc_id=d,
         k=k,
@@ -302,6 +313,8 @@ def _pair(
         bm25_rank_worst=lex.bm25_rank_worst,
         bm25_score=lex.bm25_score,
         kind=look.kind,
+        filtered_out=filtered,
+        filter_why=look.filters.why(q, d) if filtered else "",
     )
     return ev, lex, competitors
 
@@ -367,4 +380,5 @@ def _classify(e: PairEvidence, in_corpus: bool, thresholds: Thresholds) -> str:
         dense_rank_worst=e.dense_rank_worst,
         bm25_rank_worst=e.bm25_rank_worst,
         kind=e.kind,
+        filtered_out=e.filtered_out,
     )

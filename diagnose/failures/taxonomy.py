@@ -91,12 +91,17 @@ def classify(
     dense_rank_worst: int | None = None,
     bm25_rank_worst: int | None = None,
     kind: str = "unknown",
+    filtered_out: bool = False,
 ) -> str:
     """The taxonomy's rules in order; the first that matches wins (see the module docstring). ``dense_rank`` /
     ``bm25_rank`` are the best ranks of the target's tie groups, ``*_worst`` their worst (None: no tie); a rule
-    that asks whether a rank is within k reads :func:`within`. ``kind``: the run's kind (rules 4 and 5)."""
+    that asks whether a rank is within k reads :func:`within`. ``kind``: the run's kind (the index_gap and
+    vocabulary_mismatch rules). ``filtered_out``: the query's metadata filter excludes the target
+    (:mod:`diagnose.filters`)."""
     if not in_corpus:
         return "missing_document"
+    if filtered_out:
+        return "filtered_out"
     if duplicate:
         return "label_gap"
     near_hi = thresholds.near_miss_factor * k
@@ -169,6 +174,8 @@ class PairEvidence(NamedTuple):
     bm25_rank_worst: int | None = None
     bm25_score: float | None = None
     kind: str = "unknown"
+    filtered_out: bool = False
+    filter_why: str = ""  # the failing conditions with the document's values (QueryFilters.why)
 
 
 def evidence_sentence(cls: str, e: PairEvidence) -> str:

@@ -23,6 +23,7 @@ _PAGE_TITLES: dict[str, tuple[str, str]] = {
     "similarity": ("Similarity", ":material/bar_chart:"),
     "compare": ("Compare runs", ":material/compare_arrows:"),
     "models": ("Model choice", ":material/model_training:"),
+    "ann": ("ANN index", ":material/speed:"),
     "golden": ("Golden set", ":material/rule:"),
     "judge": ("Judge", ":material/gavel:"),
     "data": ("Data", ":material/dataset:"),

@@ -23,7 +23,7 @@ from diagnose.data import DataError, fields_dict
 from diagnose.io import parse_run_arg
 from diagnose.io.golden_sets import golden_kind
 from diagnose.ui import launch
-from diagnose.vectordb.spec import is_spec
+from diagnose.vectordb.spec import is_spec, split_spec
 
 REPO = Path(__file__).resolve().parents[2]
 DEMO_DIR = REPO / "demo_corpus"
@@ -266,7 +266,8 @@ def _collection_folder(corpus: str) -> str | None:
 
     if not is_spec(corpus):
         return None
-    return corpus.split(":", 1)[1].rpartition("#")[0] or None
+    _, folder, _, sep = split_spec(corpus)
+    return folder if sep and folder else None
 
 
 def _checked_corpus(corpus: str) -> str:
@@ -275,9 +276,8 @@ def _checked_corpus(corpus: str) -> str:
 
     if not is_spec(corpus):
         return check_path(corpus, "corpus")
-    scheme, rest = corpus.split(":", 1)
-    folder, _, name = rest.rpartition("#")
-    return f"{scheme}:{check_path(folder, 'vector database folder')}#{name}" if folder else corpus
+    scheme, folder, name, sep = split_spec(corpus)
+    return f"{scheme}:{check_path(folder, 'vector database folder')}#{name}" if sep and folder else corpus
 
 
 @dataclass(frozen=True)

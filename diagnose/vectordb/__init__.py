@@ -15,6 +15,7 @@ before and after the read was written meanwhile: refused, never mixed.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -48,12 +49,23 @@ _ROW = "__row__"
 class CollectionCorpus(Corpus):
     """A corpus read from a vector database, with its stored vectors (rows L2-normalised, ids = ``doc_id``) and the
     collection's distance (``cosine``, ``ip`` or ``l2``). ``index_params``: the collection's own ANN parameters when
-    they can be read (Chroma's HNSW ``M``/``efConstruction``/``efSearch``, :func:`~.sources.chroma_hnsw_params`),
-    else empty; :mod:`diagnose.ann` places that setting on the frontier."""
+    they can be read (HNSW ``M``/``efConstruction``/``efSearch``: Chroma's configuration,
+    :func:`~.sources.chroma_hnsw_params`; Qdrant's ``hnsw_config``, :func:`~.sources.qdrant_hnsw_params`; a LanceDB
+    HNSW-type index, :func:`~.sources.lance_hnsw_params`), else empty; :mod:`diagnose.ann` places that setting
+    (:meth:`index_setting`) on the frontier."""
 
     vectors: PrecomputedEmbeddings | None = None
     metric: str = ""
     index_params: Mapping[str, int] = field(default_factory=dict)
+    ef_search_per_k: float = 0.0  # LanceDB: the search ef is 1.5 x k, not stored (index_setting)
+
+    def index_setting(self, k: int) -> dict[str, int]:
+        """The served HNSW setting at cutoff ``k`` (``M``, ``efConstruction``, ``efSearch``), ``{}`` when unknown:
+        :attr:`index_params`, with a LanceDB index's ``efSearch`` = ceil(1.5 x k), its default search ``ef``."""
+        params = dict(self.index_params)
+        if params and self.ef_search_per_k and "efSearch" not in params:
+            params["efSearch"] = math.ceil(self.ef_search_per_k * k)
+        return params
 
 
 def read_collection(
@@ -178,4 +190,7 @@ def _corpus(
     )
     report.stats["corpus_vectors"] = len(ids)
     params = dict(getattr(source, "index_params", {}))
-    return CollectionCorpus(docs, where, vectors=pre, metric=source.metric, index_params=params)
+    per_k = float(getattr(source, "ef_search_per_k", 0.0))
+    return CollectionCorpus(
+        docs, where, vectors=pre, metric=source.metric, index_params=params, ef_search_per_k=per_k
+    )

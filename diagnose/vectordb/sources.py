@@ -136,6 +136,7 @@ class QdrantSource:
             self.vector_name, params = next(iter(params.items()))
         distance = str(getattr(params.distance, "value", params.distance))
         self.metric = {"Cosine": "cosine", "Dot": "ip", "Euclid": "l2"}.get(distance, distance.lower())
+        self.index_params = qdrant_hnsw_params(self.client.get_collection(spec.name).config, params)
 
     def state(self) -> tuple[int, ...]:
         return (self.client.count(self.name, exact=True).count,)
@@ -160,6 +161,24 @@ class QdrantSource:
 
     def close(self) -> None:
         self.client.close()
+
+
+def qdrant_hnsw_params(config: Any, vector_params: Any) -> dict[str, int]:
+    """The collection's HNSW parameters in faiss' names: ``M`` = ``hnsw_config.m``, ``efConstruction`` =
+    ``ef_construct``, the vector's own ``hnsw_config`` overriding the collection's; ``efSearch`` = ``ef_construct``,
+    what Qdrant searches with when a request sets no ``hnsw_ef`` (its graph's ``ef`` is ``ef_construct``). ``{}``
+    when ``m`` is 0 (no graph: Qdrant searches exhaustively) or a value is missing."""
+    base = getattr(config, "hnsw_config", None)
+    own = getattr(vector_params, "hnsw_config", None)
+
+    def value(name: str) -> Any:
+        v = getattr(own, name, None) if own is not None else None
+        return v if v is not None else getattr(base, name, None)
+
+    m, ef = value("m"), value("ef_construct")
+    if not isinstance(m, int) or not isinstance(ef, int) or m <= 0 or ef <= 0:
+        return {}
+    return {"M": m, "efConstruction": ef, "efSearch": ef}
 
 
 def _qdrant_row(point: Any) -> dict[str, Any]:
@@ -200,6 +219,8 @@ class LanceSource:
                 param="corpus",
             )
         self.vector = "vector" if "vector" in vectors else vectors[0]
+        self.index_params = lance_hnsw_params(self.table, self.vector)
+        self.ef_search_per_k = LANCE_EF_PER_LIMIT if self.index_params else 0.0
 
     def state(self) -> tuple[int, ...]:
         return (self.table.count_rows(), int(self.table.version))
@@ -215,6 +236,30 @@ class LanceSource:
 
     def close(self) -> None:
         return None
+
+
+#: LanceDB's default search ``ef`` for an HNSW-type index: 1.5 x the query's limit (its ``ef()`` docstring)
+LANCE_EF_PER_LIMIT = 1.5
+
+
+def lance_hnsw_params(table: Any, column: str) -> dict[str, int]:
+    """The HNSW parameters of the table's vector index on ``column`` in faiss' names (``M`` = ``max_connections``,
+    ``efConstruction`` = ``construction_ef`` of its ``index_details``), for the HNSW-type indexes (``IVF_HNSW_SQ``,
+    ``IVF_HNSW_PQ``, ``IVF_HNSW_FLAT``); ``{}`` without one. The search's ``ef`` is LanceDB's default, 1.5 x the limit,
+    set per k (:attr:`~diagnose.vectordb.CollectionCorpus.ef_search_per_k`). An IVF-only index (``IVF_FLAT``,
+    ``IVF_PQ``) gives ``{}``: LanceDB's API does not expose its partition count."""
+    try:
+        indices = table.list_indices()
+    except Exception:  # noqa: BLE001 - an older client or a remote table: no setting, the frontier still runs
+        return {}
+    for ix in indices:
+        details = getattr(ix, "index_details", None) or {}
+        hnsw = details.get("hnsw") if isinstance(details, dict) else None
+        if column in list(getattr(ix, "columns", [])) and isinstance(hnsw, dict):
+            m, ef = hnsw.get("max_connections"), hnsw.get("construction_ef")
+            if isinstance(m, int) and isinstance(ef, int):
+                return {"M": m, "efConstruction": ef}
+    return {}
 
 
 SOURCES = {"chroma": ChromaSource, "lancedb": LanceSource, "qdrant": QdrantSource}

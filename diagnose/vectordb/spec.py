@@ -44,16 +44,26 @@ def is_spec(value: object) -> bool:
     return "#" in value and not Path(value).exists()
 
 
+def split_spec(value: str) -> tuple[str, str, str, bool]:
+    """``SCHEME:PATH#NAME`` split as text, unchecked: ``(scheme, path, name, has_hash)``, the scheme as written
+    (``""`` without one), the path before the last ``#``. The one splitter of the form: :func:`parse_spec` checks its
+    parts, the app resolves the folder with it (:mod:`diagnose.ui.sources`)."""
+    m = _SCHEME_RE.match(value)
+    if m is None:
+        return "", "", "", False
+    rest = value[m.end() :]
+    path, sep, name = rest.rpartition("#")
+    return (m.group(1), path, name, True) if sep else (m.group(1), rest, "", False)
+
+
 def parse_spec(value: str) -> CollectionSpec:
     """``SCHEME:PATH#NAME`` -> :class:`CollectionSpec`; ``DataError(param="corpus")`` naming the fix for an unknown
     scheme, a missing ``#NAME``, a missing path, or a path that is not a folder."""
-    m = _SCHEME_RE.match(value)
-    scheme = m.group(1).lower() if m else ""
+    raw_scheme, path, name, sep = split_spec(value)
+    scheme = raw_scheme.lower()
     if scheme not in SCHEMES:
         raise DataError(f"{value!r}: unknown vector database {scheme!r}; write {FORM}.", param="corpus")
     what = SCHEMES[scheme][0]
-    rest = value[m.end() :]
-    path, sep, name = rest.rpartition("#")
     if not sep or not name.strip():
         raise DataError(
             f"{value!r}: no {what} named; write {scheme}:PATH#{what.upper()} (e.g. {scheme}:./db#docs).",
