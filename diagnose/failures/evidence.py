@@ -25,6 +25,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from diagnose.chunks.split import split_targets
 from diagnose.data import Dataset, Run
 from diagnose.embed import dense_rank_range
 from diagnose.failures.classes import CLASS_LABELS
@@ -146,6 +147,7 @@ class _Lookups:
     target_stems: dict[str, set[str]]
     norm_cache: dict[str, str] = field(default_factory=dict)
     kind: str = "unknown"  # the run's kind (diagnose.failures.kind)
+    split: dict[tuple[str, str], float] = field(default_factory=dict)  # split targets (diagnose.chunks.split)
 
     def norm(self, doc: str) -> str:
         if doc not in self.norm_cache:
@@ -174,6 +176,7 @@ def lookups(
         dense=_dense_ranks(space, [(q, d) for q, d, _ in pairs if d in corpus_row]),
         target_stems=target_stems,
         kind=kind,
+        split=split_targets(ds.qrels, ds.corpus),
     )
 
 
@@ -296,6 +299,7 @@ def _pair(
         bm25_rank_worst=lex.bm25_rank_worst,
         bm25_score=lex.bm25_score,
         kind=look.kind,
+        split_share=look.split.get((q, d)),
     )
     return ev, lex, competitors
 
@@ -361,4 +365,5 @@ def _classify(e: PairEvidence, in_corpus: bool, thresholds: Thresholds) -> str:
         dense_rank_worst=e.dense_rank_worst,
         bm25_rank_worst=e.bm25_rank_worst,
         kind=e.kind,
+        split=e.split_share is not None,
     )
