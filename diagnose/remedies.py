@@ -353,7 +353,7 @@ _MISSING_INPUT = {
     "rerank": "pass space",
     "bm25": "pass bm25_run",
     "hybrid_baseline": "pass hybrid_run",
-    "merge": "needs a chunk corpus with offsets (parent_field=, start/end metadata): pass merged_run",
+    "merge": "needs a chunk corpus with offsets: --parent-field / parent_field=, offsets in the chunks' metadata",
 }
 _NOT_MEASURED = dict(recovered=None, lost_hits=None, mean_diff=None, p_value=None)
 
