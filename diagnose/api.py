@@ -35,6 +35,7 @@ def load(
     runs: Sequence[str | Path | tuple[str | None, PathLike]] | PathLike = (),
     require_qrels: bool = True,
     corpus_fields: Mapping[str, str] | None = None,
+    parent_field: str | None = None,
 ) -> Dataset:
     """Read a data set: a BEIR folder ``data`` (``corpus.jsonl``, ``queries.jsonl``, ``qrels/<split>.tsv``) and/or
     explicit files (which override the folder's). Formats and checks: :func:`diagnose.io.load_dataset`.
@@ -43,7 +44,9 @@ def load(
     ``"chroma:PATH#COLLECTION"``, ``"lancedb:PATH#TABLE"`` or ``"qdrant:PATH#COLLECTION"``: its documents and stored
     vectors (:mod:`diagnose.vectordb`; an :class:`~diagnose.analysis.Analysis` of it encodes only the queries).
     ``require_qrels=False``: no golden set yet (a query log and a corpus get empty qrels, to judge: see
-    :mod:`diagnose.judging`).
+    :mod:`diagnose.judging`). ``parent_field``: for a corpus of chunks, the metadata key holding each chunk's
+    document id, or ``"DOC#N"`` for chunk ids written ``DOCUMENT#N`` (detected when every id is); relevance and
+    metrics then come at the chunk and at the document level (:mod:`diagnose.chunks`).
 
     ``runs``: run files, ``"NAME=PATH"`` or ``(name, path)`` (one run may be given alone); runs can also be given later to
     :class:`~diagnose.analysis.Analysis`. Problems that do not stop the work are counted in ``Dataset.report``;
@@ -63,6 +66,8 @@ def load(
     )
     corpus = collection if collection is not None else corpus
     split = checks.text(split, "split", what="the name of a qrels split (a str, e.g. 'test')")
+    if parent_field is not None:
+        parent_field = checks.text(parent_field, "parent_field", what="a metadata key (a str) or 'DOC#N'")
     runs = checks.list_of(
         runs,
         "runs",
@@ -80,6 +85,7 @@ def load(
         runs=runs,
         require_qrels=require_qrels,
         corpus_fields=corpus_fields,
+        parent_field=parent_field,
     )
 
 

@@ -159,13 +159,38 @@ class _Texts:
         return self.df[self._id].to_numpy()
 
 
+@dataclass(frozen=True)
+class ChunkMap:
+    """The documents of a chunk corpus (:mod:`diagnose.chunks`): ``parent[chunk_id]`` is the chunk's document;
+    ``start``/``end`` (``{chunk_id: offset}``, or None without offsets) its character offsets into that document
+    (``document[start:end]`` is the chunk's text). ``how`` says where the parents came from (``"metadata key
+    'doc_id'"``, ``"id pattern DOC#N"``) and ``offsets`` which keys gave the offsets (``""``: none)."""
+
+    parent: Mapping[str, str]
+    start: Mapping[str, int] | None = None
+    end: Mapping[str, int] | None = None
+    how: str = ""
+    offsets: str = ""
+
+    @property
+    def has_offsets(self) -> bool:
+        return self.start is not None and self.end is not None
+
+    def document_of(self, doc_id: str) -> str:
+        """The document of a chunk id; any other id (a document id, a placeholder) is its own document."""
+        return self.parent.get(doc_id, doc_id)
+
+
 @dataclass(frozen=True, repr=False)
 class Corpus(_Texts):
     """The documents: ``df`` with ``doc_id``, ``title``, ``text`` (+ metadata columns). ``ids`` is the id
-    column (an array); ``texts()`` joins title and text (a method: it builds a new list)."""
+    column (an array); ``texts()`` joins title and text (a method: it builds a new list). ``chunks``: for a
+    corpus of chunks, each chunk's document and offsets (:class:`ChunkMap`, :mod:`diagnose.chunks`); None for a
+    corpus of documents."""
 
     df: pd.DataFrame
     source: str = ""
+    chunks: ChunkMap | None = field(default=None, compare=False)
     _id: ClassVar[str] = "doc_id"
     _noun: ClassVar[str] = "documents"
 

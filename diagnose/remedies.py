@@ -31,6 +31,9 @@ table, the advice when nothing runs offline); the code of each remedy id is here
                   it higher than the run did)
 ``unfiltered``    the unfiltered search, for ``filtered_out``: exact dense search over the whole corpus, without
                   the metadata filter (``unfiltered_run``, the dense baseline); measured only when a filter is given
+``merge``         a chunk corpus with offsets: every chunk scored by the best cosine of itself and of the windows
+                  of it and a neighbouring chunk (exact dense search, :func:`diagnose.chunks.split.merged_run`):
+                  for ``split``, whose answer is whole in the window around the boundary
 ``judge``         not a retrieval remedy: judge the near-duplicate the run found (``recovered`` is None)
 ``none``          no offline remedy (``semantic_gap``: fine-tuning on in-domain pairs or enriching the documents
                   needs work; ``missing_document``: the data is wrong)
@@ -330,6 +333,7 @@ def _builders(
     depth: int,
     hybrid_run: Run | None = None,
     unfiltered_run: Run | None = None,
+    merged_run: Run | None = None,
 ) -> dict[str, Callable[[], Run] | None]:
     """remedy id -> what builds the remedied run (None when its input was not given)."""
 
@@ -343,6 +347,7 @@ def _builders(
         "hybrid_baseline": (lambda: hybrid_run) if hybrid_run else None,
         "rerank": (lambda: cosine_rerank(run, space, depth)) if space is not None else None,
         "unfiltered": (lambda: unfiltered_run) if unfiltered_run else None,
+        "merge": (lambda: merged_run) if merged_run is not None else None,
     }
 
 
@@ -353,6 +358,7 @@ _MISSING_INPUT = {
     "bm25": "pass bm25_run",
     "hybrid_baseline": "pass hybrid_run",
     "unfiltered": "no metadata filter given",
+    "merge": "needs a chunk corpus with offsets: --parent-field / parent_field=, offsets in the chunks' metadata",
 }
 _NOT_MEASURED = dict(recovered=None, lost_hits=None, mean_diff=None, p_value=None)
 
@@ -419,6 +425,7 @@ def prove_remedies(
     kind: str | None = None,
     hybrid_run: Run | None = None,
     unfiltered_run: Run | None = None,
+    merged_run: Run | None = None,
 ) -> Remedies:
     """Apply each failure class's offline remedy to ``run`` and measure it (module docstring: every definition).
 
@@ -433,7 +440,8 @@ def prove_remedies(
     is encoded or indexed here. ``kind``: the run's kind (default: the diagnosis's), which picks each
     class's remedy for that kind (``FailureClass.by_kind``); ``hybrid_run`` (the hybrid baseline) is read for a hybrid
     run's index gaps. ``unfiltered_run``: the search without the metadata filter (exact dense search over the
-    whole corpus), for ``filtered_out``, when a filter was given (:mod:`diagnose.filters`).
+    whole corpus), for ``filtered_out``, when a filter was given (:mod:`diagnose.filters`); ``merged_run`` (a chunk
+    corpus: :func:`diagnose.chunks.split.merged_run`) for ``split``.
     """
 
     k, mode = _check_inputs(run, diagnosis, k, mode)
@@ -443,7 +451,7 @@ def prove_remedies(
     base = evaluate(ds.qrels, run, names).per_query
     depth = diagnosis.thresholds.near_miss_factor * k
     builders = _builders(
-        run, space, bm25_run, dense_run, cross_encoder_run, depth, hybrid_run, unfiltered_run
+        run, space, bm25_run, dense_run, cross_encoder_run, depth, hybrid_run, unfiltered_run, merged_run
     )
     trials = _Trials(ds, base, names, hit_name, metric_name, k, builders, n_resamples, seed)
 

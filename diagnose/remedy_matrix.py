@@ -70,7 +70,7 @@ class RemedyMatrix:
     ``classes``: the classes with failures (taxonomy order); ``remedy_ids``: the columns, in the order the remedy
     table meets them; ``remedy_texts``: remedy id -> its text ("cosine rerank of the top 30"); ``own``: class -> the id
     of its own remedy for this run's kind (``judge`` or ``none`` when nothing runs offline; ``near_miss`` also owns
-    ``crossencoder`` when it is measured); ``missing``: remedy id -> why it was not tried (its input not given), for the remedies a class with failures needed;
+    ``crossencoder`` when it is measured); ``missing``: remedy id -> why it was not tried (its input not given), for the remedies of classes with failures;
     ``cells``: class -> remedy id -> :class:`MatrixCell`.
     """
 
@@ -201,8 +201,7 @@ def remedy_matrix(qrels: Qrels, diagnosis: Diagnosis, remedies: Remedies) -> Rem
         if row.remedy_id in NOT_RETRIEVAL:
             continue
         if not row.available:
-            # a remedy no failure needed (the unfiltered search without a filter) is not news
-            if row.failures:
+            if row.failures:  # a remedy with nothing to try it on (no filter given, split over documents) is no news
                 missing[row.remedy_id] = row.note
         elif row.remedy_id in remedies.runs:
             ids.setdefault(row.remedy_id, row.remedy)

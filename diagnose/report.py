@@ -100,6 +100,8 @@ class EvaluationReport:
         None  # per (run, metric): lower (as reported), upper (unjudged at best), gap
     )
     coverage: pd.DataFrame | None = None  # per run: judged@k and hole@k
+    # a chunk corpus: the runs at the document level (a document at the rank of its best chunk); None otherwise
+    document_level: dict[str, Evaluation] | None = None
 
     @property
     def passed(self) -> bool:
@@ -109,12 +111,7 @@ class EvaluationReport:
         """The ``diagnose evaluate --format json`` document."""
         runs: dict[str, Any] = {}
         for name, ev in self.evaluations.items():
-            entry: dict[str, Any] = {
-                "aggregate": {m: float(v) for m, v in ev.aggregate.items()},
-                "quality": {m: quality_band(m, v) for m, v in ev.aggregate.items()},
-                "n_queries": int(len(ev.per_query)),
-                "missing_queries": list(ev.missing_queries),
-            }
+            entry = _level_entry(ev, per_query=False)
             if name in self.extra_columns:
                 entry["latency"] = {c: _finite(v) for c, v in self.extra_columns[name].items()}
             if name in self.latency_detail:
@@ -155,6 +152,12 @@ class EvaluationReport:
         if self.coverage is not None:
             payload["coverage"] = {
                 run: {m: float(v) for m, v in row.items()} for run, row in self.coverage.iterrows()
+            }
+        if self.document_level is not None:
+            payload["level"] = "chunk"
+            payload["document_level"] = {
+                "level": "document",
+                "runs": {name: _level_entry(ev, per_query) for name, ev in self.document_level.items()},
             }
         payload["gate"] = {"passed": self.passed, "failures": list(self.gate)}
         payload["warnings"] = [p.to_dict() for p in self.validation.warnings]
@@ -274,6 +277,8 @@ class EvaluationReport:
             f"{n} golden queries with at least one relevant document; k = {','.join(map(str, self.ks))}",
             "",
         ]
+        if self.document_level is not None:
+            lines.append("Chunk level (the corpus' ids):")
         table = []
         rows = self.rows()
         for m in [*self.metrics, *self._extra_names()]:
@@ -284,6 +289,7 @@ class EvaluationReport:
                 row[r["run"]] = cell(v) + (f" ({band})" if band else "")
             table.append(row)
         lines.append(text_table(table, ["metric", *self.evaluations]))
+        lines += self._document_level_text()
         if per_query:
             for name, ev in self.evaluations.items():
                 lines += ["", f"per query: {name}", text_table(_query_rows(ev), ["query_id", *self.metrics])]
@@ -291,6 +297,23 @@ class EvaluationReport:
         if self.comparisons:
             lines += self._comparisons_text()
         return "\n".join(lines)
+
+    def _document_level_text(self) -> list[str]:
+        """A chunk corpus: the table above is at the chunk level; the same metrics at the document level."""
+        if self.document_level is None:
+            return []
+        table = [
+            {
+                "metric": m,
+                **{n: cell(ev.aggregate.get(m, float("nan"))) for n, ev in self.document_level.items()},
+            }
+            for m in self.metrics
+        ]
+        return [
+            "",
+            "Document level (a document at the rank of its best chunk, judged by its best chunk):",
+            text_table(table, ["metric", *self.document_level]),
+        ]
 
     def _tables_text(self) -> list[str]:
         """The text report's optional tables: the metric slices, judged coverage and the metric bounds."""
@@ -402,3 +425,19 @@ def _finite_or_none(o: Any) -> Any:
     if isinstance(o, np.ndarray):
         return _finite_or_none(o.tolist())
     return o
+
+
+def _level_entry(ev: Evaluation, per_query: bool) -> dict[str, Any]:
+    """One run's entry of the JSON's ``document_level`` block: ``aggregate``, ``quality``, ``n_queries``,
+    ``missing_queries`` (and ``per_query``), like the entries of ``runs``."""
+    entry: dict[str, Any] = {
+        "aggregate": {m: float(v) for m, v in ev.aggregate.items()},
+        "quality": {m: quality_band(m, v) for m, v in ev.aggregate.items()},
+        "n_queries": int(len(ev.per_query)),
+        "missing_queries": list(ev.missing_queries),
+    }
+    if per_query:
+        entry["per_query"] = {
+            str(q): {m: float(v) for m, v in row.items()} for q, row in ev.per_query.iterrows()
+        }
+    return entry

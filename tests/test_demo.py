@@ -34,8 +34,8 @@ def test_every_class_but_missing_document_occurs_with_the_default_model(tmp_path
     diag = diagnose_run(ds, run, space, bm25, k=10)
     counts = diag.class_counts
     assert counts["missing_document"] == 0
-    # filtered_out needs a metadata filter, which the demo's run does not have (tests/test_filters.py plants one)
-    for cls in (c for c in CLASSES if c not in ("missing_document", "filtered_out")):
+    # filtered_out needs a metadata filter (tests/test_filters.py plants one), split a chunk corpus with spans
+    for cls in (c for c in CLASSES if c not in ("missing_document", "filtered_out", "split")):
         assert counts[cls] >= 1, f"no {cls} on the demo corpus: {counts}"
     # the calibrated threshold of MiniLM sits far below the seed's 0.75
     assert not diag.calibration.fallback and diag.calibration.calibrated < 0.6

@@ -24,6 +24,7 @@ from diagnose import defaults, embed
 from diagnose.analysis.params import check_models
 from diagnose.analysis.scores import Scores
 from diagnose.checks import param_error, positive_int
+from diagnose.chunks.split import merged_run, neighbour_windows
 from diagnose.compare import rerank_cross_encoder, rerank_report
 from diagnose.data import Run
 from diagnose.failures import CLASSES, Failure, diagnose_run, find_label_noise, hubness, sort_worst
@@ -159,6 +160,7 @@ class Evidence(Scores):
                 cross_encoder_run=self._cross_encoded(name, cross_encoder, depth) if cross_encoder else None,
                 hybrid_run=self._baseline("hybrid") if hybrid else None,
                 unfiltered_run=self._baseline("dense") if self.filters is not None else None,
+                merged_run=self._merged_neighbours(),
             )
 
         return self._cached(("remedies", name, k, mode, cross_encoder), build)
@@ -242,6 +244,34 @@ class Evidence(Scores):
             )  # fmt: skip
 
         return self._cached(key, build)
+
+    def _merged_neighbours(self) -> Run | None:
+        """A chunk corpus with offsets: the golden queries' top ``depth`` chunks, each scored with its neighbours
+        merged (:func:`diagnose.chunks.split.merged_run`, the ``split`` remedy; the windows encoded once, cached on
+        disk like the corpus); None for any other corpus."""
+        corpus = self.dataset.corpus
+        if corpus is None or corpus.chunks is None or not corpus.chunks.has_offsets:
+            return None
+
+        def build() -> Run:
+            sp = self.space
+            windows, pairs = neighbour_windows(corpus, corpus.chunks)
+            self._reporter.step(
+                f"Encoding {len(windows):,} windows of neighbouring chunks (the split remedy)"
+            )
+            cache = embed.EmbeddingCache(self.cache_dir / "embeddings" if self.cache_dir else None)
+            vecs = embed.embed_texts(self.encoder, windows, cache=cache, report=self.dataset.report)
+            return merged_run(
+                list(sp.query_ids),
+                sp.query_vecs,
+                list(sp.doc_ids),
+                sp.doc_vecs,
+                vecs,
+                pairs,
+                depth=self.depth,
+            )
+
+        return self._cached("merged_neighbours", build)
 
     def _cross_encoded(self, name: str, model: str, depth: int) -> Run:
         """The run's top ``depth`` reranked live by the CrossEncoder ``model`` (memoised)."""

@@ -11,8 +11,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from diagnose import defaults
-from diagnose.data import DataError
+from diagnose import checks, defaults
+from diagnose.chunks import document_qrels, document_run
+from diagnose.data import ChunkMap, DataError
 from diagnose.metrics import MetricName, expand_names
 from diagnose.report import EvaluationReport
 
@@ -65,6 +66,33 @@ class Scores(Pipeline):
 
         return self._cached(("evaluations", names, chosen), build)
 
+    @property
+    def chunks(self) -> ChunkMap | None:
+        """The chunk map of a chunk corpus (:mod:`diagnose.chunks`), None for a corpus of documents."""
+        return self.dataset.corpus.chunks if self.dataset.corpus is not None else None
+
+    def document_evaluations(
+        self, metrics: Sequence[str | MetricName] | None = None, *, runs: Sequence[str] | None = None
+    ) -> dict[str, Evaluation]:
+        """For a chunk corpus, :meth:`evaluations` at the document level: the judgements mapped to documents (a
+        document's grade the best of its chunks') and each run's documents at the rank of their best chunk
+        (:func:`diagnose.chunks.document_qrels`, :func:`~diagnose.chunks.document_run`). For a corpus of documents,
+        :meth:`evaluations` itself."""
+        cmap = self.chunks
+        if cmap is None:
+            return self.evaluations(metrics, runs=runs)
+        names = self._names(metrics)
+        chosen = tuple(self._run_names(runs)) if runs is not None else None
+
+        def build() -> dict[str, Evaluation]:
+            pool = self.runs if chosen is None else self.ready_runs()
+            qrels = document_qrels(self.dataset.qrels, cmap)
+            return evaluate_many(
+                qrels, {n: document_run(pool[n], cmap) for n in (chosen or pool)}, list(names)
+            )
+
+        return self._cached(("document_evaluations", names, chosen), build)
+
     def latency(self, k: int | None = None) -> dict[str, dict[str, float]]:
         """For runs with recorded latency (live retrievers): ``latency_p50_ms``, ``latency_p95_ms`` (over the
         queries that returned) and ``recall@k_per_ms`` (recall@k divided by the median latency: recall bought per
@@ -101,12 +129,15 @@ class Scores(Pipeline):
             if r.latency_ms is not None
         }
 
-    def metrics(self, metrics: Sequence[str] | None = None) -> pd.DataFrame:
+    def metrics(self, metrics: Sequence[str] | None = None, *, level: str = "chunk") -> pd.DataFrame:
         """Mean metrics: one row per run (index: run names, baselines included), one column per metric (the
         CLI's names, e.g. ``ndcg@10``); live retrievers add ``latency_p50_ms``, ``latency_p95_ms`` and
-        ``recall@k_per_ms``."""
+        ``recall@k_per_ms``. ``level="document"``: over a chunk corpus, at the document level
+        (:meth:`document_evaluations`); ``"chunk"`` (default): in the corpus' id space (for a corpus of documents
+        both are the same)."""
         names = self._names(metrics)
-        evs = self.evaluations(names)
+        level = checks.one_of(level, "level", ("chunk", "document"))
+        evs = self.document_evaluations(names) if level == "document" else self.evaluations(names)
         table = pd.DataFrame(
             [evs[n].aggregate for n in evs],
             index=pd.Index(list(evs), name="run"),
@@ -419,4 +450,5 @@ class Scores(Pipeline):
             ties=ties,
             tukey=tukey,
             latency_detail=self.latency_detail(),
+            document_level=self.document_evaluations(names) if self.chunks is not None else None,
         )

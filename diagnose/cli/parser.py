@@ -80,6 +80,12 @@ def _add_data_args(p: argparse.ArgumentParser, *, run_required: bool | str) -> N
         "--text-field", metavar="COL", help="corpus text column/key of a CSV, Parquet or JSONL corpus"
     )
     g.add_argument("--title-field", metavar="COL", help="corpus title column/key (optional)")
+    g.add_argument(
+        "--parent-field",
+        metavar="KEY",
+        help="a corpus of chunks: the metadata key holding each chunk's document id, or DOC#N for chunk ids written "
+        "DOCUMENT#N (detected when every id is); metrics then come at the chunk and the document level",
+    )
 
 
 def _add_retriever_args(p: argparse.ArgumentParser) -> None:

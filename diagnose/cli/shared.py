@@ -35,6 +35,7 @@ PARAM_FLAGS = {
     "id_field": "--id-field",
     "text_field": "--text-field",
     "title_field": "--title-field",
+    "parent_field": "--parent-field",
     "ks": "--k",
     "depth": "--depth",
     "failure": "--failure",
@@ -87,6 +88,7 @@ def load_data(args: argparse.Namespace, *, need_text: bool = False, require_qrel
         require_qrels=require_qrels and not extra,
         qrels_transform=_extra_qrels(extra, report) if extra else None,
         progress=True,  # a --corpus chroma:PATH#COLLECTION is read with a bar
+        parent_field=getattr(args, "parent_field", None),
     )
     _write_qrels(args, ds)
     if need_text and (ds.corpus is None or ds.queries is None):

@@ -27,7 +27,8 @@ class Remedy:
 
     ``id``: what :mod:`diagnose.remedies` runs: ``"hybrid"`` (RRF of the run and BM25), ``"dense"`` (exact dense
     search), ``"rerank"`` (the run's top ``near_miss_factor * k`` reranked by exact cosine), or ``"judge"`` /
-    ``"none"`` (nothing runs; ``advice`` says what to do instead). ``text``: the remedy as the remedy table shows it
+    ``"none"`` (nothing runs; ``advice`` says what to do instead), ``"merge"`` (a chunk corpus: each chunk scored
+    with its neighbours merged, :mod:`diagnose.chunks.split`). ``text``: the remedy as the remedy table shows it
     (``{depth}`` = the rerank depth).
     """
 
@@ -160,6 +161,28 @@ FAILURE_CLASSES: tuple[FailureClass, ...] = (
         evidence=(
             "The run's top {k} holds {duplicate_doc_id!r}, a near-duplicate of the target (cosine "
             "{duplicate_cosine:.3f}), which the golden set does not judge relevant."
+        ),
+    ),
+    FailureClass(
+        id="split",
+        label="Split answer",
+        legend="Split answer (the reference crosses a chunk boundary)",
+        color="#882255",
+        rule=(
+            "the query's reference span crosses chunk boundaries (no chunk holds it whole) and the target is the chunk "
+            "holding its largest part (needs reference spans and chunk offsets)"
+        ),
+        what_to_do="re-chunk with overlap or larger chunks, or retrieve each chunk with its neighbours",
+        recommendation=(
+            "The chunker cut the answer: no chunk holds the reference passage whole, and the chunk holding most of "
+            "it was missed; with part of the answer, its embedding and its words match the question less. Re-chunk "
+            "with an overlap about as long as your answers, split on sentence or paragraph boundaries, use larger "
+            "chunks, or retrieve each chunk with its neighbours (a parent-document or sentence-window retriever)."
+        ),
+        remedy=Remedy("merge", "each chunk scored with its neighbours merged (exact dense search)"),
+        evidence=(
+            "The reference span crosses a chunk boundary and no chunk holds it whole; the target holds its largest "
+            "part ({split}) and the run {found}; {base}."
         ),
     ),
     FailureClass(

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
+from diagnose.chunks.split import split_targets
 from diagnose.data import Dataset, Run
 from diagnose.embed import dense_rank_range
 from diagnose.failures.classes import CLASS_LABELS
@@ -156,6 +157,7 @@ class _Lookups:
     norm_cache: dict[str, str] = field(default_factory=dict)
     kind: str = "unknown"  # the run's kind (diagnose.failures.kind)
     filters: QueryFilters | None = None  # the per-query metadata filters (diagnose.filters), when given
+    split: dict[tuple[str, str], float] = field(default_factory=dict)  # split targets (diagnose.chunks.split)
 
     def norm(self, doc: str) -> str:
         if doc not in self.norm_cache:
@@ -190,6 +192,7 @@ def lookups(
         target_stems=target_stems,
         kind=kind,
         filters=filters,
+        split=split_targets(ds.qrels, ds.corpus),
     )
 
 
@@ -315,6 +318,7 @@ def _pair(
         kind=look.kind,
         filtered_out=filtered,
         filter_why=look.filters.why(q, d) if filtered else "",
+        split_share=look.split.get((q, d)),
     )
     return ev, lex, competitors
 
@@ -381,4 +385,5 @@ def _classify(e: PairEvidence, in_corpus: bool, thresholds: Thresholds) -> str:
         bm25_rank_worst=e.bm25_rank_worst,
         kind=e.kind,
         filtered_out=e.filtered_out,
+        split=e.split_share is not None,
     )

@@ -92,18 +92,23 @@ def classify(
     bm25_rank_worst: int | None = None,
     kind: str = "unknown",
     filtered_out: bool = False,
+    split: bool = False,
 ) -> str:
     """The taxonomy's rules in order; the first that matches wins (see the module docstring). ``dense_rank`` /
     ``bm25_rank`` are the best ranks of the target's tie groups, ``*_worst`` their worst (None: no tie); a rule
     that asks whether a rank is within k reads :func:`within`. ``kind``: the run's kind (the index_gap and
     vocabulary_mismatch rules). ``filtered_out``: the query's metadata filter excludes the target
-    (:mod:`diagnose.filters`)."""
+    (:mod:`diagnose.filters`).
+    ``split``: the target holds the largest part of a reference span that no chunk
+    holds whole (:func:`diagnose.chunks.split.split_targets`)."""
     if not in_corpus:
         return "missing_document"
     if filtered_out:
         return "filtered_out"
     if duplicate:
         return "label_gap"
+    if split:
+        return "split"
     near_hi = thresholds.near_miss_factor * k
     if run_rank is not None and k < run_rank <= near_hi:
         return "near_miss"
@@ -176,6 +181,9 @@ class PairEvidence(NamedTuple):
     kind: str = "unknown"
     filtered_out: bool = False
     filter_why: str = ""  # the failing conditions with the document's values (QueryFilters.why)
+    split_share: float | None = (
+        None  # the share of a split reference span the target holds (split targets only)
+    )
 
 
 def evidence_sentence(cls: str, e: PairEvidence) -> str:
@@ -193,7 +201,8 @@ def evidence_sentence(cls: str, e: PairEvidence) -> str:
         rank_range_text(e.bm25_rank, e.bm25_rank_worst),
     )
     template = CLASS_BY_ID[cls].evidence_for(e.kind)
-    return template.format(**e._asdict(), base=base, ov=ov, found=found, dense=dense, bm25=bm25)
+    split = f"{e.split_share:.0%} of it" if e.split_share is not None else "n/a"
+    return template.format(**e._asdict(), base=base, ov=ov, found=found, dense=dense, bm25=bm25, split=split)
 
 
 def class_table(thresholds: Thresholds = Thresholds()) -> str:  # noqa: B008 - frozen, as in classify()

@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from diagnose import defaults
+from diagnose.chunks import chunk_level_qrels, with_chunks
 from diagnose.data import Corpus, DataError, Dataset, Qrels, Queries, Run, ValidationReport
 from diagnose.io.corpus import read_corpus
 from diagnose.io.files import PathLike, stat_path
@@ -41,6 +42,7 @@ def load_dataset(
     require_qrels: bool = True,
     qrels_transform: Callable[[Qrels], Qrels] | None = None,
     progress: Progress = False,
+    parent_field: str | None = None,
 ) -> Dataset:
     """Read everything one evaluation or diagnosis needs, and check the files against each other.
 
@@ -61,6 +63,11 @@ def load_dataset(
     ``corpus`` may name a vector database collection, ``chroma:PATH#COLLECTION``, ``lancedb:PATH#TABLE`` or
     ``qdrant:PATH#COLLECTION`` (:mod:`diagnose.vectordb`): its documents and stored vectors, read with a bar on
     ``progress``.
+
+    ``parent_field``: a chunk corpus' metadata key naming each chunk's document, or ``"DOC#N"`` for ids written
+    ``DOCUMENT#N`` (detected when every id is); the corpus then carries a :class:`~diagnose.data.ChunkMap` and the
+    qrels are put in its id space (:mod:`diagnose.chunks`: reference contexts judged on the chunks, document
+    judgements inherited by each chunk of the document).
     """
     report = report if report is not None else ValidationReport()
     # a golden set's own queries beat the folder's, not a queries file given explicitly
@@ -73,10 +80,19 @@ def load_dataset(
     run_specs = _run_specs(runs)
 
     qrels_rec, corpus_rec, queries_rec = _read_texts_and_qrels(
-        corpus, queries, qrels, corpus_fields, report, given_queries=given_queries, progress=progress
+        corpus,
+        queries,
+        qrels,
+        corpus_fields,
+        report,
+        given_queries=given_queries,
+        progress=progress,
+        parent_field=parent_field,
     )
     if qrels_transform is not None:
         qrels_rec = qrels_transform(qrels_rec)
+    if corpus_rec is not None and corpus_rec.chunks is not None:
+        qrels_rec = chunk_level_qrels(qrels_rec, corpus_rec.chunks, report)
     run_recs = {rname: read_run(rpath, name=rname, report=report) for rname, rpath in run_specs}
 
     for run in run_recs.values():
@@ -182,6 +198,7 @@ def _read_texts_and_qrels(
     *,
     given_queries: PathLike | None = None,
     progress: Progress = False,
+    parent_field: str | None = None,
 ) -> tuple[Qrels, Corpus | None, Queries | None]:
     """The qrels, corpus and queries records. A golden set (:mod:`diagnose.io.golden_sets`) is mapped to the
     corpus' ids (:func:`golden_qrels`) and gives the queries unless a queries file is ``given_queries`` (a BEIR
@@ -193,6 +210,8 @@ def _read_texts_and_qrels(
     if golden is None:  # id-based qrels: read first, as always
         qrels_rec = read_qrels(qrels, report=report) if qrels is not None else empty_qrels()
     corpus_rec = _read_corpus_fields(corpus, corpus_fields, report, progress) if corpus is not None else None
+    if corpus_rec is not None:
+        corpus_rec = with_chunks(corpus_rec, parent_field, report)
     queries_rec = read_queries(queries, report=report) if queries is not None else None
     if golden is None:
         return qrels_rec, corpus_rec, queries_rec

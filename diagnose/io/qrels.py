@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from diagnose.chunks import chunk_qrels_from_spans, document_texts
 from diagnose.data import Corpus, Qrels, ValidationReport
 from diagnose.io.decoding import clean_utf8, refuse_decoding_collisions
 from diagnose.io.files import PathLike, read_bytes
@@ -348,13 +349,24 @@ def golden_qrels(golden: GoldenSet, corpus: Corpus | None, report: ValidationRep
             "the command line) so that each context is located in a document",
             param="corpus",
         )
-    spans = locate_references(
-        refs, corpus.df["doc_id"].tolist(), corpus.df["text"].tolist(), report=report, file=file
-    )
-    pairs = dict.fromkeys(
-        (s.query_id, s.doc_id if s.doc_id is not None else f"{UNMATCHED_PREFIX}{s.query_id}:{s.reference}")
-        for s in spans
-    )
+    cmap = corpus.chunks
+    if (
+        cmap is not None and cmap.has_offsets
+    ):  # a chunk corpus: located in its documents, judged on its chunks
+        texts = document_texts(corpus, cmap)
+        spans = locate_references(refs, list(texts), list(texts.values()), report=report, file=file)
+        pairs = dict.fromkeys(chunk_qrels_from_spans(spans, cmap, UNMATCHED_PREFIX))
+    else:
+        spans = locate_references(
+            refs, corpus.df["doc_id"].tolist(), corpus.df["text"].tolist(), report=report, file=file
+        )
+        pairs = dict.fromkeys(
+            (
+                s.query_id,
+                s.doc_id if s.doc_id is not None else f"{UNMATCHED_PREFIX}{s.query_id}:{s.reference}",
+            )
+            for s in spans
+        )
     qs = [q for q, _ in pairs]
     ds = [d for _, d in pairs]
     qrels = _finish_qrels(_qrels_frame(qs, ds, [1] * len(qs)), file, report)
