@@ -201,7 +201,8 @@ def remedy_matrix(qrels: Qrels, diagnosis: Diagnosis, remedies: Remedies) -> Rem
         if row.remedy_id in NOT_RETRIEVAL:
             continue
         if not row.available:
-            if row.failures:  # a remedy with nothing to try it on (no filter given, split over documents) is no news
+            # a remedy with nothing to try it on (no filter given, split over documents) is no news
+            if row.failures:
                 missing[row.remedy_id] = row.note
         elif row.remedy_id in remedies.runs:
             ids.setdefault(row.remedy_id, row.remedy)

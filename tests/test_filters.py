@@ -310,7 +310,9 @@ def test_a_chroma_collections_metadata_filters(tmp_path):
     client = chromadb.PersistentClient(
         path=str(tmp_path / "db"), settings=Settings(anonymized_telemetry=False)
     )
-    col = client.create_collection("kbase", embedding_function=None, configuration={"hnsw": {"space": "cosine"}})
+    col = client.create_collection(
+        "kbase", embedding_function=None, configuration={"hnsw": {"space": "cosine"}}
+    )
     col.add(
         ids=[d for d, _, _ in DOCS],
         documents=[x for _, _, x in DOCS],
