@@ -59,6 +59,15 @@ PARAM_FLAGS = {
     "limit": "--limit",
     "kinds": "--run-kind",
     "run_kind": "--run-kind",
+    "out": "--out",
+    "folds": "--folds",
+    "train_split": "--train-split",
+    "sample": "--sample",
+    "epochs": "--epochs",
+    "batch_size": "--batch-size",
+    "max_seq_length": "--max-seq-length",
+    "pairs_per_query": "--pairs-per-query",
+    "learning_rate": "--learning-rate",
 }
 
 

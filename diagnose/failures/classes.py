@@ -28,12 +28,15 @@ class Remedy:
     ``id``: what :mod:`diagnose.remedies` runs: ``"hybrid"`` (RRF of the run and BM25), ``"dense"`` (exact dense
     search), ``"rerank"`` (the run's top ``near_miss_factor * k`` reranked by exact cosine), or ``"judge"`` /
     ``"none"`` (nothing runs; ``advice`` says what to do instead). ``text``: the remedy as the remedy table shows it
-    (``{depth}`` = the rerank depth).
+    (``{depth}`` = the rerank depth). ``measured_by``: the id of a remedy another command measures on the data
+    (``"finetune"``: ``diagnose finetune``); when it has been run, the remedy matrix's column of that id is the class's
+    own remedy and its sentence cites the result.
     """
 
     id: str
     text: str
     advice: str = ""
+    measured_by: str = ""
 
 
 @dataclass(frozen=True)
@@ -252,7 +255,12 @@ FAILURE_CLASSES: tuple[FailureClass, ...] = (
             "the words do not overlap. Fine-tune the embedding model on in-domain (query, document) pairs, enrich "
             "the documents (titles, summaries, hypothetical questions), or check whether the judgement is right."
         ),
-        remedy=Remedy("none", _NO_OFFLINE_REMEDY, "fine-tune the embedding model or enrich the documents"),
+        remedy=Remedy(
+            "none",
+            _NO_OFFLINE_REMEDY,
+            "fine-tune the embedding model or enrich the documents",
+            measured_by="finetune",
+        ),
         evidence="Neither dense nor BM25 ranks the target within k={k}: {base}; {ov}.",
     ),
     FailureClass(
