@@ -365,10 +365,14 @@ def _finetune_options(ft: argparse.ArgumentParser) -> None:
     d = TrainSettings()
     ft.add_argument("--train-split", metavar="S", help="train on this qrels split of --data (or a qrels file) and "
                     "measure on --split (default: cross-fitting with --folds)")  # fmt: skip
-    ft.add_argument("--folds", type=int, default=None, help="cross-fitting folds when no --train-split (default 5)")
+    ft.add_argument(
+        "--folds", type=int, default=None, help="cross-fitting folds when no --train-split (default 5)"
+    )
     ft.add_argument("--out", required=True, metavar="DIR", help="where the model trained on every training query is "
                     "saved (load it with --model DIR)")  # fmt: skip
-    ft.add_argument("--sample", type=int, metavar="N", help="measure on N documents (every relevant one kept)")
+    ft.add_argument(
+        "--sample", type=int, metavar="N", help="measure on N documents (every relevant one kept)"
+    )
     ft.add_argument("--epochs", type=int, default=d.epochs, help=f"training epochs (default {d.epochs})")
     ft.add_argument("--batch-size", type=int, default=d.batch_size, help=f"default {d.batch_size}")
     ft.add_argument("--max-seq-length", type=int, default=d.max_seq_length, help="tokens per text in training "
