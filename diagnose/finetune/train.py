@@ -15,9 +15,11 @@ keeps the base model's own length, so it encodes documents as the base model doe
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import math
 import os
+import sys
 import tempfile
 import time
 from collections.abc import Sequence
@@ -115,7 +117,7 @@ def train(
     from datasets import Dataset as HFDataset
     from sentence_transformers import SentenceTransformerTrainer, SentenceTransformerTrainingArguments
     from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
-    from sentence_transformers.training_args import BatchSamplers
+    from sentence_transformers.sentence_transformer.training_args import BatchSamplers
     from transformers import set_seed
 
     set_seed(settings.seed)
@@ -146,7 +148,10 @@ def train(
         trainer = SentenceTransformerTrainer(
             model=model, args=args, train_dataset=data, loss=MultipleNegativesRankingLoss(model)
         )
-        trainer.train()
+        with contextlib.redirect_stdout(
+            sys.stderr
+        ):  # the trainer prints its logs: keep stdout for the result
+            trainer.train()
     model.max_seq_length = keep
     model.save(str(out))
     return out
