@@ -121,7 +121,7 @@ def test_cross_fitting_never_scores_a_query_with_a_model_trained_on_it(tiny, tmp
     from diagnose.finetune import TrainSettings
 
     ds = diagnose.load(str(tiny))
-    an = diagnose.Analysis(ds, {}, cache_dir=tmp_path / "cache")
+    an = diagnose.Analysis(ds, {}, baselines=("bm25",), cache_dir=tmp_path / "cache")
     settings = TrainSettings(batch_size=4, max_seq_length=32, pairs_per_query=1)
     res = an.finetune(tmp_path / "final", folds=2, settings=settings)
     assert len(res.folds) == 2 and res.mode == "folds"
@@ -138,6 +138,10 @@ def test_cross_fitting_never_scores_a_query_with_a_model_trained_on_it(tiny, tmp
     assert res.train_pairs == 6
     enc = load_encoder(res.model_path, precision="exact")
     assert enc.encode(["vitamin d"]).shape == (1, 384)
+    # the remedy matrix has a finetune column now, semantic_gap's own remedy when the class has failures
+    matrix = an.remedy_matrix("bm25")
+    assert "finetune" in matrix.remedy_ids
+    assert all(matrix.own[c] == "finetune" for c in matrix.classes if c == "semantic_gap")
 
 
 def test_bad_input_names_the_flag(tiny, tmp_path, capsys):

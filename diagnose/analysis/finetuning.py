@@ -149,9 +149,14 @@ def sampled(an: Analysis, n: int, seed: int) -> Analysis:
     sub = Corpus(
         df=corpus.df.iloc[rows].reset_index(drop=True), source=f"{corpus.source} (sample of {len(rows)})"
     )
+    return _sibling(an, replace(an.dataset, corpus=sub, runs={}), {}, progress=an._reporter)
+
+
+def _sibling(an: Analysis, dataset: Any, runs: dict[str, Run], **extra: Any) -> Analysis:
+    """An analysis of ``dataset`` and ``runs`` with ``an``'s settings (cutoffs, model, failure, cache, depth)."""
     return type(an)(
-        replace(an.dataset, corpus=sub, runs={}),
-        {},
+        dataset,
+        runs,
         k=an.k,
         ks=an.ks,
         model=an.model,
@@ -159,26 +164,17 @@ def sampled(an: Analysis, n: int, seed: int) -> Analysis:
         cache_dir=an.cache_dir,
         metrics=an._metric_names,
         depth=an.depth,
+        bm25_engine=an.bm25_engine,
+        thresholds=an._thresholds,
         precision=an.precision,
-        progress=an._reporter,
+        **extra,
     )
 
 
 def _compare(an: Analysis, base_run: Run, tuned_run: Run) -> Analysis:
     """An analysis of the base and tuned dense runs on the same data, sharing ``an``'s vectors and BM25 index."""
-    cmp = type(an)(
-        an.dataset,
-        {"dense": base_run, TUNED: tuned_run},
-        k=an.k,
-        ks=an.ks,
-        model=an.model,
-        failure=an.failure,
-        cache_dir=an.cache_dir,
-        metrics=an._metric_names,
-        depth=an.depth,
-        thresholds=an._thresholds,
-        precision=an.precision,
-        kinds={"dense": "dense", TUNED: "dense"},
+    cmp = _sibling(
+        an, an.dataset, {"dense": base_run, TUNED: tuned_run}, kinds={"dense": "dense", TUNED: "dense"}
     )
     for key in ("space", "bm25", "encoder", "golden"):
         cmp._memo[key] = getattr(an, key)
