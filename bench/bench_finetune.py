@@ -18,7 +18,7 @@ import sys
 import time
 from pathlib import Path
 
-HEAD = ("ndcg@10", "recall@10", "recall@100", "mrr")
+HEAD = ("ndcg@10", "recall@10", "hit_rate@10", "mrr")
 
 
 def _run(argv: list[str]) -> tuple[dict, float]:
@@ -46,6 +46,8 @@ def main() -> None:
     load0 = os.getloadavg()
     got, seconds = _run(cmd)
     load1 = os.getloadavg()
+    Path(args.out + ".json").write_text(json.dumps(got, indent=2))
+    print(f"the JSON: {args.out}.json")
     print(
         f"wall {seconds:.0f} s (reported {got['seconds']} s), load average {load0[0]:.1f} before, {load1[0]:.1f} after"
     )
