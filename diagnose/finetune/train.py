@@ -2,12 +2,13 @@
 :class:`MultipleNegativesRankingLoss` over a ``datasets.Dataset`` of ``(anchor, positive, negative)`` texts, and the
 cost estimate printed before any training starts.
 
-**Determinism**: ``transformers.set_seed(seed)`` plus the trainer's ``seed`` and ``data_seed`` fix the weights'
-initialisation of nothing new (the loss has no parameters), the shuffling of the triplets and dropout; on the same
-machine, library versions and thread count a re-run gives the same weights (so the same folder fingerprint, the same
-cached vectors). Training runs on a GPU when torch sees one (``cuda``), else the CPU; ``bf16`` autocast is used on a
-CPU or GPU that supports it when ``precision="fast"`` (the trainer's mixed precision: master weights stay fp32),
-fp32 with ``precision="exact"``.
+**Determinism**: ``transformers.set_seed(seed)`` plus the trainer's ``seed`` and ``data_seed`` fix the order of the
+triplets and the dropout; two trainings of a tiny set on the same machine gave byte-identical folders (the same
+fingerprint, so the same cached vectors), but two NFCorpus runs with bf16 autocast under different machine loads did
+not (nDCG@10 0.3059 vs 0.3096: bench/RESULTS.md), so numeric differences of the CPU kernels remain; ``precision="exact"``
+(fp32) is the setting to try for reproducible weights. Training runs on a GPU when torch sees one (``cuda``), else the
+CPU; ``bf16`` autocast is used on a CPU or GPU that supports it when ``precision="fast"`` (the trainer's mixed
+precision: master weights stay fp32), fp32 with ``precision="exact"``.
 
 The sequence length is cut to ``max_seq_length`` for training only (attention cost grows with it); the saved model
 keeps the base model's own length, so it encodes documents as the base model does.
