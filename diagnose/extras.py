@@ -10,6 +10,7 @@ The core install (``pip install diagnose-rag``) reads the data, computes the met
 - ``[all]``: all of these (what the README installs); ``[langchain]``, ``[llamaindex]``, ``[vectordb]``: live retrievers;
   ``[vectordb]`` also reads ``--corpus chroma:/lancedb:/qdrant:`` collections (:mod:`diagnose.vectordb`);
 - ``[ann]``: faiss-cpu, the ANN frontier (:mod:`diagnose.ann`, ``diagnose ann``).
+- ``[finetune]`` (with ``[embed]``): datasets and accelerate, sentence-transformers' trainer (``diagnose finetune``).
 
 :func:`needs` turns the ``ModuleNotFoundError`` of a missing optional package into a :class:`DataError` that names
 the extra to install, so neither a notebook nor the CLI shows a traceback for it.
@@ -47,6 +48,8 @@ EXTRA_OF: dict[str, str] = {
     "lancedb": "vectordb",
     "qdrant_client": "vectordb",
     "faiss": "ann",
+    "datasets": "finetune",
+    "accelerate": "finetune",
 }
 
 

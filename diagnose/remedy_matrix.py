@@ -31,7 +31,7 @@ from typing import Any
 import pandas as pd
 
 from diagnose.data import Qrels, Run
-from diagnose.failures import CLASSES, Diagnosis, FailureMode
+from diagnose.failures import CLASS_BY_ID, CLASSES, Diagnosis, FailureMode
 from diagnose.metrics import evaluate
 from diagnose.remedies import Remedies
 
@@ -184,10 +184,14 @@ def _fixed(qrels: Qrels, run: Run, k: int, mode: FailureMode) -> set[Any]:
     return set(zip(top["query_id"].tolist(), top["doc_id"].tolist(), strict=True))
 
 
-def remedy_matrix(qrels: Qrels, diagnosis: Diagnosis, remedies: Remedies) -> RemedyMatrix:
+def remedy_matrix(
+    qrels: Qrels, diagnosis: Diagnosis, remedies: Remedies, extra: Mapping[str, tuple[str, Run]] | None = None
+) -> RemedyMatrix:
     """Every remedied run of ``remedies`` (:func:`~diagnose.remedies.prove_remedies` of the run of ``diagnosis``)
     applied to the failures of every class of ``diagnosis`` (module docstring: every definition). Pure: the remedied
-    runs are reused, nothing is built, encoded or indexed here."""
+    runs are reused, nothing is built, encoded or indexed here. ``extra``: more columns, remedy id -> (text, run)
+    measured elsewhere (``finetune``: the out-of-fold or held-out run of ``diagnose finetune``); a class whose record
+    names that id (``Remedy.measured_by``) owns the column."""
     if remedies.run != diagnosis.run or remedies.k != diagnosis.k or remedies.mode != diagnosis.mode:
         raise ValueError(
             f"remedies of {remedies.run!r} at k={remedies.k} ({remedies.mode}) do not match the diagnosis of "
@@ -206,8 +210,14 @@ def remedy_matrix(qrels: Qrels, diagnosis: Diagnosis, remedies: Remedies) -> Rem
                 missing[row.remedy_id] = row.note
         elif row.remedy_id in remedies.runs:
             ids.setdefault(row.remedy_id, row.remedy)
+    runs = dict(remedies.runs)
+    for rid, (text, run) in (extra or {}).items():
+        ids[rid], runs[rid] = text, run
+        for cls in CLASSES:
+            if CLASS_BY_ID[cls].remedy.measured_by == rid and own.get(cls, "none") not in ids:
+                own[cls] = rid
     units = _units(diagnosis)
-    fixed = {r: _fixed(qrels, remedies.runs[r], diagnosis.k, diagnosis.mode) for r in ids}
+    fixed = {r: _fixed(qrels, runs[r], diagnosis.k, diagnosis.mode) for r in ids}
     cells = {
         c: {r: MatrixCell(len(us), sum(u in fixed[r] for u in us)) for r in ids} for c, us in units.items()
     }

@@ -3,7 +3,7 @@ noise, hubs, risk), each remedy measured on the data, one query inspected, and w
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -12,8 +12,10 @@ import pandas as pd
 if TYPE_CHECKING:
     from diagnose.ann import AnnFrontier, AnnSetting
     from diagnose.compare import RerankReport
+    from diagnose.data import Qrels
     from diagnose.failures import Diagnosis, Hubness, LabelNoise, RunKind
     from diagnose.filters import FilterRecall
+    from diagnose.finetune import Cost, FinetuneResult, TrainSettings
     from diagnose.inspection import Inspection
     from diagnose.model_choice import ModelComparison
     from diagnose.remedies import Remedies
@@ -21,12 +23,14 @@ if TYPE_CHECKING:
     from diagnose.risk import RiskValidation
 
 from diagnose import defaults, embed
+from diagnose.analysis.finetuning import MAX_DOCUMENTS
 from diagnose.analysis.params import check_models
 from diagnose.analysis.scores import Scores
 from diagnose.checks import param_error, positive_int
 from diagnose.chunks.split import merged_run, neighbour_windows
 from diagnose.compare import rerank_cross_encoder, rerank_report
 from diagnose.data import Run
+from diagnose.extras import needs
 from diagnose.failures import CLASSES, Failure, diagnose_run, find_label_noise, hubness, sort_worst
 from diagnose.failures.kind import BASELINE_KINDS, RunKind, infer_run_kind
 from diagnose.inspection import inspect_query
@@ -208,9 +212,12 @@ class Evidence(Scores):
 
         def build() -> RemedyMatrix:
             rem = self.remedies(name, k=k, failure=mode, cross_encoder=cross_encoder)
-            return remedy_matrix(self.dataset.qrels, self.diagnosis(name, k=k, failure=mode), rem)
+            tuned = self._memo.get(("finetune", "last"))  # a finetune column once Analysis.finetune has run
+            extra = {"finetune": (f"the fine-tuned model ({tuned[1].mode})", tuned[0])} if tuned else None
+            return remedy_matrix(self.dataset.qrels, self.diagnosis(name, k=k, failure=mode), rem, extra)
 
-        return self._cached(("remedy_matrix", name, k, mode, cross_encoder), build)
+        key = ("remedy_matrix", name, k, mode, cross_encoder, self._has(("finetune", "last")))
+        return self._cached(key, build)
 
     def ann_frontier(
         self, run: str | None = None, k: int | None = None, settings: Sequence[AnnSetting] | None = None
@@ -352,6 +359,36 @@ class Evidence(Scores):
             raise param_error("query_id", f"No query {qid!r} in the queries file.")
         diag = self.diagnosis(name, k=k, failure=failure)
         return inspect_query(self.dataset, self.runs[name], diag, self.space, self.bm25, qid)
+
+    def finetune(
+        self,
+        out: str | Path,
+        *,
+        train_qrels: Qrels | None = None,
+        folds: int | None = None,
+        settings: TrainSettings | None = None,
+        max_documents: int = MAX_DOCUMENTS,
+        announce: Callable[[Cost], None] | None = None,
+    ) -> FinetuneResult:
+        """Fine-tune the model on the golden set and measure it on queries it never saw
+        (:mod:`diagnose.analysis.finetuning`): with ``train_qrels`` (another split) one model trained on it and measured
+        on this analysis' golden queries; else ``folds`` (default 5) cross-fitted models, each query scored by the one
+        that never saw it. The model trained on every training query is saved to ``out``. ``settings``: epochs, batch
+        size, training length, pairs per query, seed (:class:`diagnose.finetune.TrainSettings`); the cost is reported
+        (and given to ``announce``) before training; more than ``max_documents`` documents to re-encode refuses."""
+        from diagnose.analysis.finetuning import finetune
+
+        with needs("Fine-tuning"):
+            return finetune(
+                self,
+                out=out,
+                train_qrels=train_qrels,
+                folds=folds,
+                settings=settings,
+                max_documents=max_documents,
+                progress=bool(getattr(self._reporter, "enabled", False)),
+                announce=announce,
+            )
 
     def models(
         self,

@@ -27,6 +27,8 @@ this package holds :func:`main` and the table of commands, and re-exports the pu
     ``diagnose models``, ``rerank`` and ``fuse``: what another model, a reranker or a fusion would change.
 ``judge``
     ``diagnose judge-queue``: which pairs to judge first.
+``finetune``
+    ``diagnose finetune``: fine-tune the embedding model, measured on queries it never saw.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from collections.abc import Sequence
 from diagnose.cli.ann import cmd_ann
 from diagnose.cli.evaluate import cmd_evaluate
 from diagnose.cli.failures import cmd_failures, cmd_risk
+from diagnose.cli.finetune import cmd_finetune
 from diagnose.cli.judge import cmd_judge_queue
 from diagnose.cli.models import cmd_fuse, cmd_models, cmd_rerank
 from diagnose.cli.parser import build_parser
@@ -65,6 +68,7 @@ __all__ = [
     "cmd_ann",
     "cmd_evaluate",
     "cmd_failures",
+    "cmd_finetune",
     "cmd_fuse",
     "cmd_judge_queue",
     "cmd_models",
@@ -82,6 +86,7 @@ COMMANDS = {
     "risk": cmd_risk,
     "judge-queue": cmd_judge_queue,
     "ann": cmd_ann,
+    "finetune": cmd_finetune,
 }
 
 

@@ -375,6 +375,34 @@ def _ann_options(an: argparse.ArgumentParser) -> None:
     _add_model_args(an)
 
 
+def _finetune_options(ft: argparse.ArgumentParser) -> None:
+    """``finetune``'s options: the honest evaluation (a training split or folds), the output folder, training."""
+    from diagnose.finetune import TrainSettings
+
+    d = TrainSettings()
+    ft.add_argument("--train-split", metavar="S", help="train on this qrels split of --data (or a qrels file) and "
+                    "measure on --split (default: cross-fitting with --folds)")  # fmt: skip
+    ft.add_argument(
+        "--folds", type=int, default=None, help="cross-fitting folds when no --train-split (default 5)"
+    )
+    ft.add_argument("--out", required=True, metavar="DIR", help="where the model trained on every training query is "
+                    "saved (load it with --model DIR)")  # fmt: skip
+    ft.add_argument(
+        "--sample", type=int, metavar="N", help="measure on N documents (every relevant one kept)"
+    )
+    ft.add_argument("--epochs", type=int, default=d.epochs, help=f"training epochs (default {d.epochs})")
+    ft.add_argument("--batch-size", type=int, default=d.batch_size, help=f"default {d.batch_size}")
+    ft.add_argument("--max-seq-length", type=int, default=d.max_seq_length, help="tokens per text in training "
+                    f"(default {d.max_seq_length}; the saved model keeps its own)")  # fmt: skip
+    ft.add_argument("--learning-rate", type=float, default=d.learning_rate, help=f"default {d.learning_rate}")
+    ft.add_argument("--pairs-per-query", type=int, default=d.pairs_per_query, help="relevant documents per "
+                    f"training query, each with one hard negative (default {d.pairs_per_query})")  # fmt: skip
+    ft.add_argument("--seed", type=int, default=d.seed, help="seed of the folds, the training and the tests")
+    ft.add_argument("--k", default=",".join(map(str, DEFAULT_KS)), help="cutoffs, comma-separated")
+    _add_format(ft, ["table", "json"])
+    _add_model_args(ft)
+
+
 class _Command(NamedTuple):
     """A subcommand: its line in ``diagnose --help``, its description, the example of its epilog, whether ``--run``
     is required (``"one"``: the one run analysed) and what adds its own options after the data group."""
@@ -469,6 +497,18 @@ _COMMANDS = (
         example="diagnose ann --data demo_corpus --run demo_corpus/runs/ann_minilm.trec --k 10 --format json",
         run_required="one",
         add_options=_ann_options,
+    ),
+    _Command(
+        "finetune",
+        help="fine-tune the embedding model on the golden set, measured on queries it never saw",
+        description="Fine-tune the sentence-transformers model (MultipleNegativesRankingLoss, hard negatives from "
+        "the dense and BM25 results) on a training split, measured on --split; or cross-fitted over --folds, each "
+        "query scored by a model that never saw it nor its relevant documents. Base vs tuned with paired tests, "
+        "failures recovered and broken per class, the cost announced first, the model saved to --out. Needs the "
+        "[embed] and [finetune] extras.",
+        example="diagnose finetune --data nfcorpus --train-split dev --split test --out tuned-model --format json",
+        run_required=False,
+        add_options=_finetune_options,
     ),
 )
 

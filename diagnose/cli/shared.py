@@ -62,6 +62,15 @@ PARAM_FLAGS = {
     "run_kind": "--run-kind",
     "filter_field": "--filter-field",
     "filters": "--filters",
+    "out": "--out",
+    "folds": "--folds",
+    "train_split": "--train-split",
+    "sample": "--sample",
+    "epochs": "--epochs",
+    "batch_size": "--batch-size",
+    "max_seq_length": "--max-seq-length",
+    "pairs_per_query": "--pairs-per-query",
+    "learning_rate": "--learning-rate",
 }
 
 

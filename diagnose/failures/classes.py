@@ -29,12 +29,15 @@ class Remedy:
     search), ``"rerank"`` (the run's top ``near_miss_factor * k`` reranked by exact cosine), or ``"judge"`` /
     ``"none"`` (nothing runs; ``advice`` says what to do instead), ``"merge"`` (a chunk corpus: each chunk scored
     with its neighbours merged, :mod:`diagnose.chunks.split`). ``text``: the remedy as the remedy table shows it
-    (``{depth}`` = the rerank depth).
+    (``{depth}`` = the rerank depth). ``measured_by``: the id of a remedy another command measures on the data
+    (``"finetune"``: ``diagnose finetune``); when it has been run, the remedy matrix's column of that id is the class's
+    own remedy and its sentence cites the result.
     """
 
     id: str
     text: str
     advice: str = ""
+    measured_by: str = ""
 
 
 @dataclass(frozen=True)
@@ -295,7 +298,12 @@ FAILURE_CLASSES: tuple[FailureClass, ...] = (
             "the words do not overlap. Fine-tune the embedding model on in-domain (query, document) pairs, enrich "
             "the documents (titles, summaries, hypothetical questions), or check whether the judgement is right."
         ),
-        remedy=Remedy("none", _NO_OFFLINE_REMEDY, "fine-tune the embedding model or enrich the documents"),
+        remedy=Remedy(
+            "none",
+            _NO_OFFLINE_REMEDY,
+            "fine-tune the embedding model or enrich the documents",
+            measured_by="finetune",
+        ),
         evidence="Neither dense nor BM25 ranks the target within k={k}: {base}; {ov}.",
     ),
     FailureClass(

@@ -8,7 +8,7 @@ import streamlit as st
 from diagnose import charts
 from diagnose.data import DataError
 from diagnose.failures import CLASS_LABELS, CLASSES
-from diagnose.ui import state, tables
+from diagnose.ui import finetune_section, state, tables
 from diagnose.ui.text import escape_md
 
 b = state.bundle()
@@ -179,3 +179,5 @@ st.caption(
     "document in its top k; BM25 evidence from the sidebar's engine). Every model seen here is also offered on the "
     "Similarity page."
 )
+
+finetune_section.render(b)
