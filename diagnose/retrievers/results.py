@@ -62,6 +62,17 @@ def ranked_lists(
     return lists, latency, errors, tally
 
 
+def document_list(
+    items: list[tuple[str, float | None]], mapper: Callable[[str], Any] | None, qid: str
+) -> list[tuple[str, float]]:
+    """One query's ranked ``(id, score)`` list as documents: each id mapped by ``mapper``, a document kept once at
+    its first rank with its best score, scores made strictly decreasing as float32: what ``chunk_to_doc="max"``
+    (or a callable) does to a retriever's list, for a chunk run read from a file too
+    (:func:`diagnose.chunks.document_run`)."""
+    tally = _Tally()
+    return _scored(_collapse(items, mapper, True, qid, tally), qid, tally)
+
+
 class _Tally:
     """What happened to the results, for the report."""
 
