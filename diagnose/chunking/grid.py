@@ -34,13 +34,16 @@ def _ints(values: Any, param: str, *, low: int) -> list[int]:
     except TypeError:
         items = [values]
     if not items:
-        raise DataError(f"{param}: give at least one value (e.g. {param}=128,256,512).", param=param)
+        raise DataError(
+            f"No {param} given: give at least one value (e.g. 128,256,512 for sizes, 0,32 for overlaps).",
+            param=param,
+        )
     out = []
     for v in items:
         n = int(v) if isinstance(v, str) and v.lstrip("-").isdigit() else v
         if not is_int(n) or n < low:
             raise DataError(
-                f"{param}: {v!r} is not an integer >= {low}. Fix: a comma-separated list such as 128,256,512.",
+                f"{param} holds {v!r}, not an integer >= {low}. Fix: a comma-separated list such as 128,256,512.",
                 param=param,
             )
         out.append(int(n))
@@ -59,7 +62,7 @@ def check_grid(
     if bad:
         a, b = bad[0]
         raise DataError(
-            f"overlaps: an overlap of {b} tokens is not smaller than the chunk size {a}; each chunk would repeat the "
+            f"An overlap of {b} tokens is not smaller than the chunk size {a}; each chunk would repeat the "
             "previous one. Fix: overlaps smaller than every size (e.g. --overlaps 0,32 with --sizes 128,256,512).",
             param="overlaps",
         )

@@ -36,6 +36,7 @@ import traceback
 from collections.abc import Sequence
 
 from diagnose.cli.ann import cmd_ann
+from diagnose.cli.chunking import cmd_chunking
 from diagnose.cli.evaluate import cmd_evaluate
 from diagnose.cli.failures import cmd_failures, cmd_risk
 from diagnose.cli.judge import cmd_judge_queue
@@ -63,6 +64,7 @@ __all__ = [
     "PARAM_FLAGS",
     "build_parser",
     "cmd_ann",
+    "cmd_chunking",
     "cmd_evaluate",
     "cmd_failures",
     "cmd_fuse",
@@ -82,6 +84,7 @@ COMMANDS = {
     "risk": cmd_risk,
     "judge-queue": cmd_judge_queue,
     "ann": cmd_ann,
+    "chunking": cmd_chunking,
 }
 
 

@@ -58,6 +58,8 @@ PARAM_FLAGS = {
     "resamples": "--resamples",
     "limit": "--limit",
     "kinds": "--run-kind",
+    "sizes": "--sizes",
+    "overlaps": "--overlaps",
     "run_kind": "--run-kind",
 }
 
