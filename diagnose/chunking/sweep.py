@@ -247,7 +247,9 @@ def _cached(
         raw = json.loads(path.read_text(encoding="utf-8"))
         if raw.get("key") == inp.key:
             per_query = pd.DataFrame(raw["per_query"]["data"], columns=raw["per_query"]["columns"])
-            per_query.index = pd.Index([str(q) for q in raw["per_query"]["index"]], name="query_id")
+            per_query.index = pd.Index(
+                [str(q) for q in raw["per_query"]["index"]], name="query_id", dtype=object
+            )
             fields = {f: raw[f] for f in ("size", "overlap", "chunks", "metrics", "encode_s", "index_mb")}
             return ChunkingPoint(**fields, per_query=per_query, cached=True)
     except (OSError, ValueError, KeyError, TypeError):
