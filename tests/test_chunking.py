@@ -125,6 +125,7 @@ def test_cli_json_contract_and_bad_grid(keyword_encoder, capsys):
     assert "--sizes" in capsys.readouterr().err
 
 
+@pytest.mark.real_model
 def test_real_bundled_model_sweep(tmp_path):
     texts = {
         "d1": "Cherries are small stone fruits. They ripen in early summer and are eaten fresh or dried.",
@@ -138,3 +139,38 @@ def test_real_bundled_model_sweep(tmp_path):
     assert small.chunks > 2 and large.chunks == 2  # 8 model tokens split both; 64 holds each whole
     assert small.metrics["ndcg@1"] == 1.0 and large.metrics["ndcg@1"] == 1.0  # "cherry" finds d1 either way
     assert small.metrics["tokens@1"] < large.metrics["tokens@1"]
+
+
+def test_frontier_chart_marks_the_pareto_front():
+    from diagnose import charts
+
+    df = pd.DataFrame({"chunking": ["as they are", "128/0", "256/0", "512/0"], "ndcg@10": [0.5, 0.4, 0.4, 0.3],
+                       "tokens@10": [900.0, 300.0, 300.0, 600.0], "pareto": [True, True, True, False],
+                       "current": [True, False, False, False]})  # fmt: skip
+    spec = charts.chunking_frontier(
+        df, metric="ndcg@10", tokens="tokens@10"
+    ).to_dict()  # validates the schema
+    front, points, labels = spec["layer"]
+    assert front["mark"]["type"] == "line"
+    datasets = spec["datasets"]
+    front_rows = datasets[front["data"]["name"]]
+    assert [r["chunking"] for r in front_rows] == ["128/0", "256/0", "as they are"]  # by tokens
+    assert sorted(r["label"] for r in datasets[labels["data"]["name"]]) == [
+        "128/0, 256/0",
+        "512/0",
+        "as they are",
+    ]
+
+
+@pytest.mark.usefixtures("keyword_encoder")
+def test_app_page_measures_on_demand():
+    import app_testing as app
+
+    at = app.open_demo("chunking")
+    assert not app.charts(at)  # nothing measured before the button
+    at.text_input(key="chunking_sizes").set_value("64,128")
+    at.button(key="chunking_submit").click().run()
+    app.assert_clean(at)
+    table = app.frame_with(at, "chunks")
+    assert table["chunking"].tolist() == ["as they are", "64/0", "128/0"]
+    assert len(app.charts(at)) == 1

@@ -82,6 +82,10 @@ class ChunkingSweep:
             "current": self.current.to_dict(), "configurations": [p.to_dict() for p in self.configurations],
         }  # fmt: skip
 
+    def front(self, metric: str) -> dict[str, bool]:
+        """Point label -> on the Pareto front of ``metric`` (any of the metrics) against tokens at k."""
+        return {p.label: p.pareto for p in with_pareto([self.current, *self.configurations], self.k, metric)}
+
     def table(self) -> pd.DataFrame:
         """One row per point, the documents as they are first."""
         rows = [p.to_dict() | {"chunking": p.label} for p in (self.current, *self.configurations)]
@@ -277,13 +281,13 @@ def _against(current: ChunkingPoint, p: ChunkingPoint, k: int, n_resamples: int,
     return replace(p, recovers=rec, breaks=brk, ndcg_diff=diff, p_value=pv)
 
 
-def with_pareto(points: Sequence[ChunkingPoint], k: int) -> list[ChunkingPoint]:
-    """``points`` with ``pareto`` set: no other point reads fewer tokens at k and has a higher nDCG@k."""
-    nd, tok = f"ndcg@{k}", f"tokens@{k}"
+def with_pareto(points: Sequence[ChunkingPoint], k: int, metric: str | None = None) -> list[ChunkingPoint]:
+    """``points`` with ``pareto`` set: no other point sends fewer tokens at k with a higher ``metric`` (default
+    nDCG@k)."""
+    q, tok = metric or f"ndcg@{k}", f"tokens@{k}"
     return [
         replace(
-            p,
-            pareto=not any(o.metrics[tok] < p.metrics[tok] and o.metrics[nd] > p.metrics[nd] for o in points),
+            p, pareto=not any(o.metrics[tok] < p.metrics[tok] and o.metrics[q] > p.metrics[q] for o in points)
         )
         for p in points
     ]

@@ -23,6 +23,7 @@ _PAGE_TITLES: dict[str, tuple[str, str]] = {
     "similarity": ("Similarity", ":material/bar_chart:"),
     "compare": ("Compare runs", ":material/compare_arrows:"),
     "models": ("Model choice", ":material/model_training:"),
+    "chunking": ("Which chunking", ":material/view_agenda:"),
     "golden": ("Golden set", ":material/rule:"),
     "judge": ("Judge", ":material/gavel:"),
     "data": ("Data", ":material/dataset:"),
