@@ -4,7 +4,8 @@ collection, cold (an empty cache: every chunk encoded) then warm (the same comma
 The collection: NFCorpus (3,633 documents, its 323 judged test queries and qrels) plus the first 1,367 CACM
 documents (ids prefixed ``cacm-``, no judgements: distractors from another field), written to a temporary BEIR
 folder. Usage: ``python bench/bench_chunking.py [--shared ../shared/data]``; prints the cold and warm wall times, the
-load average around them and the JSON of the warm run.
+CPU seconds (user + system of the command: on a machine shared with other work, wall time grows with the load, CPU
+time much less), the load average around them and the JSON of the warm run.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -56,9 +58,13 @@ def main() -> None:
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
         for label in ("cold", "warm"):
             load = os.getloadavg()[0]
+            cpu0 = resource.getrusage(resource.RUSAGE_CHILDREN)
             t0 = time.perf_counter()
             out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True).stdout
-            print(f"{label}: {time.perf_counter() - t0:.1f} s (load average before: {load:.1f}, after: "
+            wall = time.perf_counter() - t0
+            cpu1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpu = (cpu1.ru_utime - cpu0.ru_utime) + (cpu1.ru_stime - cpu0.ru_stime)
+            print(f"{label}: {wall:.1f} s wall, {cpu:.1f} s CPU (load average before: {load:.1f}, after: "
                   f"{os.getloadavg()[0]:.1f}, {os.cpu_count()} cores)", flush=True)  # fmt: skip
         print(out)
 
