@@ -128,7 +128,7 @@ class SweepInputs:
     def _fingerprint(self) -> str:
         h = hashlib.blake2b(digest_size=16)
         for part in (
-            json.dumps([CACHE_FORMAT, self.encoder.name, self.k, self.query_ids]),
+            json.dumps([CACHE_FORMAT, self.encoder.name, self.k, self.query_ids, self._query_texts()]),
             *self.doc_ids, *self.texts,
             self.dataset.qrels.df[["query_id", "doc_id", "relevance"]].to_csv(index=False),
             json.dumps([[s.query_id, s.reference, s.doc_id, s.start, s.end] for s in self.spans]),
@@ -136,6 +136,10 @@ class SweepInputs:
             h.update(part.encode("utf-8", "surrogatepass"))
             h.update(b"\x00")
         return h.hexdigest()
+
+    def _query_texts(self) -> list[str]:
+        text_of = self.dataset.queries.text_of()
+        return [str(text_of.get(q, "")) for q in self.query_ids]
 
     @property
     def tokenizer(self) -> Any:
@@ -203,8 +207,8 @@ def _measure(inp: SweepInputs, config: ChunkingConfig) -> ChunkingPoint:
     t0 = time.perf_counter()
     vecs = embed_texts(inp.encoder, chunk_texts, cache=cache, progress=bar)
     encode_s = time.perf_counter() - t0
-    most = int(np.bincount(chunk_doc).max()) if len(chunk_doc) else 0
-    depth = max(1, min(len(chunk_texts), inp.k * most))
+    # deep enough for k distinct documents whatever the order: the k largest chunk counts
+    depth = max(1, int(np.sort(np.bincount(chunk_doc))[-inp.k :].sum()) if len(chunk_doc) else 1)
     if len(chunk_texts):
         idx, sc = dense_search(inp.query_vecs(), vecs, depth)
     else:
