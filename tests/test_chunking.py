@@ -104,7 +104,10 @@ def test_every_point_is_cached_by_content(tmp_path):
     assert not changed.configurations[0].cached
 
 
-def test_cli_json_contract_and_bad_grid(keyword_encoder, capsys):
+def test_cli_json_contract_and_bad_grid(keyword_encoder, monkeypatch, capsys):
+    monkeypatch.setattr(
+        "diagnose.embed.load_encoder", lambda *a, **kw: KeywordEncoder()
+    )  # no model in this test
     rc = main(
         ["chunking", "--data", str(DEMO), "--sizes", "64,128", "--overlaps", "0,16", "--format", "json"]
     )

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import argparse
 
-from diagnose.chunking import ChunkingSweep
+from diagnose.chunking import ChunkingSweep, check_grid
 from diagnose.cli.output import Output, emit, records_text
 from diagnose.cli.shared import EXIT_OK, build_analysis, load_data, print_warnings
 
 
 def cmd_chunking(args: argparse.Namespace) -> int:
+    check_grid(args.sizes, args.overlaps)  # a bad grid fails before any data is read
     ds = load_data(args, need_text=True)
     analysis = build_analysis(args, ds, k=args.k)
     sweep = analysis.chunking(args.sizes, args.overlaps, k=args.k)
