@@ -177,3 +177,14 @@ def test_app_page_measures_on_demand():
     table = app.frame_with(at, "chunks")
     assert table["chunking"].tolist() == ["as they are", "64/0", "128/0"]
     assert len(app.charts(at)) == 1
+
+
+def test_analysis_context_of_a_document_run():
+    a = diagnose.Analysis(
+        _dataset(TEXTS, SPAN), {"run": {"q1": {"d1": 1.0, "d2": 0.5}}}, encoder=KeywordEncoder()
+    )
+    got = a.context("run", k=1).per_query.loc["q1"].tolist()
+    # d1 sent whole: 4 word tokens, 2 of them ("cherry date") in the span: precision 1/2, recall 2/2
+    assert got == pytest.approx([0.5, 1.0, 4])
+    # k=2 adds d2 (3 tokens, none inside): precision 2/7
+    assert a.context("run", k=2).aggregate["context_precision@2"] == pytest.approx(2 / 7)

@@ -228,11 +228,14 @@ class Evidence(Scores):
         (:mod:`diagnose.metrics.context`)."""
         k, name = self._k(k), self._run_name(run)
         self._need_texts("Context precision and recall")
-        corpus, qrels = self.dataset.corpus, self.dataset.qrels
-        text_of = dict(zip(map(str, corpus.ids), corpus.df["text"].fillna("").astype(str), strict=True))
-        spans = list(qrels.spans) or document_spans(qrels, {d: len(t) for d, t in text_of.items()})
-        pieces = whole_documents(self.runs[name].top(k), text_of)
-        return self._cached(("context", name, k), lambda: context_scores(pieces, spans, text_of, k))
+
+        def build() -> ContextScores:
+            corpus, qrels = self.dataset.corpus, self.dataset.qrels
+            text_of = dict(zip(map(str, corpus.ids), corpus.df["text"].fillna("").astype(str), strict=True))
+            spans = list(qrels.spans) or document_spans(qrels, {d: len(t) for d, t in text_of.items()})
+            return context_scores(whole_documents(self.runs[name].top(k), text_of), spans, text_of, k)
+
+        return self._cached(("context", name, k), build)
 
     def chunking(
         self,
