@@ -9,8 +9,9 @@ The core install (``pip install diagnose-rag``) reads the data, computes the met
 - ``[rag]``: rapidfuzz, the approximate matching of a golden set's reference contexts (:mod:`diagnose.io.spans`);
 - ``[all]``: all of these (what the README installs); ``[langchain]``, ``[llamaindex]``, ``[vectordb]``: live retrievers;
   ``[vectordb]`` also reads ``--corpus chroma:/lancedb:/qdrant:`` collections (:mod:`diagnose.vectordb`);
-- ``[ann]``: faiss-cpu, the ANN frontier (:mod:`diagnose.ann`, ``diagnose ann``).
-- ``[finetune]`` (with ``[embed]``): datasets and accelerate, sentence-transformers' trainer (``diagnose finetune``).
+- ``[ann]``: faiss-cpu, the ANN frontier (:mod:`diagnose.ann`, ``diagnose ann``);
+- ``[finetune]`` (with ``[embed]``): datasets and accelerate, sentence-transformers' trainer (``diagnose finetune``);
+- ``[chunking]``: semantic-text-splitter, re-chunking at a grid of sizes (:mod:`diagnose.chunking`).
 
 :func:`needs` turns the ``ModuleNotFoundError`` of a missing optional package into a :class:`DataError` that names
 the extra to install, so neither a notebook nor the CLI shows a traceback for it.
@@ -50,6 +51,7 @@ EXTRA_OF: dict[str, str] = {
     "faiss": "ann",
     "datasets": "finetune",
     "accelerate": "finetune",
+    "semantic_text_splitter": "chunking",
 }
 
 

@@ -27,6 +27,14 @@ from diagnose.analysis.finetuning import MAX_DOCUMENTS
 from diagnose.analysis.params import check_models
 from diagnose.analysis.scores import Scores
 from diagnose.checks import param_error, positive_int
+from diagnose.chunking import (
+    DEFAULT_OVERLAPS,
+    DEFAULT_SIZES,
+    ChunkingSweep,
+    SweepInputs,
+    check_grid,
+    run_sweep,
+)
 from diagnose.chunks.split import merged_run, neighbour_windows
 from diagnose.compare import rerank_cross_encoder, rerank_report
 from diagnose.data import Run
@@ -34,6 +42,7 @@ from diagnose.extras import needs
 from diagnose.failures import CLASSES, Failure, diagnose_run, find_label_noise, hubness, sort_worst
 from diagnose.failures.kind import BASELINE_KINDS, RunKind, infer_run_kind
 from diagnose.inspection import inspect_query
+from diagnose.metrics.context import ContextScores, context_scores, document_spans, whole_documents
 from diagnose.model_choice import compare_models
 from diagnose.remedies import prove_remedies
 from diagnose.remedy_matrix import remedy_matrix
@@ -279,6 +288,46 @@ class Evidence(Scores):
             )
 
         return self._cached("merged_neighbours", build)
+
+    def context(self, run: str | None = None, k: int | None = None) -> ContextScores:
+        """Span-based context precision and recall at ``k`` of a document run (each retrieved document sent
+        whole), against the golden set's reference spans, or the relevant documents' whole texts without spans
+        (:mod:`diagnose.metrics.context`)."""
+        k, name = self._k(k), self._run_name(run)
+        self._need_texts("Context precision and recall")
+
+        def build() -> ContextScores:
+            corpus, qrels = self.dataset.corpus, self.dataset.qrels
+            text_of = dict(zip(map(str, corpus.ids), corpus.df["text"].fillna("").astype(str), strict=True))
+            spans = list(qrels.spans) or document_spans(qrels, {d: len(t) for d, t in text_of.items()})
+            return context_scores(whole_documents(self.runs[name].top(k), text_of), spans, text_of, k)
+
+        return self._cached(("context", name, k), build)
+
+    def chunking(
+        self,
+        sizes: Sequence[int] | str = DEFAULT_SIZES,
+        overlaps: Sequence[int] | str = DEFAULT_OVERLAPS,
+        *,
+        k: int | None = None,
+    ) -> ChunkingSweep:
+        """Which chunking: the documents re-chunked at every ``sizes`` x ``overlaps`` (the model's tokens), each
+        encoded by this analysis' model, searched exactly, documents ranked by their best chunk, against the
+        documents as they are (the dense baseline): chunks, encode time, index size, recall / nDCG / hit rate at k,
+        span-based context precision and recall, tokens sent at k, the queries each recovers or breaks with a
+        paired test, the Pareto front of nDCG against tokens (:mod:`diagnose.chunking`). Every point is cached on
+        disk. Needs the ``[chunking]`` extra."""
+        k, configs = self._k(k), check_grid(sizes, overlaps)
+        self._need_texts("A chunking sweep")
+
+        def build() -> ChunkingSweep:
+            inputs = SweepInputs(
+                self.dataset, self.encoder, k, list(self.golden), lambda: self.space.query_vecs,
+                lambda: self._baseline("dense"), self.cache_dir, self._reporter,
+            )  # fmt: skip
+            return run_sweep(inputs, configs)
+
+        return self._cached(("chunking", tuple((c.size, c.overlap) for c in configs), k), build)
 
     def _cross_encoded(self, name: str, model: str, depth: int) -> Run:
         """The run's top ``depth`` reranked live by the CrossEncoder ``model`` (memoised)."""

@@ -16,6 +16,7 @@ One file per question a contributor brings:
   Streamlit reads them.
 - :mod:`~diagnose.charts.similarity`: :func:`similarity_histogram`.
 - :mod:`~diagnose.charts.ann`: :func:`ann_frontier_chart` (quality against latency of approximate indexes).
+- :mod:`~diagnose.charts.chunking`: :func:`chunking_frontier`.
 - :mod:`~diagnose.charts.common`: what the builders share (lazy Altair import, column checks, titles, the row limit).
 
 Every name below is importable from ``diagnose.charts`` itself::
@@ -27,6 +28,7 @@ Every name below is importable from ``diagnose.charts`` itself::
 from __future__ import annotations
 
 from diagnose.charts.ann import ann_frontier_chart
+from diagnose.charts.chunking import chunking_frontier
 from diagnose.charts.common import ALTAIR_MAX_ROWS
 from diagnose.charts.failures import failure_breakdown, remedy_matrix_heatmap
 from diagnose.charts.maps import MAP_SELECTION, MAP_ZOOM, embedding_map, legend_strip
@@ -50,6 +52,7 @@ from diagnose.charts.palette import (
 from diagnose.charts.similarity import similarity_histogram
 
 __all__ = [
+    "chunking_frontier",
     "ALTAIR_MAX_ROWS",
     "BAND_COLORS",
     "CHANGE_COLORS",

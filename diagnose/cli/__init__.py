@@ -38,6 +38,7 @@ import traceback
 from collections.abc import Sequence
 
 from diagnose.cli.ann import cmd_ann
+from diagnose.cli.chunking import cmd_chunking
 from diagnose.cli.evaluate import cmd_evaluate
 from diagnose.cli.failures import cmd_failures, cmd_risk
 from diagnose.cli.finetune import cmd_finetune
@@ -66,6 +67,7 @@ __all__ = [
     "PARAM_FLAGS",
     "build_parser",
     "cmd_ann",
+    "cmd_chunking",
     "cmd_evaluate",
     "cmd_failures",
     "cmd_finetune",
@@ -87,6 +89,7 @@ COMMANDS = {
     "judge-queue": cmd_judge_queue,
     "ann": cmd_ann,
     "finetune": cmd_finetune,
+    "chunking": cmd_chunking,
 }
 
 

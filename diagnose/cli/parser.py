@@ -403,6 +403,19 @@ def _finetune_options(ft: argparse.ArgumentParser) -> None:
     _add_model_args(ft)
 
 
+def _chunking_options(ch: argparse.ArgumentParser) -> None:
+    """``chunking``'s options: the grid, the cutoff, the format, the model."""
+    ch.add_argument(
+        "--sizes", default="128,256,512", help="chunk sizes in the model's tokens (default 128,256,512)"
+    )
+    ch.add_argument(
+        "--overlaps", default="0", help="overlaps in the model's tokens, each below every size (default 0)"
+    )
+    _add_cutoff(ch, f"cutoff of the metrics and of the chunks sent (default {defaults.K})")
+    _add_format(ch, ["table", "json"])
+    _add_model_args(ch)
+
+
 class _Command(NamedTuple):
     """A subcommand: its line in ``diagnose --help``, its description, the example of its epilog, whether ``--run``
     is required (``"one"``: the one run analysed) and what adds its own options after the data group."""
@@ -509,6 +522,19 @@ _COMMANDS = (
         example="diagnose finetune --data nfcorpus --train-split dev --split test --out tuned-model --format json",
         run_required=False,
         add_options=_finetune_options,
+    ),
+    _Command(
+        "chunking",
+        help="which chunking: re-chunk the documents at a grid of sizes and overlaps, compared on the golden set",
+        description="Re-chunk the documents (semantic-text-splitter, lengths in the model's tokens) at every "
+        "--sizes x --overlaps, encode the chunks with the model (cached), search exactly, rank documents by their "
+        "best chunk, and report per configuration: chunks, encode time, index size, document-level recall and "
+        "nDCG at k, span-based context precision and recall and the tokens of the top k chunks, the golden "
+        "queries it recovers or breaks against the documents as they are (paired test) and the Pareto front. "
+        "Every configuration is cached. Needs the [chunking] extra.",
+        example="diagnose chunking --data demo_corpus --sizes 128,256,512 --overlaps 0,32 --format json",
+        run_required=False,
+        add_options=_chunking_options,
     ),
 )
 

@@ -59,6 +59,8 @@ PARAM_FLAGS = {
     "resamples": "--resamples",
     "limit": "--limit",
     "kinds": "--run-kind",
+    "sizes": "--sizes",
+    "overlaps": "--overlaps",
     "run_kind": "--run-kind",
     "filter_field": "--filter-field",
     "filters": "--filters",

@@ -24,6 +24,7 @@ _PAGE_TITLES: dict[str, tuple[str, str]] = {
     "compare": ("Compare runs", ":material/compare_arrows:"),
     "models": ("Model choice", ":material/model_training:"),
     "ann": ("ANN index", ":material/speed:"),
+    "chunking": ("Which chunking", ":material/view_agenda:"),
     "golden": ("Golden set", ":material/rule:"),
     "judge": ("Judge", ":material/gavel:"),
     "data": ("Data", ":material/dataset:"),

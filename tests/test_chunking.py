@@ -1,0 +1,190 @@
+"""Which chunking (diagnose.chunking, Analysis.chunking, `diagnose chunking`): the grid's checks, the splitter's
+offsets, a hand-computed sweep with the fake keyword encoder, the cache, the JSON contract, one real-model sweep."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import diagnose
+from diagnose.chunking import ChunkingConfig, check_grid
+from diagnose.chunking.splitter import split_documents
+from diagnose.cli import EXIT_INPUT, EXIT_OK, main
+from diagnose.data import Corpus, DataError, Dataset, Qrels, Queries, Span
+from diagnose.embed import KeywordEncoder
+
+DEMO = Path(__file__).resolve().parents[1] / "demo_corpus"
+CONTRACT = {"size", "overlap", "chunks", "recall@10", "ndcg@10", "context_precision@10", "context_recall@10",
+            "tokens@10"}  # fmt: skip
+
+
+def _dataset(texts: dict[str, str], spans: tuple[Span, ...] = ()) -> Dataset:
+    corpus = Corpus(pd.DataFrame({"doc_id": list(texts), "title": "", "text": list(texts.values())}))
+    queries = Queries(pd.DataFrame({"query_id": ["q1"], "text": ["cherry"]}))
+    qrels = Qrels(
+        pd.DataFrame({"query_id": ["q1"], "doc_id": ["d1"], "relevance": np.array([1])}), spans=spans
+    )
+    return Dataset(qrels=qrels, corpus=corpus, queries=queries, name="tiny")
+
+
+TEXTS = {"d1": "apple banana. cherry date.", "d2": "egg fig grape"}
+SPAN = (Span("q1", 0, "d1", 14, 25, "exact"),)  # "cherry date"
+
+
+def test_grid_checks_name_the_flag():
+    assert check_grid("128, 256", "0,32") == [ChunkingConfig(s, o) for s in (128, 256) for o in (0, 32)]
+    assert check_grid([64, 64], [0]) == [ChunkingConfig(64, 0)]  # duplicates dropped
+    for sizes, overlaps, param in (("", "0", "sizes"), ([], [0], "sizes"), ("64", "64", "overlaps"),
+                                   ("128", "200", "overlaps"), ("0", "0", "sizes"), ("abc", "0", "sizes"),
+                                   ("128", "-1", "overlaps")):  # fmt: skip
+        with pytest.raises(DataError) as e:
+            check_grid(sizes, overlaps)
+        assert e.value.param == param, (sizes, overlaps)
+
+
+def test_split_documents_gives_offsets_into_each_text():
+    texts = ["apple banana. cherry date.", "  short  ", "", "one two three four five"]
+    docs, starts, ends = split_documents(texts, 3, 1, None)  # word tokens: no model tokenizer
+    got = [(int(d), texts[d][s:e]) for d, s, e in zip(docs, starts, ends, strict=True)]
+    # d0 has 4 words > 3: chunks filled up to 3 words, the next one starting 1 word back (its "." and "cherry");
+    # "short" fits: one chunk, stripped; "" has no chunk; d3 (5 words): windows of 3 sharing 1 word
+    assert got == [(0, "apple banana. cherry"), (0, ". cherry date."), (1, "short"), (3, "one two three"),
+                   (3, "three four five")]  # fmt: skip
+    docs, starts, ends = split_documents(texts[:1], 2, 0, None)  # 2 words: one sentence each
+    assert [texts[0][s:e] for s, e in zip(starts, ends, strict=True)] == ["apple banana.", "cherry date."]
+
+
+def _sweep(tmp_path, texts=TEXTS, spans=SPAN, sizes=(2,)):
+    a = diagnose.Analysis(_dataset(texts, spans), encoder=KeywordEncoder(), cache_dir=tmp_path)
+    return a.chunking(list(sizes), [0], k=1)
+
+
+def test_sweep_by_hand_with_the_keyword_encoder(tmp_path):
+    sw = _sweep(tmp_path)
+    # size 2 words: d1 -> "apple banana." [0,13) and "cherry date." [14,26); d2 -> "egg fig", "grape": 4 chunks.
+    # query "cherry": cosine 1/sqrt(2) with "cherry date.", 0 with the others: top 1 chunk = d1[14,26).
+    # recall@1 = ndcg@1 = 1 (d1 relevant); 2 word tokens sent, both in the span "cherry date": precision 1, recall 1
+    (p,) = sw.configurations
+    assert p.chunks == 4
+    assert p.metrics == pytest.approx({"recall@1": 1.0, "ndcg@1": 1.0, "hit_rate@1": 1.0, "context_precision@1": 1.0,
+                                       "context_recall@1": 1.0, "tokens@1": 2.0})  # fmt: skip
+    # as they are: cosine(cherry, d1) = 1/2 > 0 = cosine(cherry, d2): d1 sent whole, 4 tokens, 2 inside: 1/2
+    cur = sw.current.metrics
+    assert (cur["ndcg@1"], cur["context_precision@1"], cur["context_recall@1"], cur["tokens@1"]) == (
+        1,
+        0.5,
+        1,
+        4,
+    )
+    assert p.recovers == p.breaks == () and p.p_value == 1.0  # the same query succeeds in both
+    # pareto: neither sends fewer tokens with a strictly higher nDCG than the other
+    assert p.pareto and sw.current.pareto
+    assert sw.reference == "spans" and sw.lengths == "word tokens"
+
+
+def test_one_chunk_per_document_equals_the_documents_as_they_are(tmp_path):
+    sw = _sweep(tmp_path, spans=(), sizes=(100,))  # every document fits: one chunk each, its whole text
+    (p,) = sw.configurations
+    assert p.chunks == 2
+    assert p.metrics == pytest.approx(sw.current.metrics)
+    assert sw.reference == "documents"  # id-based qrels: the relevant document's whole text is the reference
+
+
+def test_every_point_is_cached_by_content(tmp_path):
+    first = _sweep(tmp_path)
+    again = _sweep(tmp_path)  # a new analysis: the memo is empty, the files are not
+    assert not first.configurations[0].cached and again.configurations[0].cached and again.current.cached
+    assert again.configurations[0].metrics == first.configurations[0].metrics
+    pd.testing.assert_frame_equal(again.configurations[0].per_query, first.configurations[0].per_query)
+    changed = _sweep(tmp_path, texts={**TEXTS, "d2": "egg fig grape kiwi"})
+    assert not changed.configurations[0].cached
+
+
+def test_cli_json_contract_and_bad_grid(keyword_encoder, monkeypatch, capsys):
+    monkeypatch.setattr(
+        "diagnose.embed.load_encoder", lambda *a, **kw: KeywordEncoder()
+    )  # no model in this test
+    rc = main(
+        ["chunking", "--data", str(DEMO), "--sizes", "64,128", "--overlaps", "0,16", "--format", "json"]
+    )
+    assert rc == EXIT_OK
+    out = json.loads(capsys.readouterr().out)
+    assert [(c["size"], c["overlap"]) for c in out["configurations"]] == [
+        (64, 0),
+        (64, 16),
+        (128, 0),
+        (128, 16),
+    ]
+    for c in out["configurations"]:
+        assert set(c) >= CONTRACT
+    assert out["current"]["size"] is None and out["current"]["chunks"] == 190
+    assert main(["chunking", "--data", str(DEMO), "--sizes", "64", "--overlaps", "64"]) == EXIT_INPUT
+    assert "--overlaps" in capsys.readouterr().err
+    assert main(["chunking", "--data", str(DEMO), "--sizes", ""]) == EXIT_INPUT
+    assert "--sizes" in capsys.readouterr().err
+
+
+@pytest.mark.real_model
+def test_real_bundled_model_sweep(tmp_path):
+    texts = {
+        "d1": "Cherries are small stone fruits. They ripen in early summer and are eaten fresh or dried.",
+        "d2": "Granite is an igneous rock made of quartz and feldspar, common in continental crust.",
+    }
+    spans = (Span("q1", 0, "d1", 0, 32, "exact"),)  # "Cherries are small stone fruits."
+    a = diagnose.Analysis(_dataset(texts, spans), cache_dir=tmp_path)
+    sw = a.chunking([8, 64], [0], k=1)
+    small, large = sw.configurations
+    assert sw.lengths == "model tokens"
+    assert small.chunks > 2 and large.chunks == 2  # 8 model tokens split both; 64 holds each whole
+    assert small.metrics["ndcg@1"] == 1.0 and large.metrics["ndcg@1"] == 1.0  # "cherry" finds d1 either way
+    assert small.metrics["tokens@1"] < large.metrics["tokens@1"]
+
+
+def test_frontier_chart_marks_the_pareto_front():
+    from diagnose import charts
+
+    df = pd.DataFrame({"chunking": ["as they are", "128/0", "256/0", "512/0"], "ndcg@10": [0.5, 0.4, 0.4, 0.3],
+                       "tokens@10": [900.0, 300.0, 300.0, 600.0], "pareto": [True, True, True, False],
+                       "current": [True, False, False, False]})  # fmt: skip
+    spec = charts.chunking_frontier(
+        df, metric="ndcg@10", tokens="tokens@10"
+    ).to_dict()  # validates the schema
+    front, points, labels = spec["layer"]
+    assert front["mark"]["type"] == "line"
+    datasets = spec["datasets"]
+    front_rows = datasets[front["data"]["name"]]
+    assert [r["chunking"] for r in front_rows] == ["128/0", "256/0", "as they are"]  # by tokens
+    assert sorted(r["label"] for r in datasets[labels["data"]["name"]]) == [
+        "128/0, 256/0",
+        "512/0",
+        "as they are",
+    ]
+
+
+@pytest.mark.usefixtures("keyword_encoder")
+def test_app_page_measures_on_demand():
+    import app_testing as app
+
+    at = app.open_demo("chunking")
+    assert not app.charts(at)  # nothing measured before the button
+    at.text_input(key="chunking_sizes").set_value("64,128")
+    at.button(key="chunking_submit").click().run()
+    app.assert_clean(at)
+    table = app.frame_with(at, "chunks")
+    assert table["chunking"].tolist() == ["as they are", "64/0", "128/0"]
+    assert len(app.charts(at)) == 1
+
+
+def test_analysis_context_of_a_document_run():
+    a = diagnose.Analysis(
+        _dataset(TEXTS, SPAN), {"run": {"q1": {"d1": 1.0, "d2": 0.5}}}, encoder=KeywordEncoder()
+    )
+    got = a.context("run", k=1).per_query.loc["q1"].tolist()
+    # d1 sent whole: 4 word tokens, 2 of them ("cherry date") in the span: precision 1/2, recall 2/2
+    assert got == pytest.approx([0.5, 1.0, 4])
+    # k=2 adds d2 (3 tokens, none inside): precision 2/7
+    assert a.context("run", k=2).aggregate["context_precision@2"] == pytest.approx(2 / 7)
