@@ -131,6 +131,8 @@ def tokenize_ids(texts: Sequence[str]) -> tuple[list[str], np.ndarray, np.ndarra
     by_first = used[np.argsort(first)]  # stem codes in order of first occurrence
     renumber = np.empty(len(stems), dtype=np.int64)
     renumber[by_first] = np.arange(len(by_first))
+    del coded, nonempty
+    pa.default_memory_pool().release_unused()  # Arrow's allocator keeps freed pages; the index build comes next
     return [stems[c] for c in by_first.tolist()], renumber[codes], lengths
 
 
