@@ -35,6 +35,7 @@ from common import cpu_name  # noqa: E402
 
 from diagnose.io import read_corpus, read_qrels, read_queries  # noqa: E402
 from diagnose.lexical import BM25Index, tokenize  # noqa: E402
+from diagnose.lexical.terms import tokenize_ids  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data" / "nfcorpus"
 ANSERINI = {"ndcg_cut_10": 0.3218, "recall_100": 0.2457, "recall_1000": 0.3704}
@@ -85,8 +86,9 @@ def speed(texts, ids, qtexts, repeats: int, *, rank_bm25_queries: int | None = N
     r: dict[str, float] = {"docs": len(texts), "queries": len(qtexts)}
     r["tokenize"], tokens = timed(lambda: tokenize(texts), repeats)
     ids_arr = np.asarray(ids, dtype=object)
+    terms, flat, lens = tokenize_ids(texts)  # the form bm25s' index is built from (same tokens)
     impls = {
-        "bm25s": lambda: Bm25sImpl(tokens, 0.9, 0.4, "lucene"),
+        "bm25s": lambda: Bm25sImpl(terms, flat, lens, 0.9, 0.4, "lucene"),
         "rank_bm25": lambda: RankBm25Impl(tokens, 0.9, 0.4),
     }
     for engine, make in impls.items():

@@ -19,7 +19,8 @@ import pandas as pd
 from diagnose import defaults
 from diagnose.checks import is_int
 from diagnose.data import Corpus, DataError, Queries, Run, ValidationReport
-from diagnose.embed import dense_search
+from diagnose.embed import dense_rank_range
+from diagnose.embed.search import dense_search_ranked
 from diagnose.fusion import rrf
 from diagnose.lexical import BM25Index
 
@@ -43,7 +44,24 @@ def bm25_run(
     A query id without a text in ``queries`` raises :class:`DataError`, or, when ``report`` is given, is counted
     there (code ``bm25_query_without_text``) and left out of the run. Queries that match no document have no rows.
     """
+    return bm25_run_ranked(
+        corpus, queries, query_ids, [], depth=depth, engine=engine, index=index, report=report
+    )[0]
 
+
+def bm25_run_ranked(
+    corpus: Corpus,
+    queries: Queries,
+    query_ids: Sequence[str] | None,
+    pairs: Sequence[tuple[str, str]],
+    *,
+    depth: int = defaults.DEPTH,
+    engine: str = defaults.BM25_ENGINE,
+    index: BM25Index | None = None,
+    report: ValidationReport | None = None,
+) -> tuple[Run, dict[tuple[str, str], tuple[int | None, int | None, float]]]:
+    """:func:`bm25_run`, and from the same scores the BM25 ``(best, worst, score)`` of each (query id, doc id) of
+    ``pairs`` whose query is in the run's queries (:meth:`~diagnose.lexical.BM25Index.to_run_ranked`)."""
     if index is None:
         index = BM25Index.build(corpus.texts(), list(corpus.ids), engine=engine)
     elif len(index) != len(corpus) or not np.array_equal(index.ids, corpus.ids.astype(object)):
@@ -69,7 +87,7 @@ def bm25_run(
             examples=missing,
         )
         qids = [q for q in qids if q in text_of]
-    return index.to_run(qids, [text_of[q] for q in qids], depth=depth, name="bm25")
+    return index.to_run_ranked(qids, [text_of[q] for q in qids], pairs, depth=depth, name="bm25")
 
 
 def dense_run(
@@ -87,7 +105,23 @@ def dense_run(
     Every query gets ``min(depth, #docs)`` rows; within the list, equal scores are ordered by doc id descending
     (which of several documents tied at the cut-off makes the list is up to ``dense_search``).
     """
+    return dense_run_ranked(doc_vecs, query_vecs, doc_ids, query_ids, [], [], depth=depth, name=name)[0]
 
+
+def dense_run_ranked(
+    doc_vecs: np.ndarray,
+    query_vecs: np.ndarray,
+    doc_ids: Sequence[str],
+    query_ids: Sequence[str],
+    query_rows: Sequence[int] | np.ndarray,
+    doc_rows: Sequence[int] | np.ndarray,
+    *,
+    depth: int = defaults.DEPTH,
+    name: str = "dense",
+) -> tuple[Run, tuple[np.ndarray, np.ndarray]]:
+    """:func:`dense_run` and, from the same pass over the documents, the tie range ``(best, worst)`` among all
+    documents (:func:`diagnose.embed.dense_rank_range`) of each pair ``(query_rows[i], doc_rows[i])`` (rows of the
+    matrices; float32 vectors)."""
     doc_vecs = np.asarray(doc_vecs)
     query_vecs = np.asarray(query_vecs)
     d_ids = np.asarray([str(x) for x in doc_ids], dtype=object)
@@ -106,9 +140,9 @@ def dense_run(
         raise DataError(f"depth must be >= 1, got {depth}.", param="depth")
     k = min(depth, len(d_ids))
     if k == 0 or len(q_ids) == 0:
-        return Run.from_ranked_lists(name, {})
-    idx, scores = dense_search(query_vecs, doc_vecs, k)
-    return topk_run(name, idx, scores, d_ids, q_ids, source="exact dense search")
+        return Run.from_ranked_lists(name, {}), dense_rank_range(query_vecs, doc_vecs, query_rows, doc_rows)
+    idx, scores, ranks = dense_search_ranked(query_vecs, doc_vecs, k, query_rows, doc_rows)
+    return topk_run(name, idx, scores, d_ids, q_ids, source="exact dense search"), ranks
 
 
 def topk_run(

@@ -267,8 +267,9 @@ def test_damaged_bm25_index_is_reported_once_rebuilt_and_replaced(tmp_path, demo
     _one_corrupt_report(report, path)
     # rewritten: the third build reads it back without tokenising and without a report
     calls: list[int] = []
-    real = lexical.tokenize
+    real, real_ids = lexical.tokenize, lexical.terms.tokenize_ids
     monkeypatch.setattr(lexical.bm25, "tokenize", lambda t: calls.append(len(t)) or real(t))
+    monkeypatch.setattr(lexical.bm25, "tokenize_ids", lambda t: calls.append(len(t)) or real_ids(t))
     report3 = ValidationReport()
     third = BM25Index.build(texts, ids, cache_dir=tmp_path, report=report3)
     assert calls == [] and len(report3) == 0

@@ -383,6 +383,32 @@ def test_dense_rank_range_hand_made_ties():
     assert worst.tolist() == [2, 5, 5, 5, 6, 2]
 
 
+@pytest.mark.parametrize("block_size", [1, 7, 16, 64])
+def test_dense_search_ranked_is_search_and_rank_range_in_one_pass(monkeypatch, block_size):
+    monkeypatch.setattr(embed.search, "BLOCK_ELEMENTS", 48)  # several query blocks: 48 // 16 = 3 queries each
+    rng = np.random.default_rng(5)
+    q, d = _unit(rng, 10, 8), _unit(rng, 60, 8)
+    d[59] = d[12]  # a duplicate ties with its original: its tie range spans two ranks
+    qr = np.array([9, 0, 4, 4, 7, 0, 3])  # unsorted, a query twice, pairs in several query blocks
+    dr = np.array([12, 59, 0, 30, 12, 12, 59])
+    products = []
+    real_top_k = embed.search._top_k_block
+    monkeypatch.setattr(
+        embed.search, "_top_k_block", lambda s, kk: products.append(s.shape) or real_top_k(s, kk)
+    )
+    idx, sc, (best, worst) = embed.search.dense_search_ranked(q, d, 5, qr, dr, block_size=block_size)
+    n_blocks = len(products)
+    ref_idx, ref_sc = dense_search(q, d, 5, block_size=block_size)
+    np.testing.assert_array_equal(idx, ref_idx)
+    np.testing.assert_array_equal(sc, ref_sc)
+    ref_best, ref_worst = dense_rank_range(q, d, qr, dr, block_size=block_size)
+    assert best.tolist() == ref_best.tolist() and worst.tolist() == ref_worst.tolist()
+    assert worst[0] == best[0] + 1  # doc 12 and its duplicate 59: a tie group of two
+    assert n_blocks == len(products) // 2  # one pass over the blocks: dense_search alone made as many
+    with pytest.raises(IndexError):
+        embed.search.dense_search_ranked(q, d, 5, [10], [0])
+
+
 # -- precomputed vectors ---------------------------------------------------------------------------------------
 
 

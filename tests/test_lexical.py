@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from diagnose.data import DataError
@@ -58,6 +59,25 @@ def _stem(word: str) -> str:
     import Stemmer
 
     return Stemmer.Stemmer("english").stemWord(word)
+
+
+def test_tokenize_ids_is_tokenize_as_arrays():
+    from itertools import chain
+
+    from diagnose.lexical.terms import tokenize_ids
+
+    texts = [
+        "The Statins reduced Breast-cancer deaths", "COVID_19 patient's risk is 3.5", "Ärzte über İstanbul",
+        "", None, "the of is", "tab\tnbsp\u00a0ctrl\x1fend__x", "statins STATIN statin's", "über-ärzte 3,5",
+    ]  # fmt: skip
+    tokens = tokenize(texts)
+    vocab, ids, lengths = tokenize_ids(texts)
+    # vocab in first-seen order of the stems: "the" is a stopword, so "statin" comes first
+    assert vocab == list(dict.fromkeys(chain.from_iterable(tokens))) and vocab[0] == "statin"
+    assert [vocab[i] for i in ids] == list(chain.from_iterable(tokens))
+    assert lengths.tolist() == [len(t) for t in tokens] and lengths.tolist()[3:6] == [0, 0, 0]
+    # the ASCII path of tokenize() splits as the regex does
+    assert tokenize(["a_b C-3po x\x7fy"]) == [[_stem(w) for w in ["b", "c", "3po", "x", "y"]]]
 
 
 def test_tokenize_refuses_a_single_string():
@@ -196,6 +216,26 @@ def test_rank_of_counts_strictly_higher_scores():
     assert [r for r, _ in ranks] == [1, 1, 3, None, None]
     assert [sc for _, sc in ranks[:4]] == pytest.approx(list(s))
     assert math.isnan(ranks[4][1])
+
+
+def test_to_run_ranked_gives_the_rank_range_from_the_same_scores(monkeypatch):
+    idx = BM25Index.build(DUPS, DUP_IDS)
+    texts = ["cat dog", "unicorn", "fish"]
+    plain = idx.to_run(["q1", "q2", "q3"], texts, depth=2, name="lex")
+    blocks = []
+    real = idx._score_block
+    monkeypatch.setattr(idx, "_score_block", lambda toks: blocks.append(len(toks)) or real(toks))
+    pairs = [("q1", "c"), ("q1", "b"), ("q1", "z"), ("q3", "c"), ("q2", "b"), ("q9", "a"), ("q1", "nope")]
+    run, ranks = idx.to_run_ranked(["q1", "q2", "q3"], texts, pairs, depth=2, name="lex")
+    assert blocks == [3]  # the three queries scored once, in one block, for the run and the ranks
+    pd.testing.assert_frame_equal(run.df, plain.df)
+    # q9 is not searched and "nope" is not indexed: left out
+    assert set(ranks) == {("q1", "c"), ("q1", "b"), ("q1", "z"), ("q3", "c"), ("q2", "b")}
+    s1 = idx.scores("cat dog")  # a == b > c > z == 0 (test_rank_of_counts_strictly_higher_scores)
+    # b ties with a: first and last place of the pair are 1 and 2; c: a, b above -> 3..3; z scores 0: no rank
+    assert ranks[("q1", "b")] == (1, 2, s1[1]) and ranks[("q1", "c")] == (3, 3, s1[2])
+    assert ranks[("q1", "z")] == (None, None, 0.0) and ranks[("q2", "b")] == (None, None, 0.0)
+    assert ranks[("q3", "c")] == (1, 1, idx.scores("fish")[2])  # only c has "fish"
 
 
 def test_bm25_rank_range_is_the_tie_group_and_zero_has_none():
@@ -386,8 +426,9 @@ def test_cached_index_gives_the_same_scores_without_tokenising(tmp_path, monkeyp
     expected = fresh.score_matrix(["vpn token", "password reset linux"])
 
     calls = []
-    real = lexical.tokenize
+    real, real_ids = lexical.tokenize, lexical.terms.tokenize_ids
     monkeypatch.setattr(lexical.bm25, "tokenize", lambda t: calls.append(len(t)) or real(t))
+    monkeypatch.setattr(lexical.bm25, "tokenize_ids", lambda t: calls.append(len(t)) or real_ids(t))
     cached = lexical.BM25Index.build(texts, ids, cache_dir=tmp_path)
     assert calls == []  # served from disk: the corpus was not tokenised again
     np.testing.assert_array_equal(cached.score_matrix(["vpn token", "password reset linux"]), expected)

@@ -520,3 +520,33 @@ def test_the_remedy_matrix_in_the_markdown_report():
     assert "1/2 (50%)*" in row and "0/2 (0%)" in row
     for sentence in m.sentences():
         assert f"- {sentence}" in md
+
+
+@pytest.mark.parametrize("mode", ["hit", "recall"])
+def test_the_baselines_passes_give_the_diagnosis_its_ranks(tmp_path, monkeypatch, mode):
+    """The analysis computes the dense and BM25 baselines (for the run's kind and the remedies) in the same passes as
+    the failed pairs' dense and BM25 ranks, so the diagnosis scores no query again; it is the diagnosis made from
+    scratch with the same kind (every field of every failure: tie ranges, BM25 ranks None at score 0)."""
+    from diagnose.analysis import Analysis
+    from diagnose.failures import evidence
+    from diagnose.io import load_dataset
+
+    ds = load_dataset(data_dir=DEMO, runs=[DEMO / "runs" / "ann_minilm.trec"])
+    analysis = Analysis(ds, encoder=KeywordEncoder(), cache_dir=tmp_path, failure=mode)
+    calls = []
+    real_range, real_of = evidence.dense_rank_range, evidence.Bm25Scores.of
+    with monkeypatch.context() as m:
+        m.setattr(evidence, "dense_rank_range", lambda *a, **k: calls.append("dense") or real_range(*a, **k))
+        m.setattr(evidence.Bm25Scores, "of", lambda self, q, t: calls.append("bm25") or real_of(self, q, t))
+        shared = analysis.diagnosis("ann_minilm")
+        assert calls == []  # every rank came from the baselines' passes
+        alone = diagnose_run(
+            ds, ds.runs["ann_minilm"], analysis.space, analysis.bm25, k=analysis.k, mode=mode,
+            thresholds=analysis.thresholds, kind=shared.run_kind,
+        )  # fmt: skip
+    assert "dense" in calls and "bm25" in calls  # made from scratch: the diagnosis' own passes
+    assert len(shared.failures) == len(alone.failures) > 0
+    assert [f.to_dict() for f in shared.failures] == [f.to_dict() for f in alone.failures]
+    # the demo has both cases the ranks must carry: a BM25 score of 0 (no rank) and a dense tie range
+    assert any(f.bm25_score == 0 and f.bm25_rank is None for f in shared.failures)
+    assert any(f.dense_rank_worst > f.dense_rank for f in shared.failures if f.dense_rank is not None)

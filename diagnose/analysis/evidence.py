@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import pandas as pd
 
 if TYPE_CHECKING:
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
     from diagnose.remedy_matrix import RemedyMatrix
     from diagnose.risk import RiskValidation
 
+from diagnose import baselines as bl
 from diagnose import defaults, embed
 from diagnose.analysis.finetuning import MAX_DOCUMENTS
 from diagnose.analysis.params import check_models
@@ -39,7 +41,16 @@ from diagnose.chunks.split import merged_run, neighbour_windows
 from diagnose.compare import rerank_cross_encoder, rerank_report
 from diagnose.data import Run
 from diagnose.extras import needs
-from diagnose.failures import CLASSES, Failure, diagnose_run, find_label_noise, hubness, sort_worst
+from diagnose.failures import (
+    CLASSES,
+    Failure,
+    diagnose_run,
+    failed_pairs,
+    find_label_noise,
+    hubness,
+    sort_worst,
+)
+from diagnose.failures.evidence import KnownRanks
 from diagnose.failures.kind import BASELINE_KINDS, RunKind, infer_run_kind
 from diagnose.inspection import inspect_query
 from diagnose.metrics.context import ContextScores, context_scores, document_spans, whole_documents
@@ -65,14 +76,54 @@ class Evidence(Scores):
 
             self._need_texts("The failure analysis")
             run_obj = self.runs[name]
+            known = self._baselines_with_ranks(name, k, mode)
             space, bm25, kind = self.space, self.bm25, self.run_kind(name, k=k)
             self._reporter.step(f"Diagnosing the failures of {name} at k={k}")
             return diagnose_run(
                 self.dataset, run_obj, space, bm25, k=k, mode=mode, thresholds=self.thresholds, kind=kind,
                 filters=self.filters,
+                known=known,
             )  # fmt: skip
 
         return self._cached(("diagnosis", name, k, mode), build)
+
+    def _baselines_with_ranks(self, name: str, k: int, mode: str) -> KnownRanks | None:
+        """When the run's kind is to be inferred (which needs the dense and BM25 baselines, and so do the remedies):
+        each baseline not computed yet is computed in the same pass as the dense or BM25 ranks of the run's failed
+        (query, target) pairs, which the diagnosis then reads instead of scoring those queries over the corpus a
+        second time (:class:`~diagnose.failures.evidence.KnownRanks`). Otherwise None: nothing changes."""
+        if name in self._run_kinds or name in self._baselines:
+            return None
+        # the BM25 index before the vectors: its build's transient arrays (~1 GB at 1M documents) are freed before
+        # the document vectors (1.5 GB at 1M x 384) are loaded, instead of stacking on them
+        bm25_index = self.bm25
+        ds, sp = self.dataset, self.space
+        corpus_row = ds.corpus.index_of()
+        pairs = [(q, d) for q, d, _ in failed_pairs(ds, self.runs[name], k, mode)[0] if d in corpus_row]
+        dense = bm25 = None
+        if not self._has(("baseline", "bm25")):
+            self._reporter.step(f"Computing the BM25 baseline (depth {self.depth})")
+            run, bm25 = bl.bm25_run_ranked(
+                ds.corpus,
+                ds.queries,
+                self.golden,
+                pairs,
+                depth=self.depth,
+                index=bm25_index,
+                report=ds.report,
+            )
+            self._cached(("baseline", "bm25"), lambda: run)
+        if not self._has(("baseline", "dense")) and sp.doc_vecs.dtype == sp.query_vecs.dtype == np.float32:
+            ok = [(q, d) for q, d in pairs if q in sp.query_row and d in sp.doc_row]
+            qr = np.array([sp.query_row[q] for q, _ in ok], dtype=np.int64)
+            dr = np.array([sp.doc_row[d] for _, d in ok], dtype=np.int64)
+            self._reporter.step(f"Computing the dense baseline (exact search, depth {self.depth})")
+            run_d, (best, worst) = bl.dense_run_ranked(
+                sp.doc_vecs, sp.query_vecs, sp.doc_ids, sp.query_ids, qr, dr, depth=self.depth
+            )
+            self._cached(("baseline", "dense"), lambda: run_d)
+            dense = {p: (int(b), int(w)) for p, b, w in zip(ok, best, worst, strict=True)}
+        return KnownRanks(dense, bm25)
 
     def run_kind(self, run: str | None = None, *, k: int | None = None) -> RunKind:
         """The run's kind (:mod:`diagnose.failures.kind`): as given in ``kinds``, the baseline's own, or inferred

@@ -52,6 +52,24 @@ def dense_search(
     re-normalised. Memory: documents are scanned in blocks of ``block_size`` rows and queries in blocks such that
     at most :data:`BLOCK_ELEMENTS` scores exist at once, keeping a running top-k per query.
     """
+    idx, scores, _ = dense_search_ranked(query_vecs, doc_vecs, k, [], [], block_size=block_size)
+    return idx, scores
+
+
+def dense_search_ranked(
+    query_vecs: np.ndarray,
+    doc_vecs: np.ndarray,
+    k: int,
+    query_rows: Sequence[int] | np.ndarray,
+    doc_rows: Sequence[int] | np.ndarray,
+    *,
+    block_size: int = 8192,
+) -> tuple[np.ndarray, np.ndarray, tuple[np.ndarray, np.ndarray]]:
+    """:func:`dense_search` and :func:`dense_rank_range` of the pairs ``(query_rows[i], doc_rows[i])`` in ONE pass
+    over the documents: every block of float32 scores feeds the running top-k and the tie-range counts of the
+    pairs whose query is in the block (:class:`_RankScreen`). Returns ``(idx, scores, (best, worst))``, each what
+    the two functions return on their own: the screen's error bound holds for any blocking of the product, so the
+    ranks are the same integers. Pairs need float32 vectors (the screen's case); without pairs any dtype."""
     q = _as_matrix(query_vecs, "query_vecs")
     d = _as_matrix(doc_vecs, "doc_vecs")
     if q.shape[1] != d.shape[1]:
@@ -60,20 +78,26 @@ def dense_search(
         )
     if not is_int(k) or k < 1:
         raise DataError("k must be >= 1", param="k")
+    screen = _RankScreen(query_vecs, doc_vecs, query_rows, doc_rows)
+    if len(screen.qr) and not (np.asarray(query_vecs).dtype == np.asarray(doc_vecs).dtype == np.float32):
+        raise ValueError("dense_search_ranked ranks pairs of float32 vectors only (use dense_rank_range)")
     nq, nd = q.shape[0], d.shape[0]
     kk = min(k, nd)
     out_idx = np.zeros((nq, kk), dtype=np.int64)
     out_sc = np.zeros((nq, kk), dtype=np.float32)
     if nq == 0 or kk == 0:
-        return out_idx, out_sc
+        return out_idx, out_sc, screen.ranks()
     block_size = max(1, int(block_size))
     q_block = max(1, BLOCK_ELEMENTS // min(block_size, nd))
     for qs in range(0, nq, q_block):
         qb = q[qs : qs + q_block]
+        pairs = screen.pairs_in(qs, qs + len(qb))
         best_idx = np.zeros((len(qb), 0), dtype=np.int64)
         best_sc = np.zeros((len(qb), 0), dtype=np.float32)
         for ds in range(0, nd, block_size):
             s = qb @ d[ds : ds + block_size].T
+            if len(pairs):
+                screen.count(pairs, s[screen.qr[pairs] - qs], d[ds : ds + block_size])
             cand = _top_k_block(s, min(kk, s.shape[1]))
             idx = np.concatenate([best_idx, cand + ds], axis=1)
             sc = np.concatenate([best_sc, np.take_along_axis(s, cand, axis=1)], axis=1)
@@ -82,7 +106,7 @@ def dense_search(
             best_sc = np.take_along_axis(sc, order, axis=1)
         out_idx[qs : qs + len(qb)] = best_idx
         out_sc[qs : qs + len(qb)] = best_sc
-    return out_idx, out_sc
+    return out_idx, out_sc, screen.ranks()
 
 
 def dense_rank_of(
@@ -117,92 +141,110 @@ def dense_rank_range(
     ranks it within k" holds for every tie order only when ``worst <= k``. Returns two int64 arrays
     ``[len(query_rows)]``; float32 vectors are screened by :func:`_dense_rank_screened` (same counts).
     """
-    q = _as_matrix(query_vecs, "query_vecs", np.float64)
-    d = np.asarray(doc_vecs)
-    if d.ndim != 2 or d.shape[1] != q.shape[1]:
-        raise ValueError(f"doc_vecs must be 2-D with {q.shape[1]} columns, got shape {d.shape}")
-    qr = np.asarray(query_rows, dtype=np.int64)
-    dr = np.asarray(doc_rows, dtype=np.int64)
-    if qr.shape != dr.shape or qr.ndim != 1:
-        raise ValueError("query_rows and doc_rows must be 1-D and of equal length")
-    if len(qr) and (qr.min() < 0 or qr.max() >= len(q) or dr.min() < 0 or dr.max() >= len(d)):
-        raise IndexError("query_rows/doc_rows out of range")
-    qp = q[qr]
-    target = np.einsum("ij,ij->i", qp, np.asarray(d[dr], dtype=np.float64)).astype(np.float32)
+    screen = _RankScreen(query_vecs, doc_vecs, query_rows, doc_rows)
+    qr, qp, target, d = screen.qr, screen.qp, screen.target, np.asarray(doc_vecs)
     block_size = max(1, int(block_size))
     if np.asarray(query_vecs).dtype == np.float32 and d.dtype == np.float32 and len(qr) and len(d):
-        above, at_least = _dense_rank_screened(np.asarray(query_vecs), d, qr, qp, target, block_size)
-    else:
-        above = np.zeros(len(qr), dtype=np.int64)
-        at_least = np.zeros(len(qr), dtype=np.int64)
-        p_block = max(1, BLOCK_ELEMENTS // block_size)
-        for ds in range(0, len(d), block_size):
-            db = np.asarray(d[ds : ds + block_size], dtype=np.float64)
-            for ps in range(0, len(qr), p_block):
-                s = (qp[ps : ps + p_block] @ db.T).astype(np.float32)
-                t = target[ps : ps + p_block, None]
-                above[ps : ps + p_block] += (s > t).sum(axis=1)
-                at_least[ps : ps + p_block] += (s >= t).sum(axis=1)
-    # the target is in its own tie group even if its score, summed in another order, rounded the other way
-    return above + 1, np.maximum(at_least, above + 1)
+        _dense_rank_screened(np.asarray(query_vecs), d, screen, block_size)
+        return screen.ranks()
+    p_block = max(1, BLOCK_ELEMENTS // block_size)
+    for ds in range(0, len(d), block_size):
+        db = np.asarray(d[ds : ds + block_size], dtype=np.float64)
+        for ps in range(0, len(qr), p_block):
+            s = (qp[ps : ps + p_block] @ db.T).astype(np.float32)
+            t = target[ps : ps + p_block, None]
+            screen.above[ps : ps + p_block] += (s > t).sum(axis=1)
+            screen.at_least[ps : ps + p_block] += (s >= t).sum(axis=1)
+    return screen.ranks()
 
 
-def _dense_rank_screened(
-    q32: np.ndarray, d: np.ndarray, qr: np.ndarray, qp: np.ndarray, target: np.ndarray, block_size: int
-) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`dense_rank_range`'s counts (documents above the float32 ``target``, and at or above it) for float32
-    vectors (the :class:`~diagnose.space.VectorSpace` case), at about half the cost: each distinct query is scored
-    once per document block by a float32 matrix product, which decides every document whose float32 score is
-    farther from the target's float32 neighbours than the float32 rounding error can reach; only the documents
-    within that margin are rescored in float64, rounded to float32 and compared exactly as the float64 path does.
-
-    The margin is a rigorous bound (Higham, *Accuracy and Stability of Numerical Algorithms*, 3.1): a computed dot
-    product of length n differs from the exact one by at most ``gamma_n * sum|q_i d_i| <= gamma_n * |q| * |d|``
-    with ``gamma_n = n u / (1 - n u)``, in any summation order (BLAS blocking, FMA); float32 (``u = 2^-24``) and
-    float64 (``u = 2^-53``) errors are added, then doubled. A float64 score above the float32 just above the target
-    rounds above it, one below the float32 just below rounds below it. For unit vectors of 384 dimensions the
-    margin is ~5e-5, so a few hundred of 1M documents per pair are rescored. A rescored score is one float64 dot
-    product, which may sum in another order than the float64 matrix product: the results differ by ~1e-16, which
-    changes a float32 rounding only at a rounding boundary."""
-    n_dim = q32.shape[1]
-
-    def gamma(u: float) -> float:
-        return n_dim * u / (1 - n_dim * u)
-
-    q_norm = np.linalg.norm(qp, axis=1)
+def _dense_rank_screened(q32: np.ndarray, d: np.ndarray, screen: _RankScreen, block_size: int) -> None:
+    """:func:`dense_rank_range`'s counts for float32 vectors (the :class:`~diagnose.space.VectorSpace` case), at
+    about half the cost of float64 products: each distinct query is scored once per document block by a float32
+    matrix product, and :class:`_RankScreen` counts."""
     # pairs sorted by query: a block of pairs holds whole groups, each query scored once
-    order = np.argsort(qr, kind="stable")
-    qr_s, target_s, qnorm_s = qr[order], target[order], q_norm[order]
-    up = np.nextafter(target_s, np.float32(np.inf)).astype(np.float64)
-    down = np.nextafter(target_s, np.float32(-np.inf)).astype(np.float64)
-    above_s = np.zeros(len(qr), dtype=np.int64)
-    at_least_s = np.zeros(len(qr), dtype=np.int64)
+    order = np.argsort(screen.qr, kind="stable")
     p_block = max(1, BLOCK_ELEMENTS // block_size)
     chunks = []
-    for ps in range(0, len(qr_s), p_block):
-        uq, inv = np.unique(qr_s[ps : ps + p_block], return_inverse=True)
-        chunks.append((ps, inv.reshape(-1), q32[uq]))
+    for ps in range(0, len(order), p_block):
+        uq, inv = np.unique(screen.qr[order[ps : ps + p_block]], return_inverse=True)
+        chunks.append((order[ps : ps + p_block], inv.reshape(-1), q32[uq]))
     for ds in range(0, len(d), block_size):
         db = d[ds : ds + block_size]
+        for pairs, inv, qu in chunks:
+            screen.count(pairs, (qu @ db.T)[inv], db)
+
+
+class _RankScreen:
+    """The tie-range counts of (query row, document row) pairs among all documents (:func:`dense_rank_range`):
+    ``above`` = documents whose float32 cosine is above the target's, ``at_least`` = at or above it, fed block by
+    block with float32 scores (:meth:`count`), from whatever product made them.
+
+    A float32 score decides every document farther from the target's float32 neighbours than the float32 rounding
+    error can reach; only the documents within that margin are rescored in float64, rounded to float32 and
+    compared exactly as the float64 path does. The margin is a rigorous bound (Higham, *Accuracy and Stability of
+    Numerical Algorithms*, 3.1): a computed dot product of length n differs from the exact one by at most
+    ``gamma_n * sum|q_i d_i| <= gamma_n * |q| * |d|`` with ``gamma_n = n u / (1 - n u)``, in any summation order
+    (BLAS blocking, FMA); float32 (``u = 2^-24``) and float64 (``u = 2^-53``) errors are added, then doubled. A
+    float64 score above the float32 just above the target rounds above it, one below the float32 just below rounds
+    below it. For unit vectors of 384 dimensions the margin is ~5e-5, so a few hundred of 1M documents per pair are
+    rescored. A rescored score is one float64 dot product, which may sum in another order than the float64 matrix
+    product: the results differ by ~1e-16, which changes a float32 rounding only at a rounding boundary."""
+
+    def __init__(
+        self,
+        query_vecs: np.ndarray,
+        doc_vecs: np.ndarray,
+        query_rows: Sequence[int] | np.ndarray,
+        doc_rows: Sequence[int] | np.ndarray,
+    ) -> None:
+        q = np.asarray(query_vecs)  # only the pairs' rows in float64: dense_search screens no pair
+        if q.ndim != 2:
+            raise DataError(f"query_vecs must be a 2-D array, got shape {q.shape}", param="query_vecs")
+        d = np.asarray(doc_vecs)
+        if d.ndim != 2 or d.shape[1] != q.shape[1]:
+            raise ValueError(f"doc_vecs must be 2-D with {q.shape[1]} columns, got shape {d.shape}")
+        qr = np.asarray(query_rows, dtype=np.int64)
+        dr = np.asarray(doc_rows, dtype=np.int64)
+        if qr.shape != dr.shape or qr.ndim != 1:
+            raise ValueError("query_rows and doc_rows must be 1-D and of equal length")
+        if len(qr) and (qr.min() < 0 or qr.max() >= len(q) or dr.min() < 0 or dr.max() >= len(d)):
+            raise IndexError("query_rows/doc_rows out of range")
+        self.qr, self.qp = qr, np.asarray(q[qr], dtype=np.float64)
+        self.target = np.einsum("ij,ij->i", self.qp, np.asarray(d[dr], dtype=np.float64)).astype(np.float32)
+        n_dim = q.shape[1]
+        gamma = [n_dim * u / (1 - n_dim * u) for u in (2.0**-24, 2.0**-53)]
+        self.q_margin = 2.0 * sum(gamma) * np.linalg.norm(self.qp, axis=1)
+        self.up = np.nextafter(self.target, np.float32(np.inf)).astype(np.float64)
+        self.down = np.nextafter(self.target, np.float32(-np.inf)).astype(np.float64)
+        self.above = np.zeros(len(qr), dtype=np.int64)
+        self.at_least = np.zeros(len(qr), dtype=np.int64)
+        self._by_query = np.argsort(qr, kind="stable")
+
+    def pairs_in(self, start: int, stop: int) -> np.ndarray:
+        """The pairs whose query row is in ``[start, stop)``."""
+        qs = self.qr[self._by_query]
+        return self._by_query[np.searchsorted(qs, start) : np.searchsorted(qs, stop)]
+
+    def count(self, pairs: np.ndarray, s: np.ndarray, db: np.ndarray) -> None:
+        """Count one document block ``db``: ``s[i]`` = the float32 scores of pair ``pairs[i]``'s query against it."""
         d_max = float(np.sqrt(np.einsum("ij,ij->i", db, db, dtype=np.float64).max()))
-        for ps, inv, qu in chunks:
-            sl = slice(ps, ps + len(inv))
-            margin = 2.0 * (gamma(2.0**-24) + gamma(2.0**-53)) * qnorm_s[sl] * d_max
-            s = (qu @ db.T)[inv]
-            # float32 bounds rounded outwards (comparing float32 with float32 is ~3x faster than with float64)
-            hi = np.nextafter((up[sl] + margin).astype(np.float32), np.float32(np.inf))[:, None]
-            lo = np.nextafter((down[sl] - margin).astype(np.float32), np.float32(-np.inf))[:, None]
-            sure = np.count_nonzero(s > hi, axis=1)
-            above_s[sl] += sure
-            at_least_s[sl] += sure
-            pi, cj = np.nonzero((s <= hi) & (s >= lo))
-            if len(pi):
-                exact = np.einsum(
-                    "ij,ij->i", qp[order[ps + pi]], np.asarray(db[cj], dtype=np.float64)
-                ).astype(np.float32)
-                t = target_s[ps + pi]
-                above_s[sl] += np.bincount(pi, weights=exact > t, minlength=len(inv)).astype(np.int64)
-                at_least_s[sl] += np.bincount(pi, weights=exact >= t, minlength=len(inv)).astype(np.int64)
-    above, at_least = np.empty_like(above_s), np.empty_like(at_least_s)
-    above[order], at_least[order] = above_s, at_least_s
-    return above, at_least
+        margin = self.q_margin[pairs] * d_max
+        # float32 bounds rounded outwards (comparing float32 with float32 is ~3x faster than with float64)
+        hi = np.nextafter((self.up[pairs] + margin).astype(np.float32), np.float32(np.inf))[:, None]
+        lo = np.nextafter((self.down[pairs] - margin).astype(np.float32), np.float32(-np.inf))[:, None]
+        sure = np.count_nonzero(s > hi, axis=1)
+        self.above[pairs] += sure
+        self.at_least[pairs] += sure
+        pi, cj = np.nonzero((s <= hi) & (s >= lo))
+        if len(pi):
+            docs = np.asarray(db[cj], dtype=np.float64)
+            exact = np.einsum("ij,ij->i", self.qp[pairs[pi]], docs).astype(np.float32)
+            t = self.target[pairs[pi]]
+            self.above[pairs] += np.bincount(pi, weights=exact > t, minlength=len(pairs)).astype(np.int64)
+            self.at_least[pairs] += np.bincount(pi, weights=exact >= t, minlength=len(pairs)).astype(np.int64)
+
+    def ranks(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(best, worst)``: the target is in its own tie group even if its score, summed in another order,
+        rounded the other way."""
+        return self.above + 1, np.maximum(self.at_least, self.above + 1)

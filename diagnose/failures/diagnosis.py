@@ -28,7 +28,7 @@ from diagnose import defaults
 from diagnose.checks import is_int
 from diagnose.data import DataError, Dataset, Run, fields_dict
 from diagnose.failures.classes import CLASSES
-from diagnose.failures.evidence import Bm25Scores, Failure, build_failure, lookups
+from diagnose.failures.evidence import Bm25Scores, Failure, KnownRanks, build_failure, lookups
 from diagnose.failures.kind import RunKind
 from diagnose.failures.taxonomy import FailureMode, Thresholds, recommendation
 from diagnose.space import VectorSpace
@@ -222,6 +222,7 @@ def diagnose_run(
     progress=None,
     kind: RunKind | None = None,
     filters: QueryFilters | None = None,
+    known: KnownRanks | None = None,
 ) -> Diagnosis:
     """Analyse every failed (query, target) pair of ``run`` at ``k``.
 
@@ -229,6 +230,8 @@ def diagnose_run(
     :func:`calibrate` on this run. ``kind``: the run's kind (:class:`~diagnose.failures.kind.RunKind`; default
     unknown, read as dense), which the rules, sentences and recommendations follow. ``filters``: the per-query
     metadata filters (:mod:`diagnose.filters`): a target its query's filter excludes is ``filtered_out``.
+    ``known``: the failed pairs'
+    dense and BM25 ranks when computed with the baselines (:class:`~diagnose.failures.evidence.KnownRanks`).
     """
     if ds.corpus is None or ds.queries is None:
         raise DataError("The diagnosis needs the corpus and the queries.", param="corpus")
@@ -237,7 +240,7 @@ def diagnose_run(
     calibration = calibration or calibrate(ds, run, space, k, thresholds)
     pairs, n_golden = failed_pairs(ds, run, k, mode)
     kind = kind or RunKind()
-    look = lookups(ds, run, space, pairs, kind.kind, filters)
+    look = lookups(ds, run, space, pairs, kind.kind, filters, known)
     scores = Bm25Scores(bm25)
     failures: list[Failure] = []
     for i, (q, d, g) in enumerate(pairs):

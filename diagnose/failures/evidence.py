@@ -142,6 +142,17 @@ def _dense_ranks(space: VectorSpace, pairs: list[tuple[str, str]]) -> dict[tuple
     return {p: (int(b), int(w)) for p, b, w in zip(ok, best, worst, strict=True)}
 
 
+class KnownRanks(NamedTuple):
+    """Ranks of the failed pairs computed in the baselines' passes (:mod:`diagnose.baselines`), so that the
+    diagnosis does not score their queries over the corpus again: ``dense`` = (query, doc) -> the
+    :func:`~diagnose.embed.dense_rank_range` (best, worst) of every pair with vectors, ``bm25`` = (query, doc) ->
+    (best, worst, score) as :func:`~diagnose.lexical.bm25_rank_range` and the score give them. ``None``: not
+    known, computed by the diagnosis."""
+
+    dense: dict[tuple[str, str], tuple[int, int]] | None = None
+    bm25: dict[tuple[str, str], tuple[int | None, int | None, float]] | None = None
+
+
 @dataclass
 class _Lookups:
     """What every pair of one run reads, computed once per run (:func:`lookups`)."""
@@ -158,6 +169,8 @@ class _Lookups:
     kind: str = "unknown"  # the run's kind (diagnose.failures.kind)
     filters: QueryFilters | None = None  # the per-query metadata filters (diagnose.filters), when given
     split: dict[tuple[str, str], float] = field(default_factory=dict)  # split targets (diagnose.chunks.split)
+    # (best, worst, score) of pairs scored with the BM25 baseline, in the same pass (BM25Index.to_run_ranked)
+    bm25_known: dict[tuple[str, str], tuple[int | None, int | None, float]] = field(default_factory=dict)
 
     def norm(self, doc: str) -> str:
         if doc not in self.norm_cache:
@@ -172,7 +185,9 @@ def lookups(
     pairs: list[tuple[str, str, int]],
     kind: str = "unknown",
     filters: QueryFilters | None = None,
+    known: KnownRanks | None = None,
 ) -> _Lookups:
+    """What every pair reads; ``known``: ranks already computed with the baselines (:class:`KnownRanks`)."""
 
     corpus_row = ds.corpus.index_of()
     doc_texts = ds.corpus.texts()
@@ -188,11 +203,16 @@ def lookups(
         doc_texts=doc_texts,
         grades=ds.qrels.as_dict(),
         lists=run.ranked_lists(),
-        dense=_dense_ranks(space, [(q, d) for q, d, _ in pairs if d in corpus_row]),
+        dense=(
+            known.dense
+            if known is not None and known.dense is not None
+            else _dense_ranks(space, [(q, d) for q, d, _ in pairs if d in corpus_row])
+        ),
         target_stems=target_stems,
         kind=kind,
         filters=filters,
         split=split_targets(ds.qrels, ds.corpus),
+        bm25_known=known.bm25 if known is not None and known.bm25 is not None else {},
     )
 
 
@@ -227,13 +247,17 @@ class _Lexical(NamedTuple):
 
 def _lexical(look: _Lookups, bm25: Bm25Scores, q: str, d: str, text: str) -> _Lexical:
 
-    scores = bm25.of(q, text)
-    row = look.corpus_row[d]
-    best, worst = bm25_rank_range(scores, row)
+    if (q, d) in look.bm25_known:  # scored with the BM25 baseline, in the same pass
+        best, worst, score = look.bm25_known[(q, d)]
+    else:
+        scores = bm25.of(q, text)
+        row = look.corpus_row[d]
+        best, worst = bm25_rank_range(scores, row)
+        score = float(scores[row])
     ov = term_overlap(text, "", doc_stems=look.target_stems[d])
     return _Lexical(
         best,
-        float(scores[row]),
+        score,
         tuple(ov.present),
         tuple(ov.missing),
         float(ov.overlap_ratio),

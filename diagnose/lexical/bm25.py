@@ -14,7 +14,7 @@ from diagnose.checks import is_int, one_of
 from diagnose.data import DataError, Run, ValidationReport
 from diagnose.defaults import BM25_ENGINE, BM25_ENGINES, DEPTH
 from diagnose.lexical.engines import Bm25sImpl, RankBm25Impl, index_key
-from diagnose.lexical.terms import tokenize
+from diagnose.lexical.terms import tokenize, tokenize_ids
 
 ENGINES = BM25_ENGINES
 BM25S_METHODS = ("lucene", "robertson", "atire")
@@ -84,13 +84,20 @@ class BM25Index:
             impl = Bm25sImpl.from_cache(cache, key, len(ids_arr))
             if impl is not None:
                 return cls(ids=ids_arr, engine=engine, method=method, k1=float(k1), b=float(b), impl=impl)
-        tokens = tokenize(list(texts))
-        if not any(tokens):
+        if engine == "bm25s":  # the corpus as term-id arrays, without a list of stems per document
+            terms, flat, lens = tokenize_ids(list(texts))
+            empty = not len(flat)
+        else:
+            tokens = tokenize(list(texts))
+            empty = not any(tokens)
+        if empty:
             raise DataError(
                 "BM25 index: no document has a single indexable word (all texts are empty, punctuation or "
                 "stopwords). Check the corpus text field."
             )
-        impl = Bm25sImpl(tokens, k1, b, method) if engine == "bm25s" else RankBm25Impl(tokens, k1, b)
+        impl = (
+            Bm25sImpl(terms, flat, lens, k1, b, method) if engine == "bm25s" else RankBm25Impl(tokens, k1, b)
+        )
         if cache is not None:
             impl.to_cache(cache, key)
         return cls(ids=ids_arr, engine=engine, method=method, k1=float(k1), b=float(b), impl=impl)
@@ -127,6 +134,15 @@ class BM25Index:
         self, query_texts: Sequence[str], k: int
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Top-k of every query as flat arrays (query row, doc row, score, 1-based rank), in rank order."""
+        none = np.zeros(0, dtype=np.int64)
+        return self._search_ranked(query_texts, k, none, none)[0]
+
+    def _search_ranked(
+        self, query_texts: Sequence[str], k: int, query_rows: np.ndarray, doc_rows: np.ndarray
+    ) -> tuple[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray], np.ndarray]:
+        """:meth:`_search_arrays`, and from the same score blocks :func:`bm25_rank_range` and the score of each
+        pair (``query_texts[query_rows[i]]``, document row ``doc_rows[i]``): ``(arrays, known)`` with ``known[i] =
+        (best, worst, score)`` (best and worst -1 where the score is 0: no rank)."""
         if isinstance(query_texts, str):
             raise DataError(
                 "Pass a sequence of query texts, not one string: use [query].", param="query_texts"
@@ -138,14 +154,18 @@ class BM25Index:
         tokens = tokenize(list(query_texts))
         block = max(1, _BLOCK_CELLS // n)
         parts = []
+        known = np.zeros((len(query_rows), 3))
         for start in range(0, len(tokens), block):
             s = self._score_block(tokens[start : start + block])
             q, d, sc, r = _topk_rows(s, k, self._tie)
             parts.append((q + start, d, sc, r))
+            for i in np.flatnonzero((query_rows >= start) & (query_rows < start + len(s))):
+                best, worst = bm25_rank_range(s[query_rows[i] - start], doc_rows[i])
+                known[i] = (best or -1, worst or -1, s[query_rows[i] - start, doc_rows[i]])
         if not parts:
             empty = np.zeros(0, dtype=np.int64)
-            return empty, empty, np.zeros(0), empty
-        return tuple(np.concatenate(x) for x in zip(*parts, strict=True))  # type: ignore[return-value]
+            return (empty, empty, np.zeros(0), empty), known
+        return tuple(np.concatenate(x) for x in zip(*parts, strict=True)), known  # type: ignore[return-value]
 
     def search(self, query_texts: Sequence[str], k: int) -> list[list[tuple[str, float]]]:
         """Top ``k`` ``(doc_id, score)`` per query: score > 0 only, score descending, ties by doc id descending."""
@@ -162,6 +182,21 @@ class BM25Index:
         """Search every query and return a :class:`~diagnose.data.Run` (same order and ties as :meth:`search`).
 
         A query that matches no document has no rows (evaluation counts it as a miss)."""
+        return self.to_run_ranked(query_ids, query_texts, [], depth=depth, name=name)[0]
+
+    def to_run_ranked(
+        self,
+        query_ids: Sequence[str],
+        query_texts: Sequence[str],
+        pairs: Sequence[tuple[str, str]],
+        *,
+        depth: int = DEPTH,
+        name: str = "bm25",
+    ) -> tuple[Run, dict[tuple[str, str], tuple[int | None, int | None, float]]]:
+        """:meth:`to_run`, and from the same scores the ``(best, worst, score)`` of each (query id, doc id) of
+        ``pairs`` whose query is searched and whose document is indexed (the others are left out of the dict):
+        :func:`bm25_rank_range` of the document (``None`` ranks at score 0) and its score, as :meth:`scores`
+        gives them, so that a query is scored once for its run and its evidence."""
         qids = np.asarray([str(x) for x in query_ids], dtype=object)
         if len(qids) != len(query_texts):
             raise DataError(f"BM25 run: {len(query_texts)} query texts but {len(qids)} query ids.")
@@ -169,7 +204,11 @@ class BM25Index:
         if dup.any():
             ex = ", ".join(repr(x) for x in pd.unique(qids[dup.to_numpy()])[:5])
             raise DataError(f"BM25 run: duplicate query ids (e.g. {ex}); each query must appear once.")
-        q, d, sc, r = self._search_arrays(query_texts, depth)
+        q_at = {q: i for i, q in enumerate(qids.tolist())}
+        found = [(p, q_at[p[0]], self._row[p[1]]) for p in pairs if p[0] in q_at and p[1] in self._row]
+        qr = np.asarray([i for _, i, _ in found], dtype=np.int64)
+        dr = np.asarray([j for _, _, j in found], dtype=np.int64)
+        (q, d, sc, r), known = self._search_ranked(query_texts, depth, qr, dr)
         df = pd.DataFrame(
             {
                 "query_id": pd.Series(qids[q], dtype=object),
@@ -178,7 +217,12 @@ class BM25Index:
                 "rank": r.astype(np.int64),
             }
         )
-        return Run(name, df, source=f"BM25 ({self.engine}, {self.method}, k1={self.k1}, b={self.b})")
+        run = Run(name, df, source=f"BM25 ({self.engine}, {self.method}, k1={self.k1}, b={self.b})")
+        ranks = {
+            p: (int(b) if b > 0 else None, int(w) if w > 0 else None, float(s))
+            for (p, _, _), (b, w, s) in zip(found, known.tolist(), strict=True)
+        }
+        return run, ranks
 
 
 def bm25_rank_range(scores: np.ndarray, row: int) -> tuple[int | None, int | None]:

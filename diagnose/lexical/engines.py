@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
-from itertools import chain
 from typing import Any
 
 import numpy as np
@@ -24,7 +23,7 @@ def index_key(ids: np.ndarray, texts: Sequence[str], method: str, k1: float, b: 
     return "bm25-" + h.hexdigest()
 
 
-def _bm25s_scores_vectorised(retriever: Any, tokens: list[list[str]], vocab: dict[str, int]) -> dict | None:
+def _bm25s_scores_vectorised(retriever: Any, flat: np.ndarray, lens: np.ndarray, n_vocab: int) -> dict | None:
     """What ``retriever.index((token_ids, vocab))`` stores in ``retriever.scores``, bit for bit, computed with whole-
     corpus numpy operations instead of bm25s' loop over documents (a ``Counter`` and a dozen small numpy calls per
     document: ~25 s of the ~40 s index build at 1M documents).
@@ -35,15 +34,17 @@ def _bm25s_scores_vectorised(retriever: Any, tokens: list[list[str]], vocab: dic
     the same float32/float64 operands as bm25s' per-document call under numpy >= 2's promotion rules), the float64
     product rounded into the float32 score array, and bm25s' own CSC builder. Returns None (the caller lets bm25s
     index) for methods with a non-occurrence term (bm25l, bm25+) and under numpy < 2, whose value-based casting
-    would compute the per-document call in float32."""
+    would compute the per-document call in float32.
+
+    ``flat``: every document's term ids, one document after the other; ``lens``: the number of terms of each."""
     from bm25s import scoring
 
     if retriever.method in getattr(retriever, "methods_requiring_nonoccurrence", ("bm25l", "bm25+")):
         return None
     if np.lib.NumpyVersion(np.__version__) < "2.0.0":
         return None
-    n_docs, n_vocab = len(tokens), len(vocab)
-    lens, doc_idx, voc_idx, counts = _term_counts(tokens, vocab)
+    n_docs = len(lens)
+    doc_idx, voc_idx, counts = _term_counts(flat, lens, n_vocab)
     df = np.bincount(voc_idx, minlength=n_vocab)
     doc_frequencies = dict(zip(range(n_vocab), df.tolist(), strict=True))
     avg_doc_len = lens.mean()  # bm25s: np.array([len(doc_ids) for doc_ids in corpus_token_ids]).mean()
@@ -69,23 +70,18 @@ def _bm25s_scores_vectorised(retriever: Any, tokens: list[list[str]], vocab: dic
 
 
 def _term_counts(
-    tokens: list[list[str]], vocab: dict[str, int]
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Per document its length, and one entry per (document, distinct term): document index, term index and count,
-    documents in order and each document's terms by first occurrence (the order of bm25s' ``Counter``)."""
-    n_docs, n_vocab = len(tokens), len(vocab)
-    lens = np.fromiter(map(len, tokens), dtype=np.int64, count=n_docs)
-    flat = np.fromiter(
-        map(vocab.__getitem__, chain.from_iterable(tokens)), dtype=np.int64, count=int(lens.sum())
-    )
-    doc_of = np.repeat(np.arange(n_docs, dtype=np.int64), lens)
+    flat: np.ndarray, lens: np.ndarray, n_vocab: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """One entry per (document, distinct term): document index, term index and count, documents in order and each
+    document's terms by first occurrence (the order of bm25s' ``Counter``)."""
+    doc_of = np.repeat(np.arange(len(lens), dtype=np.int64), lens)
     keys, first, counts = np.unique(doc_of * n_vocab + flat, return_index=True, return_counts=True)
-    del flat
+    del doc_of
     # documents in order, terms by first occurrence (Counter's order)
     order = np.argsort(first, kind="stable")
     keys, counts = keys[order], counts[order]
     doc_idx, voc_idx = np.divmod(keys, n_vocab)
-    return lens, doc_idx, voc_idx, counts
+    return doc_idx, voc_idx, counts
 
 
 def _csc(
@@ -106,16 +102,19 @@ def _csc(
 class Bm25sImpl:
     """bm25s builds the (document x term) score matrix; we score query blocks with one sparse product."""
 
-    def __init__(self, tokens: list[list[str]], k1: float, b: float, method: str) -> None:
+    def __init__(
+        self, terms: list[str], flat: np.ndarray, lens: np.ndarray, k1: float, b: float, method: str
+    ) -> None:
+        """``terms``: the vocabulary in first-seen order; ``flat`` / ``lens``: the documents' term ids and counts,
+        as :func:`~diagnose.lexical.terms.tokenize_ids` gives them."""
         import bm25s
         import scipy.sparse as sp
 
-        # term ids in first-seen order (dict.fromkeys keeps it), assigned in C rather than per token in Python
-        vocab: dict[str, int] = {t: j for j, t in enumerate(dict.fromkeys(chain.from_iterable(tokens)))}
+        vocab: dict[str, int] = {t: j for j, t in enumerate(terms)}
         retriever = bm25s.BM25(k1=k1, b=b, method=method)
-        sc = _bm25s_scores_vectorised(retriever, tokens, vocab)
+        sc = _bm25s_scores_vectorised(retriever, flat, lens, len(vocab))
         if sc is None:  # what the fast path does not replicate: let bm25s index, one document at a time
-            token_ids = [list(map(vocab.__getitem__, doc)) for doc in tokens]
+            token_ids = [ids.tolist() for ids in np.split(flat, np.cumsum(lens)[:-1])] if len(lens) else []
             retriever.index((token_ids, vocab), create_empty_token=False, show_progress=False)
             sc = retriever.scores
         else:
