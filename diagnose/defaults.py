@@ -52,3 +52,14 @@ CONCURRENCY = 4
 MAP_COLORINGS = ("role", "failure_class")
 MAP_COLOR_BY = "role"
 """What colours the points of the embedding map: their role (target, retrieved, query...) or failure class."""
+
+PASSAGE_SENTENCES = 3
+"""A passage of a target (:mod:`diagnose.failures.passages`): up to this many consecutive sentences, cut to the
+model's window."""
+
+DILUTED_MARGIN = 0.15
+"""The diluted class: a passage within the model's window beats the whole target's cosine by at least this much."""
+
+MAXSIM_MAX_DOCS = 20_000
+"""The passage remedy searches every document's passages up to this many documents; above it, it re-scores only the
+run's candidates and the relevant documents (:func:`diagnose.failures.passages.maxsim_run`)."""

@@ -29,6 +29,10 @@ table, the advice when nothing runs offline); the code of each remedy id is here
                   depth of the near-miss rule) reranked by exact cosine (:func:`cosine_rerank`): for ``near_miss``,
                   and for ``ranking_failure`` (the target is findable; the rerank tests whether the model would put
                   it higher than the run did)
+``passages``      the documents' passages that fit the model's window (sentence windows,
+                  :mod:`diagnose.failures.passages`) encoded, each document scored by its best passage's cosine
+                  (max-sim) over the whole corpus (up to :data:`~diagnose.defaults.MAXSIM_MAX_DOCS` documents; above
+                  it, the run's top 100 and the relevant documents re-scored): for ``truncated`` and ``diluted``
 ``judge``         not a retrieval remedy: judge the near-duplicate the run found (``recovered`` is None)
 ``none``          no offline remedy (``semantic_gap``: fine-tuning on in-domain pairs or enriching the documents
                   needs work; ``missing_document``: the data is wrong)
@@ -327,6 +331,7 @@ def _builders(
     cross_encoder_run: Run | None,
     depth: int,
     hybrid_run: Run | None = None,
+    passage_run: Callable[[], Run] | None = None,
 ) -> dict[str, Callable[[], Run] | None]:
     """remedy id -> what builds the remedied run (None when its input was not given)."""
 
@@ -339,6 +344,7 @@ def _builders(
         "bm25": (lambda: bm25_run) if bm25_run else None,
         "hybrid_baseline": (lambda: hybrid_run) if hybrid_run else None,
         "rerank": (lambda: cosine_rerank(run, space, depth)) if space is not None else None,
+        "passages": passage_run,
     }
 
 
@@ -348,6 +354,7 @@ _MISSING_INPUT = {
     "rerank": "pass space",
     "bm25": "pass bm25_run",
     "hybrid_baseline": "pass hybrid_run",
+    "passages": "the model's window is unknown (precomputed vectors without a model), or pass passage_run",
 }
 _NOT_MEASURED = dict(recovered=None, lost_hits=None, mean_diff=None, p_value=None)
 
@@ -413,6 +420,7 @@ def prove_remedies(
     seed: int = defaults.SEED,
     kind: str | None = None,
     hybrid_run: Run | None = None,
+    passage_run: Callable[[], Run] | None = None,
 ) -> Remedies:
     """Apply each failure class's offline remedy to ``run`` and measure it (module docstring: every definition).
 
@@ -426,7 +434,8 @@ def prove_remedies(
     a second ``near_miss`` row (remedy id ``"crossencoder"``) after the taxonomy's rows (one a class). Pure: nothing
     is encoded or indexed here. ``kind``: the run's kind (default: the diagnosis's), which picks each
     class's remedy for that kind (``FailureClass.by_kind``); ``hybrid_run`` (the hybrid baseline) is read for a hybrid
-    run's index gaps.
+    run's index gaps. ``passage_run``: builds the passage max-sim run (:func:`diagnose.failures.passages.maxsim_run`)
+    of the ``truncated`` and ``diluted`` classes, called only when it is measured (encoding passages is not free).
     """
 
     k, mode = _check_inputs(run, diagnosis, k, mode)
@@ -435,7 +444,7 @@ def prove_remedies(
     names = list(dict.fromkeys([hit_name, metric_name]))
     base = evaluate(ds.qrels, run, names).per_query
     depth = diagnosis.thresholds.near_miss_factor * k
-    builders = _builders(run, space, bm25_run, dense_run, cross_encoder_run, depth, hybrid_run)
+    builders = _builders(run, space, bm25_run, dense_run, cross_encoder_run, depth, hybrid_run, passage_run)
     trials = _Trials(ds, base, names, hit_name, metric_name, k, builders, n_resamples, seed)
 
     by_class: dict[str, list[tuple[str, str]]] = {c.id: [] for c in FAILURE_CLASSES}

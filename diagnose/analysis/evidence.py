@@ -27,6 +27,7 @@ from diagnose.compare import rerank_cross_encoder, rerank_report
 from diagnose.data import Run
 from diagnose.failures import CLASSES, Failure, diagnose_run, find_label_noise, hubness, sort_worst
 from diagnose.failures.kind import BASELINE_KINDS, RunKind, infer_run_kind
+from diagnose.failures.passages import maxsim_run
 from diagnose.inspection import inspect_query
 from diagnose.model_choice import compare_models
 from diagnose.remedies import prove_remedies
@@ -53,7 +54,15 @@ class Evidence(Scores):
             space, bm25, kind = self.space, self.bm25, self.run_kind(name, k=k)
             self._reporter.step(f"Diagnosing the failures of {name} at k={k}")
             return diagnose_run(
-                self.dataset, run_obj, space, bm25, k=k, mode=mode, thresholds=self.thresholds, kind=kind
+                self.dataset,
+                run_obj,
+                space,
+                bm25,
+                k=k,
+                mode=mode,
+                thresholds=self.thresholds,
+                kind=kind,
+                passages=self.passages,
             )
 
         return self._cached(("diagnosis", name, k, mode), build)
@@ -156,6 +165,7 @@ class Evidence(Scores):
                 dense_run=self._baseline("dense"),
                 cross_encoder_run=self._cross_encoded(name, cross_encoder, depth) if cross_encoder else None,
                 hybrid_run=self._baseline("hybrid") if hybrid else None,
+                passage_run=self._passage_run(name) if self.passages is not None else None,
             )
 
         return self._cached(("remedies", name, k, mode, cross_encoder), build)
@@ -212,6 +222,16 @@ class Evidence(Scores):
             )  # fmt: skip
 
         return self._cached(key, build)
+
+    def _passage_run(self, name: str):  # noqa: ANN202 - a builder: () -> Run
+        """What builds the passage remedy of run ``name`` (:func:`diagnose.failures.passages.maxsim_run`,
+        memoised): every document's passages, max-sim, top ``depth``, over the golden queries."""
+
+        def build() -> Run:
+            self._reporter.step(f"Ranking documents by their best passage (the passage remedy of {name})")
+            return maxsim_run(self.passages, self.runs[name], self.golden, depth=self.depth)
+
+        return lambda: self._cached(("passage_run", name, self.depth), build)
 
     def _cross_encoded(self, name: str, model: str, depth: int) -> Run:
         """The run's top ``depth`` reranked live by the CrossEncoder ``model`` (memoised)."""

@@ -143,6 +143,50 @@ FAILURE_CLASSES: tuple[FailureClass, ...] = (
         ),
     ),
     FailureClass(
+        id="truncated",
+        label="Truncated",
+        legend="Truncated (the match lies beyond the model's window)",
+        color="#882255",
+        rule=(
+            "exact dense search does not rank the target within k, the model's window is known, and the target's "
+            "best-matching passage, or every passage at or above the calibrated threshold, starts beyond it (token "
+            "offset ≥ window − special tokens)"
+        ),
+        what_to_do="chunk the documents into passages that fit the window, or use a model with a longer window",
+        recommendation=(
+            "The part of the target that answers the query lies beyond the embedding model's window: the model "
+            "never read it, so the target's vector does not hold it. Chunk the documents into passages that fit the "
+            "window (and rank documents by their best passage), or use a model with a longer window; a reranker or "
+            "fine-tuning cannot recover text the model never reads."
+        ),
+        remedy=Remedy("passages", "max-sim over passages that fit the model's window"),
+        evidence=(
+            "The best-matching passage (cosine {passage_cosine:.3f}) starts at token {passage_offset} of "
+            "{target_tokens}, beyond the model's window of {window_tokens} tokens; {base}."
+        ),
+    ),
+    FailureClass(
+        id="diluted",
+        label="Diluted",
+        legend="Diluted (one passage matches, the whole document does not)",
+        color="#F0E442",
+        rule=(
+            "exact dense search does not rank the target within k, and a passage within the model's window has "
+            "cosine ≥ the calibrated threshold and ≥ the whole target's cosine + {diluted_margin:g}"
+        ),
+        what_to_do="split long documents into passages (chunking), rank documents by their best passage",
+        recommendation=(
+            "One passage of the target matches the query well, but the rest of the document is about other things "
+            "and dilutes the whole document's vector. Index smaller passages (chunk by section or a few sentences) "
+            "and rank documents by their best passage, or split the page by topic."
+        ),
+        remedy=Remedy("passages", "max-sim over passages that fit the model's window"),
+        evidence=(
+            "A passage at token {passage_offset} matches the query at cosine {passage_cosine:.3f}, the whole target "
+            "at {target_cosine:.3f}: the rest of the document dilutes it; {base}."
+        ),
+    ),
+    FailureClass(
         id="near_miss",
         label="Near miss",
         legend="Near miss (ranked just below k)",
