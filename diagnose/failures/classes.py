@@ -148,9 +148,9 @@ FAILURE_CLASSES: tuple[FailureClass, ...] = (
         legend="Truncated (the match lies beyond the model's window)",
         color="#882255",
         rule=(
-            "exact dense search does not rank the target within k, the model's window is known, and the target's "
-            "best-matching passage, or every passage at or above the calibrated threshold, starts beyond it (token "
-            "offset ≥ window − special tokens)"
+            "the whole target's cosine is below the calibrated threshold, the model's window is known, and the "
+            "target's best-matching passage, or every passage at or above the calibrated threshold, starts beyond it "
+            "(token offset ≥ window − special tokens)"
         ),
         what_to_do="chunk the documents into passages that fit the window, or use a model with a longer window",
         recommendation=(
@@ -171,8 +171,8 @@ FAILURE_CLASSES: tuple[FailureClass, ...] = (
         legend="Diluted (one passage matches, the whole document does not)",
         color="#F0E442",
         rule=(
-            "exact dense search does not rank the target within k, and a passage within the model's window has "
-            "cosine ≥ the calibrated threshold and ≥ the whole target's cosine + {diluted_margin:g}"
+            "the whole target's cosine is below the calibrated threshold, and a passage within the model's window "
+            "has cosine ≥ the calibrated threshold and ≥ the whole target's cosine + {diluted_margin:g}"
         ),
         what_to_do="split long documents into passages (chunking), rank documents by their best passage",
         recommendation=(

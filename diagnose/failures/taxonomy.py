@@ -108,12 +108,14 @@ def classify(
         return "missing_document"
     if duplicate:
         return "label_gap"
-    if passage is not None and not within(dense_rank, dense_rank_worst, k):
+    if passage is not None:
         cap, good = passage.capacity, passage.first_good_offset
-        if passage.passage_offset >= cap or (good is not None and good >= cap):
+        beyond = passage.passage_offset >= cap or (good is not None and good >= cap)
+        if beyond and passage.target_cosine < calibrated:
             return "truncated"
         gain = passage.passage_cosine - passage.target_cosine
-        if passage.passage_cosine >= calibrated and gain >= thresholds.diluted_margin:
+        low = passage.target_cosine < calibrated
+        if low and passage.passage_cosine >= calibrated and gain >= thresholds.diluted_margin:
             return "diluted"
     near_hi = thresholds.near_miss_factor * k
     if run_rank is not None and k < run_rank <= near_hi:
