@@ -132,7 +132,7 @@ class RemedyResult:
     def sentence(self, k: int, unit: str = "failed queries") -> str:
         """One line for a person: what the remedy would do, with its evidence. ``unit``: what ``failures`` counts
         (:attr:`Remedies.unit`); in "failed queries" the missed pairs are said too."""
-        c = self.cls
+        c = CLASS_BY_ID[self.cls].phrase
         pairs = f" ({self.missed_pairs} missed pair{'s' if self.missed_pairs != 1 else ''})"
         word = _SINGULAR.get(unit, unit) if self.failures == 1 else unit
         of = f"{self.failures} {word} of class {c}{pairs if unit == 'failed queries' else ''}"

@@ -50,6 +50,9 @@ def test_passages_are_sentence_windows_cut_to_the_window():
     # a window of 3 sentences = 6 words does not fit 5: cut into pieces of at most 5 words (0-5, 5-6; 2-7, 7-8)
     t3 = split_passages([text], w, size=3)
     assert list(zip(t3.start.tolist(), t3.end.tolist(), strict=True)) == [(0, 5), (5, 6), (2, 7), (7, 8)]
+    # side by side (the remedy's index): windows start at sentences 0 and 2 only
+    side = split_passages([text], w, size=2, stride=2)
+    assert side.texts == ["a b. C d.", "E f. G h."]
 
 
 def test_the_window_of_a_fake_encoder_and_of_none():

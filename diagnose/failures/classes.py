@@ -80,6 +80,12 @@ class FailureClass:
     evidence: str
     by_kind: Mapping[str, ForKind] = field(default_factory=dict)
 
+    @property
+    def phrase(self) -> str:
+        """The label inside a sentence: its first letter in lower case ("vocabulary mismatch"), unless it starts
+        with an acronym."""
+        return self.label if self.label[:2].isupper() else self.label[:1].lower() + self.label[1:]
+
     def recommendation_for(self, kind: str = "unknown") -> str:
         """The recommendation for a run of ``kind``."""
         return _pick(self.by_kind.get(kind), "recommendation") or self.recommendation

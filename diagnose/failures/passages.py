@@ -24,7 +24,8 @@ word pieces, *including* its two special tokens ([CLS], [SEP]), so it reads the 
   (the failure's ``cosine`` when the vectors are the model's own); ``first_good_offset`` = the smallest offset among
   the passages whose cosine reaches the calibrated threshold (None when none does). The rules that read them are
   ``truncated`` and ``diluted`` in :func:`diagnose.failures.taxonomy.classify`.
-- **The remedy** (:func:`maxsim_run`): every document's passages encoded, a document scored by its best passage
+- **The remedy** (:func:`maxsim_run`): every document's passages encoded (the same windows of sentences, side by side
+  instead of one starting at every sentence: a third as many to encode), a document scored by its best passage
   (max-sim) and ranked; over :data:`~diagnose.defaults.MAXSIM_MAX_DOCS` documents only the run's candidates and the
   relevant documents of each query are re-scored that way.
 
@@ -138,14 +139,17 @@ class PassageTable(NamedTuple):
     window_char: np.ndarray
 
 
-def _text_passages(text: str, spans: list[tuple[int, int]], cap: int, size: int) -> list[tuple[int, int]]:
+def _text_passages(
+    text: str, spans: list[tuple[int, int]], cap: int, size: int, stride: int
+) -> list[tuple[int, int]]:
     """The (start token, end token) ranges of one text's passages (module docstring)."""
     starts = [a for a, _ in spans]
     sentences = split_sentences(text) or [(0, len(text))]
     lo = [bisect_left(starts, a) for a, _ in sentences]
     hi = [bisect_left(starts, b) for _, b in sentences]
     out: dict[tuple[int, int], None] = {}
-    for i in range(max(1, len(sentences) - size + 1)):
+    last = max(1, len(sentences) - size + 1) if stride == 1 else len(sentences)
+    for i in range(0, last, stride):
         t0, t1 = lo[i], hi[min(i + size, len(sentences)) - 1]
         for s in range(t0, t1, cap):
             out[(s, min(s + cap, t1))] = None
@@ -153,16 +157,17 @@ def _text_passages(text: str, spans: list[tuple[int, int]], cap: int, size: int)
 
 
 def split_passages(
-    texts: Sequence[str], window: ModelWindow, size: int = defaults.PASSAGE_SENTENCES
+    texts: Sequence[str], window: ModelWindow, size: int = defaults.PASSAGE_SENTENCES, stride: int = 1
 ) -> PassageTable:
-    """Every text's passages (module docstring), in text order then token order."""
+    """Every text's passages (module docstring), in text order then token order. ``stride``: 1 for a window
+    starting at every sentence (the diagnosis), ``size`` for windows side by side (the remedy's index)."""
     cols: list[list[int]] = [[], [], [], [], []]
     out_texts: list[str] = []
     n_tokens, window_char = [], []
     for row, (text, spans) in enumerate(zip(texts, window.spans(texts), strict=True)):
         n_tokens.append(len(spans))
         window_char.append(spans[window.capacity][0] if len(spans) > window.capacity else -1)
-        for s, e in _text_passages(text, spans, window.capacity, size):
+        for s, e in _text_passages(text, spans, window.capacity, size, stride):
             a, b = spans[s][0], spans[e - 1][1]
             for col, v in zip(cols, (row, s, e, a, b), strict=True):
                 col.append(v)
@@ -213,9 +218,11 @@ class PassageScorer:
         bar = reporter(self.progress).bar(label) if label else False
         return embed_texts(self.encoder, texts, cache=self.cache, progress=bar, report=self.ds.report)
 
-    def passages(self, doc_ids: Sequence[str]) -> tuple[PassageTable, np.ndarray]:
-        """The passages of ``doc_ids`` (rows of the table index ``doc_ids``) and their vectors."""
-        table = split_passages([self._texts[self.doc_row[d]] for d in doc_ids], self.window, self.sentences)
+    def passages(self, doc_ids: Sequence[str], *, stride: int = 1) -> tuple[PassageTable, np.ndarray]:
+        """The passages of ``doc_ids`` (rows of the table index ``doc_ids``) and their vectors (``stride``:
+        :func:`split_passages`)."""
+        texts = [self._texts[self.doc_row[d]] for d in doc_ids]
+        table = split_passages(texts, self.window, self.sentences, stride)
         what = f"Encoding {len(table.texts):,} passages of {len(doc_ids):,} documents (fitting {self.window.tokens} tokens)"
         return table, self._embed(table.texts, what)
 
@@ -291,7 +298,7 @@ def maxsim_run(
     qvecs = scorer.query_vectors(qids)
     rows = []
     if len(ids) <= max_docs:
-        table, pvecs = scorer.passages(ids)
+        table, pvecs = scorer.passages(ids, stride=scorer.sentences)
         for block in range(0, len(qids), 256):
             scores = _maxsim(qvecs[block : block + 256], pvecs, table.text_row, len(ids))
             rows += _top_rows(qids[block : block + 256], ids, scores, depth)
@@ -329,7 +336,9 @@ def _candidate_rows(
             if q in wanted and d in scorer.doc_row:
                 wanted[q].add(d)
     docs = sorted(set().union(*wanted.values()))
-    table, pvecs = scorer.passages(docs)
+    if not docs:
+        return []
+    table, pvecs = scorer.passages(docs, stride=scorer.sentences)
     col = {d: i for i, d in enumerate(docs)}
     rows = []
     for i, q in enumerate(qids):

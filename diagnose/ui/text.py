@@ -89,3 +89,24 @@ def margin_words(margin: float, k: int) -> str:
             "ranks it lower: the run does not order by this model's cosine"
         )
     return f"zero at this precision: the target and the #{k} document are as close to the query"
+
+
+def passage_md(text: str, start: int, length: int, window_char: int | None, window_tokens: int) -> str:
+    """Markdown of a target's text (``title + " " + text``) with its best passage ``text[start:start + length]`` on a
+    blue background and, at ``window_char`` (None: the whole text fits), a marker where the model's window of
+    ``window_tokens`` tokens ends. Whitespace is folded as in :func:`highlight_md`."""
+    marker = (
+        f" :red-background[**⟂ the model's window ends here ({window_tokens} tokens); it never reads on**] "
+    )
+    cuts = sorted({0, start, start + length, len(text), *([window_char] if window_char is not None else [])})
+    out: list[str] = []
+    for a, b in zip(cuts, cuts[1:], strict=False):
+        if a == window_char:
+            out.append(marker)
+        part = _escape_keep_space(text[a:b])
+        out.append(
+            f":blue-background[{part.strip()}] " if start <= a < start + length and part.strip() else part
+        )
+    if window_char == len(text):
+        out.append(marker)
+    return _WS.sub(" ", "".join(out)).strip()
