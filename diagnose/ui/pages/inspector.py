@@ -83,8 +83,7 @@ def show_passage(title: str, text: str, f) -> None:  # noqa: ANN001 - a Failure
         "including its special tokens):"
     )
     body = document_text(title, text)
-    with st.container(height=200):
-        st.markdown(passage_md(body, f.passage_char, len(f.passage_text), f.window_char, f.window_tokens))
+    st.markdown(passage_md(body, f.passage_char, len(f.passage_text), f.window_char, f.window_tokens))
 
 
 targets = view.targets
