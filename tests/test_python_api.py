@@ -132,7 +132,9 @@ def test_records_have_short_reprs(demo):
         sum(1 for line in (folder / name).read_text(encoding="utf-8").splitlines() if line.strip())
         for name in ("corpus.jsonl", "queries.jsonl")
     )
-    assert text.startswith(f"Dataset('demo_corpus': {n_docs} documents, {n_queries} queries") and len(text) < 200
+    assert (
+        text.startswith(f"Dataset('demo_corpus': {n_docs} documents, {n_queries} queries") and len(text) < 200
+    )
     assert repr(demo.corpus).startswith(f"Corpus({n_docs} documents")
 
 

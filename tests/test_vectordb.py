@@ -208,7 +208,9 @@ def test_distance_rule(keyword, tmp_path):
     assert read_collection(unit).metric == "l2"
     scaled = SimpleNamespace(**{**vars(keyword), "vecs": keyword.vecs * 3})  # every length 3
     spec = _build("chroma", tmp_path, scaled, name="scaled", space="ip")
-    with pytest.raises(DataError, match=f"ranks by ip, and {N_DOCS} of {N_DOCS} stored vectors are not unit-length"):
+    with pytest.raises(
+        DataError, match=f"ranks by ip, and {N_DOCS} of {N_DOCS} stored vectors are not unit-length"
+    ):
         read_collection(spec)
     spec = _build("lancedb", tmp_path, scaled)  # LanceDB: l2, its default
     with pytest.raises(DataError, match=r"ranks by l2, .* \(e.g. it-0001 \(3\)"):
