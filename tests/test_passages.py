@@ -196,6 +196,14 @@ def test_without_a_window_the_fields_are_null_and_the_classes_unused(tmp_path):
     )
     row = a.remedies("mine").row("truncated")
     assert not row.available and "unknown" in row.note
+    # the JSON contract: the keys are there (null), and the report says the window is unknown once
+    from diagnose.report_failures import failures_text
+
+    payload = d.to_dict()
+    assert payload["window"] is None and "unknown" in payload["window_note"]
+    for key in ("window_tokens", "target_tokens", "passage_offset", "passage_cosine", "passage_text"):
+        assert all(key in f and f[key] is None for f in payload["failures"])
+    assert failures_text(d, model="fake").count("window is unknown") == 1
 
 
 def test_maxsim_run_over_the_cap_rescores_candidates_and_relevant_documents(tmp_path):
