@@ -86,10 +86,11 @@ COMMON = dict(
     ("passage", "expected"),
     [
         (_match(300, 0.6, 0.1), "truncated"),  # best passage starts at 300 >= 254
+        (_match(300, 0.6, 0.1, good=100), "truncated"),  # the best starts beyond, one within reaches 0.5 too
         (
-            _match(100, 0.6, 0.1, good=260),
-            "truncated",
-        ),  # every passage >= 0.5 starts at 260 >= 254 (best in window)
+            _match(300, 0.45, 0.1),
+            "semantic_gap",
+        ),  # beyond, but no passage reaches the calibrated 0.5: no match
         (_match(300, 0.6, 0.55), "semantic_gap"),  # the whole target reaches 0.5: the model read enough
         (_match(100, 0.6, 0.1, good=100), "diluted"),  # in the window, 0.6 >= 0.5 and 0.6 - 0.1 = 0.5 >= 0.15
         (_match(100, 0.6, 0.46, good=100), "semantic_gap"),  # 0.6 - 0.46 = 0.14 < 0.15
@@ -161,13 +162,15 @@ def test_the_fake_encoder_finds_truncated_and_diluted_and_the_passages_recover_t
     ds = _tiny("", DILUTED)
     a = _analysis(ds, tmp_path)
     f = a.failures("mine").set_index("query_id")
-    # q1: d1 = 10 filler sentences of 6 words + "Quokka habitat is here." (64 words); the passages holding the query
-    # words start at sentence 8 or later (offset 48 >= 20 read); the whole d1 shares 2 of 64 words with the query:
-    # cosine 2 / (sqrt(2) * 8) = 0.18 < 0.5
+    # q1: FILLER is one sentence (its periods precede lower-case words), so d1 is 2 sentences, one window, cut into
+    # pieces of 20 words: 0-20, 20-40, 40-60, 60-64; the last, "Quokka habitat is here." (offset 60 >= 20 read), has
+    # cosine 2 / (sqrt(2) * 2) = 0.71 >= 0.5; the whole d1 shares 2 of 64 words: 2 / (sqrt(2) * 8) = 0.18 < 0.5
     assert f.at["q1", "class"] == "truncated" and f.at["q1", "passage_offset"] >= 20
     assert f.at["q1", "window_tokens"] == 22 and f.at["q1", "target_tokens"] == 64
     assert "Quokka habitat" in f.at["q1", "passage_text"]
     assert f.at["q1", "cosine"] < 0.2  # ~0.18; two filler words sharing a hash bucket lower it a little
+    assert f.at["q1", "passage_offset"] == 60
+    assert f.at["q1", "passage_cosine"] == pytest.approx(2 / (np.sqrt(2) * 2), abs=1e-6)
     # q2: the first passage (3 sentences, 6 words) holds both query words: cosine 2 / (sqrt(2) * sqrt(6)) = 0.58
     # >= 0.5; the whole d2 (16 words): 2 / (sqrt(2) * 4) = 0.35 < 0.5, a gain of 0.22 >= 0.15
     assert f.at["q2", "class"] == "diluted" and f.at["q2", "passage_offset"] == 0

@@ -154,9 +154,9 @@ FAILURE_CLASSES: tuple[FailureClass, ...] = (
         legend="Truncated (the match lies beyond the model's window)",
         color="#882255",
         rule=(
-            "the whole target's cosine is below the calibrated threshold, the model's window is known, and the "
-            "target's best-matching passage, or every passage at or above the calibrated threshold, starts beyond it "
-            "(token offset ≥ window − special tokens)"
+            "the whole target's cosine is below the calibrated threshold, its best-matching passage reaches it, and "
+            "that passage, or every passage at or above the threshold, starts beyond the model's window (token "
+            "offset ≥ window − special tokens)"
         ),
         what_to_do="chunk the documents into passages that fit the window, or use a model with a longer window",
         recommendation=(

@@ -111,7 +111,7 @@ def classify(
     if passage is not None:
         cap, good = passage.capacity, passage.first_good_offset
         beyond = passage.passage_offset >= cap or (good is not None and good >= cap)
-        if beyond and passage.target_cosine < calibrated:
+        if beyond and passage.target_cosine < calibrated <= passage.passage_cosine:
             return "truncated"
         gain = passage.passage_cosine - passage.target_cosine
         low = passage.target_cosine < calibrated
