@@ -60,3 +60,14 @@ compact table (a toggle opens them all)."""
 MAP_WORST_LINES = 5
 """The embedding map draws the lines (query to missed targets and to its top retrieved document) of the selected query
 and of this many worst failed queries; a toggle draws every failed query's."""
+
+PASSAGE_SENTENCES = 3
+"""A passage of a target (:mod:`diagnose.failures.passages`): up to this many consecutive sentences, cut to the
+model's window."""
+
+DILUTED_MARGIN = 0.15
+"""The diluted class: a passage within the model's window beats the whole target's cosine by at least this much."""
+
+MAXSIM_MAX_DOCS = 20_000
+"""The passage remedy searches every document's passages up to this many documents; above it, it re-scores only the
+run's candidates and the relevant documents (:func:`diagnose.failures.passages.maxsim_run`)."""

@@ -34,6 +34,10 @@ table, the advice when nothing runs offline); the code of each remedy id is here
 ``merge``         a chunk corpus with offsets: every chunk scored by the best cosine of itself and of the windows
                   of it and a neighbouring chunk (exact dense search, :func:`diagnose.chunks.split.merged_run`):
                   for ``split``, whose answer is whole in the window around the boundary
+``passages``      the documents' passages that fit the model's window (sentence windows,
+                  :mod:`diagnose.failures.passages`) encoded, each document scored by its best passage's cosine
+                  (max-sim) over the whole corpus (up to :data:`~diagnose.defaults.MAXSIM_MAX_DOCS` documents; above
+                  it, the run's top 100 and the relevant documents re-scored): for ``truncated`` and ``diluted``
 ``judge``         not a retrieval remedy: judge the near-duplicate the run found (``recovered`` is None)
 ``none``          no offline remedy (``semantic_gap``: fine-tuning on in-domain pairs or enriching the documents
                   needs work; ``missing_document``: the data is wrong)
@@ -133,7 +137,7 @@ class RemedyResult:
     def sentence(self, k: int, unit: str = "failed queries") -> str:
         """One line for a person: what the remedy would do, with its evidence. ``unit``: what ``failures`` counts
         (:attr:`Remedies.unit`); in "failed queries" the missed pairs are said too."""
-        c = self.cls
+        c = CLASS_BY_ID[self.cls].phrase
         pairs = f" ({self.missed_pairs} missed pair{'s' if self.missed_pairs != 1 else ''})"
         word = _SINGULAR.get(unit, unit) if self.failures == 1 else unit
         of = f"{self.failures} {word} of class {c}{pairs if unit == 'failed queries' else ''}"
@@ -334,6 +338,7 @@ def _builders(
     hybrid_run: Run | None = None,
     unfiltered_run: Run | None = None,
     merged_run: Run | None = None,
+    passage_run: Callable[[], Run] | None = None,
 ) -> dict[str, Callable[[], Run] | None]:
     """remedy id -> what builds the remedied run (None when its input was not given)."""
 
@@ -348,6 +353,7 @@ def _builders(
         "rerank": (lambda: cosine_rerank(run, space, depth)) if space is not None else None,
         "unfiltered": (lambda: unfiltered_run) if unfiltered_run else None,
         "merge": (lambda: merged_run) if merged_run is not None else None,
+        "passages": passage_run,
     }
 
 
@@ -359,6 +365,7 @@ _MISSING_INPUT = {
     "hybrid_baseline": "pass hybrid_run",
     "unfiltered": "no metadata filter given",
     "merge": "needs a chunk corpus with offsets: --parent-field / parent_field=, offsets in the chunks' metadata",
+    "passages": "the model's window is unknown (precomputed vectors without a model), or pass passage_run",
 }
 _NOT_MEASURED = dict(recovered=None, lost_hits=None, mean_diff=None, p_value=None)
 
@@ -426,6 +433,7 @@ def prove_remedies(
     hybrid_run: Run | None = None,
     unfiltered_run: Run | None = None,
     merged_run: Run | None = None,
+    passage_run: Callable[[], Run] | None = None,
 ) -> Remedies:
     """Apply each failure class's offline remedy to ``run`` and measure it (module docstring: every definition).
 
@@ -442,6 +450,8 @@ def prove_remedies(
     run's index gaps. ``unfiltered_run``: the search without the metadata filter (exact dense search over the
     whole corpus), for ``filtered_out``, when a filter was given (:mod:`diagnose.filters`); ``merged_run`` (a chunk
     corpus: :func:`diagnose.chunks.split.merged_run`) for ``split``.
+    ``passage_run``: builds the passage max-sim run (:func:`diagnose.failures.passages.maxsim_run`)
+    of the ``truncated`` and ``diluted`` classes, called only when it is measured (encoding passages is not free).
     """
 
     k, mode = _check_inputs(run, diagnosis, k, mode)
@@ -451,7 +461,16 @@ def prove_remedies(
     base = evaluate(ds.qrels, run, names).per_query
     depth = diagnosis.thresholds.near_miss_factor * k
     builders = _builders(
-        run, space, bm25_run, dense_run, cross_encoder_run, depth, hybrid_run, unfiltered_run, merged_run
+        run,
+        space,
+        bm25_run,
+        dense_run,
+        cross_encoder_run,
+        depth,
+        hybrid_run,
+        unfiltered_run,
+        merged_run,
+        passage_run,
     )
     trials = _Trials(ds, base, names, hit_name, metric_name, k, builders, n_resamples, seed)
 

@@ -18,7 +18,7 @@ The remedied runs are the ones ``prove_remedies`` built (:attr:`~diagnose.remedi
 built again; so the cell of a class and its own remedy (the diagonal, outlined in the app) equals that class's
 ``recovered`` in the remedy table. A well-separated matrix has each class's own remedy recovering far more of its
 class than of the other classes: the class predicts the fix. :meth:`RemedyMatrix.sentence` says it per class,
-"hybrid recovers 55% of vocabulary_mismatch and 8% of the other failed queries", where *the other* pools the cells of
+"hybrid recovers 55% of vocabulary mismatch and 8% of the other failed queries" (the class by its label), where *the other* pools the cells of
 every other class (sums of ``recovered`` and ``failures``; a failed query in two classes counts in both).
 """
 
@@ -99,10 +99,10 @@ class RemedyMatrix:
 
     def sentence(self, cls: str) -> str:
         """One line per class: its own remedy on its own class against the same remedy on every other class pooled,
-        e.g. "hybrid recovers 55% of vocabulary_mismatch (6 of 11 failed queries) and 8% of the other failed queries
+        e.g. "hybrid recovers 55% of vocabulary mismatch (6 of 11 failed queries) and 8% of the other failed queries
         (3 of 40)"; for a class without an offline remedy, which remedy recovers most of it."""
         rid, n = self.own.get(cls, "none"), self.cells[cls]
-        unit = self.unit
+        unit, label = self.unit, CLASS_BY_ID[cls].label
         if rid in self.remedy_ids:
             mine, rest = n[rid], self.others(cls, rid)
             tail = (
@@ -110,18 +110,19 @@ class RemedyMatrix:
                 if rest.failures
                 else f"there are no other {unit} to compare with"
             )
-            return f"{rid} recovers {_pct(mine.share)} of {cls} ({mine.recovered} of {mine.failures} {unit}) and {tail}."
+            of = f"{CLASS_BY_ID[cls].phrase} ({mine.recovered} of {mine.failures} {unit})"
+            return f"{rid} recovers {_pct(mine.share)} of {of} and {tail}."
         if rid in self.missing:
             why = f"its own remedy, {rid}, was not tried ({self.missing[rid]})"
         else:
             why = "it has no offline remedy of its own" + (" (judge it)" if rid == "judge" else "")
         if not self.remedy_ids:
-            return f"{cls}: {why}."
+            return f"{label}: {why}."
         best = max(self.remedy_ids, key=lambda r: n[r].recovered)
         c = n[best]
         if not c.recovered:
-            return f"{cls}: {why}; no remedy recovers any of its {c.failures} {unit}."
-        return f"{cls}: {why}; {best} recovers {_pct(c.share)} of it ({c.recovered} of {c.failures} {unit}), the most."
+            return f"{label}: {why}; no remedy recovers any of its {c.failures} {unit}."
+        return f"{label}: {why}; {best} recovers {_pct(c.share)} of it ({c.recovered} of {c.failures} {unit}), the most."
 
     def sentences(self) -> list[str]:
         return [self.sentence(c) for c in self.classes]

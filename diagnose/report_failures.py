@@ -57,6 +57,7 @@ def failures_text(
         f"run kind: {d.run_kind.sentence()}.",
         f"model {model}: calibrated cosine threshold {cal.calibrated:.3f} ({cal.to_dict()['method']}, "
         f"{cal.n_pairs} pairs); seed threshold {cal.seed:.2f}.",
+        d.window_note(),
         "",
     ]
     for f in sort_worst(d.failures):
@@ -196,7 +197,7 @@ def _diagnosis_markdown(d: Diagnosis, *, query_id: str | None, worst: int) -> li
     lines = [
         f"## Failures of run `{d.run}`",
         "",
-        f"{d.counts_sentence()}; every missed pair analysed. Run kind: {d.run_kind.sentence()}.",
+        f"{d.counts_sentence()}; every missed pair analysed. Run kind: {d.run_kind.sentence()}. {d.window_note()}",
         "",
         f"Cosine threshold of {cal.model}: calibrated {cal.calibrated:.3f} ({cal.to_dict()['method']}, "
         f"{cal.n_pairs} pairs); seed {cal.seed:.2f}.",

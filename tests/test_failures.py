@@ -364,7 +364,8 @@ def test_classify_rules_are_in_the_records_order():
 
 @pytest.mark.parametrize("cls", CLASSES)
 def test_every_class_has_an_evidence_sentence(cls):
-    # every field a template may read: the pair's evidence, {base}, {ov} and {found}
+    # every field a template may read: the pair's evidence (the window and best passage too), {base}, {ov}, {found}
+    from diagnose.failures.passages import PassageMatch
     from diagnose.failures.taxonomy import PairEvidence, evidence_sentence
 
     e = PairEvidence(
@@ -380,6 +381,7 @@ def test_every_class_has_an_evidence_sentence(cls):
         overlap=0.25,
         duplicate_doc_id="d",
         duplicate_cosine=0.97,
+        passage=PassageMatch(256, 254, 400, 300, 0.6, "p", 0.3, None, 1200, 1000),
     )
     sentence = evidence_sentence(cls, e)
     assert sentence.endswith(".") and "{" not in sentence

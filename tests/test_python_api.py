@@ -127,8 +127,15 @@ def test_evaluate_refuses_bad_dicts():
 
 def test_records_have_short_reprs(demo):
     text = repr(demo)
-    assert text.startswith("Dataset('demo_corpus': 190 documents, 106 queries") and len(text) < 200
-    assert repr(demo.corpus).startswith("Corpus(190 documents")
+    folder = Path(__file__).resolve().parents[1] / "demo_corpus"
+    n_docs, n_queries = (
+        sum(1 for line in (folder / name).read_text(encoding="utf-8").splitlines() if line.strip())
+        for name in ("corpus.jsonl", "queries.jsonl")
+    )
+    assert (
+        text.startswith(f"Dataset('demo_corpus': {n_docs} documents, {n_queries} queries") and len(text) < 200
+    )
+    assert repr(demo.corpus).startswith(f"Corpus({n_docs} documents")
 
 
 def test_analysis_metrics_match_the_cli_json(demo, tmp_path, capsys):

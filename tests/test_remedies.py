@@ -113,7 +113,7 @@ def test_hybrid_recovers_one_vocabulary_mismatch_and_loses_one_hit():
     assert rem.hits == 1 and rem.n_queries == 3
     s = rem.sentences()
     assert s == [
-        "hybrid (RRF k=60 of the run and BM25) would recover 1 of the 2 failed queries of class vocabulary_mismatch "
+        "hybrid (RRF k=60 of the run and BM25) would recover 1 of the 2 failed queries of class vocabulary mismatch "
         "(2 missed pairs) and lose 1 hit (mean hit_rate@1 difference +0.000, paired randomization test on "
         "hit_rate@1: p = 1)."
     ]
@@ -192,7 +192,7 @@ def test_rerank_recovers_a_near_miss_and_the_recall_mode_counts_targets():
     # the two units side by side: 1 failed query (q), 2 missed pairs (q, t) and (q, u)
     assert (row.failed_queries, row.missed_pairs) == (1, 2) and hit.unit == "failed queries"
     assert hit.sentences()[0].startswith(
-        "cosine rerank of the top 3 would recover 1 of the 1 failed query of class near_miss (2 missed pairs) and "
+        "cosine rerank of the top 3 would recover 1 of the 1 failed query of class near miss (2 missed pairs) and "
         "lose 0 hits"
     )
     assert hit.row("ranking_failure").remedy == "cosine rerank of the top 3"
@@ -200,7 +200,7 @@ def test_rerank_recovers_a_near_miss_and_the_recall_mode_counts_targets():
     row = rec.row("near_miss")
     assert (row.failures, row.recovered) == (2, 1) and row.recovered_ids == ("q/t",)
     assert (row.failed_queries, row.missed_pairs) == (1, 2) and rec.unit == "missed pairs"
-    assert "recover 1 of the 2 missed pairs of class near_miss and" in rec.sentences()[0]
+    assert "recover 1 of the 2 missed pairs of class near miss and" in rec.sentences()[0]
 
 
 def test_the_rerank_depth_is_the_near_miss_depth_of_the_diagnosis():
@@ -232,10 +232,10 @@ def test_rows_without_an_offline_remedy_and_missing_inputs():
     assert not gap.available and gap.note == "pass dense_run" and gap.recovered is None
     assert pd.isna(table.set_index("class").at["index_gap", "recovered"])
     assert rem.sentences() == [
-        "1 failed query of class label_gap (1 missed pair): judge it (not retrieval failures: judge the "
+        "1 failed query of class label gap (1 missed pair): judge it (not retrieval failures: judge the "
         "near-duplicates the run retrieved; the golden set is probably incomplete).",
-        "1 failed query of class index_gap (1 missed pair): exact dense search not tried (pass dense_run).",
-        "1 failed query of class semantic_gap (1 missed pair): no offline remedy (fine-tune the embedding model "
+        "1 failed query of class index gap (1 missed pair): exact dense search not tried (pass dense_run).",
+        "1 failed query of class semantic gap (1 missed pair): no offline remedy (fine-tune the embedding model "
         "or enrich the documents).",
     ]
     assert len(rem.sentences(include_empty=True)) == len(CLASSES)
@@ -444,12 +444,12 @@ def test_the_remedy_matrix_applies_every_remedy_to_every_class():
         )
     # hybrid on vocabulary_mismatch: 1 of 2 = 50%; on the others pooled: index_gap 0/1 + near_miss 0/1 = 0 of 2
     assert m.sentence("vocabulary_mismatch") == (
-        "hybrid recovers 50% of vocabulary_mismatch (1 of 2 failed queries) and 0% of the other failed queries "
+        "hybrid recovers 50% of vocabulary mismatch (1 of 2 failed queries) and 0% of the other failed queries "
         "(0 of 2)."
     )
     # dense on index_gap: 1 of 1; on the others: vocabulary 1/2 + near_miss 0/1 = 1 of 3 = 33%
     assert m.sentence("index_gap") == (
-        "dense recovers 100% of index_gap (1 of 1 failed queries) and 33% of the other failed queries (1 of 3)."
+        "dense recovers 100% of index gap (1 of 1 failed queries) and 33% of the other failed queries (1 of 3)."
     )
     assert m.rows()[0] == {
         "class": "near_miss",
@@ -477,18 +477,20 @@ def test_the_remedy_matrix_without_an_own_remedy_and_missing_inputs():
     bm25 = run_of("bm25", {"q1": ["t1"], "q2": ["x"], "q4": ["e4"]})
     rem = prove_remedies(ds, diag_run, diag, bm25_run=bm25, kind="dense")  # no dense_run, no space
     m = remedy_matrix(ds.qrels, diag, rem)
-    assert m.remedy_ids == ("hybrid",) and m.missing == {"rerank": "pass space", "dense": "pass dense_run"}
+    assert m.remedy_ids == ("hybrid",) and set(m.missing) == {"rerank", "dense", "passages"}
+    assert m.missing["rerank"] == "pass space" and m.missing["dense"] == "pass dense_run"
+    assert "pass passage_run" in m.missing["passages"]  # no passage run: the window unknown or not given
     # semantic_gap (q4): no offline remedy, and hybrid (the only remedy tried) does not recover q4
     assert m.sentence("semantic_gap") == (
-        "semantic_gap: it has no offline remedy of its own; no remedy recovers any of its 1 failed queries."
+        "Semantic gap: it has no offline remedy of its own; no remedy recovers any of its 1 failed queries."
     )
     # label_gap (q1): judge it; hybrid recovers q1 (t1 = 1/62 + 1/61 > a = 1/61)
     assert m.sentence("label_gap") == (
-        "label_gap: it has no offline remedy of its own (judge it); hybrid recovers 100% of it (1 of 1 failed "
+        "Label gap: it has no offline remedy of its own (judge it); hybrid recovers 100% of it (1 of 1 failed "
         "queries), the most."
     )
     assert m.sentence("index_gap").startswith(
-        "index_gap: its own remedy, dense, was not tried (pass dense_run)"
+        "Index gap: its own remedy, dense, was not tried (pass dense_run)"
     )
     with pytest.raises(ValueError, match="do not match"):
         remedy_matrix(ds.qrels, diagnosis_of(diag_run, fs, 2), rem)

@@ -20,6 +20,7 @@ from diagnose.io import load_dataset
 from diagnose.vectordb import read_collection
 
 DEMO = Path(__file__).resolve().parents[1] / "demo_corpus"
+N_DOCS = sum(1 for line in (DEMO / "corpus.jsonl").read_text(encoding="utf-8").splitlines() if line.strip())
 RUN = DEMO / "runs" / "ann_minilm.trec"
 
 
@@ -132,7 +133,7 @@ def test_collection_diagnoses_like_the_same_vectors_as_npy(kind, demo, keyword, 
 
 
 def test_documents_are_not_encoded(keyword, tmp_path):
-    """Only the golden queries are encoded (each distinct text once: 106 queries, 105 texts): the 190 documents'
+    """Only the golden queries are encoded (each distinct text once: two queries share a text): the documents'
     vectors are the stored ones."""
     spec = _build("chroma", tmp_path, keyword)
     seen: list[int] = []
@@ -152,8 +153,9 @@ def test_progress_reports_each_batch(keyword, tmp_path):
     spec = _build("chroma", tmp_path, keyword)
     calls: list[tuple[int, int]] = []
     read_collection(spec, progress=lambda done, total: calls.append((done, total)), batch_size=50)
-    # 190 documents in batches of 50: 0, 50, 100, 150, 190
-    assert calls == [(0, 190), (50, 190), (100, 190), (150, 190), (190, 190)]
+    # N_DOCS (151-200) documents in batches of 50: 0, 50, 100, 150, N_DOCS
+    assert 150 < N_DOCS <= 200
+    assert calls == [(0, N_DOCS), (50, N_DOCS), (100, N_DOCS), (150, N_DOCS), (N_DOCS, N_DOCS)]
 
 
 @pytest.mark.parametrize("kind", ["chroma", "lancedb", "qdrant"])
@@ -174,8 +176,8 @@ def test_collection_written_during_the_read_is_refused(kind, keyword, tmp_path, 
     monkeypatch.setattr(cls, "batches", batches)
     with pytest.raises(DataError, match="changed while it was read") as e:
         read_collection(spec, batch_size=50)
-    # seen during the read (a 191st row where 190 were counted) or at its end (191 counted): either way refused
-    assert "190 documents when the read began" in str(e.value) and "191" in str(e.value)
+    # seen during the read (one row more than counted) or at its end (N_DOCS + 1 counted): either way refused
+    assert f"{N_DOCS} documents when the read began" in str(e.value) and str(N_DOCS + 1) in str(e.value)
 
 
 def _add_one(kind: str, source, kw: SimpleNamespace) -> None:
@@ -206,7 +208,9 @@ def test_distance_rule(keyword, tmp_path):
     assert read_collection(unit).metric == "l2"
     scaled = SimpleNamespace(**{**vars(keyword), "vecs": keyword.vecs * 3})  # every length 3
     spec = _build("chroma", tmp_path, scaled, name="scaled", space="ip")
-    with pytest.raises(DataError, match="ranks by ip, and 190 of 190 stored vectors are not unit-length"):
+    with pytest.raises(
+        DataError, match=f"ranks by ip, and {N_DOCS} of {N_DOCS} stored vectors are not unit-length"
+    ):
         read_collection(spec)
     spec = _build("lancedb", tmp_path, scaled)  # LanceDB: l2, its default
     with pytest.raises(DataError, match=r"ranks by l2, .* \(e.g. it-0001 \(3\)"):
@@ -416,7 +420,7 @@ def test_app_sidebar_takes_a_collection_under_the_data_root(keyword, tmp_path, m
     assert data.corpus == spec  # the folder resolved under the root
     assert tmp_path / "chroma" in data.paths()  # the fingerprint follows the database folder
     ds = load_dataset(corpus=data.corpus, queries=DEMO / "queries.jsonl", qrels=DEMO / "qrels" / "test.tsv")
-    assert len(ds.corpus) == 190
+    assert len(ds.corpus) == N_DOCS
     with pytest.raises(DataError, match="outside the data folder"):
         sources.files_spec("chroma:/etc#demo", "queries.jsonl", "qrels.tsv", "")
 

@@ -131,6 +131,11 @@ q104 | sec  | jargon     | sec-0002=2 sec-0001=1   |                  | what if 
 #     the model puts a dozen webhook pages above it (cosine still above the calibrated threshold) ---
 q105 | bill | user-words | bill-0026=2             | ranking-failure  | will we get the webhooks we missed once we're active again
 q106 | bill | user-words | bill-0023=2             | ranking-failure  | can I have more than two live webhook endpoints
+# --- text the model never read, and a diluted page (source/docs_long.py): the answer lies beyond the model's 256-token
+#     window, or in one paragraph of a page about other things ---
+q107 | it   | user-words | it-0043=2               | truncated        | is there somewhere safe to lock my bicycle and a shower after cycling in
+q108 | hr   | user-words | hr-0041=2               | truncated        | who pays for my cat's flight, crate and pet passport
+q109 | bill | user-words | bill-0035=2             | diluted          | who pays the currency conversion fee when we refund a customer abroad
 """
 
 

@@ -52,6 +52,7 @@ from diagnose.failures import (
 )
 from diagnose.failures.evidence import KnownRanks
 from diagnose.failures.kind import BASELINE_KINDS, RunKind, infer_run_kind
+from diagnose.failures.passages import maxsim_run
 from diagnose.inspection import inspect_query
 from diagnose.metrics.context import ContextScores, context_scores, document_spans, whole_documents
 from diagnose.model_choice import compare_models
@@ -80,10 +81,18 @@ class Evidence(Scores):
             space, bm25, kind = self.space, self.bm25, self.run_kind(name, k=k)
             self._reporter.step(f"Diagnosing the failures of {name} at k={k}")
             return diagnose_run(
-                self.dataset, run_obj, space, bm25, k=k, mode=mode, thresholds=self.thresholds, kind=kind,
+                self.dataset,
+                run_obj,
+                space,
+                bm25,
+                k=k,
+                mode=mode,
+                thresholds=self.thresholds,
+                kind=kind,
+                passages=self.passages,
                 filters=self.filters,
                 known=known,
-            )  # fmt: skip
+            )
 
         return self._cached(("diagnosis", name, k, mode), build)
 
@@ -225,6 +234,7 @@ class Evidence(Scores):
                 hybrid_run=self._baseline("hybrid") if hybrid else None,
                 unfiltered_run=self._baseline("dense") if self.filters is not None else None,
                 merged_run=self._merged_neighbours(),
+                passage_run=self._passage_run(name) if self.passages is not None else None,
             )
 
         return self._cached(("remedies", name, k, mode, cross_encoder), build)
@@ -379,6 +389,16 @@ class Evidence(Scores):
             return run_sweep(inputs, configs)
 
         return self._cached(("chunking", tuple((c.size, c.overlap) for c in configs), k), build)
+
+    def _passage_run(self, name: str):  # noqa: ANN202 - a builder: () -> Run
+        """What builds the passage remedy of run ``name`` (:func:`diagnose.failures.passages.maxsim_run`,
+        memoised): every document's passages, max-sim, top ``depth``, over the golden queries."""
+
+        def build() -> Run:
+            self._reporter.step(f"Ranking documents by their best passage (the passage remedy of {name})")
+            return maxsim_run(self.passages, self.runs[name], self.golden, depth=self.depth)
+
+        return lambda: self._cached(("passage_run", name, self.depth), build)
 
     def _cross_encoded(self, name: str, model: str, depth: int) -> Run:
         """The run's top ``depth`` reranked live by the CrossEncoder ``model`` (memoised)."""

@@ -28,6 +28,7 @@ from diagnose.analysis.params import is_run_like
 from diagnose.cache import default_cache_root
 from diagnose.checks import given, param_error
 from diagnose.failures import Thresholds
+from diagnose.failures.passages import PassageScorer, model_window
 from diagnose.lexical import BM25Index
 from diagnose.retrievers import run_retriever
 from diagnose.space import VectorSpace
@@ -284,6 +285,27 @@ class Pipeline(AnalysisBase):
             )
 
         return self._cached("bm25", build)
+
+    @property
+    def passages(self) -> PassageScorer | None:
+        """The model's window and the documents' passages (:mod:`diagnose.failures.passages`): the encoder's own;
+        with precomputed vectors the named ``model``'s, and None (unknown window) when no model is named."""
+
+        def build() -> PassageScorer | None:
+            if self._embeddings is not None and self._encoder_given is None:
+                if self.model is None:
+                    return None
+                encoder = embed.load_encoder(self.model, precision=self.precision)
+            else:
+                encoder = self.encoder
+            window = model_window(encoder)
+            if window is None:
+                return None
+            return PassageScorer(
+                self.dataset, encoder, window, cache_dir=self.cache_dir, progress=self._reporter
+            )
+
+        return self._cached("passages", build)
 
     @property
     def thresholds(self) -> Thresholds:

@@ -19,6 +19,9 @@ One question a file:
   records, how each piece of evidence is computed, :func:`sort_worst`, :func:`worst_queries`.
 - :mod:`~diagnose.failures.kind`: the run's kind (dense, lexical, hybrid, unknown), given or inferred
   (:class:`RunKind`, :func:`infer_run_kind`), which the rules, sentences, recommendations and remedies follow.
+- :mod:`~diagnose.failures.passages`: the model's window and each target's passages (:class:`ModelWindow`,
+  :func:`model_window`, :class:`PassageScorer`, :class:`PassageMatch`), read by the ``truncated`` and ``diluted``
+  rules, and the passage max-sim remedy (:func:`maxsim_run`).
 - :mod:`~diagnose.failures.diagnosis`: a whole run: :func:`failed_pairs`, :func:`calibrate` (:class:`Calibration`),
   :func:`diagnose_run` -> :class:`Diagnosis`.
 - :mod:`diagnose.failures.golden` (it asks whether the golden set is wrong, not the retriever):

@@ -84,6 +84,12 @@ class FailureClass:
     evidence: str
     by_kind: Mapping[str, ForKind] = field(default_factory=dict)
 
+    @property
+    def phrase(self) -> str:
+        """The label inside a sentence: its first letter in lower case ("vocabulary mismatch"), unless it starts
+        with an acronym."""
+        return self.label if self.label[:2].isupper() else self.label[:1].lower() + self.label[1:]
+
     def recommendation_for(self, kind: str = "unknown") -> str:
         """The recommendation for a run of ``kind``."""
         return _pick(self.by_kind.get(kind), "recommendation") or self.recommendation
@@ -170,7 +176,7 @@ FAILURE_CLASSES: tuple[FailureClass, ...] = (
         id="split",
         label="Split answer",
         legend="Split answer (the reference crosses a chunk boundary)",
-        color="#882255",
+        color="#AA4499",  # Paul Tol's purple: Okabe-Ito has no colour left that reads on white
         rule=(
             "the query's reference span crosses chunk boundaries (no chunk holds it whole) and the target is the chunk "
             "holding its largest part (needs reference spans and chunk offsets)"
@@ -186,6 +192,50 @@ FAILURE_CLASSES: tuple[FailureClass, ...] = (
         evidence=(
             "The reference span crosses a chunk boundary and no chunk holds it whole; the target holds its largest "
             "part ({split}) and the run {found}; {base}."
+        ),
+    ),
+    FailureClass(
+        id="truncated",
+        label="Truncated",
+        legend="Truncated (the match lies beyond the model's window)",
+        color="#332288",  # Paul Tol's indigo: Okabe-Ito has no colour left that reads on white
+        rule=(
+            "the whole target's cosine is below the calibrated threshold, its best-matching passage reaches it, and "
+            "that passage, or every passage at or above the threshold, starts beyond the model's window (token "
+            "offset ≥ window − special tokens)"
+        ),
+        what_to_do="chunk the documents into passages that fit the window, or use a model with a longer window",
+        recommendation=(
+            "The part of the target that answers the query lies beyond the embedding model's window: the model "
+            "never read it, so the target's vector does not hold it. Chunk the documents into passages that fit the "
+            "window (and rank documents by their best passage), or use a model with a longer window; a reranker or "
+            "fine-tuning cannot recover text the model never reads."
+        ),
+        remedy=Remedy("passages", "max-sim over passages that fit the model's window"),
+        evidence=(
+            "The best-matching passage (cosine {passage_cosine:.3f}) starts at token {passage_offset} of "
+            "{target_tokens}, beyond the model's window of {window_tokens} tokens; {base}."
+        ),
+    ),
+    FailureClass(
+        id="diluted",
+        label="Diluted",
+        legend="Diluted (one passage matches, the whole document does not)",
+        color="#999933",  # Paul Tol's olive: Okabe-Ito has no colour left that reads on white
+        rule=(
+            "the whole target's cosine is below the calibrated threshold, and a passage within the model's window "
+            "has cosine ≥ the calibrated threshold and ≥ the whole target's cosine + {diluted_margin:g}"
+        ),
+        what_to_do="split long documents into passages (chunking), rank documents by their best passage",
+        recommendation=(
+            "One passage of the target matches the query well, but the rest of the document is about other things "
+            "and dilutes the whole document's vector. Index smaller passages (chunk by section or a few sentences) "
+            "and rank documents by their best passage, or split the page by topic."
+        ),
+        remedy=Remedy("passages", "max-sim over passages that fit the model's window"),
+        evidence=(
+            "A passage at token {passage_offset} matches the query at cosine {passage_cosine:.3f}, the whole target "
+            "at {target_cosine:.3f}: the rest of the document dilutes it; {base}."
         ),
     ),
     FailureClass(

@@ -30,6 +30,7 @@ from diagnose.data import DataError, Dataset, Run, fields_dict
 from diagnose.failures.classes import CLASSES
 from diagnose.failures.evidence import Bm25Scores, Failure, KnownRanks, build_failure, lookups
 from diagnose.failures.kind import RunKind
+from diagnose.failures.passages import PassageScorer
 from diagnose.failures.taxonomy import FailureMode, Thresholds, recommendation
 from diagnose.space import VectorSpace
 
@@ -72,6 +73,20 @@ class Diagnosis:
     failed_queries: list[str]
     thresholds: Thresholds = field(default_factory=Thresholds)
     run_kind: RunKind = field(default_factory=RunKind)
+    window: dict | None = None  # the model's window (ModelWindow.to_dict()), None when unknown
+
+    def window_note(self) -> str:
+        """The model's window in one sentence, or why it is unknown (said once in a report)."""
+        if self.window is None:
+            return (
+                "The model's window is unknown (precomputed vectors without --model / model=): window_tokens, "
+                "target_tokens and the passage fields are null and the classes truncated and diluted are not used."
+            )
+        w = self.window
+        return (
+            f"The model's window: {w['window_tokens']} tokens of {w['model']} ({w['special_tokens']} special tokens "
+            f"included), so it reads the first {w['window_tokens'] - w['special_tokens']} tokens of a document."
+        )
 
     @property
     def class_counts(self) -> dict[str, int]:
@@ -120,6 +135,11 @@ class Diagnosis:
             "grade",
             "dense_rank_worst",
             "bm25_rank_worst",
+            "window_tokens",
+            "target_tokens",
+            "passage_offset",
+            "passage_cosine",
+            "passage_text",
         ]
         rows = []
         for f in self.failures:
@@ -127,6 +147,7 @@ class Diagnosis:
             d["missing_terms"] = " ".join(f.missing_terms)
             rows.append({c: d[c] for c in cols})
         ranks = ["run_rank", "dense_rank", "bm25_rank", "dense_rank_worst", "bm25_rank_worst"]
+        ranks += ["window_tokens", "target_tokens", "passage_offset"]
         # nullable integers: a missing rank (not retrieved, BM25 score 0) stays empty instead of turning ranks to floats
         return pd.DataFrame(rows, columns=cols).astype(dict.fromkeys(ranks, "Int64"))
 
@@ -144,6 +165,8 @@ class Diagnosis:
             "recommendations": {c: recommendation(c, self.run_kind.kind) for c in CLASSES},
             "run_kind": self.run_kind.kind,
             "run_kind_evidence": self.run_kind.to_dict(),
+            "window": self.window,
+            "window_note": self.window_note(),
         }
 
 
@@ -223,6 +246,7 @@ def diagnose_run(
     kind: RunKind | None = None,
     filters: QueryFilters | None = None,
     known: KnownRanks | None = None,
+    passages: PassageScorer | None = None,
 ) -> Diagnosis:
     """Analyse every failed (query, target) pair of ``run`` at ``k``.
 
@@ -232,6 +256,9 @@ def diagnose_run(
     metadata filters (:mod:`diagnose.filters`): a target its query's filter excludes is ``filtered_out``.
     ``known``: the failed pairs'
     dense and BM25 ranks when computed with the baselines (:class:`~diagnose.failures.evidence.KnownRanks`).
+    ``passages``: the model's
+    window and each target's passages (:class:`~diagnose.failures.passages.PassageScorer`); None when the window is
+    unknown (the window fields stay None, the truncated and diluted rules are not used).
     """
     if ds.corpus is None or ds.queries is None:
         raise DataError("The diagnosis needs the corpus and the queries.", param="corpus")
@@ -242,14 +269,26 @@ def diagnose_run(
     kind = kind or RunKind()
     look = lookups(ds, run, space, pairs, kind.kind, filters, known)
     scores = Bm25Scores(bm25)
+    matched = passages.match([(q, d) for q, d, _ in pairs], calibration.calibrated) if passages else {}
     failures: list[Failure] = []
     for i, (q, d, g) in enumerate(pairs):
         if progress is not None:
             progress(i, len(pairs))
         failures.append(
             build_failure(
-                look, scores, q, d, g, k=k, thresholds=thresholds, calibrated=calibration.calibrated
+                look,
+                scores,
+                q,
+                d,
+                g,
+                k=k,
+                thresholds=thresholds,
+                calibrated=calibration.calibrated,
+                passage=matched.get((q, d)),
             )
         )
     failed_queries = list(dict.fromkeys(f.query_id for f in failures))
-    return Diagnosis(run.name, k, mode, failures, calibration, n_golden, failed_queries, thresholds, kind)
+    window = passages.window.to_dict() if passages else None
+    return Diagnosis(
+        run.name, k, mode, failures, calibration, n_golden, failed_queries, thresholds, kind, window
+    )

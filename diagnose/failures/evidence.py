@@ -30,6 +30,7 @@ from diagnose.data import Dataset, Run
 from diagnose.embed import dense_rank_range
 from diagnose.failures.classes import CLASS_LABELS
 from diagnose.failures.golden import normalise_text
+from diagnose.failures.passages import PassageMatch
 from diagnose.failures.taxonomy import (
     PairEvidence,
     Thresholds,
@@ -65,7 +66,12 @@ class Failure:
     share over every term BM25 scores, stop words included (equal to ``overlap`` when nothing was ignored).
     Both ``None``/empty when the target is not in the corpus. ``dense_rank``/``bm25_rank`` are the best rank of the
     target's tie group, ``dense_rank_worst``/``bm25_rank_worst`` the worst (equal without ties); the BM25 pair is
-    ``None`` when ``bm25_score`` is 0 (module docstring).
+    ``None`` when ``bm25_score`` is 0 (module docstring). ``window_tokens`` (the model's ``max_seq_length``,
+    special tokens included), ``target_tokens`` (the target's tokens, special tokens left out), ``passage_offset``,
+    ``passage_cosine`` and ``passage_text`` (the best-matching passage: its first token's offset, cosine to the query,
+    text), ``passage_char`` (its character offset in ``title + " " + text``) and ``window_char`` (where the window
+    ends in that text, None when the target fits): :mod:`diagnose.failures.passages`; all None when the model's
+    window is unknown (precomputed vectors without a model).
     """
 
     query_id: str
@@ -95,6 +101,13 @@ class Failure:
     bm25_overlap: float | None = None
     dense_rank_worst: int | None = None
     bm25_rank_worst: int | None = None
+    window_tokens: int | None = None
+    target_tokens: int | None = None
+    passage_offset: int | None = None
+    passage_cosine: float | None = None
+    passage_text: str | None = None
+    passage_char: int | None = None
+    window_char: int | None = None
 
     def to_dict(self) -> dict:
         """The JSON record of ``diagnose failures --format json``: every field (``cls`` as ``class``) plus
@@ -304,7 +317,15 @@ def _duplicate(
 
 
 def _pair(
-    look: _Lookups, bm25: Bm25Scores, q: str, d: str, *, k: int, thresholds: Thresholds, calibrated: float
+    look: _Lookups,
+    bm25: Bm25Scores,
+    q: str,
+    d: str,
+    *,
+    k: int,
+    thresholds: Thresholds,
+    calibrated: float,
+    passage: PassageMatch | None = None,
 ) -> tuple[PairEvidence, _Lexical, list[Competitor]]:
     """The evidence of the (query ``q``, target ``d``) pair: what the rules read, the lexical evidence, and the
     run's top documents."""
@@ -343,6 +364,7 @@ def _pair(
         filtered_out=filtered,
         filter_why=look.filters.why(q, d) if filtered else "",
         split_share=look.split.get((q, d)),
+        passage=passage,
     )
     return ev, lex, competitors
 
@@ -370,9 +392,13 @@ def build_failure(
     k: int,
     thresholds: Thresholds,
     calibrated: float,
+    passage: PassageMatch | None = None,
 ) -> Failure:
-    """One failed (query ``q``, target ``d`` of grade ``g``) pair: its evidence, class, verdicts and sentence."""
-    ev, lex, competitors = _pair(look, bm25, q, d, k=k, thresholds=thresholds, calibrated=calibrated)
+    """One failed (query ``q``, target ``d`` of grade ``g``) pair: its evidence, class, verdicts and sentence.
+    ``passage``: the target's window and best passage (:mod:`diagnose.failures.passages`), when the window is known."""
+    ev, lex, competitors = _pair(
+        look, bm25, q, d, k=k, thresholds=thresholds, calibrated=calibrated, passage=passage
+    )
     cls = _classify(ev, d in look.corpus_row, thresholds)
     kth = competitors[k - 1].cosine_query if len(competitors) >= k else None
     return Failure(
@@ -389,7 +415,14 @@ def build_failure(
         top_retrieved=tuple(competitors),
         **{f: getattr(ev, f) for f in _FROM_PAIR},
         **lex._asdict(),
+        **_passage_fields(passage),
     )
+
+
+def _passage_fields(p: PassageMatch | None) -> dict:
+    """The :class:`Failure` fields of the target's window and best passage (None without a known window)."""
+    names = ("window_tokens", "target_tokens", "passage_offset", "passage_cosine", "passage_text")
+    return {n: getattr(p, n) for n in (*names, "passage_char", "window_char")} if p is not None else {}
 
 
 def _classify(e: PairEvidence, in_corpus: bool, thresholds: Thresholds) -> str:
@@ -410,4 +443,5 @@ def _classify(e: PairEvidence, in_corpus: bool, thresholds: Thresholds) -> str:
         kind=e.kind,
         filtered_out=e.filtered_out,
         split=e.split_share is not None,
+        passage=e.passage,
     )

@@ -18,11 +18,14 @@ records' sentences, recommendations and remedies (``FailureClass.by_kind``; :fun
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Literal, NamedTuple
+from typing import TYPE_CHECKING, Literal, NamedTuple
 
 from diagnose import defaults
 from diagnose.checks import finite_number, positive_int
 from diagnose.failures.classes import CLASS_BY_ID, FAILURE_CLASSES
+
+if TYPE_CHECKING:
+    from diagnose.failures.passages import PassageMatch
 
 
 def recommendation(cls: str, kind: str = "unknown") -> str:
@@ -44,6 +47,7 @@ class Thresholds:
     min_calibration_pairs: int = 5
     min_overlap: float = 0.2
     top_shown: int = 10
+    diluted_margin: float = defaults.DILUTED_MARGIN
 
     def __post_init__(self) -> None:
         """Refuse values that would make the taxonomy meaningless (a NaN threshold, a negative cosine for a
@@ -53,6 +57,7 @@ class Thresholds:
             "seed_cosine": (-1.0, 1.0, True),
             "calibration_percentile": (0.0, 100.0, True),
             "min_overlap": (0.0, 1.0, True),
+            "diluted_margin": (0.0, 2.0, True),
         }
         for name, (low, high, low_ok) in ranges.items():
             bracket = "[" if low_ok else "("
@@ -93,6 +98,7 @@ def classify(
     kind: str = "unknown",
     filtered_out: bool = False,
     split: bool = False,
+    passage: PassageMatch | None = None,
 ) -> str:
     """The taxonomy's rules in order; the first that matches wins (see the module docstring). ``dense_rank`` /
     ``bm25_rank`` are the best ranks of the target's tie groups, ``*_worst`` their worst (None: no tie); a rule
@@ -100,7 +106,9 @@ def classify(
     vocabulary_mismatch rules). ``filtered_out``: the query's metadata filter excludes the target
     (:mod:`diagnose.filters`).
     ``split``: the target holds the largest part of a reference span that no chunk
-    holds whole (:func:`diagnose.chunks.split.split_targets`)."""
+    holds whole (:func:`diagnose.chunks.split.split_targets`). ``passage``: the target's window and best passage
+    (:class:`~diagnose.failures.passages.PassageMatch`); None when the model's window is unknown, and then the
+    truncated and diluted rules never match."""
     if not in_corpus:
         return "missing_document"
     if filtered_out:
@@ -109,6 +117,15 @@ def classify(
         return "label_gap"
     if split:
         return "split"
+    if passage is not None:
+        cap, good = passage.capacity, passage.first_good_offset
+        beyond = passage.passage_offset >= cap or (good is not None and good >= cap)
+        if beyond and passage.target_cosine < calibrated <= passage.passage_cosine:
+            return "truncated"
+        gain = passage.passage_cosine - passage.target_cosine
+        low = passage.target_cosine < calibrated
+        if low and passage.passage_cosine >= calibrated and gain >= thresholds.diluted_margin:
+            return "diluted"
     near_hi = thresholds.near_miss_factor * k
     if run_rank is not None and k < run_rank <= near_hi:
         return "near_miss"
@@ -184,6 +201,7 @@ class PairEvidence(NamedTuple):
     split_share: float | None = (
         None  # the share of a split reference span the target holds (split targets only)
     )
+    passage: PassageMatch | None = None
 
 
 def evidence_sentence(cls: str, e: PairEvidence) -> str:
@@ -202,7 +220,10 @@ def evidence_sentence(cls: str, e: PairEvidence) -> str:
     )
     template = CLASS_BY_ID[cls].evidence_for(e.kind)
     split = f"{e.split_share:.0%} of it" if e.split_share is not None else "n/a"
-    return template.format(**e._asdict(), base=base, ov=ov, found=found, dense=dense, bm25=bm25, split=split)
+    passage = e.passage._asdict() if e.passage is not None else {}
+    return template.format(
+        **e._asdict(), **passage, base=base, ov=ov, found=found, dense=dense, bm25=bm25, split=split
+    )
 
 
 def class_table(thresholds: Thresholds = Thresholds()) -> str:  # noqa: B008 - frozen, as in classify()

@@ -89,3 +89,30 @@ def margin_words(margin: float, k: int) -> str:
             "ranks it lower: the run does not order by this model's cosine"
         )
     return f"zero at this precision: the target and the #{k} document are as close to the query"
+
+
+def passage_md(
+    text: str, start: int, length: int, window_char: int | None, window_tokens: int, *, context: int = 300
+) -> str:
+    """Markdown of a target's text (``title + " " + text``) with its best passage ``text[start:start + length]`` on a
+    blue background and, at ``window_char`` (None: the whole text fits), a marker where the model's window of
+    ``window_tokens`` tokens ends; only ``context`` characters before the first of the two and after the passage
+    are shown ("…" marks a cut). Whitespace is folded as in :func:`highlight_md`."""
+    first = start if window_char is None else min(start, window_char)
+    lo, hi = max(0, first - context), min(len(text), max(start + length, window_char or 0) + context)
+    marker = (
+        f" :red-background[**⟂ the model's window ends here ({window_tokens} tokens); it never reads on**] "
+    )
+    cuts = sorted({lo, start, start + length, hi, *([window_char] if window_char is not None else [])})
+    out: list[str] = ["… " if lo > 0 else ""]
+    for a, b in zip(cuts, cuts[1:], strict=False):
+        if a == window_char:
+            out.append(marker)
+        part = _escape_keep_space(text[a:b])
+        out.append(
+            f" :blue-background[{part.strip()}] " if start <= a < start + length and part.strip() else part
+        )
+    if window_char == hi:
+        out.append(marker)
+    out.append(" …" if hi < len(text) else "")
+    return _WS.sub(" ", "".join(out)).strip()

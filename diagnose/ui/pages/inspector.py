@@ -10,11 +10,21 @@ from __future__ import annotations
 import streamlit as st
 
 from diagnose import defaults
+from diagnose.data import document_text
 from diagnose.failures import CLASS_LABELS, Failure, rank_range_text, worst_queries
 from diagnose.inspection import Target, TargetGroup, targets_table
 from diagnose.lexical import highlight_spans
 from diagnose.ui import state, tables
-from diagnose.ui.text import chips, escape_md, fmt, highlight_md, margin_words, rank_text, truncate
+from diagnose.ui.text import (
+    chips,
+    escape_md,
+    fmt,
+    highlight_md,
+    margin_words,
+    passage_md,
+    rank_text,
+    truncate,
+)
 
 b = state.bundle()
 state.wait_for_vectors(b, "Query inspector", "The Query inspector page")
@@ -59,12 +69,28 @@ st.caption(
     f"Cosine thresholds of {b.encoder_label}: seed {th.seed_cosine:.2f}, calibrated {cal.calibrated:.3f} "
     f"({cal.to_dict()['method']}; {cal.n_pairs} pairs)."
 )
+st.caption(f"Run kind: {escape_md(diag.run_kind.sentence())}. {escape_md(diag.window_note())}")
 
 
 def document_md(title: str, text: str, stems: tuple[str, ...]) -> str:
     body = highlight_md(text, highlight_spans(text, stems), style="background")
     head = highlight_md(title, highlight_spans(title, stems), style="background") if title else ""
     return (f"Title: {head}  \n" if head else "") + body
+
+
+def show_passage(title: str, text: str, f) -> None:  # noqa: ANN001 - a Failure
+    """The target's best-matching passage highlighted in its text, and where the model's window ends."""
+    if f.passage_text is None:
+        return
+    beyond = f.window_char is not None and f.passage_char >= f.window_char
+    where = "beyond the window" if beyond else "within the window"
+    st.markdown(
+        f"**Best-matching passage** (cosine {f.passage_cosine:.3f} vs {fmt(f.cosine)} for the whole target; starts "
+        f"at token {f.passage_offset} of {f.target_tokens}, {where}; the model reads {f.window_tokens} tokens "
+        "including its special tokens):"
+    )
+    body = document_text(title, text)
+    st.markdown(passage_md(body, f.passage_char, len(f.passage_text), f.window_char, f.window_tokens))
 
 
 def metrics(f: Failure) -> None:
@@ -135,6 +161,7 @@ def card(t: Target) -> None:
                 st.markdown("**Query terms missing from it:** " + chips(f.missing_terms))
             else:
                 st.markdown("**Every query term occurs in it.**")
+            show_passage(t.title, t.text, f)
 
 
 def collapsed(g: TargetGroup) -> None:

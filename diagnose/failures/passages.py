@@ -1,0 +1,350 @@
+"""Text beyond the model's window, and diluted passages: the model's window, each target's passages, the best one.
+
+An embedding model reads a fixed number of tokens and drops the rest: all-MiniLM-L6-v2's ``max_seq_length`` is 256
+word pieces, *including* its two special tokens ([CLS], [SEP]), so it reads the first 254 word pieces of a text.
+
+- **The window** (:class:`ModelWindow`, :func:`model_window`): ``tokens`` = the model's ``max_seq_length`` (special
+  tokens included: what ``window_tokens`` reports), ``specials`` = the special tokens its tokenizer adds to one text
+  (``tokenizer.num_special_tokens_to_add()``), ``capacity = tokens - specials`` = the text tokens the model reads.
+  From a sentence-transformers model's own tokenizer (``model.tokenizer``) and ``model.max_seq_length``; an encoder
+  may carry its own ``window`` (a fake encoder in tests: :func:`word_window`); otherwise the window is unknown.
+- **The target's tokens**: the document text as it is encoded (:func:`diagnose.data.document_text`, ``title + " " +
+  text``) tokenized by the model's tokenizer without special tokens: ``target_tokens`` counts them; a token at
+  offset ``>= capacity`` is beyond the window (never read).
+- **Sentences** (:func:`split_sentences`): no maintained sentence splitter ships with the package (NLTK's punkt needs
+  a data download), so a documented regex: a sentence ends at ``.``, ``!`` or ``?`` (optionally followed by a closing
+  quote or bracket) followed by white space and an upper-case letter, a digit or an opening quote/bracket; a line
+  break also ends one. Abbreviations such as "e.g. The" split wrongly; that shifts a passage by a sentence, no more.
+- **Passages** (:func:`split_passages`): windows of :data:`~diagnose.defaults.PASSAGE_SENTENCES` consecutive
+  sentences, one starting at every sentence (a text of fewer sentences is one passage), each cut into pieces of at
+  most ``capacity`` tokens so that every passage fits the window; duplicates (same token range) once.
+  ``passage_offset`` = the token offset of a passage's first token in the target.
+- **The best passage** (:meth:`PassageScorer.match`): the passage of maximum cosine to the query under the same model
+  (the earliest on a tie), its offset, cosine and text; ``target_cosine`` = cos(query, whole target) under that model
+  (the failure's ``cosine`` when the vectors are the model's own); ``first_good_offset`` = the smallest offset among
+  the passages whose cosine reaches the calibrated threshold (None when none does). The rules that read them are
+  ``truncated`` and ``diluted`` in :func:`diagnose.failures.taxonomy.classify`.
+- **The remedy** (:func:`maxsim_run`): every document's passages encoded (the same windows of sentences, side by side
+  instead of one starting at every sentence: a third as many to encode), a document scored by its best passage
+  (max-sim) and ranked; over :data:`~diagnose.defaults.MAXSIM_MAX_DOCS` documents only the run's candidates and the
+  relevant documents of each query are re-scored that way.
+
+Passage vectors are cached on disk in the embedding cache (:func:`diagnose.embed.embed_texts`, keyed by the text and
+the encoder), with a progress bar of the passages still to encode.
+"""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_left
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import numpy as np
+import pandas as pd
+
+from diagnose import defaults
+from diagnose.data import Dataset, Run
+from diagnose.embed import EmbeddingCache, embed_texts
+from diagnose.progress import Progress, reporter
+
+#: Token spans of texts: one list of (start, end) character offsets per text, special tokens left out.
+SpanFn = Callable[[Sequence[str]], list[list[tuple[int, int]]]]
+
+
+@dataclass(frozen=True)
+class ModelWindow:
+    """The model's window: ``tokens`` (``max_seq_length``, special tokens included), ``specials`` (special tokens
+    added to one text), ``spans`` (the tokenizer: :data:`SpanFn`), ``label`` (whose window)."""
+
+    tokens: int
+    specials: int
+    spans: SpanFn
+    label: str = ""
+
+    @property
+    def capacity(self) -> int:
+        """The text tokens the model reads: ``tokens - specials``."""
+        return self.tokens - self.specials
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"window_tokens": self.tokens, "special_tokens": self.specials, "model": self.label}
+
+
+def word_window(tokens: int, specials: int = 0, label: str = "words") -> ModelWindow:
+    """A window counted in white-space separated words (a fake encoder's, in tests)."""
+
+    def spans(texts: Sequence[str]) -> list[list[tuple[int, int]]]:
+        return [[m.span() for m in re.finditer(r"\S+", t)] for t in texts]
+
+    return ModelWindow(tokens, specials, spans, label)
+
+
+def model_window(encoder: Any) -> ModelWindow | None:
+    """The window of ``encoder``: its own ``window`` attribute when it has one, else a sentence-transformers model's
+    tokenizer and ``max_seq_length``; None when neither is known."""
+    own = getattr(encoder, "window", None)
+    if isinstance(own, ModelWindow):
+        return own
+    model = getattr(encoder, "model", None) if hasattr(encoder, "source") else None
+    tokenizer = getattr(model, "tokenizer", None)
+    max_len = getattr(model, "max_seq_length", None)
+    if tokenizer is None or not max_len:
+        return None
+
+    def spans(texts: Sequence[str]) -> list[list[tuple[int, int]]]:
+        out = tokenizer(
+            list(texts),
+            add_special_tokens=False,
+            return_offsets_mapping=True,
+            truncation=False,
+            verbose=False,
+        )
+        return [[(int(a), int(b)) for a, b in offs] for offs in out["offset_mapping"]]
+
+    specials = int(tokenizer.num_special_tokens_to_add(pair=False))
+    return ModelWindow(int(max_len), specials, spans, str(getattr(encoder, "label", "") or encoder.name))
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]?\s+(?=[\"'(\[]?[A-Z0-9])|\s*\n\s*")
+
+
+def split_sentences(text: str) -> list[tuple[int, int]]:
+    """The sentences of ``text`` as (start, end) character spans, white space trimmed (module docstring: the rule)."""
+    out, pos = [], 0
+    for m in _SENTENCE_END.finditer(text):
+        end = m.start() + len(m.group(0).rstrip()) if m.group(0)[:1] in "\"')]" else m.start()
+        if text[pos:end].strip():
+            out.append((pos, end))
+        pos = m.end()
+    if text[pos:].strip():
+        out.append((pos, len(text.rstrip())))
+    return out
+
+
+class PassageTable(NamedTuple):
+    """The passages of some texts: passage i belongs to text ``text_row[i]`` and covers its tokens ``[start, end)``
+    and characters ``[char_start, char_end)``; ``n_tokens`` and ``window_char`` (the character offset where the
+    window ends, -1 when the whole text fits) per text."""
+
+    text_row: np.ndarray
+    start: np.ndarray
+    end: np.ndarray
+    char_start: np.ndarray
+    char_end: np.ndarray
+    texts: list[str]
+    n_tokens: np.ndarray
+    window_char: np.ndarray
+
+
+def _text_passages(
+    text: str, spans: list[tuple[int, int]], cap: int, size: int, stride: int
+) -> list[tuple[int, int]]:
+    """The (start token, end token) ranges of one text's passages (module docstring)."""
+    starts = [a for a, _ in spans]
+    sentences = split_sentences(text) or [(0, len(text))]
+    lo = [bisect_left(starts, a) for a, _ in sentences]
+    hi = [bisect_left(starts, b) for _, b in sentences]
+    out: dict[tuple[int, int], None] = {}
+    last = max(1, len(sentences) - size + 1) if stride == 1 else len(sentences)
+    for i in range(0, last, stride):
+        t0, t1 = lo[i], hi[min(i + size, len(sentences)) - 1]
+        for s in range(t0, t1, cap):
+            out[(s, min(s + cap, t1))] = None
+    return list(out)
+
+
+def split_passages(
+    texts: Sequence[str], window: ModelWindow, size: int = defaults.PASSAGE_SENTENCES, stride: int = 1
+) -> PassageTable:
+    """Every text's passages (module docstring), in text order then token order. ``stride``: 1 for a window
+    starting at every sentence (the diagnosis), ``size`` for windows side by side (the remedy's index)."""
+    cols: list[list[int]] = [[], [], [], [], []]
+    out_texts: list[str] = []
+    n_tokens, window_char = [], []
+    for row, (text, spans) in enumerate(zip(texts, window.spans(texts), strict=True)):
+        n_tokens.append(len(spans))
+        window_char.append(spans[window.capacity][0] if len(spans) > window.capacity else -1)
+        for s, e in _text_passages(text, spans, window.capacity, size, stride):
+            a, b = spans[s][0], spans[e - 1][1]
+            for col, v in zip(cols, (row, s, e, a, b), strict=True):
+                col.append(v)
+            out_texts.append(text[a:b])
+    arrays = [np.asarray(c, dtype=np.int64) for c in cols]
+    return PassageTable(*arrays, out_texts, np.asarray(n_tokens, dtype=np.int64), np.asarray(window_char))
+
+
+class PassageMatch(NamedTuple):
+    """A target's window and best passage for one query (module docstring: every field). ``passage_char``: the
+    character offset of the passage in the target's text (``title + " " + text``); ``window_char``: where the window
+    ends in it (None when the whole target fits)."""
+
+    window_tokens: int
+    capacity: int
+    target_tokens: int
+    passage_offset: int
+    passage_cosine: float
+    passage_text: str
+    target_cosine: float
+    first_good_offset: int | None
+    passage_char: int
+    window_char: int | None
+
+
+class PassageScorer:
+    """Passages of a data set's documents under one encoder and its window: :meth:`match` (the diagnosis's
+    evidence) and :meth:`passages` (the vectors of the remedy). ``cache_dir``: the embedding cache's root (None: the
+    default cache); ``progress``: where the bars of the passages' encoding go."""
+
+    def __init__(
+        self,
+        ds: Dataset,
+        encoder: Any,
+        window: ModelWindow,
+        *,
+        cache_dir: str | Path | None = None,
+        progress: Progress = False,
+        sentences: int = defaults.PASSAGE_SENTENCES,
+    ) -> None:
+        self.ds, self.encoder, self.window, self.sentences = ds, encoder, window, sentences
+        self.cache = EmbeddingCache(Path(cache_dir) / "embeddings" if cache_dir else None)
+        self.progress = progress
+        self.doc_row = ds.corpus.index_of()
+        self._texts = ds.corpus.texts()
+
+    def _embed(self, texts: list[str], label: str | None = None) -> np.ndarray:
+        bar = reporter(self.progress).bar(label) if label else False
+        return embed_texts(self.encoder, texts, cache=self.cache, progress=bar, report=self.ds.report)
+
+    def passages(self, doc_ids: Sequence[str], *, stride: int = 1) -> tuple[PassageTable, np.ndarray]:
+        """The passages of ``doc_ids`` (rows of the table index ``doc_ids``) and their vectors (``stride``:
+        :func:`split_passages`)."""
+        texts = [self._texts[self.doc_row[d]] for d in doc_ids]
+        table = split_passages(texts, self.window, self.sentences, stride)
+        what = f"Encoding {len(table.texts):,} passages of {len(doc_ids):,} documents (fitting {self.window.tokens} tokens)"
+        return table, self._embed(table.texts, what)
+
+    def query_vectors(self, query_ids: Sequence[str]) -> np.ndarray:
+        text_of = self.ds.queries.text_of()
+        return self._embed([text_of.get(q, "") for q in query_ids])
+
+    def match(
+        self, pairs: Sequence[tuple[str, str]], calibrated: float
+    ) -> dict[tuple[str, str], PassageMatch]:
+        """The best passage of each (query, target) pair whose target is in the corpus (module docstring)."""
+        pairs = [(q, d) for q, d in pairs if d in self.doc_row]
+        if not pairs:
+            return {}
+        docs = list(dict.fromkeys(d for _, d in pairs))
+        queries = list(dict.fromkeys(q for q, _ in pairs))
+        table, pvecs = self.passages(docs)
+        dvecs = self._embed([self._texts[self.doc_row[d]] for d in docs])
+        qvecs = self.query_vectors(queries)
+        d_of, q_of = {d: i for i, d in enumerate(docs)}, {q: i for i, q in enumerate(queries)}
+        bounds = np.searchsorted(table.text_row, np.arange(len(docs) + 1))
+        out = {}
+        for q, d in pairs:
+            i, qv = d_of[d], qvecs[q_of[q]]
+            lo, hi = bounds[i], bounds[i + 1]
+            if lo == hi:
+                continue  # a target without a token
+            cos = pvecs[lo:hi] @ qv
+            best = lo + int(np.argmax(cos))
+            good = table.start[lo:hi][cos >= calibrated]
+            wc = int(table.window_char[i])
+            out[(q, d)] = PassageMatch(
+                self.window.tokens,
+                self.window.capacity,
+                int(table.n_tokens[i]),
+                int(table.start[best]),
+                float(cos[best - lo]),
+                table.texts[best],
+                float(dvecs[i] @ qv),
+                int(good.min()) if len(good) else None,
+                int(table.char_start[best]),
+                wc if wc >= 0 else None,
+            )
+        return out
+
+
+def _maxsim(qvecs: np.ndarray, pvecs: np.ndarray, text_row: np.ndarray, n_docs: int) -> np.ndarray:
+    """``[n_queries, n_docs]``: each document's best passage cosine (-inf for a document without a passage)."""
+    out = np.full((len(qvecs), n_docs), -np.inf, dtype=np.float32)
+    if len(pvecs):
+        sims = qvecs @ pvecs.T
+        starts = np.flatnonzero(np.r_[True, text_row[1:] != text_row[:-1]])
+        out[:, text_row[starts]] = np.maximum.reduceat(sims, starts, axis=1)
+    return out
+
+
+def maxsim_run(
+    scorer: PassageScorer,
+    run: Run,
+    query_ids: Sequence[str],
+    *,
+    depth: int = defaults.DEPTH,
+    max_docs: int = defaults.MAXSIM_MAX_DOCS,
+) -> Run:
+    """The passage remedy: each query's documents ranked by their best passage's cosine (max-sim), top ``depth``.
+
+    Up to ``max_docs`` documents in the corpus: every document's passages are searched. Above it: only the run's
+    top ``depth`` candidates of the query and the query's relevant documents (grade > 0) are re-scored, so the
+    remedy reorders the run's candidates and adds what a passage index would add for the relevant documents.
+    Ties by doc id descending (trec_eval's order); documents without a passage are left out."""
+    ids = list(scorer.ds.corpus.ids)
+    qids = list(query_ids)
+    qvecs = scorer.query_vectors(qids)
+    rows = []
+    if len(ids) <= max_docs:
+        table, pvecs = scorer.passages(ids, stride=scorer.sentences)
+        for block in range(0, len(qids), 256):
+            scores = _maxsim(qvecs[block : block + 256], pvecs, table.text_row, len(ids))
+            rows += _top_rows(qids[block : block + 256], ids, scores, depth)
+    else:
+        rows = _candidate_rows(scorer, run, qids, qvecs, depth)
+    df = pd.DataFrame(rows, columns=["query_id", "doc_id", "score", "rank"])
+    return Run(
+        f"{run.name} (passage max-sim)", df, source=f"max-sim over passages of {scorer.window.tokens} tokens"
+    )
+
+
+def _top_rows(
+    qids: list[str], ids: list[str], scores: np.ndarray, depth: int
+) -> list[tuple[str, str, float, int]]:
+    """The top ``depth`` (query, doc, score, rank) rows of each query's scores, ties by doc id descending."""
+    id_order = np.argsort(np.argsort(np.asarray(ids, dtype=object)))  # position of each id in ascending order
+    rows = []
+    for q, s in zip(qids, scores, strict=True):
+        order = np.lexsort((-id_order, -s.astype(np.float64)))
+        order = order[np.isfinite(s[order])][:depth]
+        rows += [(q, ids[j], float(s[j]), r) for r, j in enumerate(order.tolist(), start=1)]
+    return rows
+
+
+def _candidate_rows(
+    scorer: PassageScorer, run: Run, qids: list[str], qvecs: np.ndarray, depth: int
+) -> list[tuple[str, str, float, int]]:
+    """Over the cap: each query's top ``depth`` candidates of the run and its relevant documents, re-scored by
+    max-sim over their passages."""
+    rel = scorer.ds.qrels.relevant()
+    top = run.top(depth)
+    wanted: dict[str, set[str]] = {q: set() for q in qids}
+    for frame in (top, rel):
+        for q, d in zip(frame["query_id"].tolist(), frame["doc_id"].tolist(), strict=True):
+            if q in wanted and d in scorer.doc_row:
+                wanted[q].add(d)
+    docs = sorted(set().union(*wanted.values()))
+    if not docs:
+        return []
+    table, pvecs = scorer.passages(docs, stride=scorer.sentences)
+    col = {d: i for i, d in enumerate(docs)}
+    rows = []
+    for i, q in enumerate(qids):
+        scores = _maxsim(qvecs[i : i + 1], pvecs, table.text_row, len(docs))[0]
+        keep = [col[d] for d in wanted[q]]
+        sub = np.full(len(docs), -np.inf, dtype=np.float32)
+        sub[keep] = scores[keep]
+        rows += _top_rows([q], docs, sub[None, :], depth)
+    return rows

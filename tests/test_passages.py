@@ -1,0 +1,275 @@
+"""Text beyond the model's window and diluted passages: the window, the passages, the truncated and diluted rules,
+the passage max-sim remedy (diagnose/failures/passages.py), with a fake keyword encoder and with the real model."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from diagnose import Analysis
+from diagnose.data import Corpus, Dataset, Qrels, Queries, Run
+from diagnose.embed import KeywordEncoder
+from diagnose.failures import Thresholds, classify
+from diagnose.failures.passages import (
+    PassageMatch,
+    PassageScorer,
+    maxsim_run,
+    model_window,
+    split_passages,
+    split_sentences,
+    word_window,
+)
+
+# ------------------------------------------------------------------------------------------ sentences, passages
+
+
+def test_split_sentences_ends_at_punctuation_before_a_capital_or_a_line_break():
+    text = "First one. Second one! e.g. lower stays. Third?\nFourth"
+    spans = split_sentences(text)
+    assert [text[a:b] for a, b in spans] == [
+        "First one.",
+        "Second one! e.g. lower stays.",
+        "Third?",
+        "Fourth",
+    ]
+    assert split_sentences("") == [] and split_sentences("no end") == [(0, 6)]
+
+
+def test_passages_are_sentence_windows_cut_to_the_window():
+    # 4 sentences of 2 words each = 8 words; windows of 2 sentences starting at sentences 0, 1, 2 (4 - 2 + 1 = 3)
+    text = "a b. C d. E f. G h."
+    w = word_window(6, specials=1)  # reads 6 - 1 = 5 words
+    t = split_passages([text], w, size=2)
+    assert t.start.tolist() == [0, 2, 4] and t.end.tolist() == [4, 6, 8]
+    assert t.texts == ["a b. C d.", "C d. E f.", "E f. G h."]
+    assert t.n_tokens.tolist() == [8]
+    assert (
+        text[t.window_char[0] :] == "f. G h."
+    )  # the 6th word (offset 5) is the first the model does not read
+    # a window of 3 sentences = 6 words does not fit 5: cut into pieces of at most 5 words (0-5, 5-6; 2-7, 7-8)
+    t3 = split_passages([text], w, size=3)
+    assert list(zip(t3.start.tolist(), t3.end.tolist(), strict=True)) == [(0, 5), (5, 6), (2, 7), (7, 8)]
+    # side by side (the remedy's index): windows start at sentences 0 and 2 only
+    side = split_passages([text], w, size=2, stride=2)
+    assert side.texts == ["a b. C d.", "E f. G h."]
+
+
+def test_the_window_of_a_fake_encoder_and_of_none():
+    enc = KeywordEncoder(dim=64)
+    assert model_window(enc) is None  # no tokenizer, no window: unknown
+    enc.window = word_window(10, 2)
+    assert model_window(enc).capacity == 8
+
+
+# ------------------------------------------------------------------------------------------ the rules
+
+
+def _match(offset: int, passage: float, whole: float, good: int | None = None) -> PassageMatch:
+    # window 256 with 2 special tokens: capacity 254
+    return PassageMatch(256, 254, 400, offset, passage, "p", whole, good, 0, 1000)
+
+
+COMMON = dict(
+    in_corpus=True,
+    duplicate=False,
+    run_rank=None,
+    dense_rank=50,
+    bm25_rank=None,
+    overlap=0.5,
+    k=10,
+    cosine=0.1,
+)
+
+
+@pytest.mark.parametrize(
+    ("passage", "expected"),
+    [
+        (_match(300, 0.6, 0.1), "truncated"),  # best passage starts at 300 >= 254
+        (_match(300, 0.6, 0.1, good=100), "truncated"),  # the best starts beyond, one within reaches 0.5 too
+        (
+            _match(300, 0.45, 0.1),
+            "semantic_gap",
+        ),  # beyond, but no passage reaches the calibrated 0.5: no match
+        (_match(300, 0.6, 0.55), "semantic_gap"),  # the whole target reaches 0.5: the model read enough
+        (_match(100, 0.6, 0.1, good=100), "diluted"),  # in the window, 0.6 >= 0.5 and 0.6 - 0.1 = 0.5 >= 0.15
+        (_match(100, 0.6, 0.46, good=100), "semantic_gap"),  # 0.6 - 0.46 = 0.14 < 0.15
+        (_match(100, 0.45, 0.1), "semantic_gap"),  # the passage is below the calibrated 0.5
+        (None, "semantic_gap"),  # the window unknown: the two rules are not used
+    ],
+)
+def test_truncated_and_diluted_rules(passage, expected):
+    assert classify(**COMMON, calibrated=0.5, passage=passage) == expected
+
+
+def test_label_gap_comes_first_and_the_margin_is_a_threshold():
+    assert (
+        classify(**{**COMMON, "duplicate": True}, calibrated=0.5, passage=_match(300, 0.6, 0.1))
+        == "label_gap"
+    )
+    loose = Thresholds(diluted_margin=0.1)  # 0.6 - 0.46 = 0.14 >= 0.1
+    assert classify(**COMMON, calibrated=0.5, passage=_match(100, 0.6, 0.46), thresholds=loose) == "diluted"
+    with pytest.raises(Exception, match="diluted_margin"):
+        Thresholds(diluted_margin=float("nan"))
+
+
+# ------------------------------------------------------------------------------------------ fake encoder, end to end
+
+FILLER = " ".join(f"filler{i}." if i % 6 == 5 else f"filler{i}" for i in range(60))
+
+
+def _tiny(late: str, diluted: str) -> Dataset:
+    """q1's target d1 says "quokka habitat" only after 60 filler words; q2's target d2 holds "wombat burrow" in one
+    sentence among filler; d3/d4 are what the run found instead. One query more (q3) is a hit."""
+    docs = {
+        "d1": f"{FILLER} Quokka habitat is here.",
+        "d2": diluted,
+        "d3": "quokka zoo tickets",
+        "d4": "wombat plush toy",
+        "d5": "kangaroo facts",
+    }
+    corpus = Corpus(pd.DataFrame({"doc_id": list(docs), "title": "", "text": list(docs.values())}))
+    queries = Queries(
+        pd.DataFrame(
+            {"query_id": ["q1", "q2", "q3"], "text": ["quokka habitat", "wombat burrow", "kangaroo"]}
+        )
+    )
+    qrels = Qrels(
+        pd.DataFrame({"query_id": ["q1", "q2", "q3"], "doc_id": ["d1", "d2", "d5"], "relevance": 1})
+    )
+    return Dataset(corpus=corpus, queries=queries, qrels=qrels)
+
+
+def _run(ds: Dataset) -> Run:
+    rows = [("q1", "d3", 1.0), ("q2", "d4", 1.0), ("q3", "d5", 1.0)]
+    df = pd.DataFrame(rows, columns=["query_id", "doc_id", "score"]).assign(rank=1)
+    return Run("mine", df)
+
+
+def _analysis(ds: Dataset, tmp_path, window=True) -> Analysis:
+    enc = KeywordEncoder(dim=512)
+    if window:
+        enc.window = word_window(22, 2)  # reads 20 words
+    # the seed threshold 0.5 is the calibrated one: one hit (q3) is too few to calibrate
+    th = Thresholds(seed_cosine=0.5)
+    return Analysis(ds, {"mine": _run(ds)}, k=1, encoder=enc, cache_dir=tmp_path, thresholds=th)
+
+
+DILUTED = "Wombat burrow. " + " ".join(f"Other{i} more{i}." for i in range(7))  # 8 sentences of 2 words
+
+
+def test_the_fake_encoder_finds_truncated_and_diluted_and_the_passages_recover_them(tmp_path):
+    ds = _tiny("", DILUTED)
+    a = _analysis(ds, tmp_path)
+    f = a.failures("mine").set_index("query_id")
+    # q1: FILLER is one sentence (its periods precede lower-case words), so d1 is 2 sentences, one window, cut into
+    # pieces of 20 words: 0-20, 20-40, 40-60, 60-64; the last, "Quokka habitat is here." (offset 60 >= 20 read), has
+    # cosine 2 / (sqrt(2) * 2) = 0.71 >= 0.5; the whole d1 shares 2 of 64 words: 2 / (sqrt(2) * 8) = 0.18 < 0.5
+    assert f.at["q1", "class"] == "truncated" and f.at["q1", "passage_offset"] >= 20
+    assert f.at["q1", "window_tokens"] == 22 and f.at["q1", "target_tokens"] == 64
+    assert "Quokka habitat" in f.at["q1", "passage_text"]
+    assert f.at["q1", "cosine"] < 0.2  # ~0.18; two filler words sharing a hash bucket lower it a little
+    assert f.at["q1", "passage_offset"] == 60
+    assert f.at["q1", "passage_cosine"] == pytest.approx(2 / (np.sqrt(2) * 2), abs=1e-6)
+    # q2: the first passage (3 sentences, 6 words) holds both query words: cosine 2 / (sqrt(2) * sqrt(6)) = 0.58
+    # >= 0.5; the whole d2 (16 words): 2 / (sqrt(2) * 4) = 0.35 < 0.5, a gain of 0.22 >= 0.15
+    assert f.at["q2", "class"] == "diluted" and f.at["q2", "passage_offset"] == 0
+    assert f.at["q2", "passage_cosine"] == pytest.approx(2 / (np.sqrt(2) * np.sqrt(6)), abs=1e-6)
+    assert f.at["q2", "cosine"] == pytest.approx(2 / (np.sqrt(2) * 4), abs=1e-6)
+    rem = a.remedies("mine")
+    for cls in ("truncated", "diluted"):
+        row = rem.row(cls)
+        assert row.remedy_id == "passages" and row.failures == 1 and row.recovered == 1
+    matrix = a.remedy_matrix("mine").to_dict()
+    assert matrix["truncated"]["passages"] == {"failures": 1, "recovered": 1}
+
+
+def test_without_a_window_the_fields_are_null_and_the_classes_unused(tmp_path):
+    ds = _tiny("", DILUTED)
+    a = _analysis(ds, tmp_path, window=False)
+    d = a.diagnosis("mine")
+    assert d.window is None and "unknown" in d.window_note()
+    assert not {"truncated", "diluted"} & {f.cls for f in d.failures}
+    f = a.failures("mine")
+    assert (
+        f[["window_tokens", "target_tokens", "passage_offset", "passage_cosine", "passage_text"]]
+        .isna()
+        .all()
+        .all()
+    )
+    row = a.remedies("mine").row("truncated")
+    assert not row.available and "unknown" in row.note
+    # the JSON contract: the keys are there (null), and the report says the window is unknown once
+    from diagnose.report_failures import failures_text
+
+    payload = d.to_dict()
+    assert payload["window"] is None and "unknown" in payload["window_note"]
+    for key in ("window_tokens", "target_tokens", "passage_offset", "passage_cosine", "passage_text"):
+        assert all(key in f and f[key] is None for f in payload["failures"])
+    assert failures_text(d, model="fake").count("window is unknown") == 1
+
+
+def test_maxsim_run_over_the_cap_rescores_candidates_and_relevant_documents(tmp_path):
+    ds = _tiny("", DILUTED)
+    enc = KeywordEncoder(dim=512)
+    scorer = PassageScorer(ds, enc, word_window(22, 2), cache_dir=tmp_path)
+    full = maxsim_run(scorer, _run(ds), ["q1", "q2"])
+    capped = maxsim_run(scorer, _run(ds), ["q1", "q2"], max_docs=2)
+    assert full.top(1)["doc_id"].tolist() == ["d1", "d2"]  # the relevant documents' passages win
+    # over the cap only the run's candidate (d3 / d4) and the relevant document are scored: 2 rows a query
+    assert capped.df.groupby("query_id").size().tolist() == [2, 2]
+    assert capped.top(1)["doc_id"].tolist() == ["d1", "d2"]
+
+
+# ------------------------------------------------------------------------------------------ the real model
+
+
+@pytest.mark.real_model
+def test_the_real_model_window_truncated_and_diluted(tmp_path):
+    """all-MiniLM-L6-v2 reads 256 word pieces including [CLS] and [SEP]. d1 answers q1 only after ~300 word pieces
+    of unrelated text; d2 answers q2 in one sentence among notes about other things."""
+    office = (
+        "The office opens at eight. Desks are booked in the app the day before. Meeting rooms are named after "
+        "rivers. The kitchen has coffee and tea. Printers print with your badge. Fire drills happen twice a year. "
+    )
+    d1 = office * 7 + "Cycling to work: a locked bike cage is in the basement, with two showers next to it."
+    d2 = (
+        "Notes from the stand-up. The plant rota moves upstairs. The team lunch is on Friday. The book club reads "
+        "a detective novel. Conversion fees on refunds in a foreign currency are paid by us, never taken off the "
+        "refund. The quiz team needs a fifth player. Birthdays: two this month. The coffee machine is broken."
+    )
+    docs = {
+        "d1": d1,
+        "d2": d2,
+        "d3": "Parking in the garage needs a booking.",
+        "d4": "Refund policy: 30 days.",
+    }
+    ds = Dataset(
+        corpus=Corpus(pd.DataFrame({"doc_id": list(docs), "title": "", "text": list(docs.values())})),
+        queries=Queries(
+            pd.DataFrame(
+                {
+                    "query_id": ["q1", "q2"],
+                    "text": [
+                        "where can I lock my bicycle and shower after cycling in",
+                        "who pays the currency conversion fee when we refund a customer abroad",
+                    ],
+                }
+            )
+        ),
+        qrels=Qrels(pd.DataFrame({"query_id": ["q1", "q2"], "doc_id": ["d1", "d2"], "relevance": 1})),
+    )
+    run = Run(
+        "mine", pd.DataFrame({"query_id": ["q1", "q2"], "doc_id": ["d3", "d4"], "score": 1.0, "rank": 1})
+    )
+    a = Analysis(ds, {"mine": run}, k=1, cache_dir=tmp_path, thresholds=Thresholds(seed_cosine=0.3))
+    window = model_window(a.encoder)
+    assert (window.tokens, window.specials) == (256, 2)
+    f = a.failures("mine").set_index("query_id")
+    assert f.at["q1", "target_tokens"] > 254 and f.at["q1", "passage_offset"] >= 254
+    assert "bike cage" in f.at["q1", "passage_text"]
+    assert f.at["q1", "class"] == "truncated"
+    assert f.at["q2", "class"] == "diluted" and "Conversion fees" in f.at["q2", "passage_text"]
+    assert f.at["q2", "passage_cosine"] - f.at["q2", "cosine"] >= 0.15
+    rem = a.remedies("mine")
+    assert rem.row("truncated").recovered == 1 and rem.row("diluted").recovered == 1
