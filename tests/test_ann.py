@@ -137,7 +137,7 @@ def test_a_bad_setting_names_the_parameter():
 
 
 def test_cli_json_shape_with_the_bundled_model(capsys):
-    """`diagnose ann --format json` with the real bundled model on the demo (190 documents)."""
+    """`diagnose ann --format json` with the real bundled model on the demo (its documents)."""
     code = main(["ann", "--data", str(DEMO), "--run", str(RUN), "--k", "5", "--format", "json"])
     out = capsys.readouterr().out
     assert code == 0
