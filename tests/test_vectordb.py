@@ -16,6 +16,7 @@ import pytest
 from diagnose.analysis import Analysis
 from diagnose.data import DataError
 from diagnose.embed import KeywordEncoder
+from diagnose.embed.loading import default_model_path
 from diagnose.io import load_dataset
 from diagnose.vectordb import read_collection
 
@@ -353,6 +354,10 @@ def test_cli_corpus_from_chroma_equals_npy_with_the_bundled_model(minilm, capsys
         npy / "queries.npy",
         "--query-ids",
         npy / "queries.txt",
+        # the model that made the vectors, named by its folder ("default" names none with precomputed vectors): its
+        # window gives the passage evidence, as the Chroma side (queries encoded by the model) has it
+        "--model",
+        default_model_path(),
     )
     assert db["n_failed_queries"] > 0
     # the same failures, classes, remedies...; cosines agree to float32 rounding (the vectors come back from
