@@ -182,9 +182,10 @@ def test_the_readme_is_a_front_door():
 
 
 def test_the_readme_commands_are_what_ci_runs():
-    """The README's two commands: install + the app, then install + tests, the latter verbatim in .ci/run."""
+    """The README's clone and two commands: install + the app, then install + tests, the latter verbatim in .ci/run."""
     section = README.split("## Two commands", 1)[1].split("\n## ", 1)[0]
-    install_app, install_test = re.findall(r"```bash\n(.*?)\n```", section, flags=re.S)
+    clone, install_app, install_test = re.findall(r"```bash\n(.*?)\n```", section, flags=re.S)
+    assert clone.startswith("git clone ") and clone.endswith("&& cd diagnose")
     assert install_app.endswith("&& streamlit run app.py") and 'pip install -e ".[all]"' in install_app
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
     assert install_test in ci and install_test.endswith("python -m pytest")
