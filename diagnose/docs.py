@@ -83,6 +83,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--check", action="store_true", help="change nothing; exit 1 when a page is stale")
     parser.add_argument("--root", type=Path, default=ROOT, help="the repository (default: this checkout)")
     args = parser.parse_args(argv)
+    if not (args.root / "README.md").is_file() or not (args.root / "docs").is_dir():
+        parser.error(f"{args.root} holds no README.md and docs/: give the repository with --root")
     stale = stale_pages(args.root)
     for page in stale:
         if args.check:

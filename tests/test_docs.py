@@ -121,6 +121,9 @@ def test_the_docs_command_checks_then_rewrites(tmp_path, capsys):
     assert docs.main(["--root", str(tmp_path)]) == 0
     assert docs.main(["--check", "--root", str(tmp_path)]) == 0
     assert docs.blocks()["metric-table"]() in page.read_text(encoding="utf-8")
+    with pytest.raises(SystemExit):  # not a checkout: said, not a traceback
+        docs.main(["--root", str(tmp_path / "docs")])
+    assert "give the repository with --root" in capsys.readouterr().err
 
 
 def _anchors(markdown: str) -> set[str]:
