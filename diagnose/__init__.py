@@ -1,6 +1,6 @@
 """diagnose: tells a RAG team *why* its retriever fails.
 
-The Python API, verbs first (README, section "Python")::
+The Python API, verbs first (README, section "Python"; in full: docs/python.md)::
 
     import diagnose
 

@@ -124,7 +124,7 @@ def evaluate(
     k: int | Sequence[int] = DEFAULT_KS,
     metrics: Sequence[str] | str | None = None,
 ) -> pd.DataFrame:
-    """Score one run (or several) against a golden set, with trec_eval's conventions (README "Metrics").
+    """Score one run (or several) against a golden set, with trec_eval's conventions (docs/metrics.md).
 
     ``qrels``: a path, :class:`Qrels`, :class:`Dataset` or ``{query_id: {doc_id: grade}}``. ``run``: a path, a
     :class:`Run`, ``{query_id: {doc_id: score}}``, or a dict ``{name: run}`` of several. ``k``: cutoffs for the

@@ -47,7 +47,7 @@ __all__ = [
 
 def band_of(metric: str, value: float) -> str | None:
     """The quality band of a metric value, None for metrics whose record leaves it out of tables
-    (``band_in_tables``: precision, f1, bounded by R/k, README "Quality bands")."""
+    (``band_in_tables``: precision, f1, bounded by R/k, docs/metrics.md "Quality bands")."""
     try:
         name = parse_metric(metric)
     except Exception:  # noqa: BLE001 - not a registered metric (e.g. a latency column): no band

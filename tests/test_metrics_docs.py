@@ -1,5 +1,6 @@
-"""The README's metric tables are the registry's (``diagnose.metrics.markdown_table`` and
-``bands_markdown_table``): a family added to ``REGISTRY`` fails here until its row is pasted into the README."""
+"""docs/metrics.md's metric tables are the registry's (``diagnose.metrics.markdown_table`` and
+``bands_markdown_table``): a family added to ``REGISTRY`` fails here until ``python -m diagnose.docs`` has rewritten
+the page."""
 
 from __future__ import annotations
 
@@ -9,13 +10,13 @@ import pytest
 
 from diagnose.metrics import REGISTRY, bands_markdown_table, markdown_table
 
-README = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+PAGE = (Path(__file__).resolve().parents[1] / "docs" / "metrics.md").read_text(encoding="utf-8")
 
 
-def readme_table(header: str) -> str:
-    """The README's Markdown table that starts with the line ``header``, up to the first line not starting with |."""
-    lines = README.splitlines()
-    assert header in lines, f"README has no table headed {header!r}"
+def page_table(header: str) -> str:
+    """docs/metrics.md's Markdown table that starts with the line ``header``, up to the first line not starting with |."""
+    lines = PAGE.splitlines()
+    assert header in lines, f"docs/metrics.md has no table headed {header!r}"
     start = lines.index(header)
     end = start
     while end < len(lines) and lines[end].startswith("|"):
@@ -24,11 +25,10 @@ def readme_table(header: str) -> str:
 
 
 @pytest.mark.parametrize("table", [markdown_table, bands_markdown_table])
-def test_readme_tables_are_the_registrys(table):
+def test_the_pages_tables_are_the_registrys(table):
     generated = table()
-    assert readme_table(generated.splitlines()[0]) == generated, (
-        f"README's table differs from diagnose.metrics.{table.__name__}(): paste its output into the README "
-        '("Metrics and conventions")'
+    assert page_table(generated.splitlines()[0]) == generated, (
+        f"docs/metrics.md's table differs from diagnose.metrics.{table.__name__}(): run `python -m diagnose.docs`"
     )
 
 

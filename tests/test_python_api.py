@@ -1,7 +1,7 @@
 """The Python API: diagnose.load / evaluate / Analysis / run_retriever, as a notebook user calls them.
 
-The README's Python section is executed as written (like test_docs.py keeps the CLI honest); Analysis is checked
-against the CLI's own outputs (one pipeline, one schema), with the deterministic keyword encoder where no real
+The README's Python section and docs/python.md are executed as written (like test_docs.py keeps the CLI honest);
+Analysis is checked against the CLI's own outputs (one pipeline, one schema), with the deterministic keyword encoder where no real
 model is needed.
 """
 
@@ -33,6 +33,7 @@ DEMO = ROOT / "demo_corpus"
 ANN = str(DEMO / "runs" / "ann_minilm.trec")
 LC = str(DEMO / "runs" / "bm25_langchain.trec")
 README = (ROOT / "README.md").read_text(encoding="utf-8")
+PYTHON_PAGE = (ROOT / "docs" / "python.md").read_text(encoding="utf-8")
 
 
 class CountingEncoder(KeywordEncoder):
@@ -64,10 +65,14 @@ def analysis(demo, tmp_path):
 
 
 def _python_section() -> str:
+    """The python blocks of the README's Python section, then those of docs/python.md (one process: the second
+    Analysis reads the vectors the first one cached)."""
     section = README.split("## Python", 1)[1].split("\n## ", 1)[0]
     blocks = re.findall(r"```python\n(.*?)```", section, flags=re.S)
     assert blocks, "README's Python section has no python block"
-    return "\n".join(blocks)
+    page = re.findall(r"```python\n(.*?)```", PYTHON_PAGE.split("\n## ", 1)[0], flags=re.S)
+    assert page, "docs/python.md has no python block before its first section"
+    return "\n".join(blocks + page)
 
 
 def test_public_api_comes_first():

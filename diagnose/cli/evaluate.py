@@ -96,7 +96,7 @@ def _with_compare_to(args: argparse.Namespace, ds: Dataset) -> tuple[Dataset, st
 
 def _with_flags(message: str) -> str:
     """A gate message of the library names the Python parameter ("(fail_under)"); on the command line, the flag
-    ("(--fail-under)", as the README shows)."""
+    ("(--fail-under)", as docs/cli.md shows)."""
     for param in ("fail_under", "max_drop"):
         message = message.replace(f"({param})", f"({PARAM_FLAGS[param]})")
     return message

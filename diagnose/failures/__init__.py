@@ -14,7 +14,7 @@ One question a file:
   advice in words, recommendation, remedy, evidence sentence) in :data:`FAILURE_CLASSES`, and the views
   :data:`CLASSES`, :data:`CLASS_LABELS`, :data:`RECOMMENDATIONS`. Open it to add a failure class.
 - :mod:`~diagnose.failures.taxonomy`: :class:`Thresholds`, :func:`classify` (the rules, in the records' order), each
-  failure's evidence sentence, :func:`class_table` (the README's table).
+  failure's evidence sentence, :func:`class_table` (docs/taxonomy.md's table).
 - :mod:`~diagnose.failures.evidence`: one (query, target) pair: the :class:`Failure` and :class:`Competitor`
   records, how each piece of evidence is computed, :func:`sort_worst`, :func:`worst_queries`.
 - :mod:`~diagnose.failures.kind`: the run's kind (dense, lexical, hybrid, unknown), given or inferred

@@ -8,7 +8,7 @@ record's id; ``tests/test_failures.py`` checks the two orders agree). Its remedy
 :mod:`diagnose.remedies` under the record's ``remedy.id``. Everything else follows from the record: the ids, labels
 and recommendations (:data:`CLASSES`, :data:`CLASS_LABELS`, :data:`RECOMMENDATIONS`), the charts' colours and
 legends (:mod:`diagnose.charts.palette`), the remedy table (:mod:`diagnose.remedies`), the evidence sentence
-(:func:`diagnose.failures.taxonomy.evidence_sentence`) and the README's class table
+(:func:`diagnose.failures.taxonomy.evidence_sentence`) and the class table of docs/taxonomy.md
 (:func:`diagnose.failures.taxonomy.class_table`, checked by ``tests/test_docs.py``).
 
 The rules stay as code in ``classify`` (not as a predicate on the record) so the rules read top to bottom in one
@@ -58,9 +58,9 @@ class FailureClass:
     - ``label``: the class in a table or a heading ("Near miss").
     - ``legend``: the label with, in brackets, what it means: the charts' and the map's legends.
     - ``color``: its colour on every chart and map (Okabe-Ito, colour-blind-safe).
-    - ``rule``: its rule in words, as the README's table states it (``{field}`` = a field of
+    - ``rule``: its rule in words, as the class table states it (``{field}`` = a field of
       :class:`~diagnose.failures.Thresholds`, ``{near_miss_factor}k`` the near-miss depth).
-    - ``what_to_do``: the advice in a few words (the README's table).
+    - ``what_to_do``: the advice in a few words (the class table).
     - ``recommendation``: the paragraph every failure of the class carries.
     - ``remedy``: its offline remedy (:class:`Remedy`).
     - ``evidence``: the template of the sentence saying why a pair is in the class, formatted with the fields of the

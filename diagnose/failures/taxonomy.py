@@ -4,7 +4,7 @@ this file and :mod:`diagnose.failures.classes` to add a failure class: its recor
 rule and advice in words, recommendation, remedy, sentence), its rule here at the same place in the order.
 
 The classes, in rule order, with their rules in words: :data:`~diagnose.failures.classes.FAILURE_CLASSES`, and the
-README's table generated from them (:func:`class_table`). Beside the class, every failure carries the seed rule
+docs/taxonomy.md's table generated from them (:func:`class_table`). Beside the class, every failure carries the seed rule
 (cosine < 0.75 -> "vocabulary mismatch", else "ranking issue") and the same rule with the model's calibrated
 threshold (:func:`seed_rule`).
 
@@ -38,7 +38,7 @@ FailureMode = Literal["hit", "recall"]
 
 @dataclass(frozen=True)
 class Thresholds:
-    """Every threshold of the taxonomy, with the defaults documented in the README."""
+    """Every threshold of the taxonomy, with the defaults documented in docs/taxonomy.md."""
 
     duplicate_cosine: float = defaults.DUPLICATE_COSINE
     near_miss_factor: int = 3
@@ -227,8 +227,9 @@ def evidence_sentence(cls: str, e: PairEvidence) -> str:
 
 
 def class_table(thresholds: Thresholds = Thresholds()) -> str:  # noqa: B008 - frozen, as in classify()
-    """The README's table of the failure classes (Markdown), from the records in rule order: number, id, rule and
-    advice, with the numbers of ``thresholds`` in the rules. ``tests/test_docs.py`` checks the README holds it."""
+    """The table of the failure classes in docs/taxonomy.md (Markdown), from the records in rule order: number, id,
+    rule and advice, with the numbers of ``thresholds`` in the rules. ``python -m diagnose.docs`` writes it into the
+    page and ``tests/test_docs.py`` checks the page holds it."""
     values = asdict(thresholds)
     lines = ["| # | class id | rule | what to do |", "|---|---|---|---|"]
     for n, c in enumerate(FAILURE_CLASSES, start=1):

@@ -5,14 +5,14 @@ One file per question a contributor brings:
 - :mod:`~diagnose.metrics.definitions`: what each metric computes, and the conventions (the formula of every
   metric with its trec_eval name, ties, no relevant document, ``k`` larger than the list, graded gains, which
   queries are averaged); its kernel; the :data:`REGISTRY` of families, one :class:`Metric` record each holding
-  every fact about it (upper bound, quality band, tie key, coverage, README rows). Start here, or to add a metric.
+  every fact about it (upper bound, quality band, tie key, coverage, doc rows). Start here, or to add a metric.
 - :mod:`~diagnose.metrics.names`: metric names (``"ndcg@10"``) parsed once into a :class:`MetricName`,
   :func:`parse_metric`, :func:`expand_metrics`, :func:`expand_names`; the default cutoffs :data:`DEFAULT_KS`.
 - :mod:`~diagnose.metrics.evaluation`: :func:`evaluate`, :func:`evaluate_many` and their :class:`Evaluation`.
 - :mod:`~diagnose.metrics.bounds`: :func:`metric_bounds`, each metric with the unjudged documents counted
   non-relevant and at best; the upper-bound kernels are in :mod:`~diagnose.metrics.upper`.
 - :mod:`~diagnose.metrics.bands`: :func:`quality_band` (poor / acceptable / good / excellent).
-- :mod:`~diagnose.metrics.docs`: :func:`markdown_table` and :func:`bands_markdown_table`, the README's tables.
+- :mod:`~diagnose.metrics.docs`: :func:`markdown_table` and :func:`bands_markdown_table`, docs/metrics.md's tables.
 - :mod:`~diagnose.metrics.join`: the qrels x run hash join that feeds the kernels (about 0.1 s for a 1M-row run).
 
 Every name below is importable from ``diagnose.metrics`` itself::

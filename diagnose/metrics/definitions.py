@@ -63,8 +63,8 @@ Conventions (the numbers equal trec_eval 9.0.x ``-c`` to floating point; checked
 The kernels below read the tables of :mod:`diagnose.metrics.join` (the qrels x run hash join, one row per
 retrieved document with a positive grade). **Adding a metric** is its kernel here, its upper bound in
 :mod:`diagnose.metrics.upper` (or None when it does not depend on the grades), and one :class:`Metric` record in
-:data:`REGISTRY` holding every fact the other modules read (name forms and README formula, quality band, tie key,
-coverage); the README's metric table is :func:`diagnose.metrics.markdown_table` (``tests/test_metrics_docs.py``
+:data:`REGISTRY` holding every fact the other modules read (name forms and their formulas, quality band, tie key,
+coverage); docs/metrics.md's metric table is :func:`diagnose.metrics.markdown_table` (``tests/test_metrics_docs.py``
 fails until it is pasted), and the tests derive their family sets from :data:`REGISTRY`.
 """
 
@@ -94,7 +94,7 @@ Kernel = Callable[[RunTables, int | None], np.ndarray]
 
 
 class Form(NamedTuple):
-    """One way to write a family's name, with its formula: a row of the README's metric table."""
+    """One way to write a family's name, with its formula: a row of docs/metrics.md's metric table."""
 
     name: str  # "map@k", "map"
     formula: str  # Markdown
@@ -108,7 +108,7 @@ class Metric(NamedTuple):
     - ``kernel``: its per-query values; ``upper``: the same at best once the unjudged documents are judged
       (:func:`~diagnose.metrics.metric_bounds`), None when the metric does not depend on the grades.
     - ``cutoff``: ``family@k`` is ``"required"`` (``ndcg@10``), ``"optional"`` (``mrr``, ``mrr@10``) or
-      ``"none"`` (``r_precision``). ``definition``: a short description. ``forms``: the README's rows.
+      ``"none"`` (``r_precision``). ``definition``: a short description. ``forms``: the table's rows.
     - ``band``: the quality band limits ``(a, b, c)``, read as ``poor < a <= acceptable < b <= good < c <=
       excellent`` (:func:`~diagnose.metrics.quality_band`); None for a coverage metric. ``band_in_tables``: False
       when tables (CLI, app) leave the band out because it would call every run poor (precision, f1: bounded by

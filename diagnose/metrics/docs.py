@@ -1,6 +1,6 @@
-"""The README's metric tables, generated from :data:`~diagnose.metrics.REGISTRY` (``tests/test_metrics_docs.py``
-fails when the README's copy differs): :func:`markdown_table` (every name form with its formula and trec_eval
-measure) and :func:`bands_markdown_table` (the quality bands)."""
+"""docs/metrics.md's metric tables, generated from :data:`~diagnose.metrics.REGISTRY` (``tests/test_metrics_docs.py``
+fails when the page's copy differs; ``python -m diagnose.docs`` rewrites it): :func:`markdown_table` (every name
+form with its formula and trec_eval measure) and :func:`bands_markdown_table` (the quality bands)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ __all__ = ["bands_markdown_table", "markdown_table"]
 
 
 def markdown_table() -> str:
-    """The metric table of the README's "Metrics and conventions": one row per name form of every family, in
+    """The metric table of docs/metrics.md: one row per name form of every family, in
     :data:`REGISTRY` order; the last column is the trec_eval measure, or in parentheses the definition followed
     when trec_eval has none, or a dash."""
     lines = ["| metric | formula | trec_eval |", "|---|---|---|"]
@@ -19,7 +19,7 @@ def markdown_table() -> str:
 
 
 def bands_markdown_table() -> str:
-    """The quality-band table of the README: one row per distinct ``band`` (families sharing it together, in
+    """The quality-band table of docs/metrics.md: one row per distinct ``band`` (families sharing it together, in
     :data:`REGISTRY` order); coverage metrics have none."""
     families: dict[tuple[float, float, float], list[str]] = {}
     for m in REGISTRY.values():

@@ -82,7 +82,8 @@ def _spec_from_sidebar(kind: str) -> sources.DataSpec:
         )
         queries = st.text_input("Queries (jsonl or tsv; none: a golden set's own)", key="f_queries")
         qrels = st.text_input(
-            "Qrels or golden set (BEIR tsv, TREC, jsonl; LlamaIndex, RAGAS: see README)", key="f_qrels"
+            "Qrels or golden set (BEIR tsv, TREC, jsonl; LlamaIndex, RAGAS: see docs/formats.md)",
+            key="f_qrels",
         )
         runs = st.text_area("Run files, one per line ([NAME=]PATH)", key="f_runs", height=80)
         return sources.files_spec(corpus, queries, qrels, runs)
