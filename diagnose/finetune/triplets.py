@@ -84,7 +84,9 @@ def mine_triplets(
     out: list[Triplet] = []
     for q in query_ids:
         judged = grades.get(q, {})
-        usable = {d for d in judged if d not in exclude_docs and (known_docs is None or d in known_docs)}
+        # in qrels order (a list, not a set: a set of strings iterates in an order that changes with every process's
+        # hash seed, so equal grades picked different positives run to run and the trained weights differed)
+        usable = [d for d in judged if d not in exclude_docs and (known_docs is None or d in known_docs)]
         positives = sorted((d for d in usable if judged[d] > 0), key=lambda d: -judged[d])[:pairs_per_query]
         candidates = [
             d
