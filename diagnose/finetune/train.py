@@ -3,10 +3,10 @@
 cost estimate printed before any training starts.
 
 **Determinism**: ``transformers.set_seed(seed)`` plus the trainer's ``seed`` and ``data_seed`` fix the order of the
-triplets and the dropout; two trainings of a tiny set on the same machine gave byte-identical folders (the same
-fingerprint, so the same cached vectors), but two NFCorpus runs with bf16 autocast under different machine loads did
-not (nDCG@10 0.3059 vs 0.3096: bench/RESULTS.md), so numeric differences of the CPU kernels remain; ``precision="exact"``
-(fp32) is the setting to try for reproducible weights. Training runs on a GPU when torch sees one (``cuda``), else the
+triplets and the dropout, and the triplets are mined in qrels order (never a set's, whose order changes with each
+process's string hash seed). Two NFCorpus trainings (dev -> test, bf16 autocast, two processes at once) gave
+byte-identical ``model.safetensors`` and the same metrics (bench/RESULTS.md); an earlier pair differed because the
+positives of equal grade were picked from a set. Training runs on a GPU when torch sees one (``cuda``), else the
 CPU; ``bf16`` autocast is used on a CPU or GPU that supports it when ``precision="fast"`` (the trainer's mixed
 precision: master weights stay fp32), fp32 with ``precision="exact"``.
 
