@@ -28,6 +28,7 @@ from diagnose.baselines import topk_run
 from diagnose.data import Qrels, Run, fields_dict
 from diagnose.embed.search import dense_search
 from diagnose.filters.conditions import QueryFilters
+from diagnose.io.messages import plural_of
 from diagnose.metrics import evaluate
 from diagnose.space import VectorSpace
 
@@ -110,8 +111,8 @@ class FilterRecall:
     def sentence(self) -> str:
         o = self.overall
         return (
-            f"Metadata filter ({self.source}) on {self.n_filtered_queries} golden quer"
-            f"{'y' if self.n_filtered_queries == 1 else 'ies'}: it lets {self.relevant_allowed:.1%} of the relevant "
+            f"Metadata filter ({self.source}) on "
+            f"{plural_of(self.n_filtered_queries, 'golden query', 'golden queries')}: it lets {self.relevant_allowed:.1%} of the relevant "
             f"documents through. recall@{self.k}: {self.run} {o['run']:.4f}, with the filter applied "
             f"{o['run_filtered']:.4f}; exact dense search without the filter {o['dense']:.4f}, with it "
             f"{o['dense_filtered']:.4f}."

@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from diagnose import defaults
+from diagnose.io.messages import plural_of
 from diagnose.projection.sampling import FailedQuery, MapSample
 
 SNIPPET_CHARS = 140
@@ -170,7 +171,7 @@ class MapLines:
         """The lines' legend title, in two short lines: whose lines, then "line to"."""
         if self.n_worst is None:
             return ["Lines of every failed query", "line to"]
-        whose = [f"{self.n_worst} worst quer{'y' if self.n_worst == 1 else 'ies'}"] if self.n_worst else []
+        whose = [plural_of(self.n_worst, "worst query", "worst queries")] if self.n_worst else []
         whose = (["the selected query"] if self.selected else []) + whose
         return [f"Lines of {' + '.join(whose) or 'no query'}", "line to"]
 
