@@ -219,6 +219,10 @@ class Remedies:
 # ------------------------------------------------------------------------------------------ the rerank
 
 
+#: run rows whose cosines :func:`cosine_rerank` computes at a time
+RERANK_BLOCK = 16_384
+
+
 def cosine_rerank(run: Run, space: VectorSpace, depth: int, *, name: str | None = None) -> Run:
     """The run with each query's top ``depth`` documents reordered by exact cosine to the query.
 
@@ -243,9 +247,13 @@ def cosine_rerank(run: Run, space: VectorSpace, depth: int, *, name: str | None 
     known = top & (d_row >= 0)
     score = -2.0 - ranks.astype(np.float64)
     score[top] = -2.0
-    if known.any():
-        cos = np.einsum("ij,ij->i", space.query_vecs[q_row[known]], space.doc_vecs[d_row[known]])
-        score[known] = cos.astype(np.float32).astype(np.float64)
+    qk, dk = q_row[known], d_row[known]
+    cos = np.empty(len(qk), dtype=np.float32)
+    # a block at a time: the rows' vectors of a 1M-line run are GBs
+    for lo in range(0, len(qk), RERANK_BLOCK):
+        part = slice(lo, lo + RERANK_BLOCK)
+        cos[part] = np.einsum("ij,ij->i", space.query_vecs[qk[part]], space.doc_vecs[dk[part]])
+    score[known] = cos.astype(np.float64)
     order_q = pd.Categorical(qids, categories=pd.unique(qids), ordered=True)
     out = pd.DataFrame({"_q": order_q, "query_id": qids, "doc_id": docs, "score": score + 0.0})
     out = out.sort_values(["_q", "score", "doc_id"], ascending=[True, False, False], kind="mergesort")

@@ -519,3 +519,34 @@ def test_normalise_text_non_ascii_and_control_characters():
 
 def test_normalise_text():
     assert normalise_text("  Reset the VPN-token! ") == "reset the vpn token"
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    texts=hst.lists(
+        hst.sampled_from(["Alpha beta", "alpha, BETA!", "gamma", "", "  ", "Gamma.", "delta é"]), max_size=30
+    ),
+    block=hst.integers(min_value=1, max_value=7),
+)
+def test_same_text_documents_read_in_blocks_equal_the_whole_list(texts, block):
+    """``same_text_rows`` reads the corpus a block at a time and keeps digests; the pairs must be those of the
+    plain reading: every non-empty normalised text seen before, paired with its first document, in corpus order."""
+    import diagnose.failures.golden as golden
+
+    corpus = Corpus(
+        pd.DataFrame({"doc_id": [f"d{i}" for i in range(len(texts))], "title": "", "text": texts})
+    )
+    first: dict[str, int] = {}
+    expected = []
+    for row, t in enumerate(corpus.texts()):
+        norm = golden.normalise_text(t)
+        if norm and norm in first:
+            expected.append((row, first[norm]))
+        else:
+            first.setdefault(norm, row)
+    saved = golden.TEXT_BLOCK
+    golden.TEXT_BLOCK = block
+    try:
+        assert golden.same_text_rows(corpus) == expected
+    finally:
+        golden.TEXT_BLOCK = saved

@@ -214,3 +214,19 @@ def test_wide_metadata_objects_stay_one_column(tmp_path, monkeypatch, fast):
     assert _field_values(q, "area").tolist()[:2] == ["med", "bio"]
     # q0 cites doc0, doc3, ...; q1 does not cite doc0
     assert _field_values(q, "cites.doc0").isna().tolist()[:2] == [False, True]
+
+
+def test_texts_at_gives_the_texts_of_the_rows_asked_in_their_order(tmp_path):
+    """``Corpus.texts_at`` (a block or a few documents, without the whole list) equals ``texts()`` at those rows,
+    for a list in any order (row by row) and for a slice, missing titles included."""
+    path = write(
+        tmp_path / "c.jsonl",
+        '{"_id": "a", "title": "Alpha", "text": "one"}\n{"_id": "b", "text": "two"}\n'
+        '{"_id": "c", "title": "Gamma", "text": ""}\n{"_id": "d", "title": "", "text": "four"}\n',
+    )
+    corpus = read_corpus(path)
+    whole = corpus.texts()
+    assert whole == ["Alpha one", "two", "Gamma", "four"]
+    assert corpus.texts_at([3, 0, 2, 0]) == [whole[3], whole[0], whole[2], whole[0]]
+    assert corpus.texts_at(slice(1, 3)) == whole[1:3]
+    assert corpus.texts_at([]) == []

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, NamedTuple
 import numpy as np
 
 from diagnose.chunks.split import split_targets
-from diagnose.data import Dataset, Run
+from diagnose.data import Corpus, Dataset, Run
 from diagnose.embed import dense_rank_range
 from diagnose.failures.classes import CLASS_LABELS
 from diagnose.failures.golden import normalise_text
@@ -173,7 +173,7 @@ class _Lookups:
     space: VectorSpace
     q_text: dict[str, str]
     corpus_row: dict[str, int]
-    doc_texts: Sequence[str]
+    corpus: Corpus
     grades: dict[str, dict[str, int]]
     lists: dict[str, list[str]]
     dense: dict[tuple[str, str], tuple[int, int]]
@@ -187,7 +187,7 @@ class _Lookups:
 
     def norm(self, doc: str) -> str:
         if doc not in self.norm_cache:
-            self.norm_cache[doc] = normalise_text(self.doc_texts[self.corpus_row[doc]])
+            self.norm_cache[doc] = normalise_text(self.corpus.texts_at([self.corpus_row[doc]])[0])
         return self.norm_cache[doc]
 
 
@@ -203,17 +203,15 @@ def lookups(
     """What every pair reads; ``known``: ranks already computed with the baselines (:class:`KnownRanks`)."""
 
     corpus_row = ds.corpus.index_of()
-    doc_texts = ds.corpus.texts()
     targets = list(dict.fromkeys(d for _, d, _ in pairs if d in corpus_row))
-    # one tokenize() call for every target: each distinct word is stemmed once
-    target_stems = dict(
-        zip(targets, map(set, tokenize([doc_texts[corpus_row[d]] for d in targets])), strict=True)
-    )
+    # one tokenize() call for every target: each distinct word is stemmed once; only the targets' texts are built
+    target_texts = ds.corpus.texts_at([corpus_row[d] for d in targets])
+    target_stems = dict(zip(targets, map(set, tokenize(target_texts)), strict=True))
     return _Lookups(
         space=space,
         q_text=ds.queries.text_of(),
         corpus_row=corpus_row,
-        doc_texts=doc_texts,
+        corpus=ds.corpus,
         grades=ds.qrels.as_dict(),
         lists=run.ranked_lists(),
         dense=(

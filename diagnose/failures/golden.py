@@ -11,6 +11,7 @@ Also importable from :mod:`diagnose.failures`, where they lived first.
 
 from __future__ import annotations
 
+import hashlib
 import re
 import unicodedata
 from dataclasses import dataclass
@@ -19,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from diagnose import defaults
-from diagnose.data import DataError, Dataset, Run, fields_dict
+from diagnose.data import Corpus, DataError, Dataset, Run, fields_dict
 from diagnose.embed import dense_search
 from diagnose.space import VectorSpace
 
@@ -107,6 +108,42 @@ def _unjudged_duplicates(
     return unjudged
 
 
+#: documents normalised at a time by :func:`same_text_rows`
+TEXT_BLOCK = 65_536
+
+
+def same_text_rows(corpus: Corpus) -> list[tuple[int, int]]:
+    """``(row, first row)`` of every document whose normalised text (:func:`normalise_text`, not empty) an earlier
+    document of the corpus has, in corpus order, with the first such document's row.
+
+    The corpus is read :data:`TEXT_BLOCK` documents at a time and only an 8-byte digest of each normalised text is
+    kept (the list of a million texts is GBs); the documents whose digest is not unique are then compared by their
+    texts, so a digest collision never makes two different texts duplicates."""
+    n = len(corpus)
+    digest = np.zeros(n, dtype=np.uint64)
+    empty = np.zeros(n, dtype=bool)
+    for lo in range(0, n, TEXT_BLOCK):
+        for i, text in enumerate(corpus.texts_at(slice(lo, lo + TEXT_BLOCK)), start=lo):
+            norm = normalise_text(text)
+            empty[i] = not norm
+            digest[i] = int.from_bytes(hashlib.blake2b(norm.encode(), digest_size=8).digest(), "little")
+    order = np.argsort(digest, kind="stable")
+    same = digest[order[1:]] == digest[order[:-1]]
+    shared = np.zeros(n, dtype=bool)
+    shared[order[1:][same]] = True
+    shared[order[:-1][same]] = True
+    rows = np.flatnonzero(shared & ~empty)
+    first: dict[str, int] = {}
+    out: list[tuple[int, int]] = []
+    for row, text in zip(rows.tolist(), corpus.texts_at(rows), strict=True):
+        norm = normalise_text(text)
+        if norm in first:
+            out.append((row, first[norm]))
+        else:
+            first[norm] = row
+    return out
+
+
 def _duplicate_documents(
     ds: Dataset, space: VectorSpace, duplicate_cosine: float, max_docs_for_near_duplicates: int
 ) -> tuple[pd.DataFrame, str]:
@@ -114,14 +151,10 @@ def _duplicate_documents(
     how the near-duplicates were searched."""
 
     ids = list(ds.corpus.ids)
-    normed = [normalise_text(t) for t in ds.corpus.texts()]
-    first: dict[str, str] = {}
-    dup_rows = []
-    for doc, t in zip(ids, normed, strict=True):
-        if t and t in first:
-            dup_rows.append({"doc_id": doc, "duplicate_of": first[t], "cosine": 1.0, "same_text": True})
-        else:
-            first.setdefault(t, doc)
+    dup_rows = [
+        {"doc_id": ids[row], "duplicate_of": ids[first], "cosine": 1.0, "same_text": True}
+        for row, first in same_text_rows(ds.corpus)
+    ]
     exact_pairs = {(r["doc_id"], r["duplicate_of"]) for r in dup_rows}
     if len(ids) <= max_docs_for_near_duplicates and len(ids) > 1:
         idx, sc = dense_search(space.doc_vecs, space.doc_vecs, 2)
