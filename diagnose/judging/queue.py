@@ -16,6 +16,7 @@ from diagnose import baselines as bl
 from diagnose import defaults, embed
 from diagnose.checks import param_error, positive_int, rank_cutoff
 from diagnose.data import DataError, Dataset, Run
+from diagnose.io.messages import plural_of, verb
 from diagnose.judging.journal import Journal
 from diagnose.space import VectorSpace
 
@@ -71,7 +72,7 @@ def _queries_to_judge(analysis: Analysis, user_runs: Mapping[str, Run], golden: 
     if left_out:
         ds.report.add(
             "judge_query_without_text",
-            f"{len(left_out)} quer{'y' if len(left_out) == 1 else 'ies'} to judge {'has' if len(left_out) == 1 else 'have'}"
+            f"{plural_of(len(left_out), 'query', 'queries')} to judge {verb(len(left_out), 'has', 'have')}"
             " no text in the queries file, so a judge cannot read them; left out of the judging queue",
             count=len(left_out),
             examples=left_out,

@@ -15,6 +15,7 @@ import numpy as np
 
 from diagnose import defaults
 from diagnose.data import DataError
+from diagnose.io.messages import plural_of
 from diagnose.stats.bootstrap import BootstrapMethod, bootstrap_ci
 from diagnose.stats.corrections import benjamini_hochberg, holm
 from diagnose.stats.paired import effect_size, paired_ttest, randomization_test, wilcoxon_test, win_tie_loss
@@ -85,7 +86,7 @@ class Comparison:
     def verdict(self) -> str:
         """One plain sentence, e.g. ``"bm25 is 0.042 higher than ann on ndcg@10 (95% CI 0.010 to 0.071,
         p_holm=0.012): significant."``"""
-        queries = f"{self.n_queries} quer{'y' if self.n_queries == 1 else 'ies'}"
+        queries = plural_of(self.n_queries, "query", "queries")
         if self.wins == 0 and self.losses == 0 and self.mean_diff == 0:
             return f"{self.run} and {self.reference} score the same on {self.metric} on all {queries}: no difference."
         diff, low, high = _fmt_diffs(abs(self.mean_diff), self.ci_low, self.ci_high)
