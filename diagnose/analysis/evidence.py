@@ -366,13 +366,14 @@ class Evidence(Scores):
 
         def build() -> ContextScores:
             corpus, qrels, cmap = self.dataset.corpus, self.dataset.qrels, self.chunks
+            ready = self.ready_runs()  # a run given or BM25 needs no vectors (the app asks while they encode)
+            top = (ready[name] if name in ready else self.runs[name]).top(k)
             if qrels.spans and cmap is not None and cmap.has_offsets:  # spans lie in the rebuilt documents
-                pieces = chunk_pieces(self.runs[name].top(k), cmap)
                 texts = self._cached(("document_texts",), lambda: document_texts(corpus, cmap))
-                return context_scores(pieces, list(qrels.spans), texts, k)
+                return context_scores(chunk_pieces(top, cmap), list(qrels.spans), texts, k)
             text_of = dict(zip(map(str, corpus.ids), corpus.df["text"].fillna("").astype(str), strict=True))
             spans = list(qrels.spans) or document_spans(qrels, {d: len(t) for d, t in text_of.items()})
-            return context_scores(whole_documents(self.runs[name].top(k), text_of), spans, text_of, k)
+            return context_scores(whole_documents(top, text_of), spans, text_of, k)
 
         return self._cached(("context", name, k), build)
 
