@@ -108,6 +108,8 @@ def test_the_parent_field_box_reads_a_chunk_corpus_and_the_overview_shows_both_l
     app.assert_clean(at)
     cmap = at.session_state["_bundle"].analysis.chunks
     assert cmap is not None and "parent" in cmap.how and cmap.offsets == "start_index"
+    n_docs = len((app.DEMO / "corpus.jsonl").read_text(encoding="utf-8").splitlines())
+    assert f"chunks of {n_docs:,} documents" in at.caption[0].value
     want = _document_metrics("ndcg@10")
     chunk_level = app.frame_with(at, "run").set_index("run")
     _no_none(chunk_level)
@@ -122,18 +124,20 @@ def test_the_parent_field_box_reads_a_chunk_corpus_and_the_overview_shows_both_l
         assert document_level.loc[name, "ndcg@10"] == pytest.approx(value), name
 
 
-def test_the_compare_page_compares_at_the_chosen_level(chunked):
+def test_the_compare_page_compares_at_the_level_chosen_on_the_overview(chunked):
     at = _open_files(chunked, parent="parent")
-    app.open_page(at, "compare")
-    at.selectbox(key="cmp_ref").set_value("ann").run()
-    chunk_rows = app.frame_with(at, "mean diff").set_index(["run", "metric"])
     _levels(at)[0].set_value("document").run()
+    app.open_page(at, "compare")
+    assert _levels(at)[0].value == "document"  # the choice carries across pages
+    at.selectbox(key="cmp_ref").set_value("ann").run()
     app.assert_clean(at)
     rows = app.frame_with(at, "mean diff").set_index(["run", "metric"])
     _no_none(rows)
     want = _document_metrics("ndcg@10")
     # the paired mean difference of the per-query values is the difference of the means (same queries)
     assert rows.loc[("bm25l", "ndcg@10"), "mean diff"] == pytest.approx(want["bm25l"] - want["ann"])
+    _levels(at)[0].set_value("chunk").run()
+    chunk_rows = app.frame_with(at, "mean diff").set_index(["run", "metric"])
     assert chunk_rows.loc[("bm25l", "ndcg@10"), "mean diff"] != pytest.approx(want["bm25l"] - want["ann"])
 
 

@@ -13,6 +13,9 @@ if TYPE_CHECKING:
     from diagnose.ui.state import Bundle
 
 LEVEL_KEY = "metrics_level"
+KEPT_LEVEL = (
+    "_metrics_level"  # Streamlit drops a widget's state on a page without it: the choice is kept here
+)
 LEVELS = {
     "chunk": "chunks (the corpus' ids)",
     "document": "documents (each at the rank of its best chunk)",
@@ -31,10 +34,12 @@ def is_chunked(b: Bundle) -> bool:
 
 
 def level_choice(b: Bundle) -> str:
-    """For a chunk corpus, the chunk / document level radio (one key, so the choice carries across pages);
-    ``"chunk"`` for a corpus of documents, where both levels are the same (no widget drawn)."""
+    """For a chunk corpus, the chunk / document level radio; ``"chunk"`` for a corpus of documents, where both
+    levels are the same (no widget drawn). The choice carries across pages: Streamlit forgets a widget's state on
+    a page that does not draw it, so it is kept under :data:`KEPT_LEVEL` and given back to the radio each run."""
     if not is_chunked(b):
         return "chunk"
+    st.session_state[LEVEL_KEY] = st.session_state.get(KEPT_LEVEL, "chunk")
     level = st.radio(
         "Metrics of",
         list(LEVELS),
@@ -42,8 +47,13 @@ def level_choice(b: Bundle) -> str:
         horizontal=True,
         key=LEVEL_KEY,
         help=LEVEL_HELP,
+        on_change=_keep_level,
     )
     return str(level)
+
+
+def _keep_level() -> None:
+    st.session_state[KEPT_LEVEL] = st.session_state[LEVEL_KEY]
 
 
 def context_columns(b: Bundle, runs: list[str]) -> dict[str, list[float]]:
