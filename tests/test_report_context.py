@@ -59,6 +59,8 @@ def test_evaluate_reports_the_analysis_context_at_every_k(demo_golden, capsys):
             for q, row in want.per_query.iterrows():
                 for col, value in row.items():
                     assert entry["per_query"][q][col] == pytest.approx(value), (name, q, col)
+    # the notebook's dict is the same document (Analysis.evaluation_report builds both)
+    assert a.to_dict(per_query=True)["context"] == ctx
     # a real measure, not zeros: some of the text sent is reference text, and more k covers more of it
     agg = ctx["runs"]["bm25_langchain"]["aggregate"]
     assert 0 < agg["context_precision@5"] < 1 and agg["context_recall@10"] >= agg["context_recall@5"] > 0

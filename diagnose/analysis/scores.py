@@ -454,7 +454,7 @@ class Scores(Pipeline):
         ties = {name: self.ties(name) for name in evs}
         tukey = self.tukey(heads[0], n_resamples=n_resamples, seed=seed) if len(evs) >= 3 else None
         slices = self.slices(slice_by, names) if slice_by else None
-        return EvaluationReport(
+        rep = EvaluationReport(
             metrics=[str(n) for n in names],
             ks=list(self.ks),
             evaluations=evs,
@@ -471,3 +471,8 @@ class Scores(Pipeline):
             latency_detail=self.latency_detail(),
             document_level=self.document_evaluations(names) if self.chunks is not None else None,
         )
+        if self.dataset.qrels.spans:  # reference contexts located: context precision and recall at each k
+            context = self.context  # type: ignore[attr-defined]  # Evidence's (the subclass Analysis builds on)
+            rep.context = {name: [context(name, k) for k in self.ks] for name in evs}
+            rep.context_level = "chunk" if self.chunks is not None else "document"
+        return rep

@@ -71,9 +71,6 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         rep.queries_needed = analysis.queries_needed(
             args.detect, rep.reference, [c.metric for c in rep.comparisons] or None
         )
-    if ds.qrels.spans:  # reference contexts located: span-based context precision and recall at each k
-        rep.context = {name: [analysis.context(name, k) for k in ks] for name in analysis.run_names}
-        rep.context_level = "chunk" if analysis.chunks is not None else "document"
     write_run_files(args, analysis)
     print_warnings(ds.report, args.format)
     pq = args.per_query
