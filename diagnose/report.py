@@ -8,7 +8,8 @@ and the notebook's dict are the same document.
   reference, the queries each run fixes and breaks, the metric slices, the CI gate and the validation report.
   ``to_dict()`` is the ``diagnose evaluate --format json`` contract (keys: ``runs``, ``metrics``, ``k``,
   ``no_relevant_queries``, ``reference``, ``comparisons``, ``query_changes``, ``gate``, ``warnings``,
-  ``validation``, and ``slices`` when asked).
+  ``validation``, and ``slices`` when asked; ``context`` when the golden set has spans,
+  :mod:`diagnose.report_context`).
 - :func:`failures_dict`, :func:`failures_text`, :func:`markdown_report`: the failures report and the app's
   Markdown report, which live in :mod:`diagnose.report_failures` (imported here).
 - :func:`cell`, :func:`text_table`, :func:`markdown_table`: the tables every report prints, which live in
@@ -102,6 +103,9 @@ class EvaluationReport:
     coverage: pd.DataFrame | None = None  # per run: judged@k and hole@k
     # a chunk corpus: the runs at the document level (a document at the rank of its best chunk); None otherwise
     document_level: dict[str, Evaluation] | None = None
+    # spans: run -> ContextScores at each k, and what is sent ("document" or "chunk"); None without spans
+    context: dict[str, list[Any]] | None = None
+    context_level: str = "document"
 
     @property
     def passed(self) -> bool:
@@ -159,6 +163,11 @@ class EvaluationReport:
                 "level": "document",
                 "runs": {name: _level_entry(ev, per_query) for name, ev in self.document_level.items()},
             }
+        if self.context:
+            # only with spans: the path without them imports nothing more
+            from diagnose.report_context import context_dict
+
+            payload["context"] = context_dict(self.context, self.context_level, per_query=per_query)
         payload["gate"] = {"passed": self.passed, "failures": list(self.gate)}
         payload["warnings"] = [p.to_dict() for p in self.validation.warnings]
         payload["validation"] = self.validation.to_dict()
@@ -290,6 +299,10 @@ class EvaluationReport:
             table.append(row)
         lines.append(text_table(table, ["metric", *self.evaluations]))
         lines += self._document_level_text()
+        if self.context:
+            from diagnose.report_context import context_text  # only with spans
+
+            lines += context_text(self.context, self.context_level, per_query=per_query)
         if per_query:
             for name, ev in self.evaluations.items():
                 lines += ["", f"per query: {name}", text_table(_query_rows(ev), ["query_id", *self.metrics])]

@@ -37,6 +37,7 @@ from diagnose.chunking import (
     check_grid,
     run_sweep,
 )
+from diagnose.chunks import document_texts
 from diagnose.chunks.split import merged_run, neighbour_windows
 from diagnose.compare import rerank_cross_encoder, rerank_report
 from diagnose.data import Run
@@ -54,7 +55,13 @@ from diagnose.failures.evidence import KnownRanks
 from diagnose.failures.kind import BASELINE_KINDS, RunKind, infer_run_kind
 from diagnose.failures.passages import maxsim_run
 from diagnose.inspection import inspect_query
-from diagnose.metrics.context import ContextScores, context_scores, document_spans, whole_documents
+from diagnose.metrics.context import (
+    ContextScores,
+    chunk_pieces,
+    context_scores,
+    document_spans,
+    whole_documents,
+)
 from diagnose.model_choice import compare_models
 from diagnose.remedies import prove_remedies
 from diagnose.remedy_matrix import remedy_matrix
@@ -351,17 +358,22 @@ class Evidence(Scores):
         return self._cached("merged_neighbours", build)
 
     def context(self, run: str | None = None, k: int | None = None) -> ContextScores:
-        """Span-based context precision and recall at ``k`` of a document run (each retrieved document sent
-        whole), against the golden set's reference spans, or the relevant documents' whole texts without spans
-        (:mod:`diagnose.metrics.context`)."""
+        """Span-based context precision and recall at ``k`` of a run (each retrieved document sent whole; over a
+        chunk corpus with offsets, each retrieved chunk where it lies in its document), against the golden set's
+        reference spans, or the relevant documents' whole texts without spans (:mod:`diagnose.metrics.context`)."""
         k, name = self._k(k), self._run_name(run)
         self._need_texts("Context precision and recall")
 
         def build() -> ContextScores:
-            corpus, qrels = self.dataset.corpus, self.dataset.qrels
+            corpus, qrels, cmap = self.dataset.corpus, self.dataset.qrels, self.chunks
+            ready = self.ready_runs()  # a run given or BM25 needs no vectors (the app asks while they encode)
+            top = (ready[name] if name in ready else self.runs[name]).top(k)
+            if qrels.spans and cmap is not None and cmap.has_offsets:  # spans lie in the rebuilt documents
+                texts = self._cached(("document_texts",), lambda: document_texts(corpus, cmap))
+                return context_scores(chunk_pieces(top, cmap), list(qrels.spans), texts, k)
             text_of = dict(zip(map(str, corpus.ids), corpus.df["text"].fillna("").astype(str), strict=True))
             spans = list(qrels.spans) or document_spans(qrels, {d: len(t) for d, t in text_of.items()})
-            return context_scores(whole_documents(self.runs[name].top(k), text_of), spans, text_of, k)
+            return context_scores(whole_documents(top, text_of), spans, text_of, k)
 
         return self._cached(("context", name, k), build)
 

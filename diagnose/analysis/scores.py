@@ -5,7 +5,7 @@ each run fixes and breaks, the CI gate, slices, what-if fusion, and the report o
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -199,21 +199,29 @@ class Scores(Pipeline):
         *,
         n_resamples: int = defaults.RESAMPLES,
         seed: int = defaults.SEED,
+        level: str = "chunk",
     ) -> list[Comparison]:
         """Paired comparisons (:class:`diagnose.stats.Comparison`) of every run with ``reference`` (default: the
-        first run) on ``metrics`` (default: nDCG and recall at k, and MRR), Holm-corrected as one family."""
+        first run) on ``metrics`` (default: nDCG and recall at k, and MRR), Holm-corrected as one family.
+        ``level="document"``: a chunk corpus' document level (:meth:`document_evaluations`)."""
         ref = self._run_name(reference)
         names = self._names(metrics or self._headline())
+        scored = self._scored(level)
 
         def build() -> list[Comparison]:
 
             if len(self.runs) < 2:
                 return []
-            evs = self.evaluations([*self._names(), *names])
+            evs = scored([*self._names(), *names])
             per_query = {n: ev.per_query for n, ev in evs.items()}
             return compare_all(per_query, ref, [str(m) for m in names], n_resamples=n_resamples, seed=seed)
 
-        return self._cached(("comparisons", ref, names, n_resamples, seed), build)
+        return self._cached(("comparisons", ref, names, n_resamples, seed, level), build)
+
+    def _scored(self, level: str) -> Callable[..., dict[str, Evaluation]]:
+        """:meth:`evaluations`, or :meth:`document_evaluations` for ``level="document"``."""
+        level = checks.one_of(level, "level", ("chunk", "document"))
+        return self.document_evaluations if level == "document" else self.evaluations
 
     def tukey(
         self,
@@ -221,24 +229,27 @@ class Scores(Pipeline):
         *,
         n_resamples: int = defaults.RESAMPLES,
         seed: int = defaults.SEED,
+        level: str = "chunk",
     ) -> pd.DataFrame:
         """Every pair of runs at once (three or more runs): the randomised Tukey HSD test on ``metric`` (default
         nDCG@k), which controls the family-wise error over all pairs; one row per pair with ``mean_diff``,
-        ``effect_size``, ``p_tukey``, ``significant``. Empty with fewer than three runs."""
+        ``effect_size``, ``p_tukey``, ``significant``. Empty with fewer than three runs. ``level``: as
+        :meth:`comparisons`."""
 
         m = self._names([metric or MetricName("ndcg", self.k)])[0]
+        scored = self._scored(level)
 
         def build() -> pd.DataFrame:
             if len(self.runs) < 3:
                 return pd.DataFrame(
                     columns=["reference", "run", "mean_diff", "effect_size", "p_tukey", "significant"]
                 )
-            evs = self.evaluations([*self._names(), m])
+            evs = scored([*self._names(), m])
             return randomised_tukey_hsd(
                 {n: ev.per_query for n, ev in evs.items()}, str(m), n_resamples=n_resamples, seed=seed
             )
 
-        return self._cached(("tukey", m, n_resamples, seed), build).copy()
+        return self._cached(("tukey", m, n_resamples, seed, level), build).copy()
 
     def compare(
         self,
@@ -255,11 +266,17 @@ class Scores(Pipeline):
         return pd.DataFrame(rows)
 
     def queries_needed(
-        self, difference: float, reference: str | None = None, metrics: Sequence[str] | None = None
+        self,
+        difference: float,
+        reference: str | None = None,
+        metrics: Sequence[str] | None = None,
+        *,
+        level: str = "chunk",
     ) -> pd.DataFrame:
         """Topic-set size (Sakai): per run and metric, the number of golden queries a paired t-test (alpha 0.05,
         power 0.8) needs to detect a mean difference of ``difference`` from the reference, given the standard
-        deviation of the per-query differences observed here; beside the number of queries there are."""
+        deviation of the per-query differences observed here; beside the number of queries there are. ``level``:
+        as :meth:`comparisons`."""
 
         finite_number(
             difference,
@@ -270,7 +287,7 @@ class Scores(Pipeline):
         )
         ref = self._run_name(reference)
         parsed = self._names(metrics or self._headline())
-        evs = self.evaluations([*self._names(), *parsed])
+        evs = self._scored(level)([*self._names(), *parsed])
         rows = []
         for m in map(str, parsed):
             base = evs[ref].per_query[m]
@@ -293,11 +310,13 @@ class Scores(Pipeline):
                 )
         return pd.DataFrame(rows)
 
-    def query_deltas(self, run: str, reference: str | None = None, metric: str | None = None) -> pd.DataFrame:
+    def query_deltas(
+        self, run: str, reference: str | None = None, metric: str | None = None, *, level: str = "chunk"
+    ) -> pd.DataFrame:
         """One row per golden query: ``metric`` (default ``hit_rate@k``) of the ``reference`` run (default: the
         first) and of ``run``, ``delta`` (run minus reference) and ``change``: "fixed" (the reference scored 0, the
         run more), "broken" (the reverse), "better", "worse" or "same"; sorted by delta
-        (:func:`diagnose.compare.per_query_deltas`)."""
+        (:func:`diagnose.compare.per_query_deltas`). ``level``: as :meth:`comparisons`."""
 
         ref, name = self._run_name(reference), self._run_name(run)
         names = self.metric_names([metric or f"hit_rate@{self.k}"])
@@ -305,7 +324,7 @@ class Scores(Pipeline):
             raise param_error(
                 "metric", f"metric must be one metric at one cutoff, e.g. {names[-1]}; got {metric!r}."
             )
-        evs = self.evaluations([*self.metric_names(), *names])
+        evs = self._scored(level)([*self.metric_names(), *names])
         return per_query_deltas(evs[ref], evs[name], names[0])
 
     def query_changes(
@@ -435,7 +454,7 @@ class Scores(Pipeline):
         ties = {name: self.ties(name) for name in evs}
         tukey = self.tukey(heads[0], n_resamples=n_resamples, seed=seed) if len(evs) >= 3 else None
         slices = self.slices(slice_by, names) if slice_by else None
-        return EvaluationReport(
+        rep = EvaluationReport(
             metrics=[str(n) for n in names],
             ks=list(self.ks),
             evaluations=evs,
@@ -452,3 +471,8 @@ class Scores(Pipeline):
             latency_detail=self.latency_detail(),
             document_level=self.document_evaluations(names) if self.chunks is not None else None,
         )
+        if self.dataset.qrels.spans:  # reference contexts located: context precision and recall at each k
+            context = self.context  # type: ignore[attr-defined]  # Evidence's (the subclass Analysis builds on)
+            rep.context = {name: [context(name, k) for k in self.ks] for name in evs}
+            rep.context_level = "chunk" if self.chunks is not None else "document"
+        return rep

@@ -16,7 +16,9 @@ whitespace are not tokens), not a model's sub-words: the numbers need no model, 
 model's tokens is compared in one unit across sizes. A token lies in a range when it shares at least one character
 with it (a span that starts mid-word takes the whole word). Offsets are into the document's ``text`` field (the
 title is not part of any span, see :mod:`diagnose.io.spans`); a whole document retrieved is the piece
-``(doc_id, 0, len(text))``.
+``(doc_id, 0, len(text))`` (:func:`whole_documents`); over a chunk corpus with offsets, where the spans lie in the
+documents rebuilt from the chunks, a chunk retrieved is the piece ``(its document, start, end)``
+(:func:`chunk_pieces`): what the generator is sent is the chunks, measured where they lie in their documents.
 
 Edge cases: a query with no piece scores 0 on both; a query whose references were all unmatched (found in no
 document: nothing to cover) scores 0 on both, so it can only fail, as it does in the id-based metrics, and
@@ -45,7 +47,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from diagnose.data import DataError, Qrels, Span
+from diagnose.data import ChunkMap, DataError, Qrels, Span
 
 #: The word tokenizer of the token counts: runs of Unicode word characters.
 TOKEN = re.compile(r"\w+")
@@ -176,4 +178,17 @@ def whole_documents(run_top: pd.DataFrame, texts: Mapping[str, str]) -> dict[str
     ranked = run_top.sort_values(["query_id", "rank"], kind="mergesort")
     for q, d in zip(ranked["query_id"].astype(str), ranked["doc_id"].astype(str), strict=True):
         out.setdefault(q, []).append((d, 0, len(texts.get(d, ""))))
+    return out
+
+
+def chunk_pieces(run_top: pd.DataFrame, cmap: ChunkMap) -> dict[str, list[Piece]]:
+    """A chunk run's ranked lists (``query_id``, ``doc_id``, ``rank`` rows) as pieces of the documents rebuilt from
+    the chunks (``cmap`` with offsets): ``(document, start, end)``; an id that is no chunk is a piece without
+    tokens."""
+    assert cmap.start is not None and cmap.end is not None
+    out: dict[str, list[Piece]] = {}
+    ranked = run_top.sort_values(["query_id", "rank"], kind="mergesort")
+    for q, c in zip(ranked["query_id"].astype(str), ranked["doc_id"].astype(str), strict=True):
+        piece = (cmap.parent[c], cmap.start[c], cmap.end[c]) if c in cmap.parent else (c, 0, 0)
+        out.setdefault(q, []).append(piece)
     return out

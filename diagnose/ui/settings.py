@@ -4,7 +4,7 @@ vectors) as a :class:`Settings` record, and the live retrievers given by whoever
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import streamlit as st
@@ -114,6 +114,7 @@ def sidebar() -> Settings:
             spec = _spec_from_sidebar(kind)
         except DataError as e:
             err = str(e)
+        spec = _with_parent_field(spec)
         st.subheader("Analysis")
         model_text = st.text_input(
             "Embedding model",
@@ -148,6 +149,18 @@ def sidebar() -> Settings:
     s = Settings(spec, err, model, override, k, mode, engine, embeddings, precision)
     st.session_state["_settings"] = s
     return s
+
+
+def _with_parent_field(spec: sources.DataSpec | None) -> sources.DataSpec | None:
+    """The sidebar's "Parent document field" box (``parent_field=`` of :func:`diagnose.load`) on ``spec``."""
+    key = st.text_input(
+        "Parent document field",
+        key="parent_field",
+        placeholder="empty: chunk ids DOC#N are detected",
+        help="For a corpus of chunks: the metadata key holding each chunk's document (--parent-field). Empty: ids "
+        "written DOCUMENT#N are detected; otherwise the corpus is read as documents.",
+    ).strip()
+    return replace(spec, parent_field=key) if spec is not None and key else spec
 
 
 def _precomputed_vectors() -> tuple[tuple[tuple[str, str], ...], str | None]:

@@ -45,6 +45,7 @@ class DataSpec:
     queries: str | None = None
     qrels: str | None = None
     runs: tuple[tuple[str | None, str], ...] = ()
+    parent_field: str | None = None  # a chunk corpus' metadata key of the document (None: ids DOC#N detected)
 
     def paths(self) -> list[Path]:
         """Every file (or folder of documents) the data set is read from; for a BEIR folder, its three files."""
@@ -72,7 +73,7 @@ class DataSpec:
 
     def load_kwargs(self) -> dict:
         return {
-            **fields_dict(self, "data_dir", "split", "corpus", "queries", "qrels"),
+            **fields_dict(self, "data_dir", "split", "corpus", "queries", "qrels", "parent_field"),
             "runs": list(self.runs),
             # no golden set yet (a production query log and a corpus): the Judge page builds one
             "require_qrels": self.kind != "files" or bool(self.qrels),

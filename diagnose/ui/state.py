@@ -198,15 +198,18 @@ class Bundle:
     def metric_names(self, ks: tuple[int, ...]) -> list[str]:
         return self.analysis.metric_names([f"{fam}@{k}" for fam in FAMILIES for k in sorted(set(ks))])
 
-    def evaluations(self, ks: tuple[int, ...] | None = None) -> dict[str, Evaluation]:
-        """run name -> Evaluation with every family at ``ks`` (default: the chosen k and the curve cut-offs)."""
+    def evaluations(self, ks: tuple[int, ...] | None = None, level: str = "chunk") -> dict[str, Evaluation]:
+        """run name -> Evaluation with every family at ``ks`` (default: the chosen k and the curve cut-offs);
+        ``level="document"``: a chunk corpus' document level (:meth:`Analysis.document_evaluations`)."""
         ks = tuple(sorted(set(ks or (*CURVE_KS, self.k))))
-        return self.analysis.evaluations(self.metric_names(ks), runs=None if self.ready else list(self.runs))
+        a = self.analysis
+        scored = a.document_evaluations if level == "document" else a.evaluations
+        return scored(self.metric_names(ks), runs=None if self.ready else list(self.runs))
 
-    def metrics_table(self) -> pd.DataFrame:
+    def metrics_table(self, level: str = "chunk") -> pd.DataFrame:
         """One row per run at the chosen k: the metric values (and their quality bands in ``band:<metric>``)."""
 
-        evs = self.evaluations()
+        evs = self.evaluations(level=level)
         k = self.k
         rows = []
         for name, ev in evs.items():

@@ -7,7 +7,7 @@ import streamlit as st
 
 from diagnose import charts
 from diagnose.failures import CLASS_LABELS
-from diagnose.ui import state, tables
+from diagnose.ui import metric_views, state, tables
 from diagnose.ui.text import escape_md
 
 b = state.bundle()
@@ -18,6 +18,12 @@ if len(names) < 2:
     st.stop()
 
 k = b.k
+level = metric_views.level_choice(b)
+if level == "document":
+    st.caption(
+        "The comparisons, the Tukey test, the queries needed and the per-query differences are at the document "
+        "level; the failure classes, the fusion and the slices stay over the chunks the runs return."
+    )
 c1, c2 = st.columns([1, 2])
 ref = c1.selectbox("Reference run", names, key="cmp_ref", help="every other run is compared with this one")
 options = [f"{fam}@{k}" for fam in state.FAMILIES]
@@ -26,7 +32,7 @@ if not chosen:
     st.info("Choose at least one metric.")
     st.stop()
 
-comparisons = b.analysis.comparisons(ref, tuple(chosen))
+comparisons = b.analysis.comparisons(ref, tuple(chosen), level=level)
 st.caption(
     f"{len(comparisons)} comparisons (every run vs {escape_md(ref)} on {len(chosen)} metric(s)), one family: "
     "significance = paired randomization test, Holm-corrected over the family (alpha 0.05); 95% paired bootstrap "
@@ -87,7 +93,7 @@ with st.expander("How many queries would it take?"):
         format="%.3f",
         key="cmp_detect",
     )
-    need = b.analysis.queries_needed(float(diff), ref, chosen)
+    need = b.analysis.queries_needed(float(diff), ref, chosen, level=level)
     tables.show(
         need,
         key="cmp_need",
@@ -99,7 +105,7 @@ with st.expander("How many queries would it take?"):
     )
 if len(names) >= 3:
     st.subheader("Every pair at once (randomised Tukey HSD)")
-    tukey = b.analysis.tukey(chosen[0])
+    tukey = b.analysis.tukey(chosen[0], level=level)
     tables.show(
         tukey,
         key="cmp_tukey",
@@ -121,7 +127,7 @@ d1, d2 = st.columns(2)
 other = d1.selectbox("Run", others, key="cmp_other")
 metric = d2.selectbox("Metric", chosen, key="cmp_metric")
 
-deltas = b.analysis.query_deltas(other, ref, metric)
+deltas = b.analysis.query_deltas(other, ref, metric, level=level)
 counts = deltas["change"].value_counts()
 m = st.columns(5)
 for col, what in zip(m, ("fixed", "better", "same", "worse", "broken"), strict=True):

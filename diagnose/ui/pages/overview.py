@@ -8,7 +8,7 @@ import streamlit as st
 from diagnose import charts
 from diagnose.failures import CLASS_LABELS, CLASSES
 from diagnose.metrics import BANDS, REGISTRY
-from diagnose.ui import state, tables
+from diagnose.ui import metric_views, state, tables
 from diagnose.ui.text import escape_md
 
 b = state.bundle()
@@ -16,8 +16,12 @@ k = b.k
 ds = b.ds
 
 st.title("Overview")
+cmap = ds.corpus.chunks
+held = f"{len(ds.corpus):,} " + (
+    f"chunks of {len(set(cmap.parent.values())):,} documents" if cmap else "documents"
+)
 st.caption(
-    f"{escape_md(b.settings.spec.label)}: {len(ds.corpus):,} documents, {len(b.golden):,} golden queries. "
+    f"{escape_md(b.settings.spec.label)}: {held}, {len(b.golden):,} golden queries. "
     f"Model {escape_md(b.encoder_label)}, k={k}, a query fails when "
     f"{'no relevant document is in its top k' if b.mode == 'hit' else 'any relevant document is missing from its top k'}."
 )
@@ -31,12 +35,20 @@ if n_warn:
     st.page_link(state.page_path("data"), label="Open the validation report", icon=":material/fact_check:")
 
 # ---------------------------------------------------------------------------------------------- metrics table
+LEVEL_WORDS = {
+    "chunk": "chunks, as the runs return them",
+    "document": "documents, each at the rank of its best chunk and judged by its best chunk",
+}
 st.subheader(f"Metrics at k={k}")
-table = b.metrics_table()
+level = metric_views.level_choice(b)
+table = b.metrics_table(level)
 diagnoses = {name: b.diagnosis(name) for name in b.run_names} if b.ready else {}
 table["failed queries"] = [len(diagnoses[n].failed_queries) if n in diagnoses else None for n in table["run"]]
 table["missed pairs"] = [diagnoses[n].n_missed_pairs if n in diagnoses else None for n in table["run"]]
 metric_cols = [f"{fam}@{k}" for fam in state.FAMILIES]
+context = metric_views.context_columns(b, list(table["run"]))
+for col, values in context.items():
+    table[col] = values
 same_n = table["queries"].nunique() == 1
 latency = b.analysis.latency(k)
 latency_cols = ["latency_p50_ms", "latency_p95_ms", f"recall@{k}_per_ms"] if latency else []
@@ -48,6 +60,7 @@ shown = table[
         "kind",
         *([] if same_n else ["queries"]),
         *metric_cols,
+        *context,
         "failed queries",
         "missed pairs",
         *latency_cols,
@@ -73,7 +86,7 @@ for col in ("failed queries", "missed pairs"):
 for col in latency_cols:
     shown[col] = [tables.cell(v, "%.3f" if col.endswith("per_ms") else "%.1f") for v in shown[col]]
 styled = shown.style.apply(_colour, subset=coloured).format(
-    {m: "{:.3f}" for m in metric_cols}, na_rep=tables.MISSING
+    {m: "{:.3f}" for m in [*metric_cols, *context]}, na_rep=tables.MISSING
 )
 tables.show(
     styled,
@@ -81,7 +94,9 @@ tables.show(
     column_config={
         "kind": st.column_config.TextColumn(width="small"),
         "failed queries": st.column_config.TextColumn(
-            "failed queries", help=f"golden queries that fail at k={k} ({b.mode})"
+            "failed queries",
+            help=f"golden queries that fail at k={k} ({b.mode})"
+            + ("; the diagnosis is over the chunks the runs return" if metric_views.is_chunked(b) else ""),
         ),
         "missed pairs": st.column_config.TextColumn(
             "missed pairs",
@@ -94,6 +109,14 @@ tables.show(
                 "per millisecond of the median query",
             )
             for c in latency_cols
+        },
+        **{
+            c: st.column_config.NumberColumn(
+                help="span-based, without an LLM: the share of the tokens of the top k that lie in the reference "
+                "contexts (precision) and the share of the reference contexts' tokens the top k cover (recall); "
+                "docs/metrics.md"
+            )
+            for c in context
         },
     },
 )
@@ -109,6 +132,7 @@ st.caption(
     f"for a RAG retriever: {legend}. "
     f"Baselines (depth {state.BASELINE_DEPTH}) are computed here: BM25 ({b.settings.bm25_engine}), exact dense search "
     "with the chosen model, and their reciprocal rank fusion (hybrid, k=60)."
+    + (f" Metrics of the {LEVEL_WORDS[level]}." if metric_views.is_chunked(b) else "")
 )
 
 bars = pd.DataFrame(
@@ -127,6 +151,8 @@ st.altair_chart(charts.metrics_bar(bars, k=k), width="stretch")
 
 # ---------------------------------------------------------------------------------------------- holes
 st.subheader(f"How much of the top {k} is judged")
+if metric_views.is_chunked(b):
+    st.caption("Over the chunks the runs return (the corpus' ids), whichever level the table above shows.")
 available = None if b.ready else b.run_names
 coverage = b.analysis.evaluations([f"judged@{k}", f"hole@{k}"], runs=available)
 bounds = b.analysis.bounds([f"ndcg@{k}", f"recall@{k}"], runs=available).set_index(["run", "metric"])
@@ -159,7 +185,7 @@ st.caption(
 
 # ---------------------------------------------------------------------------------------------- curves
 st.subheader("Curves over k")
-evs = b.evaluations()
+evs = b.evaluations(level=level)
 ks = sorted({*state.CURVE_KS, k})
 rows = []
 for name, ev in evs.items():
