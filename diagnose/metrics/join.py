@@ -12,7 +12,9 @@ About 0.1 s for a 1M-row run of 1,000 queries (see ``bench/RESULTS.md``).
   :func:`~diagnose.metrics.evaluate_many`);
 - :class:`RunTables` joins one run to it: the retrieved relevant rows grouped by query in rank order, which is
   all a kernel reads, and (on first use) every listed document with its judgement status for ``judged@k``,
-  ``hole@k`` and the bounds.
+  ``hole@k`` and the bounds;
+- :func:`positive_grades`, :func:`judged_pairs` and :func:`in_qrels`: the same lookups for any run rows (the tie
+  audit's per-document keys, :mod:`diagnose.ties.orders`), so the qrels are joined in one place.
 """
 
 from __future__ import annotations
