@@ -6,7 +6,8 @@ Each tree is a folder holding a ``diagnose/`` package (e.g. a copy of an older c
 first. For each repeat, one fresh process per tree (interleaved) runs ``diagnose.cli.main(["evaluate", "--qrels", Q,
 "--run", "synth=R", "--k", "1,3,5,10,100", "--format", "json"])`` on the 1,000 x 1,000 synthetic files of
 ``bench/make_synthetic.py``, with ``time.process_time()`` around the imports and around ``load_dataset``,
-``read_qrels``, ``read_run``, ``evaluate_many``, ``tie_audit``, ``EvaluationReport.to_dict``, ``report.dumps`` and
+``read_qrels``, ``read_run``, ``evaluate_many``, ``tie_audit`` (and inside it ``tie_layout``, ``tie_keys``, the
+``evaluate`` of the re-ordered copies), ``add_to_report``, ``EvaluationReport.to_dict``, ``report.dumps`` and
 ``ids.fingerprints`` (wrapped where the CLI looks them up; nested stages overlap). Prints a Markdown table of medians.
 """
 
@@ -48,8 +49,13 @@ def wrap(owner, name, label):
 wrap(shared, "load_dataset", "load_dataset (reads + checks)")
 wrap(dataset, "read_qrels", "read_qrels")
 wrap(dataset, "read_run", "read_run")
-wrap(diagnose.metrics, "evaluate_many", "evaluate_many")
-wrap(diagnose.ties, "tie_audit", "tie audit")
+import diagnose.analysis.scores as scores, diagnose.ties.audit as audit
+wrap(scores, "evaluate_many", "evaluate_many")  # where Analysis looks them up
+wrap(scores, "tie_audit", "tie audit")
+wrap(audit, "tie_keys", "tie keys (in the audit)")
+wrap(audit, "evaluate", "evaluate calls in the audit (base if not reused, re-ordered copies)")
+wrap(audit, "tie_layout", "tie layout (in the audit)")
+wrap(scores, "add_to_report", "tie audit: report entry (message, examples)")
 wrap(report.EvaluationReport, "to_dict", "EvaluationReport.to_dict")
 wrap(report, "dumps", "JSON dump")
 wrap(join, "fingerprints", "id fingerprints")

@@ -20,11 +20,11 @@ from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
-from diagnose.api import evaluate, load, write_qrels
 from diagnose.data import Corpus, DataError, Dataset, Qrels, Queries, Run, Span, ValidationReport
 
 if TYPE_CHECKING:
     from diagnose.analysis import Analysis
+    from diagnose.api import evaluate, load, write_qrels
     from diagnose.retrievers import run_retriever
 
 __all__ = [
@@ -44,7 +44,13 @@ __all__ = [
     "__version__",
 ]
 
-_LAZY = {"Analysis": "diagnose.analysis", "run_retriever": "diagnose.retrievers"}
+_LAZY = {
+    "Analysis": "diagnose.analysis",
+    "run_retriever": "diagnose.retrievers",
+    "load": "diagnose.api",
+    "evaluate": "diagnose.api",
+    "write_qrels": "diagnose.api",
+}
 
 
 def __getattr__(name: str) -> Any:

@@ -163,12 +163,19 @@ class Scores(Pipeline):
 
         def build() -> TieAudit:
             names = self.metric_names()
-            scored = self._memo.get(("evaluations", tuple(names), None), {})  # the run is not scored twice
-            audit = tie_audit(self.dataset.qrels, self.runs[name], names, k=k, base=scored.get(name))
+            audit = tie_audit(self.dataset.qrels, self.runs[name], names, k=k, base=self._scored(name))
             add_to_report(audit, self.dataset.report)
             return audit
 
         return self._cached(("ties", name, k), build)
+
+    def _scored(self, run: str) -> Evaluation | None:
+        """The run's evaluation over every run already computed by :meth:`evaluations` (any metrics: the audit
+        scores the run itself when they are not enough), so that the tie audit does not score the run twice."""
+        for key, evs in list(self._memo.items()):
+            if isinstance(key, tuple) and key[0] == "evaluations" and key[2] is None and run in evs:
+                return evs[run]
+        return None
 
     def bounds(
         self, metrics: Sequence[str] | None = None, *, runs: Sequence[str] | None = None

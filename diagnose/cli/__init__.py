@@ -33,17 +33,13 @@ this package holds :func:`main` and the table of commands, and re-exports the pu
 
 from __future__ import annotations
 
+import argparse
+import importlib
 import sys
 import traceback
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
-from diagnose.cli.ann import cmd_ann
-from diagnose.cli.chunking import cmd_chunking
-from diagnose.cli.evaluate import cmd_evaluate
-from diagnose.cli.failures import cmd_failures, cmd_risk
-from diagnose.cli.finetune import cmd_finetune
-from diagnose.cli.judge import cmd_judge_queue
-from diagnose.cli.models import cmd_fuse, cmd_models, cmd_rerank
 from diagnose.cli.parser import build_parser
 from diagnose.cli.shared import (
     EXIT_FAIL,
@@ -79,17 +75,49 @@ __all__ = [
     "main",
 ]
 
+#: Where each command's function lives: its module is imported only when the command runs (or the name is asked
+#: of this package), so ``diagnose evaluate`` does not load the modules of ``ann``, ``finetune``, ...
+_HOMES = {
+    "cmd_evaluate": "diagnose.cli.evaluate",
+    "cmd_failures": "diagnose.cli.failures",
+    "cmd_risk": "diagnose.cli.failures",
+    "cmd_models": "diagnose.cli.models",
+    "cmd_rerank": "diagnose.cli.models",
+    "cmd_fuse": "diagnose.cli.models",
+    "cmd_judge_queue": "diagnose.cli.judge",
+    "cmd_ann": "diagnose.cli.ann",
+    "cmd_finetune": "diagnose.cli.finetune",
+    "cmd_chunking": "diagnose.cli.chunking",
+}
+
+
+def _command(name: str) -> Callable[[argparse.Namespace], int]:
+    """The command function ``name`` (a key of :data:`_HOMES`), its module imported on the first call."""
+
+    def run(args: argparse.Namespace) -> int:
+        return __getattr__(name)(args)
+
+    run.__name__ = name
+    return run
+
+
+def __getattr__(name: str) -> Any:
+    if name in _HOMES:
+        return getattr(importlib.import_module(_HOMES[name]), name)
+    raise AttributeError(f"module 'diagnose.cli' has no attribute {name!r}")
+
+
 COMMANDS = {
-    "evaluate": cmd_evaluate,
-    "failures": cmd_failures,
-    "models": cmd_models,
-    "rerank": cmd_rerank,
-    "fuse": cmd_fuse,
-    "risk": cmd_risk,
-    "judge-queue": cmd_judge_queue,
-    "ann": cmd_ann,
-    "finetune": cmd_finetune,
-    "chunking": cmd_chunking,
+    "evaluate": _command("cmd_evaluate"),
+    "failures": _command("cmd_failures"),
+    "models": _command("cmd_models"),
+    "rerank": _command("cmd_rerank"),
+    "fuse": _command("cmd_fuse"),
+    "risk": _command("cmd_risk"),
+    "judge-queue": _command("cmd_judge_queue"),
+    "ann": _command("cmd_ann"),
+    "finetune": _command("cmd_finetune"),
+    "chunking": _command("cmd_chunking"),
 }
 
 

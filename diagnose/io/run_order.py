@@ -159,8 +159,9 @@ def build_run(
     q_codes = factorize_first_seen(q)
     if order is None:
         order = _sorted_rows(q_codes, scores, d)
+    ranks = _group_ranks(q_codes[order])  # the ranks by score, before any duplicate is dropped
     if file_ranks is not None:
-        _check_rank_column(file, q, d, q_codes, order, file_ranks, report)
+        _check_rank_column(file, q, d, q_codes, order, file_ranks, ranks, report)
     dup = _duplicate_mask(q_codes, d, order)
     if dup.any():
         dropped = order[dup[order]]  # in final order
@@ -179,13 +180,14 @@ def build_run(
             examples=examples,
         )
         order = order[~dup[order]]
+        ranks = _group_ranks(q_codes[order])
     take = pa.array(order)
     table = pa.table(
         {
             "query_id": q.take(take),
             "doc_id": d.take(take),
             "score": pa.array(scores[order], type=pa.float64()),
-            "rank": pa.array(_group_ranks(q_codes[order]), type=pa.int64()),
+            "rank": pa.array(ranks, type=pa.int64()),
         }
     )
     return Run(name, to_pandas(table), file)
@@ -198,9 +200,11 @@ def _check_rank_column(
     q_codes: np.ndarray,
     order: np.ndarray,
     file_ranks: np.ndarray,
+    derived: np.ndarray,
     report: ValidationReport,
 ) -> None:
-    derived = _group_ranks(q_codes[order])
+    """Count the queries whose rank column (``file_ranks``, per row) disagrees with ``derived`` (the ranks by
+    score, per position of ``order``)."""
     wrong = file_ranks[order] != derived  # NaN (not an integer) never equals
     if not wrong.any():
         return

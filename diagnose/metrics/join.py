@@ -12,7 +12,9 @@ About 0.1 s for a 1M-row run of 1,000 queries (see ``bench/RESULTS.md``).
   :func:`~diagnose.metrics.evaluate_many`);
 - :class:`RunTables` joins one run to it: the retrieved relevant rows grouped by query in rank order, which is
   all a kernel reads, and (on first use) every listed document with its judgement status for ``judged@k``,
-  ``hole@k`` and the bounds.
+  ``hole@k`` and the bounds;
+- :func:`positive_grades`, :func:`judged_pairs` and :func:`in_qrels`: the same lookups for any run rows (the tie
+  audit's per-document keys, :mod:`diagnose.ties.orders`), so the qrels are joined in one place.
 """
 
 from __future__ import annotations
@@ -252,7 +254,7 @@ class _Listed(NamedTuple):
     in_qrels: np.ndarray  # bool: the doc is judged for *some* query of the qrels (BEIR's annotated corpus)
 
 
-def _judged_pairs(prep: PreparedQrels, row_q: np.ndarray, docs: pa.Array) -> np.ndarray:
+def judged_pairs(prep: PreparedQrels, row_q: np.ndarray, docs: pa.Array) -> np.ndarray:
     """Per run row: does the qrels have a row (any grade) for its (judged query code, doc)? Exact.
 
     Binary search of the rows' pair keys among the sorted keys of every judgement, each hit confirmed on the
@@ -295,10 +297,23 @@ def _list_documents(prep: PreparedQrels, row_q: np.ndarray, ranks: np.ndarray, d
         first = ~frame.duplicated(keep="first").to_numpy()
         idx, q, rank = idx[first], q[first], rank[first]
         sub = sub.filter(pa.array(first))
-    judged = _judged_pairs(prep, row_q[idx], sub)
+    judged = judged_pairs(prep, row_q[idx], sub)
+    return _Listed(q, rank, judged, in_qrels(prep, sub))
+
+
+def in_qrels(prep: PreparedQrels, docs: pa.Array) -> np.ndarray:
+    """Per document: is it judged for *some* query of the qrels (any grade)?"""
     qrels_docs = pc.unique(prep.judged_docs)
-    in_qrels = pc.is_in(sub, value_set=qrels_docs).to_numpy(zero_copy_only=False).astype(bool)
-    return _Listed(q, rank, judged, in_qrels)
+    return pc.is_in(docs, value_set=qrels_docs).to_numpy(zero_copy_only=False).astype(bool)
+
+
+def positive_grades(prep: PreparedQrels, row_q: np.ndarray, docs: pa.Array) -> np.ndarray:
+    """Per run row (judged query code ``row_q``, -1 for none, and doc id): the grade of its (query, doc) when it is
+    > 0, else 0 (float64). Exact: the join of :class:`RunTables` (:func:`_join`)."""
+    out = np.zeros(len(row_q), dtype=np.float64)
+    rows, at = _join(prep, row_q, docs)
+    out[rows] = prep.pos_grades[at]
+    return out
 
 
 class RunTables:

@@ -16,6 +16,7 @@ import pyarrow.compute as pc
 from diagnose.data import Qrels, Run
 from diagnose.metrics import Evaluation, MetricName, parse_metric
 from diagnose.metrics.join import arrow as _strings  # ids as one large_string array
+from diagnose.metrics.join import in_qrels, judged_pairs, positive_grades, prepare
 
 
 def tie_key_of(metric: str | MetricName) -> str | None:
@@ -71,9 +72,10 @@ def tie_keys(
 ) -> dict[str, np.ndarray]:
     """Per position, the sort keys of :func:`tie_key_of` that are needed (0 where not looked up: unused there).
 
-    Only the tied positions are looked up, or those of ``looked_up`` (bool per position) when given: their doc ids are coded against the qrels' doc ids with Arrow's hash
-    ``index_in``, their queries against the run's query codes, and the (query, doc) code pairs found by binary
-    search among the qrels' pairs (exact: codes come from the strings, not from hashes)."""
+    Only the tied positions are looked up, or those of ``looked_up`` (bool per position) when given, through the
+    metrics' own join of run rows to the qrels (:mod:`diagnose.metrics.join`, exact): ``gain`` is a document's
+    grade when > 0, ``judged`` 1 when its (query, doc) pair has a judgement (any grade), ``unannotated`` 1 when the
+    doc is judged for no query."""
     n = len(lay.order)
     out = {name: np.zeros(n, dtype=np.float64) for name in needed}
     pos = np.flatnonzero(lay.tied if looked_up is None else looked_up)
@@ -81,39 +83,22 @@ def tie_keys(
         if "unannotated" in needed:
             out["unannotated"][pos] = 1.0
         return out
-    qdf = qrels.df
-    q_docs = _strings(qdf["doc_id"])
-    doc_values = pc.unique(q_docs)
-    q_doc = pc.fill_null(pc.index_in(q_docs, value_set=doc_values), -1).to_numpy(zero_copy_only=False)
-    q_doc = q_doc.astype(np.int64)
-    q_query = pd.Index(lay.qids, dtype=object).get_indexer(qdf["query_id"].to_numpy(dtype=object))
+    prep = prepare(qrels)  # the grades and pairs do not depend on the relevance level
     docs = _strings(run.df["doc_id"])
-    few = 2 * len(pos) < n  # few positions: look up only theirs; else every row once, without copying strings
-    if few:
-        docs = docs.take(pa.array(lay.order[pos], type=pa.int64()))
-    doc = pc.fill_null(pc.index_in(docs, value_set=doc_values), -1).to_numpy(zero_copy_only=False)
-    doc = doc.astype(np.int64) if few else doc.astype(np.int64)[lay.order[pos]]
-    if "unannotated" in needed:
-        out["unannotated"][pos] = (doc < 0).astype(np.float64)
-    if needed & {"gain", "judged"}:
-        width = np.int64(len(doc_values) + 1)
-        keep = q_query >= 0  # judgements of queries the run lists
-        pair = q_query[keep].astype(np.int64) * width + q_doc[keep]
-        grade = pd.to_numeric(qdf["relevance"]).to_numpy(dtype=np.float64)[keep]
-        # a (query, doc) pair judged twice keeps the last grade, like diagnose.metrics: stable sort, take the last
-        srt = np.argsort(pair, kind="stable")
-        pair, grade = pair[srt], grade[srt]
-        last = np.append(pair[1:] != pair[:-1], True)
-        pair, grade = pair[last], grade[last]
-        found = doc >= 0
-        look = lay.qcode[pos[found]] * width + doc[found]
-        at = np.minimum(np.searchsorted(pair, look), max(len(pair) - 1, 0))
-        hit = pair[at] == look if len(pair) else np.zeros(len(look), dtype=bool)
-        where = pos[found][hit]
-        if "gain" in needed:
-            out["gain"][where] = np.maximum(grade[at[hit]], 0.0)
-        if "judged" in needed:
-            out["judged"][where] = 1.0
+    judged_q = prep.query_index.get_indexer(lay.qids).astype(np.int64)  # run query code -> judged query code
+    few = 2 * len(pos) < n  # few positions: look up only theirs; else every position, without copying strings
+    at = pos if few else np.arange(n)
+    if few or not np.array_equal(lay.order, at):
+        docs = docs.take(pa.array(lay.order[at], type=pa.int64()))
+    row_q = judged_q[lay.qcode[at]]
+    found = {
+        "gain": lambda: positive_grades(prep, row_q, docs),
+        "judged": lambda: judged_pairs(prep, row_q, docs).astype(np.float64),
+        "unannotated": lambda: (~in_qrels(prep, docs)).astype(np.float64),
+    }
+    for name in needed:
+        values = found[name]()
+        out[name][pos] = values if few else values[pos]
     return out
 
 

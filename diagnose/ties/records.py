@@ -5,6 +5,7 @@ per-query table, means, the message and the JSON form).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -71,16 +72,18 @@ class TieAudit:
         doc id, nothing the user could break in a retriever."""
         return self.source.startswith(TOOL_SOURCES)
 
-    @property
+    @cached_property
     def reported_metrics(self) -> list[str]:
-        """The varying metrics whose mean's range shows at the printed precision."""
+        """The varying metrics whose mean's range shows at the printed precision (computed once: the message, the
+        examples and the report each ask)."""
         return [m for m in self.varying_metrics if _shown_apart(self.aggregate[m], PRINTED_DIGITS)]
 
-    @property
+    @cached_property
     def varying_metrics(self) -> list[str]:
         """Metrics (in the order asked) whose value changes with the tie order for at least one query."""
+        pq = self.per_query
         return [
-            m for m in self.metrics if (self.per_query[f"{m}_max"] - self.per_query[f"{m}_min"] > TOL).any()
+            m for m in self.metrics if (pq[f"{m}_max"].to_numpy() - pq[f"{m}_min"].to_numpy() > TOL).any()
         ]
 
     @property
@@ -132,11 +135,13 @@ class TieAudit:
         on the order."""
         if self.headline is None:
             return list(self.examples)
-        rows = self.per_query.set_index("query_id")
+        pq = self.per_query
+        row_of = {q: i for i, q in enumerate(pq["query_id"].tolist())}
         out = []
         for q in self.examples:
+            i = row_of[q]
             for m in self.reported_metrics:
-                r = TieRange(rows.at[q, m], rows.at[q, f"{m}_min"], rows.at[q, f"{m}_max"])
+                r = TieRange(pq[m].iat[i], pq[f"{m}_min"].iat[i], pq[f"{m}_max"].iat[i])
                 if _shown_apart(r, EXAMPLE_DIGITS):
                     out.append(f"{q}: {m} {r.min:.3f}-{r.max:.3f} (run order {r.value:.3f})")
                     break
