@@ -163,13 +163,13 @@ class Scores(Pipeline):
 
         def build() -> TieAudit:
             names = self.metric_names()
-            audit = tie_audit(self.dataset.qrels, self.runs[name], names, k=k, base=self._scored(name))
+            audit = tie_audit(self.dataset.qrels, self.runs[name], names, k=k, base=self._evaluated(name))
             add_to_report(audit, self.dataset.report)
             return audit
 
         return self._cached(("ties", name, k), build)
 
-    def _scored(self, run: str) -> Evaluation | None:
+    def _evaluated(self, run: str) -> Evaluation | None:
         """The run's evaluation over every run already computed by :meth:`evaluations` (any metrics: the audit
         scores the run itself when they are not enough), so that the tie audit does not score the run twice."""
         for key, evs in list(self._memo.items()):
