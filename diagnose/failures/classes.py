@@ -195,7 +195,7 @@ FAILURE_CLASSES: tuple[FailureClass, ...] = (
         evidence=(
             "The reference span crosses a chunk boundary and no chunk holds it whole; the target holds its largest "
             "part ({split}) and the run {found}, while the window of it and its neighbour, which holds the span "
-            "whole, has cosine {split_cosine:.3f}, at or above the calibrated threshold; {base}."
+            "whole, has cosine {split_window}, at or above the calibrated threshold; {base}."
         ),
     ),
     FailureClass(

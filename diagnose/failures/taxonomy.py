@@ -227,9 +227,18 @@ def evidence_sentence(cls: str, e: PairEvidence) -> str:
     )
     template = CLASS_BY_ID[cls].evidence_for(e.kind)
     split = f"{e.split_share:.0%} of it" if e.split_share is not None else "n/a"
+    split_window = f"{e.split_cosine:.3f}" if e.split_cosine is not None else "n/a"
     passage = e.passage._asdict() if e.passage is not None else {}
     return template.format(
-        **e._asdict(), **passage, base=base, ov=ov, found=found, dense=dense, bm25=bm25, split=split
+        **e._asdict(),
+        **passage,
+        base=base,
+        ov=ov,
+        found=found,
+        dense=dense,
+        bm25=bm25,
+        split=split,
+        split_window=split_window,
     )
 
 
