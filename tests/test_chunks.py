@@ -15,7 +15,7 @@ import pytest
 
 import diagnose
 from diagnose.chunks import CHUNK_SHARE, document_qrels, document_run
-from diagnose.chunks.split import split_targets
+from diagnose.chunks.split import split_targets, split_windows
 from diagnose.cli import main
 from diagnose.data import ChunkMap, DataError, Qrels, Run, Span
 from diagnose.embed import KeywordEncoder
@@ -220,6 +220,25 @@ def test_split_targets_are_the_larger_part_of_a_span_no_chunk_holds_whole():
     # without offsets there is nothing to read
     plain = diagnose.data.Corpus(corpus.df, chunks=ChunkMap(cmap.parent))
     assert split_targets(qrels, plain) == {}
+
+
+def test_split_windows_join_the_target_with_the_neighbours_holding_the_rest():
+    cmap = ChunkMap(
+        {c: "d1" for c, _, _ in CHUNKS}, {c: s for c, s, _ in CHUNKS}, {c: e for c, _, e in CHUNKS}
+    )
+    corpus = diagnose.data.Corpus(pd.DataFrame({"doc_id": [], "title": [], "text": []}), chunks=cmap)
+    pairs = [
+        ("d1#0", "d1#1"),
+        ("d1#1", "d1#2"),
+    ]  # neighbour_windows' order: window 0 = d1#0+d1#1, 1 = d1#1+d1#2
+    spans = (
+        Span(
+            "q2", 0, "d1", 19, 41, "exact"
+        ),  # d1#0 10, d1#1 11: target d1#1, the rest in d1#0: window 0 only
+        Span("q4", 0, "d1", 25, 70, "exact"),  # d1#0 4, d1#1 35, d1#2 4: target d1#1, the rest on both sides
+    )
+    qrels = Qrels(pd.DataFrame({"query_id": ["q2"], "doc_id": ["d1#1"], "relevance": [1]}), spans=spans)
+    assert split_windows(qrels, corpus, pairs) == {("q2", "d1#1"): [0], ("q4", "d1#1"): [0, 1]}
 
 
 def test_classify_split_comes_after_label_gap_and_before_near_miss():

@@ -75,12 +75,14 @@ def split_windows(
     out: dict[tuple[str, str], list[int]] = {}
     for q, parts, _ in _split_spans(qrels, corpus):
         most = max(h for h, _ in parts)
-        holders = {c for _, c in parts}
         for h, c in parts:
             if h != most:
                 continue
             found = out.setdefault((q, c), [])
-            for o in holders - {c}:
+            others = [
+                o for _, o in parts if o != c
+            ]  # in the document's order, not a set's (varies per process)
+            for o in others:
                 i = window_of.get((c, o), window_of.get((o, c)))
                 if i is not None and i not in found:
                     found.append(i)
