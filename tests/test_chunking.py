@@ -12,7 +12,7 @@ import pytest
 
 import diagnose
 from diagnose.chunking import ChunkingConfig, check_grid
-from diagnose.chunking.splitter import split_documents
+from diagnose.chunking.splitter import encoded_texts, split_documents
 from diagnose.cli import EXIT_INPUT, EXIT_OK, main
 from diagnose.data import Corpus, DataError, Dataset, Qrels, Queries, Span
 from diagnose.embed import KeywordEncoder
@@ -22,8 +22,11 @@ CONTRACT = {"size", "overlap", "chunks", "recall@10", "ndcg@10", "context_precis
             "tokens@10"}  # fmt: skip
 
 
-def _dataset(texts: dict[str, str], spans: tuple[Span, ...] = ()) -> Dataset:
-    corpus = Corpus(pd.DataFrame({"doc_id": list(texts), "title": "", "text": list(texts.values())}))
+def _dataset(
+    texts: dict[str, str], spans: tuple[Span, ...] = (), titles: dict[str, str] | None = None
+) -> Dataset:
+    title = [(titles or {}).get(d, "") for d in texts]
+    corpus = Corpus(pd.DataFrame({"doc_id": list(texts), "title": title, "text": list(texts.values())}))
     queries = Queries(pd.DataFrame({"query_id": ["q1"], "text": ["cherry"]}))
     qrels = Qrels(
         pd.DataFrame({"query_id": ["q1"], "doc_id": ["d1"], "relevance": np.array([1])}), spans=spans
@@ -58,8 +61,8 @@ def test_split_documents_gives_offsets_into_each_text():
     assert [texts[0][s:e] for s, e in zip(starts, ends, strict=True)] == ["apple banana.", "cherry date."]
 
 
-def _sweep(tmp_path, texts=TEXTS, spans=SPAN, sizes=(2,)):
-    a = diagnose.Analysis(_dataset(texts, spans), encoder=KeywordEncoder(), cache_dir=tmp_path)
+def _sweep(tmp_path, texts=TEXTS, spans=SPAN, sizes=(2,), titles=None):
+    a = diagnose.Analysis(_dataset(texts, spans, titles), encoder=KeywordEncoder(), cache_dir=tmp_path)
     return a.chunking(list(sizes), [0], k=1)
 
 
@@ -84,6 +87,43 @@ def test_sweep_by_hand_with_the_keyword_encoder(tmp_path):
     # pareto: neither sends fewer tokens with a strictly higher nDCG than the other
     assert p.pareto and sw.current.pareto
     assert sw.reference == "spans" and sw.lengths == "word tokens"
+
+
+def test_a_title_only_document_gets_one_chunk_its_title():
+    texts, titles = ["apple banana", "", "   ", ""], ["Fruit", "Orchard pests", "Soil", ""]
+    docs, starts, ends = split_documents(texts, 3, 0, None, titles)
+    # d0 fits in 3 words: [0, 12); d1 and d2 have a title and no text: one empty chunk [0, 0) each; d3 has neither
+    assert list(zip(docs.tolist(), starts.tolist(), ends.tolist(), strict=True)) == [
+        (0, 0, 12),
+        (1, 0, 0),
+        (2, 0, 0),
+    ]
+    assert encoded_texts(texts, titles, docs, starts, ends) == ["Fruit apple banana", "Orchard pests", "Soil"]
+    assert len(split_documents(texts, 3, 0, None)[0]) == 1  # without titles, text only
+
+
+def test_sweep_finds_a_title_only_document(tmp_path):
+    # d1 is relevant and holds its content in the title only; query "cherry". Size 2 words: d2 -> "egg fig",
+    # "grape"; d1 -> one chunk [0, 0) encoded as "Cherry orchards": cosine 1/sqrt(2) > 0 for the others, so the
+    # top 1 chunk is d1's: recall@1 = ndcg@1 = 1 (without the title d1 had no chunk at all: recall 0). The reference
+    # is d1's whole text, empty: nothing to send or cover, so tokens@1 = 0
+    sw = _sweep(tmp_path, texts={"d1": "", "d2": "egg fig grape"}, spans=(), titles={"d1": "Cherry orchards"})
+    (p,) = sw.configurations
+    assert p.chunks == 3
+    assert (p.metrics["recall@1"], p.metrics["ndcg@1"], p.metrics["tokens@1"]) == (1.0, 1.0, 0.0)
+
+
+def test_span_relevance_on_a_titled_document_is_in_text_coordinates(tmp_path):
+    # TEXTS with d1 titled "Fruit salad" and d2 "Breakfast": size 2 words cuts the texts as without titles,
+    # d1 -> [0,13) "apple banana.", [14,26) "cherry date."; each chunk encoded with its title in front, so the query
+    # "cherry" meets "Fruit salad cherry date." (cosine 1/sqrt(4) = 0.5) above "Fruit salad apple banana." (0):
+    # the top 1 chunk is d1[14,26), as without titles; the span [14,25) "cherry date" is read in text coordinates,
+    # the title is not sent: 2 tokens, both in the span: precision 1, recall 1 (the untitled hand test's numbers)
+    titled = _sweep(tmp_path, titles={"d1": "Fruit salad", "d2": "Breakfast"})
+    (p,) = titled.configurations
+    assert p.chunks == 4
+    assert p.metrics == pytest.approx({"recall@1": 1.0, "ndcg@1": 1.0, "hit_rate@1": 1.0, "context_precision@1": 1.0,
+                                       "context_recall@1": 1.0, "tokens@1": 2.0})  # fmt: skip
 
 
 def test_one_chunk_per_document_equals_the_documents_as_they_are(tmp_path):

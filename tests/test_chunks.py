@@ -15,11 +15,11 @@ import pytest
 
 import diagnose
 from diagnose.chunks import CHUNK_SHARE, document_qrels, document_run
-from diagnose.chunks.split import split_targets
+from diagnose.chunks.split import split_targets, split_windows
 from diagnose.cli import main
 from diagnose.data import ChunkMap, DataError, Qrels, Run, Span
 from diagnose.embed import KeywordEncoder
-from diagnose.failures import classify
+from diagnose.failures import Thresholds, classify
 
 DEMO = Path(__file__).resolve().parents[1] / "demo_corpus"
 METRICS = ["ndcg@10", "recall@10", "hit_rate@10", "mrr", "map@10", "precision@5", "r_precision"]
@@ -222,6 +222,25 @@ def test_split_targets_are_the_larger_part_of_a_span_no_chunk_holds_whole():
     assert split_targets(qrels, plain) == {}
 
 
+def test_split_windows_join_the_target_with_the_neighbours_holding_the_rest():
+    cmap = ChunkMap(
+        {c: "d1" for c, _, _ in CHUNKS}, {c: s for c, s, _ in CHUNKS}, {c: e for c, _, e in CHUNKS}
+    )
+    corpus = diagnose.data.Corpus(pd.DataFrame({"doc_id": [], "title": [], "text": []}), chunks=cmap)
+    pairs = [
+        ("d1#0", "d1#1"),
+        ("d1#1", "d1#2"),
+    ]  # neighbour_windows' order: window 0 = d1#0+d1#1, 1 = d1#1+d1#2
+    spans = (
+        Span(
+            "q2", 0, "d1", 19, 41, "exact"
+        ),  # d1#0 10, d1#1 11: target d1#1, the rest in d1#0: window 0 only
+        Span("q4", 0, "d1", 25, 70, "exact"),  # d1#0 4, d1#1 35, d1#2 4: target d1#1, the rest on both sides
+    )
+    qrels = Qrels(pd.DataFrame({"query_id": ["q2"], "doc_id": ["d1#1"], "relevance": [1]}), spans=spans)
+    assert split_windows(qrels, corpus, pairs) == {("q2", "d1#1"): [0], ("q4", "d1#1"): [0, 1]}
+
+
 def test_classify_split_comes_after_label_gap_and_before_near_miss():
     common = dict(
         in_corpus=True,
@@ -233,25 +252,49 @@ def test_classify_split_comes_after_label_gap_and_before_near_miss():
         k=10,
         calibrated=0.5,
     )
-    assert classify(duplicate=False, split=True, **common) == "split"
-    assert classify(duplicate=True, split=True, **common) == "label_gap"
+    assert classify(duplicate=False, split=True, split_cosine=0.6, **common) == "split"
+    assert classify(duplicate=True, split=True, split_cosine=0.6, **common) == "label_gap"
     assert classify(duplicate=False, split=False, **common) == "near_miss"  # rank 12 in k+1..3k
 
 
-def _split_analysis(tmp_path: Path, encoder) -> diagnose.Analysis:
+def test_classify_split_needs_the_window_to_reach_the_calibrated_threshold():
+    common = dict(
+        in_corpus=True, duplicate=False, run_rank=12, dense_rank=1, bm25_rank=1, cosine=0.9, overlap=1.0
+    )
+    common |= dict(k=10, calibrated=0.5, split=True)
+    assert classify(split_cosine=0.5, **common) == "split"  # at the threshold: merged, the answer is findable
+    # below it, or unknown (no model to encode the window): the split is not why it failed, the next rule decides
+    assert classify(split_cosine=0.49, **common) == "near_miss"
+    assert classify(split_cosine=None, **common) == "near_miss"
+
+
+# The window of d1#0 and d1#1 (text[0:65], no title), which holds q2's span text[19:41] whole; with the keyword encoder
+# its cosine with the query "Alpha beta gamma delta" is 4 shared words / (|q| 2 x |window| sqrt(15)) = 0.516: window
+# counts filler 2, here 2, words, alpha, beta, gamma, delta, more, text 1 each: 4 + 4 + 7 = 15
+WINDOW = TEXT[0:65]
+KEYWORD_WINDOW_COSINE = 4 / (2 * 15**0.5)
+
+
+def _split_analysis(tmp_path: Path, encoder, seed: float = 0.5) -> diagnose.Analysis:
     # q2's context text[19:41] is split between d1#0 and d1#1 (d1#1 holds the larger part and is its relevant chunk);
-    # the run retrieves two chunks without a query word, so q2 fails at k=2 with target d1#1
+    # the run retrieves two chunks without a query word, so q2 fails at k=2 with target d1#1. No golden query
+    # succeeds, so the calibrated threshold is the seed threshold (fallback): ``seed``
     ds = _tiny(tmp_path, {"q2": ["Alpha beta gamma delta"]}, {"q2": ["d2#0", "d3#0"]})
-    return diagnose.Analysis(ds, k=2, encoder=encoder, cache_dir=tmp_path / "cache", depth=5)
+    thresholds = Thresholds(seed_cosine=seed)
+    return diagnose.Analysis(
+        ds, k=2, encoder=encoder, cache_dir=tmp_path / "cache", depth=5, thresholds=thresholds
+    )
 
 
 def test_a_missed_larger_part_is_a_split_and_merging_neighbours_recovers_it(tmp_path):
     a = _split_analysis(tmp_path, KeywordEncoder())
     failures = a.failures("run")
     assert failures[["query_id", "doc_id", "class"]].values.tolist() == [["q2", "d1#1", "split"]]
+    assert failures["split_cosine"].iloc[0] == pytest.approx(KEYWORD_WINDOW_COSINE)  # 0.516 >= 0.5: split
     assert (
         "crosses a chunk boundary" in failures["evidence"].iloc[0]
         and "50% of it" in failures["evidence"].iloc[0]
+        and f"cosine {KEYWORD_WINDOW_COSINE:.3f}" in failures["evidence"].iloc[0]
     )
     row = a.remedies("run").row("split")
     # the window d1#0 + d1#1 = text[0:65] holds all four query words: d1#0 and d1#1 get its cosine and lead every
@@ -261,9 +304,38 @@ def test_a_missed_larger_part_is_a_split_and_merging_neighbours_recovers_it(tmp_
     assert matrix["split"]["merge"] == {"failures": 1, "recovered": 1}
 
 
+def test_a_split_target_whose_window_stays_below_the_threshold_is_not_split(tmp_path):
+    # the same split target, calibrated threshold 0.6 > 0.516 = its window's cosine: merging would not make it
+    # findable, so the next rules decide. The chunk d1#1 alone: "gamma delta. More filler text here." shares 2 words
+    # with the query, cosine 2 / (2 sqrt(6)) = 0.408 < 0.6, and d1#0 "Filler words here. Alpha beta" 2 / (2 sqrt(5))
+    # = 0.447: exact dense search ranks d1#1 #2, within k = 2, while the run did not retrieve it: index_gap
+    a = _split_analysis(tmp_path, KeywordEncoder(), seed=0.6)
+    failures = a.failures("run")
+    assert failures[["query_id", "doc_id", "class"]].values.tolist() == [["q2", "d1#1", "index_gap"]]
+    assert failures["split_cosine"].iloc[0] == pytest.approx(KEYWORD_WINDOW_COSINE)  # still reported
+    assert a.remedy_matrix("run").to_dict().get("split", {}).get("merge", {"failures": 0})["failures"] == 0
+
+
+@pytest.mark.real_model
+def test_split_needs_its_window_to_reach_the_threshold_with_the_bundled_model(tmp_path):
+    from diagnose.embed import load_encoder
+
+    encoder = load_encoder()
+    q, w = encoder.encode(["Alpha beta gamma delta", WINDOW])
+    window_cosine = float(
+        q @ w / ((q @ q) ** 0.5 * (w @ w) ** 0.5)
+    )  # the model's own cosine of query and window
+    (tmp_path / "below").mkdir()
+    (tmp_path / "above").mkdir()
+    below = _split_analysis(tmp_path / "below", encoder, seed=window_cosine - 0.05).failures("run")
+    above = _split_analysis(tmp_path / "above", encoder, seed=window_cosine + 0.05).failures("run")
+    assert below["split_cosine"].iloc[0] == pytest.approx(window_cosine, abs=1e-3)
+    assert below["class"].tolist() == ["split"] and above["class"].tolist() != ["split"]
+
+
 @pytest.mark.real_model
 def test_split_and_its_remedy_with_the_bundled_model(tmp_path):
-    a = _split_analysis(tmp_path, None)
+    a = _split_analysis(tmp_path, None, seed=-1.0)  # every window reaches -1: the remedy measured on a split
     assert a.failures("run")["class"].tolist() == ["split"]
     row = a.remedies("run").row("split")
     assert row.remedy_id == "merge" and row.failures == 1 and row.recovered in (0, 1)

@@ -38,7 +38,7 @@ from diagnose.chunking import (
     run_sweep,
 )
 from diagnose.chunks import document_texts
-from diagnose.chunks.split import merged_run, neighbour_windows
+from diagnose.chunks.split import merged_run, neighbour_windows, split_window_cosines
 from diagnose.compare import rerank_cross_encoder, rerank_report
 from diagnose.data import Run
 from diagnose.extras import needs
@@ -99,6 +99,7 @@ class Evidence(Scores):
                 passages=self.passages,
                 filters=self.filters,
                 known=known,
+                split_cosines=self._split_cosines(),
             )
 
         return self._cached(("diagnosis", name, k, mode), build)
@@ -328,6 +329,25 @@ class Evidence(Scores):
             )  # fmt: skip
 
         return self._cached(key, build)
+
+    def _split_cosines(self) -> dict[tuple[str, str], float] | None:
+        """The split targets' window cosines (:func:`diagnose.chunks.split.split_window_cosines`, which the split rule
+        reads), the windows encoded by the model (cached on disk, shared with the merge remedy); None without a
+        model for the vectors (precomputed vectors and no ``model``: the windows would be in another space)."""
+        if self._embeddings is not None and self._encoder_given is None and self.model is None:
+            return None
+
+        def build() -> dict[tuple[str, str], float]:
+            sp = self.space
+            cache = embed.EmbeddingCache(self.cache_dir / "embeddings" if self.cache_dir else None)
+            return split_window_cosines(
+                self.dataset.qrels,
+                self.dataset.corpus,
+                lambda q: sp.query_vec(q) if q in sp.query_row else None,
+                lambda texts: embed.embed_texts(self.encoder, texts, cache=cache, report=self.dataset.report),
+            )
+
+        return self._cached("split_cosines", build)
 
     def _merged_neighbours(self) -> Run | None:
         """A chunk corpus with offsets: the golden queries' top ``depth`` chunks, each scored with its neighbours

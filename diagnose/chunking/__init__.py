@@ -4,8 +4,10 @@ chunking with the documents as they are, on the golden set.
 For each :class:`ChunkingConfig` (``size`` and ``overlap`` in the model's tokens; :func:`check_grid`):
 
 1. the documents' ``text`` fields are split by :func:`~diagnose.chunking.splitter.split_documents`
-   (semantic-text-splitter, the model's tokenizer for lengths; a chunk is a character range of its document);
-2. the chunks are encoded by the analysis' model through :func:`diagnose.embed.embed_texts` (its on-disk cache: a
+   (semantic-text-splitter, the model's tokenizer for lengths; a chunk is a character range of its document's
+   ``text``, the coordinates of reference spans);
+2. the chunks, each with its document's title in front (:func:`~diagnose.chunking.splitter.encoded_texts`), are
+   encoded by the analysis' model through :func:`diagnose.embed.embed_texts` (its on-disk cache: a
    chunk seen before is not encoded again), and searched exactly (:func:`diagnose.embed.dense_search`, cosine);
 3. documents are ranked by their best chunk (:func:`diagnose.retrievers.results.document_list`, what
    ``run_retriever(chunk_to_doc="max")`` does: a document at its first rank with its best score).
@@ -28,8 +30,10 @@ Reported per configuration (``to_dict`` keys; ``K`` is the cutoff):
 - ``cached``: read from the sweep's cache.
 
 The documents as they are (``current``) are the analysis' dense baseline: whole documents (title + text) encoded
-once, the pieces sent being their whole ``text``. Chunks are cut from the ``text`` field only (the title is not
-prepended), as a splitter emits them. A model truncates its input (all-MiniLM-L6-v2: 256 tokens), so a chunk larger
+once, the pieces sent being their whole ``text``. Chunks are cut from the ``text`` field and encoded with the
+document's title in front, as the documents are (:func:`~diagnose.data.document_text`; a document with a title and no
+text gets one chunk, its title: :mod:`diagnose.chunking.splitter`); their offsets, and so the pieces sent, are in
+``text`` coordinates, as the spans are. A model truncates its input (all-MiniLM-L6-v2: 256 tokens), so a chunk larger
 than that is embedded from its beginning only while all of it counts as sent.
 
 **Cache.** Each point is stored as JSON under ``CACHE_DIR/chunking/`` keyed by the BLAKE2b of the content (document

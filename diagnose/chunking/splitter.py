@@ -11,6 +11,15 @@ largest semantic unit that fits (paragraphs, then sentences, then words): chunks
 A document whose whole text fits in ``size`` tokens is one chunk (its text stripped of surrounding whitespace),
 without a call to the splitter, as the splitter would return it. Without a model tokenizer (an encoder such as
 :class:`~diagnose.embed.KeywordEncoder`), lengths are counted in word tokens (:data:`diagnose.metrics.context.TOKEN`).
+
+**Titles.** Chunks are cut from the document's ``text``, and their offsets are offsets into that ``text`` (the
+coordinates of reference spans, :class:`~diagnose.data.Span`). What is *encoded* for a chunk is its document's title
+in front of the chunk's text, :func:`~diagnose.data.document_text` (``title + " " + chunk``, the convention of the
+whole documents and of a chunk corpus' chunks and windows, :mod:`diagnose.chunks`): :func:`encoded_texts`. So every
+chunk of a titled document carries its title (``size`` counts the text's tokens: the encoded chunk is the title's
+tokens longer), and a document with a title and no text (CACM has many) gets one chunk, the empty range ``[0, 0)`` of
+its text, encoded as its title: it can be retrieved, and sends no text to the span-based context measures (which,
+like the documents as they are, read ``text`` only).
 """
 
 from __future__ import annotations
@@ -20,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from diagnose.data import document_text
 from diagnose.extras import needs
 from diagnose.metrics.context import count_tokens
 
@@ -47,10 +57,15 @@ def _lengths(tokenizer: Any | None) -> Callable[[Sequence[str]], list[int]]:
 
 
 def split_documents(
-    texts: Sequence[str], size: int, overlap: int, tokenizer: Any | None
+    texts: Sequence[str],
+    size: int,
+    overlap: int,
+    tokenizer: Any | None,
+    titles: Sequence[str] | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The chunks of ``texts`` as ``(document index, start, end)`` int64 arrays (character offsets into each text,
-    in document then position order): at most ``size`` tokens each, neighbours sharing up to ``overlap``."""
+    in document then position order): at most ``size`` tokens each, neighbours sharing up to ``overlap``. With
+    ``titles``, a document without text but with a title gets one chunk ``[0, 0)`` (module docstring)."""
     with needs("Re-chunking the documents (diagnose chunking)"):
         from semantic_text_splitter import TextSplitter
     if tokenizer is None:
@@ -68,8 +83,21 @@ def split_documents(
         else:
             stripped = text.strip()
             pieces = [(text.index(stripped), text.index(stripped) + len(stripped))] if stripped else []
+            if not pieces and titles is not None and isinstance(titles[i], str) and titles[i].strip():
+                pieces = [(0, 0)]  # a title-only document: its title is the chunk's encoded text
         for s, e in pieces:
             docs.append(i)
             starts.append(s)
             ends.append(e)
     return tuple(np.asarray(x, dtype=np.int64) for x in (docs, starts, ends))  # type: ignore[return-value]
+
+
+def encoded_texts(
+    texts: Sequence[str], titles: Sequence[str], docs: np.ndarray, starts: np.ndarray, ends: np.ndarray
+) -> list[str]:
+    """What is encoded for each chunk ``(docs[i], starts[i], ends[i])`` of :func:`split_documents`: its document's
+    title in front of its text (:func:`~diagnose.data.document_text`, module docstring)."""
+    return [
+        document_text(titles[d] if isinstance(titles[d], str) else "", texts[d][s:e])
+        for d, s, e in zip(docs, starts, ends, strict=True)
+    ]

@@ -18,7 +18,7 @@ import pandas as pd
 from diagnose import defaults
 from diagnose.cache import atomic_write_bytes, default_cache_root
 from diagnose.chunking.grid import ChunkingConfig
-from diagnose.chunking.splitter import model_tokenizer, split_documents
+from diagnose.chunking.splitter import encoded_texts, model_tokenizer, split_documents
 from diagnose.data import Dataset, Run, Span
 from diagnose.embed import EmbeddingCache, dense_search, embed_texts
 from diagnose.metrics import evaluate
@@ -116,6 +116,7 @@ class SweepInputs:
         corpus = self.dataset.corpus
         self.doc_ids = [str(d) for d in corpus.ids]
         self.texts = [t if isinstance(t, str) else "" for t in corpus.df["text"].tolist()]
+        self.titles = [t if isinstance(t, str) else "" for t in corpus.df["title"].tolist()]
         self.text_of = dict(zip(self.doc_ids, self.texts, strict=True))
         qrels = self.dataset.qrels
         self.spans: list[Span] = list(qrels.spans) or document_spans(
@@ -129,7 +130,7 @@ class SweepInputs:
         h = hashlib.blake2b(digest_size=16)
         for part in (
             json.dumps([CACHE_FORMAT, self.encoder.name, self.k, self.query_ids, self._query_texts()]),
-            *self.doc_ids, *self.texts,
+            *self.doc_ids, *self.texts, *self.titles,
             self.dataset.qrels.df[["query_id", "doc_id", "relevance"]].to_csv(index=False),
             json.dumps([[s.query_id, s.reference, s.doc_id, s.start, s.end] for s in self.spans]),
         ):  # fmt: skip
@@ -200,8 +201,10 @@ def _measure(inp: SweepInputs, config: ChunkingConfig) -> ChunkingPoint:
     rep = inp.reporter
     if rep is not None:
         rep.step(f"Chunking the {len(inp.texts):,} documents: {config.label()}")
-    chunk_doc, starts, ends = split_documents(inp.texts, config.size, config.overlap, inp.tokenizer)
-    chunk_texts = [inp.texts[d][s:e] for d, s, e in zip(chunk_doc, starts, ends, strict=True)]
+    chunk_doc, starts, ends = split_documents(
+        inp.texts, config.size, config.overlap, inp.tokenizer, inp.titles
+    )
+    chunk_texts = encoded_texts(inp.texts, inp.titles, chunk_doc, starts, ends)  # the title in front
     cache = EmbeddingCache(Path(inp.cache_dir) / "embeddings" if inp.cache_dir else None)
     bar = rep.bar(f"Encoding {len(chunk_texts):,} chunks ({config.label()})") if rep is not None else False
     t0 = time.perf_counter()

@@ -2,9 +2,13 @@
 
 **Split** (:func:`split_targets`): a reference span (:class:`~diagnose.data.Span`, located in a document of a chunk
 corpus with offsets) crosses chunk boundaries: two or more chunks hold part of it and none holds it whole. The
-chunk(s) holding its largest part are the span's *split targets*: when the run missed such a target, the taxonomy
-calls the failure ``split`` (:func:`diagnose.failures.taxonomy.classify`). Without spans or without offsets there is
-nothing to read and the class is never used.
+chunk(s) holding its largest part are the span's *split targets*. Each target's **split window cosine**
+(:func:`split_window_cosines`): the best cosine of the query with the windows (below) that join the target with a
+neighbour holding another part of the same span (for a span over one boundary, the window that holds it whole).
+When the run missed a split target *and* that cosine reaches the calibrated threshold, the taxonomy calls the
+failure ``split`` (:func:`diagnose.failures.taxonomy.classify`): the split is why it failed, since the answer put back
+together is findable. A split target whose window stays below the threshold would not be found merged either, and
+falls to the next rules. Without spans, offsets or a model to encode the windows, the class is never used.
 
 **Merge remedy** (:func:`merged_run`, remedy id ``merge``): re-chunking without re-indexing. Every pair of
 neighbouring chunks of a document (consecutive by start offset) is one *window*: the document's text from the first
@@ -17,7 +21,7 @@ members, would recover: the split answer is whole in the window around the bound
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -30,27 +34,85 @@ from diagnose.data import ChunkMap, Corpus, Qrels, Run, document_text
 QUERY_BLOCK = 256
 
 
-def split_targets(qrels: Qrels, corpus: Corpus | None) -> dict[tuple[str, str], float]:
-    """``{(query_id, chunk_id): share of the span it holds}`` for every span of ``qrels`` that no chunk holds whole
-    and the chunks holding its largest part (module docstring); empty without spans or offsets."""
+def _split_spans(qrels: Qrels, corpus: Corpus | None) -> list[tuple[str, list[tuple[int, str]], int]]:
+    """``(query_id, [(characters held, chunk_id), ...], span length)`` of every span of ``qrels`` that no chunk
+    holds whole (two or more chunks hold part of it); empty without spans or offsets."""
     cmap = corpus.chunks if corpus is not None else None
     if not qrels.spans or cmap is None or not cmap.has_offsets:
-        return {}
+        return []
     by_doc = chunks_by_document(cmap)
-    out: dict[tuple[str, str], float] = {}
+    out = []
     for s in qrels.spans:
         if s.doc_id is None or s.start is None or s.end is None or s.end <= s.start:
             continue
         parts = [(held(s.start, s.end, a, b), c) for a, b, c in by_doc.get(s.doc_id, [])]
         parts = [(h, c) for h, c in parts if h > 0]
         length = s.end - s.start
-        if len(parts) < 2 or any(h == length for h, _ in parts):
-            continue
+        if len(parts) >= 2 and all(h < length for h, _ in parts):
+            out.append((s.query_id, parts, length))
+    return out
+
+
+def split_targets(qrels: Qrels, corpus: Corpus | None) -> dict[tuple[str, str], float]:
+    """``{(query_id, chunk_id): share of the span it holds}`` for every span of ``qrels`` that no chunk holds whole
+    and the chunks holding its largest part (module docstring); empty without spans or offsets."""
+    out: dict[tuple[str, str], float] = {}
+    for q, parts, length in _split_spans(qrels, corpus):
         most = max(h for h, _ in parts)
         for h, c in parts:
             if h == most:
-                key = (s.query_id, c)
-                out[key] = max(out.get(key, 0.0), h / length)
+                out[(q, c)] = max(out.get((q, c), 0.0), h / length)
+    return out
+
+
+def split_windows(
+    qrels: Qrels, corpus: Corpus | None, pairs: Sequence[tuple[str, str]]
+) -> dict[tuple[str, str], list[int]]:
+    """``{(query_id, target chunk): [i, ...]}``: for each split target (:func:`split_targets`), the indexes in
+    ``pairs`` (:func:`neighbour_windows`' ``(first, second)``) of the windows joining it with a neighbour that holds
+    another part of the same span."""
+    window_of = {pair: i for i, pair in enumerate(pairs)}
+    out: dict[tuple[str, str], list[int]] = {}
+    for q, parts, _ in _split_spans(qrels, corpus):
+        most = max(h for h, _ in parts)
+        for h, c in parts:
+            if h != most:
+                continue
+            found = out.setdefault((q, c), [])
+            others = [
+                o for _, o in parts if o != c
+            ]  # in the document's order, not a set's (varies per process)
+            for o in others:
+                i = window_of.get((c, o), window_of.get((o, c)))
+                if i is not None and i not in found:
+                    found.append(i)
+    return out
+
+
+def split_window_cosines(
+    qrels: Qrels,
+    corpus: Corpus | None,
+    query_vec: Callable[[str], np.ndarray | None],
+    encode: Callable[[list[str]], np.ndarray],
+) -> dict[tuple[str, str], float]:
+    """``{(query_id, target chunk): cosine}``: the best cosine of the query with the windows of :func:`split_windows`
+    (module docstring), for every split target with such a window and a query vector (``query_vec`` returns None
+    without one). ``encode``: L2-normalised vectors of window texts (the model of the query vectors); only the split
+    targets' windows are encoded."""
+    if corpus is None or corpus.chunks is None or not corpus.chunks.has_offsets or not qrels.spans:
+        return {}
+    texts, pairs = neighbour_windows(corpus, corpus.chunks)
+    wanted = {key: idx for key, idx in split_windows(qrels, corpus, pairs).items() if idx}
+    rows = sorted({i for idx in wanted.values() for i in idx})
+    if not rows:
+        return {}
+    vecs = np.asarray(encode([texts[i] for i in rows]), dtype=np.float32)
+    row_of = {i: n for n, i in enumerate(rows)}
+    out = {}
+    for (q, c), idx in wanted.items():
+        qv = query_vec(q)
+        if qv is not None:
+            out[(q, c)] = float(max(vecs[row_of[i]] @ np.asarray(qv, dtype=np.float32) for i in idx))
     return out
 
 

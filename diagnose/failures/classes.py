@@ -178,20 +178,24 @@ FAILURE_CLASSES: tuple[FailureClass, ...] = (
         legend="Split answer (the reference crosses a chunk boundary)",
         color="#AA4499",  # Paul Tol's purple: Okabe-Ito has no colour left that reads on white
         rule=(
-            "the query's reference span crosses chunk boundaries (no chunk holds it whole) and the target is the chunk "
-            "holding its largest part (needs reference spans and chunk offsets)"
+            "the query's reference span crosses chunk boundaries (no chunk holds it whole), the target is the chunk "
+            "holding its largest part, and the window of it and the neighbour holding the rest (the span whole) has "
+            "cosine ≥ the calibrated threshold: merged, the answer would be found (needs reference spans, chunk "
+            "offsets and the model)"
         ),
         what_to_do="re-chunk with overlap or larger chunks, or retrieve each chunk with its neighbours",
         recommendation=(
             "The chunker cut the answer: no chunk holds the reference passage whole, and the chunk holding most of "
-            "it was missed; with part of the answer, its embedding and its words match the question less. Re-chunk "
+            "it was missed; with part of the answer, its embedding and its words match the question less, while the "
+            "two chunks put back together match it as well as the answers this model does find. Re-chunk "
             "with an overlap about as long as your answers, split on sentence or paragraph boundaries, use larger "
             "chunks, or retrieve each chunk with its neighbours (a parent-document or sentence-window retriever)."
         ),
         remedy=Remedy("merge", "each chunk scored with its neighbours merged (exact dense search)"),
         evidence=(
             "The reference span crosses a chunk boundary and no chunk holds it whole; the target holds its largest "
-            "part ({split}) and the run {found}; {base}."
+            "part ({split}) and the run {found}, while the window of it and its neighbour, which holds the span "
+            "whole, has cosine {split_window}, at or above the calibrated threshold; {base}."
         ),
     ),
     FailureClass(

@@ -18,6 +18,7 @@ document) over the relevant documents the run found in the top k. 0.75 means dif
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING
 
@@ -247,6 +248,7 @@ def diagnose_run(
     filters: QueryFilters | None = None,
     known: KnownRanks | None = None,
     passages: PassageScorer | None = None,
+    split_cosines: Mapping[tuple[str, str], float] | None = None,
 ) -> Diagnosis:
     """Analyse every failed (query, target) pair of ``run`` at ``k``.
 
@@ -258,7 +260,9 @@ def diagnose_run(
     dense and BM25 ranks when computed with the baselines (:class:`~diagnose.failures.evidence.KnownRanks`).
     ``passages``: the model's
     window and each target's passages (:class:`~diagnose.failures.passages.PassageScorer`); None when the window is
-    unknown (the window fields stay None, the truncated and diluted rules are not used).
+    unknown (the window fields stay None, the truncated and diluted rules are not used). ``split_cosines``: a chunk
+    corpus' split targets' window cosines (:func:`diagnose.chunks.split.split_window_cosines`), which the split rule
+    reads; None: unknown, the split rule is not used.
     """
     if ds.corpus is None or ds.queries is None:
         raise DataError("The diagnosis needs the corpus and the queries.", param="corpus")
@@ -267,7 +271,7 @@ def diagnose_run(
     calibration = calibration or calibrate(ds, run, space, k, thresholds)
     pairs, n_golden = failed_pairs(ds, run, k, mode)
     kind = kind or RunKind()
-    look = lookups(ds, run, space, pairs, kind.kind, filters, known)
+    look = lookups(ds, run, space, pairs, kind.kind, filters, known, split_cosines)
     scores = Bm25Scores(bm25)
     matched = passages.match([(q, d) for q, d, _ in pairs], calibration.calibrated) if passages else {}
     failures: list[Failure] = []

@@ -19,7 +19,7 @@ cos(query, k-th retrieved) - cosine.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -71,7 +71,9 @@ class Failure:
     ``passage_cosine`` and ``passage_text`` (the best-matching passage: its first token's offset, cosine to the query,
     text), ``passage_char`` (its character offset in ``title + " " + text``) and ``window_char`` (where the window
     ends in that text, None when the target fits): :mod:`diagnose.failures.passages`; all None when the model's
-    window is unknown (precomputed vectors without a model).
+    window is unknown (precomputed vectors without a model). ``split_cosine``: for a split target (a chunk holding
+    the largest part of a reference span no chunk holds whole), the query's cosine with the window of it and its
+    neighbour(s) holding the rest (:func:`diagnose.chunks.split.split_window_cosines`); None otherwise.
     """
 
     query_id: str
@@ -108,6 +110,7 @@ class Failure:
     passage_text: str | None = None
     passage_char: int | None = None
     window_char: int | None = None
+    split_cosine: float | None = None
 
     def to_dict(self) -> dict:
         """The JSON record of ``diagnose failures --format json``: every field (``cls`` as ``class``) plus
@@ -182,6 +185,8 @@ class _Lookups:
     kind: str = "unknown"  # the run's kind (diagnose.failures.kind)
     filters: QueryFilters | None = None  # the per-query metadata filters (diagnose.filters), when given
     split: dict[tuple[str, str], float] = field(default_factory=dict)  # split targets (diagnose.chunks.split)
+    # (query, split target) -> the query's cosine with the target's window (diagnose.chunks.split.split_window_cosines)
+    split_cosines: Mapping[tuple[str, str], float] = field(default_factory=dict)
     # (best, worst, score) of pairs scored with the BM25 baseline, in the same pass (BM25Index.to_run_ranked)
     bm25_known: dict[tuple[str, str], tuple[int | None, int | None, float]] = field(default_factory=dict)
 
@@ -199,8 +204,10 @@ def lookups(
     kind: str = "unknown",
     filters: QueryFilters | None = None,
     known: KnownRanks | None = None,
+    split_cosines: Mapping[tuple[str, str], float] | None = None,
 ) -> _Lookups:
-    """What every pair reads; ``known``: ranks already computed with the baselines (:class:`KnownRanks`)."""
+    """What every pair reads; ``known``: ranks already computed with the baselines (:class:`KnownRanks`);
+    ``split_cosines``: the split targets' window cosines (:func:`diagnose.chunks.split.split_window_cosines`)."""
 
     corpus_row = ds.corpus.index_of()
     targets = list(dict.fromkeys(d for _, d, _ in pairs if d in corpus_row))
@@ -223,6 +230,7 @@ def lookups(
         kind=kind,
         filters=filters,
         split=split_targets(ds.qrels, ds.corpus),
+        split_cosines=split_cosines or {},
         bm25_known=known.bm25 if known is not None and known.bm25 is not None else {},
     )
 
@@ -363,6 +371,7 @@ def _pair(
         filter_why=look.filters.why(q, d) if filtered else "",
         split_share=look.split.get((q, d)),
         passage=passage,
+        split_cosine=look.split_cosines.get((q, d)) if (q, d) in look.split else None,
     )
     return ev, lex, competitors
 
@@ -377,6 +386,7 @@ _FROM_PAIR = (
     "dense_rank_worst",
     "duplicate_doc_id",
     "duplicate_cosine",
+    "split_cosine",
 )
 
 
@@ -442,4 +452,5 @@ def _classify(e: PairEvidence, in_corpus: bool, thresholds: Thresholds) -> str:
         filtered_out=e.filtered_out,
         split=e.split_share is not None,
         passage=e.passage,
+        split_cosine=e.split_cosine,
     )

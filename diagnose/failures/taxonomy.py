@@ -99,6 +99,7 @@ def classify(
     filtered_out: bool = False,
     split: bool = False,
     passage: PassageMatch | None = None,
+    split_cosine: float | None = None,
 ) -> str:
     """The taxonomy's rules in order; the first that matches wins (see the module docstring). ``dense_rank`` /
     ``bm25_rank`` are the best ranks of the target's tie groups, ``*_worst`` their worst (None: no tie); a rule
@@ -106,7 +107,10 @@ def classify(
     vocabulary_mismatch rules). ``filtered_out``: the query's metadata filter excludes the target
     (:mod:`diagnose.filters`).
     ``split``: the target holds the largest part of a reference span that no chunk
-    holds whole (:func:`diagnose.chunks.split.split_targets`). ``passage``: the target's window and best passage
+    holds whole (:func:`diagnose.chunks.split.split_targets`); ``split_cosine``: the query's best cosine with the
+    windows joining it to the neighbours holding the span's other parts
+    (:func:`diagnose.chunks.split.split_window_cosines`; None when unknown: the split rule then never matches).
+    ``passage``: the target's window and best passage
     (:class:`~diagnose.failures.passages.PassageMatch`); None when the model's window is unknown, and then the
     truncated and diluted rules never match."""
     if not in_corpus:
@@ -115,7 +119,7 @@ def classify(
         return "filtered_out"
     if duplicate:
         return "label_gap"
-    if split:
+    if split and split_cosine is not None and split_cosine >= calibrated:
         return "split"
     if passage is not None:
         cap, good = passage.capacity, passage.first_good_offset
@@ -202,6 +206,9 @@ class PairEvidence(NamedTuple):
         None  # the share of a split reference span the target holds (split targets only)
     )
     passage: PassageMatch | None = None
+    split_cosine: float | None = (
+        None  # the query's cosine with the split target's window (split targets only)
+    )
 
 
 def evidence_sentence(cls: str, e: PairEvidence) -> str:
@@ -220,9 +227,18 @@ def evidence_sentence(cls: str, e: PairEvidence) -> str:
     )
     template = CLASS_BY_ID[cls].evidence_for(e.kind)
     split = f"{e.split_share:.0%} of it" if e.split_share is not None else "n/a"
+    split_window = f"{e.split_cosine:.3f}" if e.split_cosine is not None else "n/a"
     passage = e.passage._asdict() if e.passage is not None else {}
     return template.format(
-        **e._asdict(), **passage, base=base, ov=ov, found=found, dense=dense, bm25=bm25, split=split
+        **e._asdict(),
+        **passage,
+        base=base,
+        ov=ov,
+        found=found,
+        dense=dense,
+        bm25=bm25,
+        split=split,
+        split_window=split_window,
     )
 
 
