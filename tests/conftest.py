@@ -28,6 +28,14 @@ def second_model(tmp_path_factory):
     return folder
 
 
+@pytest.fixture(scope="session")
+def model_cache(tmp_path_factory):
+    """One embedding cache folder for the tests that encode the demo corpus with the real bundled model: the cache is
+    keyed by text + model, so a worker encodes the demo once, not once per test. Tests of the cache itself keep
+    their own folder."""
+    return tmp_path_factory.mktemp("model-cache")
+
+
 @pytest.fixture
 def keyword_encoder(monkeypatch, tmp_path_factory):
     """The app uses the fake keyword encoder, its embeddings cached in the session's temporary folder (the AppTest

@@ -29,10 +29,10 @@ def test_demo_loads_without_problems():
 
 
 @pytest.fixture(scope="module")
-def demo_diagnosis(tmp_path_factory):
+def demo_diagnosis(model_cache):
     """The ann run of the demo diagnosed with the real model and its window: (dataset, run, space, passages,
-    diagnosis)."""
-    tmp_path = tmp_path_factory.mktemp("demo")
+    diagnosis); the vectors in the session's model_cache (conftest)."""
+    tmp_path = model_cache
     ds = load_dataset(data_dir=DEMO, runs=[DEMO / "runs" / "ann_minilm.trec"])
     run = ds.runs["ann_minilm"]
     encoder = embed.load_encoder(None)

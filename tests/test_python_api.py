@@ -334,8 +334,10 @@ def test_a_live_callable_retriever_reports_latency(demo, tmp_path):
 
 
 @pytest.mark.real_model
-def test_the_readme_python_section_runs_as_written(tmp_path):
-    env = {**os.environ, "DIAGNOSE_CACHE_DIR": str(tmp_path / "cache"), "MPLBACKEND": "Agg"}
+def test_the_readme_python_section_runs_as_written(model_cache):
+    # the session's model_cache (conftest): the demo's vectors are the ones the other real-model tests of this
+    # worker encode (the cache is keyed by text and model), as on a user's second run
+    env = {**os.environ, "DIAGNOSE_CACHE_DIR": str(model_cache), "MPLBACKEND": "Agg"}
     done = subprocess.run(
         [sys.executable, "-c", _python_section()],
         capture_output=True,
