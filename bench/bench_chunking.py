@@ -25,13 +25,16 @@ ROOT = Path(__file__).resolve().parents[1]
 N_DOCS = 5000
 
 
-def build_collection(shared: Path, out: Path) -> None:
-    """NFCorpus + CACM documents up to :data:`N_DOCS`, NFCorpus' queries and test qrels, in ``out``."""
+def build_collection(shared: Path, out: Path, n_docs: int = N_DOCS) -> None:
+    """NFCorpus + CACM documents up to ``n_docs`` (below :data:`N_DOCS`: the same mix, 3,633 : 1,367, in
+    proportion), NFCorpus' queries and test qrels, in ``out``."""
     out.mkdir(parents=True, exist_ok=True)
     nf = (shared / "nfcorpus" / "corpus.jsonl").read_text(encoding="utf-8").splitlines()
+    if n_docs < N_DOCS:
+        nf = nf[: round(n_docs * len(nf) / N_DOCS)]
     cacm = []
     for line in (
-        (shared / "cacm" / "corpus.jsonl").read_text(encoding="utf-8").splitlines()[: N_DOCS - len(nf)]
+        (shared / "cacm" / "corpus.jsonl").read_text(encoding="utf-8").splitlines()[: n_docs - len(nf)]
     ):
         d = json.loads(line)
         d["_id"] = f"cacm-{d['_id']}"
