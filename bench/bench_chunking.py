@@ -3,9 +3,11 @@ collection, cold (an empty cache: every chunk encoded) then warm (the same comma
 
 The collection: NFCorpus (3,633 documents, its 323 judged test queries and qrels) plus the first 1,367 CACM
 documents (ids prefixed ``cacm-``, no judgements: distractors from another field), written to a temporary BEIR
-folder. Usage: ``python bench/bench_chunking.py [--shared ../shared/data]``; prints the cold and warm wall times, the
-CPU seconds (user + system of the command: on a machine shared with other work, wall time grows with the load, CPU
-time much less), the load average around them and the JSON of the warm run.
+folder. Usage: ``python bench/bench_chunking.py [--shared ../shared/data] [--docs N] [--code CHECKOUT] [--save
+PREFIX]``; prints the cold and warm wall times, the CPU seconds (user + system of the command: on a machine shared with other work, wall time
+grows with the load, CPU time much less), the load average around them, whether the warm results equal the cold ones
+(every field but ``cached`` and ``encode_s``) and the JSON of the warm run. ``--docs`` below 5,000 keeps the mix
+(NFCorpus : CACM = 3,633 : 1,367); ``--code`` runs another checkout's diagnose on the same data (A/B runs).
 """
 
 from __future__ import annotations
@@ -50,26 +52,46 @@ def main() -> None:
     ap.add_argument("--shared", type=Path, default=ROOT.parent / "shared" / "data")
     ap.add_argument("--sizes", default="128,256,512")
     ap.add_argument("--overlaps", default="0")
+    ap.add_argument("--docs", type=int, default=N_DOCS, help="documents (default 5,000; fewer keep the mix)")
+    ap.add_argument(
+        "--code", type=Path, default=ROOT, help="the checkout whose diagnose runs (default: this one)"
+    )
+    ap.add_argument("--save", help="write the cold and warm JSON to PREFIX-cold.json and PREFIX-warm.json")
     args = ap.parse_args()
     if not (args.shared / "nfcorpus" / "corpus.jsonl").exists():
         sys.exit(f"no NFCorpus under {args.shared}")
     with tempfile.TemporaryDirectory(prefix="bench-chunking-") as tmp:
         data, cache = Path(tmp) / "data", Path(tmp) / "cache"
-        build_collection(args.shared, data)
+        build_collection(args.shared, data, args.docs)
         cmd = [sys.executable, "-m", "diagnose", "chunking", "--data", str(data), "--sizes", args.sizes,
                "--overlaps", args.overlaps, "--cache-dir", str(cache), "--format", "json"]  # fmt: skip
-        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        env = {**os.environ, "PYTHONPATH": str(args.code.resolve())}
+        outs = {}
         for label in ("cold", "warm"):
             load = os.getloadavg()[0]
             cpu0 = resource.getrusage(resource.RUSAGE_CHILDREN)
             t0 = time.perf_counter()
-            out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True).stdout
+            out = outs[label] = subprocess.run(
+                cmd, env=env, capture_output=True, text=True, check=True
+            ).stdout
             wall = time.perf_counter() - t0
             cpu1 = resource.getrusage(resource.RUSAGE_CHILDREN)
             cpu = (cpu1.ru_utime - cpu0.ru_utime) + (cpu1.ru_stime - cpu0.ru_stime)
             print(f"{label}: {wall:.1f} s wall, {cpu:.1f} s CPU (load average before: {load:.1f}, after: "
                   f"{os.getloadavg()[0]:.1f}, {os.cpu_count()} cores)", flush=True)  # fmt: skip
+        for label, text in outs.items() if args.save else ():
+            Path(f"{args.save}-{label}.json").write_text(text, encoding="utf-8")
+        print(f"warm results equal the cold ones: {_results(outs['cold']) == _results(outs['warm'])}")
         print(out)
+
+
+def _results(out: str) -> list[dict]:
+    """The points of a ``--format json`` output without what may differ between two runs of the same data."""
+    sweep = json.loads(out)
+    drop = {"cached", "encode_s"}
+    return [
+        {k: v for k, v in p.items() if k not in drop} for p in (sweep["current"], *sweep["configurations"])
+    ]
 
 
 if __name__ == "__main__":

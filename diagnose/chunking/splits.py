@@ -56,7 +56,9 @@ class SplitCache:
             self._texts_key[id(texts)] = known
         return json.dumps([SPLIT_FORMAT, self.identity, size, overlap, len(texts), known[1]])
 
-    def split(self, texts: Sequence[str], size: int, overlap: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def split(
+        self, texts: Sequence[str], size: int, overlap: int
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """:func:`split_documents` of ``texts`` (its ``(document index, start, end)`` int64 arrays), cached."""
         key = self._key(texts, size, overlap)
         got = self.cache.get_arrays(key, _NAMES, check=_consistent)
