@@ -4,9 +4,10 @@ collection, cold (an empty cache: every chunk encoded) then warm (the same comma
 The collection: NFCorpus (3,633 documents, its 323 judged test queries and qrels) plus the first 1,367 CACM
 documents (ids prefixed ``cacm-``, no judgements: distractors from another field), written to a temporary BEIR
 folder. Usage: ``python bench/bench_chunking.py [--shared ../shared/data] [--docs N] [--code CHECKOUT] [--save
-PREFIX]``; prints the cold and warm wall times, the CPU seconds (user + system of the command: on a machine shared with other work, wall time
-grows with the load, CPU time much less), the load average around them, whether the warm results equal the cold ones
-(every field but ``cached`` and ``encode_s``) and the JSON of the warm run. ``--docs`` below 5,000 keeps the mix
+PREFIX]``; prints the cold and warm wall times, the CPU seconds (user + system of the command: on a machine
+shared with other work, wall time grows with the load, CPU time much less), the load average around them,
+whether the warm results equal the cold ones (every field but ``cached`` and ``encode_s``) and the JSON of the warm
+run. ``--docs`` below 5,000 keeps the mix
 (NFCorpus : CACM = 3,633 : 1,367); ``--code`` runs another checkout's diagnose on the same data (A/B runs).
 """
 
