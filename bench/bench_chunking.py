@@ -87,11 +87,14 @@ def main() -> None:
 
 
 def _results(out: str) -> list[dict]:
-    """The points of a ``--format json`` output without what may differ between two runs of the same data."""
+    """The points of a ``--format json`` output without what may differ between two runs of the same data
+    (``cached``, ``encode_s``), floats to 12 decimals (a mean of per-query values read back from the cache's JSON
+    may differ in the last bits: ``ndcg_diff`` by ~1e-14)."""
     sweep = json.loads(out)
     drop = {"cached", "encode_s"}
     return [
-        {k: v for k, v in p.items() if k not in drop} for p in (sweep["current"], *sweep["configurations"])
+        {k: round(v, 12) if isinstance(v, float) else v for k, v in p.items() if k not in drop}
+        for p in (sweep["current"], *sweep["configurations"])
     ]
 
 
