@@ -8,11 +8,6 @@ BLAKE2b of :data:`SPLIT_FORMAT`, the tokenizer's identity, ``size``, ``overlap``
 identity is the model's cache identity without its precision (``encoder.exact_name`` of a fast encoder: the bf16
 and fp32 models share one tokenizer), or ``word tokens`` for an encoder without a tokenizer. The tokenizer itself is
 asked for (and the model loaded for it) only on a miss.
-
-:meth:`SplitCache.prefetch` cuts the splits a sweep will miss in one background thread, while the main thread
-encodes (the documents as they are, then the earlier configurations): the splitter and the tokenizer are Rust and
-release the GIL, so splitting (about 8 CPU-s per 1,000 documents of the bench's mix over 128, 256 and 512 tokens,
-one core) overlaps the encoding instead of following it. The results are the same splits, computed earlier.
 """
 
 from __future__ import annotations
@@ -20,7 +15,6 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -50,7 +44,6 @@ class SplitCache:
         model = getattr(encoder, "exact_name", None) or encoder.name
         self.identity = f"model:{model}" if hasattr(encoder, "loaded") else "word tokens"
         self._texts_key: dict[int, tuple[Sequence[str], str]] = {}
-        self._pending: dict[str, Future] = {}
 
     def _key(self, texts: Sequence[str], size: int, overlap: int) -> str:
         known = self._texts_key.get(id(texts))
@@ -66,41 +59,12 @@ class SplitCache:
     def split(
         self, texts: Sequence[str], size: int, overlap: int
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """:func:`split_documents` of ``texts`` (its ``(document index, start, end)`` int64 arrays), cached (or
-        being cut by :meth:`prefetch`: then its result)."""
+        """:func:`split_documents` of ``texts`` (its ``(document index, start, end)`` int64 arrays), cached."""
         key = self._key(texts, size, overlap)
-        pending = self._pending.pop(key, None)
-        if pending is not None:
-            return pending.result()
         got = self.cache.get_arrays(key, _NAMES, check=_consistent)
         if got is not None:
             return tuple(np.asarray(got[n], dtype=np.int64) for n in _NAMES)  # type: ignore[return-value]
-        return self._cut(key, texts, size, overlap, self.tokenizer())
-
-    def _cut(
-        self, key: str, texts: Sequence[str], size: int, overlap: int, tokenizer: Any
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        out = split_documents(texts, size, overlap, tokenizer)
+        out = split_documents(texts, size, overlap, self.tokenizer())
         if len(out[0]):  # no chunk at all (every text empty) costs nothing to split again
             self.cache.put_arrays(key, dict(zip(_NAMES, out, strict=True)))
         return out
-
-    def prefetch(self, texts: Sequence[str], grid: Sequence[tuple[int, int]]) -> None:
-        """Start cutting the splits of ``texts`` at every ``(size, overlap)`` of ``grid`` that the cache does not
-        hold, in that order, in one background thread; :meth:`split` then waits for its result. The tokenizer is
-        fetched here (it may load the model, which the main thread encodes with), not in the thread."""
-        todo = [(self._key(texts, s, o), s, o) for s, o in grid]
-        todo = [t for t in todo if t[0] not in self._pending and not self.cache.path_for(t[0]).exists()]
-        if not todo:
-            return
-        tokenizer = self.tokenizer()
-        pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="diagnose-split")
-        for key, size, overlap in todo:
-            self._pending[key] = pool.submit(self._cut, key, texts, size, overlap, tokenizer)
-        pool.shutdown(wait=False)
-
-    def cancel(self) -> None:
-        """Drop the prefetched splits not asked for yet (one being cut finishes and is stored)."""
-        for f in self._pending.values():
-            f.cancel()
-        self._pending.clear()

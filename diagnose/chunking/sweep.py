@@ -310,22 +310,17 @@ def _time_left(started: float, done: int, total: int) -> str:
 
 def run_sweep(inp: SweepInputs, configs: Sequence[ChunkingConfig]) -> ChunkingSweep:
     """The documents as they are, then every configuration (each from its cache file when there), compared."""
-    # the splits of the points to measure, cut in the background while the encoding runs (the same splits)
-    inp.splits.prefetch(inp.texts, [(c.size, c.overlap) for c in configs if not inp.cache_path(c).exists()])
-    try:
-        current = _cached(inp, None, lambda: _measure_current(inp))
-        points = []
-        started = time.perf_counter()
-        for n, config in enumerate(configs):
-            if inp.reporter is not None:
-                inp.reporter.step(
-                    f"Chunking configuration {n + 1} of {len(configs)}: {config.label()}"
-                    + _time_left(started, n, len(configs))
-                )
-            point = _cached(inp, config, lambda c=config: _measure(inp, c))
-            points.append(_against(current, point, inp.k, inp.n_resamples, inp.seed))
-    finally:
-        inp.splits.cancel()
+    current = _cached(inp, None, lambda: _measure_current(inp))
+    points = []
+    started = time.perf_counter()
+    for n, config in enumerate(configs):
+        if inp.reporter is not None:
+            inp.reporter.step(
+                f"Chunking configuration {n + 1} of {len(configs)}: {config.label()}"
+                + _time_left(started, n, len(configs))
+            )
+        point = _cached(inp, config, lambda c=config: _measure(inp, c))
+        points.append(_against(current, point, inp.k, inp.n_resamples, inp.seed))
     current, *points = with_pareto([current, *points], inp.k)
     lengths = "model tokens" if hasattr(inp.encoder, "loaded") else "word tokens"
     return ChunkingSweep(inp.k, current, tuple(points), lengths, inp.reference)
