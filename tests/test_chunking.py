@@ -229,3 +229,54 @@ def test_analysis_context_of_a_document_run():
     assert got == pytest.approx([0.5, 1.0, 4])
     # k=2 adds d2 (3 tokens, none inside): precision 2/7
     assert a.context("run", k=2).aggregate["context_precision@2"] == pytest.approx(2 / 7)
+
+
+def test_split_cache_serves_a_sweep_measured_again(tmp_path, monkeypatch):
+    first = _sweep(tmp_path)  # k=1: splits "apple banana." / "cherry date." / "egg fig" / "grape", cached
+    assert len(list((tmp_path / "chunking" / "splits").glob("*.npy"))) == 1
+
+    def no_split(*args, **kwargs):
+        raise AssertionError("split again although the split cache holds it")
+
+    monkeypatch.setattr("diagnose.chunking.splits.split_documents", no_split)
+    a = diagnose.Analysis(_dataset(TEXTS, SPAN), encoder=KeywordEncoder(), cache_dir=tmp_path)
+    again = a.chunking([2], [0], k=2)  # another k: every point measured again, from the cached split
+    assert (
+        not again.configurations[0].cached
+        and again.configurations[0].chunks == first.configurations[0].chunks
+    )
+    monkeypatch.undo()
+    fresh = diagnose.Analysis(_dataset(TEXTS, SPAN), encoder=KeywordEncoder(), cache_dir=tmp_path / "fresh")
+    assert again.configurations[0].metrics == fresh.chunking([2], [0], k=2).configurations[0].metrics
+
+
+@pytest.mark.real_model
+def test_warm_sweep_loads_no_model_and_equals_the_cold_one(tmp_path, monkeypatch):
+    texts = {
+        "d1": "Cherries are small stone fruits. They ripen in early summer and are eaten fresh or dried.",
+        "d2": "Granite is an igneous rock made of quartz and feldspar, common in continental crust.",
+    }
+    spans = (Span("q1", 0, "d1", 0, 32, "exact"),)
+    cold = diagnose.Analysis(_dataset(texts, spans), cache_dir=tmp_path).chunking([8, 64], [0], k=1)
+    loads = []
+
+    def loader(*args, **kwargs):
+        loads.append(args)
+        raise AssertionError("the model was loaded")
+
+    monkeypatch.setattr("diagnose.embed.loading._sentence_transformer", loader)
+    warm = diagnose.Analysis(_dataset(texts, spans), cache_dir=tmp_path).chunking([8, 64], [0], k=1)
+    for p in (tmp_path / "chunking").glob(
+        "*.json"
+    ):  # points gone: measured again from the splits and vectors
+        p.unlink()
+    again = diagnose.Analysis(_dataset(texts, spans), cache_dir=tmp_path).chunking([8, 64], [0], k=1)
+    assert loads == []
+    assert all(p.cached for p in (warm.current, *warm.configurations))
+    assert not any(p.cached for p in (again.current, *again.configurations))
+    for sw in (warm, again):
+        assert sw.to_dict()["current"] | {"cached": False, "encode_s": 0} == cold.to_dict()["current"] | {
+            "cached": False, "encode_s": 0}  # fmt: skip
+        for got, want in zip(sw.configurations, cold.configurations, strict=True):
+            assert (got.size, got.chunks, got.metrics) == (want.size, want.chunks, want.metrics)
+            pd.testing.assert_frame_equal(got.per_query, want.per_query)

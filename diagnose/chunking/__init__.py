@@ -38,8 +38,12 @@ than that is embedded from its beginning only while all of it counts as sent.
 
 **Cache.** Each point is stored as JSON under ``CACHE_DIR/chunking/`` keyed by the BLAKE2b of the content (document
 ids and texts, golden queries, qrels, spans), the model's name, ``k`` and the configuration: a second sweep reads
-it and loads no model; any change in the data measures again. Progress: a step per configuration with the time left
-(from the configurations done), and the encoding's own bar.
+it and loads no model; any change in the data measures again. The splits are cached apart
+(:mod:`diagnose.chunking.splits`, ``CACHE_DIR/chunking/splits/``, keyed by the texts, the tokenizer and the
+configuration), and so are the vectors (the embedding cache, shared with the dense baseline: a chunk text seen in
+another configuration or as a whole document is encoded once): a sweep measured again for another ``k`` or golden
+set splits nothing and, with every vector cached, loads no model either. Progress: a step per configuration with
+the time left (from the configurations done), and the encoding's own bar.
 """
 
 from __future__ import annotations

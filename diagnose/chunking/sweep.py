@@ -18,7 +18,8 @@ import pandas as pd
 from diagnose import defaults
 from diagnose.cache import atomic_write_bytes, default_cache_root
 from diagnose.chunking.grid import ChunkingConfig
-from diagnose.chunking.splitter import encoded_texts, model_tokenizer, split_documents
+from diagnose.chunking.splits import SplitCache
+from diagnose.chunking.splitter import encoded_texts, model_tokenizer
 from diagnose.data import Dataset, Run, Span
 from diagnose.embed import EmbeddingCache, dense_search, embed_texts
 from diagnose.metrics import evaluate
@@ -125,6 +126,7 @@ class SweepInputs:
         self.reference = "spans" if qrels.spans else "documents"
         self._tokenizer: list[Any] = []
         self.key = self._fingerprint()
+        self.splits = SplitCache(self._root() / "chunking" / "splits", self.encoder, lambda: self.tokenizer)
 
     def _fingerprint(self) -> str:
         h = hashlib.blake2b(digest_size=16)
@@ -148,10 +150,12 @@ class SweepInputs:
             self._tokenizer.append(model_tokenizer(self.encoder))
         return self._tokenizer[0]
 
+    def _root(self) -> Path:
+        return Path(self.cache_dir) if self.cache_dir else default_cache_root()
+
     def cache_path(self, config: ChunkingConfig | None) -> Path:
-        root = Path(self.cache_dir) if self.cache_dir else default_cache_root()
         what = "current" if config is None else f"size{config.size}-overlap{config.overlap}"
-        return root / "chunking" / f"{self.key}-{what}.json"
+        return self._root() / "chunking" / f"{self.key}-{what}.json"
 
 
 # ------------------------------------------------------------------------------------------ one point
@@ -201,9 +205,7 @@ def _measure(inp: SweepInputs, config: ChunkingConfig) -> ChunkingPoint:
     rep = inp.reporter
     if rep is not None:
         rep.step(f"Chunking the {len(inp.texts):,} documents: {config.label()}")
-    chunk_doc, starts, ends = split_documents(
-        inp.texts, config.size, config.overlap, inp.tokenizer, inp.titles
-    )
+    chunk_doc, starts, ends = inp.splits.split(inp.texts, config.size, config.overlap, inp.titles)
     chunk_texts = encoded_texts(inp.texts, inp.titles, chunk_doc, starts, ends)  # the title in front
     cache = EmbeddingCache(Path(inp.cache_dir) / "embeddings" if inp.cache_dir else None)
     bar = rep.bar(f"Encoding {len(chunk_texts):,} chunks ({config.label()})") if rep is not None else False
