@@ -280,3 +280,31 @@ def test_warm_sweep_loads_no_model_and_equals_the_cold_one(tmp_path, monkeypatch
         for got, want in zip(sw.configurations, cold.configurations, strict=True):
             assert (got.size, got.chunks, got.metrics) == (want.size, want.chunks, want.metrics)
             pd.testing.assert_frame_equal(got.per_query, want.per_query)
+
+
+@pytest.mark.real_model
+def test_a_first_chunk_longer_than_the_window_reads_as_its_document():
+    """A chunk that starts its document and is longer than the model's window is cut by the model to the same
+    token ids as the whole document, so the sweep encodes the document's text for it (an embedding-cache hit on
+    the dense baseline's vector); a shorter chunk, or a later one, keeps its own text."""
+    from diagnose.chunking.splitter import model_tokenizer, reads_as_document
+    from diagnose.embed import load_encoder
+    from diagnose.failures.passages import model_window
+
+    encoder = load_encoder(None)
+    fruit = ["apple", "banana", "cherry", "damson", "elder", "fig", "grape", "hawthorn"]
+    text = " ".join(f"The {fruit[i % 8]} orchard {i} ripens in week {i % 9}." for i in range(80))
+    title = "Orchards"
+    tok = model_tokenizer(encoder)
+    cap = model_window(encoder).capacity
+    assert len(tok.encode(text, add_special_tokens=False).ids) > 2 * cap  # the document is two windows long
+    for size, replaced in ((cap + 40, True), (cap // 4, False)):
+        docs, starts, ends = split_documents([text], size, 0, tok, [title])
+        whole = reads_as_document(encoder, tok, [text], [title], docs, starts, ends)
+        assert len(docs) > 1
+        assert whole.tolist() == [replaced] + [False] * (len(docs) - 1)  # later chunks are never the document
+    # what the model reads from the first long chunk is the document's first window: the same vector
+    docs, starts, ends = split_documents([text], cap + 40, 0, tok, [title])
+    first = encoded_texts([text], [title], docs, starts, ends)[0]
+    a, b = encoder.encode([first]), encoder.encode([f"{title} {text}"])
+    assert float(a[0] @ b[0]) > 0.9999

@@ -3,7 +3,8 @@ points must be measured again (another golden set, another ``k``) does not split
 tokenizer.
 
 Each split is one checked file of :class:`~diagnose.cache.ArrayCache` (``CACHE_DIR/chunking/splits/``) holding the
-``(document index, start, end)`` arrays of :func:`~diagnose.chunking.splitter.split_documents`, keyed by the
+``(document index, start, end)`` arrays of :func:`~diagnose.chunking.splitter.split_documents` and each chunk's
+:func:`~diagnose.chunking.splitter.reads_as_document` flag, keyed by the
 BLAKE2b of :data:`SPLIT_FORMAT`, the tokenizer's identity, ``size``, ``overlap``, every text and every title. The tokenizer's
 identity is the model's cache identity without its precision (``encoder.exact_name`` of a fast encoder: the bf16
 and fp32 models share one tokenizer), or ``word tokens`` for an encoder without a tokenizer. The tokenizer itself is
@@ -21,11 +22,11 @@ from typing import Any
 import numpy as np
 
 from diagnose.cache import ArrayCache
-from diagnose.chunking.splitter import split_documents
+from diagnose.chunking.splitter import reads_as_document, split_documents
 
 #: Version of the cached split's layout (part of its key: another version splits again).
-SPLIT_FORMAT = 2
-_NAMES = ("doc", "start", "end")
+SPLIT_FORMAT = 3
+_NAMES = ("doc", "start", "end", "whole")
 
 
 def _consistent(arrays: dict[str, np.ndarray], _meta: dict[str, Any]) -> str | None:
@@ -40,6 +41,7 @@ class SplitCache:
 
     def __init__(self, directory: Path, encoder: Any, tokenizer: Callable[[], Any]) -> None:
         self.cache = ArrayCache(Path(directory))
+        self.encoder = encoder
         self.tokenizer = tokenizer
         model = getattr(encoder, "exact_name", None) or encoder.name
         self.identity = f"model:{model}" if hasattr(encoder, "loaded") else "word tokens"
@@ -64,14 +66,23 @@ class SplitCache:
 
     def split(
         self, texts: Sequence[str], size: int, overlap: int, titles: Sequence[str] | None = None
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """:func:`split_documents` of ``texts`` (its ``(document index, start, end)`` int64 arrays), cached; the
-        ``titles`` (a title-only document gets a chunk) are part of the key."""
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """:func:`split_documents` of ``texts`` (its ``(document index, start, end)`` int64 arrays) and
+        :func:`~diagnose.chunking.splitter.reads_as_document` of each chunk (bool), cached; the ``titles`` (a
+        title-only document gets a chunk; the title is in front of every chunk) are part of the key."""
         key = self._key(texts, size, overlap, titles)
         got = self.cache.get_arrays(key, _NAMES, check=_consistent)
         if got is not None:
-            return tuple(np.asarray(got[n], dtype=np.int64) for n in _NAMES)  # type: ignore[return-value]
-        out = split_documents(texts, size, overlap, self.tokenizer(), titles)
-        if len(out[0]):  # no chunk at all (every text empty) costs nothing to split again
-            self.cache.put_arrays(key, dict(zip(_NAMES, out, strict=True)))
-        return out
+            return (
+                *(np.asarray(got[n], dtype=np.int64) for n in _NAMES[:3]),
+                np.asarray(got["whole"], dtype=bool),
+            )
+        tokenizer = self.tokenizer()
+        docs, starts, ends = split_documents(texts, size, overlap, tokenizer, titles)
+        heads = [t if isinstance(t, str) else "" for t in titles] if titles is not None else [""] * len(texts)
+        whole = reads_as_document(self.encoder, tokenizer, texts, heads, docs, starts, ends)
+        if len(docs):  # no chunk at all (every text empty) costs nothing to split again
+            self.cache.put_arrays(
+                key, dict(zip(_NAMES, (docs, starts, ends, whole.astype(np.int8)), strict=True))
+            )
+        return docs, starts, ends, whole

@@ -101,3 +101,38 @@ def encoded_texts(
         document_text(titles[d] if isinstance(titles[d], str) else "", texts[d][s:e])
         for d, s, e in zip(docs, starts, ends, strict=True)
     ]
+
+
+def reads_as_document(
+    encoder: Any,
+    tokenizer: Any | None,
+    texts: Sequence[str],
+    titles: Sequence[str],
+    docs: np.ndarray,
+    starts: np.ndarray,
+    ends: np.ndarray,
+) -> np.ndarray:
+    """For each chunk of :func:`split_documents`, whether the model reads exactly what it reads from the chunk's
+    whole document (title + text, what the dense baseline encodes): a chunk that starts its document and is longer
+    than the model's window is cut by the model to its first ``capacity`` token ids, the same as the document's
+    (the ids of the two texts compared), so its vector is the document's and the embedding cache serves it instead
+    of encoding the chunk again. All False without a tokenizer or a known window."""
+    from diagnose.failures.passages import model_window
+
+    out = np.zeros(len(docs), dtype=bool)
+    window = model_window(encoder) if tokenizer is not None and len(docs) else None
+    if window is None:
+        return out
+    cap = window.capacity
+    chunks = encoded_texts(texts, titles, docs, starts, ends)
+    first = np.flatnonzero(np.r_[True, docs[1:] != docs[:-1]])
+    whole = {int(docs[i]): document_text(titles[docs[i]] or "", texts[docs[i]]) for i in first}
+    cand = [int(i) for i in first if chunks[i] != whole[int(docs[i])]]
+    if not cand:
+        return out
+    pairs = [t for i in cand for t in (chunks[i], whole[int(docs[i])])]
+    ids = tokenizer.encode_batch(pairs, add_special_tokens=False)
+    for n, i in enumerate(cand):
+        mine, theirs = ids[2 * n].ids, ids[2 * n + 1].ids
+        out[i] = len(mine) >= cap and mine[:cap] == theirs[:cap]
+    return out

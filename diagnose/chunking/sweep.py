@@ -20,7 +20,7 @@ from diagnose.cache import atomic_write_bytes, default_cache_root
 from diagnose.chunking.grid import ChunkingConfig
 from diagnose.chunking.splits import SplitCache
 from diagnose.chunking.splitter import encoded_texts, model_tokenizer
-from diagnose.data import Dataset, Run, Span
+from diagnose.data import Dataset, Run, Span, document_text
 from diagnose.embed import EmbeddingCache, dense_search, embed_texts
 from diagnose.metrics import evaluate
 from diagnose.metrics.context import Piece, context_scores, document_spans, whole_documents
@@ -205,8 +205,10 @@ def _measure(inp: SweepInputs, config: ChunkingConfig) -> ChunkingPoint:
     rep = inp.reporter
     if rep is not None:
         rep.step(f"Chunking the {len(inp.texts):,} documents: {config.label()}")
-    chunk_doc, starts, ends = inp.splits.split(inp.texts, config.size, config.overlap, inp.titles)
+    chunk_doc, starts, ends, whole = inp.splits.split(inp.texts, config.size, config.overlap, inp.titles)
     chunk_texts = encoded_texts(inp.texts, inp.titles, chunk_doc, starts, ends)  # the title in front
+    for i in np.flatnonzero(whole):  # the model reads the document's first window: its vector, from the cache
+        chunk_texts[i] = document_text(inp.titles[chunk_doc[i]], inp.texts[chunk_doc[i]])
     cache = EmbeddingCache(Path(inp.cache_dir) / "embeddings" if inp.cache_dir else None)
     bar = rep.bar(f"Encoding {len(chunk_texts):,} chunks ({config.label()})") if rep is not None else False
     t0 = time.perf_counter()
