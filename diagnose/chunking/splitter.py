@@ -20,6 +20,11 @@ chunk of a titled document carries its title (``size`` counts the text's tokens:
 tokens longer), and a document with a title and no text (CACM has many) gets one chunk, the empty range ``[0, 0)`` of
 its text, encoded as its title: it can be retrieved, and sends no text to the span-based context measures (which,
 like the documents as they are, read ``text`` only).
+
+**A first chunk longer than the window** (:func:`reads_as_document`): the model reads the first ``capacity`` token
+ids of what it encodes, so a chunk that starts its document and is longer than that gives the model the same ids
+as the whole document (title in front of both): it is encoded as the document's text, and the embedding cache
+serves the documents-as-they-are vector instead of encoding it again (the ids are compared, not assumed).
 """
 
 from __future__ import annotations
