@@ -228,6 +228,39 @@ def test_write_qrels_round_trip(tmp_path):
     assert set(lines[0]) == {"query_id", "reference", "doc_id", "start", "end", "match", "score"}
 
 
+def test_written_spans_are_read_back_without_matching_again(tmp_path):
+    """``--qrels F.spans.jsonl`` (the spans --write-qrels wrote) gives the same judgements and spans as the golden
+    set they were mapped from, without locating the contexts again; the report says they were read as written."""
+    ds = diagnose.load(corpus=CORPUS, qrels=GOLDEN / "labelled_rag_demo.json")
+    spans_path = diagnose.write_qrels(ds, tmp_path / "mapped.tsv")
+    assert golden_kind(spans_path) == "spans"
+    again = diagnose.load(corpus=CORPUS, qrels=spans_path)
+    assert again.qrels.spans == ds.qrels.spans
+    assert again.qrels.as_dict() == ds.qrels.as_dict()
+    assert "reference_spans_read" in {p.code for p in again.report.problems}
+    assert "reference_matching" not in {p.code for p in again.report.problems}
+
+
+@pytest.mark.parametrize(
+    "line, message",
+    [
+        ('{"query_id": "q1", "reference": 0, "doc_id": "nope", "start": 0, "end": 5, "match": "exact"}',
+         "'nope', which is not in the corpus"),
+        ('{"query_id": "q1", "reference": 0, "doc_id": "hr-0001", "start": 0, "end": 999999, "match": "exact"}',
+         "the span ends at 999,999"),
+        ('{"query_id": "q1", "reference": 0, "doc_id": "hr-0001", "start": 9, "end": 2, "match": "exact"}',
+         ":1: not a span (start 9 and end 2"),
+        ('{"query_id": "q1", "reference": 0, "doc_id": null, "start": 0, "end": 2, "match": "unmatched"}',
+         ":1: not a span (doc_id, start and end are all null"),
+    ],
+)  # fmt: skip
+def test_spans_that_do_not_fit_the_corpus_name_the_line_or_document(tmp_path, line, message):
+    path = write(tmp_path / "s.spans.jsonl", line + "\n")
+    with pytest.raises(DataError) as e:
+        diagnose.load(corpus=CORPUS, qrels=path)
+    assert message in str(e.value) and "--write-qrels" in str(e.value)
+
+
 def test_cli_write_qrels_and_spans(tmp_path, capsys):
     out, spans = tmp_path / "q.tsv", tmp_path / "s.jsonl"
     code = main(

@@ -205,7 +205,7 @@ def _read_texts_and_qrels(
     folder's queries yield to it), and for an ``EmbeddingQAFinetuneDataset`` the corpus unless one is given."""
     kind = golden_kind(qrels) if qrels is not None else None
     golden = read_golden_set(qrels, kind, report=report) if qrels is not None and kind is not None else None
-    if golden is not None and given_queries is None:
+    if golden is not None and given_queries is None and golden.spans is None:  # spans hold no query texts
         queries = None
     if golden is None:  # id-based qrels: read first, as always
         qrels_rec = read_qrels(qrels, report=report) if qrels is not None else empty_qrels()

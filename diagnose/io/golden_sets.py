@@ -10,7 +10,10 @@ Formats (sniffed from the file's suffix and first bytes):
   {id: text}, "relevant_docs": {query id: [doc id, ...]}}``: queries, corpus and id-based judgements in one file;
 - ``ragas``: a RAGAS test set / evaluation dataset (``to_jsonl``, ``to_csv``, ``to_parquet``): ``user_input``,
   ``reference_contexts`` (a list; in CSV the list as text), ``reference``;
-- ``jsonl``: ``{"query_id", "query", "reference_contexts": [..], "reference_answer"}`` per line.
+- ``jsonl``: ``{"query_id", "query", "reference_contexts": [..], "reference_answer"}`` per line;
+- ``spans``: the spans ``--write-qrels F`` wrote beside ``F`` (``F.spans.jsonl``, :func:`diagnose.io.spans.write_spans`):
+  ``{"query_id", "reference", "doc_id", "start", "end", "match", "score"}`` per line, read back as they are (no
+  matching again; the queries come from the queries file or the data folder).
 
 Query ids: the file's (``query_id``/``id`` key or column, ``embedding_qa``'s keys), else ``q1``, ``q2``, ... by
 position of the example (1-based).
@@ -28,7 +31,7 @@ from typing import Any
 
 import pandas as pd
 
-from diagnose.data import DataError, ValidationReport
+from diagnose.data import DataError, Span, ValidationReport
 from diagnose.io.files import PathLike, check_input_path, read_bytes, suffixes
 from diagnose.io.messages import fatal_error, plural_of, snip
 
@@ -55,6 +58,7 @@ class GoldenSet:
     references: list[tuple[str, int, str]] = field(default_factory=list)
     corpus: pd.DataFrame | None = None
     judgements: pd.DataFrame | None = None
+    spans: tuple[Span, ...] | None = None  # ``spans``: located already (no query texts in the file)
 
 
 def _head(path: PathLike) -> bytes:
@@ -86,6 +90,8 @@ def golden_kind(path: PathLike) -> str | None:
         first = json.loads(text.split(b"\n", 1)[0])
     except ValueError:  # a pretty-printed object: judge from its keys
         first = None
+    if isinstance(first, dict) and first.keys() >= _SPAN_KEYS:
+        return "spans"
     if isinstance(first, dict) and "reference_contexts" in first:
         return "ragas" if "user_input" in first and "query" not in first else "jsonl"
     keys = first.keys() if isinstance(first, dict) else ()
@@ -104,6 +110,8 @@ def read_golden_set(path: PathLike, kind: str, *, report: ValidationReport | Non
     check_input_path(path, GOLDEN_FORMATS)
     if kind == "ragas" and suffixes(Path(path)) in (".parquet", ".csv", ".tsv"):
         rows = _table_rows(path, file)
+    elif kind == "spans":
+        return _spans(_jsonl_rows(read_bytes(path, GOLDEN_FORMATS), file), file)
     elif kind in ("ragas", "jsonl"):
         rows = _jsonl_rows(read_bytes(path, GOLDEN_FORMATS), file)
     else:
@@ -112,6 +120,40 @@ def read_golden_set(path: PathLike, kind: str, *, report: ValidationReport | Non
             return _embedding_qa(obj, file, report)
         rows = _examples(obj, file)
     return _from_rows(rows, kind, file, report)
+
+
+_SPAN_KEYS = frozenset({"query_id", "reference", "doc_id", "start", "end", "match"})
+_SPANS_FORMAT = 'one span per line: {"query_id", "reference", "doc_id", "start", "end", "match", "score"}'
+
+
+def _spans(rows: list[tuple[str, Any]], file: str) -> GoldenSet:
+    """The spans of a ``.spans.jsonl`` file as written (module docstring), each checked: a line that is not one
+    raises naming it."""
+    spans: list[Span] = []
+    for where, row in rows:
+        try:
+            if not isinstance(row, dict) or not row.keys() >= _SPAN_KEYS:
+                raise ValueError(f"expected the keys {', '.join(sorted(_SPAN_KEYS))}")
+            start, end, doc = row["start"], row["end"], row["doc_id"]
+            located = doc is not None
+            if located != (start is not None) or located != (end is not None):
+                raise ValueError("doc_id, start and end are all null (unmatched) or all given")
+            if located and not (isinstance(start, int) and isinstance(end, int) and 0 <= start <= end):
+                raise ValueError(f"start {start!r} and end {end!r} must be integers with 0 <= start <= end")
+            doc = None if doc is None else str(doc)
+            score = float(row.get("score", 100.0))
+            spans.append(
+                Span(str(row["query_id"]), int(row["reference"]), doc, start, end, str(row["match"]), score)
+            )
+        except (ValueError, TypeError) as e:
+            raise fatal_error(
+                *_place(file, where), f"not a span ({e})", snip(json.dumps(row)), _SPANS_FORMAT,
+                "write the spans again with --write-qrels, or fix the line",
+            ) from None  # fmt: skip
+    qids = list(dict.fromkeys(s.query_id for s in spans))
+    return GoldenSet(
+        "spans", file, pd.DataFrame({"query_id": qids, "text": [""] * len(qids)}), spans=tuple(spans)
+    )
 
 
 def _json_object(raw: bytes, file: str) -> dict[str, Any]:

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import math
 import re
+from collections import Counter
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -13,7 +15,7 @@ import pandas as pd
 import pyarrow as pa
 
 from diagnose.chunks import chunk_qrels_from_spans, document_texts
-from diagnose.data import Corpus, Qrels, ValidationReport
+from diagnose.data import Corpus, Qrels, Span, ValidationReport
 from diagnose.io.decoding import clean_utf8, refuse_decoding_collisions
 from diagnose.io.files import PathLike, read_bytes
 from diagnose.io.formats import BEIR_QRELS, QRELS_D_HEADER, QRELS_FORMATS, QRELS_Q_HEADER, TREC_QRELS
@@ -318,6 +320,37 @@ def empty_qrels(source: str = "") -> Qrels:
     return Qrels(_qrels_frame([], [], []), source)
 
 
+def _spans_in(
+    spans: Sequence[Span], texts: Mapping[str, str], file: str, report: ValidationReport
+) -> list[Span]:
+    """The spans of a ``.spans.jsonl`` file, checked against the documents they were located in: a document that is
+    not in the corpus, or a span beyond its text, raises naming it (the corpus changed since the spans were
+    written: write them again)."""
+    for s in spans:
+        if s.doc_id is None:
+            continue
+        text = texts.get(s.doc_id)
+        if text is None or (s.end or 0) > len(text or ""):
+            what = (
+                "is not in the corpus"
+                if text is None
+                else f"has {len(text or ''):,} characters, the span ends at {s.end:,}"
+            )
+            raise fatal_error(
+                file, None, f"the span of query {s.query_id!r} lies in document {s.doc_id!r}, which {what}", None,
+                "spans written for this corpus", "write the spans again with --qrels GOLDEN_SET --write-qrels F",
+                param="qrels",
+            )  # fmt: skip
+    counts = Counter(s.match for s in spans)
+    report.add(
+        "reference_spans_read",
+        f"{plural_of(len(spans), 'span')} read as written ("
+        + ", ".join(f"{n} {m}" for m, n in sorted(counts.items())) + "): not matched again",
+        severity="info", file=file, count=len(spans),
+    )  # fmt: skip
+    return list(spans)
+
+
 def golden_qrels(golden: GoldenSet, corpus: Corpus | None, report: ValidationReport) -> Qrels:
     """The qrels of a golden set (:mod:`diagnose.io.golden_sets`) in the id space of ``corpus``.
 
@@ -350,16 +383,20 @@ def golden_qrels(golden: GoldenSet, corpus: Corpus | None, report: ValidationRep
             param="corpus",
         )
     cmap = corpus.chunks
-    if (
+    chunked = (
         cmap is not None and cmap.has_offsets
-    ):  # a chunk corpus: located in its documents, judged on its chunks
+    )  # a chunk corpus: located in its documents, judged on its chunks
+    if chunked:
         texts = document_texts(corpus, cmap)
+    else:
+        texts = dict(zip(corpus.df["doc_id"].tolist(), corpus.df["text"].tolist(), strict=True))
+    if golden.spans is not None:
+        spans = _spans_in(golden.spans, texts, file, report)
+    else:
         spans = locate_references(refs, list(texts), list(texts.values()), report=report, file=file)
+    if chunked:
         pairs = dict.fromkeys(chunk_qrels_from_spans(spans, cmap, UNMATCHED_PREFIX))
     else:
-        spans = locate_references(
-            refs, corpus.df["doc_id"].tolist(), corpus.df["text"].tolist(), report=report, file=file
-        )
         pairs = dict.fromkeys(
             (
                 s.query_id,
