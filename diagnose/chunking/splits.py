@@ -32,7 +32,7 @@ _NAMES = ("doc", "start", "end", "whole")
 def _consistent(arrays: dict[str, np.ndarray], _meta: dict[str, Any]) -> str | None:
     shapes = {a.shape for a in arrays.values()}
     if len(shapes) != 1 or len(next(iter(shapes))) != 1:
-        return f"arrays of shapes {sorted(shapes)}, expected three of one length"
+        return f"arrays of shapes {sorted(shapes)}, expected {len(_NAMES)} of one length"
     return None
 
 
@@ -79,7 +79,7 @@ class SplitCache:
             )
         tokenizer = self.tokenizer()
         docs, starts, ends = split_documents(texts, size, overlap, tokenizer, titles)
-        heads = [t if isinstance(t, str) else "" for t in titles] if titles is not None else [""] * len(texts)
+        heads = titles if titles is not None else [""] * len(texts)
         whole = reads_as_document(self.encoder, tokenizer, texts, heads, docs, starts, ends)
         if len(docs):  # no chunk at all (every text empty) costs nothing to split again
             self.cache.put_arrays(

@@ -129,15 +129,15 @@ def reads_as_document(
     if window is None:
         return out
     cap = window.capacity
-    chunks = encoded_texts(texts, titles, docs, starts, ends)
-    first = np.flatnonzero(np.r_[True, docs[1:] != docs[:-1]])
-    whole = {int(docs[i]): document_text(titles[docs[i]] or "", texts[docs[i]]) for i in first}
-    cand = [int(i) for i in first if chunks[i] != whole[int(docs[i])]]
+    first = np.flatnonzero(np.r_[True, docs[1:] != docs[:-1]])  # only a document's first chunk can qualify
+    heads = encoded_texts(texts, titles, docs[first], starts[first], ends[first])
+    ends_of = np.fromiter((len(texts[d]) for d in docs[first]), dtype=np.int64, count=len(first))
+    wholes = encoded_texts(texts, titles, docs[first], np.zeros_like(ends_of), ends_of)  # title + whole text
+    cand = [n for n in range(len(first)) if heads[n] != wholes[n]]
     if not cand:
         return out
-    pairs = [t for i in cand for t in (chunks[i], whole[int(docs[i])])]
-    ids = tokenizer.encode_batch(pairs, add_special_tokens=False)
-    for n, i in enumerate(cand):
-        mine, theirs = ids[2 * n].ids, ids[2 * n + 1].ids
-        out[i] = len(mine) >= cap and mine[:cap] == theirs[:cap]
+    ids = tokenizer.encode_batch([t for n in cand for t in (heads[n], wholes[n])], add_special_tokens=False)
+    for j, n in enumerate(cand):
+        mine, theirs = ids[2 * j].ids, ids[2 * j + 1].ids
+        out[first[n]] = len(mine) >= cap and mine[:cap] == theirs[:cap]
     return out

@@ -53,15 +53,19 @@ def _split_spans(qrels: Qrels, corpus: Corpus | None) -> list[tuple[str, list[tu
     return out
 
 
+def _largest(parts: list[tuple[int, str]]) -> list[tuple[int, str]]:
+    """The ``(characters held, chunk_id)`` of the chunks holding a split span's largest part: its split targets."""
+    most = max(h for h, _ in parts)
+    return [(h, c) for h, c in parts if h == most]
+
+
 def split_targets(qrels: Qrels, corpus: Corpus | None) -> dict[tuple[str, str], float]:
     """``{(query_id, chunk_id): share of the span it holds}`` for every span of ``qrels`` that no chunk holds whole
     and the chunks holding its largest part (module docstring); empty without spans or offsets."""
     out: dict[tuple[str, str], float] = {}
     for q, parts, length in _split_spans(qrels, corpus):
-        most = max(h for h, _ in parts)
-        for h, c in parts:
-            if h == most:
-                out[(q, c)] = max(out.get((q, c), 0.0), h / length)
+        for h, c in _largest(parts):
+            out[(q, c)] = max(out.get((q, c), 0.0), h / length)
     return out
 
 
@@ -74,15 +78,10 @@ def split_windows(
     window_of = {pair: i for i, pair in enumerate(pairs)}
     out: dict[tuple[str, str], list[int]] = {}
     for q, parts, _ in _split_spans(qrels, corpus):
-        most = max(h for h, _ in parts)
-        for h, c in parts:
-            if h != most:
-                continue
+        for _, c in _largest(parts):
             found = out.setdefault((q, c), [])
-            others = [
-                o for _, o in parts if o != c
-            ]  # in the document's order, not a set's (varies per process)
-            for o in others:
+            # the other parts in the document's order, not a set's (which varies per process)
+            for o in (o for _, o in parts if o != c):
                 i = window_of.get((c, o), window_of.get((o, c)))
                 if i is not None and i not in found:
                     found.append(i)

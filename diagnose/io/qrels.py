@@ -383,9 +383,8 @@ def golden_qrels(golden: GoldenSet, corpus: Corpus | None, report: ValidationRep
             param="corpus",
         )
     cmap = corpus.chunks
-    chunked = (
-        cmap is not None and cmap.has_offsets
-    )  # a chunk corpus: located in its documents, judged on its chunks
+    # a chunk corpus with offsets: the spans lie in its documents, the judgements go to its chunks
+    chunked = cmap is not None and cmap.has_offsets
     if chunked:
         texts = document_texts(corpus, cmap)
     else:
