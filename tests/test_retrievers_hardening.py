@@ -319,6 +319,40 @@ def test_ctrl_c_stops_a_hung_run_and_reports_what_was_done(tmp_path):
     assert 0 < len(partial.query_ids()) < n_queries and stuck[0] not in partial.query_ids()
 
 
+def test_ctrl_c_keeps_the_answers_that_came_in_but_were_not_read_yet():
+    """An answer a worker queued before Ctrl-C belongs to the partial run, not to the queries "still running": the
+    first answer read makes the interrupt, while a second answer is already in the queue (the suite's Ctrl-C test
+    on a loaded machine lost the partial run this way)."""
+    from diagnose.retrievers.calls import Interrupted, _call_pool
+
+    c_started, d_started, never = threading.Event(), threading.Event(), threading.Event()
+
+    def fn(text: str) -> list[str]:
+        # 2 workers: one takes a, the other b; b returns at once, so its worker takes c; a waits for c to start,
+        # returns, and its worker takes d; c and d never return
+        if text == "a":
+            assert c_started.wait(10)
+        elif text == "c":
+            c_started.set()
+            never.wait()
+        elif text == "d":
+            d_started.set()
+            never.wait()
+        return [f"doc-{text}"]
+
+    def tick() -> None:  # the first answer read: wait until a's answer is queued too (d started), then Ctrl-C
+        assert d_started.wait(10)
+        raise KeyboardInterrupt
+
+    with pytest.raises(Interrupted) as stop:
+        _call_pool(fn, ["a", "b", "c", "d"], concurrency=2, timeout=None, tick=tick)
+    never.set()
+    answered = [i for i, o in enumerate(stop.value.outcomes) if o is not None]
+    assert answered == [0, 1]  # a and b: one read before the interrupt, one collected from the queue
+    assert stop.value.outcomes[0][0] == ["doc-a"] and stop.value.outcomes[1][0] == ["doc-b"]
+    assert stop.value.in_flight == [2, 3]
+
+
 def test_one_query_at_a_time_without_a_timeout_runs_in_the_calling_thread():
     """For a retriever bound to its thread (an sqlite3 connection refuses other threads); a SystemExit there is
     still that query's error."""

@@ -165,6 +165,19 @@ class _Pool:
             except queue.Empty:
                 return out
 
+    def collect(self, results: list[Outcome | None]) -> None:
+        """Ctrl-C: the answers already queued but not yet read go into ``results`` (those queries were answered,
+        not in flight), so the partial run has every query that returned before the interrupt."""
+        while True:
+            try:
+                i, outcome = self.answers.get_nowait()
+            except queue.Empty:
+                return
+            with self.lock:
+                self.started.pop(i, None)
+            if results[i] is None:
+                results[i] = outcome
+
     def wait(self) -> float:
         """How long the calling thread may wait for an answer before looking at the clock again."""
         if self.timeout is None:
@@ -232,6 +245,7 @@ def _call_pool(
                 tick()
     except KeyboardInterrupt:
         pool.stop.set()
+        pool.collect(results)
         with pool.lock:
             in_flight = sorted(pool.started)
         raise Interrupted(results, in_flight) from None
