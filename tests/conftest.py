@@ -7,6 +7,36 @@ import pytest
 # the shared helpers of the AppTest tests assert too: pytest explains their failures like a test's own
 pytest.register_assert_rewrite("app_testing")
 
+#: The files that take longest on 2 cores, longest first (each file's span in a timeline of the suite under xdist,
+#: 2026-11-27; bench/RESULTS.md "test suite"). They are handed to the xdist workers first (pyproject's addopts carry
+#: ``--no-loadscope-reorder``, so the workers get the files in the order below): xdist's own order, most tests first,
+#: started these few-test files last, and one of them ran alone for the suite's last minutes while the other core
+#: waited. A file missing here only starts later; a name here that no longer exists is ignored.
+SLOW_FILES_FIRST = (
+    "test_projection_whole.py",
+    "test_vectordb.py",
+    "test_app_pages.py",
+    "test_browser.py",
+    "test_remedies.py",
+    "test_browser_map.py",
+    "test_python_api.py",
+    "test_notebook.py",
+    "test_distributed_encode.py",
+    "test_finetune.py",
+    "test_ann.py",
+    "test_metrics_reference.py",
+    "test_ties.py",
+    "test_fast_encoder.py",
+    "test_retrievers_frameworks.py",
+)
+
+
+def pytest_collection_modifyitems(config, items):
+    """The slow files first, in :data:`SLOW_FILES_FIRST`'s order; every other file after them in collection order
+    (a stable sort: the tests of a file keep their order)."""
+    first = {name: i for i, name in enumerate(SLOW_FILES_FIRST)}
+    items.sort(key=lambda item: first.get(item.path.name, len(first)))
+
 
 @pytest.fixture(scope="session")
 def second_model(tmp_path_factory):
