@@ -201,6 +201,12 @@ class Corpus(_Texts):
             for t, x in zip(self.df["title"].tolist(), self.df["text"].tolist(), strict=True)
         ]
 
+    def size_phrase(self) -> str:
+        """How many records, in words: "3,633 documents", or "12,772 chunks of 3,633 documents" for a chunk corpus."""
+        if self.chunks is None:
+            return f"{len(self):,} documents"
+        return f"{len(self):,} chunks of {len(set(self.chunks.parent.values())):,} documents"
+
     def texts_at(self, rows: slice | Sequence[int]) -> list[str]:
         """:meth:`texts` of the documents at ``rows`` (corpus positions: a slice or a list) only: a large corpus'
         whole list is GBs of strings, which a caller that reads a few documents, or a block at a time, never holds."""

@@ -81,6 +81,10 @@ def test_a_chunked_copy_gives_the_document_corpus_metrics_at_the_document_level(
         corpus=corpus, queries=DEMO / "queries.jsonl", qrels=qrels_file, parent_field="parent"
     )
     assert chunked.corpus.chunks.offsets == "start_index" and chunked.report.stats["qrels_level"] == "chunk"
+    # the app's status and overview say what the records are: chunks, and of how many documents
+    n_chunks = sum(len(v) for v in chunks_of.values()) + len(set(docs.corpus.ids) - set(chunks_of))
+    assert chunked.corpus.size_phrase() == f"{n_chunks:,} chunks of {len(docs.corpus):,} documents"
+    assert docs.corpus.size_phrase() == f"{len(docs.corpus):,} documents"
     a_docs = diagnose.Analysis(docs, {"ann": run}, encoder=KeywordEncoder())
     a_chunks = diagnose.Analysis(chunked, {"ann": _chunk_run(run, chunks_of)}, encoder=KeywordEncoder())
     expected = a_docs.metrics(METRICS)

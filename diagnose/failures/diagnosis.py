@@ -33,6 +33,7 @@ from diagnose.failures.evidence import Bm25Scores, Failure, KnownRanks, build_fa
 from diagnose.failures.kind import RunKind
 from diagnose.failures.passages import PassageScorer
 from diagnose.failures.taxonomy import FailureMode, Thresholds, recommendation
+from diagnose.io.messages import plural_of
 from diagnose.space import VectorSpace
 
 if TYPE_CHECKING:
@@ -111,8 +112,8 @@ class Diagnosis:
         (failed query, relevant document missing from its top k)"."""
         nq, npairs = len(self.failed_queries), self.n_missed_pairs
         return (
-            f"{nq} failed quer{'y' if nq == 1 else 'ies'} of {self.n_queries} golden queries at k={self.k} "
-            f"({self.mode}): {npairs} missed pair{'' if npairs == 1 else 's'} (failed query, relevant document "
+            f"{plural_of(nq, 'failed query', 'failed queries')} of {self.n_queries} golden queries at k={self.k} "
+            f"({self.mode}): {plural_of(npairs, 'missed pair')} (failed query, relevant document "
             "missing from its top k)"
         )
 

@@ -393,7 +393,7 @@ def build_bundle(s: Settings) -> Bundle | None:
         return None
     if analysis.vectors_ready:
         prog.done(
-            f"Ready: {len(ds.corpus):,} documents, {len(analysis.golden):,} golden queries, model {label_of(encoder)}"
+            f"Ready: {ds.corpus.size_phrase()}, {len(analysis.golden):,} golden queries, model {label_of(encoder)}"
         )
         st.session_state.setdefault("_models_seen", {})[label_of(encoder)] = encoder
     else:

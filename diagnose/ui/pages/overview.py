@@ -16,12 +16,8 @@ k = b.k
 ds = b.ds
 
 st.title("Overview")
-cmap = ds.corpus.chunks
-held = f"{len(ds.corpus):,} " + (
-    f"chunks of {len(set(cmap.parent.values())):,} documents" if cmap else "documents"
-)
 st.caption(
-    f"{escape_md(b.settings.spec.label)}: {held}, {len(b.golden):,} golden queries. "
+    f"{escape_md(b.settings.spec.label)}: {ds.corpus.size_phrase()}, {len(b.golden):,} golden queries. "
     f"Model {escape_md(b.encoder_label)}, k={k}, a query fails when "
     f"{'no relevant document is in its top k' if b.mode == 'hit' else 'any relevant document is missing from its top k'}."
 )
