@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from diagnose.model_choice import ModelComparison
     from diagnose.remedies import Remedies
     from diagnose.remedy_matrix import RemedyMatrix
+    from diagnose.report import EvaluationReport
     from diagnose.risk import RiskValidation
 
 from diagnose import baselines as bl
@@ -376,6 +377,12 @@ class Evidence(Scores):
             )
 
         return self._cached("merged_neighbours", build)
+
+    def _report_context(self, rep: EvaluationReport) -> None:
+        """With located reference contexts, each run's context precision and recall at each k in ``rep``."""
+        if self.dataset.qrels.spans:
+            rep.context = {name: [self.context(name, k) for k in self.ks] for name in rep.evaluations}
+            rep.context_level = "chunk" if self.chunks is not None else "document"
 
     def context(self, run: str | None = None, k: int | None = None) -> ContextScores:
         """Span-based context precision and recall at ``k`` of a run (each retrieved document sent whole; over a

@@ -478,8 +478,9 @@ class Scores(Pipeline):
             latency_detail=self.latency_detail(),
             document_level=self.document_evaluations(names) if self.chunks is not None else None,
         )
-        if self.dataset.qrels.spans:  # reference contexts located: context precision and recall at each k
-            context = self.context  # type: ignore[attr-defined]  # Evidence's (the subclass Analysis builds on)
-            rep.context = {name: [context(name, k) for k in self.ks] for name in evs}
-            rep.context_level = "chunk" if self.chunks is not None else "document"
+        self._report_context(rep)
         return rep
+
+    def _report_context(self, rep: EvaluationReport) -> None:
+        """The report's context precision and recall: none at this layer (they need the corpus texts, read by
+        :class:`~diagnose.analysis.evidence.Evidence`, which fills them in)."""
