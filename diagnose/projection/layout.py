@@ -192,6 +192,15 @@ def default_projection_dir() -> Path:
     return default_cache_root() / "projections"
 
 
+_UMAP_MODULES = ("umap.umap_", "umap.layouts", "umap.utils", "umap.distances")
+# the modules whose jitted functions enable_numba_cache switches; one an installed version lacks is skipped
+_PYNNDESCENT_MODULES = (
+    "pynndescent.pynndescent_",
+    "pynndescent.utils",
+    "pynndescent.kernels",
+    "pynndescent.rp_trees",
+)
+
 _NUMBA_CACHE_DONE = False
 
 
@@ -213,35 +222,29 @@ def enable_numba_cache() -> int:
         return 0
     _NUMBA_CACHE_DONE = True
     try:
-        import pynndescent.kernels
-        import pynndescent.pynndescent_
-        import pynndescent.rp_trees
-        import pynndescent.utils
-        import umap.distances
-        import umap.layouts
-        import umap.umap_
-        import umap.utils
-
-        umap_modules = (umap.umap_, umap.layouts, umap.utils, umap.distances)
-        nnd_modules = (pynndescent.pynndescent_, pynndescent.utils, pynndescent.kernels, pynndescent.rp_trees)
-        return _cache_dispatchers(umap_modules, skip=set()) + _cache_dispatchers(
-            nnd_modules, skip={"dist", "metric"}
+        return _cache_dispatchers(_UMAP_MODULES, skip=set()) + _cache_dispatchers(
+            _PYNNDESCENT_MODULES, skip={"dist", "metric"}
         )
     except Exception as e:  # pragma: no cover - defensive: caching is an optimisation only
         log.debug("numba caching not enabled: %s", e)
         return 0
 
 
-def _cache_dispatchers(modules: tuple[Any, ...], *, skip: set[str]) -> int:
-    """``enable_caching()`` on the jitted functions defined in ``modules`` that take no parameter named in ``skip``
-    and are not cached yet; returns how many were switched."""
+def _cache_dispatchers(module_names: tuple[str, ...], *, skip: set[str]) -> int:
+    """``enable_caching()`` on the jitted functions defined in the modules ``module_names`` (those installed) that
+    take no parameter named in ``skip`` and are not cached yet; returns how many were switched."""
+    import importlib
     import inspect
 
     from numba.core.caching import NullCache
     from numba.core.registry import CPUDispatcher
 
     count = 0
-    for mod in modules:
+    for name in module_names:
+        try:
+            mod = importlib.import_module(name)
+        except ImportError:
+            continue
         for obj in list(vars(mod).values()):
             if not isinstance(obj, CPUDispatcher) or obj.__module__ != mod.__name__:
                 continue
