@@ -140,9 +140,24 @@ def test_matches_pytrec_eval_per_query(data):
             assert row[ours_name(measure)] == pytest.approx(value, abs=1e-9), (q, measure)
 
 
+@pytest.fixture(scope="module")
+def numba_typed_containers_cached():
+    """ranx keeps qrels and runs in numba typed dicts and lists, whose helpers (``typeddict._contains``, the string
+    hashing, ``typedlist._make_list``...) numba compiles in every new process: ~6 s before the first ranx call on 2
+    cores. Their on-disk cache is switched on, as diagnose does for umap's functions (``enable_numba_cache``): from
+    the second run on a machine they are loaded, not compiled. ranx and its results are unchanged."""
+    from numba.core.registry import CPUDispatcher
+    from numba.typed import typeddict, typedlist
+
+    for module in (typeddict, typedlist):
+        for obj in vars(module).values():
+            if isinstance(obj, CPUDispatcher):
+                obj.enable_caching()
+
+
 @REFERENCE
 @given(collections(ties=False))
-def test_matches_ranx_per_query_without_ties(data):
+def test_matches_ranx_per_query_without_ties(numba_typed_containers_cached, data):
     ranx = pytest.importorskip("ranx")
     qrels, run = data
     names = every_name(KS, coverage=False)

@@ -135,3 +135,17 @@ def test_numba_cache_switch_respects_the_env(monkeypatch):
     monkeypatch.setattr(pj.layout, "_NUMBA_CACHE_DONE", False)
     monkeypatch.setenv(pj.NUMBA_CACHE_ENV, "0")
     assert pj.enable_numba_cache() == 0
+
+
+def test_numba_cache_covers_pynndescent_but_not_its_functions_that_take_the_metric(monkeypatch):
+    from numba.core.caching import NullCache
+    from pynndescent import kernels, pynndescent_, utils
+
+    monkeypatch.setattr(pj.layout, "_NUMBA_CACHE_DONE", False)
+    monkeypatch.delenv(pj.NUMBA_CACHE_ENV, raising=False)
+    pj.enable_numba_cache()
+    # the NN-descent join and candidate building (no metric argument) are cached on disk from now on
+    assert not isinstance(kernels.generate_graph_update_array_batched._cache, NullCache)
+    assert not isinstance(utils.build_candidates_owner._cache, NullCache)
+    # nn_descent takes the metric (``dist``): numba would key its cache by that function's identity in this process
+    assert isinstance(pynndescent_.nn_descent._cache, NullCache)

@@ -340,10 +340,11 @@ def test_demo_remedies_with_the_default_model(model_cache):
 def test_a_cross_encoder_is_measured_as_a_second_near_miss_remedy(tmp_path, model_cache, capsys):
     """`diagnose failures --cross-encoder DIR` with a real CrossEncoder folder built here from the bundled weights:
     one row per taxonomy class, then the cross-encoder rerank of the top 3k as one more near_miss row, measured.
-    The CrossEncoder is kept small: the first of MiniLM's 6 layers, 64 tokens of each (query, document) pair. The
+    The CrossEncoder is kept small: the first of MiniLM's 6 layers, 32 tokens of each (query, document) pair. The
     full model at its default 512 tokens made the rerank of the demo's top 30 x 109 queries (~3,300 pairs) take
-    ~3 minutes of a 2-core machine; what is tested is that a CrossEncoder folder is loaded, reranks the top 3k and
-    is measured as a remedy, not how well an untrained scoring head ranks."""
+    ~3 minutes of a 2-core machine, and 64 tokens still ~13 CPU s (32: ~7; the layer's matrix products grow with the
+    tokens); what is tested is that a CrossEncoder folder is loaded, reranks the top 3k and is measured as a
+    remedy, not how well an untrained scoring head ranks."""
     import json
 
     import torch
@@ -354,7 +355,7 @@ def test_a_cross_encoder_is_measured_as_a_second_near_miss_remedy(tmp_path, mode
 
     torch.manual_seed(0)
     folder = tmp_path / "ce"
-    ce = CrossEncoder(str(default_model_path()), num_labels=1, device="cpu", max_length=64)
+    ce = CrossEncoder(str(default_model_path()), num_labels=1, device="cpu", max_length=32)
     bert = ce[0].model  # BertForSequenceClassification
     bert.bert.encoder.layer = bert.bert.encoder.layer[:1]
     bert.config.num_hidden_layers = 1

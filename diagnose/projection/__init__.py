@@ -29,8 +29,10 @@ Choices and their reasons (measured in ``bench/RESULTS.md`` under ``## umap``):
 - **numba's on-disk cache.** pynndescent (imported by umap) compiles its functions with ``cache=True``, so
   ``NUMBA_CACHE_DIR`` (or numba's default ``__pycache__`` location) makes ``import umap`` fast from the second
   process on. umap's own hot functions (``smooth_knn_dist``, ``compute_membership_strengths``, the layout epoch)
-  are *not* ``cache=True``, so every new process pays their compilation again. :func:`enable_numba_cache` switches
-  numba's caching on for those functions (``Dispatcher.enable_caching()``); :func:`project` calls it unless
+  are *not* ``cache=True``, so every new process pays their compilation again; so are most of pynndescent's
+  NN-descent functions (the large recipe's neighbour graph). :func:`enable_numba_cache` switches numba's caching on
+  for those functions (``Dispatcher.enable_caching()``; not for pynndescent's functions that take the metric as an
+  argument, which numba cannot reuse across processes); :func:`project` calls it unless
   ``DIAGNOSE_NUMBA_CACHE=0``. Any failure to enable it is ignored (the fit just compiles as usual).
 - **Trustworthiness** (``sklearn.manifold.trustworthiness``, cosine distances in the original space, Euclidean in
   2-D, ``k=5``): 1.0 means every 2-D neighbour is also a neighbour in the original space; random placement gives

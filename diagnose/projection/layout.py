@@ -192,40 +192,69 @@ def default_projection_dir() -> Path:
     return default_cache_root() / "projections"
 
 
+_UMAP_MODULES = ("umap.umap_", "umap.layouts", "umap.utils", "umap.distances")
+# the modules whose jitted functions enable_numba_cache switches; one an installed version lacks is skipped
+_PYNNDESCENT_MODULES = (
+    "pynndescent.pynndescent_",
+    "pynndescent.utils",
+    "pynndescent.kernels",
+    "pynndescent.rp_trees",
+)
+
 _NUMBA_CACHE_DONE = False
 
 
 def enable_numba_cache() -> int:
-    """Switch numba's on-disk cache on for umap-learn's jitted functions; returns how many were switched.
+    """Switch numba's on-disk cache on for umap-learn's and pynndescent's jitted functions; returns how many were
+    switched.
 
     umap-learn declares its functions without ``cache=True``, so each new process recompiles them (tens of seconds on
-    2 cores). ``Dispatcher.enable_caching()`` is what ``cache=True`` does at decoration time; the cache goes where
-    numba puts every cache (``NUMBA_CACHE_DIR`` if set, else a ``__pycache__`` next to umap's sources when writable,
-    else the user cache dir) and is invalidated by numba when umap's source files change. Idempotent; does nothing
-    when ``DIAGNOSE_NUMBA_CACHE=0``; never raises.
+    2 cores); so does pynndescent for most of its NN-descent functions (the large recipe's neighbour graph: ~50 CPU s
+    of compilation in a new process). ``Dispatcher.enable_caching()`` is what ``cache=True`` does at decoration time;
+    the cache goes where numba puts every cache (``NUMBA_CACHE_DIR`` if set, else a ``__pycache__`` next to the
+    library's sources when writable, else the user cache dir) and is invalidated by numba when the library's source
+    files change. pynndescent's functions that take the metric as an argument (``dist``, ``metric``) are left alone:
+    numba keys their cache by the metric function's identity in the process, so every process would miss and write
+    another copy. Idempotent; does nothing when ``DIAGNOSE_NUMBA_CACHE=0``; never raises.
     """
     global _NUMBA_CACHE_DONE
     if _NUMBA_CACHE_DONE or os.environ.get(NUMBA_CACHE_ENV, "1").strip() in ("0", "false", "no"):
         return 0
     _NUMBA_CACHE_DONE = True
-    count = 0
     try:
-        import umap.distances
-        import umap.layouts
-        import umap.umap_
-        import umap.utils
-        from numba.core.registry import CPUDispatcher
-
-        for mod in (umap.umap_, umap.layouts, umap.utils, umap.distances):
-            for obj in list(vars(mod).values()):
-                if isinstance(obj, CPUDispatcher) and obj.__module__ == mod.__name__:
-                    try:
-                        obj.enable_caching()
-                        count += 1
-                    except Exception as e:  # no writable cache location, or an old numba
-                        log.debug("numba caching not enabled for %s: %s", obj, e)
+        return _cache_dispatchers(_UMAP_MODULES, skip=set()) + _cache_dispatchers(
+            _PYNNDESCENT_MODULES, skip={"dist", "metric"}
+        )
     except Exception as e:  # pragma: no cover - defensive: caching is an optimisation only
         log.debug("numba caching not enabled: %s", e)
+        return 0
+
+
+def _cache_dispatchers(module_names: tuple[str, ...], *, skip: set[str]) -> int:
+    """``enable_caching()`` on the jitted functions defined in the modules ``module_names`` (those installed) that
+    take no parameter named in ``skip`` and are not cached yet; returns how many were switched."""
+    import importlib
+    import inspect
+
+    from numba.core.caching import NullCache
+    from numba.core.registry import CPUDispatcher
+
+    count = 0
+    for name in module_names:
+        try:
+            mod = importlib.import_module(name)
+        except ImportError:
+            continue
+        for obj in list(vars(mod).values()):
+            if not isinstance(obj, CPUDispatcher) or obj.__module__ != mod.__name__:
+                continue
+            if not isinstance(obj._cache, NullCache) or skip & set(inspect.signature(obj.py_func).parameters):
+                continue
+            try:
+                obj.enable_caching()
+                count += 1
+            except Exception as e:  # no writable cache location, or an old numba
+                log.debug("numba caching not enabled for %s: %s", obj, e)
     return count
 
 
