@@ -10,6 +10,7 @@ import numpy as np
 
 from diagnose.checks import is_int
 from diagnose.data import DataError
+from diagnose.threads import in_threads
 
 #: Scores held in memory at once by the blocked searches (float32: 4M x 4 B = 16 MiB, plus masks of that size).
 BLOCK_ELEMENTS = 1 << 22
@@ -89,24 +90,70 @@ def dense_search_ranked(
         return out_idx, out_sc, screen.ranks()
     block_size = max(1, int(block_size))
     q_block = max(1, BLOCK_ELEMENTS // min(block_size, nd))
-    for qs in range(0, nq, q_block):
+
+    def search(qs: int) -> None:
         qb = q[qs : qs + q_block]
-        pairs = screen.pairs_in(qs, qs + len(qb))
-        best_idx = np.zeros((len(qb), 0), dtype=np.int64)
-        best_sc = np.zeros((len(qb), 0), dtype=np.float32)
-        for ds in range(0, nd, block_size):
-            s = qb @ d[ds : ds + block_size].T
-            if len(pairs):
-                screen.count(pairs, s[screen.qr[pairs] - qs], d[ds : ds + block_size])
-            cand = _top_k_block(s, min(kk, s.shape[1]))
-            idx = np.concatenate([best_idx, cand + ds], axis=1)
-            sc = np.concatenate([best_sc, np.take_along_axis(s, cand, axis=1)], axis=1)
-            order = np.lexsort((idx, -sc), axis=1)[:, :kk]
-            best_idx = np.take_along_axis(idx, order, axis=1)
-            best_sc = np.take_along_axis(sc, order, axis=1)
-        out_idx[qs : qs + len(qb)] = best_idx
-        out_sc[qs : qs + len(qb)] = best_sc
+        out_idx[qs : qs + len(qb)], out_sc[qs : qs + len(qb)] = _search_query_block(
+            qb, d, kk, block_size, screen, screen.pairs_in(qs, qs + len(qb)), qs
+        )
+
+    in_threads(search, range(0, nq, q_block))
     return out_idx, out_sc, screen.ranks()
+
+
+def _search_query_block(
+    qb: np.ndarray, d: np.ndarray, kk: int, block_size: int, screen: _RankScreen, pairs: np.ndarray, qs: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """The top ``kk`` (indices, scores) of the queries ``qb`` (rows ``qs...`` of the query matrix) over every
+    document of ``d``, scanned ``block_size`` rows at a time, and the screen's counts of ``pairs`` (the pairs of
+    these queries). Touches only these queries' rows of the screen's counts, so that query blocks can run in
+    threads."""
+    best_idx = np.zeros((len(qb), 0), dtype=np.int64)
+    best_sc = np.zeros((len(qb), 0), dtype=np.float32)
+    for ds in range(0, len(d), block_size):
+        s = qb @ d[ds : ds + block_size].T
+        if len(pairs):
+            screen.count(pairs, s[screen.qr[pairs] - qs], d[ds : ds + block_size])
+        if best_idx.shape[1] == kk and _merge_above_kth(best_idx, best_sc, s, ds):
+            continue
+        cand = _top_k_block(s, min(kk, s.shape[1]))
+        best_idx, best_sc = _merge(best_idx, best_sc, cand + ds, np.take_along_axis(s, cand, axis=1), kk)
+    return best_idx, best_sc
+
+
+def _merge(
+    best_idx: np.ndarray, best_sc: np.ndarray, idx: np.ndarray, sc: np.ndarray, kk: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per row, the first ``kk`` of the running top-k and the candidates, by score descending then index."""
+    idx = np.concatenate([best_idx, idx], axis=1)
+    sc = np.concatenate([best_sc, sc], axis=1)
+    order = np.lexsort((idx, -sc), axis=1)[:, :kk]
+    return np.take_along_axis(idx, order, axis=1), np.take_along_axis(sc, order, axis=1)
+
+
+def _merge_above_kth(best_idx: np.ndarray, best_sc: np.ndarray, s: np.ndarray, ds: int) -> bool:
+    """Merge the block's scores ``s`` (documents ``ds...``) into a FULL running top-k in place, or return False
+    when some row has more than k candidates (the caller then partitions the block). Only a score above a row's
+    k-th best can enter it: at an equal score the running one wins, its index being lower than the block's. After
+    the first blocks a row has a few such scores, so one comparison replaces partitioning the whole block."""
+    kk = best_idx.shape[1]
+    hit = s > best_sc[:, -1:]
+    rows, cols = np.nonzero(hit)
+    if not len(rows):
+        return True
+    n_hit = np.bincount(rows, minlength=len(s))
+    width = int(n_hit.max())
+    if width > kk:
+        return False
+    sub = np.flatnonzero(n_hit)  # the rows that change
+    at = np.searchsorted(sub, rows)
+    pos = np.arange(len(rows)) - np.searchsorted(rows, rows)  # rank of each hit within its row
+    c_idx = np.full((len(sub), width), np.iinfo(np.int64).max, dtype=np.int64)
+    c_sc = np.full((len(sub), width), -np.inf, dtype=best_sc.dtype)  # the padding sorts after every score
+    c_idx[at, pos] = cols + ds
+    c_sc[at, pos] = s[rows, cols]
+    best_idx[sub], best_sc[sub] = _merge(best_idx[sub], best_sc[sub], c_idx, c_sc, kk)
+    return True
 
 
 def dense_rank_of(

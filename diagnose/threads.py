@@ -1,0 +1,37 @@
+"""Independent blocks of numpy work in threads: :func:`in_threads`.
+
+numpy's matrix products, comparisons, partitions and sorts, scipy's sparse products and Arrow's kernels release the
+GIL, so blocks of them that share nothing run on several cores from one process (no pickling, no second copy of
+the data). The callers split their work so that each block writes only its own rows of the outputs: the results,
+and their order, are those of the serial loop whatever the number of threads."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from typing import TypeVar
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+def available_cpus() -> int:
+    """The CPUs this process may run on (its affinity mask where the OS has one), at least 1."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # macOS, Windows
+        return max(1, os.cpu_count() or 1)
+
+
+def in_threads(fn: Callable[[T], R], items: Iterable[T], *, workers: int | None = None) -> list[R]:
+    """``[fn(x) for x in items]``, run in up to ``workers`` threads (default: :func:`available_cpus`); in the
+    calling thread when there is one item or one worker. The results are in the order of ``items``; the first
+    exception (in that order) is raised once every call has ended."""
+    todo = list(items)
+    n = min(len(todo), available_cpus() if workers is None else max(1, int(workers)))
+    if n <= 1:
+        return [fn(x) for x in todo]
+    with ThreadPoolExecutor(max_workers=n, thread_name_prefix="diagnose") as pool:
+        futures = [pool.submit(fn, x) for x in todo]
+    return [f.result() for f in futures]

@@ -1,0 +1,100 @@
+"""diagnose.threads and the searches that run their blocks in threads: the same results, in the same order, as
+the serial loop (tested with random and with tied vectors; no timing is asserted)."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+
+from diagnose import embed, threads
+from diagnose.embed import dense_rank_range, dense_search
+
+
+def test_in_threads_keeps_the_order_of_the_items():
+    names = set()
+
+    def square(x):
+        names.add(threading.current_thread().name)
+        return x * x
+
+    assert threads.in_threads(square, range(7), workers=3) == [0, 1, 4, 9, 16, 25, 36]
+    assert all(n.startswith("diagnose") for n in names)  # ran in the pool, not in the caller
+
+
+def test_in_threads_with_one_worker_or_item_runs_in_the_caller():
+    me = threading.current_thread().name
+    assert threads.in_threads(lambda x: threading.current_thread().name, [1, 2], workers=1) == [me, me]
+    assert threads.in_threads(lambda x: threading.current_thread().name, [1], workers=4) == [me]
+    assert threads.in_threads(lambda x: x, [], workers=4) == []
+
+
+def test_in_threads_raises_the_first_error_after_every_call_ended():
+    done = []
+
+    def f(x):
+        if x in (1, 3):
+            raise ValueError(f"item {x}")
+        done.append(x)
+
+    with pytest.raises(ValueError, match="item 1"):
+        threads.in_threads(f, range(5), workers=2)
+    assert sorted(done) == [0, 2, 4]
+
+
+def test_available_cpus_is_at_least_one():
+    assert threads.available_cpus() >= 1
+
+
+def _unit(rng, n, dim, levels=None):
+    x = rng.normal(size=(n, dim))
+    if levels:  # coarse values: many documents share a score, so ties straddle the blocks and the top-k cut
+        x = np.round(x * levels)
+        x[np.all(x == 0, axis=1), 0] = 1
+    return (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32)
+
+
+@pytest.mark.parametrize("levels", [None, 1])
+@pytest.mark.parametrize("block_size", [3, 8, 50])
+def test_dense_search_ranked_in_threads_equals_the_serial_loop(monkeypatch, levels, block_size):
+    monkeypatch.setattr(embed.search, "BLOCK_ELEMENTS", 40)  # several query blocks: 40 // 8 = 5 queries each
+    rng = np.random.default_rng(17)
+    q, d = _unit(rng, 23, 4, levels), _unit(rng, 120, 4, levels)
+    d[100] = d[3]
+    qr = rng.integers(0, 23, 30)
+    dr = rng.integers(0, 120, 30)
+    dr[:2] = (3, 100)
+    runs = {}
+    for cpus in (1, 2, 3):
+        monkeypatch.setattr(threads, "available_cpus", lambda cpus=cpus: cpus)
+        runs[cpus] = embed.search.dense_search_ranked(q, d, 7, qr, dr, block_size=block_size)
+    for cpus in (2, 3):
+        for got, want in zip(runs[cpus][:2] + runs[cpus][2], runs[1][:2] + runs[1][2], strict=True):
+            np.testing.assert_array_equal(got, want)
+    # and the serial loop is the brute force: top 7 by score, ties by the lower index; ranks from float64
+    idx, _, (best, worst) = runs[1]
+    s = q @ d.T
+    ref = np.argsort(-s, axis=1, kind="stable")[:, :7]
+    np.testing.assert_array_equal(np.take_along_axis(s, idx, axis=1), np.take_along_axis(s, ref, axis=1))
+    if levels is None:  # no ties: the same documents
+        np.testing.assert_array_equal(idx, ref)
+    ref_best, ref_worst = dense_rank_range(q, d, qr, dr, block_size=1000)
+    assert best.tolist() == ref_best.tolist() and worst.tolist() == ref_worst.tolist()
+
+
+def test_dense_search_blocks_better_than_the_whole_top_k(monkeypatch):
+    # every block beats the running top 2 with all its 5 documents: the merge of the few scores above the k-th
+    # gives up on those blocks (5 > 2 candidates) and partitions them; the result is still the brute force
+    rng = np.random.default_rng(2)
+    q = _unit(rng, 4, 6)
+    d = _unit(rng, 40, 6)
+    order = np.argsort(d @ q[0])  # documents by ascending score for query 0: later blocks are better
+    d = d[order]
+    partitioned = []
+    real = embed.search._top_k_block
+    monkeypatch.setattr(embed.search, "_top_k_block", lambda s, kk: partitioned.append(1) or real(s, kk))
+    idx, sc = dense_search(q, d, 2, block_size=5)
+    assert len(partitioned) == 8  # 40 documents / 5: every block was partitioned
+    np.testing.assert_array_equal(idx, np.argsort(-(q @ d.T), axis=1, kind="stable")[:, :2])
+    assert idx[0].tolist() == [39, 38]
