@@ -98,3 +98,32 @@ def test_dense_search_blocks_better_than_the_whole_top_k(monkeypatch):
     assert len(partitioned) == 8  # 40 documents / 5: every block was partitioned
     np.testing.assert_array_equal(idx, np.argsort(-(q @ d.T), axis=1, kind="stable")[:, :2])
     assert idx[0].tolist() == [39, 38]
+
+
+def test_bm25_run_ranked_in_threads_equals_the_serial_loop(monkeypatch):
+    from diagnose import lexical
+    from diagnose.lexical import BM25Index
+
+    monkeypatch.setattr(lexical.bm25, "_BLOCK_CELLS", 12)  # 12 // 6 documents = 2 queries per score block
+    texts = [
+        "vpn token reset",
+        "reset the password",
+        "vpn vpn client",
+        "token",
+        "password token vpn",
+        "linux",
+    ]
+    index = BM25Index.build(texts, [f"d{i}" for i in range(6)])
+    qids = [f"q{i}" for i in range(7)]
+    queries = ["vpn", "reset password", "token vpn", "linux client", "nothing here", "password", "vpn token"]
+    pairs = [("q0", "d2"), ("q1", "d1"), ("q4", "d0"), ("q6", "d4"), ("q6", "d5"), ("q3", "d5")]
+    got = {}
+    for cpus in (1, 3):
+        monkeypatch.setattr(threads, "available_cpus", lambda cpus=cpus: cpus)
+        got[cpus] = index.to_run_ranked(qids, queries, pairs, depth=3)
+    (run1, ranks1), (run3, ranks3) = got[1], got[3]
+    assert run1.df.equals(run3.df) and ranks1 == ranks3
+    # q4 matches nothing and d5 has no term of q6: no rank; "linux" is in d5 only: q3's best document
+    assert ranks1[("q4", "d0")][:2] == (None, None) and ranks1[("q6", "d5")][:2] == (None, None)
+    assert ranks1[("q3", "d5")][:2] == (1, 1)
+    assert set(run1.df["query_id"]) == {"q0", "q1", "q2", "q3", "q5", "q6"}

@@ -15,6 +15,7 @@ from diagnose.data import DataError, Run, ValidationReport
 from diagnose.defaults import BM25_ENGINE, BM25_ENGINES, DEPTH
 from diagnose.lexical.engines import Bm25sImpl, RankBm25Impl, index_key
 from diagnose.lexical.terms import tokenize, tokenize_ids
+from diagnose.threads import in_threads
 
 ENGINES = BM25_ENGINES
 BM25S_METHODS = ("lucene", "robertson", "atire")
@@ -153,15 +154,18 @@ class BM25Index:
         k = min(int(k), n)
         tokens = tokenize(list(query_texts))
         block = max(1, _BLOCK_CELLS // n)
-        parts = []
         known = np.zeros((len(query_rows), 3))
-        for start in range(0, len(tokens), block):
+
+        def search(start: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+            # a block of queries writes only its own pairs' rows of known: blocks run in threads
             s = self._score_block(tokens[start : start + block])
             q, d, sc, r = _topk_rows(s, k, self._tie)
-            parts.append((q + start, d, sc, r))
             for i in np.flatnonzero((query_rows >= start) & (query_rows < start + len(s))):
                 best, worst = bm25_rank_range(s[query_rows[i] - start], doc_rows[i])
                 known[i] = (best or -1, worst or -1, s[query_rows[i] - start, doc_rows[i]])
+            return q + start, d, sc, r
+
+        parts = in_threads(search, range(0, len(tokens), block))
         if not parts:
             empty = np.zeros(0, dtype=np.int64)
             return (empty, empty, np.zeros(0), empty), known
