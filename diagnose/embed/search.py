@@ -8,9 +8,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from diagnose.blocks import in_threads, nonzero_2d
 from diagnose.checks import is_int
 from diagnose.data import DataError
-from diagnose.threads import in_threads
 
 #: Scores held in memory at once by the blocked searches (float32: 4M x 4 B = 16 MiB, plus masks of that size).
 BLOCK_ELEMENTS = 1 << 22
@@ -137,8 +137,7 @@ def _merge_above_kth(best_idx: np.ndarray, best_sc: np.ndarray, s: np.ndarray, d
     k-th best can enter it: at an equal score the running one wins, its index being lower than the block's. After
     the first blocks a row has a few such scores, so one comparison replaces partitioning the whole block."""
     kk = best_idx.shape[1]
-    hit = s > best_sc[:, -1:]
-    rows, cols = np.nonzero(hit)
+    rows, cols = nonzero_2d(s > best_sc[:, -1:])
     if not len(rows):
         return True
     n_hit = np.bincount(rows, minlength=len(s))
@@ -283,7 +282,7 @@ class _RankScreen:
         sure = np.count_nonzero(s > hi, axis=1)
         self.above[pairs] += sure
         self.at_least[pairs] += sure
-        pi, cj = np.nonzero((s <= hi) & (s >= lo))
+        pi, cj = nonzero_2d((s <= hi) & (s >= lo))
         if len(pi):
             docs = np.asarray(db[cj], dtype=np.float64)
             exact = np.einsum("ij,ij->i", self.qp[pairs[pi]], docs).astype(np.float32)

@@ -9,13 +9,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from diagnose.blocks import in_threads, nonzero_2d
 from diagnose.cache import ArrayCache
 from diagnose.checks import is_int, one_of
 from diagnose.data import DataError, Run, ValidationReport
 from diagnose.defaults import BM25_ENGINE, BM25_ENGINES, DEPTH
 from diagnose.lexical.engines import Bm25sImpl, RankBm25Impl, index_key
 from diagnose.lexical.terms import tokenize, tokenize_ids
-from diagnose.threads import in_threads
 
 ENGINES = BM25_ENGINES
 BM25S_METHODS = ("lucene", "robertson", "atire")
@@ -249,7 +249,7 @@ def _topk_rows(
     """Top-k of each row of ``s`` with score > 0, ordered by score desc then ``tie`` asc; flat arrays."""
     # only positive scores can be returned, so the k-th largest is looked for among them (most of a large corpus
     # scores 0 for a query, and partitioning those rows whole cost ~30 ms per query at 1M documents)
-    rows, cols = np.nonzero(s > 0)
+    rows, cols = nonzero_2d(s > 0)
     vals = s[rows, cols]
     bounds = np.searchsorted(rows, np.arange(s.shape[0] + 1))
     keep_parts = []

@@ -1,4 +1,4 @@
-"""diagnose.threads and the searches that run their blocks in threads: the same results, in the same order, as
+"""diagnose.blocks and the searches that run their blocks in threads: the same results, in the same order, as
 the serial loop (tested with random and with tied vectors; no timing is asserted)."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import threading
 import numpy as np
 import pytest
 
-from diagnose import embed, threads
+from diagnose import blocks, embed
 from diagnose.embed import dense_rank_range, dense_search
 
 
@@ -19,15 +19,15 @@ def test_in_threads_keeps_the_order_of_the_items():
         names.add(threading.current_thread().name)
         return x * x
 
-    assert threads.in_threads(square, range(7), workers=3) == [0, 1, 4, 9, 16, 25, 36]
+    assert blocks.in_threads(square, range(7), workers=3) == [0, 1, 4, 9, 16, 25, 36]
     assert all(n.startswith("diagnose") for n in names)  # ran in the pool, not in the caller
 
 
 def test_in_threads_with_one_worker_or_item_runs_in_the_caller():
     me = threading.current_thread().name
-    assert threads.in_threads(lambda x: threading.current_thread().name, [1, 2], workers=1) == [me, me]
-    assert threads.in_threads(lambda x: threading.current_thread().name, [1], workers=4) == [me]
-    assert threads.in_threads(lambda x: x, [], workers=4) == []
+    assert blocks.in_threads(lambda x: threading.current_thread().name, [1, 2], workers=1) == [me, me]
+    assert blocks.in_threads(lambda x: threading.current_thread().name, [1], workers=4) == [me]
+    assert blocks.in_threads(lambda x: x, [], workers=4) == []
 
 
 def test_in_threads_raises_the_first_error_after_every_call_ended():
@@ -39,12 +39,12 @@ def test_in_threads_raises_the_first_error_after_every_call_ended():
         done.append(x)
 
     with pytest.raises(ValueError, match="item 1"):
-        threads.in_threads(f, range(5), workers=2)
+        blocks.in_threads(f, range(5), workers=2)
     assert sorted(done) == [0, 2, 4]
 
 
 def test_available_cpus_is_at_least_one():
-    assert threads.available_cpus() >= 1
+    assert blocks.available_cpus() >= 1
 
 
 def _unit(rng, n, dim, levels=None):
@@ -67,7 +67,7 @@ def test_dense_search_ranked_in_threads_equals_the_serial_loop(monkeypatch, leve
     dr[:2] = (3, 100)
     runs = {}
     for cpus in (1, 2, 3):
-        monkeypatch.setattr(threads, "available_cpus", lambda cpus=cpus: cpus)
+        monkeypatch.setattr(blocks, "available_cpus", lambda cpus=cpus: cpus)
         runs[cpus] = embed.search.dense_search_ranked(q, d, 7, qr, dr, block_size=block_size)
     for cpus in (2, 3):
         for got, want in zip(runs[cpus][:2] + runs[cpus][2], runs[1][:2] + runs[1][2], strict=True):
@@ -119,7 +119,7 @@ def test_bm25_run_ranked_in_threads_equals_the_serial_loop(monkeypatch):
     pairs = [("q0", "d2"), ("q1", "d1"), ("q4", "d0"), ("q6", "d4"), ("q6", "d5"), ("q3", "d5")]
     got = {}
     for cpus in (1, 3):
-        monkeypatch.setattr(threads, "available_cpus", lambda cpus=cpus: cpus)
+        monkeypatch.setattr(blocks, "available_cpus", lambda cpus=cpus: cpus)
         got[cpus] = index.to_run_ranked(qids, queries, pairs, depth=3)
     (run1, ranks1), (run3, ranks3) = got[1], got[3]
     assert run1.df.equals(run3.df) and ranks1 == ranks3
@@ -127,3 +127,13 @@ def test_bm25_run_ranked_in_threads_equals_the_serial_loop(monkeypatch):
     assert ranks1[("q4", "d0")][:2] == (None, None) and ranks1[("q6", "d5")][:2] == (None, None)
     assert ranks1[("q3", "d5")][:2] == (1, 1)
     assert set(run1.df["query_id"]) == {"q0", "q1", "q2", "q3", "q5", "q6"}
+
+
+@pytest.mark.parametrize("shape", [(0, 3), (3, 0), (1, 1), (4, 7)])
+def test_nonzero_2d_is_numpys_nonzero(shape):
+    mask = np.random.default_rng(1).random(shape) < 0.3
+    if mask.size:
+        mask[-1, -1] = True  # the last cell: the divmod of the largest flat position
+    rows, cols = blocks.nonzero_2d(mask)
+    want_rows, want_cols = np.nonzero(mask)
+    assert rows.tolist() == want_rows.tolist() and cols.tolist() == want_cols.tolist()

