@@ -137,3 +137,39 @@ def test_nonzero_2d_is_numpys_nonzero(shape):
     rows, cols = blocks.nonzero_2d(mask)
     want_rows, want_cols = np.nonzero(mask)
     assert rows.tolist() == want_rows.tolist() and cols.tolist() == want_cols.tolist()
+
+
+def test_label_noise_reads_the_same_text_rows_found_beside_the_bm25_build(tmp_path, monkeypatch):
+    import json
+    import shutil
+    from pathlib import Path
+
+    import diagnose
+    from diagnose.analysis import evidence
+    from diagnose.embed import KeywordEncoder
+    from diagnose.failures.golden import find_label_noise
+
+    demo = tmp_path / "demo"  # the demo with a copy of its first document under another id: same text
+    shutil.copytree(Path(__file__).resolve().parents[1] / "demo_corpus", demo)
+    with (demo / "corpus.jsonl").open("r+", encoding="utf-8") as f:
+        first = json.loads(f.readline())
+        f.seek(0, 2)
+        f.write(json.dumps(first | {"_id": "zz-copy"}) + "\n")
+    threads_used = []
+    real = evidence.same_text_rows
+    monkeypatch.setattr(
+        evidence, "same_text_rows", lambda c: threads_used.append(threading.current_thread().name) or real(c)
+    )
+    a = diagnose.Analysis(
+        diagnose.load(demo), {"ann": str(demo / "runs" / "ann_minilm.trec")}, encoder=KeywordEncoder(),
+        cache_dir=tmp_path / "cache",
+    )  # fmt: skip
+    a.diagnosis("ann")  # infers the run's kind: builds the BM25 index, the same-text rows beside it
+    noise = a.label_noise("ann")
+    assert threads_used == ["diagnose-same-text"]  # once, in the background thread
+    want = find_label_noise(
+        a.dataset, a.runs["ann"], a.space, k=a.k, duplicate_cosine=a.thresholds.duplicate_cosine
+    )
+    assert noise.to_dict() == want.to_dict()
+    same = noise.duplicate_documents[noise.duplicate_documents["same_text"]]
+    assert same[["doc_id", "duplicate_of"]].values.tolist() == [["zz-copy", first["_id"]]]
