@@ -43,6 +43,15 @@ def test_in_threads_raises_the_first_error_after_every_call_ended():
     assert sorted(done) == [0, 2, 4]
 
 
+def test_blocks_in_threads_run_their_products_in_one_blas_thread():
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+
+    def blas_threads(_):
+        return [i["num_threads"] for i in threadpoolctl.threadpool_info() if i["user_api"] == "blas"]
+
+    assert blocks.in_threads(blas_threads, range(2), workers=2) == [[1] * len(blas_threads(0))] * 2
+
+
 def test_available_cpus_is_at_least_one():
     assert blocks.available_cpus() >= 1
 
