@@ -240,8 +240,8 @@ def test_to_run_ranked_gives_the_rank_range_from_the_same_scores(monkeypatch):
     texts = ["cat dog", "unicorn", "fish"]
     plain = idx.to_run(["q1", "q2", "q3"], texts, depth=2, name="lex")
     blocks = []
-    real = idx._score_block
-    monkeypatch.setattr(idx, "_score_block", lambda toks: blocks.append(len(toks)) or real(toks))
+    real = idx._score_block32
+    monkeypatch.setattr(idx, "_score_block32", lambda toks: blocks.append(len(toks)) or real(toks))
     pairs = [("q1", "c"), ("q1", "b"), ("q1", "z"), ("q3", "c"), ("q2", "b"), ("q9", "a"), ("q1", "nope")]
     run, ranks = idx.to_run_ranked(["q1", "q2", "q3"], texts, pairs, depth=2, name="lex")
     assert blocks == [3]  # the three queries scored once, in one block, for the run and the ranks
