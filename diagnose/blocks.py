@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Callable, Iterable
+import threading
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -41,17 +42,36 @@ def in_threads(fn: Callable[[T], R], items: Iterable[T], *, workers: int | None 
     return [f.result() for f in futures]
 
 
-def one_blas_thread() -> contextlib.AbstractContextManager:
+_blas_lock = threading.Lock()
+_blas_users = 0
+_blas_limit: Any = None
+
+
+@contextlib.contextmanager
+def one_blas_thread() -> Iterator[None]:
     """While blocks run in threads, each matrix product in one BLAS thread: two blocks whose products each
     started OpenBLAS' two threads made four threads on two cores, spinning (~20 % more CPU on the dense pass).
-    Through threadpoolctl where it is installed (scikit-learn's dependency); without it, nothing changes. A
+    Through threadpoolctl where it is installed (scikit-learn's dependency); without it, nothing changes. The limit
+    is process-wide, so it is counted: the first of concurrent callers sets it, the last one restores it. A
     product's values do not depend on its number of BLAS threads, which split its rows and columns, not the sums
     (each score is summed in the kernel's order); the 200k and 1M outputs were byte-identical."""
+    global _blas_users, _blas_limit
+    with _blas_lock:
+        if _blas_users == 0:
+            try:
+                from threadpoolctl import threadpool_limits
+            except ImportError:
+                threadpool_limits = None
+            _blas_limit = threadpool_limits(1, user_api="blas") if threadpool_limits else None
+        _blas_users += 1
     try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:
-        return contextlib.nullcontext()
-    return threadpool_limits(1, user_api="blas")
+        yield
+    finally:
+        with _blas_lock:
+            _blas_users -= 1
+            if _blas_users == 0 and _blas_limit is not None:
+                _blas_limit.restore_original_limits()
+                _blas_limit = None
 
 
 def nonzero_2d(mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -52,6 +52,22 @@ def test_blocks_in_threads_run_their_products_in_one_blas_thread():
     assert blocks.in_threads(blas_threads, range(2), workers=2) == [[1] * len(blas_threads(0))] * 2
 
 
+def test_one_blas_thread_is_restored_by_the_last_of_overlapping_users():
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+
+    def blas():
+        return [i["num_threads"] for i in threadpoolctl.threadpool_info() if i["user_api"] == "blas"]
+
+    before = blas()
+    a, b = blocks.one_blas_thread(), blocks.one_blas_thread()
+    a.__enter__()
+    b.__enter__()  # entered while a holds the limit: it must not take 1 as the limit to restore
+    a.__exit__(None, None, None)
+    assert blas() == [1] * len(before)  # b still runs
+    b.__exit__(None, None, None)
+    assert blas() == before
+
+
 def test_available_cpus_is_at_least_one():
     assert blocks.available_cpus() >= 1
 
