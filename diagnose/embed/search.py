@@ -91,10 +91,14 @@ def dense_search_ranked(
     block_size = max(1, int(block_size))
     q_block = max(1, BLOCK_ELEMENTS // min(block_size, nd))
 
+    # the screen's document norms once per block, not once per block of queries
+    starts = range(0, nd, block_size) if len(screen.qr) else range(0)
+    norms = in_threads(lambda ds: _RankScreen.norm_max(d[ds : ds + block_size]), starts)
+
     def search(qs: int) -> None:
         qb = q[qs : qs + q_block]
         out_idx[qs : qs + len(qb)], out_sc[qs : qs + len(qb)] = _search_query_block(
-            qb, d, kk, block_size, screen, screen.pairs_in(qs, qs + len(qb)), qs
+            qb, d, kk, block_size, screen, screen.pairs_in(qs, qs + len(qb)), qs, norms
         )
 
     in_threads(search, range(0, nq, q_block))
@@ -102,18 +106,25 @@ def dense_search_ranked(
 
 
 def _search_query_block(
-    qb: np.ndarray, d: np.ndarray, kk: int, block_size: int, screen: _RankScreen, pairs: np.ndarray, qs: int
+    qb: np.ndarray,
+    d: np.ndarray,
+    kk: int,
+    block_size: int,
+    screen: _RankScreen,
+    pairs: np.ndarray,
+    qs: int,
+    norms: list[float],
 ) -> tuple[np.ndarray, np.ndarray]:
     """The top ``kk`` (indices, scores) of the queries ``qb`` (rows ``qs...`` of the query matrix) over every
     document of ``d``, scanned ``block_size`` rows at a time, and the screen's counts of ``pairs`` (the pairs of
-    these queries). Touches only these queries' rows of the screen's counts, so that query blocks can run in
-    threads."""
+    these queries; ``norms``: each document block's :meth:`_RankScreen.norm_max`). Touches only these queries' rows
+    of the screen's counts, so that query blocks can run in threads."""
     best_idx = np.zeros((len(qb), 0), dtype=np.int64)
     best_sc = np.zeros((len(qb), 0), dtype=np.float32)
     for ds in range(0, len(d), block_size):
         s = qb @ d[ds : ds + block_size].T
         if len(pairs):
-            screen.count(pairs, s[screen.qr[pairs] - qs], d[ds : ds + block_size])
+            screen.count(pairs, s[screen.qr[pairs] - qs], d[ds : ds + block_size], norms[ds // block_size])
         if best_idx.shape[1] == kk and _merge_above_kth(best_idx, best_sc, s, ds):
             continue
         cand = _top_k_block(s, min(kk, s.shape[1]))
@@ -272,10 +283,15 @@ class _RankScreen:
         qs = self.qr[self._by_query]
         return self._by_query[np.searchsorted(qs, start) : np.searchsorted(qs, stop)]
 
-    def count(self, pairs: np.ndarray, s: np.ndarray, db: np.ndarray) -> None:
-        """Count one document block ``db``: ``s[i]`` = the float32 scores of pair ``pairs[i]``'s query against it."""
-        d_max = float(np.sqrt(np.einsum("ij,ij->i", db, db, dtype=np.float64).max()))
-        margin = self.q_margin[pairs] * d_max
+    @staticmethod
+    def norm_max(db: np.ndarray) -> float:
+        """The largest norm of the documents ``db`` (float64 sums), which the margin of :meth:`count` scales by."""
+        return float(np.sqrt(np.einsum("ij,ij->i", db, db, dtype=np.float64).max()))
+
+    def count(self, pairs: np.ndarray, s: np.ndarray, db: np.ndarray, d_max: float | None = None) -> None:
+        """Count one document block ``db``: ``s[i]`` = the float32 scores of pair ``pairs[i]``'s query against it;
+        ``d_max``: :meth:`norm_max` of ``db`` when already known."""
+        margin = self.q_margin[pairs] * (self.norm_max(db) if d_max is None else d_max)
         # float32 bounds rounded outwards (comparing float32 with float32 is ~3x faster than with float64)
         hi = np.nextafter((self.up[pairs] + margin).astype(np.float32), np.float32(np.inf))[:, None]
         lo = np.nextafter((self.down[pairs] - margin).astype(np.float32), np.float32(-np.inf))[:, None]
