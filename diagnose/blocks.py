@@ -9,6 +9,8 @@ and their order, are those of the serial loop whatever the number of threads."""
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import functools
 import os
 import threading
 from collections.abc import Callable, Iterable, Iterator
@@ -39,7 +41,26 @@ def in_threads(fn: Callable[[T], R], items: Iterable[T], *, workers: int | None 
         return [fn(x) for x in todo]
     with one_blas_thread(), ThreadPoolExecutor(max_workers=n, thread_name_prefix="diagnose") as pool:
         futures = [pool.submit(fn, x) for x in todo]
+    release_freed_memory()
     return [f.result() for f in futures]
+
+
+@functools.cache
+def _libc() -> Any:
+    try:
+        return ctypes.CDLL("libc.so.6")
+    except OSError:  # not glibc (macOS, Windows, musl)
+        return None
+
+
+def release_freed_memory() -> None:
+    """Hand the memory that worker threads freed back to the OS (glibc's ``malloc_trim``): glibc gives each thread
+    its own heap and keeps the freed pages of each, which at 1M documents held ~150 MB more at the process' peak
+    (the label-noise step, after the threaded dense pass) than the serial code. Nothing where the C library is not
+    glibc."""
+    libc = _libc()
+    if libc is not None and hasattr(libc, "malloc_trim"):
+        libc.malloc_trim(0)
 
 
 _blas_lock = threading.Lock()
