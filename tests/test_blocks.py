@@ -198,3 +198,6 @@ def test_label_noise_reads_the_same_text_rows_found_beside_the_bm25_build(tmp_pa
     assert noise.to_dict() == want.to_dict()
     same = noise.duplicate_documents[noise.duplicate_documents["same_text"]]
     assert same[["doc_id", "duplicate_of"]].values.tolist() == [["zz-copy", first["_id"]]]
+    # a corpus too large for the near-duplicate search reads only the duplicates' ids: the same rows
+    large = find_label_noise(a.dataset, a.runs["ann"], a.space, k=a.k, max_docs_for_near_duplicates=10)
+    assert large.duplicate_documents.values.tolist() == same.values.tolist()

@@ -159,13 +159,21 @@ def _duplicate_documents(
     """Corpus documents with the same normalised text (``same_text``: :func:`same_text_rows`), then near-duplicates
     by exact search (small corpora), and how the near-duplicates were searched."""
 
-    ids = list(ds.corpus.ids)
+    n_docs = len(ds.corpus)
+    near = 1 < n_docs <= max_docs_for_near_duplicates
+    # a large corpus' ids only at the duplicates' rows: its whole list is 1M Python strings at the process' peak
+    rows = sorted({r for pair in same_text for r in pair})
+    ids = (
+        list(ds.corpus.ids)
+        if near
+        else dict(zip(rows, ds.corpus.df["doc_id"].iloc[rows].tolist(), strict=True))
+    )
     dup_rows = [
         {"doc_id": ids[row], "duplicate_of": ids[first], "cosine": 1.0, "same_text": True}
         for row, first in same_text
     ]
     exact_pairs = {(r["doc_id"], r["duplicate_of"]) for r in dup_rows}
-    if len(ids) <= max_docs_for_near_duplicates and len(ids) > 1:
+    if near:
         idx, sc = dense_search(space.doc_vecs, space.doc_vecs, 2)
         how = "exact"
         for i in range(len(ids)):
