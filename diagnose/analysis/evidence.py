@@ -6,7 +6,6 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -43,7 +42,7 @@ from diagnose.chunking import (
 from diagnose.chunks import document_texts
 from diagnose.chunks.split import merged_run, neighbour_windows, split_window_cosines
 from diagnose.compare import rerank_cross_encoder, rerank_report
-from diagnose.data import Run, ValidationReport
+from diagnose.data import Run
 from diagnose.extras import needs
 from diagnose.failures import (
     CLASSES,
@@ -118,28 +117,23 @@ class Evidence(Scores):
         # the BM25 index before the vectors: its build's transient arrays (~1 GB at 1M documents) are freed before
         # the document vectors (1.5 GB at 1M x 384) are loaded, instead of stacking on them
         self._same_text_rows_in_background()
-        bm25_index, ds, golden = self.bm25, self.dataset, self.golden
+        bm25_index = self.bm25
+        ds, sp = self.dataset, self.space
         corpus_row = ds.corpus.index_of()
         pairs = [(q, d) for q, d, _ in failed_pairs(ds, self.runs[name], k, mode)[0] if d in corpus_row]
         dense = bm25 = None
-        # the BM25 baseline (numpy blocks in threads) runs while the vectors are read (one core); its warnings go
-        # to the data's report after the vectors', and its error is raised first, as when it ran after them
-        report = ValidationReport()
-        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="diagnose-bm25") as pool:
-            job = None
-            if not self._has(("baseline", "bm25")):
-                self._reporter.step(f"Computing the BM25 baseline (depth {self.depth})")
-                job = pool.submit(
-                    bl.bm25_run_ranked, ds.corpus, ds.queries, golden, pairs, depth=self.depth,
-                    index=bm25_index, report=report,
-                )  # fmt: skip
-            try:
-                sp = self.space
-            finally:
-                if job is not None:
-                    run, bm25 = job.result()
-                    ds.report.extend(report)
-                    self._cached(("baseline", "bm25"), lambda: run)
+        if not self._has(("baseline", "bm25")):
+            self._reporter.step(f"Computing the BM25 baseline (depth {self.depth})")
+            run, bm25 = bl.bm25_run_ranked(
+                ds.corpus,
+                ds.queries,
+                self.golden,
+                pairs,
+                depth=self.depth,
+                index=bm25_index,
+                report=ds.report,
+            )
+            self._cached(("baseline", "bm25"), lambda: run)
         if not self._has(("baseline", "dense")) and sp.doc_vecs.dtype == sp.query_vecs.dtype == np.float32:
             ok = [(q, d) for q, d in pairs if q in sp.query_row and d in sp.doc_row]
             qr = np.array([sp.query_row[q] for q, _ in ok], dtype=np.int64)
