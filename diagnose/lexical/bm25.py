@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from diagnose.blocks import in_threads, nonzero_2d
+from diagnose.blocks import available_cpus, in_threads, nonzero_2d
 from diagnose.cache import ArrayCache
 from diagnose.checks import is_int, one_of
 from diagnose.data import DataError, Run, ValidationReport
@@ -158,7 +158,9 @@ class BM25Index:
         n = len(self)
         k = min(int(k), n)
         tokens = tokenize(list(query_texts))
-        block = max(1, _BLOCK_CELLS // n)
+        block = max(
+            1, _BLOCK_CELLS // n // available_cpus()
+        )  # the blocks in flight hold _BLOCK_CELLS together
         known = np.zeros((len(query_rows), 3))
 
         def search(start: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
