@@ -80,6 +80,23 @@ def test_tokenize_ids_is_tokenize_as_arrays():
     assert tokenize(["a_b C-3po x\x7fy"]) == [[_stem(w) for w in ["b", "c", "3po", "x", "y"]]]
 
 
+def test_tokenize_ids_byte_table_splits_every_ascii_character_as_tokenize():
+    from itertools import chain
+
+    from diagnose.lexical.terms import tokenize_ids
+
+    # every ASCII character between words, runs of separators, and non-ASCII letters next to them
+    every = "".join(chr(c) for c in range(128))
+    texts = [f"Ab{every}cD", f"x{every}{every}y", "naïve\x00Über--CAFÉ", "a1_b2", "Zz" + every[::-1]]
+    tokens = tokenize(texts)
+    vocab, ids, lengths = tokenize_ids(texts)
+    assert [vocab[i] for i in ids] == list(chain.from_iterable(tokens))
+    assert lengths.tolist() == [len(t) for t in tokens]
+    # no text with a single byte: nothing to split
+    vocab, ids, lengths = tokenize_ids(["", None])
+    assert (vocab, ids.tolist(), lengths.tolist()) == ([], [], [0, 0])
+
+
 def test_tokenize_refuses_a_single_string():
     with pytest.raises(DataError, match=r"tokenize\(\[text\]\)"):
         tokenize("a query")
@@ -223,8 +240,8 @@ def test_to_run_ranked_gives_the_rank_range_from_the_same_scores(monkeypatch):
     texts = ["cat dog", "unicorn", "fish"]
     plain = idx.to_run(["q1", "q2", "q3"], texts, depth=2, name="lex")
     blocks = []
-    real = idx._score_block
-    monkeypatch.setattr(idx, "_score_block", lambda toks: blocks.append(len(toks)) or real(toks))
+    real = idx._score_block32
+    monkeypatch.setattr(idx, "_score_block32", lambda toks: blocks.append(len(toks)) or real(toks))
     pairs = [("q1", "c"), ("q1", "b"), ("q1", "z"), ("q3", "c"), ("q2", "b"), ("q9", "a"), ("q1", "nope")]
     run, ranks = idx.to_run_ranked(["q1", "q2", "q3"], texts, pairs, depth=2, name="lex")
     assert blocks == [3]  # the three queries scored once, in one block, for the run and the ranks

@@ -3,6 +3,8 @@ noise, hubs, risk), each remedy measured on the data, one query inspected, and w
 
 from __future__ import annotations
 
+import contextlib
+import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -53,6 +55,7 @@ from diagnose.failures import (
     sort_worst,
 )
 from diagnose.failures.evidence import KnownRanks
+from diagnose.failures.golden import same_text_rows
 from diagnose.failures.kind import BASELINE_KINDS, RunKind, infer_run_kind
 from diagnose.failures.passages import maxsim_run
 from diagnose.inspection import inspect_query
@@ -114,6 +117,7 @@ class Evidence(Scores):
             return None
         # the BM25 index before the vectors: its build's transient arrays (~1 GB at 1M documents) are freed before
         # the document vectors (1.5 GB at 1M x 384) are loaded, instead of stacking on them
+        self._same_text_rows_in_background()
         bm25_index = self.bm25
         ds, sp = self.dataset, self.space
         corpus_row = ds.corpus.index_of()
@@ -196,9 +200,28 @@ class Evidence(Scores):
                 self.space,
                 k=k,
                 duplicate_cosine=self.thresholds.duplicate_cosine,
+                same_text=self._same_text_rows(),
             )
 
         return self._cached(("label_noise", name, k), build)
+
+    def _same_text_rows(self) -> list[tuple[int, int]]:
+        """The corpus' documents with the same normalised text (:func:`~diagnose.failures.same_text_rows`), once."""
+        return self._cached(("same_text_rows",), lambda: same_text_rows(self.dataset.corpus))
+
+    def _same_text_rows_in_background(self) -> None:
+        """Start :meth:`_same_text_rows` in a daemon thread: normalising every text is Python holding the GIL (~10 s
+        at 1M documents), the BM25 index build that follows is mostly numpy and Arrow on one core, so the two share
+        the two cores; the label-noise finder then reads the result (waiting for it if need be). An error is left
+        to that finder, which builds the rows again and raises it."""
+        if self._has(("same_text_rows",)) or self.dataset.corpus is None:
+            return
+
+        def build() -> None:
+            with contextlib.suppress(Exception):  # raised again where the rows are read
+                self._same_text_rows()
+
+        threading.Thread(target=build, name="diagnose-same-text", daemon=True).start()
 
     def hubness(self, run: str | None = None, *, k: int | None = None) -> Hubness:
         """Documents in the top k of unusually many queries (k-occurrence skewness)."""

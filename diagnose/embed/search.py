@@ -8,6 +8,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from diagnose.blocks import in_threads, nonzero_2d
 from diagnose.checks import is_int
 from diagnose.data import DataError
 
@@ -89,24 +90,83 @@ def dense_search_ranked(
         return out_idx, out_sc, screen.ranks()
     block_size = max(1, int(block_size))
     q_block = max(1, BLOCK_ELEMENTS // min(block_size, nd))
-    for qs in range(0, nq, q_block):
+
+    # the screen's document norms once per block, not once per block of queries
+    starts = range(0, nd, block_size) if len(screen.qr) else range(0)
+    norms = in_threads(lambda ds: _RankScreen.norm_max(d[ds : ds + block_size]), starts)
+
+    def search(qs: int) -> None:
         qb = q[qs : qs + q_block]
-        pairs = screen.pairs_in(qs, qs + len(qb))
-        best_idx = np.zeros((len(qb), 0), dtype=np.int64)
-        best_sc = np.zeros((len(qb), 0), dtype=np.float32)
-        for ds in range(0, nd, block_size):
-            s = qb @ d[ds : ds + block_size].T
-            if len(pairs):
-                screen.count(pairs, s[screen.qr[pairs] - qs], d[ds : ds + block_size])
-            cand = _top_k_block(s, min(kk, s.shape[1]))
-            idx = np.concatenate([best_idx, cand + ds], axis=1)
-            sc = np.concatenate([best_sc, np.take_along_axis(s, cand, axis=1)], axis=1)
-            order = np.lexsort((idx, -sc), axis=1)[:, :kk]
-            best_idx = np.take_along_axis(idx, order, axis=1)
-            best_sc = np.take_along_axis(sc, order, axis=1)
-        out_idx[qs : qs + len(qb)] = best_idx
-        out_sc[qs : qs + len(qb)] = best_sc
+        out_idx[qs : qs + len(qb)], out_sc[qs : qs + len(qb)] = _search_query_block(
+            qb, d, kk, block_size, screen, screen.pairs_in(qs, qs + len(qb)), qs, norms
+        )
+
+    in_threads(search, range(0, nq, q_block))
     return out_idx, out_sc, screen.ranks()
+
+
+def _search_query_block(
+    qb: np.ndarray,
+    d: np.ndarray,
+    kk: int,
+    block_size: int,
+    screen: _RankScreen,
+    pairs: np.ndarray,
+    qs: int,
+    norms: list[float],
+) -> tuple[np.ndarray, np.ndarray]:
+    """The top ``kk`` (indices, scores) of the queries ``qb`` (rows ``qs...`` of the query matrix) over every
+    document of ``d``, scanned ``block_size`` rows at a time, and the screen's counts of ``pairs`` (the pairs of
+    these queries; ``norms``: each document block's :meth:`_RankScreen.norm_max`). Touches only these queries' rows
+    of the screen's counts, so that query blocks can run in threads."""
+    best_idx = np.zeros((len(qb), 0), dtype=np.int64)
+    best_sc = np.zeros((len(qb), 0), dtype=np.float32)
+    p_block = max(1, BLOCK_ELEMENTS // 2 // block_size)
+    for ds in range(0, len(d), block_size):
+        s = qb @ d[ds : ds + block_size].T
+        # the pairs' rows of scores a few hundred at a time: a gathered copy of ~650 rows was 21 MB per thread
+        for ps in range(0, len(pairs), p_block):
+            some = pairs[ps : ps + p_block]
+            screen.count(some, s[screen.qr[some] - qs], d[ds : ds + block_size], norms[ds // block_size])
+        if best_idx.shape[1] == kk and _merge_above_kth(best_idx, best_sc, s, ds):
+            continue
+        cand = _top_k_block(s, min(kk, s.shape[1]))
+        best_idx, best_sc = _merge(best_idx, best_sc, cand + ds, np.take_along_axis(s, cand, axis=1), kk)
+    return best_idx, best_sc
+
+
+def _merge(
+    best_idx: np.ndarray, best_sc: np.ndarray, idx: np.ndarray, sc: np.ndarray, kk: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per row, the first ``kk`` of the running top-k and the candidates, by score descending then index."""
+    idx = np.concatenate([best_idx, idx], axis=1)
+    sc = np.concatenate([best_sc, sc], axis=1)
+    order = np.lexsort((idx, -sc), axis=1)[:, :kk]
+    return np.take_along_axis(idx, order, axis=1), np.take_along_axis(sc, order, axis=1)
+
+
+def _merge_above_kth(best_idx: np.ndarray, best_sc: np.ndarray, s: np.ndarray, ds: int) -> bool:
+    """Merge the block's scores ``s`` (documents ``ds...``) into a FULL running top-k in place, or return False
+    when some row has more than k candidates (the caller then partitions the block). Only a score above a row's
+    k-th best can enter it: at an equal score the running one wins, its index being lower than the block's. After
+    the first blocks a row has a few such scores, so one comparison replaces partitioning the whole block."""
+    kk = best_idx.shape[1]
+    rows, cols = nonzero_2d(s > best_sc[:, -1:])
+    if not len(rows):
+        return True
+    n_hit = np.bincount(rows, minlength=len(s))
+    width = int(n_hit.max())
+    if width > kk:
+        return False
+    sub = np.flatnonzero(n_hit)  # the rows that change
+    at = np.searchsorted(sub, rows)
+    pos = np.arange(len(rows)) - np.searchsorted(rows, rows)  # rank of each hit within its row
+    c_idx = np.full((len(sub), width), np.iinfo(np.int64).max, dtype=np.int64)
+    c_sc = np.full((len(sub), width), -np.inf, dtype=best_sc.dtype)  # the padding sorts after every score
+    c_idx[at, pos] = cols + ds
+    c_sc[at, pos] = s[rows, cols]
+    best_idx[sub], best_sc[sub] = _merge(best_idx[sub], best_sc[sub], c_idx, c_sc, kk)
+    return True
 
 
 def dense_rank_of(
@@ -226,17 +286,22 @@ class _RankScreen:
         qs = self.qr[self._by_query]
         return self._by_query[np.searchsorted(qs, start) : np.searchsorted(qs, stop)]
 
-    def count(self, pairs: np.ndarray, s: np.ndarray, db: np.ndarray) -> None:
-        """Count one document block ``db``: ``s[i]`` = the float32 scores of pair ``pairs[i]``'s query against it."""
-        d_max = float(np.sqrt(np.einsum("ij,ij->i", db, db, dtype=np.float64).max()))
-        margin = self.q_margin[pairs] * d_max
+    @staticmethod
+    def norm_max(db: np.ndarray) -> float:
+        """The largest norm of the documents ``db`` (float64 sums), which the margin of :meth:`count` scales by."""
+        return float(np.sqrt(np.einsum("ij,ij->i", db, db, dtype=np.float64).max()))
+
+    def count(self, pairs: np.ndarray, s: np.ndarray, db: np.ndarray, d_max: float | None = None) -> None:
+        """Count one document block ``db``: ``s[i]`` = the float32 scores of pair ``pairs[i]``'s query against it;
+        ``d_max``: :meth:`norm_max` of ``db`` when already known."""
+        margin = self.q_margin[pairs] * (self.norm_max(db) if d_max is None else d_max)
         # float32 bounds rounded outwards (comparing float32 with float32 is ~3x faster than with float64)
         hi = np.nextafter((self.up[pairs] + margin).astype(np.float32), np.float32(np.inf))[:, None]
         lo = np.nextafter((self.down[pairs] - margin).astype(np.float32), np.float32(-np.inf))[:, None]
         sure = np.count_nonzero(s > hi, axis=1)
         self.above[pairs] += sure
         self.at_least[pairs] += sure
-        pi, cj = np.nonzero((s <= hi) & (s >= lo))
+        pi, cj = nonzero_2d((s <= hi) & (s >= lo))
         if len(pi):
             docs = np.asarray(db[cj], dtype=np.float64)
             exact = np.einsum("ij,ij->i", self.qp[pairs[pi]], docs).astype(np.float32)

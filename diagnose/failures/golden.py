@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import re
 import unicodedata
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -71,15 +72,19 @@ def find_label_noise(
     k: int = defaults.K,
     duplicate_cosine: float = defaults.DUPLICATE_COSINE,
     max_docs_for_near_duplicates: int = 50_000,
+    same_text: Sequence[tuple[int, int]] | None = None,
 ) -> LabelNoise:
     """Unjudged near-duplicates of judged relevant documents in the top k, duplicate documents in the corpus (exact
     normalised text always; near-duplicates by exact nearest-neighbour search when the corpus has at most
-    ``max_docs_for_near_duplicates`` documents), and identical queries with conflicting judgements."""
+    ``max_docs_for_near_duplicates`` documents), and identical queries with conflicting judgements.
+    ``same_text``: :func:`same_text_rows` of ``ds.corpus`` when already computed."""
     if ds.corpus is None or ds.queries is None:
         raise DataError("The label-noise finder needs the corpus and the queries.")
     qrels = ds.qrels.as_dict()
     unjudged = _unjudged_duplicates(qrels, run, space, k, duplicate_cosine)
-    dups, how = _duplicate_documents(ds, space, duplicate_cosine, max_docs_for_near_duplicates)
+    if same_text is None:
+        same_text = same_text_rows(ds.corpus)
+    dups, how = _duplicate_documents(ds, space, duplicate_cosine, max_docs_for_near_duplicates, same_text)
     conf = _conflicting_queries(ds, qrels)
     return LabelNoise(unjudged, dups, conf, how)
 
@@ -145,18 +150,30 @@ def same_text_rows(corpus: Corpus) -> list[tuple[int, int]]:
 
 
 def _duplicate_documents(
-    ds: Dataset, space: VectorSpace, duplicate_cosine: float, max_docs_for_near_duplicates: int
+    ds: Dataset,
+    space: VectorSpace,
+    duplicate_cosine: float,
+    max_docs_for_near_duplicates: int,
+    same_text: Sequence[tuple[int, int]],
 ) -> tuple[pd.DataFrame, str]:
-    """Corpus documents with the same normalised text, then near-duplicates by exact search (small corpora), and
-    how the near-duplicates were searched."""
+    """Corpus documents with the same normalised text (``same_text``: :func:`same_text_rows`), then near-duplicates
+    by exact search (small corpora), and how the near-duplicates were searched."""
 
-    ids = list(ds.corpus.ids)
+    n_docs = len(ds.corpus)
+    near = 1 < n_docs <= max_docs_for_near_duplicates
+    # a large corpus' ids only at the duplicates' rows: its whole list is 1M Python strings at the process' peak
+    rows = sorted({r for pair in same_text for r in pair})
+    ids = (
+        list(ds.corpus.ids)
+        if near
+        else dict(zip(rows, ds.corpus.df["doc_id"].iloc[rows].tolist(), strict=True))
+    )
     dup_rows = [
         {"doc_id": ids[row], "duplicate_of": ids[first], "cosine": 1.0, "same_text": True}
-        for row, first in same_text_rows(ds.corpus)
+        for row, first in same_text
     ]
     exact_pairs = {(r["doc_id"], r["duplicate_of"]) for r in dup_rows}
-    if len(ids) <= max_docs_for_near_duplicates and len(ids) > 1:
+    if near:
         idx, sc = dense_search(space.doc_vecs, space.doc_vecs, 2)
         how = "exact"
         for i in range(len(ids)):

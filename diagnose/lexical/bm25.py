@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from diagnose.blocks import available_cpus, in_threads, nonzero_2d
 from diagnose.cache import ArrayCache
 from diagnose.checks import is_int, one_of
 from diagnose.data import DataError, Run, ValidationReport
@@ -105,7 +106,12 @@ class BM25Index:
     # -- scoring -------------------------------------------------------------------------------------------------
 
     def _score_block(self, tokens: list[list[str]]) -> np.ndarray:
-        return self._impl.score_block(tokens).astype(np.float32).astype(np.float64)
+        return self._score_block32(tokens).astype(np.float64)
+
+    def _score_block32(self, tokens: list[list[str]]) -> np.ndarray:
+        """The scores as float32, the values :meth:`scores` gives (in float64, exactly): what the searches rank,
+        at half the memory traffic of float64 copies."""
+        return self._impl.score_block(tokens).astype(np.float32)
 
     def scores(self, query_text: str) -> np.ndarray:
         """BM25 score of every document for one query, in corpus order (float64 array of float32 values)."""
@@ -152,16 +158,21 @@ class BM25Index:
         n = len(self)
         k = min(int(k), n)
         tokens = tokenize(list(query_texts))
-        block = max(1, _BLOCK_CELLS // n)
-        parts = []
+        block = max(
+            1, _BLOCK_CELLS // n // available_cpus()
+        )  # the blocks in flight hold _BLOCK_CELLS together
         known = np.zeros((len(query_rows), 3))
-        for start in range(0, len(tokens), block):
-            s = self._score_block(tokens[start : start + block])
+
+        def search(start: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+            # a block of queries writes only its own pairs' rows of known: blocks run in threads
+            s = self._score_block32(tokens[start : start + block])
             q, d, sc, r = _topk_rows(s, k, self._tie)
-            parts.append((q + start, d, sc, r))
             for i in np.flatnonzero((query_rows >= start) & (query_rows < start + len(s))):
                 best, worst = bm25_rank_range(s[query_rows[i] - start], doc_rows[i])
                 known[i] = (best or -1, worst or -1, s[query_rows[i] - start, doc_rows[i]])
+            return q + start, d, sc.astype(np.float64), r
+
+        parts = in_threads(search, range(0, len(tokens), block))
         if not parts:
             empty = np.zeros(0, dtype=np.int64)
             return (empty, empty, np.zeros(0), empty), known
@@ -245,7 +256,7 @@ def _topk_rows(
     """Top-k of each row of ``s`` with score > 0, ordered by score desc then ``tie`` asc; flat arrays."""
     # only positive scores can be returned, so the k-th largest is looked for among them (most of a large corpus
     # scores 0 for a query, and partitioning those rows whole cost ~30 ms per query at 1M documents)
-    rows, cols = np.nonzero(s > 0)
+    rows, cols = nonzero_2d(s > 0)
     vals = s[rows, cols]
     bounds = np.searchsorted(rows, np.arange(s.shape[0] + 1))
     keep_parts = []

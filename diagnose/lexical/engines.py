@@ -44,7 +44,10 @@ def _bm25s_scores_vectorised(retriever: Any, flat: np.ndarray, lens: np.ndarray,
     if np.lib.NumpyVersion(np.__version__) < "2.0.0":
         return None
     n_docs = len(lens)
-    doc_idx, voc_idx, counts = _term_counts(flat, lens, n_vocab)
+    # bm25s' own CSC builder sorts the entries by (term, document); sorted that way from the start, they need no
+    # second sort (with scipy's builder, which may choose other index types, bm25s' order and builder are kept)
+    by_term = retriever.csc_backend != "scipy" and n_vocab * n_docs < 1 << 62
+    doc_idx, voc_idx, counts = (_term_counts_by_term if by_term else _term_counts)(flat, lens, n_vocab)
     df = np.bincount(voc_idx, minlength=n_vocab)
     doc_frequencies = dict(zip(range(n_vocab), df.tolist(), strict=True))
     avg_doc_len = lens.mean()  # bm25s: np.array([len(doc_ids) for doc_ids in corpus_token_ids]).mean()
@@ -65,7 +68,12 @@ def _bm25s_scores_vectorised(retriever: Any, flat: np.ndarray, lens: np.ndarray,
     )
     scores_flat = np.empty(len(tf_array), dtype=retriever.dtype)
     scores_flat[:] = idf_array[voc_idx] * tfc
-    data, indices, indptr = _csc(retriever, scores_flat, doc_idx, voc_idx, (n_docs, n_vocab))
+    if by_term:  # what _np_csc_python returns: the scores and documents in that order, the column pointers
+        data, indices = scores_flat.astype(retriever.dtype), doc_idx.astype(retriever.int_dtype)
+        indptr = np.zeros(n_vocab + 1, dtype=np.int64)
+        np.cumsum(df, out=indptr[1:])
+    else:
+        data, indices, indptr = _csc(retriever, scores_flat, doc_idx, voc_idx, (n_docs, n_vocab))
     return {"data": data, "indices": indices, "indptr": indptr, "num_docs": n_docs}
 
 
@@ -81,6 +89,24 @@ def _term_counts(
     order = np.argsort(first, kind="stable")
     keys, counts = keys[order], counts[order]
     doc_idx, voc_idx = np.divmod(keys, n_vocab)
+    return doc_idx, voc_idx, counts
+
+
+def _term_counts_by_term(
+    flat: np.ndarray, lens: np.ndarray, n_vocab: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`_term_counts`' entries in the order of the CSC matrix instead: by term, then document. One plain sort
+    of ``term * n_docs + document`` per token (numpy's SIMD sort of int64: ~0.5 s for 20M tokens, where the stable
+    argsorts of :func:`_term_counts` and of the CSC builder took ~6 s); every score is computed entry by entry, so
+    the order changes no value."""
+    n_docs = len(lens)
+    key = flat.astype(np.int64) * n_docs + np.repeat(np.arange(n_docs, dtype=np.int64), lens)
+    key.sort()
+    heads = (
+        np.flatnonzero(np.concatenate(([True], key[1:] != key[:-1]))) if len(key) else np.zeros(0, np.int64)
+    )
+    counts = np.diff(heads, append=len(key))
+    voc_idx, doc_idx = np.divmod(key[heads], n_docs)
     return doc_idx, voc_idx, counts
 
 
