@@ -391,6 +391,7 @@ def test_a_retriever_that_hangs_on_every_query_is_given_up_after_32_hung_calls(r
     remaining queries are not started (said, by id) instead of one more thread each."""
     report = ValidationReport()
     queries = {f"q{i:02d}": f"text {i}" for i in range(40)}
+    before = _retriever_threads()  # an earlier test's released calls may still be ending: they only go away
     with pytest.raises(DataError, match="raised or timed out on every one of the 40 queries"):
         run_retriever(lambda t: release.wait(), queries, concurrency=1, timeout=0.05, report=report)
     # one at a time: q00..q31 each time out (32 hung calls), then q32..q39 are not run
@@ -400,4 +401,10 @@ def test_a_retriever_that_hangs_on_every_query_is_given_up_after_32_hung_calls(r
     assert down.examples[0] == (
         "q32: RetrieverDown: not run: 32 calls of the retriever were hung past the timeout at once"
     )
-    assert threading.active_count() <= 1 + 32 + 3  # the main thread and the 32 hung calls: none for q32..q39
+    # the 32 hung calls hold a worker thread each, and no thread was started for q32..q39 (counted among the pool's
+    # own threads: the process' other threads depend on what ran before in it, e.g. under pytest-xdist)
+    assert 32 <= _retriever_threads() <= before + 32
+
+
+def _retriever_threads() -> int:
+    return sum(1 for t in threading.enumerate() if t.name == "diagnose-retriever" and t.is_alive())
