@@ -3,6 +3,8 @@ the passage max-sim remedy (diagnose/failures/passages.py), with a fake keyword 
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -273,3 +275,42 @@ def test_the_real_model_window_truncated_and_diluted(tmp_path):
     assert f.at["q2", "passage_cosine"] - f.at["q2", "cosine"] >= 0.15
     rem = a.remedies("mine")
     assert rem.row("truncated").recovered == 1 and rem.row("diluted").recovered == 1
+
+
+@pytest.mark.real_model
+def test_the_bundled_model_window_comes_from_its_files_without_loading_the_weights():
+    """The window of a model that is not loaded is read from its folder (the tokenizer alone): the same tokens,
+    special tokens and token spans as the loaded model's, and the weights stay unloaded."""
+    from diagnose.embed import load_encoder
+
+    lazy, loaded = load_encoder(None, precision="exact"), load_encoder(None, precision="exact")
+    loaded.model  # noqa: B018 - the weights, for the reference window
+    window = model_window(lazy)
+    assert window is not None and not lazy.loaded
+    reference = model_window(loaded)
+    assert (window.tokens, window.specials) == (reference.tokens, reference.specials) == (256, 2)
+    texts = ["Héllo wörld, 東京 is big. Ünïcödé — dashes…", "word " * 400, "Tabs\tand\n\nbreaks  here", ""]
+    assert window.spans(texts) == reference.spans(texts)
+    assert len(window.spans(texts)[1]) == 400  # every word piece, none cut at the window
+
+
+def test_a_model_folder_that_changes_its_tokenizer_is_loaded_for_the_window(tmp_path):
+    """``do_lower_case`` (or any setting the reader does not know) in sentence_bert_config.json: sentence-transformers
+    would change the tokenizer, so the folder reader declines (and model_window loads the model for its window)."""
+    from diagnose.embed.loading import default_model_path
+    from diagnose.embed.tokenizer import folder_tokenizer
+
+    source = default_model_path()
+    assert folder_tokenizer(source) is not None
+    for name, config in [
+        ("lower", {"max_seq_length": 128, "do_lower_case": True}),
+        ("args", {"max_seq_length": 128, "tokenizer_args": {}}),
+    ]:
+        folder = tmp_path / name
+        folder.mkdir()
+        for f in source.iterdir():
+            if f.name != "sentence_bert_config.json":
+                (folder / f.name).symlink_to(f)
+        (folder / "sentence_bert_config.json").write_text(json.dumps(config), encoding="utf-8")
+        assert folder_tokenizer(folder) is None, name
+    assert folder_tokenizer(tmp_path / "missing") is None

@@ -14,6 +14,7 @@ import numpy as np
 
 from diagnose.checks import is_int
 from diagnose.data import DataError
+from diagnose.embed.tokenizer import folder_tokenizer
 from diagnose.progress import Progress, reporter
 
 
@@ -140,6 +141,17 @@ class SentenceTransformerEncoder:
             assert self._loader is not None
             self._model = self._loader()
         return self._model
+
+    def tokenizer_and_length(self) -> tuple[Any, int | None]:
+        """The model's tokenizer and ``max_seq_length``. While the weights are not loaded, read from the model
+        folder's files when they allow it (:func:`diagnose.embed.tokenizer.folder_tokenizer`): a run whose vectors
+        all come from the cache then learns the model's window without loading the model."""
+        if self._model is None and self.source:
+            found = folder_tokenizer(self.source)
+            if found is not None:
+                return found
+        model = self.model
+        return getattr(model, "tokenizer", None), getattr(model, "max_seq_length", None)
 
     @property
     def dim(self) -> int:

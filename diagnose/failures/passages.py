@@ -88,9 +88,11 @@ def model_window(encoder: Any) -> ModelWindow | None:
     own = getattr(encoder, "window", None)
     if isinstance(own, ModelWindow):
         return own
-    model = getattr(encoder, "model", None) if hasattr(encoder, "source") else None
-    tokenizer = getattr(model, "tokenizer", None)
-    max_len = getattr(model, "max_seq_length", None)
+    if hasattr(encoder, "tokenizer_and_length"):  # a SentenceTransformerEncoder: no weights loaded for it
+        tokenizer, max_len = encoder.tokenizer_and_length()
+    else:
+        model = getattr(encoder, "model", None) if hasattr(encoder, "source") else None
+        tokenizer, max_len = getattr(model, "tokenizer", None), getattr(model, "max_seq_length", None)
     if tokenizer is None or not max_len:
         return None
 
