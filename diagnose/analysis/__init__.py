@@ -16,7 +16,8 @@ Errors name the parameter (``DataError.param``); the CLI and the app translate i
 
 Where things are (one class, built in layers, each a file): :mod:`.base` (parameters, the memo, progress),
 :mod:`.params` (the parameters checked at the door), :mod:`.pipeline` (golden queries, runs, baselines, vectors,
-BM25), :mod:`.scores` (metrics, comparisons, the CI gate, ties, bounds), :mod:`.evidence` (failures, remedies, risk,
+BM25), :mod:`.scores` (metrics, comparisons, the CI gate, ties, bounds), :mod:`.chunked` (context precision and recall,
+the chunking sweep, the split class' inputs), :mod:`.evidence` (failures, remedies, risk,
 inspection, model choice), :mod:`.pictures` (maps, similarity); :class:`Analysis` (here) adds the outputs:
 ``to_dict``, the summary and the notebook display.
 """

@@ -483,4 +483,4 @@ class Scores(Pipeline):
 
     def _report_context(self, rep: EvaluationReport) -> None:
         """The report's context precision and recall: none at this layer (they need the corpus texts, read by
-        :class:`~diagnose.analysis.evidence.Evidence`, which fills them in)."""
+        :class:`~diagnose.analysis.chunked.Chunked`, which fills them in)."""
