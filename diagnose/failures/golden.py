@@ -161,13 +161,11 @@ def _duplicate_documents(
 
     n_docs = len(ds.corpus)
     near = 1 < n_docs <= max_docs_for_near_duplicates
-    # a large corpus' ids only at the duplicates' rows: its whole list is 1M Python strings at the process' peak
-    rows = sorted({r for pair in same_text for r in pair})
-    ids = (
-        list(ds.corpus.ids)
-        if near
-        else dict(zip(rows, ds.corpus.df["doc_id"].iloc[rows].tolist(), strict=True))
-    )
+    if near:
+        ids: list[str] | dict[int, str] = list(ds.corpus.ids)
+    else:  # a large corpus' ids only at the duplicates' rows: its whole list is 1M Python strings at the peak
+        rows = sorted({r for pair in same_text for r in pair})
+        ids = dict(zip(rows, ds.corpus.df["doc_id"].iloc[rows].tolist(), strict=True))
     dup_rows = [
         {"doc_id": ids[row], "duplicate_of": ids[first], "cosine": 1.0, "same_text": True}
         for row, first in same_text

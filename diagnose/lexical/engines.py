@@ -69,7 +69,7 @@ def _bm25s_scores_vectorised(retriever: Any, flat: np.ndarray, lens: np.ndarray,
     scores_flat = np.empty(len(tf_array), dtype=retriever.dtype)
     scores_flat[:] = idf_array[voc_idx] * tfc
     if by_term:  # what _np_csc_python returns: the scores and documents in that order, the column pointers
-        data, indices = scores_flat.astype(retriever.dtype), doc_idx.astype(retriever.int_dtype)
+        data, indices = scores_flat, doc_idx.astype(retriever.int_dtype)  # the scores are in retriever.dtype
         indptr = np.zeros(n_vocab + 1, dtype=np.int64)
         np.cumsum(df, out=indptr[1:])
     else:

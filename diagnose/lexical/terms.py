@@ -99,8 +99,9 @@ def tokenize_ids(texts: Sequence[str]) -> tuple[list[str], np.ndarray, np.ndarra
     one document after the other, and ``lengths`` (int64) the number of stems of each document. The same as
     ``tokens = tokenize(texts)``, ``vocab = list(dict.fromkeys(chain(*tokens)))`` and the ids of ``chain(*tokens)``,
     without a Python object per token (a corpus of 1M documents has ~20M): a byte table lowercases the ASCII
-    letters and blanks the separators (:func:`_ascii_words_spaced`), Arrow splits the texts and codes the words (a text that is not ASCII is split by :func:`tokenize`'s regex first and joined
-    with spaces, which no word contains), then each distinct word is stemmed once."""
+    letters and blanks the separators (:func:`_ascii_words_spaced`), Arrow splits the texts and codes the words (a
+    text that is not ASCII is split by :func:`tokenize`'s regex first and joined with spaces, which no word
+    contains), then each distinct word is stemmed once."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -133,11 +134,11 @@ def tokenize_ids(texts: Sequence[str]) -> tuple[list[str], np.ndarray, np.ndarra
     return [stems[c] for c in by_first.tolist()], renumber[codes], lengths
 
 
-#: Byte by byte, where :func:`tokenize_ids` splits UTF-8 text and how it lowercases: an ASCII letter lowercased,
-#: any other ASCII byte that is not a digit a space (:data:`_ASCII_SEPARATORS`), bytes >= 128 (parts of non-ASCII
-#: characters, which no ASCII byte can be) unchanged.
+#: Byte by byte, where :func:`tokenize_ids` splits UTF-8 text and how it lowercases: each ASCII byte as
+#: :func:`_words` maps it (``lower()``, then :data:`_ASCII_SEPARATORS`), bytes >= 128 (parts of non-ASCII characters,
+#: which no ASCII byte can be) unchanged.
 _ASCII_WORD_BYTES = np.array(
-    [ord(chr(c).lower()) if chr(c).isalnum() else ord(" ") for c in range(128)] + list(range(128, 256)),
+    [ord(chr(c).lower().translate(_ASCII_SEPARATORS)) for c in range(128)] + list(range(128, 256)),
     dtype=np.uint8,
 )
 
