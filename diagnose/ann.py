@@ -39,11 +39,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from diagnose import defaults
 from diagnose.data import DataError, Qrels, Run
 from diagnose.extras import needs
+from diagnose.lazy import pandas as pd
 from diagnose.progress import Progress, reporter
 from diagnose.space import VectorSpace
 

@@ -11,14 +11,13 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
-
 from diagnose import checks, defaults
 from diagnose.data import DataError, Dataset, Qrels, Run
 from diagnose.io import load_dataset
 from diagnose.io.convert import as_qrels, as_run
 from diagnose.io.spans import spans_path_for, write_spans
 from diagnose.judging.merge import write_beir_qrels
+from diagnose.lazy import pandas as pd
 from diagnose.metrics import DEFAULT_KS, evaluate_many, expand_names
 from diagnose.vectordb.spec import is_spec
 

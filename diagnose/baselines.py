@@ -14,7 +14,6 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from diagnose import defaults
 from diagnose.checks import is_int
@@ -22,6 +21,7 @@ from diagnose.data import Corpus, DataError, Queries, Run, ValidationReport
 from diagnose.embed import dense_rank_range
 from diagnose.embed.search import dense_search_ranked
 from diagnose.fusion import rrf
+from diagnose.lazy import pandas as pd
 from diagnose.lexical import BM25Index
 
 if TYPE_CHECKING:

@@ -11,12 +11,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-import pandas as pd
-
 from diagnose import defaults
 from diagnose.data import DataError, Qrels, Queries, Run, fields_dict
 from diagnose.embed import hub_offline, hub_reachable
 from diagnose.fusion import rrf, weighted_fusion
+from diagnose.lazy import pandas as pd
 from diagnose.metrics import Evaluation, evaluate
 
 

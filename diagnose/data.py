@@ -1,6 +1,9 @@
 """The records every other module speaks: corpus, queries, qrels, runs, and the validation report.
 
-Tables are pandas DataFrames with fixed column names, so the heavy work stays vectorised:
+Tables are pandas DataFrames with fixed column names, so the heavy work stays vectorised. A run's and a golden
+set's table may also be held as an Arrow table with the same columns (what the fast readers of :mod:`diagnose.io`
+build): ``.df`` converts it on first read, and the metrics, the tie audit and the checks read the Arrow columns
+(:meth:`Run.arrow`), so ``diagnose evaluate`` never imports pandas (:mod:`diagnose.lazy`).
 
 - ``Corpus.df``:  ``doc_id`` (str, unique), ``title`` (str), ``text`` (str), plus any metadata columns.
 - ``Queries.df``: ``query_id`` (str, unique), ``text`` (str), plus any metadata columns.
@@ -15,12 +18,17 @@ file, the line or id, and the fix. Everything else is counted in a :class:`Valid
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import numpy as np
-import pandas as pd
+
+from diagnose.lazy import pandas as pd
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 Severity = Literal["error", "warning", "info"]
 
@@ -137,6 +145,173 @@ def document_text(title: str, text: str) -> str:
     title = title or ""
     text = text or ""
     return f"{title} {text}".strip() if title else text
+
+
+def is_arrow_table(value: Any) -> bool:
+    """Whether ``value`` is a ``pyarrow.Table`` (without importing pyarrow: no Arrow table exists before it is)."""
+    pa = sys.modules.get("pyarrow")
+    return pa is not None and isinstance(value, pa.Table)
+
+
+def arrow_to_pandas(table: pa.Table) -> pd.DataFrame:
+    """The pandas frame of an Arrow table; string columns get pandas' default ``str`` dtype (pyarrow-backed since
+    pandas 3). The one conversion every reader's frame goes through."""
+    import pyarrow as pa
+
+    df = table.to_pandas()
+    for i, f in enumerate(table.schema):  # by position: a CSV header may repeat a name
+        is_text = pa.types.is_string(f.type) or pa.types.is_large_string(f.type)
+        if is_text and df.iloc[:, i].dtype != "str":
+            df.isetitem(i, df.iloc[:, i].astype("str"))
+    return df
+
+
+def arrow_strings(values: Any) -> pa.Array:
+    """A column of ids as one contiguous Arrow ``large_string`` array, nulls as ``""``: from a pandas Series (zero-copy
+    for pandas' Arrow-backed ``str``) or an Arrow (chunked) array."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if isinstance(values, pa.Array | pa.ChunkedArray):
+        arr = values
+    elif isinstance(values.dtype, pd.StringDtype) and values.dtype.storage == "pyarrow":
+        arr = pa.array(values.array)
+    else:
+        obj = values.to_numpy(dtype=object)
+        try:
+            arr = pa.array(obj, type=pa.large_string())
+        except (pa.ArrowTypeError, pa.ArrowInvalid):  # ids that are not str (the records promise str)
+            arr = pa.array([str(v) for v in obj], type=pa.large_string())
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks() if arr.num_chunks else pa.array([], type=pa.large_string())
+    if arr.type != pa.large_string():
+        arr = arr.cast(pa.large_string())
+    if arr.null_count:
+        arr = pc.fill_null(arr, "")
+    return arr
+
+
+@dataclass(frozen=True)
+class ColumnsFrame:
+    """A DataFrame not built yet: numpy ``columns`` by name, and an index (``index_name``, ``index``; None: a range
+    index). A :class:`FrameField` holding one builds the frame on its first read; until then :func:`frame_column`
+    reads a column without pandas."""
+
+    columns: dict[str, np.ndarray]
+    index_name: str | None = None
+    index: np.ndarray | None = None
+
+    def __len__(self) -> int:
+        if self.index is not None:
+            return len(self.index)
+        return len(next(iter(self.columns.values()))) if self.columns else 0
+
+    def to_frame(self) -> pd.DataFrame:
+        index = None if self.index is None else pd.Index(self.index, name=self.index_name, dtype=object)
+        return pd.DataFrame(self.columns, index=index)
+
+
+class FrameField:
+    """A dataclass field (its value goes through this descriptor) holding a table: set to a pandas DataFrame, an
+    Arrow table with the same columns, or a :class:`ColumnsFrame`; read, always a DataFrame (built on the first read
+    and kept). No default: the field is required. :func:`held` gives the value as set, without building anything."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.slot = f"_{name}_value"
+
+    def __get__(self, obj: Any, owner: type | None = None) -> Any:
+        if obj is None:
+            raise AttributeError(self.slot)  # a dataclass reads this as "no default"
+        value = obj.__dict__[self.slot]
+        if is_arrow_table(value):
+            value = arrow_to_pandas(value)
+            obj.__dict__[self.slot] = value
+        elif isinstance(value, ColumnsFrame):
+            value = value.to_frame()
+            obj.__dict__[self.slot] = value
+        return value
+
+    def __set__(self, obj: Any, value: Any) -> None:
+        obj.__dict__[self.slot] = value
+
+
+def held(record: Any, name: str) -> Any:
+    """The value of ``record``'s :class:`FrameField` ``name`` as it is held (a DataFrame, an Arrow table or a
+    :class:`ColumnsFrame`), without building a DataFrame."""
+    return record.__dict__[f"_{name}_value"]
+
+
+def frame_column(table: Any, name: str) -> np.ndarray:
+    """One column of a held table (:func:`held`) as a numpy array."""
+    if isinstance(table, ColumnsFrame):
+        return table.columns[name]
+    if is_arrow_table(table):
+        return table.column(name).to_numpy()
+    return table[name].to_numpy()
+
+
+class Tabular:
+    """What a run and a golden set share: the table as given (``_held``: a DataFrame or an Arrow table), its length,
+    and its columns as Arrow without building a DataFrame (:meth:`arrow`, :meth:`strings`)."""
+
+    df: pd.DataFrame
+
+    def _held(self) -> Any:
+        return held(self, "df")
+
+    def __len__(self) -> int:
+        held = self._held()
+        return held.num_rows if is_arrow_table(held) else len(held)
+
+    @property
+    def columns(self) -> list[str]:
+        held = self._held()
+        return list(held.column_names) if is_arrow_table(held) else [str(c) for c in held.columns]
+
+    def arrow(self, column: str) -> pa.Array | pa.ChunkedArray:
+        """One column as Arrow: the held Arrow column, or the DataFrame's converted (ids as ``large_string``)."""
+        import pyarrow as pa
+
+        held = self._held()
+        if is_arrow_table(held):
+            return held.column(column)
+        values = held[column]
+        if values.dtype == object or isinstance(values.dtype, pd.StringDtype):
+            return arrow_strings(values)
+        return pa.array(values.to_numpy())
+
+    def strings(self, column: str) -> pa.Array:
+        """A string column as one contiguous ``large_string`` array (see :func:`arrow_strings`); kept for the next
+        call when the table is held as Arrow (immutable), built again from a DataFrame (which can change)."""
+        held = self._held()
+        if not is_arrow_table(held):
+            return arrow_strings(held[column])
+        kept = self.__dict__.setdefault("_strings", {})
+        if column not in kept:
+            kept[column] = arrow_strings(held.column(column))
+        return kept[column]
+
+    def keep_strings(self, column: str, values: pa.Array) -> None:
+        """Record ``values`` (a contiguous ``large_string`` array equal to the held Arrow column) as what
+        :meth:`strings` returns for ``column``: the reader hands over the array whose fingerprints it knows
+        (:func:`diagnose.ids.remember_fingerprints`)."""
+        if is_arrow_table(self._held()):
+            self.__dict__.setdefault("_strings", {})[column] = values
+
+    def numbers(self, column: str, dtype: Any = None) -> np.ndarray:
+        """A numeric column as a numpy array (of ``dtype`` when given)."""
+        held = self._held()
+        values = held.column(column).to_numpy() if is_arrow_table(held) else held[column].to_numpy()
+        return values if dtype is None else values.astype(dtype, copy=False)
+
+    def unique(self, column: str) -> list[str]:
+        """The distinct values of a string column, in first-seen order."""
+        import pyarrow.compute as pc
+
+        held = self._held()
+        if is_arrow_table(held):
+            return pc.unique(held.column(column)).to_pylist()
+        return list(pd.unique(held[column]))
 
 
 class _Texts:
@@ -256,21 +431,19 @@ class Span:
 
 
 @dataclass(frozen=True)
-class Qrels:
-    """The golden set: ``df`` with ``query_id``, ``doc_id``, ``relevance`` (an integer grade; > 0 is relevant).
+class Qrels(Tabular):
+    """The golden set: ``df`` with ``query_id``, ``doc_id``, ``relevance`` (an integer grade; > 0 is relevant);
+    given as a DataFrame or an Arrow table with those columns (see the module docstring).
 
     ``spans``: for a golden set of reference contexts, where each context was found (:class:`Span`); empty for
     id-based qrels."""
 
-    df: pd.DataFrame
+    df: pd.DataFrame = FrameField()
     source: str = ""
     spans: tuple[Span, ...] = field(default=(), compare=False, repr=False)
 
-    def __len__(self) -> int:
-        return len(self.df)
-
     def __repr__(self) -> str:
-        n_q = self.df["query_id"].nunique()
+        n_q = len(self.unique("query_id"))
         return f"Qrels({len(self):,} judgements of {n_q:,} queries{_from(self.source)})"
 
     def relevant(self) -> pd.DataFrame:
@@ -279,9 +452,16 @@ class Qrels:
 
     def query_ids(self) -> list[str]:
         """Every judged query, in first-seen order."""
-        return list(pd.unique(self.df["query_id"]))
+        return self.unique("query_id")
 
     def queries_with_relevant(self) -> list[str]:
+        """Every query with a relevant document (grade > 0), in first-seen order."""
+        held = self._held()
+        if is_arrow_table(held):
+            import pyarrow.compute as pc
+
+            relevant = held.column("query_id").filter(pc.greater(held.column("relevance"), 0))
+            return pc.unique(relevant).to_pylist()
         return list(pd.unique(self.relevant()["query_id"]))
 
     def as_dict(self) -> dict[str, dict[str, int]]:
@@ -293,8 +473,9 @@ class Qrels:
 
 
 @dataclass(frozen=True)
-class Run:
-    """A ranked result list per query (``df``, see the module docstring), with where it came from.
+class Run(Tabular):
+    """A ranked result list per query (``df``, see the module docstring; a DataFrame or an Arrow table with its
+    columns), with where it came from.
 
     ``latency_ms`` and ``errors`` are filled only by :func:`diagnose.retrievers.run_retriever` (a live retriever):
     the wall-clock milliseconds of each query that returned, and ``{query_id: "ExceptionType: message"}`` for each
@@ -303,24 +484,21 @@ class Run:
     """
 
     name: str
-    df: pd.DataFrame
+    df: pd.DataFrame = FrameField()
     source: str = ""
     latency_ms: dict[str, float] | None = field(default=None, compare=False, repr=False)
     errors: dict[str, str] | None = field(default=None, compare=False, repr=False)
 
-    def __len__(self) -> int:
-        return len(self.df)
-
     def __repr__(self) -> str:
-        n_q = self.df["query_id"].nunique()
+        n_q = len(self.query_ids())
         return f"Run({self.name!r}: {len(self):,} rows for {n_q:,} queries{_from(self.source)})"
 
     def query_ids(self) -> list[str]:
-        return list(pd.unique(self.df["query_id"]))
+        return self.unique("query_id")
 
     def depth(self) -> int:
         """The longest ranked list of any query."""
-        return int(self.df["rank"].max()) if len(self.df) else 0
+        return int(self.numbers("rank").max()) if len(self) else 0
 
     def top(self, k: int) -> pd.DataFrame:
         return self.df[self.df["rank"] <= k]

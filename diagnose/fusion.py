@@ -17,11 +17,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-import pandas as pd
 
 from diagnose import defaults
 from diagnose.checks import finite_number, one_of, positive_int
 from diagnose.data import DataError, Run
+from diagnose.lazy import pandas as pd
 
 NORMS = ("minmax", "zscore", "none")
 

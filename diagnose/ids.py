@@ -2,11 +2,17 @@
 buffers without a Python loop. The run reader (:mod:`diagnose.io.run_order`, repeated documents) and the metric
 join (:mod:`diagnose.metrics.join`) both find candidate matches through them and confirm every candidate on the
 id strings themselves: a collision costs an exact comparison, never a wrong result.
+
+The fingerprints of an array are kept while the array lives (:func:`remember_fingerprints`), so the reader, the
+metrics and the tie audit hash a run's 1M doc ids once, not once each; a copy of the run re-ordered by the audit
+is given its fingerprints by the same take that made its doc ids.
 """
 
 from __future__ import annotations
 
 import hashlib
+import weakref
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -24,6 +30,28 @@ _KEEP = np.array([(1 << (8 * b)) - 1 for b in range(9)], dtype=np.uint64)  # _KE
 _VECTOR_BYTES = 512
 
 
+_KNOWN: dict[int, tuple[weakref.ref, np.ndarray]] = {}
+
+
+def remember_fingerprints(arr: pa.Array | pa.ChunkedArray, fps: np.ndarray) -> np.ndarray:
+    """Keep ``fps`` as the fingerprints of the array object ``arr`` for as long as it lives (read-only: callers
+    share them); :func:`fingerprints` of that object returns them without hashing. Returns ``fps``."""
+    key = id(arr)
+    fps.flags.writeable = False
+
+    def forget(_: Any) -> None:
+        _KNOWN.pop(key, None)
+
+    _KNOWN[key] = (weakref.ref(arr, forget), fps)
+    return fps
+
+
+def known_fingerprints(arr: pa.Array | pa.ChunkedArray) -> np.ndarray | None:
+    """The fingerprints kept for this very array object, or None."""
+    known = _KNOWN.get(id(arr))
+    return known[1] if known is not None and known[0]() is arr else None
+
+
 def fingerprints(arr: pa.Array | pa.ChunkedArray) -> np.ndarray:
     """64-bit fingerprint (uint64) of each string of a ``string`` / ``large_string`` array, from all its UTF-8
     bytes and its length.
@@ -36,6 +64,13 @@ def fingerprints(arr: pa.Array | pa.ChunkedArray) -> np.ndarray:
     that share a long prefix and suffix, like URLs, do not collide). Callers confirm matches on the strings.
     Time and memory are linear in the total bytes of the strings.
     """
+    known = known_fingerprints(arr)
+    if known is not None:
+        return known
+    return remember_fingerprints(arr, _hash(arr))
+
+
+def _hash(arr: pa.Array | pa.ChunkedArray) -> np.ndarray:
     if isinstance(arr, pa.ChunkedArray):
         arr = arr.combine_chunks() if arr.num_chunks else pa.array([], type=pa.large_string())
     if not (pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)):

@@ -17,11 +17,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from diagnose import defaults
 from diagnose.data import Dataset, Run, fields_dict
 from diagnose.failures import CLASS_LABELS, Diagnosis, Failure, rank_range_text, sort_worst
+from diagnose.lazy import pandas as pd
 from diagnose.lexical import BM25Index, bm25_rank_range, highlight_spans, term_overlap
 from diagnose.space import VectorSpace
 

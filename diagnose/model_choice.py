@@ -14,11 +14,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
-import pandas as pd
 
 from diagnose import baselines, defaults
 from diagnose.data import DataError, Dataset
 from diagnose.failures import CLASSES, Diagnosis, diagnose_run, hubness
+from diagnose.lazy import pandas as pd
 from diagnose.metrics import Evaluation, evaluate
 from diagnose.space import VectorSpace
 from diagnose.stats import bootstrap_ci, rank_with_ties

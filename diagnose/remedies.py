@@ -64,13 +64,13 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 import numpy as np
-import pandas as pd
 
 from diagnose import defaults
 from diagnose.checks import positive_int
 from diagnose.data import DataError, Dataset, Run, fields_dict
 from diagnose.failures import CLASS_BY_ID, FAILURE_CLASSES, Diagnosis, FailureMode, Remedy
 from diagnose.fusion import rrf
+from diagnose.lazy import pandas as pd
 from diagnose.metrics import evaluate, expand_metrics
 from diagnose.space import VectorSpace
 from diagnose.stats import randomization_test

@@ -28,10 +28,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import pandas as pd
-
 from diagnose.data import Qrels, Run
 from diagnose.failures import CLASS_BY_ID, CLASSES, Diagnosis, FailureMode
+from diagnose.lazy import pandas as pd
 from diagnose.metrics import evaluate
 from diagnose.remedies import Remedies
 

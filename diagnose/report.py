@@ -25,9 +25,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from diagnose.data import ValidationReport, json_default
+from diagnose.lazy import pandas as pd
 from diagnose.metrics import Evaluation, parse_metric, quality_band
 from diagnose.report_failures import failures_dict, failures_text, markdown_report
 from diagnose.report_tables import cell, markdown_table, text_table
@@ -195,7 +195,7 @@ class EvaluationReport:
         """A compact report for a pull request or a CI summary (issue 23): the headline metrics per run (with their
         band), the comparisons with the reference and their significance, the gate; every metric in a collapsed
         ``<details>`` table (metrics as rows)."""
-        n = len(next(iter(self.evaluations.values())).per_query)
+        n = next(iter(self.evaluations.values())).n_queries
         out = [
             f"**diagnose evaluate**: {n} golden queries (with at least one relevant document), "
             f"k = {','.join(map(str, self.ks))}.",
@@ -281,7 +281,7 @@ class EvaluationReport:
 
     def to_text(self, *, per_query: bool = False) -> str:
         """The human-readable table: metrics as rows, runs as columns, each value with its quality band."""
-        n = len(next(iter(self.evaluations.values())).per_query)
+        n = next(iter(self.evaluations.values())).n_queries
         lines = [
             f"{n} golden queries with at least one relevant document; k = {','.join(map(str, self.ks))}",
             "",
@@ -446,7 +446,7 @@ def _level_entry(ev: Evaluation, per_query: bool) -> dict[str, Any]:
     entry: dict[str, Any] = {
         "aggregate": {m: float(v) for m, v in ev.aggregate.items()},
         "quality": {m: quality_band(m, v) for m, v in ev.aggregate.items()},
-        "n_queries": int(len(ev.per_query)),
+        "n_queries": int(ev.n_queries),
         "missing_queries": list(ev.missing_queries),
     }
     if per_query:

@@ -14,9 +14,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-import pandas as pd
-
 from diagnose.io.messages import plural_of
+from diagnose.lazy import pandas as pd
 from diagnose.report_tables import cell, text_table
 
 if TYPE_CHECKING:

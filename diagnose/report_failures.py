@@ -13,10 +13,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import pandas as pd
-
 from diagnose.data import ValidationReport
 from diagnose.failures import CLASS_LABELS, CLASSES, Diagnosis, Failure, recommendation, sort_worst
+from diagnose.lazy import pandas as pd
 from diagnose.report_tables import cell, markdown_table, text_table
 
 # --------------------------------------------------------------------------------------------- failures

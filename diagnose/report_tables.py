@@ -10,7 +10,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import pandas as pd
+from diagnose.lazy import pandas as pd
 
 # --------------------------------------------------------------------------------------------- cells and tables
 

@@ -33,11 +33,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from diagnose import defaults
 from diagnose.checks import rank_cutoff
 from diagnose.data import DataError, Qrels, Run
+from diagnose.lazy import pandas as pd
 from diagnose.metrics import evaluate
 
 FEATURES = ("top1", "gap12", "spread", "mean_k", "confidence")
@@ -119,7 +119,7 @@ class RiskValidation:
     failure_rate: float
     failure_rate_top: float
     top_fraction: float = 0.2
-    per_query: pd.DataFrame = field(default_factory=pd.DataFrame, repr=False, compare=False)
+    per_query: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(), repr=False, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
         return {

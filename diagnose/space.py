@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from diagnose import embed
 from diagnose.data import DataError, Dataset, Qrels, Run, ValidationReport
+from diagnose.lazy import pandas as pd
 from diagnose.progress import Progress
 
 

@@ -26,8 +26,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import pandas as pd
-
 from diagnose.analysis.base import (
     BASELINE,
     DEFAULT_DEPTH,
@@ -38,6 +36,7 @@ from diagnose.analysis.base import (
 from diagnose.analysis.pictures import Pictures
 from diagnose.data import DataError
 from diagnose.defaults import BASELINES, FAILURE_MODES
+from diagnose.lazy import pandas as pd
 from diagnose.report_failures import failures_dict
 
 __all__ = [

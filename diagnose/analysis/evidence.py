@@ -10,7 +10,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
+
+from diagnose.lazy import pandas as pd
 
 if TYPE_CHECKING:
     from diagnose.ann import AnnFrontier, AnnSetting

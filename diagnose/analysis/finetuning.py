@@ -27,7 +27,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from diagnose import baselines as bl
 from diagnose import embed
@@ -36,6 +35,7 @@ from diagnose.data import Corpus, Qrels, Run
 from diagnose.finetune import train as tr
 from diagnose.finetune.result import Cost, FinetuneResult, class_changes
 from diagnose.finetune.triplets import Fold, Triplet, assign_folds, mine_triplets, relevant_docs
+from diagnose.lazy import pandas as pd
 
 if TYPE_CHECKING:
     from diagnose.analysis import Analysis

@@ -7,10 +7,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import pandas as pd
-
 from diagnose.defaults import MAP_COLOR_BY, MAP_COLORINGS
 from diagnose.extras import needs
+from diagnose.lazy import pandas as pd
 
 if TYPE_CHECKING:
     import altair as alt

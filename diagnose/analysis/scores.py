@@ -9,11 +9,11 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from diagnose import checks, defaults
 from diagnose.chunks import document_qrels, document_run
 from diagnose.data import ChunkMap, DataError
+from diagnose.lazy import pandas as pd
 from diagnose.metrics import MetricName, expand_names
 from diagnose.report import EvaluationReport
 

@@ -5,10 +5,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-import pandas as pd
-
 from diagnose.charts.common import altair_module, chart_title, require
 from diagnose.charts.palette import OTHER_COLOR, RUN_PALETTE
+from diagnose.lazy import pandas as pd
 
 if TYPE_CHECKING:  # pragma: no cover
     import altair as alt

@@ -42,11 +42,11 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
-import pandas as pd
 
 from diagnose.charts import CLASS_COLORS, OTHER_COLOR, ROLE_COLORS, class_label
 from diagnose.checks import one_of
 from diagnose.defaults import MAP_COLORINGS
+from diagnose.lazy import pandas as pd
 from diagnose.projection.frames import EDGE_COLUMNS, MAP_COLUMNS, shorten
 
 if TYPE_CHECKING:  # pragma: no cover

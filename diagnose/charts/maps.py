@@ -25,8 +25,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Literal
 
-import pandas as pd
-
 from diagnose.charts.common import ALTAIR_MAX_ROWS, altair_module, chart_title, require
 from diagnose.charts.palette import (
     EDGE_DASH,
@@ -41,6 +39,7 @@ from diagnose.charts.palette import (
 from diagnose.checks import one_of
 from diagnose.data import DataError
 from diagnose.defaults import MAP_COLORINGS
+from diagnose.lazy import pandas as pd
 
 if TYPE_CHECKING:  # pragma: no cover
     import altair as alt

@@ -5,10 +5,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-import pandas as pd
-
 from diagnose.charts.common import ALTAIR_MAX_ROWS, altair_module, chart_title, require
 from diagnose.charts.palette import BAND_COLORS, CHANGE_COLORS, RUN_PALETTE
+from diagnose.lazy import pandas as pd
 from diagnose.metrics import quality_band
 
 if TYPE_CHECKING:  # pragma: no cover

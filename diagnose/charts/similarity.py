@@ -7,11 +7,10 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
-import pandas as pd
-
 from diagnose import defaults
 from diagnose.charts.common import altair_module, chart_title, require
 from diagnose.charts.palette import OTHER_COLOR, OUTCOME_COLORS
+from diagnose.lazy import pandas as pd
 
 if TYPE_CHECKING:  # pragma: no cover
     import altair as alt

@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from diagnose import defaults
 from diagnose.cache import atomic_write_bytes, default_cache_root
@@ -22,6 +21,7 @@ from diagnose.chunking.splits import SplitCache
 from diagnose.chunking.splitter import encoded_texts, model_tokenizer
 from diagnose.data import Dataset, Run, Span, document_text
 from diagnose.embed import EmbeddingCache, dense_search, embed_texts
+from diagnose.lazy import pandas as pd
 from diagnose.metrics import evaluate
 from diagnose.metrics.context import Piece, context_scores, document_spans, whole_documents
 from diagnose.progress import Reporter

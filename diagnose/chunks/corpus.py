@@ -24,9 +24,9 @@ from collections.abc import Mapping
 from dataclasses import replace
 
 import numpy as np
-import pandas as pd
 
 from diagnose.data import ChunkMap, Corpus, DataError, ValidationReport
+from diagnose.lazy import pandas as pd
 
 #: ``parent_field`` value that reads the document id from the chunk id, ``DOCUMENT#N``
 PATTERN = "DOC#N"

@@ -26,10 +26,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import pandas as pd
-
 from diagnose.chunks.corpus import chunks_by_document
 from diagnose.data import ChunkMap, Qrels, Run, Span, ValidationReport
+from diagnose.lazy import pandas as pd
 from diagnose.retrievers.results import document_list
 
 #: the share of a span a chunk must hold (or of a chunk a span must fill) to be relevant (module docstring)

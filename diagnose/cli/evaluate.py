@@ -20,9 +20,15 @@ from diagnose.cli.shared import (
 )
 from diagnose.data import DataError, Dataset
 from diagnose.io import parse_run_arg
+from diagnose.lazy import pyarrow_without_pandas
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
+    with pyarrow_without_pandas():  # TREC files in, JSON out: no DataFrame is built, so pandas is not imported
+        return _evaluate(args)
+
+
+def _evaluate(args: argparse.Namespace) -> int:
     ks = parse_ks(args.k)
     fail_under = parse_bounds(args.fail_under, "--fail-under")
     max_drop = parse_bounds(args.max_drop, "--max-drop")

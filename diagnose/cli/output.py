@@ -10,8 +10,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import pandas as pd
-
+from diagnose.lazy import pandas as pd
 from diagnose.report import dumps
 from diagnose.report_tables import text_table
 

@@ -23,7 +23,6 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from diagnose import defaults
 from diagnose.checks import is_int
@@ -34,6 +33,7 @@ from diagnose.failures.kind import RunKind
 from diagnose.failures.passages import PassageScorer
 from diagnose.failures.taxonomy import FailureMode, Thresholds, recommendation
 from diagnose.io.messages import plural_of
+from diagnose.lazy import pandas as pd
 from diagnose.space import VectorSpace
 
 if TYPE_CHECKING:

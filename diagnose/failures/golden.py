@@ -18,11 +18,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd
 
 from diagnose import defaults
 from diagnose.data import Corpus, DataError, Dataset, Run, fields_dict
 from diagnose.embed import dense_search
+from diagnose.lazy import pandas as pd
 from diagnose.space import VectorSpace
 
 _WS = re.compile(r"\s+")

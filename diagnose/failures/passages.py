@@ -43,11 +43,11 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 import numpy as np
-import pandas as pd
 
 from diagnose import defaults
 from diagnose.data import Dataset, Run
 from diagnose.embed import EmbeddingCache, embed_texts
+from diagnose.lazy import pandas as pd
 from diagnose.progress import Progress, reporter
 
 #: Token spans of texts: one list of (start, end) character offsets per text, special tokens left out.

@@ -37,9 +37,9 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 import numpy as np
-import pandas as pd
 
 from diagnose.data import Corpus, DataError, Queries
+from diagnose.lazy import pandas as pd
 
 #: The operators of the JSON form.
 OPERATORS = ("$eq", "$ne", "$in", "$nin")

@@ -22,13 +22,13 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from diagnose.baselines import topk_run
 from diagnose.data import Qrels, Run, fields_dict
 from diagnose.embed.search import dense_search
 from diagnose.filters.conditions import QueryFilters
 from diagnose.io.messages import plural_of
+from diagnose.lazy import pandas as pd
 from diagnose.metrics import evaluate
 from diagnose.space import VectorSpace
 

@@ -9,8 +9,6 @@ import re
 import stat
 from pathlib import Path
 
-import pandas as pd
-
 from diagnose.data import Corpus, ValidationReport
 from diagnose.io.decoding import refuse_decoding_collisions
 from diagnose.io.files import (
@@ -26,6 +24,7 @@ from diagnose.io.files import (
 from diagnose.io.formats import CORPUS_FORMATS, CORPUS_ID_FIELDS, CORPUS_TEXT_FIELDS, CORPUS_TITLE_FIELDS
 from diagnose.io.messages import fatal_error, plural_of, verb
 from diagnose.io.records import finish_records, read_records
+from diagnose.lazy import pandas as pd
 
 _TEXT_SUFFIXES = (".txt", ".md")
 _HEADING = re.compile(r"^ {0,3}#{1,6}[ \t]+(.*?)[ \t]*#*[ \t]*$")

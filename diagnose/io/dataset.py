@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from diagnose import defaults
 from diagnose.chunks import chunk_level_qrels, with_chunks
@@ -23,6 +22,7 @@ from diagnose.io.messages import example_ids, fatal_error, pair_text, plural_of,
 from diagnose.io.qrels import empty_qrels, golden_qrels, read_qrels
 from diagnose.io.queries import read_queries
 from diagnose.io.runs import QRELS_NOT_RUN_FIX, parse_run_arg, read_run, run_stem
+from diagnose.lazy import pandas as pd
 
 if TYPE_CHECKING:
     from diagnose.progress import Progress
@@ -251,7 +251,7 @@ def check_run_matches_qrels(run: Run, qrels: Qrels) -> None:
     trec_eval does. A run that shares some golden queries is fine here (the rest is counted by the cross-checks).
     """
     file = run.source or run.name
-    if len(run.df) == 0:
+    if len(run) == 0:
         raise fatal_error(
             file,
             None,
@@ -286,9 +286,9 @@ def _refuse_the_golden_set_as_a_run(run: Run, qrels: Qrels, file: str) -> None:
     """Refuse a run that is the golden set itself (a qrels file passed as a run, in any layout): every row is a
     judged pair, its score is the pair's grade, and it holds every relevant pair of its queries. It would score 1.0
     on every metric and pass any CI gate."""
-    q = qrels.df
-    if len(run.df) < 2 or len(run.df) > len(q):
+    if len(run) < 2 or len(run) > len(qrels):
         return
+    q = qrels.df
     grades = q.set_index(["query_id", "doc_id"])["relevance"]
     keys = pd.MultiIndex.from_frame(run.df[["query_id", "doc_id"]])
     if not keys.isin(grades.index).all():
@@ -355,19 +355,21 @@ def cross_checks(
     queries: Queries | None,
     report: ValidationReport,
 ) -> None:
-    golden = pd.Index(qrels.queries_with_relevant())
-    judged = pd.Index(pd.unique(qrels.df["query_id"]))
+    golden = qrels.queries_with_relevant()
+    judged = set(qrels.query_ids())
     if corpus is not None:
         _check_doc_ids(qrels, runs, corpus, report)
     for run in runs.values():
-        in_run = pd.Index(pd.unique(run.df["query_id"]))
-        absent, unjudged = golden.difference(in_run, sort=False), in_run.difference(judged, sort=False)
+        in_run = run.query_ids()
+        listed = set(in_run)
+        absent, unjudged = [q for q in golden if q not in listed], [q for q in in_run if q not in judged]
         _count_ids(report, "query_missing_from_run", absent, run.source, run.name)
         _count_ids(report, "run_query_not_judged", unjudged, run.source, run.name)
-        report.stats[f"run:{run.name}:rows"] = len(run.df)
+        report.stats[f"run:{run.name}:rows"] = len(run)
     if queries is not None:
         text = queries.df.set_index("query_id")["text"]
-        no_text = golden.difference(text[text.str.strip() != ""].index, sort=False)
+        with_text = set(text[text.str.strip() != ""].index)
+        no_text = [q for q in golden if q not in with_text]
         _count_ids(report, "golden_query_without_text", no_text, queries.source)
 
 
@@ -388,11 +390,11 @@ _QUERY_ID_WARNINGS: dict[str, Callable[[str, int], str]] = {
 }
 
 
-def _count_ids(report: ValidationReport, code: str, ids: pd.Index, file: str | None, run: str = "") -> None:
+def _count_ids(report: ValidationReport, code: str, ids: list[str], file: str | None, run: str = "") -> None:
     """The warning ``code`` (:data:`_QUERY_ID_WARNINGS`) naming the first few of ``ids``, when there are any."""
-    if len(ids):
+    if ids:
         message = _QUERY_ID_WARNINGS[code](run, len(ids))
-        report.add(code, message, file=file, count=len(ids), examples=example_ids(ids.tolist()))
+        report.add(code, message, file=file, count=len(ids), examples=example_ids(ids))
 
 
 def _check_doc_ids(qrels: Qrels, runs: Mapping[str, Run], corpus: Corpus, report: ValidationReport) -> None:

@@ -11,12 +11,12 @@ from functools import wraps
 from typing import Any
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 
-from diagnose.data import DataError, ValidationReport
+from diagnose.data import DataError, Tabular, ValidationReport
 from diagnose.io.files import PathLike
 from diagnose.io.messages import fatal_error, plural_of, show_id, verb
+from diagnose.lazy import pandas as pd
 
 # Bytes that are not UTF-8 become U+FFFD, so ``q\xff2`` and ``q\xfe2`` would both become the id ``q\ufffd2``. To
 # see such merges, a reader that produced an id with U+FFFD reads the file once more with every bad byte decoded
@@ -81,9 +81,8 @@ def refuse_decoding_collisions(id_columns: Sequence[str]) -> Callable:
             record = reader(path, **kwargs)
             if _DECODING.mark:
                 return record
-            df = record.df
-            cols = [c for c in id_columns if c in df.columns]
-            if not any(df[c].astype("str").str.contains("\ufffd", regex=False).any() for c in cols):
+            cols = [c for c in id_columns if c in _columns(record)]
+            if not any(_has_replacement(record, c) for c in cols):
                 return record
             _DECODING.mark, _DECODING.original = True, None
             try:
@@ -101,6 +100,32 @@ def refuse_decoding_collisions(id_columns: Sequence[str]) -> Callable:
         return read
 
     return decorate
+
+
+def _columns(record: Any) -> list[str]:
+    return record.columns if isinstance(record, Tabular) else [str(c) for c in record.df.columns]
+
+
+def _has_replacement(record: Any, column: str) -> bool:
+    """Whether an id of ``column`` holds U+FFFD (a byte that was not UTF-8), read from Arrow when the record is."""
+    if isinstance(record, Tabular):
+        return _holds_replacement(record.strings(column))
+    return bool(record.df[column].astype("str").str.contains("\ufffd", regex=False).any())
+
+
+_REPLACEMENT = np.frombuffer("\ufffd".encode(), dtype=np.uint8)  # EF BF BD
+
+
+def _holds_replacement(strings: pa.Array) -> bool:
+    """Whether a ``large_string`` array holds U+FFFD: a scan of its bytes for EF followed by BF BD (no string is
+    decoded; the bytes are valid UTF-8, so EF BF BD is that character wherever it starts)."""
+    n = len(strings)
+    if n == 0:
+        return False
+    offsets = np.frombuffer(strings.buffers()[1], dtype=np.int64)[strings.offset : strings.offset + n + 1]
+    data = np.frombuffer(strings.buffers()[2], dtype=np.uint8)[int(offsets[0]) : int(offsets[-1])]
+    lead = np.flatnonzero(data[: max(len(data) - 2, 0)] == _REPLACEMENT[0])
+    return bool(((data[lead + 1] == _REPLACEMENT[1]) & (data[lead + 2] == _REPLACEMENT[2])).any())
 
 
 def _check_collisions(file: str, marked: pd.DataFrame, cols: Sequence[str], original: bytes) -> None:

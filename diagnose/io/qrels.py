@@ -11,7 +11,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 
 from diagnose.chunks import chunk_qrels_from_spans, document_texts
@@ -30,8 +29,9 @@ from diagnose.io.messages import (
     snip,
     verb,
 )
+from diagnose.io.run_order import factorize_first_seen
 from diagnose.io.spans import UNMATCHED_PREFIX, locate_references
-from diagnose.io.tables import fast_whitespace_table, to_pandas
+from diagnose.io.tables import fast_whitespace_table, strip_ids
 from diagnose.io.text import (
     GRADE_FIX,
     GRADE_RANGE,
@@ -107,7 +107,7 @@ def read_qrels(path: PathLike, *, report: ValidationReport | None = None) -> Qre
 
 def _read_qrels_columns(
     raw: bytes, file: str, report: ValidationReport, nfields: int, *, skip_through: int, tabs: bool
-) -> pd.DataFrame:
+) -> pa.Table:
     """TREC (4 fields) or BEIR (3 fields, tab-separated when ``tabs``) qrels; lines up to ``skip_through`` skipped."""
     body = raw
     if skip_through:  # blank lines in place of the skipped ones keep the line numbers
@@ -116,10 +116,8 @@ def _read_qrels_columns(
     types = {"q": pa.string(), "d": pa.string(), "g": pa.int64()}
     table = None if tabs and _has_inner_spaces(body) else fast_whitespace_table(body, names, types)
     if table is not None:
-        return to_pandas(
-            pa.table(
-                {"query_id": table.column("q"), "doc_id": table.column("d"), "relevance": table.column("g")}
-            )
+        return pa.table(
+            {"query_id": table.column("q"), "doc_id": table.column("d"), "relevance": table.column("g")}
         )
     qs: list[str] = []
     ds: list[str] = []
@@ -183,13 +181,13 @@ def _qrels_line_grade(parts: list[str], text: str, lineno: int, file: str, nfiel
     return grade
 
 
-def _qrels_frame(qs: list[str], ds: list[str], gs: list[int]) -> pd.DataFrame:
-    """Judgements as the qrels frame: ``query_id``, ``doc_id`` (str) and ``relevance`` (int64)."""
-    return pd.DataFrame(
+def _qrels_frame(qs: list[str], ds: list[str], gs: list[int]) -> pa.Table:
+    """Judgements as the qrels table: ``query_id``, ``doc_id`` (string) and ``relevance`` (int64)."""
+    return pa.table(
         {
-            "query_id": pd.Series(qs, dtype="str"),
-            "doc_id": pd.Series(ds, dtype="str"),
-            "relevance": np.asarray(gs, dtype=np.int64),
+            "query_id": pa.array(qs, type=pa.string()),
+            "doc_id": pa.array(ds, type=pa.string()),
+            "relevance": pa.array(np.asarray(gs, dtype=np.int64)),
         }
     )
 
@@ -199,7 +197,7 @@ def _has_inner_spaces(body: bytes) -> bool:
     return b" " in body and re.search(rb"[^\s] +[^\s]", body) is not None
 
 
-def _read_qrels_jsonl(raw: bytes, file: str, report: ValidationReport) -> pd.DataFrame:
+def _read_qrels_jsonl(raw: bytes, file: str, report: ValidationReport) -> pa.Table:
     expected = '{"query_id": .., "relevant": {"doc_id": grade, ..}} or {"query_id": .., "relevant": [doc_id, ..]} per line'
     qs: list[str] = []
     ds: list[str] = []
@@ -268,8 +266,10 @@ def _json_grade(grade: Any) -> int | None:
     return None
 
 
-def _finish_qrels(df: pd.DataFrame, file: str, report: ValidationReport) -> Qrels:
-    if df.empty:
+def _finish_qrels(table: pa.Table, file: str, report: ValidationReport) -> Qrels:
+    """The golden set of the judgements read (``query_id``, ``doc_id``, ``relevance``): ids stripped, a repeated
+    (query, doc) pair keeps its first judgement (warning), queries without a grade > 0 counted (info)."""
+    if table.num_rows == 0:
         raise fatal_error(
             file,
             None,
@@ -278,27 +278,40 @@ def _finish_qrels(df: pd.DataFrame, file: str, report: ValidationReport) -> Qrel
             QRELS_FORMATS,
             "pass the file with the judgements",
         )
-    df["query_id"] = df["query_id"].str.strip()
-    df["doc_id"] = df["doc_id"].str.strip()
-    dup = df.duplicated(["query_id", "doc_id"], keep="first")
-    if dup.any():
-        first_grade = df[~dup].set_index(["query_id", "doc_id"])["relevance"]
-        rows = df[dup]
-        keys = list(zip(rows["query_id"], rows["doc_id"], strict=True))
-        firsts = first_grade.loc[keys].to_numpy()
-        conflicts = int((firsts != rows["relevance"].to_numpy()).sum())
+    q = strip_ids(table.column("query_id")).combine_chunks()
+    d = strip_ids(table.column("doc_id")).combine_chunks()
+    grades = table.column("relevance").to_numpy().astype(np.int64, copy=False)
+    q_codes, d_codes = factorize_first_seen(q), factorize_first_seen(d)
+    pair = q_codes * (int(d_codes.max()) + 1) + d_codes  # one exact integer per (query, doc) pair
+    _, first = np.unique(pair, return_index=True)
+    if len(first) < len(pair):
+        keep = np.zeros(len(pair), dtype=bool)
+        keep[first] = True
+        dup = np.flatnonzero(~keep)
+        first_of = dict(zip(pair[first].tolist(), first.tolist(), strict=True))
+        conflicts = int((grades[[first_of[p] for p in pair[dup].tolist()]] != grades[dup]).sum())
+        shown = pa.array(dup[:5])
         report.add(
             "duplicate_judgement",
-            f"{plural_of(int(dup.sum()), 'judgement')} {verb(int(dup.sum()), 'repeats', 'repeat')} a (query, doc) pair "
+            f"{plural_of(len(dup), 'judgement')} {verb(len(dup), 'repeats', 'repeat')} a (query, doc) pair "
             f"already judged ({conflicts} with a different grade); the first judgement is kept",
             file=file,
-            count=int(dup.sum()),
-            examples=[pair_text(q, d) for q, d in keys[:5]],
+            count=len(dup),
+            examples=[
+                pair_text(a, b)
+                for a, b in zip(q.take(shown).to_pylist(), d.take(shown).to_pylist(), strict=True)
+            ],
         )
-        df = df[~dup].reset_index(drop=True)
-    rel_any = df.groupby("query_id", sort=False)["relevance"].max()
-    no_rel = rel_any.index[rel_any <= 0].tolist()
-    if no_rel:
+        rows = pa.array(np.flatnonzero(keep))
+        q, d, grades, q_codes = q.take(rows), d.take(rows), grades[keep], q_codes[keep]
+    n_queries = int(q_codes.max()) + 1
+    best = np.full(n_queries, np.iinfo(np.int64).min, dtype=np.int64)
+    np.maximum.at(best, q_codes, grades)
+    first_row = np.full(n_queries, len(q_codes), dtype=np.int64)
+    np.minimum.at(first_row, q_codes, np.arange(len(q_codes)))
+    no_rel_rows = np.sort(first_row[best <= 0])  # first-seen order
+    if len(no_rel_rows):
+        no_rel = q.take(pa.array(no_rel_rows)).to_pylist()
         report.add(
             "query_without_relevant",
             f"{plural_of(len(no_rel), 'judged query', 'judged queries')} {verb(len(no_rel), 'has', 'have')} no document "
@@ -308,10 +321,10 @@ def _finish_qrels(df: pd.DataFrame, file: str, report: ValidationReport) -> Qrel
             count=len(no_rel),
             examples=example_ids(no_rel),
         )
-    report.stats["qrels_rows"] = len(df)
-    report.stats["qrels_queries"] = int(df["query_id"].nunique())
-    report.stats["golden_queries"] = int((rel_any > 0).sum())
-    return Qrels(df.reset_index(drop=True), file)
+    report.stats["qrels_rows"] = len(q_codes)
+    report.stats["qrels_queries"] = n_queries
+    report.stats["golden_queries"] = int((best > 0).sum())
+    return Qrels(pa.table({"query_id": q, "doc_id": d, "relevance": pa.array(grades)}), file)
 
 
 def empty_qrels(source: str = "") -> Qrels:

@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 import pyarrow.json as pajson
 
@@ -29,6 +28,7 @@ from diagnose.io.messages import example_ids, fatal_error, plural_of, show_id, s
 from diagnose.io.nesting import check_json_depth
 from diagnose.io.tables import fast_paths, header_fields, read_csv_table, to_pandas
 from diagnose.io.text import first_line, json_error, json_text, json_values, text_lines
+from diagnose.lazy import pandas as pd
 
 
 def read_records(

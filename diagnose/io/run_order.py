@@ -8,14 +8,13 @@ import math
 from collections.abc import Sequence
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from diagnose.data import Run, ValidationReport
-from diagnose.ids import fingerprints, pair_keys
+from diagnose.data import Run, ValidationReport, arrow_strings
+from diagnose.ids import fingerprints, pair_keys, remember_fingerprints
 from diagnose.io.messages import pair_text, plural_of, verb
-from diagnose.io.tables import to_pandas
+from diagnose.lazy import pandas as pd
 
 
 def empty_run_df() -> pd.DataFrame:
@@ -107,17 +106,20 @@ def _group_ranks(codes_in_order: np.ndarray) -> np.ndarray:
     return np.arange(n, dtype=np.int64) - np.repeat(starts, sizes) + 1
 
 
-def _duplicate_mask(q_codes: np.ndarray, d: pa.ChunkedArray | pa.Array, order: np.ndarray) -> np.ndarray:
+def _duplicate_mask(
+    q_codes: np.ndarray, d: pa.ChunkedArray | pa.Array, order: np.ndarray, doc_fps: np.ndarray
+) -> np.ndarray:
     """Boolean mask over the original rows: True for a (query, doc) row that is not the first one in ``order``.
 
     Rows whose (query, doc) key (:mod:`diagnose.ids`) is unique cannot be duplicates; only the rows sharing a key
-    (the real duplicates, plus astronomically rare collisions) are compared as strings.
+    (the real duplicates, plus astronomically rare collisions) are compared as strings. ``doc_fps``: the
+    fingerprints of ``d``.
     """
     n = len(q_codes)
     mask = np.zeros(n, dtype=bool)
     if n < 2:
         return mask
-    key = pair_keys(fingerprints(d), q_codes)
+    key = pair_keys(doc_fps, q_codes)
     sorted_keys = np.sort(key)
     repeated = sorted_keys[1:][sorted_keys[1:] == sorted_keys[:-1]]
     if not len(repeated):
@@ -162,7 +164,8 @@ def build_run(
     ranks = _group_ranks(q_codes[order])  # the ranks by score, before any duplicate is dropped
     if file_ranks is not None:
         _check_rank_column(file, q, d, q_codes, order, file_ranks, ranks, report)
-    dup = _duplicate_mask(q_codes, d, order)
+    doc_fps = fingerprints(d)
+    dup = _duplicate_mask(q_codes, d, order, doc_fps)
     if dup.any():
         dropped = order[dup[order]]  # in final order
         sample = pa.array(dropped[:5])
@@ -182,15 +185,19 @@ def build_run(
         order = order[~dup[order]]
         ranks = _group_ranks(q_codes[order])
     take = pa.array(order)
+    docs = arrow_strings(d.take(take))
     table = pa.table(
         {
             "query_id": q.take(take),
-            "doc_id": d.take(take),
+            "doc_id": docs,
             "score": pa.array(scores[order], type=pa.float64()),
             "rank": pa.array(ranks, type=pa.int64()),
         }
     )
-    return Run(name, to_pandas(table), file)
+    run = Run(name, table, file)
+    run.keep_strings("doc_id", docs)
+    remember_fingerprints(docs, doc_fps[order])  # the metrics and the tie audit do not hash the ids again
+    return run
 
 
 def _check_rank_column(

@@ -10,7 +10,6 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -29,6 +28,7 @@ from diagnose.io.run_order import (
 from diagnose.io.runs_jsonl import read_run_jsonl
 from diagnose.io.tables import fast_whitespace_table, header_fields, read_csv_table, strip_ids
 from diagnose.io.text import first_line, not_ascii_note, parse_float, text_lines
+from diagnose.lazy import pandas as pd
 
 
 def parse_run_arg(arg: str) -> tuple[str, str]:

@@ -9,15 +9,15 @@ from __future__ import annotations
 import csv
 from collections.abc import Callable
 
-import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
 from diagnose import io
-from diagnose.data import ValidationReport
+from diagnose.data import ValidationReport, arrow_to_pandas
 from diagnose.io.messages import fatal_error, plural_of, snip, verb
 from diagnose.io.text import line_start, text_lines
+from diagnose.lazy import pandas as pd
 
 
 def fast_paths() -> bool:
@@ -97,13 +97,8 @@ def fast_whitespace_table(data: bytes, names: list[str], types: dict[str, pa.Dat
 
 
 def to_pandas(table: pa.Table) -> pd.DataFrame:
-    """pandas frame; string columns get pandas' default ``str`` dtype (pyarrow-backed since pandas 3)."""
-    df = table.to_pandas()
-    for i, field in enumerate(table.schema):  # by position: a CSV header may repeat a name
-        is_text = pa.types.is_string(field.type) or pa.types.is_large_string(field.type)
-        if is_text and df.iloc[:, i].dtype != "str":
-            df.isetitem(i, df.iloc[:, i].astype("str"))
-    return df
+    """pandas frame; string columns get pandas' default ``str`` dtype (:func:`diagnose.data.arrow_to_pandas`)."""
+    return arrow_to_pandas(table)
 
 
 def _csv_record_lines(body: bytes, delimiter: str) -> list[int]:

@@ -11,11 +11,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from diagnose.cache import default_cache_root, slug
 from diagnose.data import DataError, Qrels, ValidationReport
 from diagnose.judging.reading import SKIP, Entry, check_grade, check_id, journal_entries, latest, report_torn
+from diagnose.lazy import pandas as pd
 
 PathLike = str | Path
 

@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 import numpy as np
-import pandas as pd
 
 from diagnose.checks import param_error
 from diagnose.data import DataError, Qrels, ValidationReport
@@ -23,6 +22,7 @@ from diagnose.judging.reading import (
     queue_entries,
     report_torn,
 )
+from diagnose.lazy import pandas as pd
 
 
 class MergeCounts(NamedTuple):

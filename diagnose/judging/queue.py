@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from diagnose import baselines as bl
 from diagnose import defaults, embed
@@ -18,6 +17,7 @@ from diagnose.checks import param_error, positive_int, rank_cutoff
 from diagnose.data import DataError, Dataset, Run
 from diagnose.io.messages import plural_of, verb
 from diagnose.judging.journal import Journal
+from diagnose.lazy import pandas as pd
 from diagnose.space import VectorSpace
 
 if TYPE_CHECKING:

@@ -28,9 +28,9 @@ from collections.abc import Iterable
 from typing import Any, NamedTuple
 
 import numpy as np
-import pandas as pd
 
 from diagnose.data import DataError, ValidationReport
+from diagnose.lazy import pandas as pd
 
 GRADES = (0, 1, 2, 3)
 SKIP = "skip"

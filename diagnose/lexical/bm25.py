@@ -7,13 +7,13 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from diagnose.blocks import available_cpus, in_threads, nonzero_2d
 from diagnose.cache import ArrayCache
 from diagnose.checks import is_int, one_of
 from diagnose.data import DataError, Run, ValidationReport
 from diagnose.defaults import BM25_ENGINE, BM25_ENGINES, DEPTH
+from diagnose.lazy import pandas as pd
 from diagnose.lexical.engines import Bm25sImpl, RankBm25Impl, index_key
 from diagnose.lexical.terms import tokenize, tokenize_ids
 

@@ -10,9 +10,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd
 
 from diagnose.data import Qrels, Run
+from diagnose.lazy import pandas as pd
 from diagnose.metrics.evaluation import Evaluation, build_evaluation, kernel_values, prepare_inputs
 from diagnose.metrics.join import RunTables
 from diagnose.metrics.names import MetricName

@@ -45,9 +45,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd
 
 from diagnose.data import ChunkMap, DataError, Qrels, Span
+from diagnose.lazy import pandas as pd
 
 #: The word tokenizer of the token counts: runs of Unicode word characters.
 TOKEN = re.compile(r"\w+")

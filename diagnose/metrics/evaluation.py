@@ -8,9 +8,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
-import pandas as pd
 
-from diagnose.data import DataError, Qrels, Run
+from diagnose.data import ColumnsFrame, DataError, FrameField, Qrels, Run, frame_column, held
+from diagnose.lazy import pandas as pd
 from diagnose.metrics.join import PreparedQrels, RunTables, prepare
 from diagnose.metrics.names import MetricName, parse_all
 
@@ -29,8 +29,8 @@ class Evaluation:
     ``unjudged_queries``: run queries absent from the qrels (ignored).
     """
 
-    per_query: pd.DataFrame
-    aggregate: dict[str, float]
+    per_query: pd.DataFrame = FrameField()
+    aggregate: dict[str, float] = field(default_factory=dict)
     missing_queries: list[str] = field(default_factory=list)
     no_relevant_queries: list[str] = field(default_factory=list)
     unjudged_queries: list[str] = field(default_factory=list)
@@ -38,12 +38,29 @@ class Evaluation:
 
     @property
     def metrics(self) -> list[str]:
-        return [str(c) for c in self.per_query.columns]
+        table = held(self, "per_query")
+        return list(table.columns) if isinstance(table, ColumnsFrame) else [str(c) for c in table.columns]
 
     @property
     def n_queries(self) -> int:
         """Number of queries averaged."""
-        return len(self.per_query)
+        return len(held(self, "per_query"))
+
+    @property
+    def query_ids(self) -> np.ndarray:
+        """The scored queries (the index of :attr:`per_query`), an object array."""
+        table = held(self, "per_query")
+        if isinstance(table, ColumnsFrame):
+            return table.index
+        return table.index.to_numpy(dtype=object)
+
+    def values(self, metrics: Sequence[str] | None = None) -> np.ndarray:
+        """The per-query values of ``metrics`` (all when None) as a ``(queries, metrics)`` float64 array."""
+        table = held(self, "per_query")
+        names = self.metrics if metrics is None else list(metrics)
+        if not names:
+            return np.empty((self.n_queries, 0), dtype=np.float64)
+        return np.column_stack([frame_column(table, m).astype(np.float64, copy=False) for m in names])
 
 
 def evaluate(
@@ -101,8 +118,8 @@ def build_evaluation(
     values: np.ndarray,
 ) -> Evaluation:
     columns = [str(name) for name in names]
-    per_query = pd.DataFrame(
-        values, columns=columns, index=pd.Index(prep.eval_ids, name="query_id", dtype=object)
+    per_query = ColumnsFrame(
+        {c: values[:, j] for j, c in enumerate(columns)}, "query_id", np.asarray(prep.eval_ids, dtype=object)
     )
     aggregate = dict(zip(columns, values.mean(axis=0).tolist(), strict=True))
     return Evaluation(

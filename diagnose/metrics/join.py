@@ -19,38 +19,25 @@ About 0.1 s for a 1M-row run of 1,000 queries (see ``bench/RESULTS.md``).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from diagnose.checks import positive_int
-from diagnose.data import DataError, Qrels, Run
+from diagnose.data import DataError, Qrels, Run, arrow_strings
 from diagnose.ids import fingerprints, pair_keys
+from diagnose.lazy import pandas as pd
 
 # --------------------------------------------------------------------------------------------- string keys
 
 
-def arrow(values: pd.Series) -> pa.Array:
-    """The column as one contiguous Arrow ``large_string`` array (zero-copy for pandas' Arrow-backed ``str``)."""
-    if isinstance(values.dtype, pd.StringDtype) and values.dtype.storage == "pyarrow":
-        arr = pa.array(values.array)
-    else:
-        obj = values.to_numpy(dtype=object)
-        try:
-            arr = pa.array(obj, type=pa.large_string())
-        except (pa.ArrowTypeError, pa.ArrowInvalid):  # ids that are not str (the records promise str)
-            arr = pa.array([str(v) for v in obj], type=pa.large_string())
-    if isinstance(arr, pa.ChunkedArray):
-        arr = arr.combine_chunks() if arr.num_chunks else pa.array([], type=pa.large_string())
-    if arr.type != pa.large_string():
-        arr = arr.cast(pa.large_string())
-    if arr.null_count:
-        arr = pc.fill_null(arr, "")
-    return arr
+def arrow(values: pd.Series | pa.Array | pa.ChunkedArray) -> pa.Array:
+    """The column as one contiguous Arrow ``large_string`` array (:func:`diagnose.data.arrow_strings`)."""
+    return arrow_strings(values)
 
 
 def _segments(arr: pa.Array) -> tuple[np.ndarray, np.ndarray]:
@@ -75,7 +62,7 @@ class PreparedQrels:
     """Everything about the qrels that does not depend on the run (shared by :func:`evaluate_many`)."""
 
     relevance_level: int
-    query_index: pd.Index  # every judged query id (object), first-seen order; position = judged query code
+    query_ids: pa.Array  # every judged query id (large_string), first-seen order; position = judged query code
     eval_of_query: np.ndarray  # judged query code -> scored query code (-1: no relevant document)
     eval_ids: np.ndarray  # scored query ids (object), output order
     n_rel: np.ndarray  # R per scored query, float64
@@ -96,11 +83,21 @@ class PreparedQrels:
     judged_docs: pa.Array  # doc ids of the qrels rows (large_string), indexed by judged_rows
     judged_unique: bool  # False if two judgements share a key (then the exact, slower lookup is used)
 
+    def query_codes(self, ids: Sequence[str] | np.ndarray | pa.Array) -> np.ndarray:
+        """The judged query code of each id (its position in :attr:`query_ids`), -1 for an id not judged."""
+        if not isinstance(ids, pa.Array):
+            ids = pa.array(list(ids), type=pa.large_string())
+        if len(ids) == 0:
+            return np.empty(0, dtype=np.int64)
+        found = pc.index_in(ids.cast(pa.large_string()), value_set=self.query_ids)
+        return pc.fill_null(found, -1).to_numpy(zero_copy_only=False).astype(np.int64)
+
 
 def _grades(qrels: Qrels) -> np.ndarray:
+    rel = qrels.arrow("relevance")
+    if pa.types.is_integer(rel.type):
+        return rel.to_numpy().astype(np.int64, copy=False)
     rel = qrels.df["relevance"]
-    if pd.api.types.is_integer_dtype(rel.dtype):
-        return rel.to_numpy(dtype=np.int64)
     values = pd.to_numeric(rel, errors="coerce").to_numpy(dtype=np.float64)
     bad = ~np.isfinite(values) | (values != np.round(values))
     if bad.any():
@@ -115,13 +112,14 @@ def _grades(qrels: Qrels) -> np.ndarray:
 
 def prepare(qrels: Qrels, relevance_level: int = 1) -> PreparedQrels:
     positive_int(relevance_level, "relevance_level")
-    query_index, docs, q_codes, grades, keys, rows, order = _judgements(qrels)
-    n_all = len(query_index)
+    query_ids, docs, q_codes, grades, keys, rows, order = _judgements(qrels)
+    n_all = len(query_ids)
     n_rel_all = np.bincount(q_codes[grades >= relevance_level], minlength=n_all)
     has_rel = n_rel_all > 0
     eval_of_query = np.full(n_all, -1, dtype=np.int64)
     eval_of_query[has_rel] = np.arange(int(has_rel.sum()))
-    eval_ids = query_index.to_numpy()[has_rel]
+    all_ids = np.asarray(query_ids.to_pylist(), dtype=object)
+    eval_ids = all_ids[has_rel]
 
     judged_keys, judged_q, judged_rows = keys[order], q_codes[order], rows[order]  # every judgement, by key
     order = order[grades[order] > 0]  # positive judgements, sorted by key
@@ -131,11 +129,11 @@ def prepare(qrels: Qrels, relevance_level: int = 1) -> PreparedQrels:
     iq, ig, ideal_rank = _ideal_ranking(eval_of_query[q_codes[pos]], grades[pos], len(eval_ids))
     return PreparedQrels(
         relevance_level=int(relevance_level),
-        query_index=query_index,
+        query_ids=query_ids,
         eval_of_query=eval_of_query,
         eval_ids=eval_ids,
         n_rel=n_rel_all[has_rel].astype(np.float64),
-        no_relevant=[str(q) for q in query_index.to_numpy()[~has_rel]],
+        no_relevant=[str(q) for q in all_ids[~has_rel]],
         pos_keys=pos_keys,
         pos_q=q_codes[order],
         pos_docs=docs.take(pa.array(rows[order], type=pa.int64())),
@@ -156,17 +154,16 @@ def prepare(qrels: Qrels, relevance_level: int = 1) -> PreparedQrels:
 
 def _judgements(
     qrels: Qrels,
-) -> tuple[np.ndarray, pd.Index, pa.Array, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+) -> tuple[pa.Array, pa.Array, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The qrels as arrays: the judged query ids (first-seen order), the doc ids (all rows), and for each judgement
     kept its query code, grade, pair key and qrels row, with the order that sorts the keys. A (query, doc) pair
     judged twice keeps its last judgement, like ``Qrels.as_dict()``."""
-    df = qrels.df
     grades = _grades(qrels)
-    q_codes, q_ids = pd.factorize(df["query_id"], sort=False)
-    q_codes = q_codes.astype(np.int64)
-    docs = arrow(df["doc_id"])
+    encoded = pc.dictionary_encode(qrels.strings("query_id"))
+    q_codes = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    docs = qrels.strings("doc_id")
     keys = pair_keys(fingerprints(docs), q_codes)
-    rows = np.arange(len(df))
+    rows = np.arange(len(q_codes))
     order = np.argsort(keys)
     if len(keys) > 1 and (keys[order[1:]] == keys[order[:-1]]).any():
         # decided on the ids themselves, not on the keys, so a key collision cannot drop a judgement
@@ -174,8 +171,7 @@ def _judgements(
         rows = np.flatnonzero(~dup.to_numpy())
         q_codes, grades, keys = q_codes[rows], grades[rows], keys[rows]
         order = np.argsort(keys)
-    query_index = pd.Index(np.asarray(q_ids, dtype=object), dtype=object)
-    return query_index, docs, q_codes, grades, keys, rows, order
+    return encoded.dictionary, docs, q_codes, grades, keys, rows, order
 
 
 def _slot_table(pos_keys: np.ndarray) -> tuple[np.ndarray, np.uint64]:
@@ -323,31 +319,30 @@ class RunTables:
         self.prep = prep
         self.n = len(prep.eval_ids)
         self.n_rel = prep.n_rel
-        df = run.df
-        n_rows = len(df)
+        n_rows = len(run)
 
         # query of every row, from the query blocks of the run
-        starts, block_ids = _segments(arrow(df["query_id"]))
-        block_q = prep.query_index.get_indexer(block_ids).astype(np.int64) if len(block_ids) else starts
+        starts, block_ids = _segments(run.strings("query_id"))
+        block_q = prep.query_codes(block_ids) if len(block_ids) else starts
         row_q = np.repeat(block_q, np.diff(np.append(starts, n_rows)))
-        run_qids = pd.unique(block_ids) if len(block_ids) else block_ids
-        run_q = prep.query_index.get_indexer(run_qids) if len(run_qids) else starts
+        run_qids = np.asarray(list(dict.fromkeys(block_ids.tolist())), dtype=object) if len(block_ids) else block_ids
+        run_q = prep.query_codes(run_qids) if len(run_qids) else starts
         self.unjudged = [str(q) for q, c in zip(run_qids, run_q, strict=True) if c < 0]
         present = np.zeros(self.n, dtype=bool)
         e = prep.eval_of_query[run_q[run_q >= 0]]
         present[e[e >= 0]] = True
         self.missing = [str(q) for q in prep.eval_ids[~present]]
 
-        ranks = df["rank"].to_numpy()
+        ranks = run.numbers("rank")
+        docs = run.strings("doc_id")
         if n_rows and ranks.min() < 1:
             bad = int(np.argmin(ranks))
             raise DataError(
                 f"run {run.name!r}{f' ({run.source})' if run.source else ''}: ranks must be 1-based, query "
-                f"{df['query_id'].iloc[bad]!r} doc {df['doc_id'].iloc[bad]!r} has rank {ranks[bad]!r}. "
+                f"{run.strings('query_id')[bad].as_py()!r} doc {docs[bad].as_py()!r} has rank {ranks[bad]!r}. "
                 "Read the run with diagnose.io, or number each query's results 1, 2, 3, ..."
             )
 
-        docs = arrow(df["doc_id"])
         self._row_q, self._ranks, self._docs = row_q, ranks, docs  # for the lazy tables of :meth:`listed`
         self._listed: _Listed | None = None
         rows, at = _join(prep, row_q, docs)  # rows ascending
@@ -364,7 +359,7 @@ class RunTables:
             q, rank, at = q[order], rank[order], at[order]
         # a document listed twice for one query counts once, at its best (first) rank
         if len(at) and np.bincount(at).max() > 1:
-            first = ~pd.Index(at).duplicated(keep="first")
+            first = np.sort(np.unique(at, return_index=True)[1])
             q, rank, at = q[first], rank[first], at[first]
         grade = prep.pos_grades[at]
 

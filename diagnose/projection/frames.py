@@ -11,10 +11,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd
 
 from diagnose import defaults
 from diagnose.io.messages import plural_of
+from diagnose.lazy import pandas as pd
 from diagnose.projection.sampling import FailedQuery, MapSample
 
 SNIPPET_CHARS = 140

@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
+from diagnose.lazy import pandas as pd
 from diagnose.projection.frames import map_edges, map_frame
 from diagnose.projection.layout import LARGE_N, Projection, project, recipe_for
 from diagnose.projection.sampling import (

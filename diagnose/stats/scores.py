@@ -5,16 +5,19 @@ dropped silently: a mismatch raises :class:`~diagnose.data.DataError` naming the
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import numpy as np
-import pandas as pd
 from numpy.typing import ArrayLike
 
 from diagnose.checks import finite_number, positive_int
 from diagnose.data import DataError
+from diagnose.lazy import pandas as pd
 
-Scores = ArrayLike | pd.Series
+if TYPE_CHECKING:
+    import pandas
+
+Scores: TypeAlias = "ArrayLike | pandas.Series"  # a string: pandas is imported on first use (diagnose.lazy)
 ZERO_TOL = 1e-12
 """Per-query differences with ``|b - a| <= ZERO_TOL`` are treated as exact ties (float rounding noise)."""
 CHUNK_ELEMENTS = 1 << 20  # resampled values held in memory at once (8 MB of float64 / int64)

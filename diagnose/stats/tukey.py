@@ -7,10 +7,10 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from diagnose import defaults
 from diagnose.data import DataError
+from diagnose.lazy import pandas as pd
 from diagnose.stats.paired import effect_size
 from diagnose.stats.scores import (
     CHUNK_ELEMENTS,

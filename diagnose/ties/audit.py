@@ -9,11 +9,10 @@ from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
-import pandas as pd
 
 from diagnose import defaults
 from diagnose.checks import positive_int
-from diagnose.data import MAX_EXAMPLES, Qrels, Run, ValidationReport
+from diagnose.data import MAX_EXAMPLES, ColumnsFrame, Qrels, Run, ValidationReport
 from diagnose.metrics import Evaluation, evaluate, expand_metrics, parse_metric
 from diagnose.ties.orders import (
     Layout,
@@ -58,8 +57,8 @@ def tie_audit(
     """
     k = _checked_k(k, n_orders)
     base, names = _base_evaluation(qrels, run, metrics, k=k, relevance_level=relevance_level, base=base)
-    base_values = base.per_query[names]
-    golden = base.per_query.index
+    base_values = base.values(names)
+    golden = base.query_ids
     lay = tie_layout(run)
     groups = np.flatnonzero(lay.g_size > 1)
     counts = _tie_counts(lay, groups, golden, k)
@@ -69,7 +68,7 @@ def tie_audit(
         qrels, run, lay, counts, names, exact, base_values, n_orders, seed, relevance_level
     )
 
-    value = base_values.to_numpy(dtype=np.float64)
+    value = base_values
     depends = (hi - lo > TOL).any(axis=1) if len(names) else np.zeros(len(golden), dtype=bool)
     ties_top = counts.per_golden(counts.in_top, False)
     cross = counts.per_golden(counts.crossing, False)
@@ -100,14 +99,14 @@ def _ranges(
     counts: _TieCounts,
     names: list[str],
     exact: dict[str, bool],
-    base_values: pd.DataFrame,
+    base_values: np.ndarray,
     n_orders: int,
     seed: int,
     relevance_level: int,
 ) -> tuple[np.ndarray, np.ndarray, int]:
     """Each golden query's lowest and highest value of every metric over tie orders (the run's own values where no
     group of tied scores exists), and the number of random orders sampled."""
-    lo = base_values.to_numpy(dtype=np.float64, copy=True)
+    lo = base_values.copy()
     hi = lo.copy()
     sampled = 0
     if (lay.g_size > 1).any():
@@ -165,7 +164,7 @@ class _TieCounts(NamedTuple):
         return out
 
 
-def _tie_counts(lay: Layout, groups: np.ndarray, golden: pd.Index, k: int) -> _TieCounts:
+def _tie_counts(lay: Layout, groups: np.ndarray, golden: np.ndarray, k: int) -> _TieCounts:
     """Per run query: tie groups, ties in the top k, crossing k (``groups``: the tie groups of >= 2 documents)."""
     gq = lay.qcode[lay.g_start[groups]]
     g_first = lay.rank[lay.g_start[groups]]
@@ -174,7 +173,8 @@ def _tie_counts(lay: Layout, groups: np.ndarray, golden: pd.Index, k: int) -> _T
     n_groups = np.bincount(gq, minlength=n_run_q)
     in_top = np.bincount(gq, weights=g_first <= k, minlength=n_run_q) > 0
     crossing = np.bincount(gq, weights=(g_first <= k) & (g_last > k), minlength=n_run_q) > 0
-    at = pd.Index(lay.qids, dtype=object).get_indexer(golden) if n_run_q else np.full(len(golden), -1)
+    code_of = {q: i for i, q in enumerate(lay.qids)}
+    at = np.fromiter((code_of.get(q, -1) for q in golden), dtype=np.int64, count=len(golden))
     return _TieCounts(n_groups, in_top, crossing, at)
 
 
@@ -244,7 +244,7 @@ def _widen_over_orders(
 
 
 def _per_query_table(
-    golden: pd.Index,
+    golden: np.ndarray,
     names: list[str],
     value: np.ndarray,
     lo: np.ndarray,
@@ -253,7 +253,7 @@ def _per_query_table(
     ties_top: np.ndarray,
     cross: np.ndarray,
     depends: np.ndarray,
-) -> pd.DataFrame:
+) -> ColumnsFrame:
     """:attr:`TieAudit.per_query`: the counts per golden query, then each metric's value, min and max."""
     columns: dict[str, np.ndarray] = {
         "query_id": np.asarray(golden, dtype=object),
@@ -264,7 +264,7 @@ def _per_query_table(
     }
     for j, m in enumerate(names):  # built in one go: inserting 3 columns per metric fragments the frame
         columns.update({m: value[:, j], f"{m}_min": lo[:, j], f"{m}_max": hi[:, j]})
-    return pd.DataFrame(columns)
+    return ColumnsFrame(columns)
 
 
 def _aggregate(
@@ -284,7 +284,7 @@ def _aggregate(
 
 
 def _examples(
-    golden: pd.Index,
+    golden: np.ndarray,
     n_metrics: int,
     lo: np.ndarray,
     hi: np.ndarray,

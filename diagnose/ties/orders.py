@@ -9,13 +9,12 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from diagnose.data import Qrels, Run
+from diagnose.ids import known_fingerprints, remember_fingerprints
 from diagnose.metrics import Evaluation, MetricName, parse_metric
-from diagnose.metrics.join import arrow as _strings  # ids as one large_string array
 from diagnose.metrics.join import in_qrels, judged_pairs, positive_grades, prepare
 
 
@@ -43,10 +42,10 @@ class Layout(NamedTuple):
 
 
 def tie_layout(run: Run) -> Layout:
-    df = run.df
-    n = len(df)
-    qcode, qids = pd.factorize(df["query_id"], sort=False)
-    ranks = df["rank"].to_numpy(dtype=np.int64)
+    n = len(run)
+    encoded = pc.dictionary_encode(run.strings("query_id"))
+    qcode, qids = encoded.indices.to_numpy(zero_copy_only=False), encoded.dictionary.to_pylist()
+    ranks = run.numbers("rank", np.int64)
     step_q, step_r = np.diff(qcode), np.diff(ranks)
     if (
         (step_q > 0) | ((step_q == 0) & (step_r > 0))
@@ -56,7 +55,7 @@ def tie_layout(run: Run) -> Layout:
         order = np.lexsort((np.arange(n), ranks, qcode))
     q, r = qcode[order].astype(np.int64), ranks[order]
     with np.errstate(over="ignore", invalid="ignore"):
-        s32 = df["score"].to_numpy(dtype=np.float64)[order].astype(np.float32) + np.float32(0.0)
+        s32 = run.numbers("score", np.float64)[order].astype(np.float32) + np.float32(0.0)
     new = np.ones(n, dtype=bool)
     if n > 1:
         new[1:] = (q[1:] != q[:-1]) | (s32[1:] != s32[:-1])  # NaN != NaN: NaN ties with nothing
@@ -79,13 +78,13 @@ def tie_keys(
     n = len(lay.order)
     out = {name: np.zeros(n, dtype=np.float64) for name in needed}
     pos = np.flatnonzero(lay.tied if looked_up is None else looked_up)
-    if not len(pos) or not len(qrels.df):
+    if not len(pos) or not len(qrels):
         if "unannotated" in needed:
             out["unannotated"][pos] = 1.0
         return out
     prep = prepare(qrels)  # the grades and pairs do not depend on the relevance level
-    docs = _strings(run.df["doc_id"])
-    judged_q = prep.query_index.get_indexer(lay.qids).astype(np.int64)  # run query code -> judged query code
+    docs = run.strings("doc_id")
+    judged_q = prep.query_codes(lay.qids)  # run query code -> judged query code
     few = 2 * len(pos) < n  # few positions: look up only theirs; else every position, without copying strings
     at = pos if few else np.arange(n)
     if few or not np.array_equal(lay.order, at):
@@ -118,16 +117,28 @@ def reordered(
         kept = lay.rank <= depth if kept is None else kept & (lay.rank <= depth)
     if kept is not None:
         rows, where, rank = rows[kept], where[kept], rank[kept]
-    df = run.df
-    out = pd.DataFrame(
+    return _copy(run, where, rows, rank)
+
+
+def _copy(run: Run, where: np.ndarray, rows: np.ndarray, rank: np.ndarray) -> Run:
+    """The re-ordered copy: at each new position the query of row ``where``, the document of row ``rows`` and the
+    rank ``rank``; the score ``-rank`` (the order is explicit). An Arrow table, like a run read from a file."""
+    parent = run.strings("doc_id")
+    docs = parent.take(pa.array(rows, type=pa.int64()))
+    table = pa.table(
         {
-            "query_id": df["query_id"].take(where).reset_index(drop=True),
-            "doc_id": df["doc_id"].take(rows).reset_index(drop=True),
-            "score": -rank.astype(np.float64),
-            "rank": rank,
+            "query_id": run.strings("query_id").take(pa.array(where, type=pa.int64())),
+            "doc_id": docs,
+            "score": pa.array(-rank.astype(np.float64)),
+            "rank": pa.array(rank.astype(np.int64, copy=False)),
         }
     )
-    return Run(run.name, out, run.source)
+    copy = Run(run.name, table, run.source)
+    copy.keep_strings("doc_id", docs)
+    known = known_fingerprints(parent)
+    if known is not None:
+        remember_fingerprints(docs, known[rows])
+    return copy
 
 
 def reordered_nonzero(run: Run, lay: Layout, key: np.ndarray, depth: int | None = None) -> Run:
@@ -147,17 +158,9 @@ def reordered_nonzero(run: Run, lay: Layout, key: np.ndarray, depth: int | None 
     if depth is not None:
         cut = lay.rank[where] <= depth
         kept, where = kept[cut], where[cut]
-    df = run.df
-    out = pd.DataFrame(
-        {
-            "query_id": df["query_id"].take(lay.order[where]).reset_index(drop=True),
-            "doc_id": df["doc_id"].take(lay.order[kept]).reset_index(drop=True),
-            "score": -lay.rank[where].astype(np.float64),
-            "rank": lay.rank[where],
-        }
-    )
     order = np.argsort(where, kind="stable")  # the copy in (query, rank) order, as a run lists it
-    return Run(run.name, out.take(order).reset_index(drop=True), run.source)
+    where, kept = where[order], kept[order]
+    return _copy(run, lay.order[where], lay.order[kept], lay.rank[where])
 
 
 def deepest_rank(names: Sequence[str | MetricName]) -> int | None:
@@ -179,7 +182,7 @@ def in_trec_order(run: Run, lay: Layout, scored: np.ndarray) -> bool:
     pairs = np.flatnonzero((lay.group[1:] == lay.group[:-1]) & scored[lay.qcode[1:]])
     if not len(pairs):
         return True
-    docs = _strings(run.df["doc_id"])
+    docs = run.strings("doc_id")
     first = docs.take(pa.array(lay.order[pairs], type=pa.int64()))
     second = docs.take(pa.array(lay.order[pairs + 1], type=pa.int64()))
     return bool(pc.all(pc.greater(first, second)).as_py())
@@ -198,7 +201,7 @@ def widen(
 ) -> None:
     """Widen ``lo`` / ``hi`` (golden query x metric) at ``cols`` with ``e``'s values; ``rows`` (bool per golden
     query): only those (the queries a re-ordered copy covers)."""
-    v = e.per_query.to_numpy(dtype=np.float64)
+    v = e.values()
     if rows is not None:
         r = np.flatnonzero(rows)
         at = np.ix_(r, cols)

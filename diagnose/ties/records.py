@@ -4,12 +4,14 @@ per-query table, means, the message and the JSON form).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, NamedTuple
 
 import numpy as np
-import pandas as pd
+
+from diagnose.data import FrameField, frame_column, held
+from diagnose.lazy import pandas as pd
 
 TOL = 1e-12
 PRINTED_DIGITS = 4  # the reports print a metric's mean to 4 decimals: a narrower range is not worth a warning
@@ -54,8 +56,8 @@ class TieAudit:
     n_queries_crossing_cutoff: int
     n_queries_metric_depends_on_order: int
     examples: tuple[str, ...]
-    per_query: pd.DataFrame
-    aggregate: dict[str, TieRange]
+    per_query: pd.DataFrame = FrameField()
+    aggregate: dict[str, TieRange] = field(default_factory=dict)
     trec_order: bool = True
     sampled_orders: int = 0
     source: str = ""
@@ -81,9 +83,11 @@ class TieAudit:
     @cached_property
     def varying_metrics(self) -> list[str]:
         """Metrics (in the order asked) whose value changes with the tie order for at least one query."""
-        pq = self.per_query
+        pq = held(self, "per_query")
         return [
-            m for m in self.metrics if (pq[f"{m}_max"].to_numpy() - pq[f"{m}_min"].to_numpy() > TOL).any()
+            m
+            for m in self.metrics
+            if (frame_column(pq, f"{m}_max") - frame_column(pq, f"{m}_min") > TOL).any()
         ]
 
     @property
@@ -135,13 +139,13 @@ class TieAudit:
         on the order."""
         if self.headline is None:
             return list(self.examples)
-        pq = self.per_query
-        row_of = {q: i for i, q in enumerate(pq["query_id"].tolist())}
+        pq = held(self, "per_query")
+        row_of = {q: i for i, q in enumerate(frame_column(pq, "query_id").tolist())}
         out = []
         for q in self.examples:
             i = row_of[q]
             for m in self.reported_metrics:
-                r = TieRange(pq[m].iat[i], pq[f"{m}_min"].iat[i], pq[f"{m}_max"].iat[i])
+                r = TieRange(*(float(frame_column(pq, c)[i]) for c in (m, f"{m}_min", f"{m}_max")))
                 if _shown_apart(r, EXAMPLE_DIGITS):
                     out.append(f"{q}: {m} {r.min:.3f}-{r.max:.3f} (run order {r.value:.3f})")
                     break

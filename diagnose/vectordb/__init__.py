@@ -20,12 +20,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
-import pandas as pd
 
 from diagnose.data import Corpus, DataError, ValidationReport
 from diagnose.embed.precomputed import PrecomputedEmbeddings, checked_vectors
 from diagnose.io.formats import CORPUS_ID_FIELDS, CORPUS_TEXT_FIELDS, CORPUS_TITLE_FIELDS
 from diagnose.io.records import finish_records
+from diagnose.lazy import pandas as pd
 from diagnose.progress import Progress, reporter
 from diagnose.vectordb.sources import SOURCES
 from diagnose.vectordb.spec import FORM, SCHEMES, CollectionSpec, is_spec, parse_spec
