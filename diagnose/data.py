@@ -158,6 +158,7 @@ def arrow_to_pandas(table: pa.Table) -> pd.DataFrame:
     pandas 3). The one conversion every reader's frame goes through."""
     import pyarrow as pa
 
+    pd.module()  # pandas imported through diagnose.lazy first (see diagnose.lazy.pyarrow_without_pandas)
     df = table.to_pandas()
     for i, f in enumerate(table.schema):  # by position: a CSV header may repeat a name
         is_text = pa.types.is_string(f.type) or pa.types.is_large_string(f.type)

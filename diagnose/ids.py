@@ -52,6 +52,15 @@ def known_fingerprints(arr: pa.Array | pa.ChunkedArray) -> np.ndarray | None:
     return known[1] if known is not None and known[0]() is arr else None
 
 
+def take(arr: pa.Array, rows: np.ndarray) -> pa.Array:
+    """``arr.take(rows)``, its fingerprints (when known) taken along: the subset is never hashed again."""
+    out = arr.take(pa.array(rows, type=pa.int64()))
+    known = known_fingerprints(arr)
+    if known is not None:
+        remember_fingerprints(out, known[rows])
+    return out
+
+
 def fingerprints(arr: pa.Array | pa.ChunkedArray) -> np.ndarray:
     """64-bit fingerprint (uint64) of each string of a ``string`` / ``large_string`` array, from all its UTF-8
     bytes and its length.

@@ -31,6 +31,7 @@ class LazyModule:
         self._name = name
 
     def module(self) -> ModuleType:
+        """The module itself, imported now if it is not yet."""
         return sys.modules.get(self._name) or importlib.import_module(self._name)
 
     def __getattr__(self, attr: str) -> Any:
@@ -54,7 +55,12 @@ def pyarrow_without_pandas() -> Iterator[None]:
     exists before pandas is imported). An ``import pandas`` statement, or ``importlib.import_module`` (what
     :class:`LazyModule` does), imports it as usual, and pyarrow is told before the import returns, so from then
     on it handles DataFrames exactly as before. Nothing changes when pandas is already imported, or when pyarrow
-    has no such shim (another release). Used by ``diagnose evaluate`` (:mod:`diagnose.cli.evaluate`)."""
+    has no such shim (another release).
+
+    Code inside that wants pyarrow to build a DataFrame (``Table.to_pandas``) imports pandas first
+    (:func:`diagnose.data.arrow_to_pandas` does): pyarrow's own import of it is refused too. So the context is
+    for code that is all diagnose's: ``diagnose evaluate`` on files (:mod:`diagnose.cli.evaluate`), not a run of a
+    user's retriever or a vector database reader."""
     finder = _PandasForPythonOnly.install()
     try:
         yield

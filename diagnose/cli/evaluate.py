@@ -21,11 +21,20 @@ from diagnose.cli.shared import (
 from diagnose.data import DataError, Dataset
 from diagnose.io import parse_run_arg
 from diagnose.lazy import pyarrow_without_pandas
+from diagnose.vectordb.spec import is_spec
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
-    with pyarrow_without_pandas():  # TREC files in, JSON out: no DataFrame is built, so pandas is not imported
+    if not _only_files(args):
         return _evaluate(args)
+    with pyarrow_without_pandas():  # files in, a report out: no DataFrame is built, pandas is not imported
+        return _evaluate(args)
+
+
+def _only_files(args: argparse.Namespace) -> bool:
+    """Whether only diagnose's own code runs: files read, no live retriever, no baseline (a model, bm25s), no
+    vector database as the corpus (see :func:`~diagnose.lazy.pyarrow_without_pandas`)."""
+    return not (args.retriever or args.baseline or (args.corpus and is_spec(args.corpus)))
 
 
 def _evaluate(args: argparse.Namespace) -> int:

@@ -29,7 +29,7 @@ import pyarrow.compute as pc
 
 from diagnose.checks import positive_int
 from diagnose.data import DataError, Qrels, Run, arrow_strings
-from diagnose.ids import fingerprints, pair_keys
+from diagnose.ids import fingerprints, pair_keys, take
 from diagnose.lazy import pandas as pd
 
 # --------------------------------------------------------------------------------------------- string keys
@@ -62,7 +62,7 @@ class PreparedQrels:
     """Everything about the qrels that does not depend on the run (shared by :func:`evaluate_many`)."""
 
     relevance_level: int
-    query_ids: pa.Array  # every judged query id (large_string), first-seen order; position = judged query code
+    query_ids: pa.Array  # every judged query id (large_string), first-seen order; position = query code
     eval_of_query: np.ndarray  # judged query code -> scored query code (-1: no relevant document)
     eval_ids: np.ndarray  # scored query ids (object), output order
     n_rel: np.ndarray  # R per scored query, float64
@@ -283,7 +283,7 @@ def _list_documents(prep: PreparedQrels, row_q: np.ndarray, ranks: np.ndarray, d
     e[row_q >= 0] = prep.eval_of_query[row_q[row_q >= 0]]
     idx = np.flatnonzero(e >= 0)
     idx = idx[np.lexsort((ranks[idx], e[idx]))]
-    sub = docs.take(pa.array(idx, type=pa.int64()))
+    sub = take(docs, idx)
     q, rank = e[idx], ranks[idx].astype(np.int64, copy=False)
     # a document listed twice for one query counts once, at its best rank. Equal (query, doc) pairs have equal
     # keys; only when keys repeat are the ids compared (a repeat may also be a key collision).
@@ -325,7 +325,9 @@ class RunTables:
         starts, block_ids = _segments(run.strings("query_id"))
         block_q = prep.query_codes(block_ids) if len(block_ids) else starts
         row_q = np.repeat(block_q, np.diff(np.append(starts, n_rows)))
-        run_qids = np.asarray(list(dict.fromkeys(block_ids.tolist())), dtype=object) if len(block_ids) else block_ids
+        run_qids = (
+            np.asarray(list(dict.fromkeys(block_ids.tolist())), dtype=object) if len(block_ids) else block_ids
+        )
         run_q = prep.query_codes(run_qids) if len(run_qids) else starts
         self.unjudged = [str(q) for q, c in zip(run_qids, run_q, strict=True) if c < 0]
         present = np.zeros(self.n, dtype=bool)

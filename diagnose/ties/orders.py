@@ -13,7 +13,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from diagnose.data import Qrels, Run
-from diagnose.ids import known_fingerprints, remember_fingerprints
+from diagnose.ids import take
 from diagnose.metrics import Evaluation, MetricName, parse_metric
 from diagnose.metrics.join import in_qrels, judged_pairs, positive_grades, prepare
 
@@ -88,7 +88,7 @@ def tie_keys(
     few = 2 * len(pos) < n  # few positions: look up only theirs; else every position, without copying strings
     at = pos if few else np.arange(n)
     if few or not np.array_equal(lay.order, at):
-        docs = docs.take(pa.array(lay.order[at], type=pa.int64()))
+        docs = take(docs, lay.order[at])
     row_q = judged_q[lay.qcode[at]]
     found = {
         "gain": lambda: positive_grades(prep, row_q, docs),
@@ -123,8 +123,7 @@ def reordered(
 def _copy(run: Run, where: np.ndarray, rows: np.ndarray, rank: np.ndarray) -> Run:
     """The re-ordered copy: at each new position the query of row ``where``, the document of row ``rows`` and the
     rank ``rank``; the score ``-rank`` (the order is explicit). An Arrow table, like a run read from a file."""
-    parent = run.strings("doc_id")
-    docs = parent.take(pa.array(rows, type=pa.int64()))
+    docs = take(run.strings("doc_id"), rows)
     table = pa.table(
         {
             "query_id": run.strings("query_id").take(pa.array(where, type=pa.int64())),
@@ -135,9 +134,6 @@ def _copy(run: Run, where: np.ndarray, rows: np.ndarray, rank: np.ndarray) -> Ru
     )
     copy = Run(run.name, table, run.source)
     copy.keep_strings("doc_id", docs)
-    known = known_fingerprints(parent)
-    if known is not None:
-        remember_fingerprints(docs, known[rows])
     return copy
 
 

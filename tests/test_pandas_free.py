@@ -1,0 +1,203 @@
+"""``diagnose evaluate`` without pandas: runs and golden sets held as Arrow tables, pandas imported on first use
+(:mod:`diagnose.lazy`), pyarrow kept from importing it on its own, a run's doc-id fingerprints hashed once.
+
+The process-level checks run in a fresh interpreter (``sys.executable``): the test process has pandas loaded."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from diagnose.data import Qrels, Run, ValidationReport
+from diagnose.ids import _hash, fingerprints, known_fingerprints, take
+from diagnose.io import read_qrels, read_run
+from diagnose.metrics import evaluate
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _python(code: str, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code), *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        check=False,
+    )
+
+
+def _files(tmp_path: Path) -> tuple[Path, Path]:
+    """A TREC run with a score tie across the cutoff and a repeated document, and graded TREC qrels."""
+    run = tmp_path / "run.trec"
+    run.write_text(
+        "q1 Q0 d1 1 3.0 t\nq1 Q0 d2 2 2.0 t\nq1 Q0 d3 3 2.0 t\nq1 Q0 d1 4 1.0 t\n"
+        "q2 Q0 d4 1 5.0 t\nq2 Q0 d5 2 4.0 t\nq3 Q0 d9 1 1.0 t\n"
+    )
+    qrels = tmp_path / "qrels.txt"
+    qrels.write_text("q1 0 d3 2\nq1 0 d1 0\nq2 0 d5 1\nq2 0 d6 1\nq4 0 d7 1\n")
+    return run, qrels
+
+
+def test_diagnose_evaluate_never_imports_pandas_and_prints_what_the_library_computes(tmp_path):
+    run, qrels = _files(tmp_path)
+    out = _python(
+        """
+        import contextlib, io, json, sys
+        from diagnose.cli import main
+        buf = io.StringIO()
+        with contextlib.redirect_stdout(buf):
+            code = main(["evaluate", "--qrels", sys.argv[1], "--run", "r=" + sys.argv[2], "--k", "1,2",
+                         "--format", "json"])
+        print(json.dumps({"code": code, "pandas": "pandas" in sys.modules, "report": json.loads(buf.getvalue())}))
+        """,
+        str(qrels),
+        str(run),
+    )
+    assert out.returncode == 0, out.stderr
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    assert got["code"] == 0
+    assert got["pandas"] is False  # the old code imported pandas (~0.5 s) before reading a line
+    # the same numbers as the library in this process (pandas loaded, DataFrames built)
+    ev = evaluate(read_qrels(qrels), read_run(run, name="r"), ["ndcg@2", "recall@1", "map"])
+    aggregate = got["report"]["runs"]["r"]["aggregate"]
+    for name, value in ev.aggregate.items():
+        assert aggregate[name] == value
+    # the audit saw the tie d2/d3 at ranks 2-3 (across k=2) and the repeated d1 was dropped with a warning
+    assert got["report"]["ties"]["r"]["n_queries_crossing_cutoff"] == 1
+    assert "queries" not in got["report"]["ties"]["r"]  # per-query ranges only with --per-query
+
+
+def test_pyarrow_without_pandas_hides_it_from_pyarrow_only():
+    out = _python(
+        """
+        import importlib, sys
+        from diagnose.lazy import pandas as lazy_pd, pyarrow_without_pandas
+        import pyarrow as pa
+        with pyarrow_without_pandas():
+            t = pa.table({"a": pa.array([1, 2])})
+            n = pa.chunked_array([pa.array([1.5])]).to_numpy()
+            before = "pandas" in sys.modules
+            df = lazy_pd.DataFrame({"a": [1.0, float("nan")]})  # diagnose asks: pandas is imported
+            after = "pandas" in sys.modules
+            nulls = pa.array(df["a"]).null_count  # pyarrow knows it is a Series: NaN -> null
+            rows = pa.table(df).num_rows  # and a DataFrame
+        with pyarrow_without_pandas():  # pandas is there now: nothing to hide
+            import pandas
+            same = pandas is importlib.import_module("pandas")
+        print(before, after, nulls, rows, same, t.to_pandas()["a"].tolist())
+        """
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["False", "True", "1", "2", "True", "[1,", "2]"]
+
+
+def test_an_import_statement_inside_gets_pandas():
+    out = _python(
+        """
+        import sys
+        from diagnose.lazy import pyarrow_without_pandas
+        import pyarrow as pa
+        with pyarrow_without_pandas():
+            pa.array([1])  # pyarrow's probe: answered "no pandas"
+            import pandas as pd  # another library's import statement is not refused
+            s = pd.Series([1.0, None])
+            print(pa.array(s).null_count, pa.Array.from_pandas(s).null_count)
+        """
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["1", "1"]
+
+
+def test_a_run_read_from_a_file_is_held_as_arrow_and_reads_as_before(tmp_path):
+    run_file, qrels_file = _files(tmp_path)
+    report = ValidationReport()
+    run = read_run(run_file, name="r", report=report)
+    assert isinstance(run.__dict__["_df_value"], pa.Table)  # nothing converted yet
+    assert len(run) == 6 and run.depth() == 3 and run.query_ids() == ["q1", "q2", "q3"]
+    assert report.by_code("duplicate_doc_in_run")[0].count == 1
+    df = run.df  # built on first read, kept
+    assert run.df is df
+    assert list(df.columns) == ["query_id", "doc_id", "score", "rank"]
+    assert [str(t) for t in df.dtypes] == ["str", "str", "float64", "int64"]
+    # trec_eval order: score descending, ties by doc id descending (d3 before d2)
+    assert df["doc_id"].tolist() == ["d1", "d3", "d2", "d4", "d5", "d9"]
+    assert df["rank"].tolist() == [1, 2, 3, 1, 2, 1]
+    # a Run built from the same frame scores the same as the Arrow-held one
+    again = Run("r", df.copy())
+    qrels = read_qrels(qrels_file)
+    assert isinstance(qrels.__dict__["_df_value"], pa.Table)
+    a = evaluate(qrels, run, ["ndcg@3", "map", "judged@2"])
+    b = evaluate(Qrels(qrels.df.copy()), again, ["ndcg@3", "map", "judged@2"])
+    assert a.aggregate == b.aggregate
+    pd.testing.assert_frame_equal(a.per_query, b.per_query)
+
+
+def test_qrels_repeated_pairs_keep_the_first_grade_and_queries_without_relevant_are_counted(tmp_path):
+    f = tmp_path / "q.txt"
+    f.write_text("q1 0 d1 1\nq1 0 d1 2\nq2 0 d2 0\nq1 0 d3 0\nq3 0 d1 1\nq2 0 d2 0\n")
+    report = ValidationReport()
+    q = read_qrels(f, report=report)
+    assert q.df.values.tolist() == [["q1", "d1", 1], ["q2", "d2", 0], ["q1", "d3", 0], ["q3", "d1", 1]]
+    dup = report.by_code("duplicate_judgement")[0]
+    assert (
+        dup.count == 2 and "(1 with a different grade)" in dup.message
+    )  # (q1,d1) 1 then 2; (q2,d2) 0 then 0
+    assert report.by_code("query_without_relevant")[0].examples == ("q2",)
+    assert report.stats["qrels_queries"] == 3 and report.stats["golden_queries"] == 2
+    assert q.queries_with_relevant() == ["q1", "q3"]
+
+
+def test_a_take_carries_the_fingerprints_it_took():
+    ids = pa.array([f"doc-{i}" for i in range(50)] + ["x" * 600], type=pa.large_string())
+    fps = fingerprints(ids)
+    assert known_fingerprints(ids) is fps and not fps.flags.writeable  # kept, shared read-only
+    rows = np.array([50, 3, 3, 0, 49])
+    sub = take(ids, rows)
+    assert known_fingerprints(sub) is not None
+    assert np.array_equal(fingerprints(sub), _hash(sub))  # what hashing the subset itself gives
+    fresh = pa.array(ids.to_pylist(), type=pa.large_string())  # equal strings, another object: hashed
+    assert known_fingerprints(fresh) is None
+    assert np.array_equal(fingerprints(fresh), fps)
+
+
+DEMO = ROOT / "demo_corpus"
+VARIANTS = {
+    "two runs, markdown, per query, bounds, detect, slice, gate": [
+        "--data", str(DEMO), "--run", f"a={DEMO / 'runs' / 'ann_minilm.trec'}",
+        "--run", f"b={DEMO / 'runs' / 'bm25_langchain.trec'}", "--format", "markdown", "--per-query", "--bounds",
+        "--detect", "0.05", "--slice", "area", "--fail-under", "ndcg@10=0.9",
+    ],
+    "a reference file, csv, per query": [
+        "--qrels", str(DEMO / "qrels" / "test.tsv"), "--run", f"a={DEMO / 'runs' / 'ann_minilm.trec'}",
+        "--compare-to", f"base={DEMO / 'runs' / 'bm25_langchain.trec'}", "--format", "csv", "--per-query",
+        "--max-drop", "ndcg@10=0.01", "--k", "1,5",
+    ],
+}  # fmt: skip
+
+
+def test_what_evaluate_prints_without_pandas_is_what_it_prints_with_it(capsys):
+    """Every output of ``diagnose evaluate`` (formats, comparisons, paired tests, bounds, slices, gates) the same in
+    a fresh process, where pyarrow is kept from importing pandas, as here, where pandas is loaded."""
+    from diagnose.cli import main
+
+    for name, argv in VARIANTS.items():
+        code = main(["evaluate", *argv])
+        here = capsys.readouterr()
+        out = _python(
+            """
+            import sys
+            from diagnose.cli import main
+            sys.exit(main(["evaluate", *sys.argv[1:]]))
+            """,
+            *argv,
+        )
+        assert out.returncode == code, (name, out.stderr[-2000:])
+        assert out.stdout == here.out, name
+        assert out.stderr == here.err, name
