@@ -11,11 +11,11 @@ is given its fingerprints by the same take that made its doc ids.
 from __future__ import annotations
 
 import hashlib
-import weakref
-from typing import Any
 
 import numpy as np
 import pyarrow as pa
+
+from diagnose.per_object import PerObject
 
 _M1 = np.uint64(0x9E3779B97F4A7C15)
 _M2 = np.uint64(0xBF58476D1CE4E5B9)
@@ -30,26 +30,19 @@ _KEEP = np.array([(1 << (8 * b)) - 1 for b in range(9)], dtype=np.uint64)  # _KE
 _VECTOR_BYTES = 512
 
 
-_KNOWN: dict[int, tuple[weakref.ref, np.ndarray]] = {}
+_KNOWN: PerObject[np.ndarray] = PerObject()
 
 
 def remember_fingerprints(arr: pa.Array | pa.ChunkedArray, fps: np.ndarray) -> np.ndarray:
     """Keep ``fps`` as the fingerprints of the array object ``arr`` for as long as it lives (read-only: callers
     share them); :func:`fingerprints` of that object returns them without hashing. Returns ``fps``."""
-    key = id(arr)
     fps.flags.writeable = False
-
-    def forget(_: Any) -> None:
-        _KNOWN.pop(key, None)
-
-    _KNOWN[key] = (weakref.ref(arr, forget), fps)
-    return fps
+    return _KNOWN.keep(arr, fps)
 
 
 def known_fingerprints(arr: pa.Array | pa.ChunkedArray) -> np.ndarray | None:
     """The fingerprints kept for this very array object, or None."""
-    known = _KNOWN.get(id(arr))
-    return known[1] if known is not None and known[0]() is arr else None
+    return _KNOWN.get(arr)
 
 
 def take(arr: pa.Array, rows: np.ndarray) -> pa.Array:

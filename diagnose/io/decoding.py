@@ -13,7 +13,8 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from diagnose.data import DataError, Tabular, ValidationReport
+from diagnose.data import DataError, ValidationReport
+from diagnose.frames import Tabular
 from diagnose.io.files import PathLike
 from diagnose.io.messages import fatal_error, plural_of, show_id, verb
 from diagnose.lazy import pandas as pd

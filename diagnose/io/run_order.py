@@ -11,7 +11,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from diagnose.data import Run, ValidationReport, arrow_strings
+from diagnose.data import Run, ValidationReport
+from diagnose.frames import arrow_strings
 from diagnose.ids import fingerprints, pair_keys, remember_fingerprints
 from diagnose.io.messages import pair_text, plural_of, verb
 from diagnose.lazy import pandas as pd

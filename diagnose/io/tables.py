@@ -14,7 +14,8 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
 from diagnose import io
-from diagnose.data import ValidationReport, arrow_to_pandas
+from diagnose.data import ValidationReport
+from diagnose.frames import arrow_to_pandas
 from diagnose.io.messages import fatal_error, plural_of, snip, verb
 from diagnose.io.text import line_start, text_lines
 from diagnose.lazy import pandas as pd

@@ -9,7 +9,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from diagnose.data import ColumnsFrame, DataError, FrameField, Qrels, Run, frame_column, held
+from diagnose.data import DataError, Qrels, Run
+from diagnose.frames import ColumnsFrame, FrameField, frame_column, held
 from diagnose.lazy import pandas as pd
 from diagnose.metrics.join import PreparedQrels, RunTables, prepare
 from diagnose.metrics.names import MetricName, parse_all

@@ -28,9 +28,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from diagnose.checks import positive_int
-from diagnose.data import DataError, Qrels, Run, arrow_strings
+from diagnose.data import DataError, Qrels, Run
+from diagnose.frames import arrow_strings
 from diagnose.ids import fingerprints, pair_keys, take
 from diagnose.lazy import pandas as pd
+from diagnose.per_object import PerObject
 
 # --------------------------------------------------------------------------------------------- string keys
 
@@ -110,8 +112,22 @@ def _grades(qrels: Qrels) -> np.ndarray:
     return values.astype(np.int64)
 
 
+_PREPARED: PerObject[PreparedQrels] = PerObject()
+
+
 def prepare(qrels: Qrels, relevance_level: int = 1) -> PreparedQrels:
+    """The qrels read once for the join (:class:`PreparedQrels`); kept per golden set held as Arrow (immutable),
+    so the metrics and the tie audit of every run share it."""
     positive_int(relevance_level, "relevance_level")
+    if not qrels.is_arrow():
+        return _prepare(qrels, relevance_level)
+    kept = _PREPARED.get(qrels, relevance_level)
+    return (
+        kept if kept is not None else _PREPARED.keep(qrels, _prepare(qrels, relevance_level), relevance_level)
+    )
+
+
+def _prepare(qrels: Qrels, relevance_level: int) -> PreparedQrels:
     query_ids, docs, q_codes, grades, keys, rows, order = _judgements(qrels)
     n_all = len(query_ids)
     n_rel_all = np.bincount(q_codes[grades >= relevance_level], minlength=n_all)

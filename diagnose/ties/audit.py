@@ -12,7 +12,8 @@ import numpy as np
 
 from diagnose import defaults
 from diagnose.checks import positive_int
-from diagnose.data import MAX_EXAMPLES, ColumnsFrame, Qrels, Run, ValidationReport
+from diagnose.data import MAX_EXAMPLES, Qrels, Run, ValidationReport
+from diagnose.frames import ColumnsFrame
 from diagnose.metrics import Evaluation, evaluate, expand_metrics, parse_metric
 from diagnose.ties.orders import (
     Layout,

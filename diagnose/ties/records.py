@@ -10,7 +10,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from diagnose.data import FrameField, frame_column, held
+from diagnose.frames import FrameField, frame_column, held
 from diagnose.lazy import pandas as pd
 
 TOL = 1e-12
