@@ -180,6 +180,28 @@ class Tabular:
         if is_arrow_table(self._held()):
             self.__dict__.setdefault("_strings", {})[column] = values
 
+    def codes(self, column: str) -> tuple[np.ndarray, list[str]]:
+        """A string column as integer codes (int64, numbering the distinct values in first-seen order) and those
+        values; kept like :meth:`strings` (the reader hands over the codes it sorted the run by)."""
+        kept = self.__dict__.get("_codes", {}).get(column)
+        if kept is not None and self.is_arrow():
+            return kept
+        import pyarrow.compute as pc
+
+        encoded = pc.dictionary_encode(self.strings(column))
+        found = (
+            encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64),
+            encoded.dictionary.to_pylist(),
+        )
+        self.keep_codes(column, *found)
+        return found
+
+    def keep_codes(self, column: str, codes: np.ndarray, values: list[str]) -> None:
+        """Record what :meth:`codes` returns for ``column`` (when the table is held as Arrow)."""
+        if self.is_arrow():
+            codes.flags.writeable = False
+            self.__dict__.setdefault("_codes", {})[column] = (codes, values)
+
     def numbers(self, column: str, dtype: Any = None) -> np.ndarray:
         """A numeric column as a numpy array (of ``dtype`` when given)."""
         held = self._held()

@@ -56,9 +56,15 @@ def run_from_lists(
 
 def factorize_first_seen(arr: pa.ChunkedArray | pa.Array) -> np.ndarray:
     """Integer codes numbering distinct values in order of first appearance."""
+    return _encoded(arr)[0]
+
+
+def _encoded(arr: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, pa.Array]:
+    """:func:`factorize_first_seen`'s codes and the distinct values they number."""
     if isinstance(arr, pa.ChunkedArray):
         arr = arr.combine_chunks()
-    return pc.dictionary_encode(arr).indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    encoded = pc.dictionary_encode(arr)
+    return encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64), encoded.dictionary
 
 
 def _score32(scores: np.ndarray) -> np.ndarray:
@@ -159,7 +165,7 @@ def build_run(
     n = len(scores)
     if n == 0:
         return Run(name, empty_run_df(), file)
-    q_codes = factorize_first_seen(q)
+    q_codes, q_values = _encoded(q)
     if order is None:
         order = _sorted_rows(q_codes, scores, d)
     ranks = _group_ranks(q_codes[order])  # the ranks by score, before any duplicate is dropped
@@ -197,6 +203,10 @@ def build_run(
     )
     run = Run(name, table, file)
     run.keep_strings("doc_id", docs)
+    if (
+        np.diff(q_codes[order]) >= 0
+    ).all():  # queries in first-seen order (trec_eval's): the codes carry over
+        run.keep_codes("query_id", q_codes[order], q_values.to_pylist())
     remember_fingerprints(docs, doc_fps[order])  # the metrics and the tie audit do not hash the ids again
     return run
 

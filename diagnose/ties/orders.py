@@ -43,8 +43,7 @@ class Layout(NamedTuple):
 
 def tie_layout(run: Run) -> Layout:
     n = len(run)
-    encoded = pc.dictionary_encode(run.strings("query_id"))
-    qcode, qids = encoded.indices.to_numpy(zero_copy_only=False), encoded.dictionary.to_pylist()
+    qcode, qids = run.codes("query_id")
     ranks = run.numbers("rank", np.int64)
     step_q, step_r = np.diff(qcode), np.diff(ranks)
     if (
