@@ -11,6 +11,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from diagnose.blocks import in_threads
 from diagnose.data import Run, ValidationReport
 from diagnose.frames import arrow_strings
 from diagnose.ids import fingerprints, pair_keys, remember_fingerprints
@@ -166,12 +167,12 @@ def build_run(
     if n == 0:
         return Run(name, empty_run_df(), file)
     q_codes, q_values = _encoded(q)
-    if order is None:
-        order = _sorted_rows(q_codes, scores, d)
+    # the sort (pyarrow) and the hashing of the doc ids (numpy) both run outside the GIL: one on each core
+    sorted_rows = (lambda: order) if order is not None else (lambda: _sorted_rows(q_codes, scores, d))
+    order, doc_fps = in_threads(lambda step: step(), [sorted_rows, lambda: fingerprints(d)])
     ranks = _group_ranks(q_codes[order])  # the ranks by score, before any duplicate is dropped
     if file_ranks is not None:
         _check_rank_column(file, q, d, q_codes, order, file_ranks, ranks, report)
-    doc_fps = fingerprints(d)
     dup = _duplicate_mask(q_codes, d, order, doc_fps)
     if dup.any():
         dropped = order[dup[order]]  # in final order
@@ -226,7 +227,7 @@ def _check_rank_column(
     wrong = file_ranks[order] != derived  # NaN (not an integer) never equals
     if not wrong.any():
         return
-    n_queries = len(np.unique(q_codes[order][wrong]))
+    n_queries = int(np.count_nonzero(np.bincount(q_codes[order[wrong]])))
     first = np.flatnonzero(wrong)[:5]
     rows = pa.array(order[first])
     examples = [
