@@ -83,36 +83,35 @@ def test_pyarrow_without_pandas_hides_it_from_pyarrow_only():
         with pyarrow_without_pandas():
             t = pa.table({"a": pa.array([1, 2])})
             n = pa.chunked_array([pa.array([1.5])]).to_numpy()
-            before = "pandas" in sys.modules
-            df = lazy_pd.DataFrame({"a": [1.0, float("nan")]})  # diagnose asks: pandas is imported
-            after = "pandas" in sys.modules
-            nulls = pa.array(df["a"]).null_count  # pyarrow knows it is a Series: NaN -> null
-            rows = pa.table(df).num_rows  # and a DataFrame
+            print("pandas" in sys.modules)  # pyarrow's probes were answered "no pandas"
+            import pandas as pd  # an import statement (another library's) is not refused
+            s = pd.Series([1.0, None])
+            print(pa.array(s).null_count, pa.Array.from_pandas(s).null_count)  # pyarrow knows it is a Series
+            print(pa.table(pd.DataFrame({"a": [1.0, float("nan")]})).num_rows)  # and a DataFrame
         with pyarrow_without_pandas():  # pandas is there now: nothing to hide
-            import pandas
-            same = pandas is importlib.import_module("pandas")
-        print(before, after, nulls, rows, same, t.to_pandas()["a"].tolist())
+            print(lazy_pd.DataFrame is pd.DataFrame, importlib.import_module("pandas") is pd)
+        print(t.to_pandas()["a"].tolist())
         """
     )
     assert out.returncode == 0, out.stderr
-    assert out.stdout.split() == ["False", "True", "1", "2", "True", "[1,", "2]"]
+    assert out.stdout.split() == ["False", "1", "1", "2", "True", "True", "[1,", "2]"]
 
 
-def test_an_import_statement_inside_gets_pandas():
+def test_diagnose_asking_for_pandas_inside_gets_it():
     out = _python(
         """
         import sys
-        from diagnose.lazy import pyarrow_without_pandas
+        from diagnose.lazy import pandas as lazy_pd, pyarrow_without_pandas
+        from diagnose.frames import arrow_to_pandas
         import pyarrow as pa
         with pyarrow_without_pandas():
-            pa.array([1])  # pyarrow's probe: answered "no pandas"
-            import pandas as pd  # another library's import statement is not refused
-            s = pd.Series([1.0, None])
-            print(pa.array(s).null_count, pa.Array.from_pandas(s).null_count)
+            pa.array([1])  # pyarrow's probe: "no pandas"
+            df = arrow_to_pandas(pa.table({"a": ["x", None]}))  # diagnose asks: pandas is imported, pyarrow told
+            print("pandas" in sys.modules, df["a"].dtype, df["a"].isna().tolist())
         """
     )
     assert out.returncode == 0, out.stderr
-    assert out.stdout.split() == ["1", "1"]
+    assert out.stdout.split() == ["True", "str", "[False,", "True]"]
 
 
 def test_a_run_read_from_a_file_is_held_as_arrow_and_reads_as_before(tmp_path):
