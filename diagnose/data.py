@@ -181,6 +181,11 @@ class ChunkMap:
     offsets: str = ""
 
     @property
+    def n_documents(self) -> int:
+        """How many documents the chunks come from."""
+        return len(set(self.parent.values()))
+
+    @property
     def has_offsets(self) -> bool:
         return self.start is not None and self.end is not None
 
@@ -213,7 +218,7 @@ class Corpus(_Texts):
         """How many records, in words: "3,633 documents", or "12,772 chunks of 3,633 documents" for a chunk corpus."""
         if self.chunks is None:
             return f"{len(self):,} documents"
-        return f"{len(self):,} chunks of {len(set(self.chunks.parent.values())):,} documents"
+        return f"{len(self):,} chunks of {self.chunks.n_documents:,} documents"
 
     def texts_at(self, rows: slice | Sequence[int]) -> list[str]:
         """:meth:`texts` of the documents at ``rows`` (corpus positions: a slice or a list) only: a large corpus'

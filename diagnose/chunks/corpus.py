@@ -73,7 +73,8 @@ def chunk_map(
         parent = _field_parents(df, ids, parent_field, file)
         how = f"metadata key {parent_field!r}"
     start, end, offsets = _offsets(df, ids, report, file)
-    n_docs = len(set(parent.values()))
+    cmap = ChunkMap(parent, start, end, how=how, offsets=offsets)
+    n_docs = cmap.n_documents
     report.stats["chunks"] = len(ids)
     report.stats["chunk_documents"] = n_docs
     report.add(
@@ -83,7 +84,7 @@ def chunk_map(
         severity="info",
         file=file,
     )
-    return ChunkMap(parent, start, end, how, offsets)
+    return cmap
 
 
 def _pattern_parents(ids: list[str]) -> dict[str, str] | None:
