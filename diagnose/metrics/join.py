@@ -219,12 +219,27 @@ def _ideal_ranking(
 # --------------------------------------------------------------------------------------------- run join
 
 
+_JOINED: PerObject[tuple[PreparedQrels, np.ndarray, tuple[np.ndarray, np.ndarray]]] = PerObject()
+
+
 def _join(prep: PreparedQrels, row_q: np.ndarray, docs: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     """Run rows whose (query, doc) has a grade > 0: ``(run row indices, positions in prep.pos_*)``.
 
     Hash join on 64-bit pair keys (a direct-address table on the keys' top bits, binary search for the few
-    crowded slots), each match confirmed on the query code and the doc id string, so the join is exact.
+    crowded slots), each match confirmed on the query code and the doc id string, so the join is exact. The last
+    join of an array of doc ids is kept with it: the tie audit asks again for the rows the metrics joined.
     """
+    kept = _JOINED.get(docs)
+    if kept is not None and kept[0] is prep and np.array_equal(kept[1], row_q):
+        return kept[2]
+    joined = _join_once(prep, row_q, docs)
+    for a in joined:
+        a.flags.writeable = False  # shared by the callers
+    _JOINED.keep(docs, (prep, row_q, joined))
+    return joined
+
+
+def _join_once(prep: PreparedQrels, row_q: np.ndarray, docs: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     empty = np.empty(0, dtype=np.int64)
     if len(prep.pos_keys) == 0 or len(row_q) == 0:
         return empty, empty
