@@ -15,7 +15,8 @@ the peak RSS), so the times include interpreter start, imports, parsing and eval
   has no ``mrr@k``), then the mean per measure;
 - ranx: ``Qrels.from_file`` + ``Run.from_file`` + ``evaluate(..., make_comparable=True)`` with the same 33 names.
 
-One untimed warm-up run per tool comes first (file cache, ranx's numba cache), then ``--repeats`` timed runs;
+One untimed warm-up run per tool comes first (file cache, ranx's numba cache), then ``--repeats`` rounds, each
+running every tool once (interleaved, so a change of load on a shared machine hits each tool alike);
 the table shows medians of wall time and of CPU time (user + sys of the process and its threads: steadier than
 wall time on a shared machine), the ratio of each peer's median to diagnose's, and the peak RSS. The aggregates
 of the three tools are compared as a sanity check (the synthetic files have no missing queries and float32-exact
@@ -201,28 +202,27 @@ def aggregates(tool: str, stdout: str) -> dict[str, float]:
 
 
 def bench_shape(qrels: Path, run: Path, repeats: int, tools: list[str] | None = None) -> list[dict]:
-    rows = []
     results = {}
-    for tool, cmd in commands(qrels, run).items():
-        if tools is not None and tool not in tools:
-            continue
+    chosen = {t: c for t, c in commands(qrels, run).items() if tools is None or t in tools}
+    for tool, cmd in chosen.items():
         _, _, _, out = run_once(cmd)  # warm-up
         results[tool] = aggregates(tool, out)
-        walls, cpus, rsss = [], [], []
-        for _ in range(repeats):
+    # interleaved: repeat i runs every tool once, so a change of load on the shared machine hits each tool alike
+    samples: dict[str, list[tuple[float, float, float]]] = {tool: [] for tool in chosen}
+    for _ in range(repeats):
+        for tool, cmd in chosen.items():
             wall, cpu, rss, _ = run_once(cmd)
-            walls.append(wall)
-            cpus.append(cpu)
-            rsss.append(rss or 0.0)
-        rows.append(
-            {
-                "tool": tool,
-                "wall": statistics.median(walls),
-                "cpu": statistics.median(cpus),
-                "rss": max(rsss) or None,
-                "walls": walls,
-            }
-        )
+            samples[tool].append((wall, cpu, rss or 0.0))
+    rows = [
+        {
+            "tool": tool,
+            "wall": statistics.median(w for w, _, _ in got),
+            "cpu": statistics.median(c for _, c, _ in got),
+            "rss": max(r for _, _, r in got) or None,
+            "walls": [w for w, _, _ in got],
+        }
+        for tool, got in samples.items()
+    ]
     ours = results["diagnose"]
     for tool in [t for t in ("pytrec_eval", "ranx") if t in results]:
         shared = sorted(set(ours) & set(results[tool]))
