@@ -40,8 +40,10 @@ def pytest_collection_modifyitems(config, items):
 
 @pytest.fixture(scope="session")
 def second_model(tmp_path_factory):
-    """A second real sentence-transformers model, built locally: the bundled MiniLM with a seeded 384->64 dense
-    projection on top (different vectors and size, same tokenizer), saved as a folder. No hub access."""
+    """A second real sentence-transformers model, built locally: the first of the bundled MiniLM's 6 layers with a
+    seeded 384->64 dense projection on top (different vectors, size and depth, same tokenizer), saved as a folder.
+    No hub access. One layer: the tests that use it (the Model choice page in Chromium, ``diagnose models``, the
+    fast path of another folder) need a second real model, not a good one, and it encodes ~5x faster."""
     import torch
     from sentence_transformers import SentenceTransformer
     from sentence_transformers.sentence_transformer import modules as models
@@ -50,6 +52,8 @@ def second_model(tmp_path_factory):
 
     torch.manual_seed(0)
     word = models.Transformer(str(default_model_path()))
+    word.auto_model.encoder.layer = word.auto_model.encoder.layer[:1]
+    word.auto_model.config.num_hidden_layers = 1
     pooling = models.Pooling(word.get_embedding_dimension(), pooling_mode="mean")
     dense = models.Dense(in_features=384, out_features=64, activation_function=torch.nn.Identity())
     model = SentenceTransformer(modules=[word, pooling, dense, models.Normalize()], device="cpu")
