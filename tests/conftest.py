@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 # the shared helpers of the AppTest tests assert too: pytest explains their failures like a test's own
@@ -65,8 +67,13 @@ def second_model(tmp_path_factory):
 @pytest.fixture(scope="session")
 def model_cache(tmp_path_factory):
     """One embedding cache folder for the tests that encode the demo corpus with the real bundled model: the cache is
-    keyed by text + model, so a worker encodes the demo once, not once per test. Tests of the cache itself keep
-    their own folder."""
+    keyed by text + model, so the run encodes the demo once, not once per test. Under xdist the workers share it
+    (the run's temporary folder, above each worker's own): writes are atomic (``os.replace``), and two workers
+    writing the same key write the same vectors. Tests of the cache itself keep their own folder."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        shared = tmp_path_factory.getbasetemp().parent / "model-cache"
+        shared.mkdir(exist_ok=True)
+        return shared
     return tmp_path_factory.mktemp("model-cache")
 
 
