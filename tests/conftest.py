@@ -3,11 +3,20 @@
 from __future__ import annotations
 
 import os
+import sys
 
 import pytest
 
 # the shared helpers of the AppTest tests assert too: pytest explains their failures like a test's own
 pytest.register_assert_rewrite("app_testing")
+
+# Bytecode caches on for the run, whatever PYTHONDONTWRITEBYTECODE says (a machine that sets it recompiled diagnose
+# from source in each of the suite's interpreters: the CLI and README subprocesses, Streamlit servers, notebook
+# kernels, Ray workers): the first interpreter writes __pycache__ (ignored by git), the rest read it. Eight
+# subprocess-heavy files from a clean clone: 45.0 -> 39.5 CPU-s (bench/RESULTS.md, "the whole suite, fourth pass").
+if sys.dont_write_bytecode or os.environ.get("PYTHONDONTWRITEBYTECODE"):
+    sys.dont_write_bytecode = False
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
 #: The files that take longest on 2 cores, longest first (each file's span in a timeline of the suite under xdist,
 #: 2026-11-27; bench/RESULTS.md "test suite"). They are handed to the xdist workers first (pyproject's addopts carry
