@@ -10,6 +10,7 @@ themselves (run files on disk, lines of corpus.jsonl), never from the app's own 
 
 from __future__ import annotations
 
+import functools
 import re
 from pathlib import Path
 
@@ -17,6 +18,25 @@ import pytest
 
 pytest.importorskip("streamlit")  # a test module that imports this one is skipped without Streamlit
 from streamlit.testing.v1 import AppTest  # noqa: E402
+
+
+def _scan_components_once() -> None:
+    """Streamlit's scan of the installed packages for components, once per process instead of once per AppTest.
+
+    Each new AppTest's first run reads the metadata of every installed distribution (``scan_component_manifests``,
+    from ``BidiComponentManager.discover_and_register_components``): 16 % of tests/test_app_pages.py's profiled
+    CPU. The installed packages do not change during a test run, so the answer is kept. Another Streamlit without
+    that scanner: nothing to do."""
+    try:
+        from streamlit.components.v2 import manifest_scanner
+    except ImportError:  # pragma: no cover - another Streamlit
+        return
+    scan = manifest_scanner.scan_component_manifests
+    if not hasattr(scan, "cache_info"):
+        manifest_scanner.scan_component_manifests = functools.lru_cache(maxsize=None)(scan)
+
+
+_scan_components_once()
 
 ROOT = Path(__file__).resolve().parents[1]
 APP = ROOT / "app.py"

@@ -80,7 +80,11 @@ def _wait_healthy(url: str, proc: subprocess.Popen, log: Path, timeout: float = 
 
 def start_app(script: str | Path, log: Path, env: Mapping[str, str]) -> tuple[subprocess.Popen, str]:
     """``streamlit run SCRIPT`` (relative to the repository) with ``env``, its output in ``log``; once it answers,
-    the process and its URL. A server that exits or does not answer within 120 s is stopped and fails the test."""
+    the process and its URL. A server that exits or does not answer within 120 s is stopped and fails the test.
+
+    The server does not watch files (``--server.fileWatcherType none``): a test never edits a source, and the
+    watcher polled every file the app imports and rescanned ``sys.modules`` after each run (about a third of the
+    server's busy samples in a py-spy profile of tests/test_browser.py)."""
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     cmd = [
@@ -97,6 +101,8 @@ def start_app(script: str | Path, log: Path, env: Mapping[str, str]) -> tuple[su
         "true",
         "--browser.gatherUsageStats",
         "false",
+        "--server.fileWatcherType",
+        "none",
     ]
     with open(log, "wb") as out:
         proc = subprocess.Popen(

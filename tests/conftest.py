@@ -2,10 +2,21 @@
 
 from __future__ import annotations
 
+import os
+import sys
+
 import pytest
 
 # the shared helpers of the AppTest tests assert too: pytest explains their failures like a test's own
 pytest.register_assert_rewrite("app_testing")
+
+# Bytecode caches on for the run, whatever PYTHONDONTWRITEBYTECODE says (a machine that sets it recompiled diagnose
+# from source in each of the suite's interpreters: the CLI and README subprocesses, Streamlit servers, notebook
+# kernels, Ray workers): the first interpreter writes __pycache__ (ignored by git), the rest read it. Eight
+# subprocess-heavy files from a clean clone: 45.0 -> 39.5 CPU-s (bench/RESULTS.md, "the whole suite, fourth pass").
+if sys.dont_write_bytecode or os.environ.get("PYTHONDONTWRITEBYTECODE"):
+    sys.dont_write_bytecode = False
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
 #: The files that take longest on 2 cores, longest first (each file's span in a timeline of the suite under xdist,
 #: 2026-11-27; bench/RESULTS.md "test suite"). They are handed to the xdist workers first (pyproject's addopts carry
@@ -40,8 +51,10 @@ def pytest_collection_modifyitems(config, items):
 
 @pytest.fixture(scope="session")
 def second_model(tmp_path_factory):
-    """A second real sentence-transformers model, built locally: the bundled MiniLM with a seeded 384->64 dense
-    projection on top (different vectors and size, same tokenizer), saved as a folder. No hub access."""
+    """A second real sentence-transformers model, built locally: the first of the bundled MiniLM's 6 layers with a
+    seeded 384->64 dense projection on top (different vectors, size and depth, same tokenizer), saved as a folder.
+    No hub access. One layer: the tests that use it (the Model choice page in Chromium, ``diagnose models``, the
+    fast path of another folder) need a second real model, not a good one, and it encodes ~5x faster."""
     import torch
     from sentence_transformers import SentenceTransformer
     from sentence_transformers.sentence_transformer import modules as models
@@ -50,6 +63,8 @@ def second_model(tmp_path_factory):
 
     torch.manual_seed(0)
     word = models.Transformer(str(default_model_path()))
+    word.auto_model.encoder.layer = word.auto_model.encoder.layer[:1]
+    word.auto_model.config.num_hidden_layers = 1
     pooling = models.Pooling(word.get_embedding_dimension(), pooling_mode="mean")
     dense = models.Dense(in_features=384, out_features=64, activation_function=torch.nn.Identity())
     model = SentenceTransformer(modules=[word, pooling, dense, models.Normalize()], device="cpu")
@@ -61,8 +76,13 @@ def second_model(tmp_path_factory):
 @pytest.fixture(scope="session")
 def model_cache(tmp_path_factory):
     """One embedding cache folder for the tests that encode the demo corpus with the real bundled model: the cache is
-    keyed by text + model, so a worker encodes the demo once, not once per test. Tests of the cache itself keep
-    their own folder."""
+    keyed by text + model, so the run encodes the demo once, not once per test. Under xdist the workers share it
+    (the run's temporary folder, above each worker's own): writes are atomic (``os.replace``), and two workers
+    writing the same key write the same vectors. Tests of the cache itself keep their own folder."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        shared = tmp_path_factory.getbasetemp().parent / "model-cache"
+        shared.mkdir(exist_ok=True)
+        return shared
     return tmp_path_factory.mktemp("model-cache")
 
 

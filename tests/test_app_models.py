@@ -14,8 +14,10 @@ pytestmark = pytest.mark.usefixtures("keyword_encoder")
 
 
 @pytest.mark.real_model
-def test_overview_with_the_real_bundled_model(monkeypatch):
+def test_overview_with_the_real_bundled_model(monkeypatch, model_cache):
     monkeypatch.delenv("DIAGNOSE_ENCODER", raising=False)
+    # the run's shared model_cache (conftest): the demo's vectors of the other real-model tests
+    monkeypatch.setenv("DIAGNOSE_CACHE_DIR", str(model_cache))
     monkeypatch.setenv(
         "DIAGNOSE_FOREGROUND_SECONDS", "600"
     )  # wait for the real vectors, however busy the machine

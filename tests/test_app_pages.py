@@ -258,7 +258,10 @@ def test_model_choice_reports_a_model_that_cannot_load():
 
 
 @pytest.mark.real_model
-def test_model_choice_compares_the_bundled_model_with_the_sidebar_model():
+def test_model_choice_compares_the_bundled_model_with_the_sidebar_model(monkeypatch, model_cache):
+    # the run's shared model_cache (conftest): the bundled model's vectors of the demo, as the other real-model
+    # tests encode them
+    monkeypatch.setenv("DIAGNOSE_CACHE_DIR", str(model_cache))
     at = _compare_models(app.open_demo("models"), "all-MiniLM-L6-v2")
     app.assert_clean(at)
     table = app.frame_with(at, "docs/s")

@@ -19,10 +19,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-pytest.importorskip("ray", reason="Ray is not installed: pip install -e '.[distributed]'")
-pytest.importorskip("ray.data", reason="Ray Data is not installed: pip install -e '.[distributed]'")
-pytest.importorskip("sentence_transformers")
-
 pytestmark = pytest.mark.real_model
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -36,6 +32,11 @@ for argv in json.loads(sys.argv[2]):
 
 
 def test_ray_example_writes_vectors_diagnose_reads(tmp_path: Path) -> None:
+    # skipped here, not at the module's import: importing these at collection cost every xdist worker ~10 CPU-s
+    # (sentence_transformers imports torch, transformers and scikit-learn), whether or not it runs this test
+    pytest.importorskip("ray", reason="Ray is not installed: pip install -e '.[distributed]'")
+    pytest.importorskip("ray.data", reason="Ray Data is not installed: pip install -e '.[distributed]'")
+    pytest.importorskip("sentence_transformers")
     from diagnose.data import document_text
     from diagnose.embed import load_encoder, load_precomputed
     from diagnose.io import read_corpus, read_queries
