@@ -1,8 +1,9 @@
 """Modules imported on first use: ``from diagnose.lazy import pandas as pd`` gives a stand-in that imports pandas
 the first time one of its attributes is read (``pd.DataFrame``), and forwards every read to it after that.
 
-pandas alone is ~0.5 s of a process' start (600 modules); ``diagnose evaluate`` on TREC files never builds a frame
-(runs, qrels and scores are Arrow and numpy arrays, :mod:`diagnose.data`), so it never pays for it. Annotations
+pandas alone is 0.25-0.3 s of a process' start on a quiet machine (600 modules, ~0.5 s under load); ``diagnose
+evaluate`` on TREC files never builds a frame (runs, qrels and scores are Arrow and numpy arrays,
+:mod:`diagnose.frames`), so it never pays for it. Annotations
 (``-> pd.DataFrame``) are strings under ``from __future__ import annotations`` and read nothing. Unlike a lazy
 module put into ``sys.modules``, the stand-in changes nothing for other code in the process, and the first read
 from several threads at once is safe: it is a plain import, under Python's import lock.
@@ -50,7 +51,7 @@ def pyarrow_without_pandas() -> Iterator[None]:
 
     pyarrow imports pandas (when installed) the first time it converts anything, only to learn whether its input
     is a DataFrame or a pandas missing value (its Cython shim asks once; its C++ layer asks at each conversion until
-    it gets it): ~0.5 s of a ``diagnose evaluate`` process that never builds a frame. Inside this context those
+    it gets it): 0.25-0.3 s of a ``diagnose evaluate`` process that never builds a frame. Inside this context those
     questions are answered "pandas is not installed", which is true in the sense that matters (no pandas object
     exists before pandas is imported). An ``import pandas`` statement, or ``importlib.import_module`` (what
     :class:`LazyModule` does), imports it as usual, and pyarrow is told before the import returns, so from then
