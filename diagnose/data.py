@@ -20,15 +20,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 
 from diagnose.frames import FrameField, Tabular, is_arrow_table
 from diagnose.lazy import pandas as pd
-
-if TYPE_CHECKING:
-    pass
 
 Severity = Literal["error", "warning", "info"]
 

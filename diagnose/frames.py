@@ -30,6 +30,18 @@ def is_arrow_table(value: Any) -> bool:
     return pa is not None and isinstance(value, pa.Table)
 
 
+def first_seen_codes(arr: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, pa.Array]:
+    """Integer codes (int64) numbering the distinct values of ``arr`` in order of first appearance, and those values
+    (an Arrow array, position = code)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    encoded = pc.dictionary_encode(arr)
+    return encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64), encoded.dictionary
+
+
 def arrow_to_pandas(table: pa.Table) -> pd.DataFrame:
     """The pandas frame of an Arrow table; string columns get pandas' default ``str`` dtype (pyarrow-backed since
     pandas 3). The one conversion every reader's frame goes through."""
@@ -180,23 +192,17 @@ class Tabular:
         if is_arrow_table(self._held()):
             self.__dict__.setdefault("_strings", {})[column] = values
 
-    def codes(self, column: str) -> tuple[np.ndarray, list[str]]:
-        """A string column as integer codes (int64, numbering the distinct values in first-seen order) and those
-        values; kept like :meth:`strings` (the reader hands over the codes it sorted the run by)."""
+    def codes(self, column: str) -> tuple[np.ndarray, pa.Array]:
+        """A string column's :func:`first_seen_codes` (the codes read-only); kept like :meth:`strings` (the reader
+        hands over the codes it sorted the run by)."""
         kept = self.__dict__.get("_codes", {}).get(column)
         if kept is not None and self.is_arrow():
             return kept
-        import pyarrow.compute as pc
-
-        encoded = pc.dictionary_encode(self.strings(column))
-        found = (
-            encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64),
-            encoded.dictionary.to_pylist(),
-        )
+        found = first_seen_codes(self.strings(column))
         self.keep_codes(column, *found)
         return found
 
-    def keep_codes(self, column: str, codes: np.ndarray, values: list[str]) -> None:
+    def keep_codes(self, column: str, codes: np.ndarray, values: pa.Array) -> None:
         """Record what :meth:`codes` returns for ``column`` (when the table is held as Arrow)."""
         if self.is_arrow():
             codes.flags.writeable = False

@@ -59,7 +59,7 @@ def pyarrow_without_pandas() -> Iterator[None]:
     has no such shim (another release).
 
     Code inside that wants pyarrow to build a DataFrame (``Table.to_pandas``) imports pandas first
-    (:func:`diagnose.data.arrow_to_pandas` does): pyarrow's own import of it is refused too. So the context is
+    (:func:`diagnose.frames.arrow_to_pandas` does): pyarrow's own import of it is refused too. So the context is
     for code that is all diagnose's: ``diagnose evaluate`` on files (:mod:`diagnose.cli.evaluate`), not a run of a
     user's retriever or a vector database reader."""
     finder = _PandasForPythonOnly.install()

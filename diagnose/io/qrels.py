@@ -15,6 +15,7 @@ import pyarrow as pa
 
 from diagnose.chunks import chunk_qrels_from_spans, document_texts
 from diagnose.data import Corpus, Qrels, Span, ValidationReport
+from diagnose.frames import first_seen_codes
 from diagnose.io.decoding import clean_utf8, refuse_decoding_collisions
 from diagnose.io.files import PathLike, read_bytes
 from diagnose.io.formats import BEIR_QRELS, QRELS_D_HEADER, QRELS_FORMATS, QRELS_Q_HEADER, TREC_QRELS
@@ -29,7 +30,6 @@ from diagnose.io.messages import (
     snip,
     verb,
 )
-from diagnose.io.run_order import factorize_first_seen
 from diagnose.io.spans import UNMATCHED_PREFIX, locate_references
 from diagnose.io.tables import fast_whitespace_table, strip_ids
 from diagnose.io.text import (
@@ -281,7 +281,7 @@ def _finish_qrels(table: pa.Table, file: str, report: ValidationReport) -> Qrels
     q = strip_ids(table.column("query_id")).combine_chunks()
     d = strip_ids(table.column("doc_id")).combine_chunks()
     grades = table.column("relevance").to_numpy().astype(np.int64, copy=False)
-    q_codes, d_codes = factorize_first_seen(q), factorize_first_seen(d)
+    q_codes, d_codes = first_seen_codes(q)[0], first_seen_codes(d)[0]
     pair = q_codes * (int(d_codes.max()) + 1) + d_codes  # one exact integer per (query, doc) pair
     _, first = np.unique(pair, return_index=True)
     if len(first) < len(pair):

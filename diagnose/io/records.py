@@ -15,6 +15,7 @@ import pyarrow as pa
 import pyarrow.json as pajson
 
 from diagnose.data import Corpus, Queries, ValidationReport
+from diagnose.frames import arrow_to_pandas
 from diagnose.io.decoding import clean_utf8
 from diagnose.io.files import check_input_path, read_bytes, suffixes
 from diagnose.io.formats import (
@@ -26,7 +27,7 @@ from diagnose.io.formats import (
 )
 from diagnose.io.messages import example_ids, fatal_error, plural_of, show_id, snip, verb
 from diagnose.io.nesting import check_json_depth
-from diagnose.io.tables import fast_paths, header_fields, read_csv_table, to_pandas
+from diagnose.io.tables import fast_paths, header_fields, read_csv_table
 from diagnose.io.text import first_line, json_error, json_text, json_values, text_lines
 from diagnose.lazy import pandas as pd
 
@@ -68,7 +69,7 @@ def read_records(
         table, line_of_row = read_csv_table(
             raw, file, columns, delimiter, lineno, report, strict=False, expected=formats
         )
-        return to_pandas(table), lambda i: f"line {line_of_row(i)}"
+        return arrow_to_pandas(table), lambda i: f"line {line_of_row(i)}"
     raise fatal_error(
         file,
         lineno,
@@ -105,7 +106,7 @@ def _read_jsonl_records(
                 nonblank = (n for n, line in text_lines(raw) if line.strip())
                 return f"line {next(itertools.islice(nonblank, i, None), '?')}"
 
-            return to_pandas(table), where
+            return arrow_to_pandas(table), where
     rows: list[dict[str, Any]] = []
     row_lines: list[int] = []
     bad: list[str] = []

@@ -13,7 +13,7 @@ import pyarrow.compute as pc
 
 from diagnose.blocks import in_threads
 from diagnose.data import Run, ValidationReport
-from diagnose.frames import arrow_strings
+from diagnose.frames import arrow_strings, first_seen_codes
 from diagnose.ids import fingerprints, pair_keys, remember_fingerprints
 from diagnose.io.messages import pair_text, plural_of, verb
 from diagnose.lazy import pandas as pd
@@ -55,19 +55,6 @@ def run_from_lists(
     return build_run(name, file, q, d, scores, report, order=order, file_ranks=file_ranks)
 
 
-def factorize_first_seen(arr: pa.ChunkedArray | pa.Array) -> np.ndarray:
-    """Integer codes numbering distinct values in order of first appearance."""
-    return _encoded(arr)[0]
-
-
-def _encoded(arr: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, pa.Array]:
-    """:func:`factorize_first_seen`'s codes and the distinct values they number."""
-    if isinstance(arr, pa.ChunkedArray):
-        arr = arr.combine_chunks()
-    encoded = pc.dictionary_encode(arr)
-    return encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64), encoded.dictionary
-
-
 def _score32(scores: np.ndarray) -> np.ndarray:
     """Scores as trec_eval (pytrec-eval-terrier) compares them: C float, -0.0 == 0.0."""
     with np.errstate(over="ignore", invalid="ignore"):
@@ -93,7 +80,7 @@ def trec_order(
         if not isinstance(doc_ids, pa.Array | pa.ChunkedArray)
         else doc_ids
     )
-    return _sorted_rows(factorize_first_seen(q), np.asarray(scores, dtype=np.float64), d)
+    return _sorted_rows(first_seen_codes(q)[0], np.asarray(scores, dtype=np.float64), d)
 
 
 def _sorted_rows(q_codes: np.ndarray, scores: np.ndarray, d: pa.ChunkedArray | pa.Array) -> np.ndarray:
@@ -166,10 +153,12 @@ def build_run(
     n = len(scores)
     if n == 0:
         return Run(name, empty_run_df(), file)
-    q_codes, q_values = _encoded(q)
-    # the sort (pyarrow) and the hashing of the doc ids (numpy) both run outside the GIL: one on each core
-    sorted_rows = (lambda: order) if order is not None else (lambda: _sorted_rows(q_codes, scores, d))
-    order, doc_fps = in_threads(lambda step: step(), [sorted_rows, lambda: fingerprints(d)])
+    q_codes, q_values = first_seen_codes(q)
+    if order is None:  # the sort (pyarrow) and the hashing (numpy) run outside the GIL: one per core
+        steps = [lambda: _sorted_rows(q_codes, scores, d), lambda: fingerprints(d)]
+        order, doc_fps = in_threads(lambda step: step(), steps)
+    else:
+        doc_fps = fingerprints(d)
     ranks = _group_ranks(q_codes[order])  # the ranks by score, before any duplicate is dropped
     if file_ranks is not None:
         _check_rank_column(file, q, d, q_codes, order, file_ranks, ranks, report)
@@ -204,10 +193,9 @@ def build_run(
     )
     run = Run(name, table, file)
     run.keep_strings("doc_id", docs)
-    if (
-        np.diff(q_codes[order]) >= 0
-    ).all():  # queries in first-seen order (trec_eval's): the codes carry over
-        run.keep_codes("query_id", q_codes[order], q_values.to_pylist())
+    codes = q_codes[order]
+    if (np.diff(codes) >= 0).all():  # queries in first-seen order (trec_eval's): the codes carry over
+        run.keep_codes("query_id", codes, q_values)
     remember_fingerprints(docs, doc_fps[order])  # the metrics and the tie audit do not hash the ids again
     return run
 

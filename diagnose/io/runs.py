@@ -14,6 +14,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from diagnose.data import DataError, Run, ValidationReport
+from diagnose.frames import first_seen_codes
 from diagnose.io.decoding import clean_utf8, refuse_decoding_collisions
 from diagnose.io.files import PathLike, exists, read_bytes, suffixes
 from diagnose.io.formats import RUN_D_COLS, RUN_FORMATS, RUN_Q_COLS, TREC_RUN
@@ -22,7 +23,6 @@ from diagnose.io.run_order import (
     build_run,
     empty_run,
     empty_run_df,
-    factorize_first_seen,
     run_from_lists,
 )
 from diagnose.io.runs_jsonl import read_run_jsonl
@@ -234,7 +234,7 @@ def _read_run_table(
             "write integer ranks",
         )
     scores = numbers[scol] if scol is not None else -ranks
-    q_codes = factorize_first_seen(q)
+    q_codes = first_seen_codes(q)[0]
     order = np.lexsort((np.arange(table.num_rows), ranks, q_codes))  # query first-seen, rank, file order
     return build_run(name, file, q, d, scores.astype(np.float64), report, order=order)
 

@@ -1,5 +1,5 @@
 """pyarrow fast paths shared by the readers: whitespace-separated files (TREC runs and qrels) and CSV/TSV files
-with a header, read into Arrow tables, and Arrow tables into pandas frames.
+with a header, read into Arrow tables (:func:`diagnose.frames.arrow_to_pandas` makes frames of them).
 
 ``diagnose.io._FAST = False`` switches the fast paths off, so that the tests can check the line-by-line paths
 give the same result (:func:`fast_paths` reads the flag at each call)."""
@@ -15,10 +15,8 @@ import pyarrow.csv as pacsv
 
 from diagnose import io
 from diagnose.data import ValidationReport
-from diagnose.frames import arrow_to_pandas
 from diagnose.io.messages import fatal_error, plural_of, snip, verb
 from diagnose.io.text import line_start, text_lines
-from diagnose.lazy import pandas as pd
 
 
 def fast_paths() -> bool:
@@ -95,11 +93,6 @@ def fast_whitespace_table(data: bytes, names: list[str], types: dict[str, pa.Dat
             return None
         return table
     return None
-
-
-def to_pandas(table: pa.Table) -> pd.DataFrame:
-    """pandas frame; string columns get pandas' default ``str`` dtype (:func:`diagnose.data.arrow_to_pandas`)."""
-    return arrow_to_pandas(table)
 
 
 def _csv_record_lines(body: bytes, delimiter: str) -> list[int]:

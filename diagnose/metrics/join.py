@@ -29,17 +29,9 @@ import pyarrow.compute as pc
 
 from diagnose.checks import positive_int
 from diagnose.data import DataError, Qrels, Run
-from diagnose.frames import arrow_strings
 from diagnose.ids import fingerprints, pair_keys, take
 from diagnose.lazy import pandas as pd
 from diagnose.per_object import PerObject
-
-# --------------------------------------------------------------------------------------------- string keys
-
-
-def arrow(values: pd.Series | pa.Array | pa.ChunkedArray) -> pa.Array:
-    """The column as one contiguous Arrow ``large_string`` array (:func:`diagnose.data.arrow_strings`)."""
-    return arrow_strings(values)
 
 
 def _segments(arr: pa.Array) -> tuple[np.ndarray, np.ndarray]:
@@ -175,8 +167,7 @@ def _judgements(
     kept its query code, grade, pair key and qrels row, with the order that sorts the keys. A (query, doc) pair
     judged twice keeps its last judgement, like ``Qrels.as_dict()``."""
     grades = _grades(qrels)
-    encoded = pc.dictionary_encode(qrels.strings("query_id"))
-    q_codes = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    q_codes, query_ids = qrels.codes("query_id")
     docs = qrels.strings("doc_id")
     keys = pair_keys(fingerprints(docs), q_codes)
     rows = np.arange(len(q_codes))
@@ -187,7 +178,7 @@ def _judgements(
         rows = np.flatnonzero(~dup.to_numpy())
         q_codes, grades, keys = q_codes[rows], grades[rows], keys[rows]
         order = np.argsort(keys)
-    return encoded.dictionary, docs, q_codes, grades, keys, rows, order
+    return query_ids, docs, q_codes, grades, keys, rows, order
 
 
 def _slot_table(pos_keys: np.ndarray) -> tuple[np.ndarray, np.uint64]:

@@ -62,7 +62,7 @@ def tie_layout(run: Run) -> Layout:
     g_start = np.flatnonzero(new)
     g_size = np.diff(np.append(g_start, n))
     tied = g_size[group] > 1 if n else np.zeros(0, dtype=bool)
-    return Layout(order, q, np.asarray(qids, dtype=object), r, group, tied, g_start, g_size)
+    return Layout(order, q, np.asarray(qids.to_pylist(), dtype=object), r, group, tied, g_start, g_size)
 
 
 def tie_keys(
