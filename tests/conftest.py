@@ -18,6 +18,18 @@ if sys.dont_write_bytecode or os.environ.get("PYTHONDONTWRITEBYTECODE"):
     sys.dont_write_bytecode = False
     os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
+# Under xdist each worker gets its share of the cores for torch (cores // workers: 1 on a 2-core machine with
+# `-n auto`), set before torch is imported and inherited by the processes a worker starts (Streamlit servers,
+# notebook kernels, CLI subprocesses). torch's default, one OpenMP thread per core in every process, had the two
+# workers' threads share two cores: the waiting threads spin, and the same encode took ~1.5x (a CrossEncoder
+# rerank ~2.5x) the CPU it takes in one thread (bench/RESULTS.md, "the whole suite, fifth pass"). torch reads
+# MKL_NUM_THREADS for its own pool; numpy's OpenBLAS does not, so the BLAS tests (test_blocks) still see its default.
+# Without xdist (`-n 0`) or when the variable is set already, nothing changes.
+_WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 1)
+if _WORKERS > 1:
+    _CORES = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    os.environ.setdefault("MKL_NUM_THREADS", str(max(1, _CORES // _WORKERS)))
+
 #: The files that take longest on 2 cores, longest first (each file's span in a timeline of the suite under xdist,
 #: 2026-11-27; bench/RESULTS.md "test suite"). They are handed to the xdist workers first (pyproject's addopts carry
 #: ``--no-loadscope-reorder``, so the workers get the files in the order below): xdist's own order, most tests first,
