@@ -331,6 +331,17 @@ class Run(Tabular):
     def query_ids(self) -> list[str]:
         return self.unique("query_id")
 
+    def keep_trec_order(self) -> None:
+        """Record that the held Arrow table lists the rows in trec_eval's order: queries in blocks, each by float32
+        score descending, ties by doc id descending, ranks 1..n (the TREC reader sorted them so). The tie audit
+        then neither checks the order nor compares the tied doc ids again."""
+        if self.is_arrow():
+            self.__dict__["_trec_order_of"] = self._held()
+
+    def known_trec_order(self) -> bool:
+        """Whether :meth:`keep_trec_order` was recorded for the table held now (False after ``df`` is set)."""
+        return self.__dict__.get("_trec_order_of") is self._held()
+
     def depth(self) -> int:
         """The longest ranked list of any query."""
         return int(self.numbers("rank").max()) if len(self) else 0
