@@ -490,7 +490,9 @@ def test_trec_file_audit_equals_the_checked_audit(case, rnd):
 def test_trec_order_is_forgotten_once_the_table_can_change(tmp_path):
     run = trec_run(tmp_path, [("q1", "a", 1.0), ("q1", "b", 1.0)])
     assert run.known_trec_order()
-    df = run.df  # the first read builds a DataFrame, which its reader can change in place: the record is dropped
+    df = (
+        run.df
+    )  # the first read builds a DataFrame, which its reader can change in place: the record is dropped
     assert not run.known_trec_order()
     df["doc_id"] = ["a", "b"]  # the tied documents now in ascending id order, not trec_eval's
     assert not tie_audit(make_qrels([("q1", "a", 1)]), run, ["mrr"], k=10).trec_order

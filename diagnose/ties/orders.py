@@ -72,7 +72,9 @@ def tie_layout(run: Run) -> Layout:
         starts[1:] |= q[1:] != q[:-1]
     g_start = np.flatnonzero(starts)
     g_size = np.diff(np.append(g_start, n))
-    return Layout(order, in_place, q, np.asarray(qids.to_pylist(), dtype=object), ranks, starts, g_start, g_size)
+    return Layout(
+        order, in_place, q, np.asarray(qids.to_pylist(), dtype=object), ranks, starts, g_start, g_size
+    )
 
 
 def _by_query_and_rank(q: np.ndarray, ranks: np.ndarray) -> bool:
