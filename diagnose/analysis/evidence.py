@@ -193,10 +193,10 @@ class Evidence(Chunked):
         return self._cached(("same_text_rows",), lambda: same_text_rows(self.dataset.corpus))
 
     def _same_text_rows_in_background(self) -> None:
-        """Start :meth:`_same_text_rows` in a daemon thread: normalising every text is Python holding the GIL (~10 s
-        at 1M documents), the BM25 index build that follows is mostly numpy and Arrow on one core, so the two share
-        the two cores; the label-noise finder then reads the result (waiting for it if need be). An error is left
-        to that finder, which builds the rows again and raises it."""
+        """Start :meth:`_same_text_rows` in a daemon thread: normalising every text (~2 CPU-s at 1M documents,
+        numpy on the bytes) and the BM25 index build that follows (mostly numpy and Arrow on one core) share the two
+        cores; the label-noise finder then reads the result (waiting for it if need be). An error is left to that
+        finder, which builds the rows again and raises it."""
         if self._has(("same_text_rows",)) or self.dataset.corpus is None:
             return
 
