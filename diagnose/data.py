@@ -20,12 +20,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import numpy as np
 
-from diagnose.frames import FrameField, Tabular, is_arrow_table
+from diagnose.frames import FrameField, Tabular, arrow_strings, is_arrow_table
 from diagnose.lazy import pandas as pd
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 Severity = Literal["error", "warning", "info"]
 
@@ -210,6 +213,17 @@ class Corpus(_Texts):
             document_text(t, x)
             for t, x in zip(self.df["title"].tolist(), self.df["text"].tolist(), strict=True)
         ]
+
+    def joined_texts(self, rows: slice | None = None) -> pa.Array:
+        """Title and text joined by a space, in corpus order (of the documents at ``rows`` only, a slice), as one
+        Arrow ``large_string`` array: no Python string per document. Not stripped, unlike :meth:`texts`: for
+        tokenizers and hashes, to which separators at the ends make no difference."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        df = self.df if rows is None else self.df.iloc[rows]
+        title, text = (pc.fill_null(arrow_strings(df[c]), "") for c in ("title", "text"))
+        return pc.binary_join_element_wise(title, text, pa.scalar(" ", pa.large_string()))
 
     def size_phrase(self) -> str:
         """How many records, in words: "3,633 documents", or "12,772 chunks of 3,633 documents" for a chunk corpus."""

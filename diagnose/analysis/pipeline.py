@@ -277,7 +277,7 @@ class Pipeline(AnalysisBase):
             root = self.cache_dir or default_cache_root()
             corpus = self.dataset.corpus
             return BM25Index.build(
-                corpus.texts(),
+                corpus.joined_texts(),
                 list(corpus.ids),
                 engine=self.bm25_engine,
                 cache_dir=root / "bm25",

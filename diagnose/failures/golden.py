@@ -23,7 +23,6 @@ import pyarrow.compute as pc
 from diagnose import defaults
 from diagnose.data import Corpus, DataError, Dataset, Run, fields_dict
 from diagnose.embed import dense_search
-from diagnose.frames import arrow_strings
 from diagnose.ids import fingerprints, string_bytes
 from diagnose.lazy import pandas as pd
 from diagnose.space import VectorSpace
@@ -167,9 +166,7 @@ def _normalised_fingerprints(corpus: Corpus, rows: slice) -> tuple[np.ndarray, n
     1M documents while the BM25 index was built beside it): each byte is lowercased or made a separator, a run of
     separators becomes one space, none is left at either end. The other texts go through :func:`normalise_text`
     itself (NFKC). Both give the same string, hence the same fingerprint."""
-    sub = corpus.df.iloc[rows]
-    title, text = (pc.fill_null(arrow_strings(sub[c]), "") for c in ("title", "text"))
-    joined = pc.binary_join_element_wise(title, text, pa.scalar(" ", pa.large_string()))  # "title text"
+    joined = corpus.joined_texts(rows)  # "title text": separators fold, ends are trimmed
     data, starts, lens = string_bytes(joined)
     folded = _ASCII_FOLD[data]
     word = folded != 32
