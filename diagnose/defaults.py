@@ -71,3 +71,11 @@ DILUTED_MARGIN = 0.15
 MAXSIM_MAX_DOCS = 20_000
 """The passage remedy searches every document's passages up to this many documents; above it, it re-scores only the
 run's candidates and the relevant documents (:func:`diagnose.failures.passages.maxsim_run`)."""
+
+CHUNK_SIZES = (128, 256, 512)
+CHUNK_OVERLAPS = (0,)
+"""The grid of a chunking sweep (:mod:`diagnose.chunking`): chunk sizes and overlaps in the model's tokens."""
+
+FINETUNE_MAX_DOCUMENTS = 100_000
+"""Re-encoded documents (corpus size x evaluated models) above which fine-tuning refuses to start without a sample
+(:mod:`diagnose.analysis.finetuning`)."""
