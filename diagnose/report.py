@@ -59,6 +59,10 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'diagnose.report' has no attribute {name!r}")
 
 
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_FAILURES_REPORT})
+
+
 def band_of(metric: str, value: float) -> str | None:
     """The quality band of a metric value, None for metrics whose record leaves it out of tables
     (``band_in_tables``: precision, f1, bounded by R/k, docs/metrics.md "Quality bands")."""
