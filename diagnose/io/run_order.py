@@ -157,7 +157,7 @@ def build_run(
     sorted_here = order is None
     if sorted_here:  # the sort (pyarrow) and the hashing (numpy) run outside the GIL: one per core
         steps = [lambda: _sorted_rows(q_codes, scores, d), lambda: fingerprints(d)]
-        order, doc_fps = in_threads(lambda step: step(), steps)
+        order, doc_fps = in_threads(lambda step: step(), steps, blas=False)
     else:
         doc_fps = fingerprints(d)
     ranks = _group_ranks(q_codes[order])  # the ranks by score, before any duplicate is dropped
