@@ -16,10 +16,8 @@ from diagnose.data import DataError, Dataset, Qrels, Run
 from diagnose.io import load_dataset
 from diagnose.io.convert import as_qrels, as_run
 from diagnose.io.spans import spans_path_for, write_spans
-from diagnose.judging.merge import write_beir_qrels
 from diagnose.lazy import pandas as pd
 from diagnose.metrics import DEFAULT_KS, evaluate_many, expand_names
-from diagnose.vectordb.spec import is_spec
 
 PathLike = str | Path
 
@@ -55,6 +53,7 @@ def load(
     >>> ds                                          # doctest: +SKIP
     Dataset('demo_corpus': 190 documents, 106 queries, 163 judgements (106 golden queries), 0 runs, 0 warnings)
     """
+    from diagnose.vectordb.spec import is_spec  # the vector database package: only when a data set is loaded
 
     collection = (
         corpus if is_spec(corpus) else None
@@ -189,6 +188,7 @@ def write_qrels(data: Dataset | Qrels, path: PathLike, *, spans_path: PathLike |
     >>> diagnose.write_qrels(ds, "qrels.tsv")                           # doctest: +SKIP
     PosixPath('qrels.spans.jsonl')
     """
+    from diagnose.judging.merge import write_beir_qrels
 
     qrels = as_qrels(data)
     write_beir_qrels(qrels, path)

@@ -31,15 +31,20 @@ def available_cpus() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def in_threads(fn: Callable[[T], R], items: Iterable[T], *, workers: int | None = None) -> list[R]:
+def in_threads(
+    fn: Callable[[T], R], items: Iterable[T], *, workers: int | None = None, blas: bool = True
+) -> list[R]:
     """``[fn(x) for x in items]``, run in up to ``workers`` threads (default: :func:`available_cpus`); in the
     calling thread when there is one item or one worker. The results are in the order of ``items``; the first
-    exception (in that order) is raised once every call has ended."""
+    exception (in that order) is raised once every call has ended. ``blas``: the blocks run matrix products, each
+    limited to one BLAS thread meanwhile (:func:`one_blas_thread`); False for blocks without any (sorts, hashing),
+    which then do not pay for threadpoolctl."""
     todo = list(items)
     n = min(len(todo), available_cpus() if workers is None else max(1, int(workers)))
     if n <= 1:
         return [fn(x) for x in todo]
-    with one_blas_thread(), ThreadPoolExecutor(max_workers=n, thread_name_prefix="diagnose") as pool:
+    limit = one_blas_thread() if blas else contextlib.nullcontext()
+    with limit, ThreadPoolExecutor(max_workers=n, thread_name_prefix="diagnose") as pool:
         futures = [pool.submit(fn, x) for x in todo]
     release_freed_memory()
     return [f.result() for f in futures]

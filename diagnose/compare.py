@@ -13,7 +13,6 @@ from dataclasses import dataclass
 
 from diagnose import defaults
 from diagnose.data import DataError, Qrels, Queries, Run, fields_dict
-from diagnose.embed import hub_offline, hub_reachable
 from diagnose.fusion import rrf, weighted_fusion
 from diagnose.lazy import pandas as pd
 from diagnose.metrics import Evaluation, evaluate
@@ -136,6 +135,8 @@ def rerank_cross_encoder(
 ) -> Run:
     """Rerank the top ``depth`` of ``run`` live with a sentence-transformers CrossEncoder (name or local folder)."""
     from pathlib import Path
+
+    from diagnose.embed import hub_offline, hub_reachable
 
     hint = "Pass a local folder with a sentence-transformers CrossEncoder, or a hub name when the machine is online."
     local = Path(model).expanduser().is_dir()

@@ -20,12 +20,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import numpy as np
 
-from diagnose.frames import FrameField, Tabular, is_arrow_table
+from diagnose.frames import FrameField, Tabular, arrow_strings, is_arrow_table
 from diagnose.lazy import pandas as pd
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 Severity = Literal["error", "warning", "info"]
 
@@ -211,6 +214,17 @@ class Corpus(_Texts):
             for t, x in zip(self.df["title"].tolist(), self.df["text"].tolist(), strict=True)
         ]
 
+    def joined_texts(self, rows: slice | None = None) -> pa.Array:
+        """Title and text joined by a space, in corpus order (of the documents at ``rows`` only, a slice), as one
+        Arrow ``large_string`` array: no Python string per document. Not stripped, unlike :meth:`texts`: for
+        tokenizers and hashes, to which separators at the ends make no difference."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        df = self.df if rows is None else self.df.iloc[rows]
+        title, text = (pc.fill_null(arrow_strings(df[c]), "") for c in ("title", "text"))
+        return pc.binary_join_element_wise(title, text, pa.scalar(" ", pa.large_string()))
+
     def size_phrase(self) -> str:
         """How many records, in words: "3,633 documents", or "12,772 chunks of 3,633 documents" for a chunk corpus."""
         if self.chunks is None:
@@ -330,6 +344,17 @@ class Run(Tabular):
 
     def query_ids(self) -> list[str]:
         return self.unique("query_id")
+
+    def keep_trec_order(self) -> None:
+        """Record that the held Arrow table lists the rows in trec_eval's order: queries in blocks, each by float32
+        score descending, ties by doc id descending, ranks 1..n (the TREC reader sorted them so). The tie audit
+        then neither checks the order nor compares the tied doc ids again."""
+        if self.is_arrow():
+            self.__dict__["_trec_order_of"] = self._held()
+
+    def known_trec_order(self) -> bool:
+        """Whether :meth:`keep_trec_order` was recorded for the table held now (False after ``df`` is set)."""
+        return self.__dict__.get("_trec_order_of") is self._held()
 
     def depth(self) -> int:
         """The longest ranked list of any query."""

@@ -26,7 +26,7 @@ RESAMPLES = 10_000
 """Bootstrap and randomization-test resamples."""
 
 SEED = 0
-"""The random seed of the bootstrap and randomization tests."""
+"""The random seed of the bootstrap and randomization tests (and of fine-tuning's folds and training)."""
 
 SPLIT = "test"
 """The qrels split read from a BEIR folder (``qrels/<split>.tsv``)."""
@@ -71,3 +71,20 @@ DILUTED_MARGIN = 0.15
 MAXSIM_MAX_DOCS = 20_000
 """The passage remedy searches every document's passages up to this many documents; above it, it re-scores only the
 run's candidates and the relevant documents (:func:`diagnose.failures.passages.maxsim_run`)."""
+
+CHUNK_SIZES = (128, 256, 512)
+CHUNK_OVERLAPS = (0,)
+"""The grid of a chunking sweep (:mod:`diagnose.chunking`): chunk sizes and overlaps in the model's tokens."""
+
+TRAIN_EPOCHS = 1
+TRAIN_BATCH_SIZE = 32
+TRAIN_MAX_SEQ_LENGTH = 128
+TRAIN_LEARNING_RATE = 2e-5
+TRAIN_PAIRS_PER_QUERY = 2
+"""Fine-tuning's knobs (:class:`diagnose.finetune.TrainSettings`, ``diagnose finetune``): epochs, batch size, tokens
+per text in training, learning rate, relevant documents per training query (each with one hard negative). They
+finish in minutes on 2 CPU cores for all-MiniLM-L6-v2 and a few hundred training queries (bench/RESULTS.md)."""
+
+FINETUNE_MAX_DOCUMENTS = 100_000
+"""Re-encoded documents (corpus size x evaluated models) above which fine-tuning refuses to start without a sample
+(:mod:`diagnose.analysis.finetuning`)."""

@@ -30,6 +30,12 @@ def is_arrow_table(value: Any) -> bool:
     return pa is not None and isinstance(value, pa.Table)
 
 
+def is_arrow_array(value: Any) -> bool:
+    """Whether ``value`` is a ``pyarrow.Array`` or ``ChunkedArray`` (without importing pyarrow)."""
+    pa = sys.modules.get("pyarrow")
+    return pa is not None and isinstance(value, pa.Array | pa.ChunkedArray)
+
+
 def first_seen_codes(arr: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, pa.Array]:
     """Integer codes (int64) numbering the distinct values of ``arr`` in order of first appearance, and those values
     (an Arrow array, position = code)."""

@@ -72,21 +72,28 @@ def fingerprints(arr: pa.Array | pa.ChunkedArray) -> np.ndarray:
     return remember_fingerprints(arr, _hash(arr))
 
 
-def _hash(arr: pa.Array | pa.ChunkedArray) -> np.ndarray:
+def string_bytes(arr: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The UTF-8 bytes of a string array without copying them: ``(data, starts, lens)``, string ``i`` being
+    ``data[starts[i] : starts[i] + lens[i]]`` (uint8, int64, int64)."""
     if isinstance(arr, pa.ChunkedArray):
         arr = arr.combine_chunks() if arr.num_chunks else pa.array([], type=pa.large_string())
     if not (pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)):
         arr = arr.cast(pa.large_string())  # a dictionary or string_view array, say
     n = len(arr)
     if n == 0:
-        return np.empty(0, dtype=np.uint64)
+        return np.zeros(0, dtype=np.uint8), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
     bufs = arr.buffers()
     width = np.int64 if pa.types.is_large_string(arr.type) else np.int32
     offs = np.frombuffer(bufs[1], dtype=width)[arr.offset : arr.offset + n + 1].astype(np.int64)
-    lens = np.diff(offs)
     lo, hi = int(offs[0]), int(offs[-1])
     data = np.frombuffer(bufs[2], dtype=np.uint8)[lo:hi] if hi > lo else np.zeros(0, dtype=np.uint8)
-    starts = offs[:-1] - lo
+    return data, offs[:-1] - lo, np.diff(offs)
+
+
+def _hash(arr: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    data, starts, lens = string_bytes(arr)
+    if len(lens) == 0:
+        return np.empty(0, dtype=np.uint64)
     h = lens.astype(np.uint64) * _M1
     long_rows = np.flatnonzero(lens > _VECTOR_BYTES)
     h = _mix_words(h, data, starts, lens, long_rows)

@@ -11,7 +11,8 @@ and the notebook's dict are the same document.
   ``validation``, and ``slices`` when asked; ``context`` when the golden set has spans,
   :mod:`diagnose.report_context`).
 - :func:`failures_dict`, :func:`failures_text`, :func:`markdown_report`: the failures report and the app's
-  Markdown report, which live in :mod:`diagnose.report_failures` (imported here).
+  Markdown report, which live in :mod:`diagnose.report_failures` (imported from there when first asked of this
+  module: it reads the failure taxonomy, which ``diagnose evaluate`` does not load).
 - :func:`cell`, :func:`text_table`, :func:`markdown_table`: the tables every report prints, which live in
   :mod:`diagnose.report_tables` (imported here).
 """
@@ -22,15 +23,17 @@ import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from diagnose.data import ValidationReport, json_default
 from diagnose.lazy import pandas as pd
 from diagnose.metrics import Evaluation, parse_metric, quality_band
-from diagnose.report_failures import failures_dict, failures_text, markdown_report
 from diagnose.report_tables import cell, markdown_table, text_table
+
+if TYPE_CHECKING:
+    from diagnose.report_failures import failures_dict, failures_text, markdown_report
 
 __all__ = [
     "EvaluationReport",
@@ -44,6 +47,20 @@ __all__ = [
     "per_query_frame",
     "text_table",
 ]
+
+_FAILURES_REPORT = ("failures_dict", "failures_text", "markdown_report")  # in diagnose.report_failures
+
+
+def __getattr__(name: str) -> Any:
+    if name in _FAILURES_REPORT:
+        from diagnose import report_failures
+
+        return getattr(report_failures, name)
+    raise AttributeError(f"module 'diagnose.report' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_FAILURES_REPORT})
 
 
 def band_of(metric: str, value: float) -> str | None:

@@ -178,8 +178,8 @@ def test_label_noise_reads_the_same_text_rows_found_beside_the_bm25_build(tmp_pa
     from pathlib import Path
 
     import diagnose
-    from diagnose.analysis import evidence
     from diagnose.embed import KeywordEncoder
+    from diagnose.failures import golden
     from diagnose.failures.golden import find_label_noise
 
     demo = tmp_path / "demo"  # the demo with a copy of its first document under another id: same text
@@ -189,9 +189,9 @@ def test_label_noise_reads_the_same_text_rows_found_beside_the_bm25_build(tmp_pa
         f.seek(0, 2)
         f.write(json.dumps(first | {"_id": "zz-copy"}) + "\n")
     threads_used = []
-    real = evidence.same_text_rows
+    real = golden.same_text_rows  # the analysis imports it from its home when the step runs
     monkeypatch.setattr(
-        evidence, "same_text_rows", lambda c: threads_used.append(threading.current_thread().name) or real(c)
+        golden, "same_text_rows", lambda c: threads_used.append(threading.current_thread().name) or real(c)
     )
     a = diagnose.Analysis(
         diagnose.load(demo), {"ann": str(demo / "runs" / "ann_minilm.trec")}, encoder=KeywordEncoder(),

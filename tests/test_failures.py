@@ -521,6 +521,36 @@ def test_normalise_text():
     assert normalise_text("  Reset the VPN-token! ") == "reset the vpn token"
 
 
+_TEXT_PIECES = hst.text(
+    alphabet=hst.sampled_from(list("aZ_9 .-,!\t\n\r\x0b\x0c\x1c\x1f\x00\x7féﬁ\u00a0")), max_size=12
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(docs=hst.lists(hst.tuples(_TEXT_PIECES, _TEXT_PIECES), max_size=12))
+def test_normalised_fingerprints_on_bytes_equal_those_of_normalise_text(docs):
+    """The byte-level normalisation of ASCII texts (numpy) gives the string ``normalise_text`` gives: the same
+    fingerprints, the same empties, for every document (title + text), ASCII or not, empty or not."""
+    import pyarrow as pa
+
+    import diagnose.failures.golden as golden
+    from diagnose.ids import fingerprints
+
+    corpus = Corpus(
+        pd.DataFrame(
+            {
+                "doc_id": [f"d{i}" for i in range(len(docs))],
+                "title": [t for t, _ in docs],
+                "text": [x for _, x in docs],
+            }
+        )
+    )
+    want = [golden.normalise_text(t) for t in corpus.texts()]
+    digest, empty = golden._normalised_fingerprints(corpus, slice(0, len(docs)))
+    np.testing.assert_array_equal(digest, fingerprints(pa.array(want, type=pa.large_string())))
+    np.testing.assert_array_equal(empty, [not w for w in want])
+
+
 @settings(max_examples=60, deadline=None)
 @given(
     texts=hst.lists(

@@ -434,25 +434,86 @@ def test_documents_without_words_are_indexed_but_never_retrieved(engine):
     assert [r for r, _ in idx.rank_of("cat", ["a", "b", "c"])] == [1, None, None]
 
 
-def test_cached_index_gives_the_same_scores_without_tokenising(tmp_path, monkeypatch):
+@pytest.mark.parametrize("as_arrow", [False, True])
+def test_cached_index_gives_the_same_scores_without_tokenising(tmp_path, monkeypatch, as_arrow):
+    import pyarrow as pa
+
     import diagnose.lexical as lexical
+
+    def given(texts: list[str]):  # a list of strings, or the Arrow array Corpus.joined_texts() gives
+        return pa.array(texts, type=pa.large_string()) if as_arrow else texts
 
     texts = ["the vpn token expired", "reset your password in keystone", "vpn client for linux", ""]
     ids = ["a", "b", "c", "d"]
-    fresh = lexical.BM25Index.build(texts, ids, cache_dir=tmp_path)
+    fresh = lexical.BM25Index.build(given(texts), ids, cache_dir=tmp_path)
     expected = fresh.score_matrix(["vpn token", "password reset linux"])
 
     calls = []
     real, real_ids = lexical.tokenize, lexical.terms.tokenize_ids
     monkeypatch.setattr(lexical.bm25, "tokenize", lambda t: calls.append(len(t)) or real(t))
     monkeypatch.setattr(lexical.bm25, "tokenize_ids", lambda t: calls.append(len(t)) or real_ids(t))
-    cached = lexical.BM25Index.build(texts, ids, cache_dir=tmp_path)
+    cached = lexical.BM25Index.build(given(texts), ids, cache_dir=tmp_path)
     assert calls == []  # served from disk: the corpus was not tokenised again
     np.testing.assert_array_equal(cached.score_matrix(["vpn token", "password reset linux"]), expected)
-    # another text, another key: rebuilt
+    # another text, another key: rebuilt; also when one character differs and the lengths do not
     calls.clear()
-    lexical.BM25Index.build([*texts[:3], "new text"], ids, cache_dir=tmp_path)
+    lexical.BM25Index.build(given([*texts[:3], "new text"]), ids, cache_dir=tmp_path)
     assert calls == [4]
+    calls.clear()
+    lexical.BM25Index.build(given([*texts[:2], "vpn client for linuz", ""]), ids, cache_dir=tmp_path)
+    assert calls == [4]
+    # the same texts with the ids of two documents swapped: another key
+    calls.clear()
+    lexical.BM25Index.build(given(texts), ["b", "a", "c", "d"], cache_dir=tmp_path)
+    assert calls == [4]
+
+
+def test_tokenize_ids_of_an_arrow_array_equals_that_of_the_strings():
+    import pyarrow as pa
+
+    from diagnose.lexical.terms import tokenize_ids
+
+    texts = ["Statins reduce", None, "Ärzte über İstanbul", "", "x\x1fy_z 3,5", "the of", "naïve CAFÉ latte"]
+    want = tokenize_ids(texts)
+    arrays = {
+        "large_string": pa.array(texts, type=pa.large_string()),
+        "string": pa.array(texts, type=pa.string()),
+        "chunked": pa.chunked_array([pa.array(texts[:3]), pa.array(texts[3:])]),
+        "sliced": pa.array(["padding words", *texts, "more padding"], type=pa.large_string())[1:-1],
+        "ascii only, sliced": pa.array(["a b", *[t for t in texts if t is None or t.isascii()]])[1:],
+    }
+    for name, arr in arrays.items():
+        expected = want if name != "ascii only, sliced" else tokenize_ids(arr.to_pylist())
+        vocab, ids, lengths = tokenize_ids(arr)
+        assert vocab == expected[0], name
+        np.testing.assert_array_equal(ids, expected[1], err_msg=name)
+        np.testing.assert_array_equal(lengths, expected[2], err_msg=name)
+
+
+def test_index_of_the_joined_texts_equals_that_of_the_texts():
+    # Corpus.joined_texts() is title + " " + text, not stripped: the same tokens as Corpus.texts(), so the same index
+    from diagnose.data import Corpus
+    from diagnose.lexical import BM25Index
+
+    corpus = Corpus(
+        pd.DataFrame(
+            {
+                "doc_id": ["a", "b", "c", "d", "e"],
+                "title": ["VPN", "", " Reset ", "Ärzte", ""],
+                "text": ["token expired", "password reset", "keystone  ", "", ""],
+            }
+        )
+    )
+    joined = corpus.joined_texts()
+    assert joined.to_pylist() == ["VPN token expired", " password reset", " Reset  keystone  ", "Ärzte ", " "]
+    assert corpus.joined_texts(slice(1, 3)).to_pylist() == joined.to_pylist()[1:3]
+    a = BM25Index.build(corpus.texts(), list(corpus.ids))
+    b = BM25Index.build(joined, list(corpus.ids))
+    queries = ["vpn token", "reset password", "keystone", "ärzte"]
+    np.testing.assert_array_equal(a.score_matrix(queries), b.score_matrix(queries))
+    assert (
+        a.score_matrix(queries).any(axis=1).all()
+    )  # every query finds something: the comparison is not of zeros
 
 
 def test_corrupt_cached_index_is_rebuilt(tmp_path):

@@ -1,5 +1,6 @@
 """``diagnose evaluate`` without pandas: runs and golden sets held as Arrow tables, pandas imported on first use
-(:mod:`diagnose.lazy`), pyarrow kept from importing it on its own, a run's doc-id fingerprints hashed once.
+(:mod:`diagnose.lazy`), pyarrow kept from importing it on its own, a run's doc-id fingerprints hashed once; nor the
+domain modules of the other commands, which the analysis layers import in the steps that use them.
 
 The process-level checks run in a fresh interpreter (``sys.executable``): the test process has pandas loaded."""
 
@@ -45,7 +46,20 @@ def _files(tmp_path: Path) -> tuple[Path, Path]:
     return run, qrels
 
 
-def test_diagnose_evaluate_never_imports_pandas_and_prints_what_the_library_computes(tmp_path):
+#: What ``diagnose evaluate`` on files has no use for: the domain packages of the other commands (the failure taxonomy
+#: and its reports, vectors, BM25, baselines, filters, remedies, risk, maps, charts, chunking, fine-tuning, judging,
+#: vector databases) and the heavy libraries they bring. main 3e8ab69 imported every one of the diagnose modules.
+NOT_FOR_EVALUATE = (
+    "diagnose.api", "diagnose.baselines", "diagnose.cache", "diagnose.charts", "diagnose.chunking",
+    "diagnose.chunks.split", "diagnose.embed", "diagnose.failures", "diagnose.filters", "diagnose.finetune",
+    "diagnose.inspection", "diagnose.judging", "diagnose.lexical", "diagnose.metrics.context", "diagnose.model_choice",
+    "diagnose.projection", "diagnose.remedies", "diagnose.remedy_matrix", "diagnose.report_failures", "diagnose.risk",
+    "diagnose.space", "diagnose.vectordb",
+    "scipy", "sklearn", "torch", "sentence_transformers", "umap", "altair", "bm25s",
+)  # fmt: skip
+
+
+def test_diagnose_evaluate_imports_only_what_it_needs_and_prints_what_the_library_computes(tmp_path):
     run, qrels = _files(tmp_path)
     out = _python(
         """
@@ -55,15 +69,20 @@ def test_diagnose_evaluate_never_imports_pandas_and_prints_what_the_library_comp
         with contextlib.redirect_stdout(buf):
             code = main(["evaluate", "--qrels", sys.argv[1], "--run", "r=" + sys.argv[2], "--k", "1,2",
                          "--format", "json"])
-        print(json.dumps({"code": code, "pandas": "pandas" in sys.modules, "report": json.loads(buf.getvalue())}))
+        unused = tuple(sys.argv[3].split(","))
+        loaded = sorted(m for m in sys.modules if m in unused or m.startswith(tuple(p + "." for p in unused)))
+        print(json.dumps({"code": code, "pandas": "pandas" in sys.modules, "loaded": loaded,
+                          "report": json.loads(buf.getvalue())}))
         """,
         str(qrels),
         str(run),
+        ",".join(NOT_FOR_EVALUATE),
     )
     assert out.returncode == 0, out.stderr
     got = json.loads(out.stdout.strip().splitlines()[-1])
     assert got["code"] == 0
     assert got["pandas"] is False  # the old code imported pandas (~0.5 s) before reading a line
+    assert got["loaded"] == []  # main 3e8ab69 imported ~75 modules of the other commands (0.1-0.2 s)
     # the same numbers as the library in this process (pandas loaded, DataFrames built)
     ev = evaluate(read_qrels(qrels), read_run(run, name="r"), ["ndcg@2", "recall@1", "map"])
     aggregate = got["report"]["runs"]["r"]["aggregate"]

@@ -12,6 +12,7 @@ import itertools
 import json
 import math
 import os
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -460,3 +461,38 @@ def test_exact_range_equals_brute_force_over_all_tie_orders(case):
         depends |= pq[f"{m}_max"] - pq[f"{m}_min"] > 1e-12
     assert audit.n_queries_metric_depends_on_order == int(depends.sum())
     assert (audit.message() is None) == (not depends.any())
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.filter_too_much])
+@given(tiny_cases(), st.randoms(use_true_random=False))
+def test_trec_file_audit_equals_the_checked_audit(case, rnd):
+    # A run read from a TREC file carries the reader's trec_eval order (Run.keep_trec_order): the audit skips the
+    # order check and the doc-id comparison of the tied documents. The same rows, written in a shuffled order and
+    # read back, must give the audit of the same rows as ranked lists (whose order is checked, not recorded).
+    qrels, run, k, level = case
+    rows = list(zip(run.df["query_id"], run.df["doc_id"], run.df["score"], strict=True))
+    rnd.shuffle(rows)
+    metrics = all_metrics(k)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "tiny.trec"
+        path.write_text("".join(f"{q} Q0 {d} 0 {s!r} tag\n" for q, d, s in rows))
+        read = read_run(path, name="tiny")
+    assert read.known_trec_order()
+    checked = Run("tiny", read.df.copy())  # a DataFrame: nothing recorded, every check runs
+    assert not checked.known_trec_order()
+    a = tie_audit(qrels, read, metrics, k=k, relevance_level=level)
+    b = tie_audit(qrels, checked, metrics, k=k, relevance_level=level)
+    assert a.trec_order and b.trec_order  # the reader's order is trec_eval's, as the check finds
+    pd.testing.assert_frame_equal(a.per_query, b.per_query)
+    assert a.aggregate == b.aggregate and a.examples == b.examples
+
+
+def test_trec_order_is_forgotten_once_the_table_can_change(tmp_path):
+    run = trec_run(tmp_path, [("q1", "a", 1.0), ("q1", "b", 1.0)])
+    assert run.known_trec_order()
+    df = (
+        run.df
+    )  # the first read builds a DataFrame, which its reader can change in place: the record is dropped
+    assert not run.known_trec_order()
+    df["doc_id"] = ["a", "b"]  # the tied documents now in ascending id order, not trec_eval's
+    assert not tie_audit(make_qrels([("q1", "a", 1)]), run, ["mrr"], k=10).trec_order

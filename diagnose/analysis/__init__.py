@@ -20,6 +20,11 @@ BM25), :mod:`.scores` (metrics, comparisons, the CI gate, ties, bounds), :mod:`.
 the chunking sweep, the split class' inputs), :mod:`.evidence` (failures, remedies, risk,
 inspection, model choice), :mod:`.pictures` (maps, similarity); :class:`Analysis` (here) adds the outputs:
 ``to_dict``, the summary and the notebook display.
+
+Each layer imports at its top what the metrics need (the data, the metrics, the statistics, the tie audit, the
+report); the domain module of any other step (the failure taxonomy, the vector space, BM25, the remedies, the maps,
+the chunking sweep, ...) is imported in the step that uses it, so ``diagnose evaluate`` loads none of them
+(``tests/test_pandas_free.py`` keeps it so).
 """
 
 from __future__ import annotations
@@ -37,7 +42,6 @@ from diagnose.analysis.pictures import Pictures
 from diagnose.data import DataError
 from diagnose.defaults import BASELINES, FAILURE_MODES
 from diagnose.lazy import pandas as pd
-from diagnose.report_failures import failures_dict
 
 __all__ = [
     "Analysis",
@@ -84,6 +88,8 @@ class Analysis(Pictures):
         payload = self.evaluation_report().to_dict(per_query=per_query)
         diagnosed = [key for key in list(self._memo) if isinstance(key, tuple) and key[0] == "diagnosis"]
         if diagnosed:
+            from diagnose.report_failures import failures_dict
+
             payload["failures"] = {
                 f"{name}@{k}:{mode}" if (k, mode) != (self.k, self.failure) else name: failures_dict(
                     self._memo[key]

@@ -17,8 +17,6 @@ from diagnose.analysis import params
 from diagnose.checks import param_error, rank_cutoff
 from diagnose.data import Dataset, Run, ValidationReport
 from diagnose.extras import needs
-from diagnose.failures.kind import check_kind
-from diagnose.filters import build_filters
 from diagnose.io import check_run_matches_qrels, cross_checks
 from diagnose.metrics import DEFAULT_KS
 from diagnose.retrievers import DEFAULT_TIMEOUT, check_timeout
@@ -26,6 +24,7 @@ from diagnose.retrievers import DEFAULT_TIMEOUT, check_timeout
 if TYPE_CHECKING:
     from diagnose.embed import Encoder
     from diagnose.failures import Thresholds
+    from diagnose.filters import QueryFilters
     from diagnose.space import VectorSpace
 
 T = TypeVar("T")
@@ -44,6 +43,17 @@ def check_runs(runs: Mapping[str, Run], ds: Dataset) -> None:
     cross_checks(ds.qrels, runs, ds.corpus, None, scratch)
     ds.report.problems.extend(p for p in scratch.problems if p.code != "qrels_doc_not_in_corpus")
     ds.report.stats.update(scratch.stats)
+
+
+def _filters(
+    dataset: Dataset, filter_field: str | None, filters: str | Path | Mapping[str, Any] | None
+) -> QueryFilters | None:
+    """The per-query metadata filters (:func:`diagnose.filters.build_filters`); None when neither is given."""
+    if filter_field is None and filters is None:
+        return None
+    from diagnose.filters import build_filters
+
+    return build_filters(dataset, filter_field, filters)
 
 
 class AnalysisBase:
@@ -106,10 +116,13 @@ class AnalysisBase:
                 f"baselines other names, e.g. baselines={{'{clash[0]} (baseline)': '{self._baselines[clash[0]]}'}}.",
             )
         self._run_kinds = self._check_kinds(kinds or {})
-        self.filters = build_filters(dataset, filter_field, filters)  # diagnose.filters; None: no filter
+        self.filters = _filters(dataset, filter_field, filters)
 
     def _check_kinds(self, kinds: Mapping[str, str]) -> dict[str, str]:
         """``kinds`` (run name -> dense, lexical, hybrid or unknown) checked: known run names, known kinds."""
+        if not kinds:
+            return {}
+        from diagnose.failures.kind import check_kind
 
         known = [*self._inputs, *self._baselines]
         out = {}

@@ -8,28 +8,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from diagnose import embed
+from diagnose import defaults
 from diagnose.analysis.scores import Scores
-from diagnose.chunking import (
-    DEFAULT_OVERLAPS,
-    DEFAULT_SIZES,
-    ChunkingSweep,
-    SweepInputs,
-    check_grid,
-    run_sweep,
-)
 from diagnose.chunks import document_texts
-from diagnose.chunks.split import merged_run, neighbour_windows, split_window_cosines
 from diagnose.data import Run
-from diagnose.metrics.context import (
-    ContextScores,
-    chunk_pieces,
-    context_scores,
-    document_spans,
-    whole_documents,
-)
 
 if TYPE_CHECKING:
+    from diagnose.chunking import ChunkingSweep
+    from diagnose.metrics.context import ContextScores
     from diagnose.report import EvaluationReport
 
 
@@ -38,6 +24,9 @@ class Chunked(Scores):
         """The split targets' window cosines (:func:`diagnose.chunks.split.split_window_cosines`, which the split rule
         reads), the windows encoded by the model (cached on disk, shared with the merge remedy); None without a
         model for the vectors (precomputed vectors and no ``model``: the windows would be in another space)."""
+        from diagnose import embed
+        from diagnose.chunks.split import split_window_cosines
+
         if self._embeddings is not None and self._encoder_given is None and self.model is None:
             return None
 
@@ -57,6 +46,9 @@ class Chunked(Scores):
         """A chunk corpus with offsets: the golden queries' top ``depth`` chunks, each scored with its neighbours
         merged (:func:`diagnose.chunks.split.merged_run`, the ``split`` remedy; the windows encoded once, cached on
         disk like the corpus); None for any other corpus."""
+        from diagnose import embed
+        from diagnose.chunks.split import merged_run, neighbour_windows
+
         corpus = self.dataset.corpus
         if corpus is None or corpus.chunks is None or not corpus.chunks.has_offsets:
             return None
@@ -91,6 +83,8 @@ class Chunked(Scores):
         """Span-based context precision and recall at ``k`` of a run (each retrieved document sent whole; over a
         chunk corpus with offsets, each retrieved chunk where it lies in its document), against the golden set's
         reference spans, or the relevant documents' whole texts without spans (:mod:`diagnose.metrics.context`)."""
+        from diagnose.metrics.context import chunk_pieces, context_scores, document_spans, whole_documents
+
         k, name = self._k(k), self._run_name(run)
         self._need_texts("Context precision and recall")
 
@@ -109,8 +103,8 @@ class Chunked(Scores):
 
     def chunking(
         self,
-        sizes: Sequence[int] | str = DEFAULT_SIZES,
-        overlaps: Sequence[int] | str = DEFAULT_OVERLAPS,
+        sizes: Sequence[int] | str = defaults.CHUNK_SIZES,
+        overlaps: Sequence[int] | str = defaults.CHUNK_OVERLAPS,
         *,
         k: int | None = None,
     ) -> ChunkingSweep:
@@ -120,6 +114,8 @@ class Chunked(Scores):
         span-based context precision and recall, tokens sent at k, the queries each recovers or breaks with a
         paired test, the Pareto front of nDCG against tokens (:mod:`diagnose.chunking`). Every point is cached on
         disk. Needs the ``[chunking]`` extra."""
+        from diagnose.chunking import SweepInputs, check_grid, run_sweep
+
         k, configs = self._k(k), check_grid(sizes, overlaps)
         self._need_texts("A chunking sweep")
 

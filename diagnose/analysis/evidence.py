@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from diagnose.compare import RerankReport
     from diagnose.data import Qrels
     from diagnose.failures import Diagnosis, Hubness, LabelNoise, RunKind
+    from diagnose.failures.evidence import KnownRanks
     from diagnose.filters import FilterRecall
     from diagnose.finetune import Cost, FinetuneResult, TrainSettings
     from diagnose.inspection import Inspection
@@ -26,33 +27,13 @@ if TYPE_CHECKING:
     from diagnose.remedy_matrix import RemedyMatrix
     from diagnose.risk import RiskValidation
 
-from diagnose import baselines as bl
-from diagnose import defaults, embed
+from diagnose import defaults
 from diagnose.analysis.chunked import Chunked
-from diagnose.analysis.finetuning import MAX_DOCUMENTS
 from diagnose.analysis.params import check_models
 from diagnose.checks import param_error, positive_int
 from diagnose.compare import rerank_cross_encoder, rerank_report
 from diagnose.data import Run
 from diagnose.extras import needs
-from diagnose.failures import (
-    CLASSES,
-    Failure,
-    diagnose_run,
-    failed_pairs,
-    find_label_noise,
-    hubness,
-    sort_worst,
-)
-from diagnose.failures.evidence import KnownRanks
-from diagnose.failures.golden import same_text_rows
-from diagnose.failures.kind import BASELINE_KINDS, RunKind, infer_run_kind
-from diagnose.failures.passages import maxsim_run
-from diagnose.inspection import inspect_query
-from diagnose.model_choice import compare_models
-from diagnose.remedies import prove_remedies
-from diagnose.remedy_matrix import remedy_matrix
-from diagnose.risk import failure_risk, validate_risk
 
 
 class Evidence(Chunked):
@@ -63,6 +44,8 @@ class Evidence(Chunked):
     ) -> Diagnosis:
         """The :class:`~diagnose.failures.Diagnosis` of a run: every failed (query, relevant document) pair with
         its evidence, class and recommendation."""
+        from diagnose.failures import diagnose_run
+
         name = self._run_name(run)
         k = self._k(k)
         mode = self._mode(failure)
@@ -96,6 +79,10 @@ class Evidence(Chunked):
         each baseline not computed yet is computed in the same pass as the dense or BM25 ranks of the run's failed
         (query, target) pairs, which the diagnosis then reads instead of scoring those queries over the corpus a
         second time (:class:`~diagnose.failures.evidence.KnownRanks`). Otherwise None: nothing changes."""
+        from diagnose import baselines as bl
+        from diagnose.failures import failed_pairs
+        from diagnose.failures.evidence import KnownRanks
+
         if name in self._run_kinds or name in self._baselines:
             return None
         # the BM25 index before the vectors: its build's transient arrays (~1 GB at 1M documents) are freed before
@@ -133,6 +120,7 @@ class Evidence(Chunked):
     def run_kind(self, run: str | None = None, *, k: int | None = None) -> RunKind:
         """The run's kind (:mod:`diagnose.failures.kind`): as given in ``kinds``, the baseline's own, or inferred
         from the run's top-``k`` overlap with the BM25 and dense baselines (which this computes)."""
+        from diagnose.failures.kind import BASELINE_KINDS, RunKind, infer_run_kind
 
         name = self._run_name(run)
         k = self._k(k)
@@ -155,6 +143,7 @@ class Evidence(Chunked):
         """One row per failed (query, target) pair, worst first; the columns are the keys of ``diagnose failures
         --format json`` (``class``, ``label``, ``cosine``, ``run_rank``, ``dense_rank``, ``bm25_rank``,
         ``missing_terms``, ``evidence``, ``recommendation``, ``top_retrieved``, ...)."""
+        from diagnose.failures import Failure, sort_worst
 
         d = self.diagnosis(run, k=k, failure=failure)
         rows = [f.to_dict() for f in sort_worst(d.failures)]
@@ -165,12 +154,15 @@ class Evidence(Chunked):
 
     def class_counts(self, k: int | None = None, failure: str | None = None) -> pd.DataFrame:
         """Failure classes per run: one row per run, one column per class id (taxonomy order)."""
+        from diagnose.failures import CLASSES
 
         rows = {n: self.diagnosis(n, k=k, failure=failure).class_counts for n in self.run_names}
         return pd.DataFrame.from_dict(rows, orient="index", columns=list(CLASSES)).rename_axis("run")
 
     def label_noise(self, run: str | None = None, *, k: int | None = None) -> LabelNoise:
         """Unjudged near-duplicates of relevant documents in the top k, duplicate documents, conflicting queries."""
+        from diagnose.failures import find_label_noise
+
         name = self._run_name(run)
         k = self._k(k)
 
@@ -190,13 +182,15 @@ class Evidence(Chunked):
 
     def _same_text_rows(self) -> list[tuple[int, int]]:
         """The corpus' documents with the same normalised text (:func:`~diagnose.failures.same_text_rows`), once."""
+        from diagnose.failures.golden import same_text_rows
+
         return self._cached(("same_text_rows",), lambda: same_text_rows(self.dataset.corpus))
 
     def _same_text_rows_in_background(self) -> None:
-        """Start :meth:`_same_text_rows` in a daemon thread: normalising every text is Python holding the GIL (~10 s
-        at 1M documents), the BM25 index build that follows is mostly numpy and Arrow on one core, so the two share
-        the two cores; the label-noise finder then reads the result (waiting for it if need be). An error is left
-        to that finder, which builds the rows again and raises it."""
+        """Start :meth:`_same_text_rows` in a daemon thread: normalising every text (~2 CPU-s at 1M documents,
+        numpy on the bytes) and the BM25 index build that follows (mostly numpy and Arrow on one core) share the two
+        cores; the label-noise finder then reads the result (waiting for it if need be). An error is left to that
+        finder, which builds the rows again and raises it."""
         if self._has(("same_text_rows",)) or self.dataset.corpus is None:
             return
 
@@ -208,6 +202,7 @@ class Evidence(Chunked):
 
     def hubness(self, run: str | None = None, *, k: int | None = None) -> Hubness:
         """Documents in the top k of unusually many queries (k-occurrence skewness)."""
+        from diagnose.failures import hubness
 
         name = self._run_name(run)
         k = self._k(k)
@@ -228,6 +223,7 @@ class Evidence(Chunked):
         reranked by exact cosine for near_miss and ranking_failure; what each recovers and what hits it loses, with
         a paired randomization test. ``cross_encoder``: a sentence-transformers CrossEncoder (a local folder, or a
         hub name when online): the top 3k reranked by it is measured too, as a second near_miss remedy."""
+        from diagnose.remedies import prove_remedies
 
         name = self._run_name(run)
         k = self._k(k)
@@ -290,6 +286,7 @@ class Evidence(Chunked):
         """Every offline remedy of :meth:`remedies` (the same remedied runs, reused) applied to the failures of every
         class (:mod:`diagnose.remedy_matrix`): per class and remedy, how many of the class's failed queries (missed
         pairs with ``failure="recall"``) it recovers at k. Its diagonal is :meth:`remedies`' ``recovered``."""
+        from diagnose.remedy_matrix import remedy_matrix
 
         name = self._run_name(run)
         k = self._k(k)
@@ -340,6 +337,7 @@ class Evidence(Chunked):
     def _passage_run(self, name: str):  # noqa: ANN202 - a builder: () -> Run
         """What builds the passage remedy of run ``name`` (:func:`diagnose.failures.passages.maxsim_run`,
         memoised): every document's passages, max-sim, top ``depth``, over the golden queries."""
+        from diagnose.failures.passages import maxsim_run
 
         def build() -> Run:
             self._reporter.step(f"Ranking documents by their best passage (the passage remedy of {name})")
@@ -402,6 +400,7 @@ class Evidence(Chunked):
     def risk(self, run: str | None = None, *, k: int | None = None) -> pd.DataFrame:
         """Every query of the run (judged or not) ranked by how likely it fails, from its top-k scores alone
         (:func:`diagnose.risk.failure_risk`): which unlabelled queries to judge first."""
+        from diagnose.risk import failure_risk
 
         name = self._run_name(run)
         k = self._k(k)
@@ -409,6 +408,7 @@ class Evidence(Chunked):
 
     def risk_validation(self, run: str | None = None, *, k: int | None = None) -> RiskValidation:
         """How well :meth:`risk` finds the golden queries that fail at k (ROC AUC, per feature too)."""
+        from diagnose.risk import validate_risk
 
         name = self._run_name(run)
         k = self._k(k)
@@ -419,6 +419,7 @@ class Evidence(Chunked):
     ) -> Inspection:
         """One query in one run: its missed targets with their evidence (terms present and missing marked), class
         and recommendation, and what the run retrieved instead. Shows itself as HTML in a notebook."""
+        from diagnose.inspection import inspect_query
 
         name = self._run_name(run)
         qid = str(query_id)
@@ -434,7 +435,7 @@ class Evidence(Chunked):
         train_qrels: Qrels | None = None,
         folds: int | None = None,
         settings: TrainSettings | None = None,
-        max_documents: int = MAX_DOCUMENTS,
+        max_documents: int = defaults.FINETUNE_MAX_DOCUMENTS,
         announce: Callable[[Cost], None] | None = None,
     ) -> FinetuneResult:
         """Fine-tune the model on the golden set and measure it on queries it never saw
@@ -469,6 +470,8 @@ class Evidence(Chunked):
         """Which embedding model for this golden set: each model (a name, a folder, ``"default"``, or an encoder
         object) searches the corpus exactly; metrics with CIs, ties with the best, speed, memory, failure classes.
         Vectors are the analysis' own (memoised and cached on disk)."""
+        from diagnose import embed
+        from diagnose.model_choice import compare_models
 
         k = self._k(k)
         self._need_texts("Comparing models")

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from diagnose import baselines as bl
-from diagnose import embed
+from diagnose import defaults, embed
 from diagnose.checks import param_error, positive_int
 from diagnose.data import Corpus, Qrels, Run
 from diagnose.finetune import train as tr
@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from diagnose.analysis import Analysis
 
 #: Re-encoded documents (corpus size x evaluated models) above which fine-tuning refuses to start without a sample.
-MAX_DOCUMENTS = 100_000
+MAX_DOCUMENTS = defaults.FINETUNE_MAX_DOCUMENTS
 TUNED = "finetuned"
 DEFAULT_FOLDS = 5
 

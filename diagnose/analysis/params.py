@@ -7,16 +7,18 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from diagnose import checks
 from diagnose.checks import given, param_error
 from diagnose.data import Run
 from diagnose.defaults import BASELINES, FAILURE_MODES
-from diagnose.failures import Thresholds
 from diagnose.metrics import MetricName
 from diagnose.retrievers.kinds import describe, retriever_kind
-from diagnose.space import VectorSpace
+
+if TYPE_CHECKING:
+    from diagnose.failures import Thresholds
+    from diagnose.space import VectorSpace
 
 EMBEDDING_KEYS = ("doc", "query", "doc_ids", "query_ids")
 RUN_FORMS = (
@@ -106,7 +108,11 @@ def check_failure(failure: Any) -> str:
 
 
 def check_thresholds(thresholds: Any) -> Thresholds | None:
-    if thresholds is None or isinstance(thresholds, Thresholds):
+    if thresholds is None:
+        return None
+    from diagnose.failures import Thresholds
+
+    if isinstance(thresholds, Thresholds):
         return thresholds
     raise param_error(
         "thresholds",
@@ -144,7 +150,11 @@ def check_models(models: Any) -> list[Any]:
 def check_embeddings(embeddings: Any) -> Mapping[str, Path] | VectorSpace | None:
     """``embeddings``: None, a :class:`VectorSpace`, or ``{"doc": path, "query": path}`` (optional ``"doc_ids"``,
     ``"query_ids"``), the paths as :class:`Path`."""
-    if embeddings is None or isinstance(embeddings, VectorSpace):
+    if embeddings is None:
+        return None
+    from diagnose.space import VectorSpace
+
+    if isinstance(embeddings, VectorSpace):
         return embeddings
     expected = "a dict {'doc': path, 'query': path} (optional 'doc_ids', 'query_ids') or a VectorSpace"
     emb = checks.mapping(embeddings, "embeddings", expected=expected)

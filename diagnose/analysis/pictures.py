@@ -18,11 +18,8 @@ if TYPE_CHECKING:
     from diagnose.projection import EmbeddingMap, Projection
     from diagnose.space import VectorSpace
 
-from diagnose import charts, projection
 from diagnose.analysis.evidence import Evidence
 from diagnose.checks import one_of, positive_int
-from diagnose.failures import calibrate
-from diagnose.space import relevant_pair_cosines
 
 
 class Pictures(Evidence):
@@ -33,6 +30,7 @@ class Pictures(Evidence):
     ) -> EmbeddingMap:
         """Documents and queries in one UMAP projection (at most ``cap`` points; every failed query, its targets
         and top k kept), with the failed queries linked to their targets (cached on disk)."""
+        from diagnose import projection
 
         name = self._run_name(run)
         k = self._k(k)
@@ -51,6 +49,7 @@ class Pictures(Evidence):
 
     def _map_inputs(self, name: str, k: int, mode: str) -> dict[str, Any]:
         """What both maps draw: every document and golden query (ids, texts, vectors) and the run's failed queries."""
+        from diagnose import projection
 
         diag = self.diagnosis(name, k=k, failure=mode)
         sp, ds = self.space, self.dataset
@@ -69,6 +68,7 @@ class Pictures(Evidence):
         """Every document and query of the analysis in one 2-D projection (no sampling; the large recipe from
         20,000 points on, see :func:`diagnose.projection.recipe_for`). Minutes for 100k points the first time
         (stages and epochs reported to this thread's reporter), then read from the disk cache."""
+        from diagnose import projection
 
         def build() -> Projection:
             sp = self.space
@@ -83,6 +83,7 @@ class Pictures(Evidence):
     ) -> EmbeddingMap:
         """:meth:`embedding_map` of every document and query (for the deck.gl map): the failed queries of
         ``run`` on :meth:`whole_projection`."""
+        from diagnose import projection
 
         name = self._run_name(run)
         k = self._k(k)
@@ -97,7 +98,7 @@ class Pictures(Evidence):
     def map(self, run: str | None = None, *, cap: int = 4000, color_by: str = MAP_COLOR_BY) -> alt.LayerChart:
         """The embedding map as an Altair chart (``color_by``: ``"role"`` or ``"failure_class"``)."""
         with needs("The embedding map"):
-            pass
+            from diagnose import charts
 
         color_by = one_of(color_by, "color_by", MAP_COLORINGS)
         emap = self.embedding_map(run, cap=cap)
@@ -108,6 +109,7 @@ class Pictures(Evidence):
     ) -> pd.DataFrame:
         """cos(query, relevant document) of every golden pair, with ``outcome`` "hit" (in the run's top k) or
         "miss", per model (``spaces``: label -> vector space; default: the analysis' model)."""
+        from diagnose.space import relevant_pair_cosines
 
         name = self._run_name(run)
         k = self._k(k)
@@ -124,6 +126,7 @@ class Pictures(Evidence):
         """The calibrated cosine threshold of the analysis' model (or of ``space``, another model's vectors of the
         same data) on the run's hits at k, with the analysis' thresholds: the calibration its diagnosis uses
         (:func:`diagnose.failures.calibrate`)."""
+        from diagnose.failures import calibrate
 
         name = self._run_name(run)
         k = self._k(k)
@@ -132,7 +135,7 @@ class Pictures(Evidence):
     def similarity(self, run: str | None = None, *, k: int | None = None) -> alt.Chart:
         """Histogram of cos(query, relevant document), hits vs misses, with the seed and calibrated thresholds."""
         with needs("The similarity chart"):
-            pass
+            from diagnose import charts
 
         d = self.diagnosis(run, k=k)
         return charts.similarity_histogram(

@@ -12,11 +12,11 @@ from diagnose.io.convert import as_run
 if TYPE_CHECKING:
     from diagnose.embed import Encoder
     from diagnose.failures import Thresholds
+    from diagnose.failures.passages import PassageScorer
     from diagnose.lexical import BM25Index
     from diagnose.space import VectorSpace
 
-from diagnose import baselines as bl
-from diagnose import checks, embed
+from diagnose import checks
 from diagnose.analysis.base import (
     BASELINE,
     LIVE,
@@ -25,13 +25,8 @@ from diagnose.analysis.base import (
     check_runs,
 )
 from diagnose.analysis.params import is_run_like
-from diagnose.cache import default_cache_root
 from diagnose.checks import given, param_error
-from diagnose.failures import Thresholds
-from diagnose.failures.passages import PassageScorer, model_window
-from diagnose.lexical import BM25Index
 from diagnose.retrievers import run_retriever
-from diagnose.space import VectorSpace
 
 
 class Pipeline(AnalysisBase):
@@ -120,6 +115,7 @@ class Pipeline(AnalysisBase):
         """One baseline run (memoised per kind), renamed to ``name``."""
 
         def build() -> Run:
+            from diagnose import baselines as bl
 
             self._need_texts("A baseline run")
             if kind == "bm25":
@@ -193,6 +189,7 @@ class Pipeline(AnalysisBase):
         def build() -> Encoder:
             if self._encoder_given is not None:
                 return self._encoder_given
+            from diagnose import embed
 
             self._reporter.step(f"Loading the embedding model {self.model or embed.DEFAULT_MODEL}")
             return embed.load_encoder(self.model, precision=self.precision)
@@ -204,6 +201,7 @@ class Pipeline(AnalysisBase):
         """The corpus and the golden queries in the model's vector space (rows L2-normalised)."""
 
         def build() -> VectorSpace:
+            from diagnose.space import VectorSpace
 
             self._need_texts("The vector space")
             emb = self._embeddings
@@ -241,6 +239,7 @@ class Pipeline(AnalysisBase):
         """The vector space of another encoder on the same data and golden queries (memoised per encoder name)."""
 
         def build() -> VectorSpace:
+            from diagnose.space import VectorSpace
 
             self._need_texts("The vector space")
             label = getattr(encoder, "label", "") or encoder.name
@@ -271,13 +270,15 @@ class Pipeline(AnalysisBase):
         """The BM25 index of the corpus (title + text), cached on disk for the bm25s engine."""
 
         def build() -> BM25Index:
+            from diagnose.cache import default_cache_root
+            from diagnose.lexical import BM25Index
 
             self._need_texts("BM25")
             self._reporter.step(f"Building the BM25 index ({self.bm25_engine})")
             root = self.cache_dir or default_cache_root()
             corpus = self.dataset.corpus
             return BM25Index.build(
-                corpus.texts(),
+                corpus.joined_texts(),
                 list(corpus.ids),
                 engine=self.bm25_engine,
                 cache_dir=root / "bm25",
@@ -292,6 +293,9 @@ class Pipeline(AnalysisBase):
         with precomputed vectors the named ``model``'s, and None (unknown window) when no model is named."""
 
         def build() -> PassageScorer | None:
+            from diagnose import embed
+            from diagnose.failures.passages import PassageScorer, model_window
+
             if self._embeddings is not None and self._encoder_given is None:
                 if self.model is None:
                     return None
@@ -309,6 +313,7 @@ class Pipeline(AnalysisBase):
 
     @property
     def thresholds(self) -> Thresholds:
+        from diagnose.failures import Thresholds
 
         return self._thresholds or Thresholds()
 

@@ -6,12 +6,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from diagnose import defaults
 from diagnose.checks import is_int
 from diagnose.data import DataError
 
 #: The default grid: chunk sizes in the model's tokens, overlaps in the model's tokens.
-DEFAULT_SIZES = (128, 256, 512)
-DEFAULT_OVERLAPS = (0,)
+DEFAULT_SIZES = defaults.CHUNK_SIZES
+DEFAULT_OVERLAPS = defaults.CHUNK_OVERLAPS
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,6 @@ from diagnose.cli.shared import (
 from diagnose.data import DataError, Dataset
 from diagnose.io import parse_run_arg
 from diagnose.lazy import pyarrow_without_pandas
-from diagnose.vectordb.spec import is_spec
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
@@ -36,7 +35,13 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 def _only_files(args: argparse.Namespace) -> bool:
     """Whether only diagnose's own code runs: files read, no live retriever, no baseline (a model, bm25s), no
     vector database as the corpus (see :func:`~diagnose.lazy.pyarrow_without_pandas`)."""
-    return not (args.retriever or args.baseline or (args.corpus and is_spec(args.corpus)))
+    if args.retriever or args.baseline:
+        return False
+    if not args.corpus:
+        return True
+    from diagnose.vectordb.spec import is_spec  # the vector database package: only when a corpus is given
+
+    return not is_spec(args.corpus)
 
 
 def _evaluate(args: argparse.Namespace) -> int:

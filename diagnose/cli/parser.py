@@ -377,9 +377,6 @@ def _ann_options(an: argparse.ArgumentParser) -> None:
 
 def _finetune_options(ft: argparse.ArgumentParser) -> None:
     """``finetune``'s options: the honest evaluation (a training split or folds), the output folder, training."""
-    from diagnose.finetune import TrainSettings
-
-    d = TrainSettings()
     ft.add_argument("--train-split", metavar="S", help="train on this qrels split of --data (or a qrels file) and "
                     "measure on --split (default: cross-fitting with --folds)")  # fmt: skip
     ft.add_argument(
@@ -390,14 +387,18 @@ def _finetune_options(ft: argparse.ArgumentParser) -> None:
     ft.add_argument(
         "--sample", type=int, metavar="N", help="measure on N documents (every relevant one kept)"
     )
-    ft.add_argument("--epochs", type=int, default=d.epochs, help=f"training epochs (default {d.epochs})")
-    ft.add_argument("--batch-size", type=int, default=d.batch_size, help=f"default {d.batch_size}")
-    ft.add_argument("--max-seq-length", type=int, default=d.max_seq_length, help="tokens per text in training "
-                    f"(default {d.max_seq_length}; the saved model keeps its own)")  # fmt: skip
-    ft.add_argument("--learning-rate", type=float, default=d.learning_rate, help=f"default {d.learning_rate}")
-    ft.add_argument("--pairs-per-query", type=int, default=d.pairs_per_query, help="relevant documents per "
-                    f"training query, each with one hard negative (default {d.pairs_per_query})")  # fmt: skip
-    ft.add_argument("--seed", type=int, default=d.seed, help="seed of the folds, the training and the tests")
+    epochs, batch, length = defaults.TRAIN_EPOCHS, defaults.TRAIN_BATCH_SIZE, defaults.TRAIN_MAX_SEQ_LENGTH
+    rate, pairs = defaults.TRAIN_LEARNING_RATE, defaults.TRAIN_PAIRS_PER_QUERY
+    ft.add_argument("--epochs", type=int, default=epochs, help=f"training epochs (default {epochs})")
+    ft.add_argument("--batch-size", type=int, default=batch, help=f"default {batch}")
+    ft.add_argument("--max-seq-length", type=int, default=length, help="tokens per text in training "
+                    f"(default {length}; the saved model keeps its own)")  # fmt: skip
+    ft.add_argument("--learning-rate", type=float, default=rate, help=f"default {rate}")
+    ft.add_argument("--pairs-per-query", type=int, default=pairs, help="relevant documents per "
+                    f"training query, each with one hard negative (default {pairs})")  # fmt: skip
+    ft.add_argument(
+        "--seed", type=int, default=defaults.SEED, help="seed of the folds, the training and the tests"
+    )
     ft.add_argument("--k", default=",".join(map(str, DEFAULT_KS)), help="cutoffs, comma-separated")
     _add_format(ft, ["table", "json"])
     _add_model_args(ft)

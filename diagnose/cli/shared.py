@@ -13,11 +13,8 @@ from typing import Any
 
 from diagnose import defaults
 from diagnose.analysis import YOUR_RUN, Analysis
-from diagnose.api import write_qrels
-from diagnose.cache import slug
 from diagnose.data import DataError, Run, ValidationReport
 from diagnose.io import check_run_matches_qrels, load_dataset, parse_run_arg, read_run, write_trec_run
-from diagnose.judging import merge, merge_counts, read_judgements
 from diagnose.retrievers import DEFAULT_TIMEOUT, RetrieverInterrupted, load_retriever, parse_retriever_spec
 
 EXIT_OK = 0
@@ -115,6 +112,8 @@ def _write_qrels(args: argparse.Namespace, ds) -> None:
     if getattr(args, "write_spans", None) and not path:
         raise DataError("--write-spans needs --write-qrels F (the spans are written beside the qrels).")
     if path:
+        from diagnose.api import write_qrels
+
         spans = write_qrels(ds, path, spans_path=getattr(args, "write_spans", None))
         also = f" and {len(ds.qrels.spans):,} spans to {spans}" if spans is not None else ""
         print(f"Wrote {len(ds.qrels):,} judgements to {path}{also}.", file=sys.stderr)
@@ -130,6 +129,7 @@ def read_checked_run(name: str, path: str, ds) -> Run:
 
 def _extra_qrels(paths: list[str], report):
     """``--extra-qrels``: merge each file's judgements into the golden set (printing what was merged)."""
+    from diagnose.judging import merge, merge_counts, read_judgements
 
     def transform(qrels):
         for path in paths:
@@ -203,6 +203,8 @@ def write_partial_run(args: argparse.Namespace, stop: RetrieverInterrupted) -> N
         file=sys.stderr,
     )
     if getattr(args, "write_runs", None):
+        from diagnose.cache import slug
+
         out = Path(args.write_runs)
         out.mkdir(parents=True, exist_ok=True)
         path = out / f"{slug(stop.run_name)}.partial.trec"
@@ -214,6 +216,8 @@ def write_run_files(args: argparse.Namespace, analysis) -> None:
     """``--write-runs DIR``: the runs computed here (baselines, live retrievers) as TREC files."""
     if not getattr(args, "write_runs", None):
         return
+    from diagnose.cache import slug
+
     out = Path(args.write_runs)
     out.mkdir(parents=True, exist_ok=True)
     for name, run in analysis.runs.items():

@@ -11,17 +11,19 @@ Also importable from :mod:`diagnose.failures`, where they lived first.
 
 from __future__ import annotations
 
-import hashlib
 import re
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from diagnose import defaults
 from diagnose.data import Corpus, DataError, Dataset, Run, fields_dict
 from diagnose.embed import dense_search
+from diagnose.ids import fingerprints, string_bytes
 from diagnose.lazy import pandas as pd
 from diagnose.space import VectorSpace
 
@@ -121,17 +123,16 @@ def same_text_rows(corpus: Corpus) -> list[tuple[int, int]]:
     """``(row, first row)`` of every document whose normalised text (:func:`normalise_text`, not empty) an earlier
     document of the corpus has, in corpus order, with the first such document's row.
 
-    The corpus is read :data:`TEXT_BLOCK` documents at a time and only an 8-byte digest of each normalised text is
-    kept (the list of a million texts is GBs); the documents whose digest is not unique are then compared by their
-    texts, so a digest collision never makes two different texts duplicates."""
+    The corpus is read :data:`TEXT_BLOCK` documents at a time and only a 64-bit fingerprint of each normalised text
+    is kept (the list of a million texts is GBs; :func:`_normalised_fingerprints`); the documents whose fingerprint
+    is not unique are then compared by their texts, so a collision never makes two different texts duplicates."""
     n = len(corpus)
     digest = np.zeros(n, dtype=np.uint64)
     empty = np.zeros(n, dtype=bool)
     for lo in range(0, n, TEXT_BLOCK):
-        for i, text in enumerate(corpus.texts_at(slice(lo, lo + TEXT_BLOCK)), start=lo):
-            norm = normalise_text(text)
-            empty[i] = not norm
-            digest[i] = int.from_bytes(hashlib.blake2b(norm.encode(), digest_size=8).digest(), "little")
+        digest[lo : lo + TEXT_BLOCK], empty[lo : lo + TEXT_BLOCK] = _normalised_fingerprints(
+            corpus, slice(lo, lo + TEXT_BLOCK)
+        )
     order = np.argsort(digest, kind="stable")
     same = digest[order[1:]] == digest[order[:-1]]
     shared = np.zeros(n, dtype=bool)
@@ -147,6 +148,56 @@ def same_text_rows(corpus: Corpus) -> list[tuple[int, int]]:
         else:
             first[norm] = row
     return out
+
+
+#: byte -> what :func:`normalise_text` makes of it in an ASCII text: letters lowercased, digits and "_" kept,
+#: anything else a separator (32); bytes >= 128 never reach it (such texts take the Python path)
+_ASCII_FOLD = np.array(
+    [ord(chr(c).lower()) if chr(c).isalnum() or chr(c) == "_" else 32 for c in range(128)] + [32] * 128,
+    dtype=np.uint8,
+)
+
+
+def _normalised_fingerprints(corpus: Corpus, rows: slice) -> tuple[np.ndarray, np.ndarray]:
+    """Per document of ``rows``: the :func:`~diagnose.ids.fingerprints` of its :func:`normalise_text` (of
+    :func:`~diagnose.data.document_text`), and whether that is empty.
+
+    ASCII texts are normalised on their bytes with numpy, mostly outside the GIL (the Python loop held it ~8 s at
+    1M documents while the BM25 index was built beside it): each byte is lowercased or made a separator, a run of
+    separators becomes one space, none is left at either end. The other texts go through :func:`normalise_text`
+    itself (NFKC). Both give the same string, hence the same fingerprint."""
+    joined = corpus.joined_texts(rows)  # "title text": separators fold, ends are trimmed
+    data, starts, lens = string_bytes(joined)
+    folded = _ASCII_FOLD[data]
+    word = folded != 32
+    # a byte is kept when it is a word byte or the first separator after one (a text's start counts as a separator)
+    after_word = np.zeros(len(data) + 1, dtype=bool)
+    after_word[1:] = word
+    after_word[starts] = False
+    keep = word | after_word[:-1]
+    kept = folded[keep]
+    ends = np.add.reduceat(np.append(keep, False), starts, dtype=np.int64) if len(starts) else starts
+    ends[lens == 0] = 0  # reduceat gives an empty text the next text's first byte
+    offsets = np.zeros(len(lens) + 1, dtype=np.int64)
+    np.cumsum(ends, out=offsets[1:])
+    # at most one separator is left at a text's end (after its last word): drop it
+    trailing = np.flatnonzero(ends > 0)
+    trailing = trailing[kept[offsets[1:][trailing] - 1] == 32]
+    if len(trailing):
+        drop = np.ones(len(kept), dtype=bool)
+        drop[offsets[1:][trailing] - 1] = False
+        kept = kept[drop]
+        ends[trailing] -= 1
+        np.cumsum(ends, out=offsets[1:])
+    normalised = pa.LargeStringArray.from_buffers(len(lens), pa.py_buffer(offsets), pa.py_buffer(kept))
+    digest = fingerprints(normalised).copy()
+    empty = ends == 0
+    wide = np.flatnonzero(~pc.string_is_ascii(joined).to_numpy(zero_copy_only=False))
+    if len(wide):
+        texts = [normalise_text(t) for t in corpus.texts_at((wide + rows.start).tolist())]
+        digest[wide] = fingerprints(pa.array(texts, type=pa.large_string()))
+        empty[wide] = [not t for t in texts]
+    return digest, empty
 
 
 def _duplicate_documents(

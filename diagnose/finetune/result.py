@@ -6,11 +6,13 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from diagnose.failures import CLASSES, Diagnosis
 from diagnose.finetune.triplets import Fold
 from diagnose.stats import Comparison
+
+if TYPE_CHECKING:
+    from diagnose.failures import Diagnosis
 
 
 @dataclass(frozen=True)
@@ -45,6 +47,8 @@ def class_changes(base: Diagnosis, tuned: Diagnosis) -> tuple[dict[str, int], di
     missed (query, document) pairs with ``"recall"``): a base failure the tuned run no longer has counts under its
     base class; a tuned failure the base run did not have counts under its tuned class. A query with missed pairs in
     two classes counts in both."""
+    # the taxonomy, imported here: the CLI's parser reads TrainSettings from this package for every command
+    from diagnose.failures import CLASSES
 
     def units(d: Diagnosis) -> dict[Any, set[str]]:
         out: dict[Any, set[str]] = {}

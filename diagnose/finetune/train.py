@@ -28,22 +28,23 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from diagnose import defaults
 from diagnose.checks import positive_int
 from diagnose.data import DataError
 
 
 @dataclass(frozen=True)
 class TrainSettings:
-    """The knobs of training (the defaults finish in minutes on 2 CPU cores for all-MiniLM-L6-v2 and a few hundred
-    training queries: bench/RESULTS.md)."""
+    """The knobs of training (the defaults, :mod:`diagnose.defaults`, finish in minutes on 2 CPU cores for
+    all-MiniLM-L6-v2 and a few hundred training queries: bench/RESULTS.md)."""
 
-    epochs: int = 1
-    batch_size: int = 32
-    max_seq_length: int = 128
-    learning_rate: float = 2e-5
+    epochs: int = defaults.TRAIN_EPOCHS
+    batch_size: int = defaults.TRAIN_BATCH_SIZE
+    max_seq_length: int = defaults.TRAIN_MAX_SEQ_LENGTH
+    learning_rate: float = defaults.TRAIN_LEARNING_RATE
     warmup: float = 0.1
-    pairs_per_query: int = 2
-    seed: int = 0
+    pairs_per_query: int = defaults.TRAIN_PAIRS_PER_QUERY
+    seed: int = defaults.SEED
     precision: str = "fast"
 
     def checked(self) -> TrainSettings:

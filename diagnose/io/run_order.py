@@ -55,7 +55,7 @@ def run_from_lists(
     return build_run(name, file, q, d, scores, report, order=order, file_ranks=file_ranks)
 
 
-def _score32(scores: np.ndarray) -> np.ndarray:
+def score32(scores: np.ndarray) -> np.ndarray:
     """Scores as trec_eval (pytrec-eval-terrier) compares them: C float, -0.0 == 0.0."""
     with np.errstate(over="ignore", invalid="ignore"):
         return scores.astype(np.float32) + np.float32(0.0)
@@ -85,7 +85,7 @@ def trec_order(
 
 def _sorted_rows(q_codes: np.ndarray, scores: np.ndarray, d: pa.ChunkedArray | pa.Array) -> np.ndarray:
     """The rows in trec_eval's order (see :func:`trec_order`), from the query codes in first-seen order."""
-    table = pa.table({"q": q_codes, "s": _score32(scores), "d": d})
+    table = pa.table({"q": q_codes, "s": score32(scores), "d": d})
     return pc.sort_indices(
         table, sort_keys=[("q", "ascending"), ("s", "descending"), ("d", "descending")]
     ).to_numpy()
@@ -154,9 +154,10 @@ def build_run(
     if n == 0:
         return Run(name, empty_run_df(), file)
     q_codes, q_values = first_seen_codes(q)
-    if order is None:  # the sort (pyarrow) and the hashing (numpy) run outside the GIL: one per core
+    sorted_here = order is None
+    if sorted_here:  # the sort (pyarrow) and the hashing (numpy) run outside the GIL: one per core
         steps = [lambda: _sorted_rows(q_codes, scores, d), lambda: fingerprints(d)]
-        order, doc_fps = in_threads(lambda step: step(), steps)
+        order, doc_fps = in_threads(lambda step: step(), steps, blas=False)
     else:
         doc_fps = fingerprints(d)
     ranks = _group_ranks(q_codes[order])  # the ranks by score, before any duplicate is dropped
@@ -194,7 +195,10 @@ def build_run(
     run = Run(name, table, file)
     run.keep_strings("doc_id", docs)
     codes = q_codes[order]
-    if (np.diff(codes) >= 0).all():  # queries in first-seen order (trec_eval's): the codes carry over
+    if sorted_here:  # sorted by (query code, score, doc id): the codes carry over, the order is trec_eval's
+        run.keep_codes("query_id", codes, q_values)
+        run.keep_trec_order()
+    elif (np.diff(codes) >= 0).all():  # queries in first-seen order: the codes carry over
         run.keep_codes("query_id", codes, q_values)
     remember_fingerprints(docs, doc_fps[order])  # the metrics and the tie audit do not hash the ids again
     return run

@@ -13,6 +13,7 @@ from diagnose.cache import ArrayCache
 from diagnose.checks import is_int, one_of
 from diagnose.data import DataError, Run, ValidationReport
 from diagnose.defaults import BM25_ENGINE, BM25_ENGINES, DEPTH
+from diagnose.frames import is_arrow_array
 from diagnose.lazy import pandas as pd
 from diagnose.lexical.engines import Bm25sImpl, RankBm25Impl, index_key
 from diagnose.lexical.terms import tokenize, tokenize_ids
@@ -54,7 +55,7 @@ class BM25Index:
     @classmethod
     def build(
         cls,
-        texts: Sequence[str],
+        texts: Sequence[str] | Any,
         ids: Sequence[str],
         *,
         engine: str = BM25_ENGINE,
@@ -64,7 +65,8 @@ class BM25Index:
         cache_dir: str | Path | None = None,
         report: ValidationReport | None = None,
     ) -> BM25Index:
-        """Index ``texts`` (one per document, e.g. ``Corpus.texts()`` = title + text) under ``ids``.
+        """Index ``texts`` (one per document, e.g. ``Corpus.texts()`` = title + text, or the same as an Arrow string
+        array, ``Corpus.joined_texts()``, which needs no Python string per document) under ``ids``.
 
         ``engine``: "bm25s" (default) or "rank_bm25" (see the module docstring for the formulas).
         ``method`` (bm25s only): "lucene" (default, Anserini's BM25), "robertson" or "atire"; rank_bm25 always
@@ -74,6 +76,8 @@ class BM25Index:
         Raises DataError for duplicate ids, mismatched lengths, or a corpus without any indexable token.
         """
         engine, method = _engine_and_method(engine, method)
+        if not is_arrow_array(texts):
+            texts = list(texts)
         ids_arr = _checked_ids(texts, ids)
         cache = (
             ArrayCache(Path(cache_dir), report=report)
@@ -86,10 +90,10 @@ class BM25Index:
             if impl is not None:
                 return cls(ids=ids_arr, engine=engine, method=method, k1=float(k1), b=float(b), impl=impl)
         if engine == "bm25s":  # the corpus as term-id arrays, without a list of stems per document
-            terms, flat, lens = tokenize_ids(list(texts))
+            terms, flat, lens = tokenize_ids(texts)
             empty = not len(flat)
         else:
-            tokens = tokenize(list(texts))
+            tokens = tokenize(texts.to_pylist() if is_arrow_array(texts) else texts)
             empty = not any(tokens)
         if empty:
             raise DataError(
@@ -316,6 +320,8 @@ def _checked_ids(texts: Sequence[str], ids: Sequence[str]) -> np.ndarray:
         raise DataError(f"BM25 index: {len(texts)} texts but {len(ids_arr)} ids; give one id per text.")
     if len(ids_arr) == 0:
         raise DataError("BM25 index: the corpus is empty; there is nothing to index.")
+    if len(set(ids_arr.tolist())) == len(ids_arr):  # a set: ~10x cheaper than pandas' duplicated at 1M ids
+        return ids_arr
     dup = pd.Series(ids_arr).duplicated()
     if dup.any():
         ex = ", ".join(repr(x) for x in pd.unique(ids_arr[dup.to_numpy()])[:5])

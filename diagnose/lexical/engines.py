@@ -11,13 +11,26 @@ from typing import Any
 import numpy as np
 
 from diagnose.cache import ArrayCache
+from diagnose.frames import arrow_strings
+from diagnose.ids import string_bytes
 
 #: Bumped whenever :func:`tokenize` or the scoring changes, so cached indexes of the old rules are not reused.
 INDEX_VERSION = 1
 
 
-def index_key(ids: np.ndarray, texts: Sequence[str], method: str, k1: float, b: float) -> str:
+def index_key(ids: np.ndarray, texts: Sequence[str] | Any, method: str, k1: float, b: float) -> str:
+    """The cache key of an index: SHA-1 of the parameters and every (id, text). ``texts``: strings, or an Arrow
+    string array (its bytes and lengths are hashed as they lie, without a Python string per document)."""
+    import pyarrow as pa
+
     h = hashlib.sha1(f"bm25s/{INDEX_VERSION}/{method}/{k1!r}/{b!r}/{len(ids)}".encode())
+    if isinstance(texts, pa.Array | pa.ChunkedArray):
+        h.update(b"arrow")
+        for arr in (pa.array(ids, type=pa.large_string()), arrow_strings(texts)):
+            data, _, lens = string_bytes(arr)
+            h.update(lens.tobytes())
+            h.update(data)
+        return "bm25-" + h.hexdigest()
     for d, t in zip(ids, texts, strict=True):
         h.update(f"{d}\0{t}\0".encode("utf-8", "surrogatepass"))
     return "bm25-" + h.hexdigest()

@@ -93,7 +93,7 @@ def _words(text: str | None) -> list[str]:
     return TOKEN_RE.findall(text.lower())
 
 
-def tokenize_ids(texts: Sequence[str]) -> tuple[list[str], np.ndarray, np.ndarray]:
+def tokenize_ids(texts: Sequence[str | None] | Any) -> tuple[list[str], np.ndarray, np.ndarray]:
     """:func:`tokenize` of a whole corpus as arrays, for indexing: ``(vocab, ids, lengths)`` where ``vocab`` lists
     the stems in the order they first occur, ``ids`` (int64) is every document's stems as positions in ``vocab``,
     one document after the other, and ``lengths`` (int64) the number of stems of each document. The same as
@@ -101,17 +101,19 @@ def tokenize_ids(texts: Sequence[str]) -> tuple[list[str], np.ndarray, np.ndarra
     without a Python object per token (a corpus of 1M documents has ~20M): a byte table lowercases the ASCII
     letters and blanks the separators (:func:`_ascii_words_spaced`), Arrow splits the texts and codes the words (a
     text that is not ASCII is split by :func:`tokenize`'s regex first and joined with spaces, which no word
-    contains), then each distinct word is stemmed once."""
+    contains), then each distinct word is stemmed once.
+
+    ``texts``: strings (None: no text), or an Arrow string array (e.g. :meth:`~diagnose.data.Corpus.joined_texts`:
+    no Python string per document)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
     if isinstance(texts, str):
         raise DataError("tokenize_ids() takes a sequence of texts, not one string.", param="texts")
-    plain = [t if not t or t.isascii() else " ".join(TOKEN_RE.findall(t.lower())) for t in texts]
-    arr = _ascii_words_spaced(pa.array(plain, type=pa.large_string()))
-    del plain  # each intermediate is dropped as soon as the next exists: they are whole-corpus copies
+    arr = _ascii_words_spaced(_plain_texts(texts))
+    n_texts = len(arr)
     lists = pc.split_pattern(arr, " ")
-    del arr
+    del arr  # each intermediate is dropped as soon as the next exists: they are whole-corpus copies
     words, doc = pc.list_flatten(lists), pc.list_parent_indices(lists).to_numpy().astype(np.int64)
     del lists
     nonempty = pc.not_equal(words, "")
@@ -122,7 +124,7 @@ def tokenize_ids(texts: Sequence[str]) -> tuple[list[str], np.ndarray, np.ndarra
     codes = word_codes[coded.indices.to_numpy(zero_copy_only=False)]
     keep = codes >= 0
     codes, doc = codes[keep], doc[keep]
-    lengths = np.bincount(doc, minlength=len(texts)).astype(np.int64)
+    lengths = np.bincount(doc, minlength=n_texts).astype(np.int64)
     first = np.full(len(stems), len(codes), dtype=np.int64)
     np.minimum.at(first, codes, np.arange(len(codes)))  # each stem's first position (a sort of ~20M was ~8 s)
     used = np.flatnonzero(first < len(codes))
@@ -134,29 +136,45 @@ def tokenize_ids(texts: Sequence[str]) -> tuple[list[str], np.ndarray, np.ndarra
     return [stems[c] for c in by_first.tolist()], renumber[codes], lengths
 
 
+def _plain_texts(texts: Sequence[str | None] | Any) -> Any:
+    """``texts`` as one contiguous Arrow ``large_string`` array without nulls (None as ""), each text that is not
+    ASCII replaced by its :data:`TOKEN_RE` words, lowercased and joined with spaces."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if isinstance(texts, pa.Array | pa.ChunkedArray):
+        arr = texts if texts.type == pa.large_string() else texts.cast(pa.large_string())
+        if isinstance(arr, pa.ChunkedArray):
+            arr = arr.combine_chunks() if arr.num_chunks else pa.array([], type=pa.large_string())
+        arr = pc.fill_null(arr, "") if arr.null_count else arr
+        if pc.all(pc.string_is_ascii(arr)).as_py() is not False:
+            return arr
+        texts = arr.to_pylist()  # some texts are not ASCII: rebuilt below, like a list of strings
+    plain = [t if not t or t.isascii() else " ".join(TOKEN_RE.findall(t.lower())) for t in texts]
+    return pa.array([t or "" for t in plain], type=pa.large_string())
+
+
 #: Byte by byte, where :func:`tokenize_ids` splits UTF-8 text and how it lowercases: each ASCII byte as
 #: :func:`_words` maps it (``lower()``, then :data:`_ASCII_SEPARATORS`), bytes >= 128 (parts of non-ASCII characters,
 #: which no ASCII byte can be) unchanged.
-_ASCII_WORD_BYTES = np.array(
-    [ord(chr(c).lower().translate(_ASCII_SEPARATORS)) for c in range(128)] + list(range(128, 256)),
-    dtype=np.uint8,
+_ASCII_WORD_TABLE = bytes(
+    [ord(chr(c).lower().translate(_ASCII_SEPARATORS)) for c in range(128)] + list(range(128, 256))
 )
 
 
 def _ascii_words_spaced(arr: Any) -> Any:
-    """The Arrow string array ``arr`` with ASCII letters lowercased and every other ASCII character that is not a
-    digit turned into a space, through one table lookup over its bytes (the regex pass it replaces took ~10 s at
-    1M documents). A run of separators becomes several spaces, where the regex made one: splitting on " " then
-    gives empty words between them, which :func:`tokenize_ids` drops with the other empty ones."""
+    """The Arrow ``large_string`` array ``arr`` (no nulls) with ASCII letters lowercased and every other ASCII
+    character that is not a digit turned into a space, through one table lookup over its bytes (``bytes.translate``;
+    the regex pass it replaces took ~10 s at 1M documents). A run of separators becomes several spaces, where the
+    regex made one: splitting on " " then gives empty words between them, which :func:`tokenize_ids` drops with the
+    other empty ones."""
     import pyarrow as pa
 
-    validity, offsets, data = arr.buffers()
-    if data is None:  # no bytes at all (every text empty or null)
+    _, offsets, data = arr.buffers()
+    if data is None:  # no bytes at all (every text empty)
         return arr
-    mapped = _ASCII_WORD_BYTES[np.frombuffer(data, dtype=np.uint8)]
-    return pa.LargeStringArray.from_buffers(
-        len(arr), offsets, pa.py_buffer(mapped), validity, arr.null_count, arr.offset
-    )
+    mapped = memoryview(data).tobytes().translate(_ASCII_WORD_TABLE)
+    return pa.LargeStringArray.from_buffers(len(arr), offsets, pa.py_buffer(mapped), None, 0, arr.offset)
 
 
 def _stem_codes(words: list[str]) -> tuple[np.ndarray, list[str]]:

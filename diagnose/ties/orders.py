@@ -14,6 +14,7 @@ import pyarrow.compute as pc
 
 from diagnose.data import Qrels, Run
 from diagnose.ids import take
+from diagnose.io.run_order import score32
 from diagnose.metrics import Evaluation, MetricName, parse_metric
 from diagnose.metrics.join import in_qrels, judged_pairs, positive_grades, prepare
 
@@ -32,37 +33,54 @@ class Layout(NamedTuple):
     """The run's rows sorted by (query, rank) ("positions"), with their tie groups."""
 
     order: np.ndarray  # position -> row of run.df
+    in_place: bool  # order is the identity: the rows are already by (query, rank)
     qcode: np.ndarray  # position -> run query code (first-seen order)
     qids: np.ndarray  # run query code -> query id
     rank: np.ndarray  # position -> rank value
-    group: np.ndarray  # position -> group id (non-decreasing; singletons are groups of one)
-    tied: np.ndarray  # position -> bool, in a group of >= 2
+    starts: np.ndarray  # position -> bool, a group starts here (singletons are groups of one)
     g_start: np.ndarray  # per group: first position
     g_size: np.ndarray  # per group: number of documents
+
+    def group(self, positions: np.ndarray | None = None) -> np.ndarray:
+        """The group id of each of ``positions`` (None: of every position), non-decreasing along positions."""
+        if positions is None:
+            return np.cumsum(self.starts) - 1
+        return np.searchsorted(self.g_start, positions, side="right") - 1
+
+    def tied(self) -> np.ndarray:
+        """Per position: is it in a group of >= 2 documents?"""
+        alone = self.starts.copy()
+        alone[:-1] &= self.starts[1:]  # a group of one starts here and the next position starts another
+        return ~alone
 
 
 def tie_layout(run: Run) -> Layout:
     n = len(run)
     qcode, qids = run.codes("query_id")
     ranks = run.numbers("rank", np.int64)
-    step_q, step_r = np.diff(qcode), np.diff(ranks)
-    if (
-        (step_q > 0) | ((step_q == 0) & (step_r > 0))
-    ).all():  # already by (query, rank): a run from diagnose.io
-        order = np.arange(n)
-    else:
-        order = np.lexsort((np.arange(n), ranks, qcode))
-    q, r = qcode[order].astype(np.int64), ranks[order]
-    with np.errstate(over="ignore", invalid="ignore"):
-        s32 = run.numbers("score", np.float64)[order].astype(np.float32) + np.float32(0.0)
-    new = np.ones(n, dtype=bool)
+    q = qcode.astype(np.int64, copy=False)
+    scores = run.numbers("score", np.float64)
+    order = np.arange(n)
+    in_place = run.known_trec_order() or _by_query_and_rank(q, ranks)
+    if not in_place:
+        order = np.lexsort((order, ranks, q))
+        q, ranks, scores = q[order], ranks[order], scores[order]
+    s32 = score32(scores)
+    starts = np.ones(n, dtype=bool)
     if n > 1:
-        new[1:] = (q[1:] != q[:-1]) | (s32[1:] != s32[:-1])  # NaN != NaN: NaN ties with nothing
-    group = np.cumsum(new) - 1
-    g_start = np.flatnonzero(new)
+        np.not_equal(s32[1:], s32[:-1], out=starts[1:])  # NaN != NaN: NaN ties with nothing
+        starts[1:] |= q[1:] != q[:-1]
+    g_start = np.flatnonzero(starts)
     g_size = np.diff(np.append(g_start, n))
-    tied = g_size[group] > 1 if n else np.zeros(0, dtype=bool)
-    return Layout(order, q, np.asarray(qids.to_pylist(), dtype=object), r, group, tied, g_start, g_size)
+    return Layout(
+        order, in_place, q, np.asarray(qids.to_pylist(), dtype=object), ranks, starts, g_start, g_size
+    )
+
+
+def _by_query_and_rank(q: np.ndarray, ranks: np.ndarray) -> bool:
+    """Are the rows already by (query code, rank)? (A run from :mod:`diagnose.io` always is.)"""
+    step_q, step_r = np.diff(q), np.diff(ranks)
+    return bool(((step_q > 0) | ((step_q == 0) & (step_r > 0))).all())
 
 
 def tie_keys(
@@ -75,9 +93,10 @@ def tie_keys(
     grade when > 0, ``judged`` 1 when its (query, doc) pair has a judgement (any grade), ``unannotated`` 1 when the
     doc is judged for no query."""
     n = len(lay.order)
-    out = {name: np.zeros(n, dtype=np.float64) for name in needed}
-    pos = np.flatnonzero(lay.tied if looked_up is None else looked_up)
+    mask = lay.tied() if looked_up is None else looked_up
+    pos = np.flatnonzero(mask)
     if not len(pos) or not len(qrels):
+        out = {name: np.zeros(n, dtype=np.float64) for name in needed}
         if "unannotated" in needed:
             out["unannotated"][pos] = 1.0
         return out
@@ -85,18 +104,24 @@ def tie_keys(
     docs = run.strings("doc_id")
     judged_q = prep.query_codes(lay.qids)  # run query code -> judged query code
     few = 2 * len(pos) < n  # few positions: look up only theirs; else every position, without copying strings
-    at = pos if few else np.arange(n)
-    if few or not np.array_equal(lay.order, at):
-        docs = take(docs, lay.order[at])
-    row_q = judged_q[lay.qcode[at]]
+    if few:
+        docs, row_q = take(docs, lay.order[pos]), judged_q[lay.qcode[pos]]
+    else:
+        docs = docs if lay.in_place else take(docs, lay.order)
+        row_q = judged_q[lay.qcode]
     found = {
         "gain": lambda: positive_grades(prep, row_q, docs),
         "judged": lambda: judged_pairs(prep, row_q, docs).astype(np.float64),
         "unannotated": lambda: (~in_qrels(prep, docs)).astype(np.float64),
     }
+    out = {}
     for name in needed:
         values = found[name]()
-        out[name][pos] = values if few else values[pos]
+        if few:
+            out[name] = np.zeros(n, dtype=np.float64)
+            out[name][pos] = values
+        else:
+            out[name] = values if len(pos) == n else np.where(mask, values, 0.0)
     return out
 
 
@@ -108,7 +133,7 @@ def reordered(
     ``depth``: keep only ranks <= depth (for metrics that read nothing deeper). ``keep`` (bool per position): keep
     only these documents, each at the rank its new position gives it (for metrics that read nothing else)."""
     n = len(lay.order)
-    perm = np.lexsort((np.arange(n), key, lay.group))
+    perm = np.lexsort((np.arange(n), key, lay.group()))
     rows, where = lay.order[perm], lay.order
     rank = lay.rank
     kept = None if keep is None else keep[perm]
@@ -141,8 +166,9 @@ def reordered_nonzero(run: Run, lay: Layout, key: np.ndarray, depth: int | None 
     group the documents with a negative key come first, then the zeros (dropped), then the positive keys, each
     part ascending (equal keys in the run's order). Only the kept documents are sorted and placed."""
     kept = np.flatnonzero(key != 0)
-    kept = kept[np.lexsort((kept, key[kept], lay.group[kept]))]
-    g = lay.group[kept]
+    group = lay.group(kept)
+    sort = np.lexsort((kept, key[kept], group))
+    kept, g = kept[sort], group[sort]
     first = np.ones(len(kept), dtype=bool)
     first[1:] = g[1:] != g[:-1]
     starts = np.flatnonzero(first)
@@ -172,9 +198,9 @@ def deepest_rank(names: Sequence[str | MetricName]) -> int | None:
 def in_trec_order(run: Run, lay: Layout, scored: np.ndarray) -> bool:
     """Is every tie group of the scored queries (``scored``: bool per run query code) in descending doc-id order
     (trec_eval's tie-break: byte order of the UTF-8 ids, which is code-point order)?"""
-    if len(lay.order) < 2:
+    if len(lay.order) < 2 or run.known_trec_order():
         return True
-    pairs = np.flatnonzero((lay.group[1:] == lay.group[:-1]) & scored[lay.qcode[1:]])
+    pairs = np.flatnonzero(~lay.starts[1:] & scored[lay.qcode[1:]])
     if not len(pairs):
         return True
     docs = run.strings("doc_id")
@@ -187,8 +213,7 @@ def varies_in_groups(key: np.ndarray, lay: Layout) -> bool:
     """Does ``key`` take two different values inside some tie group? (Else every tie order gives the same value.)"""
     if len(key) < 2:
         return False
-    same_group = lay.group[1:] == lay.group[:-1]
-    return bool((same_group & (key[1:] != key[:-1])).any())
+    return bool((~lay.starts[1:] & (key[1:] != key[:-1])).any())
 
 
 def widen(

@@ -18,17 +18,20 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from diagnose.data import Corpus, DataError, ValidationReport
-from diagnose.embed.precomputed import PrecomputedEmbeddings, checked_vectors
 from diagnose.io.formats import CORPUS_ID_FIELDS, CORPUS_TEXT_FIELDS, CORPUS_TITLE_FIELDS
 from diagnose.io.records import finish_records
 from diagnose.lazy import pandas as pd
 from diagnose.progress import Progress, reporter
 from diagnose.vectordb.sources import SOURCES
 from diagnose.vectordb.spec import FORM, SCHEMES, CollectionSpec, is_spec, parse_spec
+
+if TYPE_CHECKING:
+    from diagnose.embed.precomputed import PrecomputedEmbeddings
 
 __all__ = [
     "FORM",
@@ -176,6 +179,8 @@ def _corpus(
 ) -> CollectionCorpus:
     """The raw rows checked like a corpus file (:func:`~diagnose.io.records.finish_records`), and their vectors
     through the precomputed path's checks (:func:`~diagnose.embed.precomputed.checked_vectors`)."""
+    # the vectors' package (diagnose.embed), imported once a collection is read: a corpus file only asks is_spec
+    from diagnose.embed.precomputed import PrecomputedEmbeddings, checked_vectors
 
     where = str(spec)
     corpus = finish_records(
