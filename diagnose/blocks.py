@@ -12,6 +12,7 @@ import contextlib
 import ctypes
 import functools
 import os
+import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -37,8 +38,9 @@ def in_threads(
     """``[fn(x) for x in items]``, run in up to ``workers`` threads (default: :func:`available_cpus`); in the
     calling thread when there is one item or one worker. The results are in the order of ``items``; the first
     exception (in that order) is raised once every call has ended. ``blas``: the blocks run matrix products, each
-    limited to one BLAS thread meanwhile (:func:`one_blas_thread`); False for blocks without any (sorts, hashing),
-    which then do not pay for threadpoolctl."""
+    limited to one BLAS thread meanwhile (:func:`one_blas_thread`), and the memory they free goes back to the OS
+    afterwards (:func:`release_freed_memory`); False for short blocks without any (sorts, hashing, takes), which
+    then pay for neither."""
     todo = list(items)
     n = min(len(todo), available_cpus() if workers is None else max(1, int(workers)))
     if n <= 1:
@@ -46,7 +48,8 @@ def in_threads(
     limit = one_blas_thread() if blas else contextlib.nullcontext()
     with limit, ThreadPoolExecutor(max_workers=n, thread_name_prefix="diagnose") as pool:
         futures = [pool.submit(fn, x) for x in todo]
-    release_freed_memory()
+    if blas:
+        release_freed_memory()
     return [f.result() for f in futures]
 
 
@@ -59,13 +62,17 @@ def _libc() -> Any:
 
 
 def release_freed_memory() -> None:
-    """Hand the memory that worker threads freed back to the OS (glibc's ``malloc_trim``): glibc gives each thread
-    its own heap and keeps the freed pages of each, which at 1M documents held ~150 MB more at the process' peak
-    (the label-noise step, after the threaded dense pass) than the serial code. Nothing where the C library is not
-    glibc."""
+    """Hand freed memory back to the OS: glibc's (``malloc_trim``: glibc gives each thread its own heap and keeps the
+    freed pages of each, which at 1M documents held ~150 MB more at the process' peak, the label-noise step after
+    the threaded dense pass, than the serial code) and Arrow's (its allocator keeps freed pages for a while: the
+    corpus' texts of the BM25 build, ~0.2-0.4 GB at 1M documents, would sit under the document vectors loaded
+    next). Nothing for glibc where the C library is not glibc; nothing for Arrow before pyarrow is imported."""
     libc = _libc()
     if libc is not None and hasattr(libc, "malloc_trim"):
         libc.malloc_trim(0)
+    pa = sys.modules.get("pyarrow")
+    if pa is not None:
+        pa.default_memory_pool().release_unused()
 
 
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # glibc's mallopt parameters (malloc.h)

@@ -221,10 +221,12 @@ class Tabular:
         return values if dtype is None else values.astype(dtype, copy=False)
 
     def unique(self, column: str) -> list[str]:
-        """The distinct values of a string column, in first-seen order."""
+        """The distinct values of a string column, in first-seen order (those of the kept :meth:`codes` when the
+        table is held as Arrow: no second hashing of the column)."""
         import pyarrow.compute as pc
 
         held = self._held()
         if is_arrow_table(held):
-            return pc.unique(held.column(column)).to_pylist()
+            kept = self.__dict__.get("_codes", {}).get(column)
+            return (kept[1] if kept is not None else pc.unique(held.column(column))).to_pylist()
         return list(pd.unique(held[column]))

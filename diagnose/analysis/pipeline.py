@@ -25,6 +25,7 @@ from diagnose.analysis.base import (
     check_runs,
 )
 from diagnose.analysis.params import is_run_like
+from diagnose.blocks import release_freed_memory
 from diagnose.checks import given, param_error
 from diagnose.retrievers import run_retriever
 
@@ -277,13 +278,17 @@ class Pipeline(AnalysisBase):
             self._reporter.step(f"Building the BM25 index ({self.bm25_engine})")
             root = self.cache_dir or default_cache_root()
             corpus = self.dataset.corpus
-            return BM25Index.build(
-                corpus.joined_texts(),
+            texts = corpus.joined_texts()
+            index = BM25Index.build(
+                texts,
                 list(corpus.ids),
                 engine=self.bm25_engine,
                 cache_dir=root / "bm25",
                 report=self.dataset.report,
             )
+            del texts
+            release_freed_memory()  # the texts' pages, before the document vectors are loaded
+            return index
 
         return self._cached("bm25", build)
 

@@ -161,32 +161,22 @@ def build_run(
     else:
         doc_fps = fingerprints(d)
     ranks = _group_ranks(q_codes[order])  # the ranks by score, before any duplicate is dropped
-    if file_ranks is not None:
-        _check_rank_column(file, q, d, q_codes, order, file_ranks, ranks, report)
-    dup = _duplicate_mask(q_codes, d, order, doc_fps)
+
+    def checks() -> np.ndarray:
+        if file_ranks is not None:
+            _check_rank_column(file, q, d, q_codes, order, file_ranks, ranks, report)
+        return _duplicate_mask(q_codes, d, order, doc_fps)
+
+    # the columns in this order (Arrow takes) beside the checks (numpy): both outside the GIL, one per core
+    steps = [lambda: _taken(q, d, order), checks]
+    (q_taken, docs), dup = in_threads(lambda step: step(), steps, blas=False)
     if dup.any():
-        dropped = order[dup[order]]  # in final order
-        sample = pa.array(dropped[:5])
-        examples = [
-            pair_text(a, b)
-            for a, b in zip(q.take(sample).to_pylist(), d.take(sample).to_pylist(), strict=True)
-        ]
-        report.add(
-            "duplicate_doc_in_run",
-            f"run {name!r}: {plural_of(len(dropped), 'document')} {verb(len(dropped), 'is', 'are')} listed more than "
-            "once for the same query; the best-ranked occurrence is kept and the later ones are dropped (trec_eval "
-            "refuses such files)",
-            file=file,
-            count=len(dropped),
-            examples=examples,
-        )
-        order = order[~dup[order]]
+        order = _drop_duplicates(name, file, q, d, order, dup, report)
         ranks = _group_ranks(q_codes[order])
-    take = pa.array(order)
-    docs = arrow_strings(d.take(take))
+        q_taken, docs = _taken(q, d, order)
     table = pa.table(
         {
-            "query_id": q.take(take),
+            "query_id": q_taken,
             "doc_id": docs,
             "score": pa.array(scores[order], type=pa.float64()),
             "rank": pa.array(ranks, type=pa.int64()),
@@ -202,6 +192,41 @@ def build_run(
         run.keep_codes("query_id", codes, q_values)
     remember_fingerprints(docs, doc_fps[order])  # the metrics and the tie audit do not hash the ids again
     return run
+
+
+def _taken(
+    q: pa.ChunkedArray | pa.Array, d: pa.ChunkedArray | pa.Array, order: np.ndarray
+) -> tuple[pa.ChunkedArray | pa.Array, pa.Array]:
+    """The query and doc id columns in ``order`` (the doc ids as one contiguous array, :func:`arrow_strings`)."""
+    take = pa.array(order)
+    return q.take(take), arrow_strings(d.take(take))
+
+
+def _drop_duplicates(
+    name: str,
+    file: str,
+    q: pa.ChunkedArray | pa.Array,
+    d: pa.ChunkedArray | pa.Array,
+    order: np.ndarray,
+    dup: np.ndarray,
+    report: ValidationReport,
+) -> np.ndarray:
+    """``order`` without the rows of ``dup`` (later duplicates of a (query, doc) pair), with a warning."""
+    dropped = order[dup[order]]  # in final order
+    sample = pa.array(dropped[:5])
+    examples = [
+        pair_text(a, b) for a, b in zip(q.take(sample).to_pylist(), d.take(sample).to_pylist(), strict=True)
+    ]
+    report.add(
+        "duplicate_doc_in_run",
+        f"run {name!r}: {plural_of(len(dropped), 'document')} {verb(len(dropped), 'is', 'are')} listed more than "
+        "once for the same query; the best-ranked occurrence is kept and the later ones are dropped (trec_eval "
+        "refuses such files)",
+        file=file,
+        count=len(dropped),
+        examples=examples,
+    )
+    return order[~dup[order]]
 
 
 def _check_rank_column(

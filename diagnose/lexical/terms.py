@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from diagnose.blocks import release_freed_memory
 from diagnose.data import DataError
 
 #: bm25s.stopwords.STOPWORDS_EN == Lucene's EnglishAnalyzer.ENGLISH_STOP_WORDS_SET (33 words).
@@ -105,7 +106,6 @@ def tokenize_ids(texts: Sequence[str | None] | Any) -> tuple[list[str], np.ndarr
 
     ``texts``: strings (None: no text), or an Arrow string array (e.g. :meth:`~diagnose.data.Corpus.joined_texts`:
     no Python string per document)."""
-    import pyarrow as pa
     import pyarrow.compute as pc
 
     if isinstance(texts, str):
@@ -132,7 +132,7 @@ def tokenize_ids(texts: Sequence[str | None] | Any) -> tuple[list[str], np.ndarr
     renumber = np.empty(len(stems), dtype=np.int64)
     renumber[by_first] = np.arange(len(by_first))
     del coded, nonempty
-    pa.default_memory_pool().release_unused()  # Arrow's allocator keeps freed pages; the index build comes next
+    release_freed_memory()  # the allocators keep freed pages; the index build comes next
     return [stems[c] for c in by_first.tolist()], renumber[codes], lengths
 
 
