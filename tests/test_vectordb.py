@@ -5,6 +5,7 @@ from a collection equals what is diagnosed from the same vectors given as ``.npy
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 from pathlib import Path
 from types import SimpleNamespace
@@ -271,27 +272,35 @@ def test_missing_client_names_the_extra(kind, module, tmp_path, monkeypatch):
 @pytest.fixture(scope="module")
 def minilm(demo, tmp_path_factory) -> SimpleNamespace:
     """The bundled MiniLM (fp32: ``--precision exact``): the demo corpus and its golden queries encoded once for
-    the tests below, the same vectors as .npy, and a Chroma collection (cosine) of the documents' vectors."""
-    from diagnose.embed import load_encoder
+    the tests below, the same vectors as .npy, and a Chroma collection (cosine) of the documents' vectors. The
+    documents are encoded through an embedding cache (``cache``, a ``--cache-dir``'s layout): the CLI's passage
+    evidence reads the whole targets' vectors from it instead of encoding the same documents with the same model
+    again (the queries are not in it: the CLI encodes them)."""
+    from diagnose.embed import EmbeddingCache, embed_texts, load_encoder
 
     enc = load_encoder(None, precision="exact")
     text_of = demo.queries.text_of()
     qids = [q for q in demo.qrels.queries_with_relevant() if q in text_of]
+    out = tmp_path_factory.mktemp("minilm")
     kw = SimpleNamespace(
         ids=list(demo.corpus.ids),
         titles=list(demo.corpus.df["title"]),
         texts=list(demo.corpus.df["text"]),
-        vecs=np.asarray(enc.encode(demo.corpus.texts()), dtype=np.float32),
+        vecs=embed_texts(enc, demo.corpus.texts(), cache=EmbeddingCache(out / "cache" / "embeddings")),
     )
     query_vecs = np.asarray(enc.encode([text_of[q] for q in qids]), dtype=np.float32)
-    out = tmp_path_factory.mktemp("minilm")
     np.save(out / "docs.npy", kw.vecs)
     np.save(out / "queries.npy", query_vecs)
     (out / "docs.txt").write_text("\n".join(kw.ids) + "\n", encoding="utf-8")
     (out / "queries.txt").write_text("\n".join(qids) + "\n", encoding="utf-8")
     spec = build_chroma(out / "chroma", "demo", kw.ids, kw.titles, kw.texts, kw.vecs)
     return SimpleNamespace(
-        spec=spec, npy=out, qids=qids, query_vecs=dict(zip(qids, query_vecs, strict=True)), encoder=enc
+        spec=spec,
+        npy=out,
+        cache=out / "cache",
+        qids=qids,
+        query_vecs=dict(zip(qids, query_vecs, strict=True)),
+        encoder=enc,
     )
 
 
@@ -319,6 +328,9 @@ def _close(a, b, tol: float = 1e-6) -> bool:
 def test_cli_corpus_from_chroma_equals_npy_with_the_bundled_model(minilm, capsys, tmp_path):
     """``diagnose failures --corpus chroma:PATH#COLLECTION`` (queries encoded by the bundled model here) gives the
     failures of the same document vectors given as .npy with the same model's query vectors."""
+    # the documents' vectors the fixture encoded; the first run adds the passages and queries, the second reads them
+    cache = tmp_path / "cache"
+    shutil.copytree(minilm.cache, cache)
     common = [
         "failures",
         "--run",
@@ -326,7 +338,7 @@ def test_cli_corpus_from_chroma_equals_npy_with_the_bundled_model(minilm, capsys
         "--precision",
         "exact",
         "--cache-dir",
-        tmp_path,
+        cache,
         "--format",
         "json",
     ]
