@@ -74,7 +74,11 @@ def demo_app() -> AppTest:
 
 
 def open_demo(page: str, at: AppTest | None = None) -> AppTest:
-    return open_page(at or demo_app(), page)
+    """``at`` (or a new app on the demo) on ``page``, checked clean. A new app's first run is the page itself, as
+    when a user opens the page's URL: it used to run the Overview first and then the page, an Overview run
+    (~0.2-0.3 CPU-s) that every such test paid and none checked (the Overview's tests open it themselves; every
+    page reached through the sidebar is tests/test_browser.py's)."""
+    return open_page(at or AppTest.from_file(str(APP), default_timeout=APP_TIMEOUT), page)
 
 
 def charts(at: AppTest) -> list:

@@ -84,7 +84,9 @@ def start_app(script: str | Path, log: Path, env: Mapping[str, str]) -> tuple[su
 
     The server does not watch files (``--server.fileWatcherType none``): a test never edits a source, and the
     watcher polled every file the app imports and rescanned ``sys.modules`` after each run (about a third of the
-    server's busy samples in a py-spy profile of tests/test_browser.py)."""
+    server's busy samples in a py-spy profile of tests/test_browser.py), and runs no full garbage collection after
+    each script run (``--runner.postScriptGC false``: Streamlit's guard against memory building up in a long-lived
+    server; ``gc.collect(2)`` took 0.3 CPU-s a run in a server that holds torch and sentence-transformers)."""
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     cmd = [
@@ -103,6 +105,8 @@ def start_app(script: str | Path, log: Path, env: Mapping[str, str]) -> tuple[su
         "false",
         "--server.fileWatcherType",
         "none",
+        "--runner.postScriptGC",
+        "false",
     ]
     with open(log, "wb") as out:
         proc = subprocess.Popen(
