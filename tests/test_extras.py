@@ -73,8 +73,10 @@ def test_the_distribution_name_is_one_fact():
 
 
 def test_importing_the_library_and_its_pipeline_loads_no_heavy_package():
-    """Imports of diagnose's own modules sit at the top of each module (issue 17); the heavy and optional packages
-    stay lazy, so `import diagnose`, the pipeline and the CLI load none of them until a step needs one."""
+    """Imports of diagnose's own modules sit at the top of each module (issue 17), except the analysis layers' domain
+    modules, imported in the step that uses them (issue 24: `diagnose evaluate` loads none of them); the heavy and
+    optional packages stay lazy, so `import diagnose`, the pipeline and the CLI load none of them until a step needs
+    one."""
     code = (
         "import sys, diagnose, diagnose.analysis, diagnose.cli, diagnose.remedies, diagnose.model_choice\n"
         "heavy = ('torch', 'sentence_transformers', 'transformers', 'umap', 'streamlit', 'faiss', 'chromadb',\n"
