@@ -15,6 +15,7 @@ import numpy as np
 
 from diagnose.blocks import release_freed_memory
 from diagnose.data import DataError
+from diagnose.frames import arrow_strings, is_arrow_array
 
 #: bm25s.stopwords.STOPWORDS_EN == Lucene's EnglishAnalyzer.ENGLISH_STOP_WORDS_SET (33 words).
 #: Copied so that importing this module does not import bm25s; tests check they stay equal.
@@ -142,11 +143,8 @@ def _plain_texts(texts: Sequence[str | None] | Any) -> Any:
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    if isinstance(texts, pa.Array | pa.ChunkedArray):
-        arr = texts if texts.type == pa.large_string() else texts.cast(pa.large_string())
-        if isinstance(arr, pa.ChunkedArray):
-            arr = arr.combine_chunks() if arr.num_chunks else pa.array([], type=pa.large_string())
-        arr = pc.fill_null(arr, "") if arr.null_count else arr
+    if is_arrow_array(texts):
+        arr = arrow_strings(texts)
         if pc.all(pc.string_is_ascii(arr)).as_py() is not False:
             return arr
         texts = arr.to_pylist()  # some texts are not ASCII: rebuilt below, like a list of strings
