@@ -150,10 +150,12 @@ def same_text_rows(corpus: Corpus) -> list[tuple[int, int]]:
     return out
 
 
-#: byte -> what :func:`normalise_text` makes of it in an ASCII text: letters lowercased, digits and "_" kept,
-#: anything else a separator (32); bytes >= 128 never reach it (such texts take the Python path)
+#: byte -> what :func:`normalise_text` makes of it in an ASCII text (``lower()``, then :data:`_ASCII_PUNCT`, then
+#: whitespace splits words): letters lowercased, digits and "_" kept, anything else a separator (32); bytes >= 128
+#: never reach it (such texts take the Python path)
 _ASCII_FOLD = np.array(
-    [ord(chr(c).lower()) if chr(c).isalnum() or chr(c) == "_" else 32 for c in range(128)] + [32] * 128,
+    [32 if (t := chr(c).lower().translate(_ASCII_PUNCT)).isspace() else ord(t) for c in range(128)]
+    + [32] * 128,
     dtype=np.uint8,
 )
 
@@ -176,22 +178,22 @@ def _normalised_fingerprints(corpus: Corpus, rows: slice) -> tuple[np.ndarray, n
     after_word[starts] = False
     keep = word | after_word[:-1]
     kept = folded[keep]
-    ends = np.add.reduceat(np.append(keep, False), starts, dtype=np.int64) if len(starts) else starts
-    ends[lens == 0] = 0  # reduceat gives an empty text the next text's first byte
+    lengths = np.add.reduceat(np.append(keep, False), starts, dtype=np.int64) if len(starts) else starts
+    lengths[lens == 0] = 0  # reduceat gives an empty text the next text's first byte
     offsets = np.zeros(len(lens) + 1, dtype=np.int64)
-    np.cumsum(ends, out=offsets[1:])
+    np.cumsum(lengths, out=offsets[1:])
     # at most one separator is left at a text's end (after its last word): drop it
-    trailing = np.flatnonzero(ends > 0)
+    trailing = np.flatnonzero(lengths > 0)
     trailing = trailing[kept[offsets[1:][trailing] - 1] == 32]
     if len(trailing):
         drop = np.ones(len(kept), dtype=bool)
         drop[offsets[1:][trailing] - 1] = False
         kept = kept[drop]
-        ends[trailing] -= 1
-        np.cumsum(ends, out=offsets[1:])
+        lengths[trailing] -= 1
+        np.cumsum(lengths, out=offsets[1:])
     normalised = pa.LargeStringArray.from_buffers(len(lens), pa.py_buffer(offsets), pa.py_buffer(kept))
     digest = fingerprints(normalised).copy()
-    empty = ends == 0
+    empty = lengths == 0
     wide = np.flatnonzero(~pc.string_is_ascii(joined).to_numpy(zero_copy_only=False))
     if len(wide):
         texts = [normalise_text(t) for t in corpus.texts_at((wide + rows.start).tolist())]
