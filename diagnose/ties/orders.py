@@ -47,12 +47,6 @@ class Layout(NamedTuple):
             return np.cumsum(self.starts) - 1
         return np.searchsorted(self.g_start, positions, side="right") - 1
 
-    def tied(self) -> np.ndarray:
-        """Per position: is it in a group of >= 2 documents?"""
-        alone = self.starts.copy()
-        alone[:-1] &= self.starts[1:]  # a group of one starts here and the next position starts another
-        return ~alone
-
 
 def tie_layout(run: Run) -> Layout:
     n = len(run)
@@ -84,17 +78,16 @@ def _by_query_and_rank(q: np.ndarray, ranks: np.ndarray) -> bool:
 
 
 def tie_keys(
-    qrels: Qrels, run: Run, lay: Layout, needed: set[str], looked_up: np.ndarray | None = None
+    qrels: Qrels, run: Run, lay: Layout, needed: set[str], looked_up: np.ndarray
 ) -> dict[str, np.ndarray]:
     """Per position, the sort keys of :func:`tie_key_of` that are needed (0 where not looked up: unused there).
 
-    Only the tied positions are looked up, or those of ``looked_up`` (bool per position) when given, through the
-    metrics' own join of run rows to the qrels (:mod:`diagnose.metrics.join`, exact): ``gain`` is a document's
-    grade when > 0, ``judged`` 1 when its (query, doc) pair has a judgement (any grade), ``unannotated`` 1 when the
-    doc is judged for no query."""
+    Only the positions of ``looked_up`` (bool per position: the queries that have a tie group) are looked up,
+    through the metrics' own join of run rows to the qrels (:mod:`diagnose.metrics.join`, exact): ``gain`` is a
+    document's grade when > 0, ``judged`` 1 when its (query, doc) pair has a judgement (any grade), ``unannotated``
+    1 when the doc is judged for no query."""
     n = len(lay.order)
-    mask = lay.tied() if looked_up is None else looked_up
-    pos = np.flatnonzero(mask)
+    pos = np.flatnonzero(looked_up)
     if not len(pos) or not len(qrels):
         out = {name: np.zeros(n, dtype=np.float64) for name in needed}
         if "unannotated" in needed:
@@ -121,7 +114,7 @@ def tie_keys(
             out[name] = np.zeros(n, dtype=np.float64)
             out[name][pos] = values
         else:
-            out[name] = values if len(pos) == n else np.where(mask, values, 0.0)
+            out[name] = values if len(pos) == n else np.where(looked_up, values, 0.0)
     return out
 
 
