@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import sys
+from diagnose.cli import entry
 
-from diagnose.cli import main
-
-sys.exit(main())
+entry()

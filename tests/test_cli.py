@@ -463,3 +463,47 @@ def test_bounds_reports_the_metrics_over_the_holes(capsys):
         assert got[m]["lower"] == pytest.approx(payload["runs"]["ann_minilm"]["aggregate"][m])
     cov = evaluate(ds.qrels, ds.runs["ann_minilm"], ["judged@10", "hole@10"]).aggregate
     assert payload["coverage"]["ann_minilm"] == pytest.approx(cov)
+
+
+_EXIT_SCRIPT = """
+import atexit, sys, threading, time
+from diagnose.cli import entry
+
+class Torn:
+    def __del__(self):
+        print("torn down", flush=True)
+
+keep = Torn()
+atexit.register(lambda: print("handler ran", flush=True))
+if sys.argv[1] == "thread":
+    threading.Thread(target=time.sleep, args=(0.3,)).start()
+sys.argv = ["diagnose", "evaluate", "--qrels", sys.argv[2], "--run", sys.argv[3], "--format", "json"]
+entry()
+"""
+
+
+@pytest.mark.parametrize("case", ["alone", "thread", "bad input"])
+def test_the_command_exits_without_teardown_once_its_output_and_atexit_handlers_are_done(files, case):
+    """``entry`` (the console script) prints everything and runs the ``atexit`` handlers, then ends the process without
+    the interpreter's teardown: an object still alive is not finalised. With another thread still running, the exit is
+    the normal one (Python waits for the thread, then tears down). The exit code is the command's."""
+    import subprocess
+    import sys
+
+    qrels = str(files / "qrels.tsv") if case != "bad input" else str(files / "missing.tsv")
+    run = f"good={files / 'good.trec'}"
+    done = subprocess.run(
+        [sys.executable, "-c", _EXIT_SCRIPT, "thread" if case == "thread" else "no", qrels, run],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == (2 if case == "bad input" else 0), done.stderr
+    lines = done.stdout.splitlines()
+    assert "handler ran" in lines
+    assert ("torn down" in lines) == (case == "thread")
+    if case == "bad input":
+        assert "missing.tsv" in done.stderr and "Traceback" not in done.stderr
+    else:
+        printed = done.stdout[: done.stdout.rindex("}") + 1]
+        assert json.loads(printed)["runs"]["good"]["aggregate"]

@@ -69,7 +69,7 @@ def test_the_distribution_name_is_one_fact():
 
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     assert project["name"] == DISTRIBUTION != "diagnose"
-    assert project["scripts"] == {"diagnose": "diagnose.cli:main"}  # the command keeps its name
+    assert project["scripts"] == {"diagnose": "diagnose.cli:entry"}  # the command keeps its name
 
 
 def test_importing_the_library_and_its_pipeline_loads_no_heavy_package():

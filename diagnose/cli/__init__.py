@@ -8,7 +8,8 @@ Where things are
 ----------------
 Each command parses its flags, calls the library (mostly one :class:`~diagnose.analysis.Analysis`), builds an
 :class:`~diagnose.cli.output.Output` and :func:`~diagnose.cli.output.emit` prints it in the ``--format`` asked for;
-this package holds :func:`main` and the table of commands, and re-exports the public names.
+this package holds :func:`main`, the table of commands and :func:`entry` (the console script), and re-exports the
+public names.
 
 ``parser``
     :func:`build_parser`: the argument groups (data, live retrievers, embeddings) and one parser per command
@@ -34,11 +35,14 @@ this package holds :func:`main` and the table of commands, and re-exports the pu
 from __future__ import annotations
 
 import argparse
+import atexit
 import importlib
+import os
 import sys
+import threading
 import traceback
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 from diagnose.cli.parser import build_parser
 from diagnose.cli.shared import (
@@ -72,6 +76,7 @@ __all__ = [
     "cmd_models",
     "cmd_rerank",
     "cmd_risk",
+    "entry",
     "main",
 ]
 
@@ -121,8 +126,41 @@ COMMANDS = {
 }
 
 
+def entry() -> NoReturn:
+    """The ``diagnose`` console script and ``python -m diagnose``: :func:`main` on ``sys.argv``, then the exit."""
+    exit_fast(main())
+
+
+def exit_fast(code: int) -> NoReturn:
+    """End the process with ``code`` without the interpreter's teardown, which frees every object and module one by
+    one: ~70 ms after evaluating a 1M-line run, 7 % of the command (mypy exits the same way). The output is flushed
+    and the ``atexit`` handlers run first (logging, Ray, temporary directories, coverage), as in a normal exit.
+
+    The normal exit (``sys.exit``) is kept when it does more than that: another non-daemon thread still runs (Python
+    waits for it), a tracer or profiler is on (coverage, a debugger, ``python -m cProfile``, which report after the
+    program ends), or this Python has no ``atexit._run_exitfuncs``.
+    """
+    run_handlers = getattr(atexit, "_run_exitfuncs", None)
+    others = [t for t in threading.enumerate() if t is not threading.main_thread() and not t.daemon]
+    if run_handlers is None or others or sys.gettrace() is not None or sys.getprofile() is not None:
+        sys.exit(code)
+    _flush()
+    run_handlers()
+    _flush()
+    os._exit(code)
+
+
+def _flush() -> None:
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            if stream is not None:
+                stream.flush()
+        except (OSError, ValueError):  # a closed pipe or stream: nothing more can be written to it
+            pass
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the CLI; returns the exit code (the console script passes it to ``sys.exit``)."""
+    """Run the CLI; returns the exit code (:func:`entry`, the console script, exits with it)."""
     parser = build_parser()
     args = None
     try:
