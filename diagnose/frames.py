@@ -38,14 +38,40 @@ def is_arrow_array(value: Any) -> bool:
 
 def first_seen_codes(arr: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, pa.Array]:
     """Integer codes (int64) numbering the distinct values of ``arr`` in order of first appearance, and those values
-    (an Arrow array, position = code)."""
+    (an Arrow array, position = code).
+
+    A dictionary array (a TREC run's query ids, dictionary-encoded by the CSV reader's threads) gives its own codes
+    when its unified dictionary is already in order of first appearance with every value used (checked); otherwise,
+    and for plain arrays, the values are dictionary-encoded here."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
+    if pa.types.is_dictionary(arr.type):
+        found = _dictionary_codes(arr)
+        if found is not None:
+            return found
+        arr = arr.cast(arr.type.value_type)
     if isinstance(arr, pa.ChunkedArray):
         arr = arr.combine_chunks()
     encoded = pc.dictionary_encode(arr)
     return encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64), encoded.dictionary
+
+
+def _dictionary_codes(arr: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, pa.Array] | None:
+    """The indices and values of a dictionary array when they are :func:`first_seen_codes` already: no null, the
+    first index 0 and each new index one more than the largest before it, every value used; else None."""
+    import pyarrow as pa
+
+    chunks = arr.unify_dictionaries().chunks if isinstance(arr, pa.ChunkedArray) else [arr]
+    chunks = [c for c in chunks if len(c)]
+    if not chunks or any(c.null_count for c in chunks):
+        return None
+    codes = np.concatenate([c.indices.to_numpy(zero_copy_only=False) for c in chunks]).astype(np.int64)
+    values = chunks[0].dictionary
+    highest = np.maximum.accumulate(codes)
+    if codes[0] != 0 or highest[-1] != len(values) - 1 or (np.diff(highest) > 1).any():
+        return None
+    return codes, values
 
 
 def arrow_to_pandas(table: pa.Table) -> pd.DataFrame:

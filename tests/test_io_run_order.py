@@ -8,6 +8,7 @@ import random
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -132,3 +133,46 @@ def test_order_matches_trec_eval_outputs(results, expected):
         assert f"{next((1 / (i + 1) for i, h in enumerate(hits) if h), 0.0):.4f}" == ref[q]["recip_rank"]
         for k in (5, 10, 15, 20, 30, 100, 200, 500, 1000):
             assert f"{sum(hits[:k]) / k:.4f}" == ref[q][f"P_{k}"], (q, k)
+
+
+@pytest.mark.parametrize(
+    "case", ["csv chunks", "unused value", "dictionary out of order", "empty chunks", "plain"]
+)
+def test_first_seen_codes_of_a_dictionary_array_are_those_of_its_strings(case):
+    """A dictionary array gives its own indices only when they already number the values in order of first
+    appearance (a TREC run's query ids from the CSV reader); any other dictionary is encoded again: the codes and
+    values are always those of the decoded strings."""
+    import pyarrow.csv as pacsv
+
+    from diagnose.frames import _dictionary_codes, first_seen_codes
+
+    strings = [f"q{(i * 7919) % 1500}" for i in range(20_000)]
+    dict_type = pa.dictionary(pa.int32(), pa.string())
+    if case == "csv chunks":  # many blocks, each with its own dictionary
+        data = "".join(f"{s} x\n" for s in strings).encode()
+        arr = pacsv.read_csv(
+            pa.BufferReader(data),
+            read_options=pacsv.ReadOptions(column_names=["q", "x"], block_size=4096),
+            parse_options=pacsv.ParseOptions(delimiter=" "),
+            convert_options=pacsv.ConvertOptions(column_types={"q": dict_type}),
+        ).column("q")
+        assert arr.num_chunks > 10
+    elif case == "unused value":
+        arr = pa.DictionaryArray.from_arrays(pa.array([0, 0, 2], pa.int32()), pa.array(["a", "b", "c"]))
+        strings = ["a", "a", "c"]
+    elif case == "dictionary out of order":
+        arr = pa.DictionaryArray.from_arrays(pa.array([1, 0, 1], pa.int32()), pa.array(["a", "b"]))
+        strings = ["b", "a", "b"]
+    elif case == "empty chunks":
+        part = pa.DictionaryArray.from_arrays(pa.array([0, 1, 0], pa.int32()), pa.array(["a", "b"]))
+        arr = pa.chunked_array([part.slice(0, 0), part, part.slice(0, 0)], type=dict_type)
+        strings = ["a", "b", "a"]
+    else:
+        arr = pa.array(strings)
+    codes, values = first_seen_codes(arr)
+    want_codes, want_values = first_seen_codes(pa.array(strings, pa.string()))
+    assert codes.dtype == np.int64
+    assert codes.tolist() == want_codes.tolist()
+    assert values.to_pylist() == want_values.to_pylist()
+    if case in ("csv chunks", "empty chunks"):  # taken as they are, not encoded again
+        assert _dictionary_codes(arr) is not None

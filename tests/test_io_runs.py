@@ -61,6 +61,16 @@ def test_trec_whitespace_variants_and_extra_fields(tmp_path, both_paths):
     assert (p.severity, p.examples) == ("info", ("line 4",))
 
 
+def test_a_comment_line_with_six_fields_is_skipped_like_trec_eval(tmp_path, both_paths):
+    """A line starting with ``#`` parses as six fields on the fast path (its query ids are dictionary-encoded by
+    the CSV reader): the reader sees the ``#`` in the chunk's dictionary and reads the file line by line."""
+    rows = "".join(f"q{i % 7} Q0 d{i} {i} {1 / (i + 1)} t\n" for i in range(3000))
+    text = rows + "#q0 Q0 dx 1 9 t\n" + rows.replace(" d", " e")
+    run = read_run(write(tmp_path / "r.trec", text))
+    assert set(run.ranked_lists()) == {f"q{i}" for i in range(7)}
+    assert "dx" not in set(run.df["doc_id"])
+
+
 def test_run_duplicates_keep_best_ranked_and_are_counted(tmp_path, both_paths):
     # d1 appears with 0.9 and 0.3: the 0.9 occurrence (rank 1) is kept; d2 twice with the same score
     f = write(

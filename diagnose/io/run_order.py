@@ -168,12 +168,12 @@ def build_run(
         return _duplicate_mask(q_codes, d, order, doc_fps)
 
     # the columns in this order (Arrow takes) beside the checks (numpy): both outside the GIL, one per core
-    steps = [lambda: _taken(q, d, order), checks]
+    steps = [lambda: _taken(q_values, q_codes, d, order), checks]
     (q_taken, docs), dup = in_threads(lambda step: step(), steps, blas=False)
     if dup.any():
         order = _drop_duplicates(name, file, q, d, order, dup, report)
         ranks = _group_ranks(q_codes[order])
-        q_taken, docs = _taken(q, d, order)
+        q_taken, docs = _taken(q_values, q_codes, d, order)
     table = pa.table(
         {
             "query_id": q_taken,
@@ -195,11 +195,11 @@ def build_run(
 
 
 def _taken(
-    q: pa.ChunkedArray | pa.Array, d: pa.ChunkedArray | pa.Array, order: np.ndarray
-) -> tuple[pa.ChunkedArray | pa.Array, pa.Array]:
-    """The query and doc id columns in ``order`` (the doc ids as one contiguous array, :func:`arrow_strings`)."""
-    take = pa.array(order)
-    return q.take(take), arrow_strings(d.take(take))
+    q_values: pa.Array, q_codes: np.ndarray, d: pa.ChunkedArray | pa.Array, order: np.ndarray
+) -> tuple[pa.Array, pa.Array]:
+    """The query and doc id columns in ``order``: the query ids from their distinct values (whatever the query
+    column's type), the doc ids as one contiguous array (:func:`arrow_strings`)."""
+    return q_values.take(pa.array(q_codes[order])), arrow_strings(d.take(pa.array(order)))
 
 
 def _drop_duplicates(

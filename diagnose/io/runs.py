@@ -142,7 +142,13 @@ def _read_run_trec(raw: bytes, file: str, name: str, report: ValidationReport) -
 
 def _read_run_trec_fast(raw: bytes, file: str, name: str, report: ValidationReport) -> Run | None:
     """The run through pyarrow, or None when the file needs the line-by-line reader (or a score is not finite)."""
-    types = {"q": pa.string(), "d": pa.string(), "r": pa.float64(), "s": pa.float64()}
+    # the query ids dictionary-encoded by the reader's threads: few distinct values, their codes come with the parse
+    types = {
+        "q": pa.dictionary(pa.int32(), pa.string()),
+        "d": pa.string(),
+        "r": pa.float64(),
+        "s": pa.float64(),
+    }
     table = fast_whitespace_table(raw, ["q", "iter", "d", "r", "s", "tag"], types)
     if table is None:
         return None

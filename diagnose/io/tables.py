@@ -89,10 +89,18 @@ def fast_whitespace_table(data: bytes, names: list[str], types: dict[str, pa.Dat
             )
         except (pa.ArrowInvalid, pa.ArrowTypeError):
             continue
-        if table.num_rows and pc.any(pc.starts_with(table.column(names[0]), "#")).as_py():
+        if table.num_rows and _starts_with_hash(table.column(names[0])):
             return None
         return table
     return None
+
+
+def _starts_with_hash(column: pa.ChunkedArray) -> bool:
+    """Whether a value of ``column`` starts with ``#``; for a dictionary column, a value of a chunk's dictionary
+    (the CSV reader's dictionaries hold the chunk's values only)."""
+    if pa.types.is_dictionary(column.type):
+        return any(pc.any(pc.starts_with(c.dictionary, "#")).as_py() for c in column.chunks)
+    return bool(pc.any(pc.starts_with(column, "#")).as_py())
 
 
 def _csv_record_lines(body: bytes, delimiter: str) -> list[int]:
