@@ -134,3 +134,33 @@ def test_load_dataset_keeps_a_partial_run_as_a_warning(tmp_path):
 
 def test_load_dataset_without_runs_is_fine():  # `diagnose evaluate --baseline bm25` has no --run
     assert load_dataset(qrels=FIX / "qrels.tsv").runs == {}
+
+
+@pytest.mark.parametrize("cpus", [1, 2])
+def test_runs_read_beside_the_golden_set_report_and_fail_as_if_read_after_it(tmp_path, monkeypatch, cpus):
+    """The runs are read in a thread beside the golden set and the texts (when there are two CPUs): the report lists
+    the golden set's entries, then each run's in order, and the golden set's error is raised before a run's, as
+    when the files are read one after the other."""
+    import diagnose.io.dataset as dataset_module
+
+    monkeypatch.setattr(dataset_module, "available_cpus", lambda: cpus)
+    qrels = write(tmp_path / "qrels.trec", "q1 0 d1 1\nq1 0 d1 1\nq2 0 d2 1\n")  # a repeated judgement
+    a = write(
+        tmp_path / "a.trec", "q1 Q0 d1 1 1.0 a junk\nq1 Q0 d9 2 0.5 a\nq2 Q0 d2 1 1.0 a\n"
+    )  # a field after the tag
+    b = write(tmp_path / "b.trec", "q1 Q0 d1 1 1.0 b\nq1 Q0 d1 2 0.5 b\nq2 Q0 d8 1 1 b\n")  # a duplicate
+    runs = [f"a={a}", f"b={b}"]
+    ds = load_dataset(qrels=qrels, runs=runs)
+    files = [(p.code, Path(p.file).name) for p in ds.report if p.file]
+    assert [f for _, f in files] == sorted(
+        (f for _, f in files), key=["qrels.trec", "a.trec", "b.trec"].index
+    )
+    assert {f for _, f in files} == {"qrels.trec", "a.trec", "b.trec"}
+    assert list(ds.runs) == ["a", "b"]
+
+    write(tmp_path / "b.trec", "q1 Q0 d1\n")  # too few fields: fatal
+    with pytest.raises(DataError, match="b.trec"):
+        load_dataset(qrels=qrels, runs=runs)
+    bad_qrels = write(tmp_path / "bad.qrels", "q1 0 d1 many\n")
+    with pytest.raises(DataError, match="bad.qrels"):
+        load_dataset(qrels=bad_qrels, runs=runs)

@@ -6,12 +6,14 @@ from __future__ import annotations
 import re
 import stat
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from diagnose import defaults
+from diagnose.blocks import available_cpus
 from diagnose.chunks import chunk_level_qrels, with_chunks
 from diagnose.data import Corpus, DataError, Dataset, Qrels, Queries, Run, ValidationReport
 from diagnose.io.corpus import read_corpus
@@ -79,21 +81,38 @@ def load_dataset(
     _require_qrels(qrels, require_qrels)
     run_specs = _run_specs(runs)
 
-    qrels_rec, corpus_rec, queries_rec = _read_texts_and_qrels(
-        corpus,
-        queries,
-        qrels,
-        corpus_fields,
-        report,
-        given_queries=given_queries,
-        progress=progress,
-        parent_field=parent_field,
+    # The runs are read in a thread beside the golden set and the texts (pyarrow's parse and numpy leave the GIL),
+    # each into a report of its own, added after the texts' entries: the report, and the first error raised (the
+    # golden set's, then the texts', then the runs' in order), are those of reading one file after the other. The
+    # texts stay in this thread: their progress bar may be the app's.
+    pool = (
+        ThreadPoolExecutor(1, thread_name_prefix="diagnose-runs")
+        if run_specs and available_cpus() > 1
+        else None
     )
-    if qrels_transform is not None:
-        qrels_rec = qrels_transform(qrels_rec)
-    if corpus_rec is not None and corpus_rec.chunks is not None:
-        qrels_rec = chunk_level_qrels(qrels_rec, corpus_rec.chunks, report)
-    run_recs = {rname: read_run(rpath, name=rname, report=report) for rname, rpath in run_specs}
+    pending = pool.submit(_read_runs, run_specs) if pool is not None else None
+    try:
+        qrels_rec, corpus_rec, queries_rec = _read_texts_and_qrels(
+            corpus,
+            queries,
+            qrels,
+            corpus_fields,
+            report,
+            given_queries=given_queries,
+            progress=progress,
+            parent_field=parent_field,
+        )
+        if qrels_transform is not None:
+            qrels_rec = qrels_transform(qrels_rec)
+        if corpus_rec is not None and corpus_rec.chunks is not None:
+            qrels_rec = chunk_level_qrels(qrels_rec, corpus_rec.chunks, report)
+    finally:
+        if pool is not None:
+            pool.shutdown(wait=True)
+    run_recs: dict[str, Run] = {}
+    for rname, run, run_report in pending.result() if pending is not None else _read_runs(run_specs):
+        report.extend(run_report)
+        run_recs[rname] = run
 
     for run in run_recs.values():
         check_run_matches_qrels(run, qrels_rec)
@@ -102,6 +121,15 @@ def load_dataset(
     return Dataset(
         qrels=qrels_rec, runs=run_recs, corpus=corpus_rec, queries=queries_rec, report=report, name=ds_name
     )
+
+
+def _read_runs(run_specs: Sequence[tuple[str, str]]) -> list[tuple[str, Run, ValidationReport]]:
+    """Each run of ``run_specs`` (name, path) read, with the report of its reading."""
+    out = []
+    for rname, rpath in run_specs:
+        run_report = ValidationReport()
+        out.append((rname, read_run(rpath, name=rname, report=run_report), run_report))
+    return out
 
 
 def _require_qrels(qrels: PathLike | None, require_qrels: bool) -> None:
