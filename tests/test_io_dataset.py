@@ -164,3 +164,23 @@ def test_runs_read_beside_the_golden_set_report_and_fail_as_if_read_after_it(tmp
     bad_qrels = write(tmp_path / "bad.qrels", "q1 0 d1 many\n")
     with pytest.raises(DataError, match="bad.qrels"):
         load_dataset(qrels=bad_qrels, runs=runs)
+
+
+@pytest.mark.parametrize("cpus", [1, 2])
+def test_a_run_read_beside_the_golden_set_stays_confined_to_the_data_folder(tmp_path, monkeypatch, cpus):
+    """The runs' thread runs in a copy of the caller's context: reads confined to a folder (the app's) refuse a run
+    outside it there too, naming the path."""
+    import diagnose.io.dataset as dataset_module
+    from diagnose.io.files import _READ_ROOTS, confine_reads
+
+    monkeypatch.setattr(dataset_module, "available_cpus", lambda: cpus)
+    inside = tmp_path / "inside"
+    inside.mkdir()
+    qrels = write(inside / "qrels.trec", "q1 0 d1 1\n")
+    outside = write(tmp_path / "run.trec", "q1 Q0 d2 1 1.0 r\n")
+    token = confine_reads(inside)
+    try:
+        with pytest.raises(DataError, match="outside the data folder"):
+            load_dataset(qrels=qrels, runs=[f"r={outside}"])
+    finally:
+        _READ_ROOTS.reset(token)

@@ -3,6 +3,7 @@ of the files against each other (:func:`check_run_matches_qrels`, :func:`cross_c
 
 from __future__ import annotations
 
+import contextvars
 import re
 import stat
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -84,13 +85,14 @@ def load_dataset(
     # The runs are read in a thread beside the golden set and the texts (pyarrow's parse and numpy leave the GIL),
     # each into a report of its own, added after the texts' entries: the report, and the first error raised (the
     # golden set's, then the texts', then the runs' in order), are those of reading one file after the other. The
-    # texts stay in this thread: their progress bar may be the app's.
+    # texts stay in this thread: their progress bar may be the app's. The thread runs in a copy of this context: the
+    # app's confinement to its data folder (io.files' read roots) holds there too.
     pool = (
         ThreadPoolExecutor(1, thread_name_prefix="diagnose-runs")
         if run_specs and available_cpus() > 1
         else None
     )
-    pending = pool.submit(_read_runs, run_specs) if pool is not None else None
+    pending = pool.submit(contextvars.copy_context().run, _read_runs, run_specs) if pool is not None else None
     try:
         qrels_rec, corpus_rec, queries_rec = _read_texts_and_qrels(
             corpus,
