@@ -101,25 +101,30 @@ def _group_ranks(codes_in_order: np.ndarray) -> np.ndarray:
     return np.arange(n, dtype=np.int64) - np.repeat(starts, sizes) + 1
 
 
-def _duplicate_mask(
-    q_codes: np.ndarray, d: pa.ChunkedArray | pa.Array, order: np.ndarray, doc_fps: np.ndarray
-) -> np.ndarray:
-    """Boolean mask over the original rows: True for a (query, doc) row that is not the first one in ``order``.
-
-    Rows whose (query, doc) key (:mod:`diagnose.ids`) is unique cannot be duplicates; only the rows sharing a key
-    (the real duplicates, plus astronomically rare collisions) are compared as strings. ``doc_fps``: the
-    fingerprints of ``d``.
-    """
-    n = len(q_codes)
-    mask = np.zeros(n, dtype=bool)
-    if n < 2:
-        return mask
+def _repeated_rows(q_codes: np.ndarray, doc_fps: np.ndarray) -> np.ndarray:
+    """The rows (ascending) whose (query, doc) key (:mod:`diagnose.ids`) another row shares: every duplicate of a
+    (query, doc) pair, plus astronomically rare collisions. Needs no row order: it runs beside the sort."""
+    if len(q_codes) < 2:
+        return np.zeros(0, dtype=np.int64)
     key = pair_keys(doc_fps, q_codes)
     sorted_keys = np.sort(key)
     repeated = sorted_keys[1:][sorted_keys[1:] == sorted_keys[:-1]]
     if not len(repeated):
+        return np.zeros(0, dtype=np.int64)
+    return np.flatnonzero(np.isin(key, repeated))
+
+
+def _duplicate_mask(
+    q_codes: np.ndarray, d: pa.ChunkedArray | pa.Array, order: np.ndarray, rows: np.ndarray
+) -> np.ndarray:
+    """Boolean mask over the original rows: True for a (query, doc) row that is not the first one in ``order``.
+
+    Only ``rows`` (:func:`_repeated_rows`: the rows sharing a key) can be duplicates; they are compared as strings.
+    """
+    n = len(q_codes)
+    mask = np.zeros(n, dtype=bool)
+    if not len(rows):
         return mask
-    rows = np.flatnonzero(np.isin(key, repeated))
     position = np.empty(n, dtype=np.int64)
     position[order] = np.arange(n, dtype=np.int64)
     rows = rows[np.argsort(position[rows], kind="stable")]
@@ -155,51 +160,66 @@ def build_run(
         return Run(name, empty_run_df(), file)
     q_codes, q_values = first_seen_codes(q)
     sorted_here = order is None
-    if sorted_here:  # the sort (pyarrow) and the hashing (numpy) run outside the GIL: one per core
-        steps = [lambda: _sorted_rows(q_codes, scores, d), lambda: fingerprints(d)]
-        order, doc_fps = in_threads(lambda step: step(), steps, blas=False)
-    else:
+
+    def keyed() -> tuple[np.ndarray, np.ndarray]:  # the doc ids' fingerprints and the duplicate candidates
         doc_fps = fingerprints(d)
-    ranks = _group_ranks(q_codes[order])  # the ranks by score, before any duplicate is dropped
+        return doc_fps, _repeated_rows(q_codes, doc_fps)
+
+    if (
+        sorted_here
+    ):  # the sort (pyarrow) beside the hashing and the key sort (numpy): outside the GIL, one per core
+        steps = [lambda: _sorted_rows(q_codes, scores, d), keyed]
+        order, (doc_fps, repeated) = in_threads(lambda step: step(), steps, blas=False)
+    else:
+        doc_fps, repeated = keyed()
+    codes = q_codes[order]
+    ranks = _group_ranks(codes)  # the ranks by score, before any duplicate is dropped
 
     def checks() -> np.ndarray:
         if file_ranks is not None:
-            _check_rank_column(file, q, d, q_codes, order, file_ranks, ranks, report)
-        return _duplicate_mask(q_codes, d, order, doc_fps)
+            _check_rank_column(file, q, d, codes, order, file_ranks, ranks, report)
+        return _duplicate_mask(q_codes, d, order, repeated)
 
-    # the columns in this order (Arrow takes) beside the checks (numpy): both outside the GIL, one per core
-    steps = [lambda: _taken(q_values, q_codes, d, order), checks]
-    (q_taken, docs), dup = in_threads(lambda step: step(), steps, blas=False)
+    # the columns in this order (takes) beside the checks (numpy): both outside the GIL, one per core
+    steps = [lambda: _taken(q_values, codes, d, scores, doc_fps, order), checks]
+    columns, dup = in_threads(lambda step: step(), steps, blas=False)
     if dup.any():
         order = _drop_duplicates(name, file, q, d, order, dup, report)
-        ranks = _group_ranks(q_codes[order])
-        q_taken, docs = _taken(q_values, q_codes, d, order)
+        codes = q_codes[order]
+        ranks = _group_ranks(codes)
+        columns = _taken(q_values, codes, d, scores, doc_fps, order)
+    q_taken, docs, scores_taken, fps_taken = columns
     table = pa.table(
         {
             "query_id": q_taken,
             "doc_id": docs,
-            "score": pa.array(scores[order], type=pa.float64()),
+            "score": pa.array(scores_taken, type=pa.float64()),
             "rank": pa.array(ranks, type=pa.int64()),
         }
     )
     run = Run(name, table, file)
     run.keep_strings("doc_id", docs)
-    codes = q_codes[order]
     if sorted_here:  # sorted by (query code, score, doc id): the codes carry over, the order is trec_eval's
         run.keep_codes("query_id", codes, q_values)
         run.keep_trec_order()
     elif (np.diff(codes) >= 0).all():  # queries in first-seen order: the codes carry over
         run.keep_codes("query_id", codes, q_values)
-    remember_fingerprints(docs, doc_fps[order])  # the metrics and the tie audit do not hash the ids again
+    remember_fingerprints(docs, fps_taken)  # the metrics and the tie audit do not hash the ids again
     return run
 
 
 def _taken(
-    q_values: pa.Array, q_codes: np.ndarray, d: pa.ChunkedArray | pa.Array, order: np.ndarray
-) -> tuple[pa.Array, pa.Array]:
-    """The query and doc id columns in ``order``: the query ids from their distinct values (whatever the query
-    column's type), the doc ids as one contiguous array (:func:`arrow_strings`)."""
-    return q_values.take(pa.array(q_codes[order])), arrow_strings(d.take(pa.array(order)))
+    q_values: pa.Array,
+    codes: np.ndarray,
+    d: pa.ChunkedArray | pa.Array,
+    scores: np.ndarray,
+    doc_fps: np.ndarray,
+    order: np.ndarray,
+) -> tuple[pa.Array, pa.Array, np.ndarray, np.ndarray]:
+    """The columns in ``order``: the query ids from their distinct values and ``codes`` (the query codes already in
+    ``order``), the doc ids as one contiguous array (:func:`arrow_strings`), the scores and the doc fingerprints."""
+    docs = arrow_strings(d.take(pa.array(order)))
+    return q_values.take(pa.array(codes)), docs, scores[order], doc_fps[order]
 
 
 def _drop_duplicates(
@@ -233,18 +253,18 @@ def _check_rank_column(
     file: str,
     q: pa.ChunkedArray | pa.Array,
     d: pa.ChunkedArray | pa.Array,
-    q_codes: np.ndarray,
+    codes: np.ndarray,
     order: np.ndarray,
     file_ranks: np.ndarray,
     derived: np.ndarray,
     report: ValidationReport,
 ) -> None:
     """Count the queries whose rank column (``file_ranks``, per row) disagrees with ``derived`` (the ranks by
-    score, per position of ``order``)."""
+    score, per position of ``order``; ``codes``: the query codes per position)."""
     wrong = file_ranks[order] != derived  # NaN (not an integer) never equals
     if not wrong.any():
         return
-    n_queries = int(np.count_nonzero(np.bincount(q_codes[order[wrong]])))
+    n_queries = int(np.count_nonzero(np.bincount(codes[wrong])))
     first = np.flatnonzero(wrong)[:5]
     rows = pa.array(order[first])
     examples = [
