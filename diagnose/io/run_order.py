@@ -165,9 +165,7 @@ def build_run(
         doc_fps = fingerprints(d)
         return doc_fps, _repeated_rows(q_codes, doc_fps)
 
-    if (
-        sorted_here
-    ):  # the sort (pyarrow) beside the hashing and the key sort (numpy): outside the GIL, one per core
+    if sorted_here:  # the sort (pyarrow) beside the hashing and the key sort (numpy): one per core
         steps = [lambda: _sorted_rows(q_codes, scores, d), keyed]
         order, (doc_fps, repeated) = in_threads(lambda step: step(), steps, blas=False)
     else:
@@ -175,20 +173,24 @@ def build_run(
     codes = q_codes[order]
     ranks = _group_ranks(codes)  # the ranks by score, before any duplicate is dropped
 
-    def checks() -> np.ndarray:
+    def columns() -> tuple[pa.Array, pa.Array, np.ndarray]:  # the ids and their fingerprints in this order
+        return *_id_columns(q_values, codes, d, order), doc_fps[order]
+
+    def checks() -> tuple[np.ndarray, np.ndarray]:  # and the scores in this order
         if file_ranks is not None:
             _check_rank_column(file, q, d, codes, order, file_ranks, ranks, report)
-        return _duplicate_mask(q_codes, d, order, repeated)
+        return _duplicate_mask(q_codes, d, order, repeated), scores[order]
 
-    # the columns in this order (takes) beside the checks (numpy): both outside the GIL, one per core
-    steps = [lambda: _taken(q_values, codes, d, scores, doc_fps, order), checks]
-    columns, dup = in_threads(lambda step: step(), steps, blas=False)
+    # the columns in this order (Arrow takes, numpy gathers) beside the checks: outside the GIL, one per core
+    (q_taken, docs, fps_taken), (dup, scores_taken) = in_threads(
+        lambda step: step(), [columns, checks], blas=False
+    )
     if dup.any():
         order = _drop_duplicates(name, file, q, d, order, dup, report)
         codes = q_codes[order]
         ranks = _group_ranks(codes)
-        columns = _taken(q_values, codes, d, scores, doc_fps, order)
-    q_taken, docs, scores_taken, fps_taken = columns
+        q_taken, docs = _id_columns(q_values, codes, d, order)
+        scores_taken, fps_taken = scores[order], doc_fps[order]
     table = pa.table(
         {
             "query_id": q_taken,
@@ -208,18 +210,12 @@ def build_run(
     return run
 
 
-def _taken(
-    q_values: pa.Array,
-    codes: np.ndarray,
-    d: pa.ChunkedArray | pa.Array,
-    scores: np.ndarray,
-    doc_fps: np.ndarray,
-    order: np.ndarray,
-) -> tuple[pa.Array, pa.Array, np.ndarray, np.ndarray]:
-    """The columns in ``order``: the query ids from their distinct values and ``codes`` (the query codes already in
-    ``order``), the doc ids as one contiguous array (:func:`arrow_strings`), the scores and the doc fingerprints."""
-    docs = arrow_strings(d.take(pa.array(order)))
-    return q_values.take(pa.array(codes)), docs, scores[order], doc_fps[order]
+def _id_columns(
+    q_values: pa.Array, codes: np.ndarray, d: pa.ChunkedArray | pa.Array, order: np.ndarray
+) -> tuple[pa.Array, pa.Array]:
+    """The id columns in ``order``: the query ids from their distinct values and ``codes`` (the query codes already
+    in ``order``), the doc ids as one contiguous array (:func:`arrow_strings`)."""
+    return q_values.take(pa.array(codes)), arrow_strings(d.take(pa.array(order)))
 
 
 def _drop_duplicates(
