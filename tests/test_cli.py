@@ -477,23 +477,26 @@ keep = Torn()
 atexit.register(lambda: print("handler ran", flush=True))
 if sys.argv[1] == "thread":
     threading.Thread(target=time.sleep, args=(0.3,)).start()
+if sys.argv[1] == "host":  # a host SystemExit returns to (IPython's %run -m diagnose)
+    sys.modules["IPython"] = type(sys)("IPython")
 sys.argv = ["diagnose", "evaluate", "--qrels", sys.argv[2], "--run", sys.argv[3], "--format", "json"]
 entry()
 """
 
 
-@pytest.mark.parametrize("case", ["alone", "thread", "bad input"])
+@pytest.mark.parametrize("case", ["alone", "thread", "host", "bad input"])
 def test_the_command_exits_without_teardown_once_its_output_and_atexit_handlers_are_done(files, case):
     """``entry`` (the console script) prints everything and runs the ``atexit`` handlers, then ends the process without
-    the interpreter's teardown: an object still alive is not finalised. With another thread still running, the exit is
-    the normal one (Python waits for the thread, then tears down). The exit code is the command's."""
+    the interpreter's teardown: an object still alive is not finalised. With another thread still running, or in a
+    process that hosts the command (IPython), the exit is the normal one (Python waits for the thread, then tears
+    down). The exit code is the command's."""
     import subprocess
     import sys
 
     qrels = str(files / "qrels.tsv") if case != "bad input" else str(files / "missing.tsv")
     run = f"good={files / 'good.trec'}"
     done = subprocess.run(
-        [sys.executable, "-c", _EXIT_SCRIPT, "thread" if case == "thread" else "no", qrels, run],
+        [sys.executable, "-c", _EXIT_SCRIPT, case if case in ("thread", "host") else "no", qrels, run],
         capture_output=True,
         text=True,
         timeout=120,
@@ -501,7 +504,7 @@ def test_the_command_exits_without_teardown_once_its_output_and_atexit_handlers_
     assert done.returncode == (2 if case == "bad input" else 0), done.stderr
     lines = done.stdout.splitlines()
     assert "handler ran" in lines
-    assert ("torn down" in lines) == (case == "thread")
+    assert ("torn down" in lines) == (case in ("thread", "host"))
     if case == "bad input":
         assert "missing.tsv" in done.stderr and "Traceback" not in done.stderr
     else:

@@ -138,16 +138,24 @@ def exit_fast(code: int) -> NoReturn:
 
     The normal exit (``sys.exit``) is kept when it does more than that: another non-daemon thread still runs (Python
     waits for it), a tracer or profiler is on (coverage, a debugger, ``python -m cProfile``, which report after the
-    program ends), or this Python has no ``atexit._run_exitfuncs``.
+    program ends), the process is not the command's alone (an interactive interpreter, IPython or Jupyter's
+    ``%run -m diagnose``, pytest: ``SystemExit`` returns to them), or this Python has no ``atexit._run_exitfuncs``.
     """
     run_handlers = getattr(atexit, "_run_exitfuncs", None)
     others = [t for t in threading.enumerate() if t is not threading.main_thread() and not t.daemon]
-    if run_handlers is None or others or sys.gettrace() is not None or sys.getprofile() is not None:
+    traced = sys.gettrace() is not None or sys.getprofile() is not None
+    if run_handlers is None or others or traced or not _process_is_the_command():
         sys.exit(code)
     _flush()
     run_handlers()
     _flush()
     os._exit(code)
+
+
+def _process_is_the_command() -> bool:
+    """Whether nothing else runs in this process that ``SystemExit`` would return to."""
+    hosts = ("IPython", "ipykernel", "_pytest")
+    return not (sys.flags.interactive or hasattr(sys, "ps1") or any(h in sys.modules for h in hosts))
 
 
 def _flush() -> None:
