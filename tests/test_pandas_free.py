@@ -93,6 +93,34 @@ def test_diagnose_evaluate_imports_only_what_it_needs_and_prints_what_the_librar
     assert "queries" not in got["report"]["ties"]["r"]  # per-query ranges only with --per-query
 
 
+def test_pyarrow_compute_is_imported_on_first_use_beside_the_runs_reading(tmp_path):
+    """``import pyarrow.compute`` builds ~300 wrappers with their docstrings (~50 ms). Importing the command line
+    loads it no more: the first compute call does, in the main thread reading the golden set, while the runs' thread
+    parses its CSV. The UTF-8 check of a file needs none (``Array.validate``); a bad byte is still found."""
+    run, qrels = _files(tmp_path)
+    bad = tmp_path / "bad.trec"
+    bad.write_bytes(run.read_bytes().replace(b"d4", b"d\xff4"))
+    out = _python(
+        """
+        import contextlib, io, json, sys, threading
+        import diagnose.cli
+        at_import = "pyarrow.compute" in sys.modules
+        from diagnose.io import read_run
+        from diagnose.data import ValidationReport
+        report = ValidationReport()
+        read_run(sys.argv[2], report=report)
+        print(json.dumps({"at_import": at_import, "after": "pyarrow.compute" in sys.modules,
+                          "codes": [p.code for p in report]}))
+        """,
+        str(qrels),
+        str(bad),
+    )
+    assert out.returncode == 0, out.stderr
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    assert (got["at_import"], got["after"]) == (False, True)
+    assert "non_utf8" in got["codes"]
+
+
 def test_pyarrow_without_pandas_hides_it_from_pyarrow_only():
     out = _python(
         """
@@ -219,3 +247,32 @@ def test_what_evaluate_prints_without_pandas_is_what_it_prints_with_it(capsys):
         assert out.returncode == code, (name, out.stderr[-2000:])
         assert out.stdout == here.out, name
         assert out.stderr == here.err, name
+
+
+def test_a_lazy_module_read_by_two_threads_at_once_waits_for_the_import(tmp_path, monkeypatch):
+    """While one thread imports the module, ``sys.modules`` already holds it half-initialised: a second thread's read
+    waits for the import to finish instead of reading an attribute that does not exist yet."""
+    import threading
+
+    from diagnose.lazy import LazyModule
+
+    (tmp_path / "slow_to_import_mod.py").write_text("import time\ntime.sleep(0.3)\nVALUE = 42\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "slow_to_import_mod", raising=False)
+    lazy = LazyModule("slow_to_import_mod")
+    got: list[object] = []
+
+    def read() -> None:
+        try:
+            got.append(lazy.VALUE)
+        except AttributeError as e:
+            got.append(e)
+
+    threads = [threading.Thread(target=read) for _ in range(2)]
+    threads[0].start()
+    while "slow_to_import_mod" not in sys.modules:  # the first thread is inside the import
+        pass
+    threads[1].start()
+    for t in threads:
+        t.join()
+    assert got == [42, 42]

@@ -156,8 +156,8 @@ def clean_utf8(raw: bytes, file: str, report: ValidationReport) -> bytes:
     """``raw`` when it is valid UTF-8; otherwise each bad line decoded with U+FFFD replacements, and counted."""
     try:
         offsets = pa.py_buffer(np.array([0, len(raw)], dtype=np.int64))
-        whole = pa.Array.from_buffers(pa.large_binary(), 1, [None, offsets, pa.py_buffer(raw)])  # no copy
-        whole.cast(pa.large_string())  # Arrow's (SIMD) UTF-8 validation
+        whole = pa.Array.from_buffers(pa.large_string(), 1, [None, offsets, pa.py_buffer(raw)])  # no copy
+        whole.validate(full=True)  # Arrow's (SIMD) UTF-8 validation, without pyarrow.compute
         return raw
     except pa.ArrowInvalid:
         pass

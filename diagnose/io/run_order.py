@@ -9,7 +9,6 @@ from collections.abc import Sequence
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from diagnose.blocks import in_threads
 from diagnose.data import Run, ValidationReport
@@ -17,6 +16,7 @@ from diagnose.frames import arrow_strings, first_seen_codes
 from diagnose.ids import fingerprints, pair_keys, remember_fingerprints
 from diagnose.io.messages import pair_text, plural_of, verb
 from diagnose.lazy import pandas as pd
+from diagnose.lazy import pyarrow_compute as pc
 
 
 def empty_run_df() -> pd.DataFrame:

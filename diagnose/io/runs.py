@@ -11,7 +11,6 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from diagnose.data import DataError, Run, ValidationReport
 from diagnose.frames import first_seen_codes
@@ -29,6 +28,7 @@ from diagnose.io.runs_jsonl import read_run_jsonl
 from diagnose.io.tables import fast_whitespace_table, header_fields, read_csv_table, strip_ids
 from diagnose.io.text import first_line, not_ascii_note, parse_float, text_lines
 from diagnose.lazy import pandas as pd
+from diagnose.lazy import pyarrow_compute as pc
 
 
 def parse_run_arg(arg: str) -> tuple[str, str]:

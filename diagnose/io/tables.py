@@ -10,13 +10,13 @@ import csv
 from collections.abc import Callable
 
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
 from diagnose import io
 from diagnose.data import ValidationReport
 from diagnose.io.messages import fatal_error, plural_of, snip, verb
 from diagnose.io.text import line_start, text_lines
+from diagnose.lazy import pyarrow_compute as pc
 
 
 def fast_paths() -> bool:

@@ -25,12 +25,12 @@ from typing import NamedTuple
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from diagnose.checks import positive_int
 from diagnose.data import DataError, Qrels, Run
 from diagnose.ids import fingerprints, pair_keys, take
 from diagnose.lazy import pandas as pd
+from diagnose.lazy import pyarrow_compute as pc
 from diagnose.per_object import PerObject
 
 

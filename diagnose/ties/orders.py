@@ -10,11 +10,11 @@ from typing import NamedTuple
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from diagnose.data import Qrels, Run
 from diagnose.ids import take
 from diagnose.io.run_order import score32
+from diagnose.lazy import pyarrow_compute as pc
 from diagnose.metrics import Evaluation, MetricName, parse_metric
 from diagnose.metrics.join import in_qrels, judged_pairs, positive_grades, prepare
 
