@@ -55,7 +55,8 @@ def fast_whitespace_table(data: bytes, names: list[str], types: dict[str, pa.Dat
     or repeated blanks, leading blanks) it is first normalised to single spaces, as trec_eval splits on any
     run of whitespace. None when: fast paths are off, a line does not have exactly ``len(names)`` fields, a
     field does not convert, or a line starts with ``#`` (a comment; the slow path skips it like trec_eval).
-    Only single-byte searches run on the whole buffer (memchr speed).
+    Only single-byte searches run on the whole buffer (memchr speed). ``data`` is valid UTF-8 (the readers pass
+    it through :func:`~diagnose.io.decoding.clean_utf8` first), so the string columns are not checked again.
     """
     if not fast_paths():
         return None
@@ -85,6 +86,7 @@ def fast_whitespace_table(data: bytes, names: list[str], types: dict[str, pa.Dat
                     null_values=[],
                     strings_can_be_null=False,
                     quoted_strings_can_be_null=False,
+                    check_utf8=False,  # checked whole by clean_utf8
                 ),
             )
         except (pa.ArrowInvalid, pa.ArrowTypeError):
