@@ -329,6 +329,77 @@ def test_given_evaluation_is_reused_and_gives_the_same_audit(tmp_path):
     assert row(reused, "q1")["mrr_min"] == pytest.approx(1 / 3) and row(reused, "q2")["mrr_min"] == 1.0
 
 
+def test_the_work_done_beside_the_evaluation_gives_the_same_audit(tmp_path):
+    """``tie_work`` (what needs no evaluation of the run) then ``tie_audit(work=, base=)`` is ``tie_audit`` alone; a
+    base of other golden queries (another relevance level) is not taken: the run is scored again."""
+    qrels = make_qrels([("q1", "c", 2), ("q1", "a", 1), ("q2", "a", 1), ("q3", "z", 1)])
+    run = trec_run(
+        tmp_path, [("q1", "a", 1.0), ("q1", "b", 1.0), ("q1", "c", 1.0), ("q2", "a", 2.0), ("q2", "b", 2.0)]
+    )
+    metrics = ["mrr", "ndcg@2", "recall@1"]
+    alone = tie_audit(qrels, run, metrics, k=2)
+    work = ties.tie_work(qrels, run, metrics, k=2)
+    assert work.names == ["mrr", "ndcg@2", "recall@1"] and list(work.golden) == ["q1", "q2", "q3"]
+    split = tie_audit(qrels, run, metrics, k=2, work=work, base=evaluate(qrels, run, metrics))
+    pd.testing.assert_frame_equal(split.per_query, alone.per_query)
+    assert split.aggregate == alone.aggregate and split.examples == alone.examples
+    other = evaluate(qrels, run, metrics, relevance_level=2)  # golden queries: q1 only
+    calls = []
+    real = ties.audit.evaluate
+
+    def counting(*args, **kwargs):
+        calls.append(args[2])
+        return real(*args, **kwargs)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(ties.audit, "evaluate", counting)
+        again = tie_audit(qrels, run, metrics, k=2, work=work, base=other)
+    assert calls == [metrics]  # the run was scored here, not taken from the other base
+    pd.testing.assert_frame_equal(again.per_query, alone.per_query)
+
+
+@pytest.mark.parametrize("cpus", [1, 2])
+def test_the_evaluation_report_audits_beside_the_evaluations_with_the_same_result(
+    tmp_path, monkeypatch, cpus
+):
+    """``Analysis.evaluation_report`` computes the runs' tie work in a thread beside the evaluations (two CPUs):
+    the audits, the report's entries and their order are those of the serial computation."""
+    import threading
+
+    import diagnose.analysis.scores as scores_module
+    from diagnose import Analysis
+    from diagnose.data import Dataset
+
+    monkeypatch.setattr(scores_module, "available_cpus", lambda: cpus)
+    threads = []
+    real_work = scores_module.tie_work
+
+    def recording(*args, **kwargs):
+        threads.append(threading.current_thread().name)
+        return real_work(*args, **kwargs)
+
+    monkeypatch.setattr(scores_module, "tie_work", recording)
+    qrels = make_qrels([("q1", "c", 2), ("q1", "a", 1), ("q2", "a", 1), ("q3", "z", 1)])
+    one = trec_run(tmp_path, [("q1", "a", 1.0), ("q1", "b", 1.0), ("q1", "c", 1.0), ("q2", "a", 2.0)], "one")
+    two = trec_run(tmp_path, [("q1", "c", 3.0), ("q2", "b", 1.0), ("q2", "a", 1.0), ("q3", "y", 1.0)], "two")
+
+    def report() -> tuple:
+        ds = Dataset(qrels=qrels, runs={"one": one, "two": two}, report=ValidationReport())
+        rep = Analysis(ds, k=2, ks=[1, 2]).evaluation_report()
+        audits = {n: (a.per_query.to_dict(), a.aggregate, a.examples) for n, a in rep.ties.items()}
+        return audits, [(p.code, p.message, p.count) for p in ds.report]
+
+    serial = report() if cpus == 1 else None
+    threads.clear()
+    got = report()
+    assert len(threads) == 2 and all(t.startswith("diagnose-ties") == (cpus == 2) for t in threads)
+    if serial is not None:
+        assert got == serial
+    monkeypatch.setattr(scores_module, "available_cpus", lambda: 1)
+    assert got == report()  # with the thread (cpus=2) or without: the same
+    assert got[1] and all(code == "score_ties" for code, _, _ in got[1])
+
+
 def test_to_dict_without_per_query_keeps_the_summary(tmp_path):
     qrels = make_qrels([("q1", "c", 1), ("q2", "a", 1)])
     run = trec_run(tmp_path, [("q1", "a", 1.0), ("q1", "b", 1.0), ("q1", "c", 1.0), ("q2", "a", 2.0)])

@@ -4,15 +4,19 @@ each run fixes and breaks, the CI gate, slices, what-if fusion, and the report o
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from diagnose import checks, defaults
+from diagnose.blocks import available_cpus
 from diagnose.chunks import document_qrels, document_run
-from diagnose.data import ChunkMap, DataError
+from diagnose.data import ChunkMap, DataError, Run
 from diagnose.lazy import pandas as pd
 from diagnose.metrics import MetricName, expand_names
 from diagnose.report import EvaluationReport
@@ -20,7 +24,7 @@ from diagnose.report import EvaluationReport
 if TYPE_CHECKING:
     from diagnose.metrics import Evaluation
     from diagnose.stats import Comparison
-    from diagnose.ties import TieAudit
+    from diagnose.ties import TieAudit, TieWork
 
 from diagnose.analysis.params import check_metrics
 from diagnose.analysis.pipeline import Pipeline
@@ -30,7 +34,7 @@ from diagnose.metrics import evaluate_many, metric_bounds
 from diagnose.retrievers import RetrieverTimeout
 from diagnose.retrievers.results import slowest
 from diagnose.stats import compare_all, randomised_tukey_hsd, topic_set_size
-from diagnose.ties import add_to_report, tie_audit
+from diagnose.ties import add_to_report, tie_audit, tie_work
 
 
 class Scores(Pipeline):
@@ -163,11 +167,42 @@ class Scores(Pipeline):
 
         def build() -> TieAudit:
             names = self.metric_names()
-            audit = tie_audit(self.dataset.qrels, self.runs[name], names, k=k, base=self._evaluated(name))
+            run_ = self.runs[name]
+            work = self._tie_work(name, run_, names, k)
+            audit = tie_audit(self.dataset.qrels, run_, names, k=k, base=self._evaluated(name), work=work)
+            self._memo.pop(("tie_work", name, k), None)  # the audit holds what it needs of it
             add_to_report(audit, self.dataset.report)
             return audit
 
         return self._cached(("ties", name, k), build)
+
+    def _tie_work(self, name: str, run: Run, names: list[str], k: int) -> TieWork:
+        """:func:`~diagnose.ties.tie_work` of a run, once (:meth:`_ties_beside` may be computing it already)."""
+        return self._cached(("tie_work", name, k), lambda: tie_work(self.dataset.qrels, run, names, k=k))
+
+    @contextlib.contextmanager
+    def _ties_beside(self) -> Iterator[None]:
+        """Inside, the part of the runs' tie audits that needs no evaluation (:func:`~diagnose.ties.tie_work`) is
+        computed in a thread, beside the evaluations (numpy leaves the GIL in both): :meth:`ties` finds it done, or
+        waits for it. Only for the runs given (the baselines are built by the evaluations), with two CPUs or more.
+        An error in the thread is left there: :meth:`ties` computes the work again and raises it in its place."""
+        k = self._k(None)
+        runs = {n: r for n, r in self.user_runs().items() if not self._has(("ties", n, k))}
+        if not runs or available_cpus() < 2:
+            yield
+            return
+        names = self.metric_names()
+
+        def work() -> None:
+            for name, run in runs.items():
+                try:
+                    self._tie_work(name, run, names, k)
+                except Exception:  # noqa: BLE001, S112 - raised again by ties(), in the caller's thread
+                    continue
+
+        with ThreadPoolExecutor(1, thread_name_prefix="diagnose-ties") as pool:
+            pool.submit(contextvars.copy_context().run, work)
+            yield
 
     def _evaluated(self, run: str) -> Evaluation | None:
         """The run's evaluation over every run already computed by :meth:`evaluations` (any metrics: the audit
@@ -453,12 +488,15 @@ class Scores(Pipeline):
         )
         names = (*names, *extra)
         ref = self._run_name(reference)
-        evs = self.evaluations(names)
-        heads = self._names([*(headline or self._headline()), *(max_drop or {})])
-        comparisons = self.comparisons(ref, heads, n_resamples=n_resamples, seed=seed) if len(evs) > 1 else []
-        changes = self.query_changes(ref, k=max(self.ks)) if len(evs) > 1 else {}
-        gate = self.gate(fail_under, max_drop, reference=ref, skip_reference=skip_reference)
-        ties = {name: self.ties(name) for name in evs}
+        with self._ties_beside():
+            evs = self.evaluations(names)
+            heads = self._names([*(headline or self._headline()), *(max_drop or {})])
+            comparisons = (
+                self.comparisons(ref, heads, n_resamples=n_resamples, seed=seed) if len(evs) > 1 else []
+            )
+            changes = self.query_changes(ref, k=max(self.ks)) if len(evs) > 1 else {}
+            gate = self.gate(fail_under, max_drop, reference=ref, skip_reference=skip_reference)
+            ties = {name: self.ties(name) for name in evs}
         tukey = self.tukey(heads[0], n_resamples=n_resamples, seed=seed) if len(evs) >= 3 else None
         slices = self.slices(slice_by, names) if slice_by else None
         rep = EvaluationReport(

@@ -15,6 +15,7 @@ from diagnose.checks import positive_int
 from diagnose.data import MAX_EXAMPLES, Qrels, Run, ValidationReport
 from diagnose.frames import ColumnsFrame
 from diagnose.metrics import Evaluation, evaluate, expand_metrics, parse_metric
+from diagnose.metrics.evaluation import prepare_inputs
 from diagnose.ties.orders import (
     Layout,
     deepest_rank,
@@ -32,6 +33,53 @@ from diagnose.ties.records import PRINTED_DIGITS, TOL, TieAudit, TieRange
 # --------------------------------------------------------------------------------------------- audit
 
 
+class TieWork(NamedTuple):
+    """What an audit computes without the run's own evaluation (:func:`tie_work`): the metric names (as
+    :func:`~diagnose.metrics.evaluate` writes them), the golden queries, the tie layout and counts, and each
+    metric's lowest and highest value per golden query over the re-ordered copies (``lo`` +inf and ``hi`` -inf where
+    no copy covers a query). :func:`tie_audit` widens them with the run's own values."""
+
+    k: int
+    names: list[str]
+    golden: np.ndarray
+    lay: Layout
+    counts: _TieCounts
+    exact: dict[str, bool]
+    lo: np.ndarray
+    hi: np.ndarray
+    sampled: int
+
+
+def tie_work(
+    qrels: Qrels,
+    run: Run,
+    metrics: Sequence[str] | None = None,
+    *,
+    k: int = defaults.K,
+    n_orders: int = 20,
+    seed: int = defaults.SEED,
+    relevance_level: int = 1,
+) -> TieWork:
+    """The part of :func:`tie_audit` that needs no evaluation of ``run`` itself (same arguments), so that it can run
+    beside that evaluation (:meth:`diagnose.analysis.Analysis.evaluation_report` does)."""
+    k = _checked_k(k, n_orders)
+    names = _canonical(expand_metrics(None, [k]) if metrics is None else list(metrics))
+    prep = prepare_inputs(qrels, names, relevance_level)[1]  # DataError: no relevant document, unknown metric
+    golden = np.asarray(prep.eval_ids, dtype=object)  # the golden queries, as every evaluation lists them
+    lay = tie_layout(run)
+    groups = np.flatnonzero(lay.g_size > 1)
+    counts = _tie_counts(lay, groups, golden, k)
+    exact = {m: tie_key_of(m) is not None for m in names}
+    lo = np.full((len(golden), len(names)), np.inf)
+    hi = np.full((len(golden), len(names)), -np.inf)
+    sampled = 0
+    if len(groups):
+        sampled = _widen_over_orders(
+            qrels, run, lay, _scope(lay, counts), names, exact, lo, hi, n_orders, seed, relevance_level
+        )
+    return TieWork(k, names, golden, lay, counts, exact, lo, hi, sampled)
+
+
 def tie_audit(
     qrels: Qrels,
     run: Run,
@@ -42,6 +90,7 @@ def tie_audit(
     seed: int = defaults.SEED,
     relevance_level: int = 1,
     base: Evaluation | None = None,
+    work: TieWork | None = None,
 ) -> TieAudit:
     """Audit ``run`` for score ties that make its metrics depend on document naming (see the module docstring).
 
@@ -52,24 +101,21 @@ def tie_audit(
 
     ``base``: the run's :class:`~diagnose.metrics.Evaluation` when the caller already has it (same qrels and
     ``relevance_level``, at least the metrics asked), so the run is not scored twice; None scores it here.
+    ``work``: :func:`tie_work` of the same arguments when the caller computed it already (beside the evaluation);
+    None computes it here.
 
     Raises :class:`~diagnose.data.DataError` for a bad ``k`` / ``n_orders``, an unknown metric, or qrels without
     any relevant document.
     """
-    k = _checked_k(k, n_orders)
-    base, names = _base_evaluation(qrels, run, metrics, k=k, relevance_level=relevance_level, base=base)
-    base_values = base.values(names)
-    golden = base.query_ids
-    lay = tie_layout(run)
-    groups = np.flatnonzero(lay.g_size > 1)
-    counts = _tie_counts(lay, groups, golden, k)
-
-    exact = {m: tie_key_of(m) is not None for m in names}
-    lo, hi, sampled = _ranges(
-        qrels, run, lay, counts, names, exact, base_values, n_orders, seed, relevance_level
-    )
-
-    value = base_values
+    if work is None:
+        work = tie_work(
+            qrels, run, metrics, k=k, n_orders=n_orders, seed=seed, relevance_level=relevance_level
+        )
+    names, golden, lay, counts, exact = work.names, work.golden, work.lay, work.counts, work.exact
+    if not _holds(base, names, golden):
+        base = evaluate(qrels, run, names, relevance_level=relevance_level)
+    value = base.values(names)
+    lo, hi = np.minimum(value, work.lo), np.maximum(value, work.hi)
     depends = (hi - lo > TOL).any(axis=1) if len(names) else np.zeros(len(golden), dtype=bool)
     ties_top = counts.per_golden(counts.in_top, False)
     cross = counts.per_golden(counts.crossing, False)
@@ -78,7 +124,7 @@ def tie_audit(
     present = counts.at >= 0
     return TieAudit(
         run=run.name,
-        k=k,
+        k=work.k,
         metrics=tuple(names),
         n_queries=len(golden),
         n_queries_with_ties=int(ties_top.sum()),
@@ -88,52 +134,16 @@ def tie_audit(
         per_query=per_query,
         aggregate=_aggregate(names, value, lo, hi, exact),
         trec_order=in_trec_order(run, lay, np.isin(np.arange(len(lay.qids)), counts.at[present])),
-        sampled_orders=sampled,
+        sampled_orders=work.sampled,
         source=run.source,
     )
 
 
-def _ranges(
-    qrels: Qrels,
-    run: Run,
-    lay: Layout,
-    counts: _TieCounts,
-    names: list[str],
-    exact: dict[str, bool],
-    base_values: np.ndarray,
-    n_orders: int,
-    seed: int,
-    relevance_level: int,
-) -> tuple[np.ndarray, np.ndarray, int]:
-    """Each golden query's lowest and highest value of every metric over tie orders (the run's own values where no
-    group of tied scores exists), and the number of random orders sampled."""
-    lo = base_values.copy()
-    hi = lo.copy()
-    sampled = 0
-    if (lay.g_size > 1).any():
-        sampled = _widen_over_orders(
-            qrels, run, lay, _scope(lay, counts), names, exact, lo, hi, n_orders, seed, relevance_level
-        )
-    return lo, hi, sampled
-
-
-def _base_evaluation(
-    qrels: Qrels,
-    run: Run,
-    metrics: Sequence[str] | None,
-    *,
-    k: int,
-    relevance_level: int,
-    base: Evaluation | None,
-) -> tuple[Evaluation, list[str]]:
-    """The run's evaluation the audit starts from, and the metric names it audits: ``base`` when it holds every
-    metric asked (canonical names), else the run scored here (its metric names)."""
-    names = expand_metrics(None, [k]) if metrics is None else list(metrics)
-    wanted = _canonical(names)
-    if base is None or not wanted or not set(wanted) <= set(base.metrics):
-        base = evaluate(qrels, run, names, relevance_level=relevance_level)
-        wanted = base.metrics
-    return base, wanted
+def _holds(base: Evaluation | None, names: list[str], golden: np.ndarray) -> bool:
+    """Whether ``base`` can be the audit's starting point: every metric asked, the same golden queries."""
+    if base is None or not names or not set(names) <= set(base.metrics):
+        return False
+    return bool(np.array_equal(np.asarray(base.query_ids, dtype=object), golden))
 
 
 def _canonical(names: Sequence[str]) -> list[str]:
