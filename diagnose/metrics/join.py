@@ -19,6 +19,7 @@ About 0.1 s for a 1M-row run of 1,000 queries (see ``bench/RESULTS.md``).
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -105,6 +106,9 @@ def _grades(qrels: Qrels) -> np.ndarray:
 
 
 _PREPARED: PerObject[PreparedQrels] = PerObject()
+#: One preparation or join at a time, so that two threads asking for the same one compute it once (the joins are
+#: numpy passes over the run; the small ones of the tie audit's copies wait a few ms at most).
+_ONCE = threading.RLock()
 
 
 def prepare(qrels: Qrels, relevance_level: int = 1) -> PreparedQrels:
@@ -114,9 +118,15 @@ def prepare(qrels: Qrels, relevance_level: int = 1) -> PreparedQrels:
     if not qrels.is_arrow():
         return _prepare(qrels, relevance_level)
     kept = _PREPARED.get(qrels, relevance_level)
-    return (
-        kept if kept is not None else _PREPARED.keep(qrels, _prepare(qrels, relevance_level), relevance_level)
-    )
+    if kept is not None:
+        return kept
+    with _ONCE:  # another thread preparing the same qrels (the tie audit beside the metrics): wait for it
+        kept = _PREPARED.get(qrels, relevance_level)
+        return (
+            kept
+            if kept is not None
+            else _PREPARED.keep(qrels, _prepare(qrels, relevance_level), relevance_level)
+        )
 
 
 def _prepare(qrels: Qrels, relevance_level: int) -> PreparedQrels:
@@ -223,11 +233,17 @@ def _join(prep: PreparedQrels, row_q: np.ndarray, docs: pa.Array) -> tuple[np.nd
     kept = _JOINED.get(docs)
     if kept is not None and kept[0] is prep and np.array_equal(kept[1], row_q):
         return kept[2]
-    joined = _join_once(prep, row_q, docs)
-    for a in joined:
-        a.flags.writeable = False  # shared by the callers
-    _JOINED.keep(docs, (prep, row_q, joined))
-    return joined
+    with (
+        _ONCE
+    ):  # another thread joining the same rows (the tie audit beside the metrics): wait, then share it
+        kept = _JOINED.get(docs)
+        if kept is not None and kept[0] is prep and np.array_equal(kept[1], row_q):
+            return kept[2]
+        joined = _join_once(prep, row_q, docs)
+        for a in joined:
+            a.flags.writeable = False  # shared by the callers
+        _JOINED.keep(docs, (prep, row_q, joined))
+        return joined
 
 
 def _join_once(prep: PreparedQrels, row_q: np.ndarray, docs: pa.Array) -> tuple[np.ndarray, np.ndarray]:
