@@ -15,7 +15,7 @@ import os
 import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, TypeVar
 
 import numpy as np
@@ -51,6 +51,23 @@ def in_threads(
     if blas:
         release_freed_memory()
     return [f.result() for f in futures]
+
+
+def try_submit(pool: ThreadPoolExecutor, fn: Callable[..., R], *args: Any) -> Future[R] | None:
+    """The first task of a new one-thread ``pool``: ``pool.submit(fn, *args)``, or None when its thread cannot be
+    started (an address-space limit, the process' or the system's thread limit). The caller then calls ``fn`` itself,
+    so the work is only slower; with no thread in the pool, nothing else ever runs the task."""
+    try:
+        return pool.submit(fn, *args)
+    except RuntimeError as e:
+        if not is_thread_start_failure(e):
+            raise
+        return None
+
+
+def is_thread_start_failure(e: BaseException) -> bool:
+    """Whether ``e`` is Python's failure to start a thread (its stack could not be allocated)."""
+    return isinstance(e, RuntimeError) and "can't start new thread" in str(e)
 
 
 @functools.cache

@@ -21,6 +21,7 @@ import re
 import resource
 from pathlib import Path
 
+from diagnose.blocks import is_thread_start_failure
 from diagnose.data import DataError
 
 _UNITS = {"B": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40, "PiB": 2**50, "EiB": 2**60}
@@ -40,6 +41,8 @@ def is_out_of_memory(e: BaseException) -> bool:
         if isinstance(cur, OSError) and cur.errno == errno.ENOMEM:
             return True
         if isinstance(cur, RuntimeError) and any(t in str(cur) for t in _TORCH):
+            return True
+        if is_thread_start_failure(cur):  # a thread's stack could not be allocated
             return True
         cur = cur.__cause__ or cur.__context__
     return False

@@ -209,3 +209,37 @@ def test_label_noise_reads_the_same_text_rows_found_beside_the_bm25_build(tmp_pa
     # a corpus too large for the near-duplicate search reads only the duplicates' ids: the same rows
     large = find_label_noise(a.dataset, a.runs["ann"], a.space, k=a.k, max_docs_for_near_duplicates=10)
     assert large.duplicate_documents.values.tolist() == same.values.tolist()
+
+
+def test_no_thread_can_be_started_the_work_runs_in_the_callers_thread(tmp_path, monkeypatch):
+    """Under an address-space limit Python may fail to start a thread ("can't start new thread"): the runs read
+    beside the golden set and the tie audit beside the evaluations then run in the calling thread, with the same
+    results; the failure counts as running out of memory (the command line says how much it needed)."""
+    import threading
+
+    from diagnose import Analysis
+    from diagnose.io import load_dataset
+    from diagnose.memory import is_out_of_memory
+
+    (tmp_path / "qrels.trec").write_text("q1 0 d1 1\nq2 0 d2 1\n")
+    (tmp_path / "run.trec").write_text(
+        "q1 Q0 d1 1 1.0 r\nq1 Q0 d3 2 1.0 r\nq2 Q0 d4 1 2.0 r\nq2 Q0 d2 2 1.0 r\n"
+    )
+
+    def report() -> tuple:
+        ds = load_dataset(qrels=tmp_path / "qrels.trec", runs=[f"r={tmp_path / 'run.trec'}"])
+        rep = Analysis(ds, k=2, ks=[1, 2]).evaluation_report()
+        return rep.evaluations["r"].aggregate, rep.ties["r"].aggregate, [p.code for p in ds.report]
+
+    expected = report()
+    failure = RuntimeError("can't start new thread")
+
+    def refuse(self):
+        raise failure
+
+    monkeypatch.setattr("diagnose.blocks.available_cpus", lambda: 1)  # the reader's own blocks: serial here
+    monkeypatch.setattr("diagnose.io.dataset.available_cpus", lambda: 2)
+    monkeypatch.setattr("diagnose.analysis.scores.available_cpus", lambda: 2)
+    monkeypatch.setattr(threading.Thread, "start", refuse)
+    assert report() == expected
+    assert is_out_of_memory(failure)

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from diagnose import checks, defaults
-from diagnose.blocks import available_cpus
+from diagnose.blocks import available_cpus, try_submit
 from diagnose.chunks import document_qrels, document_run
 from diagnose.data import ChunkMap, DataError, Run
 from diagnose.lazy import pandas as pd
@@ -201,7 +201,7 @@ class Scores(Pipeline):
                     continue
 
         with ThreadPoolExecutor(1, thread_name_prefix="diagnose-ties") as pool:
-            pool.submit(contextvars.copy_context().run, work)
+            try_submit(pool, contextvars.copy_context().run, work)  # no thread: ties() computes it all itself
             yield
 
     def _evaluated(self, run: str) -> Evaluation | None:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from diagnose import defaults
-from diagnose.blocks import available_cpus
+from diagnose.blocks import available_cpus, try_submit
 from diagnose.chunks import chunk_level_qrels, with_chunks
 from diagnose.data import Corpus, DataError, Dataset, Qrels, Queries, Run, ValidationReport
 from diagnose.io.corpus import read_corpus
@@ -92,7 +92,9 @@ def load_dataset(
         if run_specs and available_cpus() > 1
         else None
     )
-    pending = pool.submit(contextvars.copy_context().run, _read_runs, run_specs) if pool is not None else None
+    pending = (
+        try_submit(pool, contextvars.copy_context().run, _read_runs, run_specs) if pool is not None else None
+    )
     try:
         qrels_rec, corpus_rec, queries_rec = _read_texts_and_qrels(
             corpus,
