@@ -330,7 +330,7 @@ def test_given_evaluation_is_reused_and_gives_the_same_audit(tmp_path):
 
 
 def test_the_work_done_beside_the_evaluation_gives_the_same_audit(tmp_path):
-    """``tie_work`` (what needs no evaluation of the run) then ``tie_audit(work=, base=)`` is ``tie_audit`` alone; a
+    """``tie_work`` (what needs no evaluation of the run) then ``audit_from_work(base=)`` is ``tie_audit`` alone; a
     base of other golden queries (another relevance level) is not taken: the run is scored again."""
     qrels = make_qrels([("q1", "c", 2), ("q1", "a", 1), ("q2", "a", 1), ("q3", "z", 1)])
     run = trec_run(
@@ -340,7 +340,7 @@ def test_the_work_done_beside_the_evaluation_gives_the_same_audit(tmp_path):
     alone = tie_audit(qrels, run, metrics, k=2)
     work = ties.tie_work(qrels, run, metrics, k=2)
     assert work.names == ["mrr", "ndcg@2", "recall@1"] and list(work.golden) == ["q1", "q2", "q3"]
-    split = tie_audit(qrels, run, metrics, k=2, work=work, base=evaluate(qrels, run, metrics))
+    split = ties.audit_from_work(qrels, run, work, base=evaluate(qrels, run, metrics))
     pd.testing.assert_frame_equal(split.per_query, alone.per_query)
     assert split.aggregate == alone.aggregate and split.examples == alone.examples
     other = evaluate(qrels, run, metrics, relevance_level=2)  # golden queries: q1 only
@@ -353,7 +353,7 @@ def test_the_work_done_beside_the_evaluation_gives_the_same_audit(tmp_path):
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(ties.audit, "evaluate", counting)
-        again = tie_audit(qrels, run, metrics, k=2, work=work, base=other)
+        again = ties.audit_from_work(qrels, run, work, base=other)
     assert calls == [metrics]  # the run was scored here, not taken from the other base
     pd.testing.assert_frame_equal(again.per_query, alone.per_query)
 

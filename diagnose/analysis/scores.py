@@ -34,7 +34,7 @@ from diagnose.metrics import evaluate_many, metric_bounds
 from diagnose.retrievers import RetrieverTimeout
 from diagnose.retrievers.results import slowest
 from diagnose.stats import compare_all, randomised_tukey_hsd, topic_set_size
-from diagnose.ties import add_to_report, tie_audit, tie_work
+from diagnose.ties import add_to_report, audit_from_work, tie_work
 
 
 class Scores(Pipeline):
@@ -169,7 +169,7 @@ class Scores(Pipeline):
             names = self.metric_names()
             run_ = self.runs[name]
             work = self._tie_work(name, run_, names, k)
-            audit = tie_audit(self.dataset.qrels, run_, names, k=k, base=self._evaluated(name), work=work)
+            audit = audit_from_work(self.dataset.qrels, run_, work, base=self._evaluated(name))
             self._memo.pop(("tie_work", name, k), None)  # the audit holds what it needs of it
             add_to_report(audit, self.dataset.report)
             return audit

@@ -120,13 +120,12 @@ def prepare(qrels: Qrels, relevance_level: int = 1) -> PreparedQrels:
     kept = _PREPARED.get(qrels, relevance_level)
     if kept is not None:
         return kept
-    with _ONCE:  # another thread preparing the same qrels (the tie audit beside the metrics): wait for it
+    # another thread preparing the same qrels (the tie audit beside the metrics): wait for it, then share it
+    with _ONCE:
         kept = _PREPARED.get(qrels, relevance_level)
-        return (
-            kept
-            if kept is not None
-            else _PREPARED.keep(qrels, _prepare(qrels, relevance_level), relevance_level)
-        )
+        if kept is not None:
+            return kept
+        return _PREPARED.keep(qrels, _prepare(qrels, relevance_level), relevance_level)
 
 
 def _prepare(qrels: Qrels, relevance_level: int) -> PreparedQrels:
@@ -233,9 +232,8 @@ def _join(prep: PreparedQrels, row_q: np.ndarray, docs: pa.Array) -> tuple[np.nd
     kept = _JOINED.get(docs)
     if kept is not None and kept[0] is prep and np.array_equal(kept[1], row_q):
         return kept[2]
-    with (
-        _ONCE
-    ):  # another thread joining the same rows (the tie audit beside the metrics): wait, then share it
+    # another thread joining the same rows (the tie audit beside the metrics): wait for it, then share it
+    with _ONCE:
         kept = _JOINED.get(docs)
         if kept is not None and kept[0] is prep and np.array_equal(kept[1], row_q):
             return kept[2]

@@ -74,15 +74,15 @@ One file per question:
 - :mod:`~diagnose.ties.orders`: the tie-order machinery (tie groups, the keys named by each family's
   ``tie_key`` in :data:`diagnose.metrics.REGISTRY`, the re-ordered copies). Start here when a new metric family
   needs a new key.
-- :mod:`~diagnose.ties.audit`: :func:`tie_audit` (and :func:`tie_work`, its part that needs no evaluation of the
-  run, which can run beside that evaluation) and :func:`add_to_report`.
+- :mod:`~diagnose.ties.audit`: :func:`tie_audit` (= :func:`tie_work`, its part that needs no evaluation of the
+  run and can run beside that evaluation, then :func:`audit_from_work`) and :func:`add_to_report`.
 
 Every name below is importable from ``diagnose.ties`` itself.
 """
 
 from __future__ import annotations
 
-from diagnose.ties.audit import TieWork, add_to_report, tie_audit, tie_work
+from diagnose.ties.audit import TieWork, add_to_report, audit_from_work, tie_audit, tie_work
 from diagnose.ties.records import TieAudit, TieRange
 
 __all__ = [
@@ -90,6 +90,7 @@ __all__ = [
     "TieWork",
     "TieRange",
     "add_to_report",
+    "audit_from_work",
     "tie_audit",
     "tie_work",
 ]

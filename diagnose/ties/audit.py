@@ -41,6 +41,7 @@ class TieWork(NamedTuple):
 
     k: int
     names: list[str]
+    relevance_level: int
     golden: np.ndarray
     lay: Layout
     counts: _TieCounts
@@ -61,7 +62,8 @@ def tie_work(
     relevance_level: int = 1,
 ) -> TieWork:
     """The part of :func:`tie_audit` that needs no evaluation of ``run`` itself (same arguments), so that it can run
-    beside that evaluation (:meth:`diagnose.analysis.Analysis.evaluation_report` does)."""
+    beside that evaluation (:meth:`diagnose.analysis.Analysis.evaluation_report` does); :func:`audit_from_work`
+    finishes the audit."""
     k = _checked_k(k, n_orders)
     names = _canonical(expand_metrics(None, [k]) if metrics is None else list(metrics))
     prep = prepare_inputs(qrels, names, relevance_level)[1]  # DataError: no relevant document, unknown metric
@@ -77,7 +79,7 @@ def tie_work(
         sampled = _widen_over_orders(
             qrels, run, lay, _scope(lay, counts), names, exact, lo, hi, n_orders, seed, relevance_level
         )
-    return TieWork(k, names, golden, lay, counts, exact, lo, hi, sampled)
+    return TieWork(k, names, relevance_level, golden, lay, counts, exact, lo, hi, sampled)
 
 
 def tie_audit(
@@ -90,7 +92,6 @@ def tie_audit(
     seed: int = defaults.SEED,
     relevance_level: int = 1,
     base: Evaluation | None = None,
-    work: TieWork | None = None,
 ) -> TieAudit:
     """Audit ``run`` for score ties that make its metrics depend on document naming (see the module docstring).
 
@@ -101,19 +102,20 @@ def tie_audit(
 
     ``base``: the run's :class:`~diagnose.metrics.Evaluation` when the caller already has it (same qrels and
     ``relevance_level``, at least the metrics asked), so the run is not scored twice; None scores it here.
-    ``work``: :func:`tie_work` of the same arguments when the caller computed it already (beside the evaluation);
-    None computes it here.
 
     Raises :class:`~diagnose.data.DataError` for a bad ``k`` / ``n_orders``, an unknown metric, or qrels without
     any relevant document.
     """
-    if work is None:
-        work = tie_work(
-            qrels, run, metrics, k=k, n_orders=n_orders, seed=seed, relevance_level=relevance_level
-        )
+    work = tie_work(qrels, run, metrics, k=k, n_orders=n_orders, seed=seed, relevance_level=relevance_level)
+    return audit_from_work(qrels, run, work, base=base)
+
+
+def audit_from_work(qrels: Qrels, run: Run, work: TieWork, *, base: Evaluation | None = None) -> TieAudit:
+    """:func:`tie_audit` from its :func:`tie_work` (of these ``qrels`` and ``run``): the copies' ranges widened with
+    the run's own values, ``base`` when it holds them (as for :func:`tie_audit`), else the run scored here."""
     names, golden, lay, counts, exact = work.names, work.golden, work.lay, work.counts, work.exact
     if not _holds(base, names, golden):
-        base = evaluate(qrels, run, names, relevance_level=relevance_level)
+        base = evaluate(qrels, run, names, relevance_level=work.relevance_level)
     value = base.values(names)
     lo, hi = np.minimum(value, work.lo), np.maximum(value, work.hi)
     depends = (hi - lo > TOL).any(axis=1) if len(names) else np.zeros(len(golden), dtype=bool)
