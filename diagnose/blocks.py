@@ -9,6 +9,7 @@ and their order, are those of the serial loop whatever the number of threads."""
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import ctypes
 import functools
 import os
@@ -51,6 +52,16 @@ def in_threads(
     if blas:
         release_freed_memory()
     return [f.result() for f in futures]
+
+
+@contextlib.contextmanager
+def beside(fn: Callable[..., R], *args: Any, name: str = "diagnose") -> Iterator[Future[R] | None]:
+    """``fn(*args)`` in one thread while the ``with`` body runs in the caller's, joined when the body ends. The thread
+    runs in a copy of the caller's context (its context variables, such as the app's confinement to its data folder,
+    hold there). Yields the Future, or None when the thread cannot start (:func:`try_submit`): the caller then calls
+    ``fn`` itself. Whether a second thread pays (:func:`available_cpus`) is the caller's call."""
+    with ThreadPoolExecutor(1, thread_name_prefix=name) as pool:
+        yield try_submit(pool, contextvars.copy_context().run, fn, *args)
 
 
 def try_submit(pool: ThreadPoolExecutor, fn: Callable[..., R], *args: Any) -> Future[R] | None:

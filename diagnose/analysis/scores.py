@@ -5,16 +5,14 @@ each run fixes and breaks, the CI gate, slices, what-if fusion, and the report o
 from __future__ import annotations
 
 import contextlib
-import contextvars
 import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from diagnose import checks, defaults
-from diagnose.blocks import available_cpus, try_submit
+from diagnose.blocks import available_cpus, beside
 from diagnose.chunks import document_qrels, document_run
 from diagnose.data import ChunkMap, DataError, Run
 from diagnose.lazy import pandas as pd
@@ -200,8 +198,7 @@ class Scores(Pipeline):
                 except Exception:  # noqa: BLE001, S112 - raised again by ties(), in the caller's thread
                     continue
 
-        with ThreadPoolExecutor(1, thread_name_prefix="diagnose-ties") as pool:
-            try_submit(pool, contextvars.copy_context().run, work)  # no thread: ties() computes it all itself
+        with beside(work, name="diagnose-ties"):  # no thread started: ties() computes it all itself
             yield
 
     def _evaluated(self, run: str) -> Evaluation | None:

@@ -3,18 +3,17 @@ of the files against each other (:func:`check_run_matches_qrels`, :func:`cross_c
 
 from __future__ import annotations
 
-import contextvars
+import contextlib
 import re
 import stat
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from diagnose import defaults
-from diagnose.blocks import available_cpus, try_submit
+from diagnose.blocks import available_cpus, beside
 from diagnose.chunks import chunk_level_qrels, with_chunks
 from diagnose.data import Corpus, DataError, Dataset, Qrels, Queries, Run, ValidationReport
 from diagnose.io.corpus import read_corpus
@@ -85,17 +84,10 @@ def load_dataset(
     # The runs are read in a thread beside the golden set and the texts (pyarrow's parse and numpy leave the GIL),
     # each into a report of its own, added after the texts' entries: the report, and the first error raised (the
     # golden set's, then the texts', then the runs' in order), are those of reading one file after the other. The
-    # texts stay in this thread: their progress bar may be the app's. The thread runs in a copy of this context: the
-    # app's confinement to its data folder (io.files' read roots) holds there too.
-    pool = (
-        ThreadPoolExecutor(1, thread_name_prefix="diagnose-runs")
-        if run_specs and available_cpus() > 1
-        else None
-    )
-    pending = (
-        try_submit(pool, contextvars.copy_context().run, _read_runs, run_specs) if pool is not None else None
-    )
-    try:
+    # texts stay in this thread: their progress bar may be the app's.
+    threaded = bool(run_specs) and available_cpus() > 1
+    reading = beside(_read_runs, run_specs, name="diagnose-runs") if threaded else contextlib.nullcontext()
+    with reading as pending:
         qrels_rec, corpus_rec, queries_rec = _read_texts_and_qrels(
             corpus,
             queries,
@@ -110,9 +102,6 @@ def load_dataset(
             qrels_rec = qrels_transform(qrels_rec)
         if corpus_rec is not None and corpus_rec.chunks is not None:
             qrels_rec = chunk_level_qrels(qrels_rec, corpus_rec.chunks, report)
-    finally:
-        if pool is not None:
-            pool.shutdown(wait=True)
     run_recs: dict[str, Run] = {}
     for rname, run, run_report in pending.result() if pending is not None else _read_runs(run_specs):
         report.extend(run_report)
