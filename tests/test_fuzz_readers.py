@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 
 import diagnose.io as dio
 from diagnose.cli import main
-from diagnose.data import DataError
+from diagnose.data import DataError, ValidationReport
 
 DEMO = Path(__file__).resolve().parents[1] / "demo_corpus"
 
@@ -248,3 +248,38 @@ def test_random_bytes_in_any_role(data, role, suffix):
             argv += [f"--{r}", paths[r]]
         code, err = _cli(argv)
     _assert_clean_exit(code, err, data)
+
+
+@contextlib.contextmanager
+def _mapped(on: bool):
+    """Every run file memory-mapped (``read_mapped``'s threshold 0), or none."""
+    old = dio.files.MAP_MIN_BYTES
+    dio.files.MAP_MIN_BYTES = 0 if on else 2**62
+    try:
+        yield
+    finally:
+        dio.files.MAP_MIN_BYTES = old
+
+
+def _outcome(path: str, mapped: bool) -> tuple:
+    """What reading the run gives: its rows and the problems counted, or the error's message."""
+    report = ValidationReport()
+    with _mapped(mapped):
+        try:
+            run = dio.read_run(path, name="r", report=report)
+        except DataError as e:
+            return ("error", str(e))
+    return ("run", run.df.to_dict("list"), [p.to_dict() for p in report.problems])
+
+
+@_fuzz(40)
+@given(
+    source=st.sampled_from(RUNS),
+    mutations=st.lists(mutation, max_size=4),
+    other_suffix=OTHER_SUFFIX,
+    fast=st.booleans(),
+)
+def test_a_mapped_run_reads_like_a_read_one(source, mutations, other_suffix, fast):
+    """Parsing a run in place (a memory map) and from its bytes give the same rows, problems and errors."""
+    with _mutated(source, mutations, other_suffix, fast) as (path, _):
+        assert _outcome(path, mapped=True) == _outcome(path, mapped=False)

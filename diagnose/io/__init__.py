@@ -74,7 +74,8 @@ One question a file (``diagnose/io/<name>.py``); this package re-exports the pub
     what each reader accepts: the format descriptions quoted in messages, the id / text column names.
 ``files``
     reading an input file safely: path checks, the size limit (:func:`max_input_bytes`), gzip, the folders reads
-    are confined to (:func:`confine_reads`).
+    are confined to (:func:`confine_reads`); a large plain run file is memory-mapped and parsed in place
+    (:func:`~diagnose.io.files.read_mapped`).
 ``nesting``
     how deep a JSON line may nest (checked before pyarrow or json parse it).
 ``decoding``

@@ -15,7 +15,7 @@ import pyarrow as pa
 
 from diagnose.data import DataError, ValidationReport
 from diagnose.frames import Tabular
-from diagnose.io.files import PathLike
+from diagnose.io.files import PathLike, RawBytes, as_bytes
 from diagnose.io.messages import fatal_error, plural_of, show_id, verb
 from diagnose.lazy import pandas as pd
 
@@ -152,8 +152,9 @@ def _check_collisions(file: str, marked: pd.DataFrame, cols: Sequence[str], orig
             )
 
 
-def clean_utf8(raw: bytes, file: str, report: ValidationReport) -> bytes:
-    """``raw`` when it is valid UTF-8; otherwise each bad line decoded with U+FFFD replacements, and counted."""
+def clean_utf8(raw: RawBytes, file: str, report: ValidationReport) -> RawBytes:
+    """``raw`` when it is valid UTF-8 (a :func:`~diagnose.io.files.read_mapped` map stays one); otherwise each bad
+    line decoded with U+FFFD replacements, and counted (bytes)."""
     try:
         offsets = pa.py_buffer(np.array([0, len(raw)], dtype=np.int64))
         whole = pa.Array.from_buffers(pa.large_string(), 1, [None, offsets, pa.py_buffer(raw)])  # no copy
@@ -161,6 +162,7 @@ def clean_utf8(raw: bytes, file: str, report: ValidationReport) -> bytes:
         return raw
     except pa.ArrowInvalid:
         pass
+    raw = as_bytes(raw)
     out, bad = [], []
     errors = "diagnose.mark" if _DECODING.mark else "replace"
     if _DECODING.mark:

@@ -1,6 +1,6 @@
 """Reading an input file safely: the path checks (missing, a folder, a FIFO or device, no permission, outside the
 folders reads are confined to), the size limit (``DIAGNOSE_MAX_INPUT_BYTES``, also for a gzip file once
-decompressed), and the whole file as bytes."""
+decompressed), and the whole file as bytes (or, for a large plain file, a memory map of it)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import contextvars
 import errno
 import gzip
 import io as stdio
+import mmap
 import os
 import re
 import stat
@@ -20,6 +21,20 @@ from diagnose.io.messages import fatal_error, plural_of
 from diagnose.memory import out_of_memory
 
 PathLike = str | Path
+
+
+class MappedFile(mmap.mmap):
+    """A read-only memory map of a file (:func:`read_mapped`) whose ``in`` finds a byte string like ``bytes``' does
+    (a plain map's ``in`` walks it byte by byte in Python, and finds single bytes only)."""
+
+    def __contains__(self, needle: object) -> bool:
+        if isinstance(needle, int):
+            needle = bytes([needle])
+        return self.find(needle) >= 0
+
+
+#: A file's bytes as the readers hold them: bytes, or a map of a large plain file (:func:`read_mapped`).
+RawBytes = bytes | MappedFile
 
 
 def suffixes(path: Path) -> str:
@@ -286,6 +301,53 @@ def _gunzip(raw: bytes, limit: int) -> bytes | None:
         return None
     with gzip.GzipFile(fileobj=stdio.BytesIO(raw)) as gz:
         return gz.read(size)
+
+
+#: Files at least this large are mapped, not read, by :func:`read_mapped` (below it the copy costs little).
+MAP_MIN_BYTES = 2**20
+
+
+def read_mapped(path: PathLike, expected: str) -> RawBytes:
+    """:func:`read_bytes`, or, for a plain file of at least :data:`MAP_MIN_BYTES` (not gzip, no byte-order mark),
+    a read-only memory map of it: the same bytes without copying them (a 1M-line run: ~25 ms less, and 35 MB less
+    to page in).
+
+    A :class:`MappedFile` supports what the fast readers use: ``len``, ``in``, ``find``, slicing (which gives bytes)
+    and the buffer protocol (pyarrow reads it in place). It is not ``bytes`` (no ``split``, ``decode``, ...): other
+    code takes :func:`as_bytes` of it first. Same checks and errors as :func:`read_bytes`. As with any memory
+    map, a file truncated by another process while it is being parsed ends the process (SIGBUS); the map is
+    populated at once and dropped when the parse is done.
+    """
+    file = str(path)
+    st = check_input_path(path, expected)
+    if st.st_size < MAP_MIN_BYTES or not hasattr(mmap, "MAP_SHARED"):  # small, or not POSIX
+        return read_bytes(path, expected)
+    marks = (b"\x1f\x8b", codecs.BOM_UTF8, codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)
+    try:
+        with open(path, "rb") as f:
+            _check_opened(f, file, expected)
+            if f.read(3).startswith(marks):  # gunzipped, the mark removed, or refused: read_bytes does it
+                return read_bytes(path, expected)
+            try:
+                flags = mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0)
+                mapped = MappedFile(f.fileno(), 0, flags=flags, prot=mmap.PROT_READ)
+            except (OSError, ValueError):  # a file system without mmap, or a file emptied since the check
+                mapped = None
+    except OSError as e:
+        raise os_error(file, e, expected) from None
+    if mapped is None:
+        return read_bytes(path, expected)
+    limit = max_input_bytes()
+    if len(mapped) > limit:  # it grew after the check
+        raise fatal_error(
+            file, None, f"is more than the input limit of {file_size(limit)}", None, expected, too_big_fix()
+        )
+    return mapped
+
+
+def as_bytes(data: RawBytes) -> bytes:
+    """``data`` as bytes: itself, or a copy of a :func:`read_mapped` map."""
+    return data if isinstance(data, bytes) else data[:]
 
 
 def read_bytes(path: PathLike, expected: str) -> bytes:

@@ -15,7 +15,7 @@ import pyarrow as pa
 from diagnose.data import DataError, Run, ValidationReport
 from diagnose.frames import first_seen_codes
 from diagnose.io.decoding import clean_utf8, refuse_decoding_collisions
-from diagnose.io.files import PathLike, exists, read_bytes, suffixes
+from diagnose.io.files import PathLike, RawBytes, as_bytes, exists, read_mapped, suffixes
 from diagnose.io.formats import RUN_D_COLS, RUN_FORMATS, RUN_Q_COLS, TREC_RUN
 from diagnose.io.messages import fatal_error, note_lines, plural_of, show_id, snip, verb
 from diagnose.io.run_order import (
@@ -78,7 +78,7 @@ def read_run(path: PathLike, *, name: str | None = None, report: ValidationRepor
     report = report if report is not None else ValidationReport()
     file = str(path)
     name = name or run_stem(path)
-    raw = clean_utf8(read_bytes(path, RUN_FORMATS), file, report)
+    raw = clean_utf8(read_mapped(path, RUN_FORMATS), file, report)  # a large TREC run is parsed in place
     first = first_line(raw, skip_comments=True)
     if first is None:
         report.add("empty_file", f"run {name!r} is empty: every golden query scores 0", file=file)
@@ -90,10 +90,10 @@ def read_run(path: PathLike, *, name: str | None = None, report: ValidationRepor
             raise fatal_error(
                 file, lineno, "not a JSON object", snip(line), RUN_FORMATS, "write one JSON object per line"
             )
-        return read_run_jsonl(raw, file, name, report)
+        return read_run_jsonl(as_bytes(raw), file, name, report)
     fields = [f.strip().lower() for f in re.split(r"[,\t]", line)]
     if suffix in (".csv", ".tsv") or (len(fields) >= 2 and fields[0] in RUN_Q_COLS):
-        return _read_run_table(raw, file, name, report, line, lineno)
+        return _read_run_table(as_bytes(raw), file, name, report, line, lineno)
     if len(line.split()) >= 4:
         return _read_run_trec(raw, file, name, report)
     raise fatal_error(
@@ -106,10 +106,11 @@ def read_run(path: PathLike, *, name: str | None = None, report: ValidationRepor
     )
 
 
-def _read_run_trec(raw: bytes, file: str, name: str, report: ValidationReport) -> Run:
+def _read_run_trec(raw: RawBytes, file: str, name: str, report: ValidationReport) -> Run:
     fast = _read_run_trec_fast(raw, file, name, report)
     if fast is not None:
         return fast
+    raw = as_bytes(raw)
     # Line by line: exact line numbers for errors, comments, extra fields after the tag.
     qs: list[str] = []
     ds: list[str] = []
@@ -140,7 +141,7 @@ def _read_run_trec(raw: bytes, file: str, name: str, report: ValidationReport) -
     return run_from_lists(name, file, (qs, ds, ss), report, what="result lines", file_ranks=file_ranks)
 
 
-def _read_run_trec_fast(raw: bytes, file: str, name: str, report: ValidationReport) -> Run | None:
+def _read_run_trec_fast(raw: RawBytes, file: str, name: str, report: ValidationReport) -> Run | None:
     """The run through pyarrow, or None when the file needs the line-by-line reader (or a score is not finite)."""
     # the query ids dictionary-encoded by the reader's threads: few distinct values, their codes come with the parse
     types = {

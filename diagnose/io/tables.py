@@ -14,6 +14,7 @@ import pyarrow.csv as pacsv
 
 from diagnose import io
 from diagnose.data import ValidationReport
+from diagnose.io.files import RawBytes, as_bytes
 from diagnose.io.messages import fatal_error, plural_of, snip, verb
 from diagnose.io.text import line_start, text_lines
 from diagnose.lazy import pyarrow_compute as pc
@@ -48,7 +49,7 @@ def _normalise_whitespace(data: bytes) -> bytes:
 _WS_TO_SPACE = bytes.maketrans(b"\t\r\x0b\x0c", b"    ")
 
 
-def fast_whitespace_table(data: bytes, names: list[str], types: dict[str, pa.DataType]) -> pa.Table | None:
+def fast_whitespace_table(data: RawBytes, names: list[str], types: dict[str, pa.DataType]) -> pa.Table | None:
     """Parse a whitespace-separated file with pyarrow, or None when it needs the line-by-line path.
 
     A file that separates fields by single tabs only, or single spaces only, is parsed as is; otherwise (mixed
@@ -56,11 +57,12 @@ def fast_whitespace_table(data: bytes, names: list[str], types: dict[str, pa.Dat
     run of whitespace. None when: fast paths are off, a line does not have exactly ``len(names)`` fields, a
     field does not convert, or a line starts with ``#`` (a comment; the slow path skips it like trec_eval).
     Only single-byte searches run on the whole buffer (memchr speed). ``data`` is valid UTF-8 (the readers pass
-    it through :func:`~diagnose.io.decoding.clean_utf8` first), so the string columns are not checked again.
+    it through :func:`~diagnose.io.decoding.clean_utf8` first), so the string columns are not checked again; it may
+    be a :func:`~diagnose.io.files.read_mapped` map, parsed in place.
     """
     if not fast_paths():
         return None
-    candidates: list[tuple[bytes, str]] = []
+    candidates: list[tuple[RawBytes, str]] = []
     if b"\x0b" not in data and b"\x0c" not in data:
         has_tab, has_space = b"\t" in data, b" " in data
         if not (has_tab and has_space):
@@ -68,7 +70,7 @@ def fast_whitespace_table(data: bytes, names: list[str], types: dict[str, pa.Dat
     candidates.append((b"", " "))  # normalised, built lazily
     for buf, delimiter in candidates:
         if not buf:
-            buf = _normalise_whitespace(data)
+            buf = _normalise_whitespace(as_bytes(data))
         try:
             table = pacsv.read_csv(
                 pa.BufferReader(buf),
