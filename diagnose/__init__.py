@@ -11,7 +11,7 @@ The Python API, verbs first (README, section "Python"; in full: docs/python.md):
     run = diagnose.run_retriever(my_langchain_retriever, ds)           # a live retriever -> a Run
 
 The library (this package) never imports Streamlit; ``diagnose.ui`` and ``app.py`` are a thin face over it, and
-``diagnose.cli`` a thin command line. Heavy modules load on first use, so ``import diagnose`` stays light.
+``diagnose.cli`` a thin command line. Every name loads on first use, so ``import diagnose`` imports nothing heavy.
 """
 
 from __future__ import annotations
@@ -20,11 +20,10 @@ from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
-from diagnose.data import Corpus, DataError, Dataset, Qrels, Queries, Run, Span, ValidationReport
-
 if TYPE_CHECKING:
     from diagnose.analysis import Analysis
     from diagnose.api import evaluate, load, write_qrels
+    from diagnose.data import Corpus, DataError, Dataset, Qrels, Queries, Run, Span, ValidationReport
     from diagnose.retrievers import run_retriever
 
 __all__ = [
@@ -44,7 +43,13 @@ __all__ = [
     "__version__",
 ]
 
+# nothing is imported with the package itself (not even numpy): the command line sets up its process first
+# (diagnose.cli.process)
 _LAZY = {
+    **dict.fromkeys(
+        ["Corpus", "DataError", "Dataset", "Qrels", "Queries", "Run", "Span", "ValidationReport"],
+        "diagnose.data",
+    ),
     "Analysis": "diagnose.analysis",
     "run_retriever": "diagnose.retrievers",
     "load": "diagnose.api",
