@@ -510,3 +510,42 @@ def test_the_command_exits_without_teardown_once_its_output_and_atexit_handlers_
     else:
         printed = done.stdout[: done.stdout.rindex("}") + 1]
         assert json.loads(printed)["runs"]["good"]["aggregate"]
+
+
+_BLAS_SCRIPT = """
+import importlib.abc, json, os, sys
+
+seen = {}
+
+class Watch(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name == "numpy" and name not in seen:
+            seen[name] = os.environ.get("OPENBLAS_THREAD_TIMEOUT")
+        return None
+
+sys.meta_path.insert(0, Watch())
+import diagnose
+light = "numpy" not in sys.modules
+import diagnose.cli
+print(json.dumps({"light": light, "at_numpy": seen.get("numpy")}))
+"""
+
+
+@pytest.mark.parametrize("user", [None, "28"])
+def test_the_command_limits_openblas_spinning_before_numpy_loads(user):
+    """``import diagnose`` loads no numpy, and ``diagnose.cli`` sets OpenBLAS's spin (``diagnose.cli.process``) before
+    its own imports load it, so the setting takes effect; a value the user set is kept."""
+    import os
+    import subprocess
+    import sys
+
+    from diagnose.cli.process import BLAS_SPIN
+
+    env = {k: v for k, v in os.environ.items() if k != BLAS_SPIN[0]}
+    if user is not None:
+        env[BLAS_SPIN[0]] = user
+    done = subprocess.run(
+        [sys.executable, "-c", _BLAS_SCRIPT], capture_output=True, text=True, env=env, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {"light": True, "at_numpy": user or BLAS_SPIN[1]}

@@ -44,6 +44,7 @@ import traceback
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
+import diagnose.cli.process  # noqa: F401  (first: it sets up the process before numpy loads)
 from diagnose.cli.parser import build_parser
 from diagnose.cli.shared import (
     EXIT_FAIL,
