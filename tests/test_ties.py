@@ -359,6 +359,47 @@ def test_the_work_done_beside_the_evaluation_gives_the_same_audit(tmp_path):
 
 
 @pytest.mark.parametrize("cpus", [1, 2])
+@pytest.mark.parametrize("leave", [0, 1, 2, 5])
+def test_copies_left_by_the_work_are_evaluated_by_the_audit(tmp_path, monkeypatch, leave, cpus):
+    """``tie_work(leave=n)`` leaves its last n re-ordered copies unevaluated (``pending``), and ``audit_from_work``
+    evaluates them (side by side with two CPUs): the audit is ``tie_audit``'s whatever is left, and the work is not
+    changed by it."""
+    import threading
+
+    import diagnose.blocks
+
+    monkeypatch.setattr(diagnose.blocks, "available_cpus", lambda: cpus)
+    threads = set()
+    real = ties.audit.evaluate
+
+    def recording(*args, **kwargs):
+        threads.add(threading.current_thread().name)
+        return real(*args, **kwargs)
+
+    qrels = make_qrels([("q1", "c", 2), ("q1", "a", 1), ("q2", "a", 1), ("q2", "b", 0), ("q3", "z", 1)])
+    rows = [("q1", "a", 1.0), ("q1", "b", 1.0), ("q1", "c", 1.0), ("q2", "a", 2.0), ("q2", "b", 2.0)]
+    run = trec_run(tmp_path, [*rows, ("q2", "x", 2.0)])
+    metrics = ["mrr", "ndcg@2", "judged@2", "recall@1"]  # two sort keys that vary in a group: four copies
+    alone = tie_audit(qrels, run, metrics, k=2)
+    everything = ties.tie_work(qrels, run, metrics, k=2)
+    assert everything.pending == () and np.isfinite(everything.lo).any()
+    work = ties.tie_work(qrels, run, metrics, k=2, leave=leave)
+    assert len(work.pending) == min(leave, 4)
+    assert sorted(c.key_name for c in work.pending) == sorted(
+        ["gain", "gain", "judged", "judged"][4 - min(leave, 4) :]
+    )
+    lo, hi = work.lo.copy(), work.hi.copy()
+    monkeypatch.setattr(ties.audit, "evaluate", recording)
+    split = ties.audit_from_work(qrels, run, work, base=evaluate(qrels, run, metrics))
+    assert len(threads) == (2 if cpus == 2 and leave >= 2 else 1 if leave else 0)
+    pd.testing.assert_frame_equal(split.per_query, alone.per_query)
+    assert split.aggregate == alone.aggregate and split.examples == alone.examples
+    assert np.array_equal(work.lo, lo) and np.array_equal(work.hi, hi)  # the work is left as it was
+    if leave == 0:
+        assert np.array_equal(work.lo, everything.lo) and np.array_equal(work.hi, everything.hi)
+
+
+@pytest.mark.parametrize("cpus", [1, 2])
 def test_the_evaluation_report_audits_beside_the_evaluations_with_the_same_result(
     tmp_path, monkeypatch, cpus
 ):

@@ -11,6 +11,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from diagnose import defaults
+from diagnose.blocks import in_threads
 from diagnose.checks import positive_int
 from diagnose.data import MAX_EXAMPLES, Qrels, Run, ValidationReport
 from diagnose.frames import ColumnsFrame
@@ -37,7 +38,8 @@ class TieWork(NamedTuple):
     """What an audit computes without the run's own evaluation (:func:`tie_work`): the metric names (as
     :func:`~diagnose.metrics.evaluate` writes them), the golden queries, the tie layout and counts, and each
     metric's lowest and highest value per golden query over the re-ordered copies (``lo`` +inf and ``hi`` -inf where
-    no copy covers a query). :func:`tie_audit` widens them with the run's own values."""
+    no copy covers a query), but for the copies left ``pending`` (:func:`tie_work`'s ``leave``).
+    :func:`audit_from_work` evaluates those and widens the ranges with the run's own values."""
 
     k: int
     names: list[str]
@@ -49,6 +51,8 @@ class TieWork(NamedTuple):
     lo: np.ndarray
     hi: np.ndarray
     sampled: int
+    scope: _Scope
+    pending: tuple[_Copy, ...]
 
 
 def tie_work(
@@ -60,10 +64,13 @@ def tie_work(
     n_orders: int = 20,
     seed: int = defaults.SEED,
     relevance_level: int = 1,
+    leave: int = 0,
 ) -> TieWork:
     """The part of :func:`tie_audit` that needs no evaluation of ``run`` itself (same arguments), so that it can run
     beside that evaluation (:meth:`diagnose.analysis.Analysis.evaluation_report` does); :func:`audit_from_work`
-    finishes the audit."""
+    finishes the audit. ``leave``: how many of the re-ordered copies (two per sort key that matters) to leave to
+    :func:`audit_from_work`, which evaluates them side by side (:func:`~diagnose.blocks.in_threads`) once the run's
+    own evaluation is done."""
     k = _checked_k(k, n_orders)
     names = _canonical(expand_metrics(None, [k]) if metrics is None else list(metrics))
     prep = prepare_inputs(qrels, names, relevance_level)[1]  # DataError: no relevant document, unknown metric
@@ -71,15 +78,21 @@ def tie_work(
     lay = tie_layout(run)
     groups = np.flatnonzero(lay.g_size > 1)
     counts = _tie_counts(lay, groups, golden, k)
+    scope = _scope(lay, counts)
     exact = {m: tie_key_of(m) is not None for m in names}
     lo = np.full((len(golden), len(names)), np.inf)
     hi = np.full((len(golden), len(names)), -np.inf)
+    copies = _copies(qrels, run, lay, scope, names, exact) if len(groups) else []
+    done = len(copies) - min(max(int(leave), 0), len(copies))
+    for copy in copies[:done]:
+        widen(lo, hi, copy.cols, _scored(qrels, run, lay, scope, copy, relevance_level), scope.golden)
     sampled = 0
     if len(groups):
-        sampled = _widen_over_orders(
-            qrels, run, lay, _scope(lay, counts), names, exact, lo, hi, n_orders, seed, relevance_level
+        sampled = _widen_over_random_orders(
+            qrels, run, lay, names, exact, lo, hi, n_orders, seed, relevance_level
         )
-    return TieWork(k, names, relevance_level, golden, lay, counts, exact, lo, hi, sampled)
+    work = TieWork(k, names, relevance_level, golden, lay, counts, exact, lo, hi, sampled, scope, ())
+    return work._replace(pending=tuple(copies[done:]))
 
 
 def tie_audit(
@@ -111,13 +124,20 @@ def tie_audit(
 
 
 def audit_from_work(qrels: Qrels, run: Run, work: TieWork, *, base: Evaluation | None = None) -> TieAudit:
-    """:func:`tie_audit` from its :func:`tie_work` (of these ``qrels`` and ``run``): the copies' ranges widened with
-    the run's own values, ``base`` when it holds them (as for :func:`tie_audit`), else the run scored here."""
+    """:func:`tie_audit` from its :func:`tie_work` (of these ``qrels`` and ``run``): the copies' ranges, with the
+    copies it left pending evaluated here (in threads, with two CPUs), widened with the run's own values, ``base``
+    when it holds them (as for :func:`tie_audit`), else the run scored here. ``work`` is not changed."""
     names, golden, lay, counts, exact = work.names, work.golden, work.lay, work.counts, work.exact
+    lo, hi = work.lo.copy(), work.hi.copy()
+    scored = in_threads(
+        lambda c: _scored(qrels, run, lay, work.scope, c, work.relevance_level), work.pending, blas=False
+    )
+    for copy, e in zip(work.pending, scored, strict=True):
+        widen(lo, hi, copy.cols, e, work.scope.golden)
     if not _holds(base, names, golden):
         base = evaluate(qrels, run, names, relevance_level=work.relevance_level)
     value = base.values(names)
-    lo, hi = np.minimum(value, work.lo), np.maximum(value, work.hi)
+    lo, hi = np.minimum(value, lo), np.maximum(value, hi)
     depends = (hi - lo > TOL).any(axis=1) if len(names) else np.zeros(len(golden), dtype=bool)
     ties_top = counts.per_golden(counts.in_top, False)
     cross = counts.per_golden(counts.crossing, False)
@@ -205,11 +225,53 @@ def _scope(lay: Layout, counts: _TieCounts) -> _Scope:
     return _Scope(has_ties[lay.qcode], counts.per_golden(has_ties, False))
 
 
-def _widen_over_orders(
+class _Copy(NamedTuple):
+    """One re-ordered copy of the run to evaluate: its tie order puts ``key`` (signed) first in every tie group;
+    ``cols``: the metrics it widens (``names``: their names), those whose value depends on that key only."""
+
+    key_name: str
+    key: np.ndarray
+    cols: list[int]
+    names: list[str]
+
+
+def _copies(
+    qrels: Qrels, run: Run, lay: Layout, scope: _Scope, names: list[str], exact: dict[str, bool]
+) -> list[_Copy]:
+    """The best- and worst-case orders of each sort key needed (:func:`~diagnose.ties.orders.tie_key_of`) that
+    varies inside a tie group: every metric of that key takes its lowest and highest value over tie orders in one of
+    the two copies."""
+    needed = {tie_key_of(m) for m in names if exact[m]}
+    if not all(exact.values()):
+        needed.add("gain")
+    keys = tie_keys(qrels, run, lay, needed, scope.positions)
+    out = []
+    for key_name in sorted(needed):
+        cols = [j for j, m in enumerate(names) if (tie_key_of(m) or "gain") == key_name]
+        key = keys[key_name]
+        if cols and varies_in_groups(key, lay):
+            out += [_Copy(key_name, sign * key, cols, [names[j] for j in cols]) for sign in (-1.0, 1.0)]
+    return out
+
+
+def _scored(
+    qrels: Qrels, run: Run, lay: Layout, scope: _Scope, copy: _Copy, relevance_level: int
+) -> Evaluation:
+    """The evaluation of ``copy`` (its metrics only).
+
+    The ``gain`` copies keep only the documents with a positive grade: every family of that key reads nothing else
+    (the ranks stay explicit in the copy), so the two copies are as small as the judged part of the run."""
+    if copy.key_name == "gain":  # the gain key is 0 exactly for the documents without a positive grade
+        run_copy = reordered_nonzero(run, lay, copy.key, deepest_rank(copy.names))
+    else:
+        run_copy = reordered(run, lay, copy.key, deepest_rank(copy.names), scope.positions)
+    return evaluate(qrels, run_copy, copy.names, relevance_level=relevance_level)
+
+
+def _widen_over_random_orders(
     qrels: Qrels,
     run: Run,
     lay: Layout,
-    scope: _Scope,
     names: list[str],
     exact: dict[str, bool],
     lo: np.ndarray,
@@ -218,42 +280,22 @@ def _widen_over_orders(
     seed: int,
     relevance_level: int,
 ) -> int:
-    """Widen ``lo`` / ``hi`` (per query x metric, in place) with the best- and worst-case orders of each needed key,
-    then with ``n_orders`` random orders for the metrics without an exact key; returns how many were sampled.
-
-    The ``gain`` copies keep only the documents with a positive grade: every family of that key reads nothing else
-    (the ranks stay explicit in the copy), so the two copies are as small as the judged part of the run."""
-    sampled = 0
-    needed = {tie_key_of(m) for m in names if exact[m]}
-    if not all(exact.values()):
-        needed.add("gain")
-    keys = tie_keys(qrels, run, lay, needed, scope.positions)
-    for key_name in sorted(needed):
-        cols = [j for j, m in enumerate(names) if (tie_key_of(m) or "gain") == key_name]
-        key = keys[key_name]
-        if not cols or not varies_in_groups(key, lay):
-            continue
-        sub = [names[j] for j in cols]
-        for sign in (-1.0, 1.0):
-            if key_name == "gain":  # the gain key is 0 exactly for the documents without a positive grade
-                copy = reordered_nonzero(run, lay, sign * key, deepest_rank(sub))
-            else:
-                copy = reordered(run, lay, sign * key, deepest_rank(sub), scope.positions)
-            widen(lo, hi, cols, evaluate(qrels, copy, sub, relevance_level=relevance_level), scope.golden)
+    """Widen ``lo`` / ``hi`` with ``n_orders`` random orders for the metrics without an exact key; returns how many
+    were sampled (0 when every metric has one)."""
     inexact = [j for j, m in enumerate(names) if not exact[m]]
-    if inexact:
-        rng = np.random.default_rng(seed)
-        sub = [names[j] for j in inexact]
-        for _ in range(n_orders):
-            e = evaluate(
-                qrels,
-                reordered(run, lay, rng.random(len(lay.order)), deepest_rank(sub)),
-                sub,
-                relevance_level=relevance_level,
-            )
-            widen(lo, hi, inexact, e)
-        sampled = n_orders
-    return sampled
+    if not inexact:
+        return 0
+    rng = np.random.default_rng(seed)
+    sub = [names[j] for j in inexact]
+    for _ in range(n_orders):
+        e = evaluate(
+            qrels,
+            reordered(run, lay, rng.random(len(lay.order)), deepest_rank(sub)),
+            sub,
+            relevance_level=relevance_level,
+        )
+        widen(lo, hi, inexact, e)
+    return n_orders
 
 
 def _per_query_table(
