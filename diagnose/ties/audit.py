@@ -82,17 +82,17 @@ def tie_work(
     exact = {m: tie_key_of(m) is not None for m in names}
     lo = np.full((len(golden), len(names)), np.inf)
     hi = np.full((len(golden), len(names)), -np.inf)
-    copies = _copies(qrels, run, lay, scope, names, exact) if len(groups) else []
-    done = len(copies) - min(max(int(leave), 0), len(copies))
-    for copy in copies[:done]:
-        widen(lo, hi, copy.cols, _scored(qrels, run, lay, scope, copy, relevance_level), scope.golden)
-    sampled = 0
+    copies, sampled = [], 0
     if len(groups):
+        copies = _copies(qrels, run, lay, scope, names, exact)
         sampled = _widen_over_random_orders(
             qrels, run, lay, names, exact, lo, hi, n_orders, seed, relevance_level
         )
-    work = TieWork(k, names, relevance_level, golden, lay, counts, exact, lo, hi, sampled, scope, ())
-    return work._replace(pending=tuple(copies[done:]))
+    cut = max(len(copies) - max(int(leave), 0), 0)  # the copies evaluated here; the rest are left pending
+    _widen_with_copies(qrels, run, lay, scope, copies[:cut], lo, hi, relevance_level, workers=1)
+    return TieWork(
+        k, names, relevance_level, golden, lay, counts, exact, lo, hi, sampled, scope, tuple(copies[cut:])
+    )
 
 
 def tie_audit(
@@ -129,11 +129,7 @@ def audit_from_work(qrels: Qrels, run: Run, work: TieWork, *, base: Evaluation |
     when it holds them (as for :func:`tie_audit`), else the run scored here. ``work`` is not changed."""
     names, golden, lay, counts, exact = work.names, work.golden, work.lay, work.counts, work.exact
     lo, hi = work.lo.copy(), work.hi.copy()
-    scored = in_threads(
-        lambda c: _scored(qrels, run, lay, work.scope, c, work.relevance_level), work.pending, blas=False
-    )
-    for copy, e in zip(work.pending, scored, strict=True):
-        widen(lo, hi, copy.cols, e, work.scope.golden)
+    _widen_with_copies(qrels, run, lay, work.scope, work.pending, lo, hi, work.relevance_level)
     if not _holds(base, names, golden):
         base = evaluate(qrels, run, names, relevance_level=work.relevance_level)
     value = base.values(names)
@@ -252,6 +248,27 @@ def _copies(
         if cols and varies_in_groups(key, lay):
             out += [_Copy(key_name, sign * key, cols, [names[j] for j in cols]) for sign in (-1.0, 1.0)]
     return out
+
+
+def _widen_with_copies(
+    qrels: Qrels,
+    run: Run,
+    lay: Layout,
+    scope: _Scope,
+    copies: Sequence[_Copy],
+    lo: np.ndarray,
+    hi: np.ndarray,
+    relevance_level: int,
+    *,
+    workers: int | None = None,
+) -> None:
+    """Widen ``lo`` / ``hi`` (per query x metric, in place) with the values of ``copies``, evaluated side by side in
+    up to ``workers`` threads (:func:`~diagnose.blocks.in_threads`; 1: in this thread)."""
+    scored = in_threads(
+        lambda c: _scored(qrels, run, lay, scope, c, relevance_level), copies, workers=workers, blas=False
+    )
+    for copy, e in zip(copies, scored, strict=True):
+        widen(lo, hi, copy.cols, e, scope.golden)
 
 
 def _scored(
