@@ -321,22 +321,22 @@ def read_mapped(path: PathLike, expected: str) -> RawBytes:
     file = str(path)
     st = check_input_path(path, expected)
     if st.st_size < MAP_MIN_BYTES or not hasattr(mmap, "MAP_SHARED"):  # small, or not POSIX
-        return read_bytes(path, expected)
+        return _read_checked(path, expected)
     marks = (b"\x1f\x8b", codecs.BOM_UTF8, codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)
+    mapped = None
     try:
         with open(path, "rb") as f:
             _check_opened(f, file, expected)
-            if f.read(3).startswith(marks):  # gunzipped, the mark removed, or refused: read_bytes does it
-                return read_bytes(path, expected)
-            try:
-                flags = mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0)
-                mapped = MappedFile(f.fileno(), 0, flags=flags, prot=mmap.PROT_READ)
-            except (OSError, ValueError):  # a file system without mmap, or a file emptied since the check
-                mapped = None
+            if not f.read(3).startswith(marks):  # else gunzipped, the mark removed, or refused: read below
+                try:
+                    flags = mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0)
+                    mapped = MappedFile(f.fileno(), 0, flags=flags, prot=mmap.PROT_READ)
+                except (OSError, ValueError):  # a file system without mmap, or a file emptied since the check
+                    pass
     except OSError as e:
         raise os_error(file, e, expected) from None
     if mapped is None:
-        return read_bytes(path, expected)
+        return _read_checked(path, expected)
     limit = max_input_bytes()
     if len(mapped) > limit:  # it grew after the check
         raise fatal_error(
@@ -356,8 +356,13 @@ def read_bytes(path: PathLike, expected: str) -> bytes:
     Fatal (DataError naming the path) when missing, unreadable, not a regular file, or larger than
     :func:`max_input_bytes` (also once decompressed).
     """
-    file = str(path)
     check_input_path(path, expected)  # a regular file within the limit: reading it whole ends
+    return _read_checked(path, expected)
+
+
+def _read_checked(path: PathLike, expected: str) -> bytes:
+    """:func:`read_bytes` once the path has passed :func:`check_input_path`."""
+    file = str(path)
     limit = max_input_bytes()
     try:
         with open(path, "rb") as f:
