@@ -1,4 +1,4 @@
-"""The ANN frontier's cost at scale: :func:`diagnose.ann.ann_frontier` over N random unit vectors (the default grid:
+"""The ANN frontier's cost at scale: :func:`diagnose.whatif.ann.ann_frontier` over N random unit vectors (the default grid:
 4 HNSW builds x 5 efSearch, IVF-Flat at round(4 sqrt(N)) lists x 4 nprobe), one query per search, one thread.
 
 Random vectors have no neighbourhood structure, so recall against exact is a pessimistic case for HNSW and IVF; each
@@ -16,9 +16,9 @@ import time
 import numpy as np
 import pandas as pd
 
-from diagnose.ann import ann_frontier
 from diagnose.data import Qrels
-from diagnose.space import VectorSpace
+from diagnose.search.space import VectorSpace
+from diagnose.whatif.ann import ann_frontier
 
 
 def main() -> None:

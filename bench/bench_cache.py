@@ -60,7 +60,7 @@ READS = r"""
 import sys, time
 t0 = time.perf_counter()
 from diagnose.io import load_dataset
-from diagnose.space import VectorSpace
+from diagnose.search.space import VectorSpace
 from diagnose.lexical import BM25Index
 ds = load_dataset(data_dir=sys.argv[1])
 golden = ds.qrels.queries_with_relevant()

@@ -28,7 +28,7 @@ CHILD = r"""
 import contextlib, io, json, sys, time
 T = {}
 c = time.process_time()
-import numpy, pyarrow, pyarrow.compute, pyarrow.csv  # noqa: F401  (a tree older than diagnose.lazy imports pandas below)
+import numpy, pyarrow, pyarrow.compute, pyarrow.csv  # noqa: F401  (a tree older than diagnose.runtime.lazy imports pandas below)
 T["import numpy + pyarrow"] = time.process_time() - c
 c = time.process_time()
 import diagnose.cli as cli, diagnose.cli.shared as shared, diagnose.io.dataset as dataset

@@ -15,7 +15,7 @@ What is measured:
   and their ratios to exact;
 - quality: cosine of each route's vectors to the exact vectors, over the whole sample (mean, min);
 - retrieval: for the exact and the fast (default) encoder, the dense baseline of each collection in --ndcg (every
-  document + every judged test query through ``embed_texts`` without a cache, ``diagnose.baselines.dense_run``,
+  document + every judged test query through ``embed_texts`` without a cache, ``diagnose.search.baselines.dense_run``,
   ``diagnose.metrics.evaluate``) and its nDCG@10, with the wall time of each whole-corpus encode.
 
 Routes: exact (``load_encoder(precision="exact")``: sentence-transformers, fp32); fast (``load_encoder()``: the
@@ -48,11 +48,11 @@ sys.path.insert(0, str(ROOT))
 
 import numpy as np  # noqa: E402
 
-from diagnose.baselines import dense_run  # noqa: E402
 from diagnose.embed import embed_texts, load_encoder  # noqa: E402
 from diagnose.embed import fast as fast_encoder  # noqa: E402
 from diagnose.io import load_dataset  # noqa: E402
 from diagnose.metrics import evaluate  # noqa: E402
+from diagnose.search.baselines import dense_run  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data"
 Route = Callable[[list[str]], np.ndarray]

@@ -25,7 +25,7 @@ from common import bm25_run, cold_warm_bare, nfcorpus_args, print_rounds
 MAP = r"""
 import sys, time
 from diagnose.io import load_dataset
-from diagnose.space import VectorSpace
+from diagnose.search.space import VectorSpace
 from diagnose.lexical import BM25Index
 from diagnose.failures import diagnose_run
 from diagnose import projection

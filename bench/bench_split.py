@@ -4,7 +4,7 @@ NFCorpus cut into chunks by LangChain's ``RecursiveCharacterTextSplitter`` (500 
 ``add_start_index=True``, ids ``DOC#N``, the title on every chunk), and a golden set of reference contexts: for the
 first 150 test queries, up to two relevant documents (grade 2 first), two consecutive sentences from the middle of
 each (more than 40 characters). The dense baseline (bundled model) at k=10, hit: every missed pair with its class,
-whether it is a split target (:func:`diagnose.chunks.split.split_targets`), its split window cosine, the best cosine
+whether it is a split target (:func:`diagnose.failures.split.split_targets`), its split window cosine, the best cosine
 of both of its windows, its rank under the merge remedy's scoring and its chunk's dense rank, and whether the merge
 remedy recovers its query. Each rule variant is then counted on those rows: its split failed queries and how many
 the merge recovers, against the other failed queries. The remedy matrix is measured twice, with the rule of the
@@ -27,7 +27,7 @@ from pathlib import Path
 import diagnose
 from diagnose import embed
 from diagnose.analysis import Analysis
-from diagnose.chunks.split import neighbour_windows, split_targets
+from diagnose.failures.split import neighbour_windows, split_targets
 
 K = 10
 

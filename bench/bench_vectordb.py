@@ -96,7 +96,7 @@ def main() -> None:
 
 
 def _read_time(spec: str) -> float:
-    from diagnose.vectordb import read_collection
+    from diagnose.io.vectordb import read_collection
 
     t0 = time.perf_counter()
     read_collection(spec)

@@ -3,7 +3,7 @@
 Tables are pandas DataFrames with fixed column names, so the heavy work stays vectorised. A run's and a golden
 set's table may also be held as an Arrow table with the same columns (what the fast readers of :mod:`diagnose.io`
 build): ``.df`` converts it on first read, and the metrics, the tie audit and the checks read the Arrow columns
-(:mod:`diagnose.frames`), so ``diagnose evaluate`` never imports pandas (:mod:`diagnose.lazy`).
+(:mod:`diagnose.runtime.frames`), so ``diagnose evaluate`` never imports pandas (:mod:`diagnose.runtime.lazy`).
 
 - ``Corpus.df``:  ``doc_id`` (str, unique), ``title`` (str), ``text`` (str), plus any metadata columns.
 - ``Queries.df``: ``query_id`` (str, unique), ``text`` (str), plus any metadata columns.
@@ -12,7 +12,7 @@ build): ``.df`` converts it on first read, and the metrics, the tie audit and th
 - ``Run.df``:     ``query_id`` (str), ``doc_id`` (str), ``score`` (float64), ``rank`` (int64, 1-based). Rows are
   in final rank order within each query; the reader that built the run decided that order (see ``diagnose.io``).
 
-A problem the user caused and that makes going on impossible raises :class:`DataError`, whose message names the
+A problem the user caused and that makes going on impossible raises :class:`DataError` (:mod:`diagnose.errors`), whose message names the
 file, the line or id, and the fix. Everything else is counted in a :class:`ValidationReport`.
 """
 
@@ -24,24 +24,14 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import numpy as np
 
-from diagnose.frames import FrameField, Tabular, arrow_strings, is_arrow_table
-from diagnose.lazy import pandas as pd
+from diagnose.errors import DataError
+from diagnose.runtime.frames import FrameField, Tabular, arrow_strings, is_arrow_table
+from diagnose.runtime.lazy import pandas as pd
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
 Severity = Literal["error", "warning", "info"]
-
-
-class DataError(Exception):
-    """A user mistake in the input that stops the work. The message is shown as is (no traceback).
-
-    ``param``: the library parameter at fault (``"k"``, ``"corpus"``, ...), when one is; the CLI names its flag
-    for it and the app its widget, so library messages speak of parameters, never of flags."""
-
-    def __init__(self, message: str = "", *, param: str | None = None) -> None:
-        super().__init__(message)
-        self.param = param
 
 
 @dataclass(frozen=True)
@@ -169,7 +159,7 @@ class _Texts:
 
 @dataclass(frozen=True)
 class ChunkMap:
-    """The documents of a chunk corpus (:mod:`diagnose.chunks`): ``parent[chunk_id]`` is the chunk's document;
+    """The documents of a chunk corpus (:mod:`diagnose.io.chunks`): ``parent[chunk_id]`` is the chunk's document;
     ``start``/``end`` (``{chunk_id: offset}``, or None without offsets) its character offsets into that document
     (``document[start:end]`` is the chunk's text). ``how`` says where the parents came from (``"metadata key
     'doc_id'"``, ``"id pattern DOC#N"``) and ``offsets`` which keys gave the offsets (``""``: none)."""
@@ -198,7 +188,7 @@ class ChunkMap:
 class Corpus(_Texts):
     """The documents: ``df`` with ``doc_id``, ``title``, ``text`` (+ metadata columns). ``ids`` is the id
     column (an array); ``texts()`` joins title and text (a method: it builds a new list). ``chunks``: for a
-    corpus of chunks, each chunk's document and offsets (:class:`ChunkMap`, :mod:`diagnose.chunks`); None for a
+    corpus of chunks, each chunk's document and offsets (:class:`ChunkMap`, :mod:`diagnose.io.chunks`); None for a
     corpus of documents."""
 
     df: pd.DataFrame

@@ -74,14 +74,14 @@ run's candidates and the relevant documents (:func:`diagnose.failures.passages.m
 
 CHUNK_SIZES = (128, 256, 512)
 CHUNK_OVERLAPS = (0,)
-"""The grid of a chunking sweep (:mod:`diagnose.chunking`): chunk sizes and overlaps in the model's tokens."""
+"""The grid of a chunking sweep (:mod:`diagnose.whatif.chunking`): chunk sizes and overlaps in the model's tokens."""
 
 TRAIN_EPOCHS = 1
 TRAIN_BATCH_SIZE = 32
 TRAIN_MAX_SEQ_LENGTH = 128
 TRAIN_LEARNING_RATE = 2e-5
 TRAIN_PAIRS_PER_QUERY = 2
-"""Fine-tuning's knobs (:class:`diagnose.finetune.TrainSettings`, ``diagnose finetune``): epochs, batch size, tokens
+"""Fine-tuning's knobs (:class:`diagnose.whatif.finetune.TrainSettings`, ``diagnose finetune``): epochs, batch size, tokens
 per text in training, learning rate, relevant documents per training query (each with one hard negative). They
 finish in minutes on 2 CPU cores for all-MiniLM-L6-v2 and a few hundred training queries (bench/RESULTS.md)."""
 

@@ -1,4 +1,4 @@
-"""The ANN frontier (diagnose.ann, Analysis.ann_frontier, `diagnose ann`): faiss indexes against exact search and the
+"""The ANN frontier (diagnose.whatif.ann, Analysis.ann_frontier, `diagnose ann`): faiss indexes against exact search and the
 golden set. Unit tests use the fake keyword encoder on the demo or random unit vectors; one test runs the bundled
 model on the demo through the CLI. No wall-clock assertions: latencies are only checked to be measured (> 0)."""
 
@@ -15,12 +15,12 @@ pytest.importorskip("faiss")
 
 import diagnose  # noqa: E402
 from diagnose.analysis import Analysis  # noqa: E402
-from diagnose.ann import AnnSetting, ann_frontier, default_settings, ivf_nlist  # noqa: E402
 from diagnose.cli import main  # noqa: E402
 from diagnose.data import DataError, Qrels  # noqa: E402
 from diagnose.embed import KeywordEncoder  # noqa: E402
 from diagnose.metrics import evaluate  # noqa: E402
-from diagnose.space import VectorSpace  # noqa: E402
+from diagnose.search.space import VectorSpace  # noqa: E402
+from diagnose.whatif.ann import AnnSetting, ann_frontier, default_settings, ivf_nlist  # noqa: E402
 
 DEMO = Path(__file__).resolve().parents[1] / "demo_corpus"
 RUN = DEMO / "runs" / "ann_minilm.trec"
@@ -162,7 +162,7 @@ def test_cli_table_prints_every_point(capsys):
 
 def test_without_faiss_the_error_names_the_extra(monkeypatch):
     """The core does not import faiss; a frontier without it says which extra to install."""
-    from diagnose.extras import MissingExtra
+    from diagnose.runtime.extras import MissingExtra
 
     monkeypatch.setitem(__import__("sys").modules, "faiss", None)  # `import faiss` raises ModuleNotFoundError
     space, qrels = _random_space(n_docs=50, n_queries=3)
@@ -238,7 +238,7 @@ def test_a_qdrant_collection_s_hnsw_config_is_on_the_frontier(tmp_path):
 def test_a_vector_s_own_qdrant_hnsw_config_overrides_the_collection_s():
     from types import SimpleNamespace as NS
 
-    from diagnose.vectordb.sources import qdrant_hnsw_params
+    from diagnose.io.vectordb.sources import qdrant_hnsw_params
 
     config = NS(hnsw_config=NS(m=16, ef_construct=100))
     assert qdrant_hnsw_params(config, NS(hnsw_config=NS(m=8, ef_construct=None))) == {

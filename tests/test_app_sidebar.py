@@ -179,8 +179,8 @@ def test_precomputed_vectors_typed_in_the_sidebar_replace_the_model(tmp_path, mo
     import numpy as np
 
     from diagnose import load
-    from diagnose.baselines import dense_run
     from diagnose.embed import KeywordEncoder
+    from diagnose.search.baselines import dense_run
 
     ds = load(app.DEMO)
     enc = KeywordEncoder(dim=64)

@@ -6,9 +6,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from diagnose.baselines import bm25_run, dense_run, hybrid_run
 from diagnose.data import Corpus, DataError, Queries, Run, ValidationReport
 from diagnose.lexical import BM25Index
+from diagnose.search.baselines import bm25_run, dense_run, hybrid_run
 
 CORPUS = Corpus(
     pd.DataFrame(

@@ -1,4 +1,4 @@
-"""diagnose.blocks and the searches that run their blocks in threads: the same results, in the same order, as
+"""diagnose.runtime.threads and the searches that run their blocks in threads: the same results, in the same order, as
 the serial loop (tested with random and with tied vectors; no timing is asserted)."""
 
 from __future__ import annotations
@@ -8,8 +8,9 @@ import threading
 import numpy as np
 import pytest
 
-from diagnose import blocks, embed
+from diagnose import embed
 from diagnose.embed import dense_rank_range, dense_search
+from diagnose.runtime import threads as blocks
 
 
 def test_in_threads_keeps_the_order_of_the_items():
@@ -219,7 +220,7 @@ def test_no_thread_can_be_started_the_work_runs_in_the_callers_thread(tmp_path, 
 
     from diagnose import Analysis
     from diagnose.io import load_dataset
-    from diagnose.memory import is_out_of_memory
+    from diagnose.runtime.memory import is_out_of_memory
 
     (tmp_path / "qrels.trec").write_text("q1 0 d1 1\nq2 0 d2 1\n")
     (tmp_path / "run.trec").write_text(
@@ -237,7 +238,9 @@ def test_no_thread_can_be_started_the_work_runs_in_the_callers_thread(tmp_path, 
     def refuse(self):
         raise failure
 
-    monkeypatch.setattr("diagnose.blocks.available_cpus", lambda: 1)  # the reader's own blocks: serial here
+    monkeypatch.setattr(
+        "diagnose.runtime.threads.available_cpus", lambda: 1
+    )  # the reader's own blocks: serial here
     monkeypatch.setattr("diagnose.io.dataset.available_cpus", lambda: 2)
     monkeypatch.setattr("diagnose.analysis.scores.available_cpus", lambda: 2)
     monkeypatch.setattr(threading.Thread, "start", refuse)

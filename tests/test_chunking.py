@@ -1,4 +1,4 @@
-"""Which chunking (diagnose.chunking, Analysis.chunking, `diagnose chunking`): the grid's checks, the splitter's
+"""Which chunking (diagnose.whatif.chunking, Analysis.chunking, `diagnose chunking`): the grid's checks, the splitter's
 offsets, a hand-computed sweep with the fake keyword encoder, the cache, the JSON contract, one real-model sweep."""
 
 from __future__ import annotations
@@ -11,11 +11,11 @@ import pandas as pd
 import pytest
 
 import diagnose
-from diagnose.chunking import ChunkingConfig, check_grid
-from diagnose.chunking.splitter import encoded_texts, split_documents
 from diagnose.cli import EXIT_INPUT, EXIT_OK, main
 from diagnose.data import Corpus, DataError, Dataset, Qrels, Queries, Span
 from diagnose.embed import KeywordEncoder
+from diagnose.whatif.chunking import ChunkingConfig, check_grid
+from diagnose.whatif.chunking.splitter import encoded_texts, split_documents
 
 DEMO = Path(__file__).resolve().parents[1] / "demo_corpus"
 CONTRACT = {"size", "overlap", "chunks", "recall@10", "ndcg@10", "context_precision@10", "context_recall@10",
@@ -238,7 +238,7 @@ def test_split_cache_serves_a_sweep_measured_again(tmp_path, monkeypatch):
     def no_split(*args, **kwargs):
         raise AssertionError("split again although the split cache holds it")
 
-    monkeypatch.setattr("diagnose.chunking.splits.split_documents", no_split)
+    monkeypatch.setattr("diagnose.whatif.chunking.splits.split_documents", no_split)
     a = diagnose.Analysis(_dataset(TEXTS, SPAN), encoder=KeywordEncoder(), cache_dir=tmp_path)
     again = a.chunking([2], [0], k=2)  # another k: every point measured again, from the cached split
     assert (
@@ -287,9 +287,9 @@ def test_a_first_chunk_longer_than_the_window_reads_as_its_document():
     """A chunk that starts its document and is longer than the model's window is cut by the model to the same
     token ids as the whole document, so the sweep encodes the document's text for it (an embedding-cache hit on
     the dense baseline's vector); a shorter chunk, or a later one, keeps its own text."""
-    from diagnose.chunking.splitter import model_tokenizer, reads_as_document
     from diagnose.embed import load_encoder
     from diagnose.failures.passages import model_window
+    from diagnose.whatif.chunking.splitter import model_tokenizer, reads_as_document
 
     encoder = load_encoder(None)
     fruit = ["apple", "banana", "cherry", "damson", "elder", "fig", "grape", "hawthorn"]

@@ -1,4 +1,4 @@
-"""Chunk corpora (diagnose.chunks): parents and offsets, relevance at the chunk and document level, the ``split``
+"""Chunk corpora (diagnose.io.chunks): parents and offsets, relevance at the chunk and document level, the ``split``
 failure class and its ``merge`` remedy.
 
 The chunked demo corpus is cut by LangChain's RecursiveCharacterTextSplitter (``add_start_index=True``), as a RAG
@@ -14,12 +14,13 @@ import pandas as pd
 import pytest
 
 import diagnose
-from diagnose.chunks import CHUNK_SHARE, document_qrels, document_run
-from diagnose.chunks.split import split_targets, split_windows
 from diagnose.cli import main
 from diagnose.data import ChunkMap, DataError, Qrels, Run, Span
 from diagnose.embed import KeywordEncoder
 from diagnose.failures import Thresholds, classify
+from diagnose.failures.split import split_targets, split_windows
+from diagnose.io.chunks import CHUNK_SHARE, document_qrels
+from diagnose.search.documents import document_run
 
 DEMO = Path(__file__).resolve().parents[1] / "demo_corpus"
 METRICS = ["ndcg@10", "recall@10", "hit_rate@10", "mrr", "map@10", "precision@5", "r_precision"]

@@ -6,9 +6,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from diagnose.compare import per_query_deltas, rerank_cross_encoder, rerank_report
 from diagnose.data import Qrels, Run
 from diagnose.metrics import evaluate
+from diagnose.whatif.compare import per_query_deltas, rerank_cross_encoder, rerank_report
 
 QRELS = Qrels(
     pd.DataFrame(

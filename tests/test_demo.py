@@ -11,8 +11,8 @@ from diagnose.failures import CLASSES, diagnose_run, find_label_noise, hubness
 from diagnose.failures.passages import PassageScorer, maxsim_run, model_window
 from diagnose.io import load_dataset
 from diagnose.lexical import BM25Index
-from diagnose.remedies import prove_remedies
-from diagnose.space import VectorSpace
+from diagnose.search.space import VectorSpace
+from diagnose.whatif.remedies import prove_remedies
 
 DEMO = Path(__file__).resolve().parents[1] / "demo_corpus"
 

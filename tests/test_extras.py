@@ -12,7 +12,7 @@ DEMO = ROOT / "demo_corpus"
 
 BLOCKER = """
 import importlib.abc, sys
-from diagnose.extras import EXTRA_OF
+from diagnose.runtime.extras import EXTRA_OF
 
 class Blocker(importlib.abc.MetaPathFinder):
     def find_spec(self, name, path=None, target=None):
@@ -65,7 +65,7 @@ def test_the_distribution_name_is_one_fact():
     project on the package index, so a user typing ``pip install diagnose`` would get something else)."""
     import tomllib
 
-    from diagnose.extras import DISTRIBUTION
+    from diagnose.runtime.extras import DISTRIBUTION
 
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     assert project["name"] == DISTRIBUTION != "diagnose"
@@ -78,7 +78,7 @@ def test_importing_the_library_and_its_pipeline_loads_no_heavy_package():
     optional packages stay lazy, so `import diagnose`, the pipeline and the CLI load none of them until a step needs
     one."""
     code = (
-        "import sys, diagnose, diagnose.analysis, diagnose.cli, diagnose.remedies, diagnose.model_choice\n"
+        "import sys, diagnose, diagnose.analysis, diagnose.cli, diagnose.whatif.remedies, diagnose.whatif.model_choice\n"
         "heavy = ('torch', 'sentence_transformers', 'transformers', 'umap', 'streamlit', 'faiss', 'chromadb',\n"
         "         'lancedb', 'qdrant_client', 'rapidfuzz', 'altair', 'pydeck')\n"
         "print(sorted(m for m in heavy if m in sys.modules))"

@@ -31,7 +31,7 @@ from diagnose.failures import (
     normalise_text,
     within,
 )
-from diagnose.space import VectorSpace
+from diagnose.search.space import VectorSpace
 
 K = 2
 CAL = Calibration("fake", seed=0.75, calibrated=0.5, percentile=10, n_pairs=10, fallback=False)
@@ -534,7 +534,7 @@ def test_normalised_fingerprints_on_bytes_equal_those_of_normalise_text(docs):
     import pyarrow as pa
 
     import diagnose.failures.golden as golden
-    from diagnose.ids import fingerprints
+    from diagnose.runtime.ids import fingerprints
 
     corpus = Corpus(
         pd.DataFrame(

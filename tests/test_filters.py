@@ -1,4 +1,4 @@
-"""Metadata filters (issue 20 part 3, diagnose.filters): the two forms, the filtered_out class, recall@k with and
+"""Metadata filters (issue 20 part 3, diagnose.io.filters): the two forms, the filtered_out class, recall@k with and
 without the filter, its remedy, and the errors a user can cause.
 
 The tiny data set (k=1, the fake keyword encoder at 1024 dimensions: a cosine is shared words / sqrt(len * len)):
@@ -28,8 +28,9 @@ from diagnose.analysis import Analysis
 from diagnose.data import DataError, Run
 from diagnose.embed import KeywordEncoder
 from diagnose.failures import classify
-from diagnose.filters import apply_filter, build_filters, field_filter, value_key
 from diagnose.io import load_dataset
+from diagnose.io.filters import build_filters, field_filter, value_key
+from diagnose.whatif.filter_recall import apply_filter
 
 DOCS = [
     ("a1", "acme", "keystone account locked"),
@@ -299,7 +300,7 @@ def test_with_the_bundled_model(data, tmp_path, capsys):
 
 
 def test_a_chroma_collections_metadata_filters(tmp_path):
-    """The field match over a real Chroma collection's metadata (read by diagnose.vectordb)."""
+    """The field match over a real Chroma collection's metadata (read by diagnose.io.vectordb)."""
     chromadb = pytest.importorskip("chromadb")
     from chromadb.config import Settings
 

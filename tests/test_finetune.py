@@ -13,7 +13,7 @@ import pytest
 
 from diagnose.cli import main
 from diagnose.data import DataError, Qrels, Run
-from diagnose.finetune import assign_folds, check_folds, mine_triplets, scored_by
+from diagnose.whatif.finetune import assign_folds, check_folds, mine_triplets, scored_by
 
 KEYS = {
     "base",
@@ -65,7 +65,7 @@ def test_triplets_do_not_depend_on_the_hash_seed():
     code = (
         "import pandas as pd\n"
         "from diagnose.data import Qrels, Run\n"
-        "from diagnose.finetune import mine_triplets\n"
+        "from diagnose.whatif.finetune import mine_triplets\n"
         "docs = [f'd{i}' for i in range(40)]\n"
         "q = Qrels(pd.DataFrame({'query_id': 'q', 'doc_id': docs, 'relevance': 1}))\n"
         "r = Run('r', pd.DataFrame({'query_id': 'q', 'doc_id': ['n1', 'n2'], 'rank': [1, 2], 'score': [2.0, 1.0]}))\n"
@@ -148,7 +148,7 @@ def test_split_training_is_what_evaluate_reports_for_the_saved_model(tiny, tmp_p
 def test_cross_fitting_never_scores_a_query_with_a_model_trained_on_it(tiny, tmp_path):
     import diagnose
     from diagnose.embed import load_encoder
-    from diagnose.finetune import TrainSettings
+    from diagnose.whatif.finetune import TrainSettings
 
     ds = diagnose.load(str(tiny))
     an = diagnose.Analysis(ds, {}, baselines=("bm25",), cache_dir=tmp_path / "cache")

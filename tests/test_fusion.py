@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 from diagnose.data import DataError, Run
-from diagnose.fusion import rrf, weighted_fusion
+from diagnose.search.fusion import rrf, weighted_fusion
 
 
 def run(name: str, lists: dict[str, list[tuple[str, float]]]) -> Run:

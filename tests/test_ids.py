@@ -1,15 +1,15 @@
-"""Fingerprints of ids (diagnose.ids), shared by the run reader and the metric join."""
+"""Fingerprints of ids (diagnose.runtime.ids), shared by the run reader and the metric join."""
 
 from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
 
-import diagnose.ids
 import diagnose.io.run_order as run_order
+import diagnose.runtime.ids
 from diagnose.data import ValidationReport
-from diagnose.ids import fingerprints, pair_keys
 from diagnose.io import read_run
+from diagnose.runtime.ids import fingerprints, pair_keys
 
 
 def test_fingerprints_depend_only_on_the_string():
@@ -39,9 +39,9 @@ def test_large_chunks_are_hashed_one_by_one_with_the_same_fingerprints(monkeypat
     ids = [f"doc-{i}" * (1 + i % 7) for i in range(5000)]
     whole = fingerprints(pa.array(ids))
     calls = []
-    real = diagnose.ids.string_bytes
-    monkeypatch.setattr(diagnose.ids, "string_bytes", lambda arr: calls.append(len(arr)) or real(arr))
-    monkeypatch.setattr(diagnose.ids, "CHUNK_BY_CHUNK", 1000)
+    real = diagnose.runtime.ids.string_bytes
+    monkeypatch.setattr(diagnose.runtime.ids, "string_bytes", lambda arr: calls.append(len(arr)) or real(arr))
+    monkeypatch.setattr(diagnose.runtime.ids, "CHUNK_BY_CHUNK", 1000)
     chunked = pa.chunked_array([pa.array(ids[:1200]), pa.array(ids[1200:3000]), pa.array(ids[3000:])])
     assert list(fingerprints(chunked)) == list(whole)
     assert calls == [1200, 1800, 2000]  # chunk by chunk
@@ -93,7 +93,7 @@ def counting_minimum(a, b, *args, **kwargs):  # called once per pass over the st
 
 
 np.minimum = counting_minimum
-from diagnose.ids import fingerprints
+from diagnose.runtime.ids import fingerprints
 
 n_short, long_bytes = 20_000, 40_000_000
 long_id = "x" * long_bytes

@@ -195,7 +195,7 @@ def test_wide_metadata_objects_stay_one_column(tmp_path, monkeypatch, fast):
     import warnings
 
     from diagnose import io as dio
-    from diagnose.compare import _field_values
+    from diagnose.whatif.compare import _field_values
 
     monkeypatch.setattr(dio, "_FAST", fast)
     path = tmp_path / "queries.jsonl"

@@ -20,10 +20,10 @@ from io_testing import FIX, write
 import diagnose
 from diagnose.cli import main
 from diagnose.data import DataError, ValidationReport
-from diagnose.extras import MissingExtra
 from diagnose.io import read_qrels
 from diagnose.io.golden_sets import golden_kind
 from diagnose.io.spans import APPROX_THRESHOLD, UNMATCHED_PREFIX, normalise_with_offsets
+from diagnose.runtime.extras import MissingExtra
 
 GOLDEN = FIX / "golden"
 CORPUS = DEMO / "corpus.jsonl"

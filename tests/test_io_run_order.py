@@ -144,7 +144,7 @@ def test_first_seen_codes_of_a_dictionary_array_are_those_of_its_strings(case):
     values are always those of the decoded strings."""
     import pyarrow.csv as pacsv
 
-    from diagnose.frames import _dictionary_codes, first_seen_codes
+    from diagnose.runtime.frames import _dictionary_codes, first_seen_codes
 
     strings = [f"q{(i * 7919) % 1500}" for i in range(20_000)]
     dict_type = pa.dictionary(pa.int32(), pa.string())

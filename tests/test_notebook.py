@@ -58,7 +58,7 @@ def test_progress_true_draws_bars_in_a_notebook_and_not_in_a_log():
     nbclient = pytest.importorskip("nbclient")
     pytest.importorskip("ipykernel")
     code = (
-        "from diagnose.progress import reporter\n"
+        "from diagnose.runtime.progress import reporter\n"
         "r = reporter(True)\n"
         "print(type(r).__name__, r.enabled)\n"
         "bar = r.bar('Encoding 2 texts')\n"

@@ -16,7 +16,7 @@ import pyarrow as pa
 import pytest
 
 from diagnose import cli
-from diagnose.memory import failed_allocation, is_out_of_memory, out_of_memory
+from diagnose.runtime.memory import failed_allocation, is_out_of_memory, out_of_memory
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -1,5 +1,5 @@
 """``diagnose evaluate`` without pandas: runs and golden sets held as Arrow tables, pandas imported on first use
-(:mod:`diagnose.lazy`), pyarrow kept from importing it on its own, a run's doc-id fingerprints hashed once; nor the
+(:mod:`diagnose.runtime.lazy`), pyarrow kept from importing it on its own, a run's doc-id fingerprints hashed once; nor the
 domain modules of the other commands, which the analysis layers import in the steps that use them.
 
 The process-level checks run in a fresh interpreter (``sys.executable``): the test process has pandas loaded."""
@@ -17,9 +17,9 @@ import pandas as pd
 import pyarrow as pa
 
 from diagnose.data import Qrels, Run, ValidationReport
-from diagnose.ids import _hash, fingerprints, known_fingerprints, take
 from diagnose.io import read_qrels, read_run
 from diagnose.metrics import evaluate
+from diagnose.runtime.ids import _hash, fingerprints, known_fingerprints, take
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -50,11 +50,11 @@ def _files(tmp_path: Path) -> tuple[Path, Path]:
 #: and its reports, vectors, BM25, baselines, filters, remedies, risk, maps, charts, chunking, fine-tuning, judging,
 #: vector databases) and the heavy libraries they bring. main 3e8ab69 imported every one of the diagnose modules.
 NOT_FOR_EVALUATE = (
-    "diagnose.api", "diagnose.baselines", "diagnose.cache", "diagnose.charts", "diagnose.chunking",
-    "diagnose.chunks.split", "diagnose.embed", "diagnose.failures", "diagnose.filters", "diagnose.finetune",
-    "diagnose.inspection", "diagnose.judging", "diagnose.lexical", "diagnose.metrics.context", "diagnose.model_choice",
-    "diagnose.projection", "diagnose.remedies", "diagnose.remedy_matrix", "diagnose.report_failures", "diagnose.risk",
-    "diagnose.space", "diagnose.vectordb",
+    "diagnose.api", "diagnose.search.baselines", "diagnose.cache", "diagnose.charts", "diagnose.whatif.chunking",
+    "diagnose.failures.split", "diagnose.embed", "diagnose.failures", "diagnose.io.filters", "diagnose.whatif.finetune",
+    "diagnose.failures.inspection", "diagnose.judging", "diagnose.lexical", "diagnose.metrics.context", "diagnose.whatif.model_choice",
+    "diagnose.projection", "diagnose.whatif.remedies", "diagnose.whatif.matrix", "diagnose.report.failures", "diagnose.failures.risk",
+    "diagnose.search.space", "diagnose.io.vectordb",
     "scipy", "sklearn", "torch", "sentence_transformers", "umap", "altair", "bm25s",
 )  # fmt: skip
 
@@ -125,7 +125,7 @@ def test_pyarrow_without_pandas_hides_it_from_pyarrow_only():
     out = _python(
         """
         import importlib, sys
-        from diagnose.lazy import pandas as lazy_pd, pyarrow_without_pandas
+        from diagnose.runtime.lazy import pandas as lazy_pd, pyarrow_without_pandas
         import pyarrow as pa
         with pyarrow_without_pandas():
             t = pa.table({"a": pa.array([1, 2])})
@@ -148,8 +148,8 @@ def test_diagnose_asking_for_pandas_inside_gets_it():
     out = _python(
         """
         import sys
-        from diagnose.lazy import pandas as lazy_pd, pyarrow_without_pandas
-        from diagnose.frames import arrow_to_pandas
+        from diagnose.runtime.lazy import pandas as lazy_pd, pyarrow_without_pandas
+        from diagnose.runtime.frames import arrow_to_pandas
         import pyarrow as pa
         with pyarrow_without_pandas():
             pa.array([1])  # pyarrow's probe: "no pandas"
@@ -254,7 +254,7 @@ def test_a_lazy_module_read_by_two_threads_at_once_waits_for_the_import(tmp_path
     waits for the import to finish instead of reading an attribute that does not exist yet."""
     import threading
 
-    from diagnose.lazy import LazyModule
+    from diagnose.runtime.lazy import LazyModule
 
     (tmp_path / "slow_to_import_mod.py").write_text("import time\ntime.sleep(0.3)\nVALUE = 42\n")
     monkeypatch.syspath_prepend(str(tmp_path))

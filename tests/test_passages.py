@@ -202,7 +202,7 @@ def test_without_a_window_the_fields_are_null_and_the_classes_unused(tmp_path):
     row = a.remedies("mine").row("truncated")
     assert not row.available and "unknown" in row.note
     # the JSON contract: the keys are there (null), and the report says the window is unknown once
-    from diagnose.report_failures import failures_text
+    from diagnose.report.failures import failures_text
 
     payload = d.to_dict()
     assert payload["window"] is None and "unknown" in payload["window_note"]

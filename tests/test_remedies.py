@@ -8,12 +8,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from diagnose import baselines as bl
 from diagnose.data import DataError, Dataset, Qrels, Run
 from diagnose.embed import KeywordEncoder
 from diagnose.failures import CLASSES, Calibration, Diagnosis, Failure, Thresholds, diagnose_run
-from diagnose.remedies import TABLE_COLUMNS, cosine_rerank, prove_remedies
-from diagnose.space import VectorSpace
+from diagnose.search import baselines as bl
+from diagnose.search.space import VectorSpace
+from diagnose.whatif.remedies import TABLE_COLUMNS, cosine_rerank, prove_remedies
 
 DEMO = Path(__file__).resolve().parents[1] / "demo_corpus"
 CAL = Calibration("fake", seed=0.75, calibrated=0.5, percentile=10, n_pairs=10, fallback=False)
@@ -299,7 +299,7 @@ def _check_invariants(diag: Diagnosis, rem) -> None:
 
 def _check_matrix_diagonal(ds, diag: Diagnosis, rem) -> None:
     """The matrix's diagonal is the remedy table: each class's own remedy on its own class, same counts."""
-    from diagnose.remedy_matrix import remedy_matrix
+    from diagnose.whatif.matrix import remedy_matrix
 
     m = remedy_matrix(ds.qrels, diag, rem)
     assert m.classes and set(m.remedy_ids) == set(rem.runs)
@@ -421,7 +421,7 @@ def matrix_world():
 
 
 def test_the_remedy_matrix_applies_every_remedy_to_every_class():
-    from diagnose.remedy_matrix import remedy_matrix
+    from diagnose.whatif.matrix import remedy_matrix
 
     ds, diag, rem = matrix_world()
     m = remedy_matrix(ds.qrels, diag, rem)
@@ -472,7 +472,7 @@ def test_the_remedy_matrix_applies_every_remedy_to_every_class():
 
 
 def test_the_remedy_matrix_without_an_own_remedy_and_missing_inputs():
-    from diagnose.remedy_matrix import remedy_matrix
+    from diagnose.whatif.matrix import remedy_matrix
 
     ds, diag, _ = matrix_world()
     fs = [*diag.failures, failure("q4", "t4", "semantic_gap"), failure("q1", "t1", "label_gap")]
@@ -509,8 +509,8 @@ def test_the_remedy_matrix_without_an_own_remedy_and_missing_inputs():
 
 def test_the_remedy_matrix_in_the_markdown_report():
     from diagnose.data import ValidationReport
-    from diagnose.remedy_matrix import remedy_matrix
     from diagnose.report import markdown_report
+    from diagnose.whatif.matrix import remedy_matrix
 
     ds, diag, rem = matrix_world()
     m = remedy_matrix(ds.qrels, diag, rem)

@@ -1,4 +1,4 @@
-"""Span-based context precision and recall in ``diagnose evaluate``'s report (diagnose.report_context): the JSON
+"""Span-based context precision and recall in ``diagnose evaluate``'s report (diagnose.report.context): the JSON
 block ``context`` and the text table are ``Analysis.context`` at each k, present only when the golden set has
 located spans; over a chunk corpus with offsets the pieces are the retrieved chunks, where they lie in their
 documents (hand arithmetic on a tiny corpus)."""

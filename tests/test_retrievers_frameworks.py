@@ -173,7 +173,7 @@ def vectors(demo) -> SimpleNamespace:
                 cache.update(zip(missing, encoder.encode(missing), strict=True))
         return np.stack([cache[t] for t in texts])
 
-    from diagnose.baselines import dense_run
+    from diagnose.search.baselines import dense_run
 
     dense = dense_run(doc_vecs, query_vecs, list(demo.corpus.ids), qids, depth=100)
     return SimpleNamespace(

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from diagnose.data import DataError, Qrels, Run
-from diagnose.risk import FEATURES, RISK_COLUMNS, failure_risk, validate_risk
+from diagnose.failures.risk import FEATURES, RISK_COLUMNS, failure_risk, validate_risk
 
 DEMO = Path(__file__).resolve().parents[1] / "demo_corpus"
 
@@ -146,7 +146,7 @@ def test_auc_equals_scikit_learn_with_ties():
     """The core install computes the AUC with scipy's ranks; scikit-learn's roc_auc_score is the reference."""
     from sklearn.metrics import roc_auc_score
 
-    from diagnose.risk import _auc
+    from diagnose.failures.risk import _auc
 
     rng = np.random.default_rng(7)
     for _ in range(50):

@@ -24,7 +24,7 @@ from diagnose.failures import (
     recommendation,
 )
 from diagnose.failures.kind import parse_kind_arg
-from diagnose.remedies import prove_remedies, remedy_for
+from diagnose.whatif.remedies import prove_remedies, remedy_for
 
 
 def lists(name: str, ranked: dict[str, list[str]]) -> Run:

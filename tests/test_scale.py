@@ -16,7 +16,7 @@ from test_remedies import failure
 
 from diagnose import defaults
 from diagnose.failures import worst_queries
-from diagnose.inspection import Inspection, Target, group_targets, targets_table
+from diagnose.failures.inspection import Inspection, Target, group_targets, targets_table
 from diagnose.projection import EDGE_COLUMNS, map_lines
 
 

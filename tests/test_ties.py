@@ -366,9 +366,9 @@ def test_copies_left_by_the_work_are_evaluated_by_the_audit(tmp_path, monkeypatc
     changed by it."""
     import threading
 
-    import diagnose.blocks
+    import diagnose.runtime.threads
 
-    monkeypatch.setattr(diagnose.blocks, "available_cpus", lambda: cpus)
+    monkeypatch.setattr(diagnose.runtime.threads, "available_cpus", lambda: cpus)
     threads = set()
     real = ties.audit.evaluate
 

@@ -1,4 +1,4 @@
-"""A vector database as the corpus and its vectors (issue 20 part 1, diagnose.vectordb): real embedded databases
+"""A vector database as the corpus and its vectors (issue 20 part 1, diagnose.io.vectordb): real embedded databases
 (Chroma persistent, LanceDB, Qdrant local mode) built in a temporary folder from the demo corpus; what is diagnosed
 from a collection equals what is diagnosed from the same vectors given as ``.npy`` (``--doc-embeddings``)."""
 
@@ -19,7 +19,7 @@ from diagnose.data import DataError
 from diagnose.embed import KeywordEncoder
 from diagnose.embed.loading import default_model_path
 from diagnose.io import load_dataset
-from diagnose.vectordb import read_collection
+from diagnose.io.vectordb import read_collection
 
 DEMO = Path(__file__).resolve().parents[1] / "demo_corpus"
 N_DOCS = sum(1 for line in (DEMO / "corpus.jsonl").read_text(encoding="utf-8").splitlines() if line.strip())
@@ -163,7 +163,7 @@ def test_progress_reports_each_batch(keyword, tmp_path):
 @pytest.mark.parametrize("kind", ["chroma", "lancedb", "qdrant"])
 def test_collection_written_during_the_read_is_refused(kind, keyword, tmp_path, monkeypatch):
     """A writer adds a document after the first batch: the counts before and after differ; nothing is returned."""
-    from diagnose.vectordb import sources
+    from diagnose.io.vectordb import sources
 
     spec = _build(kind, tmp_path, keyword)
     cls = sources.SOURCES[kind]
@@ -444,8 +444,8 @@ def test_app_sidebar_takes_a_collection_under_the_data_root(keyword, tmp_path, m
 
 def test_one_splitter_of_the_spec_form():
     """parse_spec and the app's folder resolution read the same split: the path is what lies before the last '#'."""
+    from diagnose.io.vectordb.spec import split_spec
     from diagnose.ui.sources import _collection_folder
-    from diagnose.vectordb.spec import split_spec
 
     assert split_spec("chroma:./a#b#docs") == ("chroma", "./a#b", "docs", True)
     assert split_spec("Qdrant:/x/db") == ("Qdrant", "/x/db", "", False)

@@ -12,7 +12,7 @@ from diagnose.cli import main
 from diagnose.data import Dataset
 from diagnose.failures.diagnosis import calibrate
 from diagnose.io.convert import as_qrels, as_run
-from diagnose.space import VectorSpace
+from diagnose.search.space import VectorSpace
 from diagnose.ui.text import margin_words
 
 

@@ -41,7 +41,7 @@ from diagnose.analysis.base import (
 from diagnose.analysis.pictures import Pictures
 from diagnose.data import DataError
 from diagnose.defaults import BASELINES, FAILURE_MODES
-from diagnose.lazy import pandas as pd
+from diagnose.runtime.lazy import pandas as pd
 
 __all__ = [
     "Analysis",
@@ -70,15 +70,15 @@ class Analysis(Pictures):
     object instead (``name`` +
     ``encode``, e.g. :class:`diagnose.embed.KeywordEncoder` in tests); ``embeddings``: precomputed vectors instead,
     ``{"doc": path, "query": path}`` (optional ``"doc_ids"``, ``"query_ids"`` files for ``.npy``) or a
-    :class:`~diagnose.space.VectorSpace`. ``failure``: ``"hit"`` (a query fails when no relevant document is in its
+    :class:`~diagnose.search.space.VectorSpace`. ``failure``: ``"hit"`` (a query fails when no relevant document is in its
     top k) or ``"recall"`` (any relevant document missing). ``baselines``: any of ``"bm25"``, ``"dense"``,
     ``"hybrid"`` (names as given), or a mapping ``{run name: kind}``. ``cache_dir``: where vectors and the BM25
     index are cached (default: the user cache folder, ``DIAGNOSE_CACHE_DIR``). ``progress``: ``True`` (tqdm and
-    stage labels on a terminal or in a notebook), ``False``, or a reporter (:mod:`diagnose.progress`). ``kinds``:
+    stage labels on a terminal or in a notebook), ``False``, or a reporter (:mod:`diagnose.runtime.progress`). ``kinds``:
     ``{run name: "dense" | "lexical" | "hybrid" | "unknown"}``, the retrieval kind of a run, which the failure
     taxonomy follows; a run not named is inferred (:meth:`run_kind`, :mod:`diagnose.failures.kind`).
     ``filter_field`` (``"FIELD"`` or ``"QUERY_FIELD=DOC_FIELD"``) and/or ``filters`` (a JSON file or a mapping
-    ``{query_id: {field: value | {"$in": [...]}}}``): each query's metadata filter (:mod:`diagnose.filters`), which
+    ``{query_id: {field: value | {"$in": [...]}}}``): each query's metadata filter (:mod:`diagnose.io.filters`), which
     makes the ``filtered_out`` class and :meth:`filter_recall`.
     """
 
@@ -88,7 +88,7 @@ class Analysis(Pictures):
         payload = self.evaluation_report().to_dict(per_query=per_query)
         diagnosed = [key for key in list(self._memo) if isinstance(key, tuple) and key[0] == "diagnosis"]
         if diagnosed:
-            from diagnose.report_failures import failures_dict
+            from diagnose.report.failures import failures_dict
 
             payload["failures"] = {
                 f"{name}@{k}:{mode}" if (k, mode) != (self.k, self.failure) else name: failures_dict(

@@ -12,20 +12,20 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self, TypeVar
 
 from diagnose import checks, defaults
-from diagnose import progress as progress_mod
 from diagnose.analysis import params
 from diagnose.checks import param_error, rank_cutoff
 from diagnose.data import Dataset, Run, ValidationReport
-from diagnose.extras import needs
 from diagnose.io import check_run_matches_qrels, cross_checks
 from diagnose.metrics import DEFAULT_KS
 from diagnose.retrievers import DEFAULT_TIMEOUT, check_timeout
+from diagnose.runtime import progress as progress_mod
+from diagnose.runtime.extras import needs
 
 if TYPE_CHECKING:
     from diagnose.embed import Encoder
     from diagnose.failures import Thresholds
-    from diagnose.filters import QueryFilters
-    from diagnose.space import VectorSpace
+    from diagnose.io.filters import QueryFilters
+    from diagnose.search.space import VectorSpace
 
 T = TypeVar("T")
 
@@ -48,10 +48,10 @@ def check_runs(runs: Mapping[str, Run], ds: Dataset) -> None:
 def _filters(
     dataset: Dataset, filter_field: str | None, filters: str | Path | Mapping[str, Any] | None
 ) -> QueryFilters | None:
-    """The per-query metadata filters (:func:`diagnose.filters.build_filters`); None when neither is given."""
+    """The per-query metadata filters (:func:`diagnose.io.filters.build_filters`); None when neither is given."""
     if filter_field is None and filters is None:
         return None
-    from diagnose.filters import build_filters
+    from diagnose.io.filters import build_filters
 
     return build_filters(dataset, filter_field, filters)
 

@@ -10,22 +10,22 @@ from typing import TYPE_CHECKING
 
 from diagnose import defaults
 from diagnose.analysis.scores import Scores
-from diagnose.chunks import document_texts
 from diagnose.data import Run
+from diagnose.io.chunks import document_texts
 
 if TYPE_CHECKING:
-    from diagnose.chunking import ChunkingSweep
     from diagnose.metrics.context import ContextScores
     from diagnose.report import EvaluationReport
+    from diagnose.whatif.chunking import ChunkingSweep
 
 
 class Chunked(Scores):
     def _split_cosines(self) -> dict[tuple[str, str], float] | None:
-        """The split targets' window cosines (:func:`diagnose.chunks.split.split_window_cosines`, which the split rule
+        """The split targets' window cosines (:func:`diagnose.failures.split.split_window_cosines`, which the split rule
         reads), the windows encoded by the model (cached on disk, shared with the merge remedy); None without a
         model for the vectors (precomputed vectors and no ``model``: the windows would be in another space)."""
         from diagnose import embed
-        from diagnose.chunks.split import split_window_cosines
+        from diagnose.failures.split import split_window_cosines
 
         if self._embeddings is not None and self._encoder_given is None and self.model is None:
             return None
@@ -44,10 +44,10 @@ class Chunked(Scores):
 
     def _merged_neighbours(self) -> Run | None:
         """A chunk corpus with offsets: the golden queries' top ``depth`` chunks, each scored with its neighbours
-        merged (:func:`diagnose.chunks.split.merged_run`, the ``split`` remedy; the windows encoded once, cached on
+        merged (:func:`diagnose.failures.split.merged_run`, the ``split`` remedy; the windows encoded once, cached on
         disk like the corpus); None for any other corpus."""
         from diagnose import embed
-        from diagnose.chunks.split import merged_run, neighbour_windows
+        from diagnose.failures.split import merged_run, neighbour_windows
 
         corpus = self.dataset.corpus
         if corpus is None or corpus.chunks is None or not corpus.chunks.has_offsets:
@@ -112,9 +112,9 @@ class Chunked(Scores):
         encoded by this analysis' model, searched exactly, documents ranked by their best chunk, against the
         documents as they are (the dense baseline): chunks, encode time, index size, recall / nDCG / hit rate at k,
         span-based context precision and recall, tokens sent at k, the queries each recovers or breaks with a
-        paired test, the Pareto front of nDCG against tokens (:mod:`diagnose.chunking`). Every point is cached on
+        paired test, the Pareto front of nDCG against tokens (:mod:`diagnose.whatif.chunking`). Every point is cached on
         disk. Needs the ``[chunking]`` extra."""
-        from diagnose.chunking import SweepInputs, check_grid, run_sweep
+        from diagnose.whatif.chunking import SweepInputs, check_grid, run_sweep
 
         k, configs = self._k(k), check_grid(sizes, overlaps)
         self._need_texts("A chunking sweep")

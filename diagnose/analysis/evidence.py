@@ -11,29 +11,29 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from diagnose.lazy import pandas as pd
+from diagnose.runtime.lazy import pandas as pd
 
 if TYPE_CHECKING:
-    from diagnose.ann import AnnFrontier, AnnSetting
-    from diagnose.compare import RerankReport
     from diagnose.data import Qrels
     from diagnose.failures import Diagnosis, Hubness, LabelNoise, RunKind
     from diagnose.failures.evidence import KnownRanks
-    from diagnose.filters import FilterRecall
-    from diagnose.finetune import Cost, FinetuneResult, TrainSettings
-    from diagnose.inspection import Inspection
-    from diagnose.model_choice import ModelComparison
-    from diagnose.remedies import Remedies
-    from diagnose.remedy_matrix import RemedyMatrix
-    from diagnose.risk import RiskValidation
+    from diagnose.failures.inspection import Inspection
+    from diagnose.failures.risk import RiskValidation
+    from diagnose.whatif.ann import AnnFrontier, AnnSetting
+    from diagnose.whatif.compare import RerankReport
+    from diagnose.whatif.filter_recall import FilterRecall
+    from diagnose.whatif.finetune import Cost, FinetuneResult, TrainSettings
+    from diagnose.whatif.matrix import RemedyMatrix
+    from diagnose.whatif.model_choice import ModelComparison
+    from diagnose.whatif.remedies import Remedies
 
 from diagnose import defaults
 from diagnose.analysis.chunked import Chunked
 from diagnose.analysis.params import check_models
 from diagnose.checks import param_error, positive_int
-from diagnose.compare import rerank_cross_encoder, rerank_report
 from diagnose.data import Run
-from diagnose.extras import needs
+from diagnose.runtime.extras import needs
+from diagnose.whatif.compare import rerank_cross_encoder, rerank_report
 
 
 class Evidence(Chunked):
@@ -79,9 +79,9 @@ class Evidence(Chunked):
         each baseline not computed yet is computed in the same pass as the dense or BM25 ranks of the run's failed
         (query, target) pairs, which the diagnosis then reads instead of scoring those queries over the corpus a
         second time (:class:`~diagnose.failures.evidence.KnownRanks`). Otherwise None: nothing changes."""
-        from diagnose import baselines as bl
         from diagnose.failures import failed_pairs
         from diagnose.failures.evidence import KnownRanks
+        from diagnose.search import baselines as bl
 
         if name in self._run_kinds or name in self._baselines:
             return None
@@ -223,7 +223,7 @@ class Evidence(Chunked):
         reranked by exact cosine for near_miss and ranking_failure; what each recovers and what hits it loses, with
         a paired randomization test. ``cross_encoder``: a sentence-transformers CrossEncoder (a local folder, or a
         hub name when online): the top 3k reranked by it is measured too, as a second near_miss remedy."""
-        from diagnose.remedies import prove_remedies
+        from diagnose.whatif.remedies import prove_remedies
 
         name = self._run_name(run)
         k = self._k(k)
@@ -253,8 +253,8 @@ class Evidence(Chunked):
     def filter_recall(self, run: str | None = None, *, k: int | None = None) -> FilterRecall:
         """recall@k with and without the metadata filter (``filter_field`` / ``filters``), per golden query and
         overall, for the run (as given, and with the filter applied to its lists) and for exact dense search
-        (without the filter, and over the documents it lets through): :mod:`diagnose.filters.recall`."""
-        from diagnose.filters import filter_recall, filtered_dense_run
+        (without the filter, and over the documents it lets through): :mod:`diagnose.whatif.filter_recall`."""
+        from diagnose.whatif.filter_recall import filter_recall, filtered_dense_run
 
         if self.filters is None:
             raise param_error("filters", "No metadata filter given: pass filter_field= or filters=.")
@@ -284,9 +284,9 @@ class Evidence(Chunked):
         cross_encoder: str | None = None,
     ) -> RemedyMatrix:
         """Every offline remedy of :meth:`remedies` (the same remedied runs, reused) applied to the failures of every
-        class (:mod:`diagnose.remedy_matrix`): per class and remedy, how many of the class's failed queries (missed
+        class (:mod:`diagnose.whatif.matrix`): per class and remedy, how many of the class's failed queries (missed
         pairs with ``failure="recall"``) it recovers at k. Its diagonal is :meth:`remedies`' ``recovered``."""
-        from diagnose.remedy_matrix import remedy_matrix
+        from diagnose.whatif.matrix import remedy_matrix
 
         name = self._run_name(run)
         k = self._k(k)
@@ -305,13 +305,13 @@ class Evidence(Chunked):
         self, run: str | None = None, k: int | None = None, settings: Sequence[AnnSetting] | None = None
     ) -> AnnFrontier:
         """Approximate indexes (faiss HNSW and IVF-Flat over ``settings``, default
-        :func:`diagnose.ann.default_settings`) over this analysis' vectors, each against exact search (the dense
+        :func:`diagnose.whatif.ann.default_settings`) over this analysis' vectors, each against exact search (the dense
         baseline) and the golden set: recall against exact, hit rate / recall / nDCG at k, single-thread latency
         p50/p95, build time, memory, the Pareto front; with ``run``, the cheapest setting recovering its
-        ``index_gap`` failures, paired-tested against it (:mod:`diagnose.ann`). A collection's own HNSW setting
-        (Chroma, Qdrant, a LanceDB HNSW-type index: :meth:`~diagnose.vectordb.CollectionCorpus.index_setting`), when
+        ``index_gap`` failures, paired-tested against it (:mod:`diagnose.whatif.ann`). A collection's own HNSW setting
+        (Chroma, Qdrant, a LanceDB HNSW-type index: :meth:`~diagnose.io.vectordb.CollectionCorpus.index_setting`), when
         readable, is measured as ``current``. Needs the ``[ann]`` extra."""
-        from diagnose.ann import AnnSetting, ann_frontier
+        from diagnose.whatif.ann import AnnSetting, ann_frontier
 
         k = self._k(k)
         name = self._run_name(run) if run is not None else None
@@ -375,7 +375,7 @@ class Evidence(Chunked):
         depth: int | None = None,
         progress: bool = False,
     ) -> RerankReport:
-        """What a reranker changes over its candidates (:func:`diagnose.compare.rerank_report`): the recall at
+        """What a reranker changes over its candidates (:func:`diagnose.whatif.compare.rerank_report`): the recall at
         ``depth`` of the candidates (the ceiling no reranking of them can beat), nDCG, MRR, hit rate and recall at
         k before and after, the failed queries it recovers and those it introduces. ``candidates`` and
         ``reranked``: a run of this analysis (by name) or a :class:`~diagnose.data.Run`; or, instead of
@@ -399,8 +399,8 @@ class Evidence(Chunked):
 
     def risk(self, run: str | None = None, *, k: int | None = None) -> pd.DataFrame:
         """Every query of the run (judged or not) ranked by how likely it fails, from its top-k scores alone
-        (:func:`diagnose.risk.failure_risk`): which unlabelled queries to judge first."""
-        from diagnose.risk import failure_risk
+        (:func:`diagnose.failures.risk.failure_risk`): which unlabelled queries to judge first."""
+        from diagnose.failures.risk import failure_risk
 
         name = self._run_name(run)
         k = self._k(k)
@@ -408,7 +408,7 @@ class Evidence(Chunked):
 
     def risk_validation(self, run: str | None = None, *, k: int | None = None) -> RiskValidation:
         """How well :meth:`risk` finds the golden queries that fail at k (ROC AUC, per feature too)."""
-        from diagnose.risk import validate_risk
+        from diagnose.failures.risk import validate_risk
 
         name = self._run_name(run)
         k = self._k(k)
@@ -419,7 +419,7 @@ class Evidence(Chunked):
     ) -> Inspection:
         """One query in one run: its missed targets with their evidence (terms present and missing marked), class
         and recommendation, and what the run retrieved instead. Shows itself as HTML in a notebook."""
-        from diagnose.inspection import inspect_query
+        from diagnose.failures.inspection import inspect_query
 
         name = self._run_name(run)
         qid = str(query_id)
@@ -442,7 +442,7 @@ class Evidence(Chunked):
         (:mod:`diagnose.analysis.finetuning`): with ``train_qrels`` (another split) one model trained on it and measured
         on this analysis' golden queries; else ``folds`` (default 5) cross-fitted models, each query scored by the one
         that never saw it. The model trained on every training query is saved to ``out``. ``settings``: epochs, batch
-        size, training length, pairs per query, seed (:class:`diagnose.finetune.TrainSettings`); the cost is reported
+        size, training length, pairs per query, seed (:class:`diagnose.whatif.finetune.TrainSettings`); the cost is reported
         (and given to ``announce``) before training; more than ``max_documents`` documents to re-encode refuses."""
         from diagnose.analysis.finetuning import finetune
 
@@ -471,7 +471,7 @@ class Evidence(Chunked):
         object) searches the corpus exactly; metrics with CIs, ties with the best, speed, memory, failure classes.
         Vectors are the analysis' own (memoised and cached on disk)."""
         from diagnose import embed
-        from diagnose.model_choice import compare_models
+        from diagnose.whatif.model_choice import compare_models
 
         k = self._k(k)
         self._need_texts("Comparing models")

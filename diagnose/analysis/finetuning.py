@@ -1,6 +1,6 @@
 """``Analysis.finetune``: fine-tune the analysis' embedding model on the golden set and measure it honestly.
 
-Two ways to keep the evaluation honest (:mod:`diagnose.finetune` defines the triplets and the folds):
+Two ways to keep the evaluation honest (:mod:`diagnose.whatif.finetune` defines the triplets and the folds):
 
 - **a training split** (``train_qrels``, e.g. BEIR ``qrels/dev.tsv``): one model trained on that split's golden
   queries (less any query that is also an evaluation query), measured on the analysis' golden queries. ``tuned`` is
@@ -13,7 +13,7 @@ Two ways to keep the evaluation honest (:mod:`diagnose.finetune` defines the tri
 
 ``base`` is the base model's exact dense run on the same queries; ``comparisons`` are the paired tests of
 :meth:`~diagnose.analysis.Analysis.comparisons` (tuned vs base), ``recovered``/``broken`` compare the two runs'
-diagnoses (:func:`diagnose.finetune.result.class_changes`; both diagnosed with the base model's vectors, so the
+diagnoses (:func:`diagnose.whatif.finetune.result.class_changes`; both diagnosed with the base model's vectors, so the
 classes of the tuned run's failures are read in the base model's space). Base vectors come from the on-disk cache;
 a tuned model's vectors are cached under its folder's content fingerprint.
 """
@@ -28,14 +28,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from diagnose import baselines as bl
 from diagnose import defaults, embed
 from diagnose.checks import param_error, positive_int
 from diagnose.data import Corpus, Qrels, Run
-from diagnose.finetune import train as tr
-from diagnose.finetune.result import Cost, FinetuneResult, class_changes
-from diagnose.finetune.triplets import Fold, Triplet, assign_folds, mine_triplets, relevant_docs
-from diagnose.lazy import pandas as pd
+from diagnose.runtime.lazy import pandas as pd
+from diagnose.search import baselines as bl
+from diagnose.whatif.finetune import train as tr
+from diagnose.whatif.finetune.result import Cost, FinetuneResult, class_changes
+from diagnose.whatif.finetune.triplets import Fold, Triplet, assign_folds, mine_triplets, relevant_docs
 
 if TYPE_CHECKING:
     from diagnose.analysis import Analysis

@@ -18,7 +18,7 @@ from diagnose.retrievers.kinds import describe, retriever_kind
 
 if TYPE_CHECKING:
     from diagnose.failures import Thresholds
-    from diagnose.space import VectorSpace
+    from diagnose.search.space import VectorSpace
 
 EMBEDDING_KEYS = ("doc", "query", "doc_ids", "query_ids")
 RUN_FORMS = (
@@ -152,7 +152,7 @@ def check_embeddings(embeddings: Any) -> Mapping[str, Path] | VectorSpace | None
     ``"query_ids"``), the paths as :class:`Path`."""
     if embeddings is None:
         return None
-    from diagnose.space import VectorSpace
+    from diagnose.search.space import VectorSpace
 
     if isinstance(embeddings, VectorSpace):
         return embeddings

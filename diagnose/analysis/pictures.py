@@ -8,15 +8,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from diagnose.defaults import MAP_COLOR_BY, MAP_COLORINGS
-from diagnose.extras import needs
-from diagnose.lazy import pandas as pd
+from diagnose.runtime.extras import needs
+from diagnose.runtime.lazy import pandas as pd
 
 if TYPE_CHECKING:
     import altair as alt
 
     from diagnose.failures import Calibration
     from diagnose.projection import EmbeddingMap, Projection
-    from diagnose.space import VectorSpace
+    from diagnose.search.space import VectorSpace
 
 from diagnose.analysis.evidence import Evidence
 from diagnose.checks import one_of, positive_int
@@ -109,7 +109,7 @@ class Pictures(Evidence):
     ) -> pd.DataFrame:
         """cos(query, relevant document) of every golden pair, with ``outcome`` "hit" (in the run's top k) or
         "miss", per model (``spaces``: label -> vector space; default: the analysis' model)."""
-        from diagnose.space import relevant_pair_cosines
+        from diagnose.search.space import relevant_pair_cosines
 
         name = self._run_name(run)
         k = self._k(k)

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from diagnose.failures import Thresholds
     from diagnose.failures.passages import PassageScorer
     from diagnose.lexical import BM25Index
-    from diagnose.space import VectorSpace
+    from diagnose.search.space import VectorSpace
 
 from diagnose import checks
 from diagnose.analysis.base import (
@@ -25,9 +25,9 @@ from diagnose.analysis.base import (
     check_runs,
 )
 from diagnose.analysis.params import is_run_like
-from diagnose.blocks import release_freed_memory
 from diagnose.checks import given, param_error
 from diagnose.retrievers import run_retriever
+from diagnose.runtime.threads import release_freed_memory
 
 
 class Pipeline(AnalysisBase):
@@ -116,7 +116,7 @@ class Pipeline(AnalysisBase):
         """One baseline run (memoised per kind), renamed to ``name``."""
 
         def build() -> Run:
-            from diagnose import baselines as bl
+            from diagnose.search import baselines as bl
 
             self._need_texts("A baseline run")
             if kind == "bm25":
@@ -202,7 +202,7 @@ class Pipeline(AnalysisBase):
         """The corpus and the golden queries in the model's vector space (rows L2-normalised)."""
 
         def build() -> VectorSpace:
-            from diagnose.space import VectorSpace
+            from diagnose.search.space import VectorSpace
 
             self._need_texts("The vector space")
             emb = self._embeddings
@@ -219,7 +219,9 @@ class Pipeline(AnalysisBase):
                     query_ids_file=emb.get("query_ids"),
                     report=self.dataset.report,
                 )
-            stored = getattr(self.dataset.corpus, "vectors", None)  # a vector database's (diagnose.vectordb)
+            stored = getattr(
+                self.dataset.corpus, "vectors", None
+            )  # a vector database's (diagnose.io.vectordb)
             if stored is not None:
                 self._reporter.step(
                     f"Encoding {len(self.golden):,} queries (the documents' vectors are stored)"
@@ -240,7 +242,7 @@ class Pipeline(AnalysisBase):
         """The vector space of another encoder on the same data and golden queries (memoised per encoder name)."""
 
         def build() -> VectorSpace:
-            from diagnose.space import VectorSpace
+            from diagnose.search.space import VectorSpace
 
             self._need_texts("The vector space")
             label = getattr(encoder, "label", "") or encoder.name

@@ -12,12 +12,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from diagnose import checks, defaults
-from diagnose.blocks import available_cpus, beside
-from diagnose.chunks import document_qrels, document_run
 from diagnose.data import ChunkMap, DataError, Run
-from diagnose.lazy import pandas as pd
+from diagnose.io.chunks import document_qrels
 from diagnose.metrics import MetricName, expand_names
 from diagnose.report import EvaluationReport
+from diagnose.runtime.lazy import pandas as pd
+from diagnose.runtime.threads import available_cpus, beside
+from diagnose.search.documents import document_run
 
 if TYPE_CHECKING:
     from diagnose.metrics import Evaluation
@@ -27,12 +28,12 @@ if TYPE_CHECKING:
 from diagnose.analysis.params import check_metrics
 from diagnose.analysis.pipeline import Pipeline
 from diagnose.checks import finite_number, given, mapping, param_error, positive_int
-from diagnose.compare import fusion_whatif, per_query_deltas, slice_metrics
 from diagnose.metrics import evaluate_many, metric_bounds
 from diagnose.retrievers import RetrieverTimeout
 from diagnose.retrievers.results import slowest
 from diagnose.stats import compare_all, randomised_tukey_hsd, topic_set_size
 from diagnose.ties import add_to_report, audit_from_work, tie_work
+from diagnose.whatif.compare import fusion_whatif, per_query_deltas, slice_metrics
 
 
 class Scores(Pipeline):
@@ -70,7 +71,7 @@ class Scores(Pipeline):
 
     @property
     def chunks(self) -> ChunkMap | None:
-        """The chunk map of a chunk corpus (:mod:`diagnose.chunks`), None for a corpus of documents."""
+        """The chunk map of a chunk corpus (:mod:`diagnose.io.chunks`), None for a corpus of documents."""
         return self.dataset.corpus.chunks if self.dataset.corpus is not None else None
 
     def document_evaluations(
@@ -78,7 +79,7 @@ class Scores(Pipeline):
     ) -> dict[str, Evaluation]:
         """For a chunk corpus, :meth:`evaluations` at the document level: the judgements mapped to documents (a
         document's grade the best of its chunks') and each run's documents at the rank of their best chunk
-        (:func:`diagnose.chunks.document_qrels`, :func:`~diagnose.chunks.document_run`). For a corpus of documents,
+        (:func:`diagnose.io.chunks.document_qrels`, :func:`~diagnose.search.documents.document_run`). For a corpus of documents,
         :meth:`evaluations` itself."""
         cmap = self.chunks
         if cmap is None:
@@ -360,7 +361,7 @@ class Scores(Pipeline):
         """One row per golden query: ``metric`` (default ``hit_rate@k``) of the ``reference`` run (default: the
         first) and of ``run``, ``delta`` (run minus reference) and ``change``: "fixed" (the reference scored 0, the
         run more), "broken" (the reverse), "better", "worse" or "same"; sorted by delta
-        (:func:`diagnose.compare.per_query_deltas`). ``level``: as :meth:`comparisons`."""
+        (:func:`diagnose.whatif.compare.per_query_deltas`). ``level``: as :meth:`comparisons`."""
 
         ref, name = self._run_name(reference), self._run_name(run)
         names = self.metric_names([metric or f"hit_rate@{self.k}"])

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from diagnose.charts.common import altair_module, chart_title, require
-from diagnose.lazy import pandas as pd
+from diagnose.runtime.lazy import pandas as pd
 
 if TYPE_CHECKING:  # pragma: no cover
     import altair as alt
@@ -35,7 +35,7 @@ def ann_frontier_chart(
     recovers: str | None = None,
     title: str | None = None,
 ) -> alt.LayerChart:
-    """Quality (``ndcg@k``) against median latency for each setting of :meth:`diagnose.ann.AnnFrontier.table`.
+    """Quality (``ndcg@k``) against median latency for each setting of :meth:`diagnose.whatif.ann.AnnFrontier.table`.
 
     Columns read: ``index``, ``params`` (text, e.g. ``"(M=16, efConstruction=40, efSearch=32)"``), ``ndcg@k``,
     ``recall_vs_exact``, ``hit_rate@k``, ``recall@k``, ``latency_p50_ms``, ``latency_p95_ms``, ``build_s``,

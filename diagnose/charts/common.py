@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from diagnose.lazy import pandas as pd
+from diagnose.runtime.lazy import pandas as pd
 
 ALTAIR_MAX_ROWS = 5000
 

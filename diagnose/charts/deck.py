@@ -46,8 +46,8 @@ import numpy as np
 from diagnose.charts import CLASS_COLORS, OTHER_COLOR, ROLE_COLORS, class_label
 from diagnose.checks import one_of
 from diagnose.defaults import MAP_COLORINGS
-from diagnose.lazy import pandas as pd
 from diagnose.projection.frames import EDGE_COLUMNS, MAP_COLUMNS, shorten
+from diagnose.runtime.lazy import pandas as pd
 
 if TYPE_CHECKING:  # pragma: no cover
     import pydeck

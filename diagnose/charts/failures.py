@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 from diagnose.charts.common import altair_module, chart_title, require
 from diagnose.charts.palette import CLASS_COLORS, class_label, class_scale
-from diagnose.lazy import pandas as pd
+from diagnose.runtime.lazy import pandas as pd
 
 if TYPE_CHECKING:  # pragma: no cover
     import altair as alt
@@ -77,7 +77,7 @@ def failure_breakdown(df: pd.DataFrame, *, title: str | None = None) -> alt.Char
 def remedy_matrix_heatmap(
     df: pd.DataFrame, *, unit: str = "failed queries", title: str | None = None
 ) -> alt.Chart:
-    """The remedy matrix (:mod:`diagnose.remedy_matrix`) as a heat map: failure classes (rows, taxonomy order) x
+    """The remedy matrix (:mod:`diagnose.whatif.matrix`) as a heat map: failure classes (rows, taxonomy order) x
     remedies (columns, in the order given), colour = share of the class's ``unit`` the remedy recovers (0 to 1), text
     = ``recovered/failures``; each class's own remedy is outlined (the diagonal a well-separated matrix lights up).
 

@@ -39,7 +39,7 @@ from diagnose.charts.palette import (
 from diagnose.checks import one_of
 from diagnose.data import DataError
 from diagnose.defaults import MAP_COLORINGS
-from diagnose.lazy import pandas as pd
+from diagnose.runtime.lazy import pandas as pd
 
 if TYPE_CHECKING:  # pragma: no cover
     import altair as alt

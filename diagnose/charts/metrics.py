@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING
 
 from diagnose.charts.common import ALTAIR_MAX_ROWS, altair_module, chart_title, require
 from diagnose.charts.palette import BAND_COLORS, CHANGE_COLORS, RUN_PALETTE
-from diagnose.lazy import pandas as pd
 from diagnose.metrics import quality_band
+from diagnose.runtime.lazy import pandas as pd
 
 if TYPE_CHECKING:  # pragma: no cover
     import altair as alt
@@ -201,7 +201,7 @@ def delta_chart(
     """Per-query difference ``run - reference``, one bar per query sorted by the difference.
 
     Columns: ``query_id``, ``delta``; optional ``change`` (fixed/better/same/worse/broken as
-    :func:`diagnose.compare.per_query_deltas` gives it; else derived from the sign of ``delta``), ``reference``,
+    :func:`diagnose.whatif.compare.per_query_deltas` gives it; else derived from the sign of ``delta``), ``reference``,
     ``other``. Green = fixed/better, red = worse/broken (Okabe-Ito green/vermillion, distinguishable with the common
     colour-vision deficiencies), grey = same. Above 5,000 queries the unchanged ones are left out of the drawing (the
     subtitle says how many) so the chart stays under Altair's row limit; beyond that only the 2,500 largest gains and

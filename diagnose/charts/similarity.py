@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from diagnose import defaults
 from diagnose.charts.common import altair_module, chart_title, require
 from diagnose.charts.palette import OTHER_COLOR, OUTCOME_COLORS
-from diagnose.lazy import pandas as pd
+from diagnose.runtime.lazy import pandas as pd
 
 if TYPE_CHECKING:  # pragma: no cover
     import altair as alt

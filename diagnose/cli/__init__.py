@@ -55,9 +55,9 @@ from diagnose.cli.shared import (
     write_partial_run,
 )
 from diagnose.data import DataError
-from diagnose.extras import missing_extra
-from diagnose.memory import is_out_of_memory, out_of_memory
 from diagnose.retrievers import RetrieverInterrupted
+from diagnose.runtime.extras import missing_extra
+from diagnose.runtime.memory import is_out_of_memory, out_of_memory
 
 __all__ = [
     "COMMANDS",

@@ -10,7 +10,7 @@ from diagnose.cli.shared import EXIT_OK, build_analysis, load_data, print_warnin
 from diagnose.data import DataError
 
 if TYPE_CHECKING:
-    from diagnose.ann import AnnFrontier
+    from diagnose.whatif.ann import AnnFrontier
 
 
 def cmd_ann(args: argparse.Namespace) -> int:

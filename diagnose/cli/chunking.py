@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import argparse
 
-from diagnose.chunking import ChunkingSweep, check_grid
 from diagnose.cli.output import Output, emit, records_text
 from diagnose.cli.shared import EXIT_OK, build_analysis, load_data, print_warnings
+from diagnose.whatif.chunking import ChunkingSweep, check_grid
 
 
 def cmd_chunking(args: argparse.Namespace) -> int:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import sys
 
-from diagnose.blocks import reuse_freed_memory
 from diagnose.cli.output import Output, emit
 from diagnose.cli.shared import (
     EXIT_FAIL,
@@ -21,7 +20,8 @@ from diagnose.cli.shared import (
 )
 from diagnose.data import DataError, Dataset
 from diagnose.io import parse_run_arg
-from diagnose.lazy import pyarrow_without_pandas
+from diagnose.runtime.lazy import pyarrow_without_pandas
+from diagnose.runtime.threads import reuse_freed_memory
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
@@ -34,12 +34,12 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
 def _only_files(args: argparse.Namespace) -> bool:
     """Whether only diagnose's own code runs: files read, no live retriever, no baseline (a model, bm25s), no
-    vector database as the corpus (see :func:`~diagnose.lazy.pyarrow_without_pandas`)."""
+    vector database as the corpus (see :func:`~diagnose.runtime.lazy.pyarrow_without_pandas`)."""
     if args.retriever or args.baseline:
         return False
     if not args.corpus:
         return True
-    from diagnose.vectordb.spec import is_spec  # the vector database package: only when a corpus is given
+    from diagnose.io.vectordb.spec import is_spec  # the vector database package: only when a corpus is given
 
     return not is_spec(args.corpus)
 

@@ -9,11 +9,11 @@ from diagnose.cli.shared import EXIT_OK, build_analysis, load_data, print_warnin
 from diagnose.data import DataError
 from diagnose.failures import Thresholds
 from diagnose.failures.kind import parse_kind_arg
-from diagnose.filters import RUNS, FilterRecall
+from diagnose.failures.risk import failure_risk
 from diagnose.io import parse_run_arg
 from diagnose.io.convert import as_run
-from diagnose.report_failures import failures_dict, failures_text
-from diagnose.risk import failure_risk
+from diagnose.report.failures import failures_dict, failures_text
+from diagnose.whatif.filter_recall import RUNS, FilterRecall
 
 
 def cmd_failures(args: argparse.Namespace) -> int:

@@ -9,9 +9,9 @@ from pathlib import Path
 from diagnose.cli.output import Output, emit
 from diagnose.cli.shared import EXIT_OK, build_analysis, load_data, parse_ks, print_warnings
 from diagnose.data import DataError, Qrels
-from diagnose.finetune import Cost, FinetuneResult, TrainSettings
 from diagnose.io import read_qrels
-from diagnose.report_tables import text_table
+from diagnose.report.tables import text_table
+from diagnose.whatif.finetune import Cost, FinetuneResult, TrainSettings
 
 
 def _train_qrels(args: argparse.Namespace) -> Qrels | None:

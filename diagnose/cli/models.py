@@ -9,13 +9,13 @@ from diagnose.cli.output import Output, emit, frame_output, records_text
 from diagnose.cli.shared import EXIT_OK, build_analysis, load_data, print_warnings, read_checked_run
 from diagnose.data import DataError
 from diagnose.io import parse_run_arg
-from diagnose.report_tables import text_table
+from diagnose.report.tables import text_table
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from diagnose.compare import RerankReport
-    from diagnose.model_choice import ModelComparison
+    from diagnose.whatif.compare import RerankReport
+    from diagnose.whatif.model_choice import ModelComparison
 
 
 def cmd_models(args: argparse.Namespace) -> int:

@@ -10,9 +10,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from diagnose.lazy import pandas as pd
 from diagnose.report import dumps
-from diagnose.report_tables import text_table
+from diagnose.report.tables import text_table
+from diagnose.runtime.lazy import pandas as pd
 
 
 @dataclass(frozen=True)

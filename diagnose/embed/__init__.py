@@ -41,9 +41,9 @@ from diagnose.embed.loading import (
     load_encoder,
     model_fingerprint,
 )
-from diagnose.embed.precomputed import PrecomputedEmbeddings, load_precomputed
 from diagnose.embed.search import BLOCK_ELEMENTS, dense_rank_of, dense_rank_range, dense_search
 from diagnose.embed.store import CACHE_FLUSH_ROWS, ENCODER_META_FORMAT, EmbeddingCache, embed_texts
+from diagnose.io.vectors import PrecomputedEmbeddings, load_precomputed
 
 __all__ = [
     "DEFAULT_MODEL",

@@ -15,7 +15,7 @@ import numpy as np
 from diagnose.checks import is_int
 from diagnose.data import DataError
 from diagnose.embed.tokenizer import folder_tokenizer
-from diagnose.progress import Progress, reporter
+from diagnose.runtime.progress import Progress, reporter
 
 
 @runtime_checkable
@@ -24,7 +24,7 @@ class Encoder(Protocol):
 
     ``name`` is the cache identity (same name => same vectors), ``dim`` the vector length, and ``encode`` returns
     float32 ``[len(texts), dim]`` with L2-normalised rows (zero rows allowed). ``progress``
-    (:data:`diagnose.progress.Progress`): ``True`` shows the model's own tqdm bar on stderr, a reporter or a
+    (:data:`diagnose.runtime.progress.Progress`): ``True`` shows the model's own tqdm bar on stderr, a reporter or a
     ``callback(done, total)`` gets a bar of texts done.
     """
 

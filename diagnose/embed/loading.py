@@ -139,7 +139,7 @@ def _sentence_transformer(name_or_path: str, device: str, **kwargs: Any) -> Any:
 def _quiet_library_progress_bars() -> None:
     """transformers and huggingface_hub draw their own tqdm bars ("Loading weights" of a 90 MB model, a bar per
     load): noise beside diagnose's own stage labels, in a notebook cell and on a terminal alike, and escape codes in
-    a log. They are switched off; diagnose's bars (:mod:`diagnose.progress`) say what takes time."""
+    a log. They are switched off; diagnose's bars (:mod:`diagnose.runtime.progress`) say what takes time."""
     try:
         from transformers.utils import logging as hf_logging
 

@@ -8,9 +8,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from diagnose.blocks import in_threads, nonzero_2d
 from diagnose.checks import is_int
 from diagnose.data import DataError
+from diagnose.runtime.threads import in_threads, nonzero_2d
 
 #: Scores held in memory at once by the blocked searches (float32: 4M x 4 B = 16 MiB, plus masks of that size).
 BLOCK_ELEMENTS = 1 << 22
@@ -219,7 +219,7 @@ def dense_rank_range(
 
 
 def _dense_rank_screened(q32: np.ndarray, d: np.ndarray, screen: _RankScreen, block_size: int) -> None:
-    """:func:`dense_rank_range`'s counts for float32 vectors (the :class:`~diagnose.space.VectorSpace` case), at
+    """:func:`dense_rank_range`'s counts for float32 vectors (the :class:`~diagnose.search.space.VectorSpace` case), at
     about half the cost of float64 products: each distinct query is scored once per document block by a float32
     matrix product, and :class:`_RankScreen` counts."""
     # pairs sorted by query: a block of pairs holds whole groups, each query scored once

@@ -24,7 +24,7 @@ from diagnose.cache import (
 )
 from diagnose.data import ValidationReport
 from diagnose.embed.encoders import Encoder, SentenceTransformerEncoder, renormalise
-from diagnose.progress import Progress, reporter
+from diagnose.runtime.progress import Progress, reporter
 
 log = logging.getLogger("diagnose.embed")  # the name it logged under as one module
 
@@ -172,7 +172,7 @@ def embed_texts(
       warnings in ``report`` (or :class:`~diagnose.cache.CacheWarning` warnings without one); they never raise.
     - Texts to encode are sorted by length (longest first, less padding per batch), encoded in chunks of
       ``4 * batch_size``, and put back in the input order.
-    - ``progress`` (:data:`diagnose.progress.Progress`; ``True``: tqdm on a terminal or in a notebook) gets
+    - ``progress`` (:data:`diagnose.runtime.progress.Progress`; ``True``: tqdm on a terminal or in a notebook) gets
       ``(done, total)``, where ``total`` is the number of distinct texts to encode (``(0, total)`` first and
       ``(total, total)`` last; never called when everything came from the cache).
     - Encoder rows whose norm is off 1 by more than 1e-5 are re-normalised (others are kept bit for bit; rows of

@@ -5,9 +5,9 @@ the advice in words, the recommendation, the remedy, the evidence sentence).
 Open this file to add a failure class: write its record here, at its place in the rule order, and its rule in
 :func:`diagnose.failures.taxonomy.classify` at the same place (the n-th rule of ``classify`` returns the n-th
 record's id; ``tests/test_failures.py`` checks the two orders agree). Its remedy code, when it has a new one, goes in
-:mod:`diagnose.remedies` under the record's ``remedy.id``. Everything else follows from the record: the ids, labels
+:mod:`diagnose.whatif.remedies` under the record's ``remedy.id``. Everything else follows from the record: the ids, labels
 and recommendations (:data:`CLASSES`, :data:`CLASS_LABELS`, :data:`RECOMMENDATIONS`), the charts' colours and
-legends (:mod:`diagnose.charts.palette`), the remedy table (:mod:`diagnose.remedies`), the evidence sentence
+legends (:mod:`diagnose.charts.palette`), the remedy table (:mod:`diagnose.whatif.remedies`), the evidence sentence
 (:func:`diagnose.failures.taxonomy.evidence_sentence`) and the class table of docs/taxonomy.md
 (:func:`diagnose.failures.taxonomy.class_table`, checked by ``tests/test_docs.py``).
 
@@ -23,12 +23,12 @@ from dataclasses import dataclass, field
 
 @dataclass(frozen=True)
 class Remedy:
-    """A failure class's offline remedy, as :func:`diagnose.remedies.prove_remedies` runs and reports it.
+    """A failure class's offline remedy, as :func:`diagnose.whatif.remedies.prove_remedies` runs and reports it.
 
-    ``id``: what :mod:`diagnose.remedies` runs: ``"hybrid"`` (RRF of the run and BM25), ``"dense"`` (exact dense
+    ``id``: what :mod:`diagnose.whatif.remedies` runs: ``"hybrid"`` (RRF of the run and BM25), ``"dense"`` (exact dense
     search), ``"rerank"`` (the run's top ``near_miss_factor * k`` reranked by exact cosine), or ``"judge"`` /
     ``"none"`` (nothing runs; ``advice`` says what to do instead), ``"merge"`` (a chunk corpus: each chunk scored
-    with its neighbours merged, :mod:`diagnose.chunks.split`). ``text``: the remedy as the remedy table shows it
+    with its neighbours merged, :mod:`diagnose.failures.split`). ``text``: the remedy as the remedy table shows it
     (``{depth}`` = the rerank depth). ``measured_by``: the id of a remedy another command measures on the data
     (``"finetune"``: ``diagnose finetune``); when it has been run, the remedy matrix's column of that id is the class's
     own remedy and its sentence cites the result.

@@ -33,11 +33,11 @@ from diagnose.failures.kind import RunKind
 from diagnose.failures.passages import PassageScorer
 from diagnose.failures.taxonomy import FailureMode, Thresholds, recommendation
 from diagnose.io.messages import plural_of
-from diagnose.lazy import pandas as pd
-from diagnose.space import VectorSpace
+from diagnose.runtime.lazy import pandas as pd
+from diagnose.search.space import VectorSpace
 
 if TYPE_CHECKING:
-    from diagnose.filters import QueryFilters
+    from diagnose.io.filters import QueryFilters
 
 
 @dataclass(frozen=True)
@@ -256,13 +256,13 @@ def diagnose_run(
     ``bm25`` is a :class:`diagnose.lexical.BM25Index` over the same corpus. ``calibration`` defaults to
     :func:`calibrate` on this run. ``kind``: the run's kind (:class:`~diagnose.failures.kind.RunKind`; default
     unknown, read as dense), which the rules, sentences and recommendations follow. ``filters``: the per-query
-    metadata filters (:mod:`diagnose.filters`): a target its query's filter excludes is ``filtered_out``.
+    metadata filters (:mod:`diagnose.io.filters`): a target its query's filter excludes is ``filtered_out``.
     ``known``: the failed pairs'
     dense and BM25 ranks when computed with the baselines (:class:`~diagnose.failures.evidence.KnownRanks`).
     ``passages``: the model's
     window and each target's passages (:class:`~diagnose.failures.passages.PassageScorer`); None when the window is
     unknown (the window fields stay None, the truncated and diluted rules are not used). ``split_cosines``: a chunk
-    corpus' split targets' window cosines (:func:`diagnose.chunks.split.split_window_cosines`), which the split rule
+    corpus' split targets' window cosines (:func:`diagnose.failures.split.split_window_cosines`), which the split rule
     reads; None: unknown, the split rule is not used.
     """
     if ds.corpus is None or ds.queries is None:

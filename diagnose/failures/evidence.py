@@ -25,12 +25,12 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
-from diagnose.chunks.split import split_targets
 from diagnose.data import Corpus, Dataset, Run
 from diagnose.embed import dense_rank_range
 from diagnose.failures.classes import CLASS_LABELS
 from diagnose.failures.golden import normalise_text
 from diagnose.failures.passages import PassageMatch
+from diagnose.failures.split import split_targets
 from diagnose.failures.taxonomy import (
     PairEvidence,
     Thresholds,
@@ -40,10 +40,10 @@ from diagnose.failures.taxonomy import (
     seed_rule,
 )
 from diagnose.lexical import bm25_rank_range, term_overlap, tokenize
-from diagnose.space import VectorSpace
+from diagnose.search.space import VectorSpace
 
 if TYPE_CHECKING:
-    from diagnose.filters import QueryFilters
+    from diagnose.io.filters import QueryFilters
 
 
 class Competitor(NamedTuple):
@@ -73,7 +73,7 @@ class Failure:
     ends in that text, None when the target fits): :mod:`diagnose.failures.passages`; all None when the model's
     window is unknown (precomputed vectors without a model). ``split_cosine``: for a split target (a chunk holding
     the largest part of a reference span no chunk holds whole), the query's cosine with the window of it and its
-    neighbour(s) holding the rest (:func:`diagnose.chunks.split.split_window_cosines`); None otherwise.
+    neighbour(s) holding the rest (:func:`diagnose.failures.split.split_window_cosines`); None otherwise.
     """
 
     query_id: str
@@ -159,7 +159,7 @@ def _dense_ranks(space: VectorSpace, pairs: list[tuple[str, str]]) -> dict[tuple
 
 
 class KnownRanks(NamedTuple):
-    """Ranks of the failed pairs computed in the baselines' passes (:mod:`diagnose.baselines`), so that the
+    """Ranks of the failed pairs computed in the baselines' passes (:mod:`diagnose.search.baselines`), so that the
     diagnosis does not score their queries over the corpus again: ``dense`` = (query, doc) -> the
     :func:`~diagnose.embed.dense_rank_range` (best, worst) of every pair with vectors, ``bm25`` = (query, doc) ->
     (best, worst, score) as :func:`~diagnose.lexical.bm25_rank_range` and the score give them. ``None``: not
@@ -183,9 +183,11 @@ class _Lookups:
     target_stems: dict[str, set[str]]
     norm_cache: dict[str, str] = field(default_factory=dict)
     kind: str = "unknown"  # the run's kind (diagnose.failures.kind)
-    filters: QueryFilters | None = None  # the per-query metadata filters (diagnose.filters), when given
-    split: dict[tuple[str, str], float] = field(default_factory=dict)  # split targets (diagnose.chunks.split)
-    # (query, split target) -> the query's cosine with the target's window (diagnose.chunks.split.split_window_cosines)
+    filters: QueryFilters | None = None  # the per-query metadata filters (diagnose.io.filters), when given
+    split: dict[tuple[str, str], float] = field(
+        default_factory=dict
+    )  # split targets (diagnose.failures.split)
+    # (query, split target) -> the query's cosine with the target's window (diagnose.failures.split.split_window_cosines)
     split_cosines: Mapping[tuple[str, str], float] = field(default_factory=dict)
     # (best, worst, score) of pairs scored with the BM25 baseline, in the same pass (BM25Index.to_run_ranked)
     bm25_known: dict[tuple[str, str], tuple[int | None, int | None, float]] = field(default_factory=dict)
@@ -207,7 +209,7 @@ def lookups(
     split_cosines: Mapping[tuple[str, str], float] | None = None,
 ) -> _Lookups:
     """What every pair reads; ``known``: ranks already computed with the baselines (:class:`KnownRanks`);
-    ``split_cosines``: the split targets' window cosines (:func:`diagnose.chunks.split.split_window_cosines`)."""
+    ``split_cosines``: the split targets' window cosines (:func:`diagnose.failures.split.split_window_cosines`)."""
 
     corpus_row = ds.corpus.index_of()
     targets = list(dict.fromkeys(d for _, d, _ in pairs if d in corpus_row))

@@ -23,9 +23,9 @@ import pyarrow.compute as pc
 from diagnose import defaults
 from diagnose.data import Corpus, DataError, Dataset, Run, fields_dict
 from diagnose.embed import dense_search
-from diagnose.ids import fingerprints, string_bytes
-from diagnose.lazy import pandas as pd
-from diagnose.space import VectorSpace
+from diagnose.runtime.ids import fingerprints, string_bytes
+from diagnose.runtime.lazy import pandas as pd
+from diagnose.search.space import VectorSpace
 
 _WS = re.compile(r"\s+")
 _PUNCT = re.compile(r"[^\w\s]")
@@ -161,7 +161,7 @@ _ASCII_FOLD = np.array(
 
 
 def _normalised_fingerprints(corpus: Corpus, rows: slice) -> tuple[np.ndarray, np.ndarray]:
-    """Per document of ``rows``: the :func:`~diagnose.ids.fingerprints` of its :func:`normalise_text` (of
+    """Per document of ``rows``: the :func:`~diagnose.runtime.ids.fingerprints` of its :func:`normalise_text` (of
     :func:`~diagnose.data.document_text`), and whether that is empty.
 
     ASCII texts are normalised on their bytes with numpy, mostly outside the GIL (the Python loop held it ~8 s at

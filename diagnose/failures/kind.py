@@ -1,7 +1,7 @@
 """The run's kind: dense, lexical, hybrid or unknown, given by the user or inferred from the run itself.
 
 The taxonomy's rules, sentences, recommendations and remedies read the kind (:mod:`~diagnose.failures.taxonomy`,
-:mod:`diagnose.remedies`): a lexical run's vocabulary mismatch is remedied by dense retrieval, not by BM25, and its
+:mod:`diagnose.whatif.remedies`): a lexical run's vocabulary mismatch is remedied by dense retrieval, not by BM25, and its
 index gap is about its own (lexical) index. ``unknown`` behaves as ``dense`` did before kinds existed.
 
 Where the kind comes from (:attr:`RunKind.source`):

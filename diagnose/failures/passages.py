@@ -47,8 +47,8 @@ import numpy as np
 from diagnose import defaults
 from diagnose.data import Dataset, Run
 from diagnose.embed import EmbeddingCache, embed_texts
-from diagnose.lazy import pandas as pd
-from diagnose.progress import Progress, reporter
+from diagnose.runtime.lazy import pandas as pd
+from diagnose.runtime.progress import Progress, reporter
 
 #: Token spans of texts: one list of (start, end) character offsets per text, special tokens left out.
 SpanFn = Callable[[Sequence[str]], list[list[tuple[int, int]]]]

@@ -105,11 +105,11 @@ def classify(
     ``bm25_rank`` are the best ranks of the target's tie groups, ``*_worst`` their worst (None: no tie); a rule
     that asks whether a rank is within k reads :func:`within`. ``kind``: the run's kind (the index_gap and
     vocabulary_mismatch rules). ``filtered_out``: the query's metadata filter excludes the target
-    (:mod:`diagnose.filters`).
+    (:mod:`diagnose.io.filters`).
     ``split``: the target holds the largest part of a reference span that no chunk
-    holds whole (:func:`diagnose.chunks.split.split_targets`); ``split_cosine``: the query's best cosine with the
+    holds whole (:func:`diagnose.failures.split.split_targets`); ``split_cosine``: the query's best cosine with the
     windows joining it to the neighbours holding the span's other parts
-    (:func:`diagnose.chunks.split.split_window_cosines`; None when unknown: the split rule then never matches).
+    (:func:`diagnose.failures.split.split_window_cosines`; None when unknown: the split rule then never matches).
     ``passage``: the target's window and best passage
     (:class:`~diagnose.failures.passages.PassageMatch`); None when the model's window is unknown, and then the
     truncated and diluted rules never match."""

@@ -14,7 +14,7 @@ from diagnose.data import DataError, Dataset, Qrels, Run, ValidationReport
 from diagnose.io.qrels import read_qrels
 from diagnose.io.run_order import trec_order
 from diagnose.io.runs import read_run
-from diagnose.lazy import pandas as pd
+from diagnose.runtime.lazy import pandas as pd
 
 PathLike = str | Path
 

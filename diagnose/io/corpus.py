@@ -24,7 +24,7 @@ from diagnose.io.files import (
 from diagnose.io.formats import CORPUS_FORMATS, CORPUS_ID_FIELDS, CORPUS_TEXT_FIELDS, CORPUS_TITLE_FIELDS
 from diagnose.io.messages import fatal_error, plural_of, verb
 from diagnose.io.records import finish_records, read_records
-from diagnose.lazy import pandas as pd
+from diagnose.runtime.lazy import pandas as pd
 
 _TEXT_SUFFIXES = (".txt", ".md")
 _HEADING = re.compile(r"^ {0,3}#{1,6}[ \t]+(.*?)[ \t]*#*[ \t]*$")

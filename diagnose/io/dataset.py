@@ -13,9 +13,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from diagnose import defaults
-from diagnose.blocks import available_cpus, beside
-from diagnose.chunks import chunk_level_qrels, with_chunks
 from diagnose.data import Corpus, DataError, Dataset, Qrels, Queries, Run, ValidationReport
+from diagnose.io.chunks import chunk_level_qrels, with_chunks
 from diagnose.io.corpus import read_corpus
 from diagnose.io.files import PathLike, stat_path
 from diagnose.io.formats import CORPUS_FORMATS, QRELS_FORMATS, QUERIES_FORMATS, RUN_FORMATS
@@ -24,10 +23,11 @@ from diagnose.io.messages import example_ids, fatal_error, pair_text, plural_of,
 from diagnose.io.qrels import empty_qrels, golden_qrels, read_qrels
 from diagnose.io.queries import read_queries
 from diagnose.io.runs import QRELS_NOT_RUN_FIX, parse_run_arg, read_run, run_stem
-from diagnose.lazy import pandas as pd
+from diagnose.runtime.lazy import pandas as pd
+from diagnose.runtime.threads import available_cpus, beside
 
 if TYPE_CHECKING:
-    from diagnose.progress import Progress
+    from diagnose.runtime.progress import Progress
 
 
 def load_dataset(
@@ -63,12 +63,12 @@ def load_dataset(
     checked against them (``diagnose --extra-qrels`` merges judgements there).
 
     ``corpus`` may name a vector database collection, ``chroma:PATH#COLLECTION``, ``lancedb:PATH#TABLE`` or
-    ``qdrant:PATH#COLLECTION`` (:mod:`diagnose.vectordb`): its documents and stored vectors, read with a bar on
+    ``qdrant:PATH#COLLECTION`` (:mod:`diagnose.io.vectordb`): its documents and stored vectors, read with a bar on
     ``progress``.
 
     ``parent_field``: a chunk corpus' metadata key naming each chunk's document, or ``"DOC#N"`` for ids written
     ``DOCUMENT#N`` (detected when every id is); the corpus then carries a :class:`~diagnose.data.ChunkMap` and the
-    qrels are put in its id space (:mod:`diagnose.chunks`: reference contexts judged on the chunks, document
+    qrels are put in its id space (:mod:`diagnose.io.chunks`: reference contexts judged on the chunks, document
     judgements inherited by each chunk of the document).
     """
     report = report if report is not None else ValidationReport()
@@ -150,12 +150,12 @@ def _read_corpus_fields(
     progress: Progress = False,
 ) -> Corpus:
     """:func:`read_corpus` with the fields named by ``corpus_fields`` (``id`` or ``id_field``, likewise text, title);
-    a ``SCHEME:PATH#NAME`` corpus is a vector database collection (:func:`diagnose.vectordb.read_collection`)."""
+    a ``SCHEME:PATH#NAME`` corpus is a vector database collection (:func:`diagnose.io.vectordb.read_collection`)."""
     fields = dict(corpus_fields or {})
-    from diagnose.vectordb.spec import is_spec
+    from diagnose.io.vectordb.spec import is_spec
 
     if is_spec(corpus):
-        from diagnose.vectordb import read_collection
+        from diagnose.io.vectordb import read_collection
 
         named = {k: fields.get(k) or fields.get(f"{k}_field") for k in ("id", "text", "title")}
         return read_collection(str(corpus), fields=named, report=report, progress=progress)

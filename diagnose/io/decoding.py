@@ -14,10 +14,10 @@ import numpy as np
 import pyarrow as pa
 
 from diagnose.data import DataError, ValidationReport
-from diagnose.frames import Tabular
 from diagnose.io.files import PathLike, RawBytes, as_bytes
 from diagnose.io.messages import fatal_error, plural_of, show_id, verb
-from diagnose.lazy import pandas as pd
+from diagnose.runtime.frames import Tabular
+from diagnose.runtime.lazy import pandas as pd
 
 # Bytes that are not UTF-8 become U+FFFD, so ``q\xff2`` and ``q\xfe2`` would both become the id ``q\ufffd2``. To
 # see such merges, a reader that produced an id with U+FFFD reads the file once more with every bad byte decoded

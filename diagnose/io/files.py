@@ -18,7 +18,7 @@ from pathlib import Path
 
 from diagnose.data import DataError
 from diagnose.io.messages import fatal_error, plural_of
-from diagnose.memory import out_of_memory
+from diagnose.runtime.memory import out_of_memory
 
 PathLike = str | Path
 

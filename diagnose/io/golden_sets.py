@@ -32,7 +32,7 @@ from typing import Any
 from diagnose.data import DataError, Span, ValidationReport
 from diagnose.io.files import PathLike, check_input_path, read_bytes, suffixes
 from diagnose.io.messages import fatal_error, plural_of, snip
-from diagnose.lazy import pandas as pd
+from diagnose.runtime.lazy import pandas as pd
 
 GOLDEN_FORMATS = (
     'a LlamaIndex LabelledRagDataset JSON {"examples": [{"query", "reference_contexts", "reference_answer"}]}, '

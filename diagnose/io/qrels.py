@@ -13,9 +13,8 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from diagnose.chunks import chunk_qrels_from_spans, document_texts
 from diagnose.data import Corpus, Qrels, Span, ValidationReport
-from diagnose.frames import first_seen_codes
+from diagnose.io.chunks import chunk_qrels_from_spans, document_texts
 from diagnose.io.decoding import clean_utf8, refuse_decoding_collisions
 from diagnose.io.files import PathLike, read_bytes
 from diagnose.io.formats import BEIR_QRELS, QRELS_D_HEADER, QRELS_FORMATS, QRELS_Q_HEADER, TREC_QRELS
@@ -46,6 +45,7 @@ from diagnose.io.text import (
     parse_grade,
     text_lines,
 )
+from diagnose.runtime.frames import first_seen_codes
 
 
 @refuse_decoding_collisions(("query_id", "doc_id"))

@@ -12,7 +12,7 @@ from diagnose.io.formats import QUERIES_FORMATS, QUERY_ID_FIELDS, QUERY_TEXT_FIE
 from diagnose.io.messages import plural_of, snip, verb
 from diagnose.io.records import finish_records, read_records
 from diagnose.io.text import first_line, text_lines
-from diagnose.lazy import pandas as pd
+from diagnose.runtime.lazy import pandas as pd
 
 
 @refuse_decoding_collisions(("query_id",))

@@ -15,7 +15,6 @@ import pyarrow as pa
 import pyarrow.json as pajson
 
 from diagnose.data import Corpus, Queries, ValidationReport
-from diagnose.frames import arrow_to_pandas
 from diagnose.io.decoding import clean_utf8
 from diagnose.io.files import check_input_path, read_bytes, suffixes
 from diagnose.io.formats import (
@@ -29,7 +28,8 @@ from diagnose.io.messages import example_ids, fatal_error, plural_of, show_id, s
 from diagnose.io.nesting import check_json_depth
 from diagnose.io.tables import fast_paths, header_fields, read_csv_table
 from diagnose.io.text import first_line, json_error, json_text, json_values, text_lines
-from diagnose.lazy import pandas as pd
+from diagnose.runtime.frames import arrow_to_pandas
+from diagnose.runtime.lazy import pandas as pd
 
 
 def read_records(

@@ -10,13 +10,13 @@ from collections.abc import Sequence
 import numpy as np
 import pyarrow as pa
 
-from diagnose.blocks import in_threads
 from diagnose.data import Run, ValidationReport
-from diagnose.frames import arrow_strings, first_seen_codes
-from diagnose.ids import fingerprints, pair_keys, remember_fingerprints
 from diagnose.io.messages import pair_text, plural_of, verb
-from diagnose.lazy import pandas as pd
-from diagnose.lazy import pyarrow_compute as pc
+from diagnose.runtime.frames import arrow_strings, first_seen_codes
+from diagnose.runtime.ids import fingerprints, pair_keys, remember_fingerprints
+from diagnose.runtime.lazy import pandas as pd
+from diagnose.runtime.lazy import pyarrow_compute as pc
+from diagnose.runtime.threads import in_threads
 
 
 def empty_run_df() -> pd.DataFrame:
@@ -102,7 +102,7 @@ def _group_ranks(codes_in_order: np.ndarray) -> np.ndarray:
 
 
 def _repeated_rows(q_codes: np.ndarray, doc_fps: np.ndarray) -> np.ndarray:
-    """The rows (ascending) whose (query, doc) key (:mod:`diagnose.ids`) another row shares: every duplicate of a
+    """The rows (ascending) whose (query, doc) key (:mod:`diagnose.runtime.ids`) another row shares: every duplicate of a
     (query, doc) pair, plus astronomically rare collisions. Needs no row order: it runs beside the sort."""
     if len(q_codes) < 2:
         return np.zeros(0, dtype=np.int64)

@@ -13,7 +13,6 @@ import numpy as np
 import pyarrow as pa
 
 from diagnose.data import DataError, Run, ValidationReport
-from diagnose.frames import first_seen_codes
 from diagnose.io.decoding import clean_utf8, refuse_decoding_collisions
 from diagnose.io.files import PathLike, RawBytes, as_bytes, exists, read_mapped, suffixes
 from diagnose.io.formats import RUN_D_COLS, RUN_FORMATS, RUN_Q_COLS, TREC_RUN
@@ -27,8 +26,9 @@ from diagnose.io.run_order import (
 from diagnose.io.runs_jsonl import read_run_jsonl
 from diagnose.io.tables import fast_whitespace_table, header_fields, read_csv_table, strip_ids
 from diagnose.io.text import first_line, not_ascii_note, parse_float, text_lines
-from diagnose.lazy import pandas as pd
-from diagnose.lazy import pyarrow_compute as pc
+from diagnose.runtime.frames import first_seen_codes
+from diagnose.runtime.lazy import pandas as pd
+from diagnose.runtime.lazy import pyarrow_compute as pc
 
 
 def parse_run_arg(arg: str) -> tuple[str, str]:

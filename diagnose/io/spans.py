@@ -29,8 +29,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from diagnose.data import DataError, Span, ValidationReport, fields_dict
-from diagnose.extras import needs
 from diagnose.io.messages import plural_of, snip
+from diagnose.runtime.extras import needs
 
 #: the lowest rapidfuzz ``partial_ratio`` (0-100) accepted as an approximate match
 APPROX_THRESHOLD = 90.0

@@ -1,5 +1,5 @@
 """pyarrow fast paths shared by the readers: whitespace-separated files (TREC runs and qrels) and CSV/TSV files
-with a header, read into Arrow tables (:func:`diagnose.frames.arrow_to_pandas` makes frames of them).
+with a header, read into Arrow tables (:func:`diagnose.runtime.frames.arrow_to_pandas` makes frames of them).
 
 ``diagnose.io._FAST = False`` switches the fast paths off, so that the tests can check the line-by-line paths
 give the same result (:func:`fast_paths` reads the flag at each call)."""
@@ -17,7 +17,7 @@ from diagnose.data import ValidationReport
 from diagnose.io.files import RawBytes, as_bytes
 from diagnose.io.messages import fatal_error, plural_of, snip, verb
 from diagnose.io.text import line_start, text_lines
-from diagnose.lazy import pyarrow_compute as pc
+from diagnose.runtime.lazy import pyarrow_compute as pc
 
 
 def fast_paths() -> bool:

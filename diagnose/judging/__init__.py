@@ -42,6 +42,8 @@ from pathlib import Path
 
 from diagnose import defaults
 from diagnose.data import DataError, Dataset
+from diagnose.io.load import load
+from diagnose.io.qrels_writers import write_beir_qrels, write_trec_qrels
 from diagnose.judging.effect import RunEffect, iter_effect_lines, judgement_effect, with_judgements
 from diagnose.judging.journal import JOURNAL_ENV, JOURNAL_NAME, Journal, PathLike, default_journal_path
 from diagnose.judging.merge import (
@@ -49,8 +51,6 @@ from diagnose.judging.merge import (
     merge,
     merge_counts,
     read_judgements,
-    write_beir_qrels,
-    write_trec_qrels,
 )
 from diagnose.judging.queue import QUEUE_COLUMNS, judge_queue, pending, with_texts
 from diagnose.judging.reading import GRADES, QUEUE_TSV_COLUMNS, SKIP, Entry, write_queue_tsv
@@ -96,8 +96,6 @@ def load_for_judging(
     """:func:`diagnose.load` where the golden set is optional: a BEIR folder without ``qrels/<split>.tsv``, or a
     corpus and a queries file (a production query log) alone get empty qrels. Evaluating such a data set stays an
     error (no query has a relevant document); :func:`judge_queue` and :func:`with_judgements` work."""
-    from diagnose.api import load
-
     if data is None and (corpus is None or queries is None):
         raise DataError("Judging needs a corpus and queries: pass a BEIR folder, or corpus= and queries=.")
     return load(

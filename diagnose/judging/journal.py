@@ -15,7 +15,7 @@ import numpy as np
 from diagnose.cache import default_cache_root, slug
 from diagnose.data import DataError, Qrels, ValidationReport
 from diagnose.judging.reading import SKIP, Entry, check_grade, check_id, journal_entries, latest, report_torn
-from diagnose.lazy import pandas as pd
+from diagnose.runtime.lazy import pandas as pd
 
 PathLike = str | Path
 

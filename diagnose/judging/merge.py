@@ -1,5 +1,5 @@
 """The golden set with the new judgements: merge them (a new grade wins), count what merging did, read judgements from
-a journal, a graded queue TSV or a qrels file, and export as TREC qrels or BEIR TSV."""
+a journal, a graded queue TSV or a qrels file (exporting them as TREC qrels or BEIR TSV: :mod:`diagnose.io.qrels_writers`)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from diagnose.checks import param_error
 from diagnose.data import DataError, Qrels, ValidationReport
 from diagnose.io import check_input_path, read_qrels
 from diagnose.judging.journal import Journal, PathLike, qrels_of
@@ -22,7 +21,7 @@ from diagnose.judging.reading import (
     queue_entries,
     report_torn,
 )
-from diagnose.lazy import pandas as pd
+from diagnose.runtime.lazy import pandas as pd
 
 
 class MergeCounts(NamedTuple):
@@ -167,38 +166,3 @@ def _read_graded_queue(path: Path, report: ValidationReport | None) -> Qrels:
             count=ungraded + skipped,
         )
     return qrels_of(latest(entries, str(path), report), str(path))
-
-
-def _check_writable(qrels: Qrels, path: PathLike, what: str, bad: str, fix: str) -> pd.DataFrame:
-    df = qrels.df
-    if df.empty:
-        raise param_error("qrels", f"{path}: no judgement to write as {what} (judge some pairs first).")
-    for col in ("query_id", "doc_id"):
-        has = df[col].astype("str").str.contains(bad, regex=True)
-        if has.any():
-            raise param_error(
-                "qrels",
-                f"{path}: cannot write {what}: the {col} {str(df.loc[has, col].iloc[0])!r} contains "
-                f"whitespace that the format uses as a separator. Fix: {fix}.",
-            )
-    return df
-
-
-def write_trec_qrels(qrels: Qrels, path: PathLike) -> None:
-    """Write ``qrels`` as TREC qrels, ``qid 0 docid grade`` per line (what ``trec_eval`` and
-    :func:`diagnose.io.read_qrels` read). Ids containing whitespace cannot be written (DataError)."""
-    df = _check_writable(qrels, path, "TREC qrels", r"\s", "replace the spaces in the ids, or write BEIR TSV")
-    lines = [
-        f"{q} 0 {d} {int(g)}\n" for q, d, g in zip(df["query_id"], df["doc_id"], df["relevance"], strict=True)
-    ]
-    Path(path).write_text("".join(lines), encoding="utf-8")
-
-
-def write_beir_qrels(qrels: Qrels, path: PathLike) -> None:
-    """Write ``qrels`` as a BEIR qrels TSV: the header ``query-id<TAB>corpus-id<TAB>score``, then one judgement per
-    line. Ids containing a tab or a newline cannot be written (DataError)."""
-    df = _check_writable(qrels, path, "BEIR TSV", r"[\t\r\n]", "remove tabs and newlines from the ids")
-    lines = ["query-id\tcorpus-id\tscore\n"] + [
-        f"{q}\t{d}\t{int(g)}\n" for q, d, g in zip(df["query_id"], df["doc_id"], df["relevance"], strict=True)
-    ]
-    Path(path).write_text("".join(lines), encoding="utf-8")

@@ -11,18 +11,18 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from diagnose import baselines as bl
 from diagnose import defaults, embed
 from diagnose.checks import param_error, positive_int, rank_cutoff
 from diagnose.data import DataError, Dataset, Run
 from diagnose.io.messages import plural_of, verb
 from diagnose.judging.journal import Journal
-from diagnose.lazy import pandas as pd
-from diagnose.space import VectorSpace
+from diagnose.runtime.lazy import pandas as pd
+from diagnose.search import baselines as bl
+from diagnose.search.space import VectorSpace
 
 if TYPE_CHECKING:
     from diagnose.analysis import Analysis
-    from diagnose.space import VectorSpace
+    from diagnose.search.space import VectorSpace
 
 QUEUE_COLUMNS = [
     "priority",

@@ -30,7 +30,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from diagnose.data import DataError, ValidationReport
-from diagnose.lazy import pandas as pd
+from diagnose.runtime.lazy import pandas as pd
 
 GRADES = (0, 1, 2, 3)
 SKIP = "skip"

@@ -8,15 +8,15 @@ from typing import Any
 
 import numpy as np
 
-from diagnose.blocks import available_cpus, in_threads, nonzero_2d
 from diagnose.cache import ArrayCache
 from diagnose.checks import is_int, one_of
 from diagnose.data import DataError, Run, ValidationReport
 from diagnose.defaults import BM25_ENGINE, BM25_ENGINES, DEPTH
-from diagnose.frames import is_arrow_array
-from diagnose.lazy import pandas as pd
 from diagnose.lexical.engines import Bm25sImpl, RankBm25Impl, index_key
 from diagnose.lexical.terms import tokenize, tokenize_ids
+from diagnose.runtime.frames import is_arrow_array
+from diagnose.runtime.lazy import pandas as pd
+from diagnose.runtime.threads import available_cpus, in_threads, nonzero_2d
 
 ENGINES = BM25_ENGINES
 BM25S_METHODS = ("lucene", "robertson", "atire")

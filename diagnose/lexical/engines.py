@@ -11,8 +11,8 @@ from typing import Any
 import numpy as np
 
 from diagnose.cache import ArrayCache
-from diagnose.frames import arrow_strings
-from diagnose.ids import string_bytes
+from diagnose.runtime.frames import arrow_strings
+from diagnose.runtime.ids import string_bytes
 
 #: Bumped whenever :func:`tokenize` or the scoring changes, so cached indexes of the old rules are not reused.
 INDEX_VERSION = 1

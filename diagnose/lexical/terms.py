@@ -13,9 +13,9 @@ from typing import Any
 
 import numpy as np
 
-from diagnose.blocks import release_freed_memory
 from diagnose.data import DataError
-from diagnose.frames import arrow_strings, is_arrow_array
+from diagnose.runtime.frames import arrow_strings, is_arrow_array
+from diagnose.runtime.threads import release_freed_memory
 
 #: bm25s.stopwords.STOPWORDS_EN == Lucene's EnglishAnalyzer.ENGLISH_STOP_WORDS_SET (33 words).
 #: Copied so that importing this module does not import bm25s; tests check they stay equal.

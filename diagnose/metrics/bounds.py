@@ -12,10 +12,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from diagnose.data import Qrels, Run
-from diagnose.lazy import pandas as pd
 from diagnose.metrics.evaluation import Evaluation, build_evaluation, kernel_values, prepare_inputs
 from diagnose.metrics.join import RunTables
 from diagnose.metrics.names import MetricName
+from diagnose.runtime.lazy import pandas as pd
 
 __all__ = ["MetricBounds", "metric_bounds"]
 

@@ -47,7 +47,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from diagnose.data import ChunkMap, DataError, Qrels, Span
-from diagnose.lazy import pandas as pd
+from diagnose.runtime.lazy import pandas as pd
 
 #: The word tokenizer of the token counts: runs of Unicode word characters.
 TOKEN = re.compile(r"\w+")

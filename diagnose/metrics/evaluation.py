@@ -10,10 +10,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from diagnose.data import DataError, Qrels, Run
-from diagnose.frames import ColumnsFrame, FrameField, frame_column, held
-from diagnose.lazy import pandas as pd
 from diagnose.metrics.join import PreparedQrels, RunTables, prepare
 from diagnose.metrics.names import MetricName, parse_all
+from diagnose.runtime.frames import ColumnsFrame, FrameField, frame_column, held
+from diagnose.runtime.lazy import pandas as pd
 
 __all__ = ["Evaluation", "evaluate", "evaluate_many"]
 

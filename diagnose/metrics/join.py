@@ -2,7 +2,7 @@
 
 Implementation, vectorised over all queries at once (no Python loop over queries or rows): the query of each run
 row comes from the blocks of consecutive equal query ids (one neighbour comparison); doc ids get a 64-bit
-fingerprint computed from their UTF-8 bytes straight from the Arrow buffers (:mod:`diagnose.ids`); (query, doc)
+fingerprint computed from their UTF-8 bytes straight from the Arrow buffers (:mod:`diagnose.runtime.ids`); (query, doc)
 pairs are looked up in the keys of the *positive* judgements (a direct-address table on the keys' top bits) and
 every match is confirmed on the id strings, so the join is exact. Each metric is then a per-query ``np.bincount``
 over the few joined rows, masked by rank cutoffs; the ideal DCG comes from the judged grades sorted once per query.
@@ -29,10 +29,10 @@ import pyarrow as pa
 
 from diagnose.checks import positive_int
 from diagnose.data import DataError, Qrels, Run
-from diagnose.ids import fingerprints, pair_keys, take
-from diagnose.lazy import pandas as pd
-from diagnose.lazy import pyarrow_compute as pc
-from diagnose.per_object import PerObject
+from diagnose.runtime.ids import fingerprints, pair_keys, take
+from diagnose.runtime.lazy import pandas as pd
+from diagnose.runtime.lazy import pyarrow_compute as pc
+from diagnose.runtime.per_object import PerObject
 
 
 def _segments(arr: pa.Array) -> tuple[np.ndarray, np.ndarray]:

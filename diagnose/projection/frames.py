@@ -14,8 +14,8 @@ import numpy as np
 
 from diagnose import defaults
 from diagnose.io.messages import plural_of
-from diagnose.lazy import pandas as pd
 from diagnose.projection.sampling import FailedQuery, MapSample
+from diagnose.runtime.lazy import pandas as pd
 
 SNIPPET_CHARS = 140
 

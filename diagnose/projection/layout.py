@@ -21,8 +21,8 @@ import numpy as np
 from diagnose.cache import ArrayCache, default_cache_root, report_corrupt
 from diagnose.checks import is_int, one_of, positive_int
 from diagnose.data import DataError, ValidationReport
-from diagnose.progress import Progress, Reporter, reporter
 from diagnose.projection.knn import exact_cosine_knn, exact_euclidean_knn, pca, pca_2d, unit_rows
+from diagnose.runtime.progress import Progress, Reporter, reporter
 
 log = logging.getLogger(__name__)
 
@@ -444,7 +444,7 @@ def project(
     """UMAP of ``vectors`` (rows = points) to 2-D, cosine metric, with trustworthiness; cached on disk.
 
     ``recipe``: how the neighbour graph and layout are built (default :func:`recipe_for` the number of points:
-    exact below :data:`LARGE_N`). ``progress`` (:data:`diagnose.progress.Progress`): each slow step is announced
+    exact below :data:`LARGE_N`). ``progress`` (:data:`diagnose.runtime.progress.Progress`): each slow step is announced
     as a stage before it runs; the large recipe also reports the layout's epochs as a bar.
 
     ``seed``: an int makes the map deterministic (umap-learn then runs single-threaded); ``None`` runs in parallel

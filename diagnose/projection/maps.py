@@ -10,7 +10,6 @@ from typing import Any
 
 import numpy as np
 
-from diagnose.lazy import pandas as pd
 from diagnose.projection.frames import map_edges, map_frame
 from diagnose.projection.layout import LARGE_N, Projection, project, recipe_for
 from diagnose.projection.sampling import (
@@ -21,6 +20,7 @@ from diagnose.projection.sampling import (
     sample_for_map,
     stack_vectors,
 )
+from diagnose.runtime.lazy import pandas as pd
 
 
 @dataclass(frozen=True)
@@ -57,7 +57,7 @@ def build_map(
     """Sample, project, and tabulate in one call (see the module docstring for each step).
 
     The ``doc_*`` and ``query_*`` sequences are aligned (row i of ``doc_vecs`` is ``doc_ids[i]``), e.g. a
-    :class:`diagnose.space.VectorSpace`'s ids and vectors with the matching texts. ``layout`` goes to
+    :class:`diagnose.search.space.VectorSpace`'s ids and vectors with the matching texts. ``layout`` goes to
     :func:`project` as in :func:`project_collection` (``n_neighbors``, ``min_dist``, ``seed``, ``cache_dir``,
     ``use_cache``, ``progress``, ``report``, ``recipe``; the same defaults).
     """

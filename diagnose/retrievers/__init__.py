@@ -105,7 +105,6 @@ from typing import Any
 from diagnose import defaults
 from diagnose.checks import finite_number, positive_int, text
 from diagnose.data import DataError, Dataset, Queries, Run, ValidationReport
-from diagnose.progress import Progress
 from diagnose.retrievers.calls import (
     DEFAULT_TIMEOUT,
     Interrupted,
@@ -117,6 +116,7 @@ from diagnose.retrievers.calls import (
 from diagnose.retrievers.kinds import default_name, not_a_retriever, retriever_kind, type_name, with_k
 from diagnose.retrievers.loading import load_retriever, parse_retriever_spec
 from diagnose.retrievers.results import ChunkToDoc, chunk_mapper, ranked_lists, record
+from diagnose.runtime.progress import Progress
 
 __all__ = [
     "DEFAULT_TIMEOUT",
@@ -198,7 +198,7 @@ def run_retriever(
     ``concurrency``: queries in flight at once. ``timeout``: seconds a query may take (default 60, ``None``: no
     limit); a slower query is abandoned and counts as retrieving nothing. ``report``: where retriever errors,
     timeouts, the slowest queries, duplicates, short lists and score adjustments are counted. ``progress``:
-    ``True`` for a tqdm bar on stderr (on a terminal or in a notebook), or a :mod:`diagnose.progress` reporter or
+    ``True`` for a tqdm bar on stderr (on a terminal or in a notebook), or a :mod:`diagnose.runtime.progress` reporter or
     ``callback(done, total)``.
 
     Scores: the retriever's own when it gives them, lowered where needed so that they strictly decrease (as

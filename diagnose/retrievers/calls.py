@@ -30,7 +30,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from diagnose.progress import Progress, reporter
+from diagnose.runtime.progress import Progress, reporter
 
 Outcome = tuple[Any, float | None]  # (results, or the exception raised; latency in ms, or None)
 
@@ -72,7 +72,7 @@ class Interrupted(Exception):
 
 def _ticker(progress: Progress, total: int, run_name: str) -> tuple[Callable[[], None], Callable[[], None]]:
     """``(tick, finish)``: ``tick()`` per finished query and ``finish()`` at the end, driving the
-    :mod:`diagnose.progress` bar of ``progress`` (``True``: tqdm on stderr, on a terminal or in a notebook). Both are
+    :mod:`diagnose.runtime.progress` bar of ``progress`` (``True``: tqdm on stderr, on a terminal or in a notebook). Both are
     called from the calling thread only (a reporter may draw on a page only that thread may touch: Streamlit)."""
     update = reporter(progress).bar(f"Retriever {run_name}")
     done = [0]

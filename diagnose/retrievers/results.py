@@ -68,7 +68,7 @@ def document_list(
     """One query's ranked ``(id, score)`` list as documents: each id mapped by ``mapper``, a document kept once at
     its first rank with its best score, scores made strictly decreasing as float32: what ``chunk_to_doc="max"``
     (or a callable) does to a retriever's list, for a chunk run read from a file too
-    (:func:`diagnose.chunks.document_run`)."""
+    (:func:`diagnose.search.documents.document_run`)."""
     tally = _Tally()
     return _scored(_collapse(items, mapper, True, qid, tally), qid, tally)
 

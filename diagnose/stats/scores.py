@@ -12,12 +12,14 @@ from numpy.typing import ArrayLike
 
 from diagnose.checks import finite_number, positive_int
 from diagnose.data import DataError
-from diagnose.lazy import pandas as pd
+from diagnose.runtime.lazy import pandas as pd
 
 if TYPE_CHECKING:
     import pandas
 
-Scores: TypeAlias = "ArrayLike | pandas.Series"  # a string: pandas is imported on first use (diagnose.lazy)
+Scores: TypeAlias = (
+    "ArrayLike | pandas.Series"  # a string: pandas is imported on first use (diagnose.runtime.lazy)
+)
 ZERO_TOL = 1e-12
 """Per-query differences with ``|b - a| <= ZERO_TOL`` are treated as exact ties (float rounding noise)."""
 CHUNK_ELEMENTS = 1 << 20  # resampled values held in memory at once (8 MB of float64 / int64)

@@ -10,7 +10,7 @@ import numpy as np
 
 from diagnose import defaults
 from diagnose.data import DataError
-from diagnose.lazy import pandas as pd
+from diagnose.runtime.lazy import pandas as pd
 from diagnose.stats.paired import effect_size
 from diagnose.stats.scores import (
     CHUNK_ELEMENTS,

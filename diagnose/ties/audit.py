@@ -11,12 +11,12 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from diagnose import defaults
-from diagnose.blocks import in_threads
 from diagnose.checks import positive_int
 from diagnose.data import MAX_EXAMPLES, Qrels, Run, ValidationReport
-from diagnose.frames import ColumnsFrame
 from diagnose.metrics import Evaluation, evaluate, expand_metrics, parse_metric
 from diagnose.metrics.evaluation import prepare_inputs
+from diagnose.runtime.frames import ColumnsFrame
+from diagnose.runtime.threads import in_threads
 from diagnose.ties.orders import (
     Layout,
     deepest_rank,
@@ -69,7 +69,7 @@ def tie_work(
     """The part of :func:`tie_audit` that needs no evaluation of ``run`` itself (same arguments), so that it can run
     beside that evaluation (:meth:`diagnose.analysis.Analysis.evaluation_report` does); :func:`audit_from_work`
     finishes the audit. ``leave``: how many of the re-ordered copies (two per sort key that matters) to leave to
-    :func:`audit_from_work`, which evaluates them side by side (:func:`~diagnose.blocks.in_threads`) once the run's
+    :func:`audit_from_work`, which evaluates them side by side (:func:`~diagnose.runtime.threads.in_threads`) once the run's
     own evaluation is done."""
     k = _checked_k(k, n_orders)
     names = _canonical(expand_metrics(None, [k]) if metrics is None else list(metrics))
@@ -263,7 +263,7 @@ def _widen_with_copies(
     workers: int | None = None,
 ) -> None:
     """Widen ``lo`` / ``hi`` (per query x metric, in place) with the values of ``copies``, evaluated side by side in
-    up to ``workers`` threads (:func:`~diagnose.blocks.in_threads`; 1: in this thread)."""
+    up to ``workers`` threads (:func:`~diagnose.runtime.threads.in_threads`; 1: in this thread)."""
     scored = in_threads(
         lambda c: _scored(qrels, run, lay, scope, c, relevance_level), copies, workers=workers, blas=False
     )

@@ -12,11 +12,11 @@ import numpy as np
 import pyarrow as pa
 
 from diagnose.data import Qrels, Run
-from diagnose.ids import take
 from diagnose.io.run_order import score32
-from diagnose.lazy import pyarrow_compute as pc
 from diagnose.metrics import Evaluation, MetricName, parse_metric
 from diagnose.metrics.join import in_qrels, judged_pairs, positive_grades, prepare
+from diagnose.runtime.ids import take
+from diagnose.runtime.lazy import pyarrow_compute as pc
 
 
 def tie_key_of(metric: str | MetricName) -> str | None:

@@ -10,8 +10,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from diagnose.frames import FrameField, frame_column, held
-from diagnose.lazy import pandas as pd
+from diagnose.runtime.frames import FrameField, frame_column, held
+from diagnose.runtime.lazy import pandas as pd
 
 TOL = 1e-12
 PRINTED_DIGITS = 4  # the reports print a metric's mean to 4 decimals: a narrower range is not worth a warning

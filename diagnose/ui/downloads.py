@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import streamlit as st
 
-from diagnose import report, report_failures
+from diagnose import report
 from diagnose.cache import slug
+from diagnose.report import failures as report_failures
 from diagnose.ui import sources
 from diagnose.ui.text import escape_md
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from diagnose.memory import is_out_of_memory, out_of_memory
+from diagnose.runtime.memory import is_out_of_memory, out_of_memory
 from diagnose.ui.text import escape_md
 
 

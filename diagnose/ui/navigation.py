@@ -11,7 +11,7 @@ from typing import Any
 import streamlit as st
 
 from diagnose.data import DataError
-from diagnose.memory import is_out_of_memory
+from diagnose.runtime.memory import is_out_of_memory
 from diagnose.ui.errors import show_error
 
 # Page name -> (title, icon); its file is diagnose/ui/pages/<name>.py.

@@ -1,7 +1,7 @@
 """Progress in the app: an ``st.status`` box for work done in the script run (:class:`StatusReporter`), and work
 done in a thread of its own that outlives script runs (:class:`Background`: the vectors; :class:`ProjectionBackground`:
 the whole-collection map), which pages poll with :func:`diagnose.ui.state.wait_for_vectors`. All are
-:class:`diagnose.progress.Reporter` objects."""
+:class:`diagnose.runtime.progress.Reporter` objects."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from diagnose.analysis import Analysis
 
 
 class StatusProgress:
-    """A :class:`diagnose.progress.Reporter` drawing into an ``st.status`` box, created only when something
+    """A :class:`diagnose.runtime.progress.Reporter` drawing into an ``st.status`` box, created only when something
     actually has to be computed. Bars show documents done, the rate and the time left."""
 
     def __init__(self) -> None:
@@ -59,7 +59,7 @@ class StatusProgress:
 
 class Background:
     """The vectors of one analysis, computed in a thread of their own (not tied to a script run: switching pages
-    never restarts it), with the progress the pages poll: a :class:`diagnose.progress.Reporter` that records the
+    never restarts it), with the progress the pages poll: a :class:`diagnose.runtime.progress.Reporter` that records the
     current stage, documents done / total and the start time instead of drawing."""
 
     def __init__(self) -> None:

@@ -22,8 +22,8 @@ from diagnose import defaults
 from diagnose.data import DataError, fields_dict
 from diagnose.io import parse_run_arg
 from diagnose.io.golden_sets import golden_kind
+from diagnose.io.vectordb.spec import is_spec, split_spec
 from diagnose.ui import launch
-from diagnose.vectordb.spec import is_spec, split_spec
 
 REPO = Path(__file__).resolve().parents[2]
 DEMO_DIR = REPO / "demo_corpus"
@@ -263,7 +263,7 @@ def _golden_gives(qrels: str) -> set[str]:
 
 
 def _collection_folder(corpus: str) -> str | None:
-    """The database folder of a ``SCHEME:PATH#NAME`` corpus (:mod:`diagnose.vectordb`), else None."""
+    """The database folder of a ``SCHEME:PATH#NAME`` corpus (:mod:`diagnose.io.vectordb`), else None."""
 
     if not is_spec(corpus):
         return None

@@ -31,9 +31,9 @@ from diagnose import defaults, embed
 from diagnose.analysis import Analysis
 from diagnose.data import DataError, Dataset, Run
 from diagnose.io import confine_reads, load_dataset
-from diagnose.memory import is_out_of_memory
 from diagnose.report import band_of
 from diagnose.retrievers import load_retriever
+from diagnose.runtime.memory import is_out_of_memory
 from diagnose.ui import downloads, sources
 
 # The pages talk to this module only: what they use from the sidebar and progress modules is re-exported here.
@@ -51,7 +51,7 @@ if TYPE_CHECKING:
     from diagnose.failures import Diagnosis
     from diagnose.metrics import Evaluation
     from diagnose.projection import EmbeddingMap
-    from diagnose.space import VectorSpace
+    from diagnose.search.space import VectorSpace
 
 T = TypeVar("T")
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 import streamlit as st
 
 from diagnose import charts
-from diagnose.ann import AnnSetting
 from diagnose.ui import state, tables
 from diagnose.ui.progress import StatusProgress
 from diagnose.ui.text import escape_md
+from diagnose.whatif.ann import AnnSetting
 
 b = state.bundle()
 state.wait_for_vectors(b, "ANN index", "The ANN index page")

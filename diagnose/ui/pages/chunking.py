@@ -6,9 +6,9 @@ from __future__ import annotations
 import streamlit as st
 
 from diagnose import charts
-from diagnose.chunking import DEFAULT_OVERLAPS, DEFAULT_SIZES
 from diagnose.ui import state, tables
 from diagnose.ui.progress import StatusProgress
+from diagnose.whatif.chunking import DEFAULT_OVERLAPS, DEFAULT_SIZES
 
 b = state.bundle()
 state.wait_for_vectors(b, "Which chunking", "The Which chunking page")

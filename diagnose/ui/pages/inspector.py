@@ -12,7 +12,7 @@ import streamlit as st
 from diagnose import defaults
 from diagnose.data import document_text
 from diagnose.failures import CLASS_LABELS, Failure, rank_range_text, worst_queries
-from diagnose.inspection import Target, TargetGroup, targets_table
+from diagnose.failures.inspection import Target, TargetGroup, targets_table
 from diagnose.lexical import highlight_spans
 from diagnose.ui import state, tables
 from diagnose.ui.text import (

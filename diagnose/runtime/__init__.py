@@ -1,0 +1,1 @@
+"""Machinery every floor uses: lazy imports, threads, memory, frames, ids, progress, optional extras."""

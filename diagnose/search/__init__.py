@@ -1,0 +1,1 @@
+"""The runs computed here: the vector space, the baselines (BM25, dense, hybrid), fusion."""

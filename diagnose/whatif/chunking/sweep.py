@@ -1,0 +1,329 @@
+"""Measuring each chunking of the grid against the documents as they are (the module docstring of
+:mod:`diagnose.whatif.chunking` defines every number)."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from diagnose import defaults
+from diagnose.cache import atomic_write_bytes, default_cache_root
+from diagnose.data import Dataset, Run, Span, document_text
+from diagnose.embed import EmbeddingCache, dense_search, embed_texts
+from diagnose.metrics import evaluate
+from diagnose.metrics.context import Piece, context_scores, document_spans, whole_documents
+from diagnose.retrievers.results import document_list
+from diagnose.runtime.lazy import pandas as pd
+from diagnose.runtime.progress import Reporter
+from diagnose.stats import randomization_test
+from diagnose.whatif.chunking.grid import ChunkingConfig
+from diagnose.whatif.chunking.splits import SplitCache
+from diagnose.whatif.chunking.splitter import encoded_texts, model_tokenizer
+
+#: Version of the cached measurement's layout (part of its key: another version is measured again).
+CACHE_FORMAT = 1
+
+
+@dataclass(frozen=True)
+class ChunkingPoint:
+    """One chunking measured (``size``/``overlap`` None: the documents as they are). ``metrics``: ``recall@K``,
+    ``ndcg@K``, ``hit_rate@K``, ``context_precision@K``, ``context_recall@K``, ``tokens@K``; ``per_query``: those
+    per golden query."""
+
+    size: int | None
+    overlap: int | None
+    chunks: int
+    metrics: dict[str, float]
+    encode_s: float
+    index_mb: float
+    per_query: pd.DataFrame = field(repr=False, compare=False)
+    recovers: tuple[str, ...] = ()
+    breaks: tuple[str, ...] = ()
+    ndcg_diff: float = 0.0
+    p_value: float = 1.0
+    pareto: bool = False
+    cached: bool = False
+
+    @property
+    def label(self) -> str:
+        return "as they are" if self.size is None else f"{self.size}/{self.overlap}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "size": self.size, "overlap": self.overlap, "chunks": self.chunks, **self.metrics,
+            "encode_s": self.encode_s, "index_mb": self.index_mb, "recovers": len(self.recovers),
+            "breaks": len(self.breaks), "recovered_queries": list(self.recovers), "broken_queries": list(self.breaks),
+            "ndcg_diff": self.ndcg_diff, "p_value": self.p_value, "pareto": self.pareto, "cached": self.cached,
+        }  # fmt: skip
+
+
+@dataclass(frozen=True)
+class ChunkingSweep:
+    """The documents as they are (``current``) and every configuration measured, at cutoff ``k``."""
+
+    k: int
+    current: ChunkingPoint
+    configurations: tuple[ChunkingPoint, ...]
+    lengths: str = "model tokens"  # what size and overlap count
+    reference: str = "spans"  # "spans" (the golden set's reference contexts) or "documents"
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"k", "lengths", "reference", "current": {...}, "configurations": [{...}]}`` (``diagnose chunking
+        --format json``)."""
+        return {
+            "k": self.k, "lengths": self.lengths, "reference": self.reference,
+            "current": self.current.to_dict(), "configurations": [p.to_dict() for p in self.configurations],
+        }  # fmt: skip
+
+    def front(self, metric: str) -> dict[str, bool]:
+        """Point label -> on the Pareto front of ``metric`` (any of the metrics) against tokens at k."""
+        return {p.label: p.pareto for p in with_pareto([self.current, *self.configurations], self.k, metric)}
+
+    def table(self) -> pd.DataFrame:
+        """One row per point, the documents as they are first."""
+        rows = [p.to_dict() | {"chunking": p.label} for p in (self.current, *self.configurations)]
+        df = pd.DataFrame(rows).drop(columns=["recovered_queries", "broken_queries"])
+        return df[["chunking", *[c for c in df.columns if c != "chunking"]]]
+
+
+# ------------------------------------------------------------------------------------------ the inputs, once
+
+
+@dataclass
+class SweepInputs:
+    """What every configuration reads: the texts, the golden set and its references, the query vectors (lazily:
+    a sweep served from the cache needs no model), the current run, and the cache key of all of it."""
+
+    dataset: Dataset
+    encoder: Any
+    k: int
+    query_ids: list[str]
+    query_vecs: Callable[[], np.ndarray]
+    current_run: Callable[[], Run]
+    cache_dir: Path | None = None
+    reporter: Reporter | None = None
+    n_resamples: int = defaults.RESAMPLES
+    seed: int = defaults.SEED
+
+    def __post_init__(self) -> None:
+        corpus = self.dataset.corpus
+        self.doc_ids = [str(d) for d in corpus.ids]
+        self.texts = [t if isinstance(t, str) else "" for t in corpus.df["text"].tolist()]
+        self.titles = [t if isinstance(t, str) else "" for t in corpus.df["title"].tolist()]
+        self.text_of = dict(zip(self.doc_ids, self.texts, strict=True))
+        qrels = self.dataset.qrels
+        self.spans: list[Span] = list(qrels.spans) or document_spans(
+            qrels, {d: len(t) for d, t in self.text_of.items()}
+        )
+        self.reference = "spans" if qrels.spans else "documents"
+        self._tokenizer: list[Any] = []
+        self.key = self._fingerprint()
+        self.splits = SplitCache(self._root() / "chunking" / "splits", self.encoder, lambda: self.tokenizer)
+
+    def _fingerprint(self) -> str:
+        h = hashlib.blake2b(digest_size=16)
+        for part in (
+            json.dumps([CACHE_FORMAT, self.encoder.name, self.k, self.query_ids, self._query_texts()]),
+            *self.doc_ids, *self.texts, *self.titles,
+            self.dataset.qrels.df[["query_id", "doc_id", "relevance"]].to_csv(index=False),
+            json.dumps([[s.query_id, s.reference, s.doc_id, s.start, s.end] for s in self.spans]),
+        ):  # fmt: skip
+            h.update(part.encode("utf-8", "surrogatepass"))
+            h.update(b"\x00")
+        return h.hexdigest()
+
+    def _query_texts(self) -> list[str]:
+        text_of = self.dataset.queries.text_of()
+        return [str(text_of.get(q, "")) for q in self.query_ids]
+
+    @property
+    def tokenizer(self) -> Any:
+        if not self._tokenizer:
+            self._tokenizer.append(model_tokenizer(self.encoder))
+        return self._tokenizer[0]
+
+    def _root(self) -> Path:
+        return Path(self.cache_dir) if self.cache_dir else default_cache_root()
+
+    def cache_path(self, config: ChunkingConfig | None) -> Path:
+        what = "current" if config is None else f"size{config.size}-overlap{config.overlap}"
+        return self._root() / "chunking" / f"{self.key}-{what}.json"
+
+
+# ------------------------------------------------------------------------------------------ one point
+
+
+def _scores(inp: SweepInputs, run: Run, pieces: dict[str, list[Piece]]) -> pd.DataFrame:
+    """Per golden query: recall, nDCG and hit rate at k (trec_eval conventions) and the span-based context
+    measures of ``pieces``."""
+    k = inp.k
+    ev = evaluate(inp.dataset.qrels, run, [f"recall@{k}", f"ndcg@{k}", f"hit_rate@{k}"]).per_query
+    ctx = context_scores(pieces, inp.spans, inp.text_of, k).per_query
+    return ev.join(ctx.reindex(ev.index, fill_value=0.0))
+
+
+def _chunk_lists(
+    inp: SweepInputs,
+    chunk_doc: np.ndarray,
+    bounds: tuple[np.ndarray, np.ndarray],
+    idx: np.ndarray,
+    sc: np.ndarray,
+) -> tuple[Run, dict[str, list[Piece]]]:
+    """The document run (each document at the rank of its best chunk: :func:`document_list`, as
+    ``chunk_to_doc="max"`` does) and the top k chunks of each query as pieces."""
+    k = inp.k
+    rows: list[tuple[str, str, float, int]] = []
+    pieces: dict[str, list[Piece]] = {}
+    starts, ends = bounds
+    for i, qid in enumerate(inp.query_ids):
+        docs = [inp.doc_ids[chunk_doc[j]] for j in idx[i]]
+        seen: set[str] = set()
+        cut = len(docs)
+        for n, d in enumerate(docs):
+            seen.add(d)
+            if len(seen) > k:
+                cut = n
+                break
+        items = list(zip(docs[:cut], sc[i, :cut].astype(float).tolist(), strict=True))
+        ranked = document_list(items, None, qid)
+        rows.extend((qid, d, s, r) for r, (d, s) in enumerate(ranked, start=1))
+        pieces[qid] = [(docs[n], int(starts[j]), int(ends[j])) for n, j in enumerate(idx[i][:k])]
+    df = pd.DataFrame(rows, columns=["query_id", "doc_id", "score", "rank"])
+    return Run("chunks", df, source="diagnose chunking"), pieces
+
+
+def _measure(inp: SweepInputs, config: ChunkingConfig) -> ChunkingPoint:
+    """Split, encode (the embedding cache), search exactly, rank documents by their best chunk, score."""
+    rep = inp.reporter
+    if rep is not None:
+        rep.step(f"Chunking the {len(inp.texts):,} documents: {config.label()}")
+    chunk_doc, starts, ends, whole = inp.splits.split(inp.texts, config.size, config.overlap, inp.titles)
+    chunk_texts = encoded_texts(inp.texts, inp.titles, chunk_doc, starts, ends)  # the title in front
+    for i in np.flatnonzero(whole):  # the model reads the document's first window: its vector, from the cache
+        chunk_texts[i] = document_text(inp.titles[chunk_doc[i]], inp.texts[chunk_doc[i]])
+    cache = EmbeddingCache(Path(inp.cache_dir) / "embeddings" if inp.cache_dir else None)
+    bar = rep.bar(f"Encoding {len(chunk_texts):,} chunks ({config.label()})") if rep is not None else False
+    t0 = time.perf_counter()
+    vecs = embed_texts(inp.encoder, chunk_texts, cache=cache, progress=bar)
+    encode_s = time.perf_counter() - t0
+    # deep enough for k distinct documents whatever the order: the k largest chunk counts
+    depth = max(1, int(np.sort(np.bincount(chunk_doc))[-inp.k :].sum()) if len(chunk_doc) else 1)
+    if len(chunk_texts):
+        idx, sc = dense_search(inp.query_vecs(), vecs, depth)
+    else:
+        idx, sc = (
+            np.zeros((len(inp.query_ids), 0), dtype=np.int64),
+            np.zeros((len(inp.query_ids), 0), np.float32),
+        )
+    run, pieces = _chunk_lists(inp, chunk_doc, (starts, ends), idx, sc)
+    per_query = _scores(inp, run, pieces)
+    index_mb = vecs.nbytes / 2**20
+    return _point(config.size, config.overlap, len(chunk_texts), per_query, encode_s, index_mb)
+
+
+def _measure_current(inp: SweepInputs) -> ChunkingPoint:
+    """The documents as they are: the dense run of whole documents (the analysis' own vectors)."""
+    run = inp.current_run()
+    per_query = _scores(inp, run, whole_documents(run.top(inp.k), inp.text_of))
+    dim = int(inp.query_vecs().shape[1]) if len(inp.query_ids) else 0
+    return _point(None, None, len(inp.doc_ids), per_query, 0.0, len(inp.doc_ids) * dim * 4 / 2**20)
+
+
+def _point(
+    size: int | None,
+    overlap: int | None,
+    chunks: int,
+    per_query: pd.DataFrame,
+    encode_s: float,
+    index_mb: float,
+) -> ChunkingPoint:
+    metrics = {c: float(per_query[c].mean()) if len(per_query) else 0.0 for c in per_query.columns}
+    return ChunkingPoint(size, overlap, chunks, metrics, round(encode_s, 3), round(index_mb, 3), per_query)
+
+
+# ------------------------------------------------------------------------------------------ the cache
+
+
+def _cached(
+    inp: SweepInputs, config: ChunkingConfig | None, measure: Callable[[], ChunkingPoint]
+) -> ChunkingPoint:
+    """The point from its cache file (keyed by the inputs' content + the configuration), else measured and
+    written there. An unreadable or foreign file is measured again (and rewritten)."""
+    path = inp.cache_path(config)
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+        if raw.get("key") == inp.key:
+            per_query = pd.DataFrame(raw["per_query"]["data"], columns=raw["per_query"]["columns"])
+            per_query.index = pd.Index(
+                [str(q) for q in raw["per_query"]["index"]], name="query_id", dtype=object
+            )
+            fields = {f: raw[f] for f in ("size", "overlap", "chunks", "metrics", "encode_s", "index_mb")}
+            return ChunkingPoint(**fields, per_query=per_query, cached=True)
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    point = measure()
+    body = {f: getattr(point, f) for f in ("size", "overlap", "chunks", "metrics", "encode_s", "index_mb")}
+    pq = json.loads(point.per_query.to_json(orient="split"))
+    with contextlib.suppress(OSError):  # an unwritable cache costs the next run the time again, nothing else
+        atomic_write_bytes(path, json.dumps(body | {"key": inp.key, "per_query": pq}).encode("utf-8"))
+    return point
+
+
+# ------------------------------------------------------------------------------------------ the sweep
+
+
+def _against(current: ChunkingPoint, p: ChunkingPoint, k: int, n_resamples: int, seed: int) -> ChunkingPoint:
+    """``p`` with the queries it recovers / breaks (hit at k) and the paired test of nDCG@k against ``current``."""
+    hit, nd = f"hit_rate@{k}", f"ndcg@{k}"
+    base = current.per_query
+    mine = p.per_query.reindex(base.index, fill_value=0.0)
+    rec = tuple(str(q) for q in base.index[(base[hit] == 0) & (mine[hit] > 0)])
+    brk = tuple(str(q) for q in base.index[(base[hit] > 0) & (mine[hit] == 0)])
+    diff = float((mine[nd] - base[nd]).mean()) if len(base) else 0.0
+    pv = randomization_test(base[nd], mine[nd], n_resamples=n_resamples, seed=seed) if len(base) else 1.0
+    return replace(p, recovers=rec, breaks=brk, ndcg_diff=diff, p_value=pv)
+
+
+def with_pareto(points: Sequence[ChunkingPoint], k: int, metric: str | None = None) -> list[ChunkingPoint]:
+    """``points`` with ``pareto`` set: no other point sends fewer tokens at k with a higher ``metric`` (default
+    nDCG@k)."""
+    q, tok = metric or f"ndcg@{k}", f"tokens@{k}"
+    return [
+        replace(
+            p, pareto=not any(o.metrics[tok] < p.metrics[tok] and o.metrics[q] > p.metrics[q] for o in points)
+        )
+        for p in points
+    ]
+
+
+def _time_left(started: float, done: int, total: int) -> str:
+    if not done:
+        return ""
+    left = (time.perf_counter() - started) / done * (total - done)
+    return f" (about {left / 60:.1f} min left)" if left >= 60 else f" (about {left:.0f} s left)"
+
+
+def run_sweep(inp: SweepInputs, configs: Sequence[ChunkingConfig]) -> ChunkingSweep:
+    """The documents as they are, then every configuration (each from its cache file when there), compared."""
+    current = _cached(inp, None, lambda: _measure_current(inp))
+    points = []
+    started = time.perf_counter()
+    for n, config in enumerate(configs):
+        if inp.reporter is not None:
+            inp.reporter.step(
+                f"Chunking configuration {n + 1} of {len(configs)}: {config.label()}"
+                + _time_left(started, n, len(configs))
+            )
+        point = _cached(inp, config, lambda c=config: _measure(inp, c))
+        points.append(_against(current, point, inp.k, inp.n_resamples, inp.seed))
+    current, *points = with_pareto([current, *points], inp.k)
+    lengths = "model tokens" if hasattr(inp.encoder, "loaded") else "word tokens"
+    return ChunkingSweep(inp.k, current, tuple(points), lengths, inp.reference)

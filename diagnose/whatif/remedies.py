@@ -1,0 +1,502 @@
+"""Recommendations proven on the data: apply each failure class's offline remedy and count what it recovers and breaks.
+
+:mod:`diagnose.failures` says *why* each failed query failed and what usually helps. This module tries the remedies
+that can run without a new model or new judgements, on the same golden set, and reports for each failure class:
+
+- ``failed_queries`` and ``missed_pairs``: the class's failed queries (distinct query ids among its missed pairs: a
+  query with two missed targets of one class counts once, a query whose targets fall in two classes counts in both;
+  :attr:`diagnose.failures.Diagnosis.class_failed_queries`) and missed (query, target) pairs
+  (:attr:`diagnose.failures.Diagnosis.class_counts`).
+- ``failures``: the unit the remedy is measured in (:attr:`Remedies.unit`): with ``mode="hit"`` the failed
+  queries, with ``mode="recall"`` the missed pairs.
+- ``recovered``: how many of them the remedied run fixes at k: with ``mode="hit"`` the query gets a relevant
+  document (grade > 0) in its top k; with ``mode="recall"`` the missed target enters the top k.
+- ``lost_hits``: over **all** golden queries, how many were hits at k in the run (a relevant document in the top k,
+  ``hit_rate@k = 1``) and are not in the remedied run: what the remedy breaks, whatever the class.
+- ``mean_diff`` and ``p_value``: the mean per-query difference ``metric(remedied) - metric(run)`` over all golden
+  queries (``metric`` defaults to ``hit_rate@k``) and the two-sided paired randomization test of it
+  (:func:`diagnose.stats.randomization_test`, 10,000 sign flips, seeded; exact when few queries differ). Golden
+  queries are those with a relevant document in the qrels (:func:`diagnose.metrics.evaluate`'s convention: a query
+  missing from a run scores 0).
+
+Each class names its remedy in its record (:attr:`diagnose.failures.FailureClass.remedy`: an id, the text of the
+table, the advice when nothing runs offline); the code of each remedy id is here:
+
+================  ==================================================================================================
+``hybrid``        reciprocal rank fusion (k=60, :func:`diagnose.search.fusion.rrf`) of the run and BM25
+``dense``         exact dense search with the embedding model (the dense baseline run replaces the run)
+``rerank``        the run's top ``near_miss_factor * k`` (the diagnosis's :class:`~diagnose.failures.Thresholds`: the
+                  depth of the near-miss rule) reranked by exact cosine (:func:`cosine_rerank`): for ``near_miss``,
+                  and for ``ranking_failure`` (the target is findable; the rerank tests whether the model would put
+                  it higher than the run did)
+``unfiltered``    the unfiltered search, for ``filtered_out``: exact dense search over the whole corpus, without
+                  the metadata filter (``unfiltered_run``, the dense baseline); measured only when a filter is given
+``merge``         a chunk corpus with offsets: every chunk scored by the best cosine of itself and of the windows
+                  of it and a neighbouring chunk (exact dense search, :func:`diagnose.failures.split.merged_run`):
+                  for ``split``, whose answer is whole in the window around the boundary
+``passages``      the documents' passages that fit the model's window (sentence windows,
+                  :mod:`diagnose.failures.passages`) encoded, each document scored by its best passage's cosine
+                  (max-sim) over the whole corpus (up to :data:`~diagnose.defaults.MAXSIM_MAX_DOCS` documents; above
+                  it, the run's top 100 and the relevant documents re-scored): for ``truncated`` and ``diluted``
+``judge``         not a retrieval remedy: judge the near-duplicate the run found (``recovered`` is None)
+``none``          no offline remedy (``semantic_gap``: fine-tuning on in-domain pairs or enriching the documents
+                  needs work; ``missing_document``: the data is wrong)
+================  ==================================================================================================
+
+The run's kind (:mod:`diagnose.failures.kind`) changes two remedies (the records' ``by_kind``, :func:`remedy_for`): a **lexical** run's
+``vocabulary_mismatch`` is remedied by dense retrieval (exact dense search replaces the run; fusing a BM25 run with
+BM25 adds nothing), its ``index_gap`` by this tool's BM25 (the BM25 baseline replaces the run); a **hybrid** run's
+``index_gap`` by the hybrid baseline (RRF of BM25 and exact dense search) replacing the run. Not RRF of the lexical
+run and dense search: the class's targets are, by its rule, missing from the run's list or deep in it, and RRF
+ranks a document found by one list below the documents both lists hold (on the demo's LangChain BM25 run it
+recovered 0 of 11 failed queries with a vocabulary mismatch, dense search 7).
+
+A remedy is a whole-run change: hybrid or the rerank also reorders the queries that did not fail, which is what
+``lost_hits`` and the paired test measure. The cosine rerank is exact search's ordering restricted to what the run
+retrieved; with the same embedding model as the run it mostly undoes the approximate index's reordering, with
+another model it is a cheap bi-encoder reranker (a cross-encoder would do better; it is not offline-free).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from diagnose import defaults
+from diagnose.checks import positive_int
+from diagnose.data import DataError, Dataset, Run, fields_dict
+from diagnose.failures import CLASS_BY_ID, FAILURE_CLASSES, Diagnosis, FailureMode, Remedy
+from diagnose.metrics import evaluate, expand_metrics
+from diagnose.runtime.lazy import pandas as pd
+from diagnose.search.fusion import rrf
+from diagnose.search.space import VectorSpace
+from diagnose.stats import randomization_test
+
+
+def remedy_for(cls: str, kind: str = "unknown") -> Remedy:
+    """The remedy of class ``cls`` for a run of ``kind``: the record's (:meth:`FailureClass.remedy_for`)."""
+    return CLASS_BY_ID[cls].remedy_for(kind)
+
+
+RRF_K = defaults.RRF_K
+#: The second ``near_miss`` remedy, measured when the user gives a CrossEncoder (not a class's own remedy).
+CROSS_ENCODER = Remedy("crossencoder", "cross-encoder rerank of the top {depth}")
+
+#: Columns of :meth:`Remedies.table`.
+TABLE_COLUMNS = (
+    "class",
+    "failures",
+    "failed_queries",
+    "missed_pairs",
+    "remedy",
+    "recovered",
+    "lost_hits",
+    "mean_diff",
+    "p_value",
+)
+
+
+@dataclass(frozen=True)
+class RemedyResult:
+    """One failure class and its remedy, measured (see the module docstring for every definition).
+
+    ``remedy_id``: "hybrid", "dense", "rerank", "judge" or "none" (for some run kinds "bm25" or "hybrid_baseline":
+    ``FailureClass.by_kind``). For "judge" and "none", and for a remedy whose
+    input was not given (``available`` False, ``note`` says which), ``recovered``, ``lost_hits``, ``mean_diff`` and
+    ``p_value`` are None. ``recovered_ids``: the recovered failures (query ids in hit mode, "query_id/doc_id" in
+    recall mode); ``lost_ids``: the golden queries the remedy turns from hit to miss.
+    """
+
+    cls: str
+    failures: int
+    remedy_id: str
+    remedy: str
+    recovered: int | None
+    lost_hits: int | None
+    mean_diff: float | None
+    p_value: float | None
+    metric: str
+    advice: str = ""
+    available: bool = True
+    note: str = ""
+    recovered_ids: tuple[str, ...] = ()
+    lost_ids: tuple[str, ...] = ()
+    failed_queries: int = 0
+    missed_pairs: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            **fields_dict(self, rename={"cls": "class"}),
+            "recovered_ids": list(self.recovered_ids),
+            "lost_ids": list(self.lost_ids),
+        }
+
+    def sentence(self, k: int, unit: str = "failed queries") -> str:
+        """One line for a person: what the remedy would do, with its evidence. ``unit``: what ``failures`` counts
+        (:attr:`Remedies.unit`); in "failed queries" the missed pairs are said too."""
+        c = CLASS_BY_ID[self.cls].phrase
+        pairs = f" ({self.missed_pairs} missed pair{'s' if self.missed_pairs != 1 else ''})"
+        word = _SINGULAR.get(unit, unit) if self.failures == 1 else unit
+        of = f"{self.failures} {word} of class {c}{pairs if unit == 'failed queries' else ''}"
+        if self.remedy_id == "judge":
+            return f"{of}: judge it ({self.advice}; the golden set is probably incomplete)."
+        if self.remedy_id == "none":
+            return f"{of}: no offline remedy ({self.advice})."
+        if not self.available:
+            return f"{of}: {self.remedy} not tried ({self.note})."
+        direction = f"{self.mean_diff:+.3f}" if self.mean_diff is not None else "n/a"
+        return (
+            f"{self.remedy} would recover {self.recovered} of the {of} and lose "
+            f"{self.lost_hits} hit{'s' if self.lost_hits != 1 else ''} (mean {self.metric} difference {direction}, "
+            f"paired randomization test on {self.metric}: p = {_fmt_p(self.p_value)})."
+        )
+
+
+_SINGULAR = {"failed queries": "failed query", "missed pairs": "missed pair"}
+
+
+def _fmt_p(p: float | None) -> str:
+    if p is None:
+        return "n/a"
+    return f"{p:.3g}" if p >= 0.001 else f"{p:.1g}"
+
+
+@dataclass(frozen=True)
+class Remedies:
+    """Every failure class of one run with its remedy measured: ``rows`` in taxonomy order (:data:`FAILURE_CLASSES`).
+
+    ``hits``: golden queries the run hits at k (the ceiling of ``lost_hits``); ``n_queries``: golden queries;
+    ``runs``: the remedied runs by remedy id ("hybrid", "dense", "rerank"), for a closer look.
+    """
+
+    run: str
+    k: int
+    mode: FailureMode
+    metric: str
+    n_queries: int
+    hits: int
+    rows: tuple[RemedyResult, ...]
+    runs: Mapping[str, Run] = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def unit(self) -> str:
+        """What ``failures`` and ``recovered`` count: "failed queries" (``mode="hit"``) or "missed pairs"."""
+        return "failed queries" if self.mode == "hit" else "missed pairs"
+
+    def row(self, cls: str) -> RemedyResult:
+        for r in self.rows:
+            if r.cls == cls:
+                return r
+        raise KeyError(cls)
+
+    def table(self) -> pd.DataFrame:
+        """One row per failure class: :data:`TABLE_COLUMNS` (``failures`` and ``recovered`` in :attr:`unit`)."""
+        data = [{c: r.to_dict()[c] for c in TABLE_COLUMNS} for r in self.rows]
+        table = pd.DataFrame(data, columns=list(TABLE_COLUMNS))
+        # None stays a missing value (<NA>) in integer columns rather than turning them into floats
+        return table.astype(
+            {"recovered": "Int64", "lost_hits": "Int64", "mean_diff": "Float64", "p_value": "Float64"}
+        )
+
+    def sentences(self, *, include_empty: bool = False) -> list[str]:
+        """One sentence per class that has failures (every class with ``include_empty``), e.g. "hybrid (RRF k=60 of
+        the run and BM25) would recover 14 of the 23 failed queries of class vocabulary_mismatch (31 missed pairs)
+        and lose 3 hits (...: p = 0.012)"."""
+        return [r.sentence(self.k, self.unit) for r in self.rows if include_empty or r.failures > 0]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            **fields_dict(self, "run", "k", "mode", "metric", "n_queries", "hits"),
+            "unit": self.unit,
+            "remedies": [r.to_dict() for r in self.rows],
+            "sentences": self.sentences(),
+        }
+
+
+# ------------------------------------------------------------------------------------------ the rerank
+
+
+#: run rows whose cosines :func:`cosine_rerank` computes at a time
+RERANK_BLOCK = 16_384
+
+
+def cosine_rerank(run: Run, space: VectorSpace, depth: int, *, name: str | None = None) -> Run:
+    """The run with each query's top ``depth`` documents reordered by exact cosine to the query.
+
+    Score of a reranked row = cos(query, document) from ``space`` (float32 dot product of L2-normalised rows, stored
+    as float64); order by cosine descending, ties by doc id descending (trec_eval's order). Edge cases:
+
+    - a document of the top ``depth`` without a vector (not in the corpus) scores -2.0, below every cosine;
+    - rows below ``depth`` keep their order after the reranked ones, with score ``-2.0 - rank`` (their original
+      rank), so the score order is the rank order and the run survives a round trip through a TREC file;
+    - a query without a vector keeps its order; all its rows get ``-2.0 - rank``.
+
+    Ranks are renumbered 1..n per query; queries keep their order. ``name`` defaults to ``"<run> (cosine rerank)"``.
+    """
+    positive_int(depth, "depth")
+    df = run.df
+    qids = df["query_id"].to_numpy(dtype=object)
+    docs = df["doc_id"].to_numpy(dtype=object)
+    ranks = df["rank"].to_numpy(dtype=np.int64)
+    q_row = np.fromiter((space.query_row.get(q, -1) for q in qids), dtype=np.int64, count=len(qids))
+    d_row = np.fromiter((space.doc_row.get(d, -1) for d in docs), dtype=np.int64, count=len(docs))
+    top = (ranks <= depth) & (q_row >= 0)
+    known = top & (d_row >= 0)
+    score = -2.0 - ranks.astype(np.float64)
+    score[top] = -2.0
+    qk, dk = q_row[known], d_row[known]
+    cos = np.empty(len(qk), dtype=np.float32)
+    # a block at a time: the rows' vectors of a 1M-line run are GBs
+    for lo in range(0, len(qk), RERANK_BLOCK):
+        part = slice(lo, lo + RERANK_BLOCK)
+        cos[part] = np.einsum("ij,ij->i", space.query_vecs[qk[part]], space.doc_vecs[dk[part]])
+    score[known] = cos.astype(np.float64)
+    order_q = pd.Categorical(qids, categories=pd.unique(qids), ordered=True)
+    out = pd.DataFrame({"_q": order_q, "query_id": qids, "doc_id": docs, "score": score + 0.0})
+    out = out.sort_values(["_q", "score", "doc_id"], ascending=[True, False, False], kind="mergesort")
+    out["rank"] = out.groupby("_q", observed=True).cumcount().to_numpy(dtype=np.int64) + 1
+    out = out.drop(columns="_q").reset_index(drop=True)
+    out["query_id"] = out["query_id"].astype(object)
+    out["doc_id"] = out["doc_id"].astype(object)
+    return Run(
+        name or f"{run.name} (cosine rerank)",
+        out,
+        source=f"{run.name}, top {depth} reranked by {space.model}",
+    )
+
+
+# ------------------------------------------------------------------------------------------ proving
+
+
+def _top_pairs(run: Run, k: int) -> set[tuple[str, str]]:
+    top = run.top(k)
+    return set(zip(top["query_id"].tolist(), top["doc_id"].tolist(), strict=True))
+
+
+class _Measured(NamedTuple):
+    """A remedied run measured against the run: per-query metrics over the golden queries, its top-k pairs, the
+    mean difference and p value of the paired test, and the golden queries it turns from hit to miss."""
+
+    per_query: pd.DataFrame
+    top: set[tuple[str, str]]
+    mean_diff: float
+    p_value: float
+    lost: tuple[str, ...]
+
+
+@dataclass
+class _Trials:
+    """The remedied runs, each built (by its builder) and measured once, on first need."""
+
+    ds: Dataset
+    base: pd.DataFrame  # the run's per-query metrics over the golden queries
+    names: list[str]
+    hit_name: str
+    metric_name: str
+    k: int
+    builders: dict[str, Callable[[], Run] | None]
+    n_resamples: int
+    seed: int
+    remedied: dict[str, Run] = field(default_factory=dict)
+    measured: dict[str, _Measured] = field(default_factory=dict)
+
+    def measure(self, rid: str) -> _Measured:
+
+        if rid not in self.measured:
+            r = self.builders[rid]()
+            self.remedied[rid] = r
+            golden = list(self.base.index)
+            hits_before = self.base[self.hit_name] > 0
+            pq = evaluate(self.ds.qrels, r, self.names).per_query.reindex(golden, fill_value=0.0)
+            a, b = self.base[self.metric_name], pq[self.metric_name]
+            mean_diff = float((b - a).mean())
+            p = randomization_test(a, b, n_resamples=self.n_resamples, seed=self.seed)
+            lost = tuple(str(q) for q in golden if hits_before[q] and not pq.at[q, self.hit_name] > 0)
+            self.measured[rid] = _Measured(pq, _top_pairs(r, self.k), mean_diff, p, lost)
+        return self.measured[rid]
+
+
+def _check_inputs(
+    run: Run, diagnosis: Diagnosis, k: int | None, mode: FailureMode | None
+) -> tuple[int, FailureMode]:
+    """``k`` and ``mode`` (defaulting to the diagnosis's), after checking that the inputs agree."""
+    k = diagnosis.k if k is None else k
+    mode = diagnosis.mode if mode is None else mode
+    if k != diagnosis.k or mode != diagnosis.mode:
+        raise DataError(
+            f"The diagnosis was made at k={diagnosis.k}, mode {diagnosis.mode!r}; the remedies were asked at k={k}, "
+            f"mode {mode!r}. Diagnose the run at the same k and mode.",
+            param="k" if k != diagnosis.k else "failure",
+        )
+    if diagnosis.run != run.name:
+        raise DataError(f"The diagnosis is of run {diagnosis.run!r}, not of {run.name!r}.", param="run")
+    return k, mode
+
+
+def _builders(
+    run: Run,
+    space: VectorSpace | None,
+    bm25_run: Run | None,
+    dense_run: Run | None,
+    cross_encoder_run: Run | None,
+    depth: int,
+    hybrid_run: Run | None = None,
+    unfiltered_run: Run | None = None,
+    merged_run: Run | None = None,
+    passage_run: Callable[[], Run] | None = None,
+) -> dict[str, Callable[[], Run] | None]:
+    """remedy id -> what builds the remedied run (None when its input was not given)."""
+
+    return {
+        "crossencoder": (lambda: cross_encoder_run) if cross_encoder_run is not None else None,
+        "hybrid": (lambda: rrf([run, bm25_run], k=RRF_K, name=f"{run.name}+bm25 (RRF)"))
+        if bm25_run
+        else None,
+        "dense": (lambda: dense_run) if dense_run else None,
+        "bm25": (lambda: bm25_run) if bm25_run else None,
+        "hybrid_baseline": (lambda: hybrid_run) if hybrid_run else None,
+        "rerank": (lambda: cosine_rerank(run, space, depth)) if space is not None else None,
+        "unfiltered": (lambda: unfiltered_run) if unfiltered_run else None,
+        "merge": (lambda: merged_run) if merged_run is not None else None,
+        "passages": passage_run,
+    }
+
+
+_MISSING_INPUT = {
+    "hybrid": "pass bm25_run",
+    "dense": "pass dense_run",
+    "rerank": "pass space",
+    "bm25": "pass bm25_run",
+    "hybrid_baseline": "pass hybrid_run",
+    "unfiltered": "no metadata filter given",
+    "merge": "needs a chunk corpus with offsets: --parent-field / parent_field=, offsets in the chunks' metadata",
+    "passages": "the model's window is unknown (precomputed vectors without a model), or pass passage_run",
+}
+_NOT_MEASURED = dict(recovered=None, lost_hits=None, mean_diff=None, p_value=None)
+
+
+def _result(
+    trials: _Trials,
+    mode: FailureMode,
+    cls: str,
+    remedy: Remedy,
+    pairs: list[tuple[str, str]],
+    depth: int,
+) -> RemedyResult:
+    """One class's row: its remedy measured on its failures (``pairs``), or why it was not."""
+    rid, text, advice = remedy.id, remedy.text, remedy.advice
+    units: list[Any] = (
+        list(dict.fromkeys(q for q, _ in pairs)) if mode == "hit" else list(dict.fromkeys(pairs))
+    )
+    common = dict(
+        cls=cls,
+        failures=len(units),
+        failed_queries=len(dict.fromkeys(q for q, _ in pairs)),
+        missed_pairs=len(dict.fromkeys(pairs)),
+        remedy_id=rid,
+        remedy=text.format(depth=depth),
+        metric=trials.metric_name,
+        advice=advice,
+    )
+    if rid in ("judge", "none"):
+        return RemedyResult(**_NOT_MEASURED, **common)
+    if trials.builders[rid] is None:
+        return RemedyResult(**_NOT_MEASURED, available=False, note=_MISSING_INPUT[rid], **common)
+    m = trials.measure(rid)
+    if mode == "hit":
+        rec = tuple(
+            str(q) for q in units if q in m.per_query.index and m.per_query.at[q, trials.hit_name] > 0
+        )
+    else:
+        rec = tuple(f"{q}/{d}" for q, d in units if (q, d) in m.top)
+    return RemedyResult(
+        recovered=len(rec),
+        lost_hits=len(m.lost),
+        mean_diff=m.mean_diff,
+        p_value=m.p_value,
+        recovered_ids=rec,
+        lost_ids=m.lost,
+        **common,
+    )
+
+
+def prove_remedies(
+    ds: Dataset,
+    run: Run,
+    diagnosis: Diagnosis,
+    *,
+    space: VectorSpace | None = None,
+    bm25_run: Run | None = None,
+    dense_run: Run | None = None,
+    k: int | None = None,
+    mode: FailureMode | None = None,
+    metric: str | None = None,
+    cross_encoder_run: Run | None = None,
+    n_resamples: int = defaults.RESAMPLES,
+    seed: int = defaults.SEED,
+    kind: str | None = None,
+    hybrid_run: Run | None = None,
+    unfiltered_run: Run | None = None,
+    merged_run: Run | None = None,
+    passage_run: Callable[[], Run] | None = None,
+) -> Remedies:
+    """Apply each failure class's offline remedy to ``run`` and measure it (module docstring: every definition).
+
+    ``diagnosis``: :func:`diagnose.failures.diagnose_run` of this run; ``k`` and ``mode`` default to its own and
+    must match it when given. ``bm25_run`` (the BM25 baseline over the golden queries), ``dense_run`` (exact dense
+    search) and ``space`` (for the cosine rerank) are optional: a remedy whose input is missing is reported as not
+    tried, not silently skipped. ``metric``: the metric of the paired test (default ``hit_rate@k``; any name of
+    :mod:`diagnose.metrics`, e.g. ``"ndcg@10"``). The rerank depth is the near-miss depth,
+    ``diagnosis.thresholds.near_miss_factor * k``. ``cross_encoder_run``: the run's top ``near_miss_factor * k``
+    reranked by a CrossEncoder (:func:`diagnose.whatif.compare.rerank_cross_encoder`), when the user gives one: measured as
+    a second ``near_miss`` row (remedy id ``"crossencoder"``) after the taxonomy's rows (one a class). Pure: nothing
+    is encoded or indexed here. ``kind``: the run's kind (default: the diagnosis's), which picks each
+    class's remedy for that kind (``FailureClass.by_kind``); ``hybrid_run`` (the hybrid baseline) is read for a hybrid
+    run's index gaps. ``unfiltered_run``: the search without the metadata filter (exact dense search over the
+    whole corpus), for ``filtered_out``, when a filter was given (:mod:`diagnose.io.filters`); ``merged_run`` (a chunk
+    corpus: :func:`diagnose.failures.split.merged_run`) for ``split``.
+    ``passage_run``: builds the passage max-sim run (:func:`diagnose.failures.passages.maxsim_run`)
+    of the ``truncated`` and ``diluted`` classes, called only when it is measured (encoding passages is not free).
+    """
+
+    k, mode = _check_inputs(run, diagnosis, k, mode)
+    hit_name = f"hit_rate@{k}"
+    metric_name = expand_metrics([metric], [k])[0] if metric else hit_name
+    names = list(dict.fromkeys([hit_name, metric_name]))
+    base = evaluate(ds.qrels, run, names).per_query
+    depth = diagnosis.thresholds.near_miss_factor * k
+    builders = _builders(
+        run,
+        space,
+        bm25_run,
+        dense_run,
+        cross_encoder_run,
+        depth,
+        hybrid_run,
+        unfiltered_run,
+        merged_run,
+        passage_run,
+    )
+    trials = _Trials(ds, base, names, hit_name, metric_name, k, builders, n_resamples, seed)
+
+    by_class: dict[str, list[tuple[str, str]]] = {c.id: [] for c in FAILURE_CLASSES}
+    for f in diagnosis.failures:
+        by_class[f.cls].append((f.query_id, f.doc_id))
+    kind = diagnosis.run_kind.kind if kind is None else kind
+    plan = [(c.id, c.remedy_for(kind)) for c in FAILURE_CLASSES]
+    if cross_encoder_run is not None:
+        plan.append(("near_miss", CROSS_ENCODER))
+    rows = [_result(trials, mode, cls, remedy, by_class[cls], depth) for cls, remedy in plan]
+    return Remedies(
+        run=run.name,
+        k=k,
+        mode=mode,
+        metric=metric_name,
+        n_queries=len(base.index),
+        hits=int((base[hit_name] > 0).sum()),
+        rows=tuple(rows),
+        runs=dict(trials.remedied),
+    )
