@@ -1,7 +1,8 @@
 """The floor plan (docs/architecture.md): folders that say what they hold, arrows only downward.
 
 Nodes are the package's folders (``ui/pages`` counts as ``ui``) and its root modules; an edge is any import, at the top
-of a module or inside a function, from one node to another. The plan holds when the graph has no circle, the root keeps
+of a module or inside a function, from one node to another, except the imports under ``if TYPE_CHECKING:`` (names for
+annotations only: they run never, as import-linter's ``exclude_type_checking_imports`` treats them). The plan holds when the graph has no circle, the root keeps
 at most 8 modules (the doors and the vocabulary), and the longest chain of imports (the floors) is at most 13.
 """
 
@@ -31,12 +32,26 @@ def _node(module: str) -> str:
     return parts[1]
 
 
+def _runtime_nodes(tree: ast.AST) -> list[ast.AST]:
+    """Every node of ``tree`` but those under ``if TYPE_CHECKING:``."""
+    out: list[ast.AST] = []
+    todo = [tree]
+    while todo:
+        n = todo.pop()
+        if isinstance(n, ast.If) and "TYPE_CHECKING" in ast.unparse(n.test):
+            todo.extend(n.orelse)
+            continue
+        out.append(n)
+        todo.extend(ast.iter_child_nodes(n))
+    return out
+
+
 def _graph() -> dict[str, dict[str, list[str]]]:
     """node -> {imported node: [the imports that make the edge]}."""
     modules = _modules()
     edges: dict[str, dict[str, list[str]]] = {}
     for name, path in modules.items():
-        for n in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        for n in _runtime_nodes(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(n, ast.Import):
                 targets = [a.name for a in n.names]
             elif isinstance(n, ast.ImportFrom) and n.module and not n.level:

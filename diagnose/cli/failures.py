@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from diagnose.cli.output import Output, emit, records_text
+from diagnose.cli.output import Output, emit
 from diagnose.cli.shared import EXIT_OK, build_analysis, load_data, print_warnings, write_run_files
 from diagnose.data import DataError
 from diagnose.failures import Thresholds
@@ -13,7 +13,8 @@ from diagnose.failures.risk import failure_risk
 from diagnose.io import parse_run_arg
 from diagnose.io.convert import as_run
 from diagnose.report.failures import failures_dict, failures_text
-from diagnose.whatif.filter_recall import RUNS, FilterRecall
+from diagnose.report.tables import records_text
+from diagnose.report.whatif import filter_recall_text
 
 
 def cmd_failures(args: argparse.Namespace) -> int:
@@ -63,20 +64,6 @@ def cmd_failures(args: argparse.Namespace) -> int:
     )
     emit(result, args.format)
     return EXIT_OK
-
-
-def filter_recall_text(fr: FilterRecall) -> str:
-    """The metadata filter's section of ``diagnose failures``: its sentence, then the golden queries it changes
-    (a relevant document filtered out, or a recall that differs with the filter)."""
-    pq = fr.per_query
-    changed = pq[
-        (pq["n_filtered_out"] > 0) | (pq["run"] != pq["run_filtered"]) | (pq["dense"] != pq["dense_filtered"])
-    ]
-    head = f"Metadata filter: recall@{fr.k} with vs without it\n{fr.sentence()}"
-    if changed.empty:
-        return head + "\nNo golden query's recall changes with the filter."
-    cols = ["query_id", "n_relevant", "n_filtered_out", *RUNS, "filter"]
-    return f"{head}\n{len(changed)} golden queries change:\n{records_text(changed, cols)}"
 
 
 def cmd_risk(args: argparse.Namespace) -> int:

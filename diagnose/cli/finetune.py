@@ -10,8 +10,8 @@ from diagnose.cli.output import Output, emit
 from diagnose.cli.shared import EXIT_OK, build_analysis, load_data, parse_ks, print_warnings
 from diagnose.data import DataError, Qrels
 from diagnose.io import read_qrels
-from diagnose.report.tables import text_table
-from diagnose.whatif.finetune import Cost, FinetuneResult, TrainSettings
+from diagnose.report.whatif import finetune_text
+from diagnose.whatif.finetune import Cost, TrainSettings
 
 
 def _train_qrels(args: argparse.Namespace) -> Qrels | None:
@@ -69,26 +69,3 @@ def cmd_finetune(args: argparse.Namespace) -> int:
 
 def _announce(cost: Cost) -> None:
     print(cost.sentence() + ".", file=sys.stderr, flush=True)
-
-
-def finetune_text(result: FinetuneResult) -> str:
-    """Base vs tuned per metric, the verdicts, the failures recovered and broken, the model and the cost."""
-    rows = [
-        {"metric": m, "base": result.base[m], "tuned": v, "change": v - result.base[m]}
-        for m, v in result.tuned.items()
-    ]
-    how = (
-        f"out-of-fold scores of {len(result.folds)} folds"
-        if result.mode == "folds"
-        else "a model trained on the training split"
-    )
-    lines = [
-        f"{result.evaluated_queries} evaluation queries, scored by {how}:",
-        text_table(rows, ["metric", "base", "tuned", "change"]),
-        "",
-        *(c.verdict() for c in result.comparisons),
-        f"failures recovered: {result.recovered or 'none'}; broken: {result.broken or 'none'}",
-        f"model (trained on {result.train_pairs:,} pairs): {result.model_path} (use it with --model)",
-        f"time: {result.seconds:.0f} s",
-    ]
-    return "\n".join(lines)

@@ -3,19 +3,12 @@
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING
 
-from diagnose.cli.output import Output, emit, frame_output, records_text
+from diagnose.cli.output import Output, emit, frame_output
 from diagnose.cli.shared import EXIT_OK, build_analysis, load_data, print_warnings, read_checked_run
 from diagnose.data import DataError
 from diagnose.io import parse_run_arg
-from diagnose.report.tables import text_table
-
-if TYPE_CHECKING:
-    import pandas as pd
-
-    from diagnose.whatif.compare import RerankReport
-    from diagnose.whatif.model_choice import ModelComparison
+from diagnose.report.whatif import models_text, rerank_text
 
 
 def cmd_models(args: argparse.Namespace) -> int:
@@ -24,37 +17,10 @@ def cmd_models(args: argparse.Namespace) -> int:
     cmp = analysis.models(args.model or ["default"], metric=args.metric, seed=args.seed)
     table = cmp.table()
     emit(
-        Output(table=lambda: _models_text(cmp, table, args.k), json=cmp.to_dict, csv=lambda: table),
+        Output(table=lambda: models_text(cmp, table, args.k), json=cmp.to_dict, csv=lambda: table),
         args.format,
     )
     return EXIT_OK
-
-
-def _models_text(cmp: ModelComparison, table: pd.DataFrame, k: int) -> str:
-    """The models ranked (metric with its CI, speed, size, calibrated threshold), the ties, the failure classes."""
-    cols = [
-        "rank",
-        "model",
-        cmp.metric,
-        "ci_low",
-        "ci_high",
-        f"recall@{k}",
-        "dim",
-        "docs_per_s",
-        "index_mb",
-        "ms_per_query",
-        "calibrated_threshold",
-    ]
-    lines = [records_text(table, cols)]
-    tied = table.loc[table["tied_with_best"], "model"].tolist()
-    if len(tied) > 1:
-        lines.append(
-            f"\nstatistically tied for the best on {cmp.metric}: {', '.join(tied)} (Holm-corrected "
-            "randomization test against the best; the data cannot tell them apart)."
-        )
-    lines.append("\nfailure classes per model:")
-    lines.append(records_text(table, ["model", *(c for c in table.columns if c.startswith("n_"))]))
-    return "\n".join(lines)
 
 
 def cmd_rerank(args: argparse.Namespace) -> int:
@@ -74,23 +40,8 @@ def cmd_rerank(args: argparse.Namespace) -> int:
         progress=args.format == "table",
     )
     print_warnings(ds.report, args.format)
-    emit(Output(table=lambda: _rerank_text(rep), json=rep.to_dict), args.format)
+    emit(Output(table=lambda: rerank_text(rep), json=rep.to_dict), args.format)
     return EXIT_OK
-
-
-def _rerank_text(rep: RerankReport) -> str:
-    """The ceiling, the metrics before and after, the failures recovered and introduced."""
-    rows = [
-        {"metric": m, "before": rep.before[m], "after": rep.after[m], "change": rep.after[m] - rep.before[m]}
-        for m in rep.before
-    ]
-    lines = [
-        f"ceiling: recall@{rep.depth} of the candidates = {rep.ceiling:.4f} (no reranker of them can beat it)",
-        text_table(rows, ["metric", "before", "after", "change"]),
-        f"\nfailures at k={rep.k} recovered: {len(rep.recovered)} ({', '.join(rep.recovered[:10])})",
-        f"failures introduced: {len(rep.introduced)} ({', '.join(rep.introduced[:10])})",
-    ]
-    return "\n".join(lines)
 
 
 def cmd_fuse(args: argparse.Namespace) -> int:

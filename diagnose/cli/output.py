@@ -6,12 +6,12 @@ and :func:`emit` prints the one ``--format`` asked for, so every format is writt
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from diagnose.report import dumps
-from diagnose.report.tables import text_table
+from diagnose.report.tables import records_text
 from diagnose.runtime.lazy import pandas as pd
 
 
@@ -40,13 +40,6 @@ def emit(result: Output, fmt: str) -> None:
         print(result.markdown())
     else:
         print(result.table())
-
-
-def records_text(frame: pd.DataFrame, columns: Sequence[str] | None = None) -> str:
-    """A DataFrame as the plain text table of the ``table`` format (``columns``: which, in order; default all)."""
-    return text_table(
-        frame.to_dict(orient="records"), list(frame.columns) if columns is None else list(columns)
-    )
 
 
 def frame_output(frame: pd.DataFrame, payload: Callable[[], Mapping[str, Any]]) -> Output:

@@ -67,3 +67,10 @@ def _numeric(rows: Sequence[Mapping[str, Any]], columns: Sequence[str]) -> list[
         bool(rows) and all(isinstance(r.get(c), int | float) and not isinstance(r.get(c), bool) for r in rows)
         for c in columns
     ]
+
+
+def records_text(frame: pd.DataFrame, columns: Sequence[str] | None = None) -> str:
+    """A DataFrame as the plain text table of the ``table`` format (``columns``: which, in order; default all)."""
+    return text_table(
+        frame.to_dict(orient="records"), list(frame.columns) if columns is None else list(columns)
+    )

@@ -118,6 +118,18 @@ class FilterRecall:
             f"{o['dense_filtered']:.4f}."
         )
 
+    def changed(self) -> pd.DataFrame:
+        """The golden queries the filter changes (a relevant document filtered out, or a recall that differs with
+        the filter), with the columns a report shows: ``query_id``, ``n_relevant``, ``n_filtered_out``, one per run
+        of :data:`RUNS`, ``filter``."""
+        pq = self.per_query
+        changed = pq[
+            (pq["n_filtered_out"] > 0)
+            | (pq["run"] != pq["run_filtered"])
+            | (pq["dense"] != pq["dense_filtered"])
+        ]
+        return changed[["query_id", "n_relevant", "n_filtered_out", *RUNS, "filter"]]
+
     def to_dict(self) -> dict[str, Any]:
         return {
             **fields_dict(self, "k", "run", "source", "relevant_allowed", "n_filtered_queries"),
