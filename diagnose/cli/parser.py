@@ -408,11 +408,12 @@ def _finetune_options(ft: argparse.ArgumentParser) -> None:
 
 def _chunking_options(ch: argparse.ArgumentParser) -> None:
     """``chunking``'s options: the grid, the cutoff, the format, the model."""
+    sizes, overlaps = (",".join(map(str, v)) for v in (defaults.CHUNK_SIZES, defaults.CHUNK_OVERLAPS))
+    ch.add_argument("--sizes", default=sizes, help=f"chunk sizes in the model's tokens (default {sizes})")
     ch.add_argument(
-        "--sizes", default="128,256,512", help="chunk sizes in the model's tokens (default 128,256,512)"
-    )
-    ch.add_argument(
-        "--overlaps", default="0", help="overlaps in the model's tokens, each below every size (default 0)"
+        "--overlaps",
+        default=overlaps,
+        help=f"overlaps in the model's tokens, each below every size (default {overlaps})",
     )
     _add_cutoff(ch, f"cutoff of the metrics and of the chunks sent (default {defaults.K})")
     _add_format(ch, ["table", "json"])

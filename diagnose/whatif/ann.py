@@ -53,6 +53,10 @@ HNSW_EF_CONSTRUCTION = (40, 200)
 HNSW_EF_SEARCH = (16, 32, 64, 128, 256)
 IVF_NPROBE = (1, 4, 16, 64)
 
+#: The golden set's quality of each setting, at k: the headline families (``metrics.HEADLINE``) without mrr, which
+#: takes no cutoff while the frontier compares settings at one k; in the order of the table and of the JSON keys.
+QUALITY_FAMILIES = ("hit_rate", "recall", "ndcg")
+
 
 @dataclass(frozen=True)
 class AnnSetting:
@@ -256,7 +260,7 @@ def _point(
 ) -> AnnPoint:
     from diagnose.metrics import evaluate
 
-    names = [f"hit_rate@{k}", f"recall@{k}", f"ndcg@{k}"]
+    names = [f"{family}@{k}" for family in QUALITY_FAMILIES]
     agg = evaluate(qrels, run, names).aggregate
     p50, p95 = (float(np.percentile(ms, q)) if len(ms) else 0.0 for q in (50, 95))
     return AnnPoint(
