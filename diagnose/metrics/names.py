@@ -13,8 +13,7 @@ import re
 from collections.abc import Sequence
 from typing import NamedTuple
 
-import numpy as np
-
+from diagnose.checks import is_int
 from diagnose.data import DataError
 from diagnose.metrics.definitions import REGISTRY, Metric
 
@@ -156,7 +155,7 @@ def expand_names(metrics: Sequence[str | MetricName] | None, ks: Sequence[int]) 
     """
     ks = list(ks)
     for k in ks:
-        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+        if not is_int(k) or k < 1:
             raise DataError(f"Cutoffs must be positive integers, got {k!r} in {ks!r}.")
     if metrics is None:
         names = [MetricName(f, int(k)) for f in DEFAULT_FAMILIES for k in ks]

@@ -41,6 +41,7 @@ from typing import Any
 import numpy as np
 
 from diagnose import defaults
+from diagnose.checks import positive_int
 from diagnose.data import DataError, Qrels, Run
 from diagnose.runtime.extras import needs
 from diagnose.runtime.lazy import pandas as pd
@@ -314,8 +315,7 @@ def ann_frontier(
     docs, queries = space.doc_vecs, space.query_vecs
     if len(docs) == 0 or len(queries) == 0:
         raise DataError("The ANN frontier needs document and query vectors; none were given.", param="corpus")
-    if not isinstance(k, int) or k < 1:
-        raise DataError(f"k must be a positive integer, got {k!r}.", param="k")
+    k = positive_int(k, "k")
     settings = _grid(settings, current, len(docs))
     if exact_run is None:
         exact_run = dense_run(docs, queries, space.doc_ids, space.query_ids, depth=k)
