@@ -150,7 +150,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return EXIT_INPUT
         return COMMANDS[args.command](args)
     except DataError as e:
-        flag = param_flags().get(e.param or "")
+        # param_flags() builds a parser on its first call: not for an error without a parameter (a usage error)
+        flag = param_flags().get(e.param) if e.param else None
         print(f"error: {flag}: {e}" if flag else f"error: {e}", file=sys.stderr)
         return EXIT_INPUT
     except (
