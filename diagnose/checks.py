@@ -63,6 +63,16 @@ def positive_int(value: Any, param: str, *, note: str = "") -> int:
     return int(value)
 
 
+def integer_at_least(value: Any, param: str, low: int, *, note: str = "") -> int:
+    """``value`` as an ``int`` >= ``low``; refuses bools, floats (``2.5``, also ``2.0``), strings.
+
+    Message: ``"{param} must be an integer >= {low}{note}, got {value!r}."`` (``note`` e.g. ``" or None"``); for
+    ``low`` 1 use :func:`positive_int`, whose wording users see for ``k``."""
+    if not is_int(value) or value < low:
+        raise DataError(f"{param} must be an integer >= {low}{note}, got {value!r}.", param=param)
+    return int(value)
+
+
 def rank_cutoff(value: Any, param: str = "k") -> int:
     """A rank cutoff (``k``, ``ks``): :func:`positive_int` with the note " (the rank cutoff)"."""
     return positive_int(value, param, note=" (the rank cutoff)")

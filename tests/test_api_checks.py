@@ -219,6 +219,37 @@ def test_positive_int():
         checks.rank_cutoff(0)
 
 
+def test_integer_at_least():
+    assert checks.integer_at_least(np.int64(2), "n_neighbors", 2) == 2
+    assert checks.integer_at_least(0, "cap", 0) == 0  # the bound itself is allowed
+    for bad in (1, True, 2.0, 2.5, "3", None):
+        with pytest.raises(DataError, match=r"^n_neighbors must be an integer >= 2, got ") as err:
+            checks.integer_at_least(bad, "n_neighbors", 2)
+        assert err.value.param == "n_neighbors"
+    with pytest.raises(DataError, match=r"^pca_dims must be an integer >= 2 or None, got 1\.$"):
+        checks.integer_at_least(1, "pca_dims", 2, note=" or None")
+
+
+def test_the_integer_checks_beside_the_door_speak_as_the_door():
+    """The lower layers' integer checks (dense search, BM25 top k, the baselines' depth, context metrics, the
+    diagnosis, the map's sampling and layout) use checks.py's words: a numpy integer passes, a bool or a float
+    does not, and the message names the parameter and the value."""
+    from diagnose.embed.search import dense_search
+    from diagnose.projection.layout import LayoutRecipe
+    from diagnose.projection.sampling import sample_for_map
+
+    vecs = np.eye(3, dtype=np.float32)
+    assert dense_search(vecs, vecs, np.int64(1))[0].shape == (3, 1)  # one nearest document per query
+    for bad in (0, True, 1.0):
+        with pytest.raises(DataError, match=r"^k must be a positive integer, got ") as err:
+            dense_search(vecs, vecs, bad)
+        assert err.value.param == "k"
+    with pytest.raises(DataError, match=r"^cap must be an integer >= 0, got -1\.$"):
+        sample_for_map(["d"], ["q"], cap=-1)
+    with pytest.raises(DataError, match=r"^pca_dims must be an integer >= 2 or None, got 1\.5\.$"):
+        LayoutRecipe(pca_dims=1.5)
+
+
 def test_finite_number():
     assert checks.finite_number(1, "x", low=0, high=1) == 1.0
     for bad in (float("nan"), float("inf"), True, "0.5", -0.1, 1.1):

@@ -189,6 +189,41 @@ def test_usage_errors_exit_2_without_traceback(files, capsys, argv, needle):
     assert "Traceback" not in err
 
 
+def test_param_flags_are_read_from_the_parser_with_named_exceptions():
+    from diagnose.cli.shared import PARAM_FLAG_EXCEPTIONS, param_flags
+
+    flags = param_flags()
+    # named like the dest of their flag: read from the parser (the hand table listed each of these)
+    assert flags["rrf_k"] == "--rrf-k" and flags["filter_field"] == "--filter-field"
+    assert (
+        flags["retriever_timeout"] == "--retriever-timeout"
+        and flags["pairs_per_query"] == "--pairs-per-query"
+    )
+    assert flags["remedies"] == "--remedies"  # --remedies/--no-remedies: the first option string
+    # a library name that differs from the dest: the exception, which wins over the parser's own dest
+    assert flags["seed_cosine"] == "--seed-threshold" and flags["slice_by"] == "--slice"
+    assert flags["corpus"] == "--corpus (or --data)"
+    # every flag an exception names is a flag of some command (a renamed flag fails here)
+    options = {o for p in _subparsers().values() for a in p._actions for o in a.option_strings}
+    for param, text in PARAM_FLAG_EXCEPTIONS.items():
+        for flag in text.split(" ")[0].split("/"):
+            assert flag in options, (param, flag)
+
+
+def test_a_library_error_names_the_flag_of_its_parameter(files, capsys):
+    # --rrf-k 0: fuse's check raises DataError(param="rrf_k"), which main prefixes with the flag from the parser
+    run = str(files / "good.trec")
+    code, _, err = run_cli(capsys, "fuse", "--qrels", str(files / "qrels.tsv"), "--run", run, "--run", f"b={run}",
+                           "--rrf-k", "0")  # fmt: skip
+    assert code == 2 and err.startswith("error: --rrf-k: ")
+
+
+def _subparsers():
+    from diagnose.cli.parser import build_parser, subcommand_parsers
+
+    return subcommand_parsers(build_parser())
+
+
 def test_slices(files, capsys):
     code, out, _ = run_cli(
         capsys,

@@ -3,7 +3,8 @@
 docs/cli.md holds every command and every long option, its option tables written from the parser; docs/taxonomy.md
 the failure-class table written from the records; every generated block of every page equals what
 ``python -m diagnose.docs`` writes; every relative link of the README and the docs resolves; the README's two
-commands are what CI runs.
+commands are what CI runs; the README's command table lists exactly the commands, and its table of the app's pages
+and docs/app.md's exactly the pages of ``diagnose/ui/navigation.py``.
 """
 
 from __future__ import annotations
@@ -203,3 +204,30 @@ def test_the_readme_commands_are_what_ci_runs():
     assert install_app.endswith("&& streamlit run app.py") and 'pip install -e ".[all]"' in install_app
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
     assert install_test in ci and install_test.endswith("python -m pytest")
+
+
+def _first_cells(markdown: str, header: str) -> list[str]:
+    """The first cell of every row of the table whose header line is ``header`` (exactly once in ``markdown``)."""
+    assert markdown.count(header + "\n") == 1, f"no table (or two) headed {header!r}"
+    rows = markdown.split(header + "\n", 1)[1].split("\n\n", 1)[0].splitlines()[1:]  # [1:]: the |---| line
+    return [row.split("|")[1].strip() for row in rows]
+
+
+def test_the_readme_command_table_lists_exactly_the_commands():
+    # a row for every command (checked one by one above) and none for a command the parser does not have
+    section = README.split("## Command line", 1)[1].split("\n## ", 1)[0]
+    listed = _first_cells(section, "| command | what it answers |")
+    assert sorted(listed) == sorted(f"`diagnose {name}`" for name in _subcommands())
+
+
+def test_the_page_tables_list_exactly_the_pages_of_the_app():
+    """The README's table of app pages and docs/app.md's list the pages of diagnose/ui/navigation.py, by their
+    titles and in the sidebar's order: a page added, renamed or dropped fails here until both tables follow."""
+    from diagnose.ui.navigation import PAGES as APP_PAGES
+
+    titles = [title for _, title, _ in APP_PAGES.values()]
+    assert _first_cells(README, "| page | what it answers |") == titles, (
+        "README.md's table of the app's pages"
+    )
+    app_page = (ROOT / "docs" / "app.md").read_text(encoding="utf-8")
+    assert _first_cells(app_page, "| page | what it shows |") == titles, "docs/app.md's table of pages"

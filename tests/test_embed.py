@@ -338,7 +338,7 @@ def test_dense_search_edge_shapes():
     assert idx.shape == (0, 3)
     with pytest.raises(DataError, match="dimensions"):
         dense_search(np.ones((1, 2), dtype=np.float32), d, 1)
-    with pytest.raises(DataError, match="k must be >= 1"):
+    with pytest.raises(DataError, match="k must be a positive integer, got 0"):
         dense_search(d, d, 0)
 
 

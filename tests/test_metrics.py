@@ -468,3 +468,27 @@ def test_row_order_does_not_matter(data, rnd):
     a, b = evaluate(qrels, run, PROPS), evaluate(qrels, shuffled, PROPS)
     assert np.array_equal(a.per_query.to_numpy(), b.per_query.to_numpy())
     assert sorted(a.unjudged_queries) == sorted(b.unjudged_queries)
+
+
+def test_the_headline_metrics_take_k_where_their_family_requires_a_cutoff():
+    from diagnose.metrics import HEADLINE, headline_metrics
+
+    # ndcg, recall and hit_rate require a cutoff (@5); mrr's is optional, so the headline takes it over the whole ranking
+    assert headline_metrics(5) == ["ndcg@5", "recall@5", "hit_rate@5", "mrr"]
+    assert [m.split("@")[0] for m in headline_metrics(1)] == list(HEADLINE)
+
+
+def test_the_fusion_table_and_the_bounds_show_the_headline_metrics():
+    from diagnose.analysis import Analysis
+    from diagnose.data import Dataset
+    from diagnose.whatif.compare import fusion_whatif
+
+    qrels = make_qrels([("q1", "d1", 1)])
+    a, b = make_run({"q1": ["d1", "d2"]}, name="a"), make_run({"q1": ["d2", "d1"]}, name="b")
+    table = fusion_whatif(qrels, [a, b], k=3)
+    # the metric columns, in HEADLINE's order at k=3 (mrr without a cutoff)
+    assert [c for c in table.columns if c in {"ndcg@3", "recall@3", "hit_rate@3", "mrr"}] == [
+        "ndcg@3", "recall@3", "hit_rate@3", "mrr"
+    ]  # fmt: skip
+    bounds = Analysis(Dataset(qrels=qrels), {"a": a}, k=3).bounds()
+    assert list(dict.fromkeys(bounds["metric"])) == ["ndcg@3", "recall@3", "hit_rate@3", "mrr"]

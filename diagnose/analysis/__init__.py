@@ -33,7 +33,6 @@ from typing import Any
 
 from diagnose.analysis.base import (
     BASELINE,
-    DEFAULT_DEPTH,
     DEFAULT_KS,
     LIVE,
     YOUR_RUN,
@@ -47,7 +46,6 @@ __all__ = [
     "Analysis",
     "BASELINE",
     "BASELINES",
-    "DEFAULT_DEPTH",
     "DEFAULT_KS",
     "FAILURE_MODES",
     "LIVE",

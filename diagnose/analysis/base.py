@@ -29,7 +29,6 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
-DEFAULT_DEPTH = defaults.DEPTH
 YOUR_RUN, BASELINE, LIVE = "your run", "baseline", "live retriever"
 
 
@@ -71,7 +70,7 @@ class AnalysisBase:
         cache_dir: str | Path | None = None,
         ks: Sequence[int] = DEFAULT_KS,
         metrics: Sequence[str] | None = None,
-        depth: int = DEFAULT_DEPTH,
+        depth: int = defaults.DEPTH,
         bm25_engine: str = defaults.BM25_ENGINE,
         thresholds: Thresholds | None = None,
         encoder: Encoder | None = None,

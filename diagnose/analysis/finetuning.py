@@ -41,7 +41,6 @@ if TYPE_CHECKING:
     from diagnose.analysis import Analysis
 
 #: Re-encoded documents (corpus size x evaluated models) above which fine-tuning refuses to start without a sample.
-MAX_DOCUMENTS = defaults.FINETUNE_MAX_DOCUMENTS
 TUNED = "finetuned"
 DEFAULT_FOLDS = 5
 
@@ -268,7 +267,7 @@ def finetune(
     train_qrels: Qrels | None = None,
     folds: int | None = None,
     settings: tr.TrainSettings | None = None,
-    max_documents: int = MAX_DOCUMENTS,
+    max_documents: int = defaults.FINETUNE_MAX_DOCUMENTS,
     progress: bool = False,
     announce: Any = None,
 ) -> FinetuneResult:

@@ -14,7 +14,7 @@ import numpy as np
 from diagnose import checks, defaults
 from diagnose.data import ChunkMap, DataError, Run
 from diagnose.io.chunks import document_qrels
-from diagnose.metrics import MetricName, expand_names
+from diagnose.metrics import MetricName, expand_names, headline_metrics
 from diagnose.report import EvaluationReport
 from diagnose.runtime.lazy import pandas as pd
 from diagnose.runtime.threads import available_cpus, beside
@@ -51,7 +51,9 @@ class Scores(Pipeline):
         return tuple(expand_names(check_metrics(metrics), self.ks))
 
     def _headline(self) -> tuple[MetricName, MetricName, MetricName]:
-        """The default metrics of comparisons and reports: nDCG and recall at k, and MRR."""
+        """The default metrics of comparisons and reports: nDCG and recall at k, and MRR (the headline,
+        :data:`~diagnose.metrics.HEADLINE`, without hit rate: the paired comparisons, the topic-set sizes
+        (``--detect``) and the report's compared metrics are these three in today's outputs and JSON, kept)."""
         return MetricName("ndcg", self.k), MetricName("recall", self.k), MetricName("mrr")
 
     def evaluations(
@@ -221,8 +223,7 @@ class Scores(Pipeline):
         """How far the unjudged documents could move each metric: per run (all, or those named) and metric,
         ``lower`` (unjudged = non-relevant, today's value), ``upper`` (unjudged judged at best) and ``gap``."""
 
-        ndcg, recall, mrr = self._headline()
-        names = self._names(metrics or [ndcg, recall, MetricName("hit_rate", self.k), mrr])
+        names = self._names(metrics or headline_metrics(self.k))
         chosen = tuple(self._run_names(runs)) if runs is not None else None
 
         def build() -> pd.DataFrame:

@@ -8,15 +8,16 @@ Where things are
 ----------------
 Each command parses its flags, calls the library (mostly one :class:`~diagnose.analysis.Analysis`), builds an
 :class:`~diagnose.cli.output.Output` and :func:`~diagnose.cli.output.emit` prints it in the ``--format`` asked for;
-this package holds :func:`main`, the table of commands and :func:`entry` (the console script), and re-exports the
-public names.
+this package holds :func:`main`, the command functions by name (from the parser's table of commands) and
+:func:`entry` (the console script), and re-exports the public names.
 
 ``parser``
-    :func:`build_parser`: the argument groups (data, live retrievers, embeddings) and one parser per command
-    (add a flag here).
+    :func:`build_parser`: the argument groups (data, live retrievers, embeddings), the table of commands (name,
+    help, example, options, the function that runs it; add a command there) and one parser per command (add a
+    flag here).
 ``shared``
     the steps every command shares: loading the data, building the ``Analysis``, ``--write-runs``, warnings,
-    ``--k`` and ``METRIC=VALUE`` parsing, the exit codes and :data:`PARAM_FLAGS` (library parameter -> flag).
+    ``--k`` and ``METRIC=VALUE`` parsing, the exit codes and :func:`param_flags` (library parameter -> flag, from the parser).
 ``output``
     :class:`~diagnose.cli.output.Output` and :func:`~diagnose.cli.output.emit`: a result in every format (table,
     JSON, CSV, Markdown), written the same way for every command.
@@ -45,13 +46,13 @@ from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
 import diagnose.cli.process  # noqa: F401  (first: it sets up the process before numpy loads)
-from diagnose.cli.parser import build_parser
+from diagnose.cli.parser import COMMAND_TABLE, build_parser
 from diagnose.cli.shared import (
     EXIT_FAIL,
     EXIT_INPUT,
     EXIT_INTERRUPTED,
     EXIT_OK,
-    PARAM_FLAGS,
+    param_flags,
     write_partial_run,
 )
 from diagnose.data import DataError
@@ -65,36 +66,16 @@ __all__ = [
     "EXIT_INPUT",
     "EXIT_INTERRUPTED",
     "EXIT_OK",
-    "PARAM_FLAGS",
     "build_parser",
-    "cmd_ann",
-    "cmd_chunking",
-    "cmd_evaluate",
-    "cmd_failures",
-    "cmd_finetune",
-    "cmd_fuse",
-    "cmd_judge_queue",
-    "cmd_models",
-    "cmd_rerank",
-    "cmd_risk",
     "entry",
     "main",
+    "param_flags",
+    *sorted(command.function for command in COMMAND_TABLE),  # cmd_evaluate, cmd_failures, ...
 ]
 
-#: Where each command's function lives: its module is imported only when the command runs (or the name is asked
-#: of this package), so ``diagnose evaluate`` does not load the modules of ``ann``, ``finetune``, ...
-_HOMES = {
-    "cmd_evaluate": "diagnose.cli.evaluate",
-    "cmd_failures": "diagnose.cli.failures",
-    "cmd_risk": "diagnose.cli.failures",
-    "cmd_models": "diagnose.cli.models",
-    "cmd_rerank": "diagnose.cli.models",
-    "cmd_fuse": "diagnose.cli.models",
-    "cmd_judge_queue": "diagnose.cli.judge",
-    "cmd_ann": "diagnose.cli.ann",
-    "cmd_finetune": "diagnose.cli.finetune",
-    "cmd_chunking": "diagnose.cli.chunking",
-}
+#: Where each command's function lives (``cmd_NAME`` -> its module), from the table of commands: its module is
+#: imported only when the command runs (or the name is asked of this package).
+_HOMES = {command.function: command.module for command in COMMAND_TABLE}
 
 
 def _command(name: str) -> Callable[[argparse.Namespace], int]:
@@ -113,18 +94,8 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'diagnose.cli' has no attribute {name!r}")
 
 
-COMMANDS = {
-    "evaluate": _command("cmd_evaluate"),
-    "failures": _command("cmd_failures"),
-    "models": _command("cmd_models"),
-    "rerank": _command("cmd_rerank"),
-    "fuse": _command("cmd_fuse"),
-    "risk": _command("cmd_risk"),
-    "judge-queue": _command("cmd_judge_queue"),
-    "ann": _command("cmd_ann"),
-    "finetune": _command("cmd_finetune"),
-    "chunking": _command("cmd_chunking"),
-}
+#: The function that runs each subcommand, by its name on the command line.
+COMMANDS = {command.name: _command(command.function) for command in COMMAND_TABLE}
 
 
 def entry() -> NoReturn:
@@ -179,7 +150,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return EXIT_INPUT
         return COMMANDS[args.command](args)
     except DataError as e:
-        flag = PARAM_FLAGS.get(e.param or "")
+        # param_flags() builds a parser on its first call: not for an error without a parameter (a usage error)
+        flag = param_flags().get(e.param) if e.param else None
         print(f"error: {flag}: {e}" if flag else f"error: {e}", file=sys.stderr)
         return EXIT_INPUT
     except (

@@ -9,9 +9,9 @@ from diagnose.cli.output import Output, emit
 from diagnose.cli.shared import (
     EXIT_FAIL,
     EXIT_OK,
-    PARAM_FLAGS,
     build_analysis,
     load_data,
+    param_flags,
     parse_bounds,
     parse_ks,
     print_warnings,
@@ -120,7 +120,7 @@ def _with_flags(message: str) -> str:
     """A gate message of the library names the Python parameter ("(fail_under)"); on the command line, the flag
     ("(--fail-under)", as docs/cli.md shows)."""
     for param in ("fail_under", "max_drop"):
-        message = message.replace(f"({param})", f"({PARAM_FLAGS[param]})")
+        message = message.replace(f"({param})", f"({param_flags()[param]})")
     return message
 
 

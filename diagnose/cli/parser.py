@@ -1,5 +1,7 @@
 """The argument parser of `diagnose`: the shared argument groups, each command's own options, and the table of
-commands (name, help, description, example) that `build_parser` turns into one subcommand parser each."""
+commands, :data:`COMMAND_TABLE` (name, help, description, example, options, the function that runs it): the one
+declaration of a command, which `build_parser` turns into one subcommand parser each and ``diagnose.cli`` into its
+table of command functions (add a command here)."""
 
 from __future__ import annotations
 
@@ -406,20 +408,23 @@ def _finetune_options(ft: argparse.ArgumentParser) -> None:
 
 def _chunking_options(ch: argparse.ArgumentParser) -> None:
     """``chunking``'s options: the grid, the cutoff, the format, the model."""
+    sizes, overlaps = (",".join(map(str, v)) for v in (defaults.CHUNK_SIZES, defaults.CHUNK_OVERLAPS))
+    ch.add_argument("--sizes", default=sizes, help=f"chunk sizes in the model's tokens (default {sizes})")
     ch.add_argument(
-        "--sizes", default="128,256,512", help="chunk sizes in the model's tokens (default 128,256,512)"
-    )
-    ch.add_argument(
-        "--overlaps", default="0", help="overlaps in the model's tokens, each below every size (default 0)"
+        "--overlaps",
+        default=overlaps,
+        help=f"overlaps in the model's tokens, each below every size (default {overlaps})",
     )
     _add_cutoff(ch, f"cutoff of the metrics and of the chunks sent (default {defaults.K})")
     _add_format(ch, ["table", "json"])
     _add_model_args(ch)
 
 
-class _Command(NamedTuple):
+class Command(NamedTuple):
     """A subcommand: its line in ``diagnose --help``, its description, the example of its epilog, whether ``--run``
-    is required (``"one"``: the one run analysed) and what adds its own options after the data group."""
+    is required (``"one"``: the one run analysed), what adds its own options after the data group, and the module
+    and function that run it (``function(args) -> exit code``; the module is imported only when the command runs, so
+    ``diagnose evaluate`` does not load the modules of ``ann``, ``finetune``, ...)."""
 
     name: str
     help: str
@@ -427,18 +432,23 @@ class _Command(NamedTuple):
     example: str
     run_required: bool | str
     add_options: Callable[[argparse.ArgumentParser], None]
+    module: str
+    function: str
 
 
-_COMMANDS = (
-    _Command(
+#: Every subcommand, in the order of ``diagnose --help``.
+COMMAND_TABLE = (
+    Command(
         "evaluate",
         help="score runs against a golden set (trec_eval conventions)",
         description="Score one or more runs against a golden set, per query and overall.",
         example="diagnose evaluate --data demo_corpus --run demo_corpus/runs/ann_minilm.trec --k 1,5,10",
         run_required=False,
         add_options=_evaluate_options,
+        module="diagnose.cli.evaluate",
+        function="cmd_evaluate",
     ),
-    _Command(
+    Command(
         "failures",
         help="why each failed query failed: class, evidence, recommendation",
         description="Diagnose every failed (query, relevant document) pair of a run: a failure class with its "
@@ -446,8 +456,10 @@ _COMMANDS = (
         example="diagnose failures --data demo_corpus --run demo_corpus/runs/ann_minilm.trec --k 10",
         run_required="one",
         add_options=_failures_options,
+        module="diagnose.cli.failures",
+        function="cmd_failures",
     ),
-    _Command(
+    Command(
         "models",
         help="which embedding model for this golden set: metrics with CIs, ties, speed, memory",
         description="Compare embedding models on the golden set: exact dense retrieval per model, metrics with 95%% "
@@ -456,8 +468,10 @@ _COMMANDS = (
         example="diagnose models --data demo_corpus --model default --model /path/to/other-model",
         run_required=False,
         add_options=_models_options,
+        module="diagnose.cli.models",
+        function="cmd_models",
     ),
-    _Command(
+    Command(
         "rerank",
         help="judge a reranker against its candidates (ceiling, gains, failures recovered and introduced)",
         description="Evaluate a reranker from a candidate run and a reranked run, or rerank live with a "
@@ -466,8 +480,10 @@ _COMMANDS = (
         "--reranked reranked.trec",
         run_required=False,
         add_options=_rerank_options,
+        module="diagnose.cli.models",
+        function="cmd_rerank",
     ),
-    _Command(
+    Command(
         "fuse",
         help="what if two runs were fused (RRF, weighted): metrics and failures recovered",
         description="Fuse two runs with reciprocal rank fusion and weighted min-max score fusion at several weights, "
@@ -476,8 +492,10 @@ _COMMANDS = (
         "--run demo_corpus/runs/bm25_langchain.trec",
         run_required=True,
         add_options=_fuse_options,
+        module="diagnose.cli.models",
+        function="cmd_fuse",
     ),
-    _Command(
+    Command(
         "risk",
         help="which unlabelled queries to judge first: failure risk from the run's scores alone",
         description="Rank every query of a run (judged or not) by how likely it fails, from the shape of its top-k "
@@ -486,8 +504,10 @@ _COMMANDS = (
         example="diagnose risk --run demo_corpus/runs/ann_minilm.trec --data demo_corpus --top 20",
         run_required="one",
         add_options=_risk_options,
+        module="diagnose.cli.failures",
+        function="cmd_risk",
     ),
-    _Command(
+    Command(
         "judge-queue",
         help="which (query, document) pairs to judge first: the unjudged documents of the runs' top k",
         description="Pool the unjudged documents in the top k of every run and of BM25, dense and hybrid search, "
@@ -499,8 +519,10 @@ _COMMANDS = (
         "--out queue.tsv",
         run_required=False,
         add_options=_judge_queue_options,
+        module="diagnose.cli.judge",
+        function="cmd_judge_queue",
     ),
-    _Command(
+    Command(
         "ann",
         help="the ANN frontier: recall, quality and latency of faiss HNSW / IVF settings against exact search",
         description="Build approximate indexes (faiss HNSW over M, efConstruction, efSearch; IVF-Flat over nprobe) "
@@ -511,8 +533,10 @@ _COMMANDS = (
         example="diagnose ann --data demo_corpus --run demo_corpus/runs/ann_minilm.trec --k 10 --format json",
         run_required="one",
         add_options=_ann_options,
+        module="diagnose.cli.ann",
+        function="cmd_ann",
     ),
-    _Command(
+    Command(
         "finetune",
         help="fine-tune the embedding model on the golden set, measured on queries it never saw",
         description="Fine-tune the sentence-transformers model (MultipleNegativesRankingLoss, hard negatives from "
@@ -523,8 +547,10 @@ _COMMANDS = (
         example="diagnose finetune --data nfcorpus --train-split dev --split test --out tuned-model --format json",
         run_required=False,
         add_options=_finetune_options,
+        module="diagnose.cli.finetune",
+        function="cmd_finetune",
     ),
-    _Command(
+    Command(
         "chunking",
         help="which chunking: re-chunk the documents at a grid of sizes and overlaps, compared on the golden set",
         description="Re-chunk the documents (semantic-text-splitter, lengths in the model's tokens) at every "
@@ -536,17 +562,20 @@ _COMMANDS = (
         example="diagnose chunking --data demo_corpus --sizes 128,256,512 --overlaps 0,32 --format json",
         run_required=False,
         add_options=_chunking_options,
+        module="diagnose.cli.chunking",
+        function="cmd_chunking",
     ),
 )
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The ``diagnose`` parser: one subcommand per :data:`COMMAND_TABLE` row, its data group then its own options."""
     parser = _Parser(
         prog="diagnose",
         description="Tell why a retriever fails: exact trec_eval metrics, failure classes with evidence, baselines.",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    for command in _COMMANDS:
+    for command in COMMAND_TABLE:
         p = sub.add_parser(
             command.name,
             help=command.help,
@@ -557,3 +586,11 @@ def build_parser() -> argparse.ArgumentParser:
         _add_data_args(p, run_required=command.run_required)
         command.add_options(p)
     return parser
+
+
+def subcommand_parsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    """The subcommand parsers of ``parser`` (one of :func:`build_parser`) by name, in the table's order."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return dict(action.choices)
+    raise RuntimeError("the diagnose parser has no subcommands")

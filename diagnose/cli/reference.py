@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import argparse
 
-from diagnose.cli.parser import build_parser
+from diagnose.cli.parser import build_parser, subcommand_parsers
 
 __all__ = ["command_names", "options_markdown", "shared_options_markdown"]
 
@@ -20,10 +20,7 @@ _HEADER = ["| option | value | default | meaning |", "|---|---|---|---|"]
 
 
 def _subparsers() -> dict[str, argparse.ArgumentParser]:
-    for action in build_parser()._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            return dict(action.choices)
-    raise RuntimeError("the diagnose parser has no subcommands")
+    return subcommand_parsers(build_parser())
 
 
 def command_names() -> list[str]:

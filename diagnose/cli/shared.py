@@ -5,14 +5,17 @@ set each library parameter."""
 from __future__ import annotations
 
 import argparse
+import functools
 import math
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from diagnose import defaults
 from diagnose.analysis import YOUR_RUN, Analysis
+from diagnose.cli.parser import build_parser, subcommand_parsers
 from diagnose.data import DataError, Run, ValidationReport
 from diagnose.io import check_run_matches_qrels, load_dataset, parse_run_arg, read_run, write_trec_run
 from diagnose.retrievers import DEFAULT_TIMEOUT, RetrieverInterrupted, load_retriever, parse_retriever_spec
@@ -23,54 +26,34 @@ EXIT_INPUT = 2
 EXIT_INTERRUPTED = 130  # Ctrl-C (128 + SIGINT, what a shell reports)
 
 
-#: Library parameters (``DataError.param``) and the flags that set them, so an error names what the user typed.
-PARAM_FLAGS = {
-    "k": "--k",
-    "data": "--data",
-    "split": "--split",
-    "qrels": "--qrels",
-    "id_field": "--id-field",
-    "text_field": "--text-field",
-    "title_field": "--title-field",
-    "parent_field": "--parent-field",
-    "ks": "--k",
-    "depth": "--depth",
-    "failure": "--failure",
-    "baselines": "--baseline",
-    "model": "--model",
-    "models": "--model",
-    "embeddings": "--doc-embeddings/--query-embeddings",
-    "corpus": "--corpus (or --data)",
-    "queries": "--queries (or --data)",
-    "runs": "--run",
-    "run": "--run",
-    "reference": "--reference",
-    "fail_under": "--fail-under",
-    "max_drop": "--max-drop",
-    "slice_by": "--slice",
-    "seed_cosine": "--seed-threshold",
-    "duplicate_cosine": "--duplicate-cosine",
-    "rrf_k": "--rrf-k",
-    "retriever": "--retriever",
-    "retriever_timeout": "--retriever-timeout",
-    "resamples": "--resamples",
-    "limit": "--limit",
-    "kinds": "--run-kind",
-    "sizes": "--sizes",
-    "overlaps": "--overlaps",
-    "run_kind": "--run-kind",
-    "filter_field": "--filter-field",
-    "filters": "--filters",
-    "out": "--out",
-    "folds": "--folds",
-    "train_split": "--train-split",
-    "sample": "--sample",
-    "epochs": "--epochs",
-    "batch_size": "--batch-size",
-    "max_seq_length": "--max-seq-length",
-    "pairs_per_query": "--pairs-per-query",
-    "learning_rate": "--learning-rate",
+#: The library parameters whose name is not the ``dest`` of the flag that sets them (or whose message names two
+#: flags), with their flag; every other parameter is named like its flag's dest (``k``, ``rrf_k``, ``filter_field``)
+#: and :func:`param_flags` reads its flag from the parser.
+PARAM_FLAG_EXCEPTIONS = {
+    "ks": "--k",  # Analysis(ks=): the cutoffs evaluate's --k gives (dest k)
+    "models": "--model",  # compare_models(models=): every --model of `diagnose models` (dest model)
+    "runs": "--run",  # Analysis(runs=): every --run (dest run)
+    "baselines": "--baseline",  # Analysis(baselines=): every --baseline (dest baseline)
+    "kinds": "--run-kind",  # Analysis(kinds=): every --run-kind NAME=KIND (dest run_kind)
+    "slice_by": "--slice",  # evaluate(slice_by=) (dest slice)
+    "seed_cosine": "--seed-threshold",  # Thresholds.seed_cosine, the cosine of the seed rule (dest seed_threshold)
+    "embeddings": "--doc-embeddings/--query-embeddings",  # Analysis(embeddings=): one dict from four flags
+    "corpus": "--corpus (or --data)",  # the corpus is read from either flag
+    "queries": "--queries (or --data)",  # the queries too
 }
+
+
+@functools.cache
+def param_flags() -> Mapping[str, str]:
+    """Library parameters (``DataError.param``) and the flags that set them, so an error names what the user typed:
+    each option's ``dest`` -> its first option string, over every command of the parser (``--remedies`` for
+    ``remedies``), then :data:`PARAM_FLAG_EXCEPTIONS`. Built on the first error (the parser, ~8 ms), not on import."""
+    flags: dict[str, str] = {}
+    for parser in subcommand_parsers(build_parser()).values():
+        for action in parser._actions:
+            if action.option_strings and not isinstance(action, argparse._HelpAction):
+                flags.setdefault(action.dest, action.option_strings[0])
+    return MappingProxyType({**flags, **PARAM_FLAG_EXCEPTIONS})
 
 
 def load_data(args: argparse.Namespace, *, need_text: bool = False, require_qrels: bool = True):

@@ -12,8 +12,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from diagnose.checks import is_int
-from diagnose.data import DataError
+from diagnose.checks import positive_int
 from diagnose.embed.tokenizer import folder_tokenizer
 from diagnose.runtime.progress import Progress, reporter
 
@@ -71,9 +70,7 @@ class KeywordEncoder:
     """
 
     def __init__(self, dim: int = 256, synonyms: dict[str, str] | None = None, *, delay: float = 0.0) -> None:
-        if not is_int(dim) or dim < 1:
-            raise DataError("dim must be >= 1", param="dim")
-        self.dim = int(dim)
+        self.dim = positive_int(dim, "dim")
         self.delay = float(delay)  # seconds per text: stands in for a slow model in tests of progress
         self.synonyms = {k.lower(): v.lower() for k, v in (synonyms or {}).items()}
         self.name = f"keyword-hash-{self.dim}"

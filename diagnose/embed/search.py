@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from diagnose.checks import is_int
+from diagnose.checks import positive_int
 from diagnose.data import DataError
 from diagnose.runtime.threads import in_threads, nonzero_2d
 
@@ -77,8 +77,7 @@ def dense_search_ranked(
         raise DataError(
             f"query vectors have {q.shape[1]} dimensions, doc vectors {d.shape[1]}", param="query_vecs"
         )
-    if not is_int(k) or k < 1:
-        raise DataError("k must be >= 1", param="k")
+    k = positive_int(k, "k")
     screen = _RankScreen(query_vecs, doc_vecs, query_rows, doc_rows)
     if len(screen.qr) and not (np.asarray(query_vecs).dtype == np.asarray(doc_vecs).dtype == np.float32):
         raise ValueError("dense_search_ranked ranks pairs of float32 vectors only (use dense_rank_range)")

@@ -16,6 +16,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from diagnose.checks import is_int
+
 #: ``sentence_bert_config.json`` keys this reader understands; any other key sends the caller to the model itself
 _KNOWN_KEYS = {"max_seq_length", "do_lower_case"}
 
@@ -32,8 +34,7 @@ def folder_tokenizer(folder: str | Path) -> tuple[Any, int] | None:
         return None
     max_len = config.get("max_seq_length") if isinstance(config, dict) else None
     if (
-        not isinstance(max_len, int)
-        or isinstance(max_len, bool)
+        not is_int(max_len)
         or max_len <= 0
         or set(config) - _KNOWN_KEYS
         or config.get("do_lower_case")

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from diagnose import defaults
-from diagnose.checks import is_int
+from diagnose.checks import rank_cutoff
 from diagnose.data import DataError, Dataset, Run, fields_dict
 from diagnose.failures.classes import CLASSES
 from diagnose.failures.evidence import Bm25Scores, Failure, KnownRanks, build_failure, lookups
@@ -267,8 +267,7 @@ def diagnose_run(
     """
     if ds.corpus is None or ds.queries is None:
         raise DataError("The diagnosis needs the corpus and the queries.", param="corpus")
-    if not is_int(k) or k < 1:
-        raise DataError(f"k must be at least 1 (got {k}).", param="k")
+    k = rank_cutoff(k)
     calibration = calibration or calibrate(ds, run, space, k, thresholds)
     pairs, n_golden = failed_pairs(ds, run, k, mode)
     kind = kind or RunKind()

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from diagnose.cache import ArrayCache
-from diagnose.checks import is_int, one_of
+from diagnose.checks import one_of, positive_int
 from diagnose.data import DataError, Run, ValidationReport
 from diagnose.defaults import BM25_ENGINE, BM25_ENGINES, DEPTH
 from diagnose.lexical.engines import Bm25sImpl, RankBm25Impl, index_key
@@ -157,8 +157,7 @@ class BM25Index:
             raise DataError(
                 "Pass a sequence of query texts, not one string: use [query].", param="query_texts"
             )
-        if not is_int(k) or k < 1:
-            raise DataError(f"k must be >= 1, got {k}.", param="k")
+        positive_int(k, "k")
         n = len(self)
         k = min(int(k), n)
         tokens = tokenize(list(query_texts))

@@ -31,9 +31,11 @@ from diagnose.metrics.evaluation import Evaluation, evaluate, evaluate_many
 from diagnose.metrics.names import (
     DEFAULT_FAMILIES,
     DEFAULT_KS,
+    HEADLINE,
     MetricName,
     expand_metrics,
     expand_names,
+    headline_metrics,
     metric_family,
     parse_metric,
 )
@@ -42,6 +44,7 @@ __all__ = [
     "BANDS",
     "DEFAULT_FAMILIES",
     "DEFAULT_KS",
+    "HEADLINE",
     "REGISTRY",
     "Evaluation",
     "Form",
@@ -53,6 +56,7 @@ __all__ = [
     "evaluate_many",
     "expand_metrics",
     "expand_names",
+    "headline_metrics",
     "markdown_table",
     "metric_bounds",
     "metric_family",

@@ -46,7 +46,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from diagnose.data import ChunkMap, DataError, Qrels, Span
+from diagnose.checks import positive_int
+from diagnose.data import ChunkMap, Qrels, Span
 from diagnose.runtime.lazy import pandas as pd
 
 #: The word tokenizer of the token counts: runs of Unicode word characters.
@@ -152,8 +153,7 @@ def context_scores(
     """Context precision and recall at ``k`` (module docstring) of ``pieces`` (query id -> its retrieved
     ``(doc_id, start, end)`` in rank order; the first ``k`` are read) against ``spans`` (the golden set's
     :attr:`Qrels.spans`, or :func:`document_spans`), with ``texts`` (doc id -> the document's text field)."""
-    if not isinstance(k, int) or isinstance(k, bool) or k < 1:
-        raise DataError(f"k must be a positive integer, got {k!r}.", param="k")
+    k = positive_int(k, "k")
     by_query: dict[str, list[Span]] = {}
     for s in spans:
         by_query.setdefault(str(s.query_id), [])

@@ -13,17 +13,18 @@ import re
 from collections.abc import Sequence
 from typing import NamedTuple
 
-import numpy as np
-
+from diagnose.checks import is_int
 from diagnose.data import DataError
 from diagnose.metrics.definitions import REGISTRY, Metric
 
 __all__ = [
     "DEFAULT_FAMILIES",
     "DEFAULT_KS",
+    "HEADLINE",
     "MetricName",
     "expand_metrics",
     "expand_names",
+    "headline_metrics",
     "metric_family",
     "parse_metric",
 ]
@@ -34,6 +35,20 @@ DEFAULT_KS: tuple[int, ...] = (1, 3, 5, 10)
 DEFAULT_FAMILIES = tuple(m.name for m in REGISTRY.values() if m.by_default and m.cutoff != "none")
 """Families taken at every k by :func:`expand_metrics` when no metric is given (those whose record says
 ``by_default``: precision, recall, hit_rate, mrr, ndcg, map; then mrr, map, r_precision without cutoff)."""
+
+HEADLINE = ("ndcg", "recall", "hit_rate", "mrr")
+"""The headline metric families, in the order reports show them: nDCG, recall and hit rate at the one cutoff k of
+the failures (``defaults.K`` unless given), and MRR over the whole ranking (no cutoff: 1 / the rank of the first
+relevant document wherever it is). The compact report (with map), the bounds, the fusion table, the model choice
+and the app's "Rank by" read them through :func:`headline_metrics`; a place that shows fewer or another order says
+why beside its own list."""
+
+
+def headline_metrics(k: int) -> list[str]:
+    """:data:`HEADLINE` at the cutoff ``k``: ``["ndcg@k", "recall@k", "hit_rate@k", "mrr"]`` (a family whose cutoff
+    is required takes ``@k``; mrr, whose cutoff is optional, none)."""
+    return [f"{f}@{k}" if REGISTRY[f].cutoff == "required" else f for f in HEADLINE]
+
 
 _NAME = re.compile(r"^([a-z0-9_]+)(?:@(.*))?$")
 # trec_eval / ir_measures spellings people type (each record's ``aliases``), to suggest the right name
@@ -140,7 +155,7 @@ def expand_names(metrics: Sequence[str | MetricName] | None, ks: Sequence[int]) 
     """
     ks = list(ks)
     for k in ks:
-        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+        if not is_int(k) or k < 1:
             raise DataError(f"Cutoffs must be positive integers, got {k!r} in {ks!r}.")
     if metrics is None:
         names = [MetricName(f, int(k)) for f in DEFAULT_FAMILIES for k in ks]

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from diagnose.cache import ArrayCache, default_cache_root, report_corrupt
-from diagnose.checks import is_int, one_of, positive_int
+from diagnose.checks import integer_at_least, one_of, positive_int
 from diagnose.data import DataError, ValidationReport
 from diagnose.projection.knn import exact_cosine_knn, exact_euclidean_knn, pca, pca_2d, unit_rows
 from diagnose.runtime.progress import Progress, Reporter, reporter
@@ -103,8 +103,8 @@ class LayoutRecipe:
 
     def __post_init__(self) -> None:
         one_of(self.knn, "knn", ("exact", "nndescent"))
-        if self.pca_dims is not None and (not is_int(self.pca_dims) or self.pca_dims < 2):
-            raise DataError(f"pca_dims must be >= 2 or None, got {self.pca_dims}", param="pca_dims")
+        if self.pca_dims is not None:
+            integer_at_least(self.pca_dims, "pca_dims", 2, note=" or None")
         if self.n_epochs is not None:
             positive_int(self.n_epochs, "n_epochs", note=" or None")
 
@@ -461,8 +461,7 @@ def project(
     t0 = time.perf_counter()
     steps = reporter(progress)
     arr = _as_vectors(vectors)
-    if not is_int(n_neighbors) or n_neighbors < 2:
-        raise DataError(f"n_neighbors must be >= 2, got {n_neighbors}", param="n_neighbors")
+    integer_at_least(n_neighbors, "n_neighbors", 2)
     recipe = recipe or recipe_for(len(arr))
     key = cache_key(arr, n_neighbors=n_neighbors, min_dist=min_dist, seed=seed, recipe=recipe)
     cache = ArrayCache(Path(cache_dir) if cache_dir is not None else default_projection_dir(), report=report)

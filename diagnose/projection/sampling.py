@@ -10,7 +10,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from diagnose.checks import is_int
+from diagnose.checks import integer_at_least
 from diagnose.data import DataError
 
 DEFAULT_CAP = 4000
@@ -172,8 +172,7 @@ def sample_for_map(
     An id listed in ``doc_ids`` several times is kept or dropped as a whole. Returns a :class:`MapSample` (which
     unpacks as ``(doc_rows, query_rows)``).
     """
-    if not is_int(cap) or cap < 0:
-        raise DataError(f"cap must be >= 0, got {cap}", param="cap")
+    cap = integer_at_least(cap, "cap", 0)
     d_ids = np.asarray(list(doc_ids), dtype=object)
     q_ids = np.asarray(list(query_ids), dtype=object)
     must_d = {str(x) for x in must_docs}

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from diagnose.data import ValidationReport, json_default
-from diagnose.metrics import Evaluation, parse_metric, quality_band
+from diagnose.metrics import Evaluation, headline_metrics, parse_metric, quality_band
 from diagnose.report.tables import cell, markdown_table, text_table
 from diagnose.runtime.lazy import pandas as pd
 
@@ -251,17 +251,10 @@ class EvaluationReport:
         return "\n".join(out)
 
     def headline_metrics(self) -> list[str]:
-        """The metrics a compact report shows per run: those compared, then ndcg, recall and hit rate at the largest
-        k, mrr and map, as far as they were computed (all of them when none of these was asked)."""
-        k = max(self.ks)
-        wanted = [
-            *(c.metric for c in self.comparisons),
-            f"ndcg@{k}",
-            f"recall@{k}",
-            f"hit_rate@{k}",
-            "mrr",
-            "map",
-        ]
+        """The metrics a compact report shows per run: those compared, then the headline metrics
+        (:data:`~diagnose.metrics.HEADLINE`: ndcg, recall and hit rate at the largest k, mrr) and map, as far as
+        they were computed (all of them when none of these was asked)."""
+        wanted = [*(c.metric for c in self.comparisons), *headline_metrics(max(self.ks)), "map"]
         heads = [m for m in dict.fromkeys(wanted) if m in self.metrics]
         return heads or list(self.metrics)
 

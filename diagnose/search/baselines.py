@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from diagnose import defaults
-from diagnose.checks import is_int
+from diagnose.checks import positive_int
 from diagnose.data import Corpus, DataError, Queries, Run, ValidationReport
 from diagnose.embed import dense_rank_range
 from diagnose.embed.search import dense_search_ranked
@@ -136,8 +136,7 @@ def dense_run_ranked(
             f"Dense run: {len(doc_vecs)} document vectors for {len(d_ids)} ids and {len(query_vecs)} query "
             f"vectors for {len(q_ids)} ids; give one id per row."
         )
-    if not is_int(depth) or depth < 1:
-        raise DataError(f"depth must be >= 1, got {depth}.", param="depth")
+    depth = positive_int(depth, "depth")
     k = min(depth, len(d_ids))
     if k == 0 or len(q_ids) == 0:
         return Run.from_ranked_lists(name, {}), dense_rank_range(query_vecs, doc_vecs, query_rows, doc_rows)

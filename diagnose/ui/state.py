@@ -31,6 +31,7 @@ from diagnose import defaults, embed
 from diagnose.analysis import Analysis
 from diagnose.data import DataError, Dataset, Run
 from diagnose.io import confine_reads, load_dataset
+from diagnose.metrics import DEFAULT_FAMILIES, HEADLINE
 from diagnose.report import band_of
 from diagnose.retrievers import load_retriever
 from diagnose.runtime.memory import is_out_of_memory
@@ -63,9 +64,12 @@ FOREGROUND_ENV = (
     "DIAGNOSE_FOREGROUND_SECONDS"  # how long a page waits for the vectors before drawing without them
 )
 FOREGROUND_SECONDS = 3.0
-BASELINE_DEPTH = defaults.DEPTH
 CURVE_KS = (1, 2, 3, 5, 10, 20, 30, 50, 100)
-FAMILIES = ("hit_rate", "recall", "ndcg", "mrr", "precision", "map")
+#: The app's metric families: every family computed at each k by default (``metrics.DEFAULT_FAMILIES``, from the
+#: registry's ``by_default``), the headline ones (``metrics.HEADLINE``) first, in the order of the app's tables (hit
+#: rate first: did a relevant document reach the top k at all), then the others in the registry's order.
+_HEADLINE_IN_APP_ORDER = ("hit_rate", "recall", "ndcg", "mrr")
+FAMILIES = (*_HEADLINE_IN_APP_ORDER, *(f for f in DEFAULT_FAMILIES if f not in HEADLINE))
 
 
 class _Slot:
@@ -351,7 +355,7 @@ def _analysis(s: Settings, key: str, ds: Dataset, encoder: Encoder) -> tuple[Ana
             encoder=encoder,
             precision=s.precision,
             bm25_engine=s.bm25_engine,
-            depth=BASELINE_DEPTH,
+            depth=defaults.DEPTH,
             embeddings=dict(s.embeddings) or None,
         )
 

@@ -41,6 +41,7 @@ from typing import Any
 import numpy as np
 
 from diagnose import defaults
+from diagnose.checks import positive_int
 from diagnose.data import DataError, Qrels, Run
 from diagnose.runtime.extras import needs
 from diagnose.runtime.lazy import pandas as pd
@@ -52,6 +53,10 @@ HNSW_M = (16, 32)
 HNSW_EF_CONSTRUCTION = (40, 200)
 HNSW_EF_SEARCH = (16, 32, 64, 128, 256)
 IVF_NPROBE = (1, 4, 16, 64)
+
+#: The golden set's quality of each setting, at k: the headline families (``metrics.HEADLINE``) without mrr, which
+#: takes no cutoff while the frontier compares settings at one k; in the order of the table and of the JSON keys.
+QUALITY_FAMILIES = ("hit_rate", "recall", "ndcg")
 
 
 @dataclass(frozen=True)
@@ -256,7 +261,7 @@ def _point(
 ) -> AnnPoint:
     from diagnose.metrics import evaluate
 
-    names = [f"hit_rate@{k}", f"recall@{k}", f"ndcg@{k}"]
+    names = [f"{family}@{k}" for family in QUALITY_FAMILIES]
     agg = evaluate(qrels, run, names).aggregate
     p50, p95 = (float(np.percentile(ms, q)) if len(ms) else 0.0 for q in (50, 95))
     return AnnPoint(
@@ -310,8 +315,7 @@ def ann_frontier(
     docs, queries = space.doc_vecs, space.query_vecs
     if len(docs) == 0 or len(queries) == 0:
         raise DataError("The ANN frontier needs document and query vectors; none were given.", param="corpus")
-    if not isinstance(k, int) or k < 1:
-        raise DataError(f"k must be a positive integer, got {k!r}.", param="k")
+    k = positive_int(k, "k")
     settings = _grid(settings, current, len(docs))
     if exact_run is None:
         exact_run = dense_run(docs, queries, space.doc_ids, space.query_ids, depth=k)

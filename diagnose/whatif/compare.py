@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from diagnose import defaults
 from diagnose.data import DataError, Qrels, Queries, Run, fields_dict
-from diagnose.metrics import Evaluation, evaluate
+from diagnose.metrics import Evaluation, evaluate, headline_metrics
 from diagnose.runtime.lazy import pandas as pd
 from diagnose.search.fusion import rrf, weighted_fusion
 
@@ -108,6 +108,8 @@ def rerank_report(
     qrels: Qrels, candidates: Run, reranked: Run, *, k: int = defaults.K, depth: int = defaults.DEPTH
 ) -> RerankReport:
     """Recall@depth of the candidates (the ceiling), nDCG@k and MRR before and after, failures recovered/introduced."""
+    # the ceiling (recall at the depth reranked), then the headline metrics in the order of the rerank report's
+    # before/after rows and JSON keys since its first release (mrr second: what a reranker moves most), kept
     metrics = [f"recall@{depth}", f"ndcg@{k}", "mrr", f"hit_rate@{k}", f"recall@{k}"]
     before = evaluate(qrels, candidates, metrics)
     after = evaluate(qrels, reranked, metrics)
@@ -181,7 +183,7 @@ def fusion_whatif(
     if len(runs) != 2:
         raise DataError("What-if fusion takes exactly two runs.")
     a, b = runs
-    metrics = [f"ndcg@{k}", f"recall@{k}", f"hit_rate@{k}", "mrr"]
+    metrics = headline_metrics(k)
     base = {r.name: evaluate(qrels, r, metrics) for r in runs}
     candidates: list[tuple[str, Run]] = [(f"rrf(k={rrf_k})", rrf([a, b], k=rrf_k, name="rrf"))]
     for w in weights:

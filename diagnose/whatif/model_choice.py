@@ -18,7 +18,7 @@ import numpy as np
 from diagnose import defaults
 from diagnose.data import DataError, Dataset
 from diagnose.failures import CLASSES, Diagnosis, diagnose_run, hubness
-from diagnose.metrics import Evaluation, evaluate
+from diagnose.metrics import Evaluation, evaluate, headline_metrics
 from diagnose.runtime.lazy import pandas as pd
 from diagnose.search import baselines
 from diagnose.search.space import VectorSpace
@@ -165,7 +165,7 @@ def compare_models(
     if len(spaces) != len(encoders):
         raise ValueError(f"{len(spaces)} vector spaces for {len(encoders)} models")
     metric = metric or f"ndcg@{k}"
-    metrics = list(dict.fromkeys([metric, f"ndcg@{k}", f"recall@{k}", f"hit_rate@{k}", "mrr"]))
+    metrics = list(dict.fromkeys([metric, *headline_metrics(k)]))
     names = [str(getattr(e, "label", "") or e.name) for e in encoders]
     if len(set(names)) != len(names):
         raise DataError(f"The same model is given twice: {names}.", param="models")

@@ -81,7 +81,6 @@ def remedy_for(cls: str, kind: str = "unknown") -> Remedy:
     return CLASS_BY_ID[cls].remedy_for(kind)
 
 
-RRF_K = defaults.RRF_K
 #: The second ``near_miss`` remedy, measured when the user gives a CrossEncoder (not a class's own remedy).
 CROSS_ENCODER = Remedy("crossencoder", "cross-encoder rerank of the top {depth}")
 
@@ -352,7 +351,7 @@ def _builders(
 
     return {
         "crossencoder": (lambda: cross_encoder_run) if cross_encoder_run is not None else None,
-        "hybrid": (lambda: rrf([run, bm25_run], k=RRF_K, name=f"{run.name}+bm25 (RRF)"))
+        "hybrid": (lambda: rrf([run, bm25_run], k=defaults.RRF_K, name=f"{run.name}+bm25 (RRF)"))
         if bm25_run
         else None,
         "dense": (lambda: dense_run) if dense_run else None,

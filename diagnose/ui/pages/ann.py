@@ -9,7 +9,7 @@ from diagnose import charts
 from diagnose.ui import state, tables
 from diagnose.ui.progress import StatusProgress
 from diagnose.ui.text import escape_md
-from diagnose.whatif.ann import AnnSetting
+from diagnose.whatif.ann import QUALITY_FAMILIES, AnnSetting
 
 b = state.bundle()
 state.wait_for_vectors(b, "ANN index", "The ANN index page")
@@ -66,6 +66,7 @@ else:
     )
 
 number = st.column_config.NumberColumn
+quality = [f"{family}@{k}" for family in QUALITY_FAMILIES]
 shown = table.assign(
     setting=[
         f"{i} {p}" if i != "exact" else "exact search"
@@ -77,9 +78,7 @@ tables.show(
         [
             "setting",
             "recall_vs_exact",
-            f"hit_rate@{k}",
-            f"recall@{k}",
-            f"ndcg@{k}",
+            *quality,
             "latency_p50_ms",
             "latency_p95_ms",
             "build_s",
@@ -92,9 +91,7 @@ tables.show(
         "recall_vs_exact": number(
             "recall vs exact", format="%.3f", help=f"share of exact search's top {k} found"
         ),
-        f"hit_rate@{k}": number(format="%.4f"),
-        f"recall@{k}": number(format="%.4f"),
-        f"ndcg@{k}": number(format="%.4f"),
+        **{m: number(format="%.4f") for m in quality},
         "latency_p50_ms": number("p50 ms", format="%.3f", help="median time of one query, one thread"),
         "latency_p95_ms": number("p95 ms", format="%.3f"),
         "build_s": number("build s", format="%.3f"),

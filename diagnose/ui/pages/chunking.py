@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import streamlit as st
 
-from diagnose import charts
+from diagnose import charts, defaults
 from diagnose.ui import state, tables
 from diagnose.ui.progress import StatusProgress
-from diagnose.whatif.chunking import DEFAULT_OVERLAPS, DEFAULT_SIZES
 
 b = state.bundle()
 state.wait_for_vectors(b, "Which chunking", "The Which chunking page")
@@ -23,8 +22,8 @@ st.caption(
 )
 with st.form("chunking_form"):
     c1, c2, c3 = st.columns([2, 2, 1])
-    sizes = c1.text_input("Chunk sizes", ",".join(map(str, DEFAULT_SIZES)), key="chunking_sizes")
-    overlaps = c2.text_input("Overlaps", ",".join(map(str, DEFAULT_OVERLAPS)), key="chunking_overlaps")
+    sizes = c1.text_input("Chunk sizes", ",".join(map(str, defaults.CHUNK_SIZES)), key="chunking_sizes")
+    overlaps = c2.text_input("Overlaps", ",".join(map(str, defaults.CHUNK_OVERLAPS)), key="chunking_overlaps")
     submitted = c3.form_submit_button("Measure", type="primary", width="stretch", key="chunking_submit")
 if submitted:
     st.session_state["chunking_grid"] = (sizes, overlaps)

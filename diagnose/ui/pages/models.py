@@ -8,6 +8,7 @@ import streamlit as st
 from diagnose import charts
 from diagnose.data import DataError
 from diagnose.failures import CLASS_LABELS, CLASSES
+from diagnose.metrics import headline_metrics
 from diagnose.ui import finetune_section, state, tables
 from diagnose.ui.text import escape_md
 
@@ -31,9 +32,7 @@ with st.form("models_form"):
         height=90,
         placeholder="sentence-transformers/all-mpnet-base-v2\n/path/to/a/local/model",
     )
-    metric = c2.selectbox(
-        "Rank by", [f"ndcg@{k}", f"recall@{k}", f"hit_rate@{k}", "mrr"], key="models_metric"
-    )
+    metric = c2.selectbox("Rank by", headline_metrics(k), key="models_metric")
     submitted = c2.form_submit_button("Compare", type="primary", width="stretch", key="models_submit")
 if submitted:
     st.session_state["models_requested"] = [

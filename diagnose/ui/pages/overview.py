@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from diagnose import charts
+from diagnose import charts, defaults
 from diagnose.failures import CLASS_LABELS, CLASSES
 from diagnose.metrics import BANDS, REGISTRY
 from diagnose.ui import metric_views, state, tables
@@ -42,6 +42,9 @@ diagnoses = {name: b.diagnosis(name) for name in b.run_names} if b.ready else {}
 table["failed queries"] = [len(diagnoses[n].failed_queries) if n in diagnoses else None for n in table["run"]]
 table["missed pairs"] = [diagnoses[n].n_missed_pairs if n in diagnoses else None for n in table["run"]]
 metric_cols = [f"{fam}@{k}" for fam in state.FAMILIES]
+# banded, charted and bounded below: nDCG and recall at k, the headline's graded and set measures at the cutoff (the
+# failures count the queries without a hit at k; mrr has no cutoff)
+charted = [f"ndcg@{k}", f"recall@{k}"]
 context = metric_views.context_columns(b, list(table["run"]))
 for col, values in context.items():
     table[col] = values
@@ -62,7 +65,7 @@ shown = table[
         *latency_cols,
     ]
 ].copy()
-for m in (f"ndcg@{k}", f"recall@{k}"):
+for m in charted:
     shown.insert(shown.columns.get_loc(m) + 1, f"{m.split('@')[0]} band", table[f"band:{m}"])
 
 
@@ -126,7 +129,7 @@ st.caption(
     + f"Cell colours are quality bands ({', '.join(BANDS)}; the colours of the bar chart's legend; precision@{k} is "
     f"left uncoloured because it cannot exceed (relevant documents)/{k}), rules of thumb "
     f"for a RAG retriever: {legend}. "
-    f"Baselines (depth {state.BASELINE_DEPTH}) are computed here: BM25 ({b.settings.bm25_engine}), exact dense search "
+    f"Baselines (depth {defaults.DEPTH}) are computed here: BM25 ({b.settings.bm25_engine}), exact dense search "
     "with the chosen model, and their reciprocal rank fusion (hybrid, k=60)."
     + (f" Metrics of the {LEVEL_WORDS[level]}." if metric_views.is_chunked(b) else "")
 )
@@ -139,7 +142,7 @@ bars = pd.DataFrame(
             "metric": m,
             "value": r.v,
         }
-        for m in (f"ndcg@{k}", f"recall@{k}")
+        for m in charted
         for r in table[["run", "kind", m]].rename(columns={m: "v"}).itertuples()
     ]
 )
@@ -151,18 +154,14 @@ if metric_views.is_chunked(b):
     st.caption("Over the chunks the runs return (the corpus' ids), whichever level the table above shows.")
 available = None if b.ready else b.run_names
 coverage = b.analysis.evaluations([f"judged@{k}", f"hole@{k}"], runs=available)
-bounds = b.analysis.bounds([f"ndcg@{k}", f"recall@{k}"], runs=available).set_index(["run", "metric"])
+bounds = b.analysis.bounds(charted, runs=available).set_index(["run", "metric"])
 holes = pd.DataFrame(
     [
         {
             "run": name,
             f"judged@{k}": ev.aggregate[f"judged@{k}"],
             f"hole@{k}": ev.aggregate[f"hole@{k}"],
-            **{
-                f"{m} {side}": bounds.loc[(name, m), side]
-                for m in (f"ndcg@{k}", f"recall@{k}")
-                for side in ("lower", "upper")
-            },
+            **{f"{m} {side}": bounds.loc[(name, m), side] for m in charted for side in ("lower", "upper")},
         }
         for name, ev in coverage.items()
     ]

@@ -48,12 +48,10 @@ the time left (from the configurations done), and the encoding's own bar.
 
 from __future__ import annotations
 
-from diagnose.whatif.chunking.grid import DEFAULT_OVERLAPS, DEFAULT_SIZES, ChunkingConfig, check_grid
+from diagnose.whatif.chunking.grid import ChunkingConfig, check_grid
 from diagnose.whatif.chunking.sweep import ChunkingPoint, ChunkingSweep, SweepInputs, run_sweep, with_pareto
 
 __all__ = [
-    "DEFAULT_OVERLAPS",
-    "DEFAULT_SIZES",
     "ChunkingConfig",
     "ChunkingPoint",
     "ChunkingSweep",

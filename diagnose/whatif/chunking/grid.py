@@ -11,8 +11,6 @@ from diagnose.checks import is_int
 from diagnose.data import DataError
 
 #: The default grid: chunk sizes in the model's tokens, overlaps in the model's tokens.
-DEFAULT_SIZES = defaults.CHUNK_SIZES
-DEFAULT_OVERLAPS = defaults.CHUNK_OVERLAPS
 
 
 @dataclass(frozen=True)
@@ -52,7 +50,7 @@ def _ints(values: Any, param: str, *, low: int) -> list[int]:
 
 
 def check_grid(
-    sizes: Iterable[Any] | str, overlaps: Iterable[Any] | str = DEFAULT_OVERLAPS
+    sizes: Iterable[Any] | str, overlaps: Iterable[Any] | str = defaults.CHUNK_OVERLAPS
 ) -> list[ChunkingConfig]:
     """Every ``(size, overlap)`` of ``sizes`` x ``overlaps`` (duplicates dropped, order kept). A size must be a
     positive integer and larger than every overlap it is paired with: :class:`DataError` naming ``sizes`` or

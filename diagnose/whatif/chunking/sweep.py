@@ -165,6 +165,8 @@ def _scores(inp: SweepInputs, run: Run, pieces: dict[str, list[Piece]]) -> pd.Da
     """Per golden query: recall, nDCG and hit rate at k (trec_eval conventions) and the span-based context
     measures of ``pieces``."""
     k = inp.k
+    # the headline families (metrics.HEADLINE) without mrr, which takes no cutoff while the sweep compares
+    # configurations at one k; in the order of the sweep's columns
     ev = evaluate(inp.dataset.qrels, run, [f"recall@{k}", f"ndcg@{k}", f"hit_rate@{k}"]).per_query
     ctx = context_scores(pieces, inp.spans, inp.text_of, k).per_query
     return ev.join(ctx.reindex(ev.index, fill_value=0.0))
