@@ -100,7 +100,7 @@ class Evidence(Chunked):
                 ds.queries,
                 self.golden,
                 pairs,
-                depth=self.depth,
+                depth=self.search_depth,
                 index=bm25_index,
                 report=ds.report,
             )
@@ -111,7 +111,7 @@ class Evidence(Chunked):
             dr = np.array([sp.doc_row[d] for _, d in ok], dtype=np.int64)
             self._reporter.step(f"Computing the dense baseline (exact search, depth {self.depth})")
             run_d, (best, worst) = bl.dense_run_ranked(
-                sp.doc_vecs, sp.query_vecs, sp.doc_ids, sp.query_ids, qr, dr, depth=self.depth
+                sp.doc_vecs, sp.query_vecs, sp.doc_ids, sp.query_ids, qr, dr, depth=self.search_depth
             )
             self._cached(("baseline", "dense"), lambda: run_d)
             dense = {p: (int(b), int(w)) for p, b, w in zip(ok, best, worst, strict=True)}
@@ -390,9 +390,9 @@ class Evidence(Chunked):
             )
         k = self._k(k)
         depth = self.depth if depth is None else positive_int(depth, "depth")
-        before = candidates if isinstance(candidates, Run) else self.run(candidates)
+        before = self._identical_ids(candidates) if isinstance(candidates, Run) else self.run(candidates)
         if reranked is not None:
-            after = reranked if isinstance(reranked, Run) else self.run(reranked)
+            after = self._identical_ids(reranked) if isinstance(reranked, Run) else self.run(reranked)
         else:
             after = self._cross_encode(before, cross_encoder, depth, progress=progress)
         return rerank_report(self.dataset.qrels, before, after, k=k, depth=depth)

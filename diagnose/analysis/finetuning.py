@@ -167,6 +167,7 @@ def _sibling(an: Analysis, dataset: Any, runs: dict[str, Run], **extra: Any) -> 
         bm25_engine=an.bm25_engine,
         thresholds=an._thresholds,
         precision=an.precision,
+        ignore_identical_ids=an.ignore_identical_ids,
         **extra,
     )
 

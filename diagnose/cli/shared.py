@@ -53,6 +53,7 @@ PARAM_FLAGS = {
     "rrf_k": "--rrf-k",
     "retriever": "--retriever",
     "retriever_timeout": "--retriever-timeout",
+    "ignore_identical_ids": "--ignore-identical-ids",
     "resamples": "--resamples",
     "limit": "--limit",
     "kinds": "--run-kind",
@@ -179,6 +180,7 @@ def build_analysis(args: argparse.Namespace, ds, *, runs=None, **kwargs: Any):
         precision=getattr(args, "precision", defaults.PRECISION),
         progress=True,
         retriever_timeout=_retriever_timeout(args),
+        ignore_identical_ids=bool(getattr(args, "ignore_identical_ids", False)),
         **kwargs,
     )
 
