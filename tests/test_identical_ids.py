@@ -165,14 +165,22 @@ def test_the_option_reaches_every_baseline(beir):
     }  # fmt: skip
 
 
-def test_the_diagnosis_reads_the_run_without_the_query(beir):
-    kw = dict(encoder=KeywordEncoder(), k=2, cache_dir=beir / "cache")
+@pytest.mark.parametrize(
+    "kinds", [None, {"r": "dense"}], ids=["ranks-with-the-baselines", "ranks-by-the-diagnosis"]
+)
+def test_the_diagnosis_reads_the_run_and_the_corpus_without_the_query(beir, kinds):
+    kw = dict(encoder=KeywordEncoder(), k=2, cache_dir=beir / "cache", kinds=kinds)
     on = Analysis(diagnose.load(beir), {"r": str(beir / "run.trec")}, ignore_identical_ids=True, **kw)
     # at k=2 with the query dropped only a4 fails (c4 now at rank 3, was 4)
     (f,) = on.diagnosis("r").failures
     assert (f.query_id, f.doc_id, f.run_rank) == ("a4", "c4", 3)
+    # over the whole corpus, document a4 (the query's own text: cosine 1, every query term) is first and c4 (two of
+    # the query's words) second; without a4, c4 is first by both
+    assert (f.dense_rank, f.bm25_rank) == (1, 1)
     off = Analysis(diagnose.load(beir), {"r": str(beir / "run.trec")}, **kw)
-    assert sorted(f.query_id for f in off.diagnosis("r").failures) == ["a2", "a3", "a4"]
+    failures = {f.query_id: f for f in off.diagnosis("r").failures}
+    assert sorted(failures) == ["a2", "a3", "a4"]
+    assert (failures["a4"].run_rank, failures["a4"].dense_rank, failures["a4"].bm25_rank) == (4, 2, 2)
 
 
 def test_a_copy_of_the_query_in_its_top_k_is_a_golden_set_finding(beir):

@@ -70,6 +70,7 @@ class Evidence(Chunked):
                 filters=self.filters,
                 known=known,
                 split_cosines=self._split_cosines(),
+                ignore_identical_ids=self.ignore_identical_ids,
             )
 
         return self._cached(("diagnosis", name, k, mode), build)
@@ -92,6 +93,8 @@ class Evidence(Chunked):
         ds, sp = self.dataset, self.space
         corpus_row = ds.corpus.index_of()
         pairs = [(q, d) for q, d, _ in failed_pairs(ds, self.runs[name], k, mode)[0] if d in corpus_row]
+        if self.ignore_identical_ids:  # the query's own document's BM25 score, to leave it out of the ranks
+            pairs += [(q, q) for q in dict.fromkeys(q for q, _ in pairs) if q in corpus_row]
         dense = bm25 = None
         if not self._has(("baseline", "bm25")):
             self._reporter.step(f"Computing the BM25 baseline (depth {self.depth})")
