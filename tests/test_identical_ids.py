@@ -157,6 +157,14 @@ def test_the_option_reaches_every_baseline(beir):
             assert list(g["rank"]) == list(range(1, len(g) + 1)), (name, q)
     # dense search scores every document: searched 4 deep, the query dropped, 3 left for every query
     assert on.runs["dense"].df.groupby("query_id").size().tolist() == [3, 3, 3, 3]
+    # the model comparison's exact dense run is the dense baseline's (same encoder, depth and convention)
+    (model,) = on.models([on.encoder], n_resamples=10).results
+    assert model.evaluation.aggregate["ndcg@10"] == pytest.approx(
+        on.metrics(["ndcg@10"]).loc["dense", "ndcg@10"]
+    )
+    assert model.evaluation.aggregate["ndcg@10"] != pytest.approx(
+        Analysis(diagnose.load(beir), {}, **kw).metrics(["ndcg@10"]).loc["dense", "ndcg@10"]
+    )  # and it is not the score with the query's own document in the list
     off_ds = diagnose.load(beir)
     off = Analysis(off_ds, {}, **kw)
     assert set(self_retrieving_queries(off.runs["bm25"], QUERIES)) == set(QUERIES)  # each finds itself

@@ -269,7 +269,10 @@ class Evidence(Chunked):
             sp, qf = self.space, self.filters
             self._reporter.step(f"Exact dense search under the metadata filter ({qf.source})")
             dense_filtered = self._cached(
-                ("dense_filtered",), lambda: filtered_dense_run(sp, qf, self.golden, depth=self.depth)
+                ("dense_filtered",),
+                lambda: self._identical_ids(
+                    filtered_dense_run(sp, qf, self.golden, depth=self.search_depth), depth=self.depth
+                ),
             )
             return filter_recall(
                 self.dataset.qrels, qf, k, run=self.runs[name], dense=self._baseline("dense"),
@@ -505,5 +508,6 @@ class Evidence(Chunked):
                 depth=self.depth,
                 n_resamples=n_resamples,
                 seed=seed,
+                ignore_identical_ids=self.ignore_identical_ids,
             ),
         )
