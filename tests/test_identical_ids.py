@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import math
 
+import app_testing as app
 import numpy as np
 import pytest
 import pytrec_eval
@@ -244,3 +245,26 @@ def test_the_cli_flag(beir, capsys):
     payload = json.loads(out)
     assert [(f["query_id"], f["run_rank"]) for f in payload["failures"]] == [("a4", 3)]
     assert payload["label_noise"]["queries_with_copies"] == 1
+
+
+@pytest.mark.usefixtures("keyword_encoder")
+def test_the_app_sidebar_box_feeds_the_analysis(beir, monkeypatch):
+    monkeypatch.setenv("DIAGNOSE_DATA_ROOT", str(beir))
+    (beir / "runs").mkdir()
+    (beir / "run.trec").rename(beir / "runs" / "r.trec")
+    at = app.demo_app()
+    at.selectbox(key="src_kind").set_value("beir").run()
+    at.text_input(key="beir_dir").input(str(beir)).run()
+    assert at.session_state["_bundle"].analysis.ignore_identical_ids is False
+    at.checkbox(key="ignore_identical_ids").check().run()
+    app.assert_clean(at)
+    analysis = at.session_state["_bundle"].analysis
+    assert analysis.ignore_identical_ids is True
+    # the hand value of test_published_numbers_reproduce_with_the_option
+    assert analysis.metrics(["ndcg@10"]).loc["r", "ndcg@10"] == pytest.approx(
+        (1 + 2 / math.log2(3) + 0.5) / 4
+    )
+    at.switch_page(app.PAGES.format("golden")).run()  # the query copy of a3 on the Golden set page
+    app.assert_clean(at)
+    assert any(s.value.startswith("Copies of the query in its top") for s in at.subheader)
+    assert "a3-copy" in app.frame_with(at, "same_text")["doc_id"].tolist()
