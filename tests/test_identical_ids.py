@@ -38,7 +38,7 @@ DOCS = {
     "c3": "uniforms stifle student expression at school",
     "a4": "voting should be compulsory",
     "c4": "compulsory voting forces uninformed ballots",
-    "x1": "the weather today is mild",
+    "x1": "the weather today feels mild",
     "x2": "cats sleep most of the day",
 }
 QUERIES = {q: DOCS[q] for q in ("a1", "a2", "a3", "a4")}
@@ -268,3 +268,19 @@ def test_the_app_sidebar_box_feeds_the_analysis(beir, monkeypatch):
     app.assert_clean(at)
     assert any(s.value.startswith("Copies of the query in its top") for s in at.subheader)
     assert "a3-copy" in app.frame_with(at, "same_text")["doc_id"].tolist()
+
+
+def test_the_ann_frontier_compares_like_with_like(beir):
+    pytest.importorskip("faiss")
+    from diagnose.whatif.ann import AnnSetting
+
+    # 4,096 buckets: no two of these words share one (at the default 256, a word of a1 meets one of a3's)
+    a = Analysis(diagnose.load(beir), {}, encoder=KeywordEncoder(4096), baselines=("dense",), depth=1,
+                 cache_dir=beir / "cache", ignore_identical_ids=True)  # fmt: skip
+    hnsw = AnnSetting("hnsw", {"M": 16, "efConstruction": 40, "efSearch": 64})
+    (point,) = a.ann_frontier(k=1, settings=[hnsw]).settings
+    # without its own document each query's nearest is unique: c1 (shares "solar"), c2 ("nuclear"), a3-copy (its
+    # text), c4 ("voting", "compulsory"); HNSW over 11 documents finds them, so it agrees with exact search (with
+    # the query's own document in the index's lists it would hold the query, not these)
+    assert point.recall_vs_exact == 1.0
+    assert not (point.run.df["query_id"] == point.run.df["doc_id"]).any()

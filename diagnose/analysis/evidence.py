@@ -336,6 +336,7 @@ class Evidence(Chunked):
                 self.dataset.qrels, self.space, k=k, exact_run=self._baseline("dense"), settings=settings,
                 run=self.runs[name] if name is not None else None, diagnosis=diag,
                 current=AnnSetting("hnsw", dict(served)) if served else None, progress=self._reporter,
+                ignore_identical_ids=self.ignore_identical_ids,
             )  # fmt: skip
 
         return self._cached(key, build)
