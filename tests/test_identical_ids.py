@@ -284,3 +284,16 @@ def test_the_ann_frontier_compares_like_with_like(beir):
     # the query's own document in the index's lists it would hold the query, not these)
     assert point.recall_vs_exact == 1.0
     assert not (point.run.df["query_id"] == point.run.df["doc_id"]).any()
+
+
+def test_the_judge_queue_does_not_ask_to_judge_the_query_itself(beir):
+    from diagnose.judging import judge_queue
+
+    kw = dict(encoder=KeywordEncoder(), cache_dir=beir / "cache", depth=3)
+    on = judge_queue(
+        Analysis(diagnose.load(beir), {"r": str(beir / "run.trec")}, ignore_identical_ids=True, **kw)
+    )
+    off = judge_queue(Analysis(diagnose.load(beir), {"r": str(beir / "run.trec")}, **kw))
+    same = {q for q, d in zip(off["query_id"], off["doc_id"], strict=True) if q == d}
+    assert same == set(QUERIES)  # every query's own document is unjudged and in the top k of some run
+    assert not (on["query_id"] == on["doc_id"]).any()
