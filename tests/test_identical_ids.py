@@ -297,3 +297,15 @@ def test_the_judge_queue_does_not_ask_to_judge_the_query_itself(beir):
     same = {q for q, d in zip(off["query_id"], off["doc_id"], strict=True) if q == d}
     assert same == set(QUERIES)  # every query's own document is unjudged and in the top k of some run
     assert not (on["query_id"] == on["doc_id"]).any()
+
+
+def test_the_chunking_sweep_leaves_the_query_out_like_its_baseline(beir):
+    pytest.importorskip("semantic_text_splitter")
+    a = Analysis(diagnose.load(beir), {}, encoder=KeywordEncoder(4096), cache_dir=beir / "cache",
+                 ignore_identical_ids=True)  # fmt: skip
+    sw = a.chunking([100], [0], k=1)  # every document fits: one chunk each, its whole text
+    (p,) = sw.configurations
+    # so the chunks rank as the documents as they are (the dense baseline, without the query's own document): at
+    # k=1 c1, c2, a3-copy, c4 (test_the_ann_frontier_compares_like_with_like): hit rate 3/4 (a3-copy is no answer)
+    assert p.metrics == pytest.approx(sw.current.metrics)
+    assert sw.current.metrics["hit_rate@1"] == pytest.approx(3 / 4)
