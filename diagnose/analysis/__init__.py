@@ -82,9 +82,11 @@ class Analysis(Pictures):
     makes the ``filtered_out`` class and :meth:`filter_recall`. ``ignore_identical_ids``: BEIR's convention for
     collections whose queries are documents (ArguAna, Touche, CQADupStack, Quora; MTEB's ``ignore_identical_ids``,
     Pyserini's ``--remove-query``): every run scored here (the runs given, live retrievers, every baseline, and so
-    the failures and the remedies built from them) has its rows with ``doc_id == query_id`` removed before the
-    metrics and the diagnosis, each query's later documents moving up one rank; the baselines search one deeper so
-    that ``depth`` documents remain (:mod:`diagnose.metrics.identical`). Off (default), the validation report says
+    the failures and the remedies built from them; the model comparison, the ANN frontier, the chunking sweep,
+    fine-tuning's tuned run, the judge queue's probes) has its rows with ``doc_id == query_id`` removed before the
+    metrics and the diagnosis, each query's later documents moving up one rank; the searches made here go one deeper
+    so that ``depth`` documents remain, and the failures' dense and BM25 ranks over the corpus leave the query's
+    own document out too (:mod:`diagnose.metrics.identical`). Off (default), the validation report says
     when >= 10% of the golden queries retrieve their own id in a run.
     """
 
