@@ -18,6 +18,7 @@ from diagnose.io.load import PathLike, load
 from diagnose.io.qrels_writers import write_beir_qrels
 from diagnose.io.spans import spans_path_for, write_spans
 from diagnose.metrics import DEFAULT_KS, evaluate_many, expand_names
+from diagnose.metrics.identical import drop_identical_ids
 from diagnose.runtime.lazy import pandas as pd
 
 __all__ = ["evaluate", "load", "write_qrels"]
@@ -29,6 +30,7 @@ def evaluate(
     *,
     k: int | Sequence[int] = DEFAULT_KS,
     metrics: Sequence[str] | str | None = None,
+    ignore_identical_ids: bool = False,
 ) -> pd.DataFrame:
     """Score one run (or several) against a golden set, with trec_eval's conventions (docs/metrics.md).
 
@@ -36,6 +38,9 @@ def evaluate(
     :class:`Run`, ``{query_id: {doc_id: score}}``, or a dict ``{name: run}`` of several. ``k``: cutoffs for the
     metric families; ``metrics``: names such as ``"ndcg@10"``, ``"recall"`` (taken at every k) or ``"mrr"``
     (default: precision, recall, hit_rate, mrr, ndcg and map at every k, then mrr, map, r_precision).
+    ``ignore_identical_ids``: drop every retrieved document whose id is the query's before scoring, the later
+    documents moving up one rank (BEIR's convention for collections whose queries are documents, MTEB's
+    ``ignore_identical_ids``: :mod:`diagnose.metrics.identical`).
 
     Returns one row per run (index ``run``: the file name, the Run's name, the dict's key; a single
     ``{query_id: {doc_id: score}}`` dict is the row ``"unnamed run"``, give ``{name: run}`` to name it), one column
@@ -55,6 +60,8 @@ def evaluate(
     names = expand_names(metrics, ks)
     q = as_qrels(qrels)
     runs = _runs_argument(run)
+    if checks.flag(ignore_identical_ids, "ignore_identical_ids"):
+        runs = {name: drop_identical_ids(r) for name, r in runs.items()}
     results = evaluate_many(q, runs, names)
     table = pd.DataFrame([ev.aggregate for ev in results.values()], index=pd.Index(list(results), name="run"))
     return table[[str(n) for n in names]]

@@ -53,6 +53,14 @@ def param_error(param: str, message: str) -> DataError:
     return DataError(message, param=param)
 
 
+def flag(value: Any, param: str) -> bool:
+    """``value`` as a ``bool``: ``True`` or ``False`` (a numpy bool too); anything else (``1``, ``"yes"``, None) is
+    refused, since a truthy value is rarely what was meant for a switch."""
+    if isinstance(value, bool | np.bool_):
+        return bool(value)
+    raise param_error(param, f"{param} must be True or False, got {given(value)}.")
+
+
 def positive_int(value: Any, param: str, *, note: str = "") -> int:
     """``value`` as an ``int`` >= 1; refuses bools, floats (``1.5``, also ``2.0``), strings.
 

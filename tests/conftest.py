@@ -13,7 +13,7 @@ pytest.register_assert_rewrite("app_testing")
 # Bytecode caches on for the run, whatever PYTHONDONTWRITEBYTECODE says (a machine that sets it recompiled diagnose
 # from source in each of the suite's interpreters: the CLI and README subprocesses, Streamlit servers, notebook
 # kernels, Ray workers): the first interpreter writes __pycache__ (ignored by git), the rest read it. Eight
-# subprocess-heavy files from a clean clone: 45.0 -> 39.5 CPU-s (bench/RESULTS.md, "the whole suite, fourth pass").
+# subprocess-heavy files from a clean clone: 45.0 -> 39.5 CPU-s (git log -p bench/RESULTS.md, "fourth pass").
 if sys.dont_write_bytecode or os.environ.get("PYTHONDONTWRITEBYTECODE"):
     sys.dont_write_bytecode = False
     os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
@@ -22,7 +22,7 @@ if sys.dont_write_bytecode or os.environ.get("PYTHONDONTWRITEBYTECODE"):
 # `-n auto`), set before torch is imported and inherited by the processes a worker starts (Streamlit servers,
 # notebook kernels, CLI subprocesses). torch's default, one OpenMP thread per core in every process, had the two
 # workers' threads share two cores: the waiting threads spin, and the same encode took ~1.5x (a CrossEncoder
-# rerank ~2.5x) the CPU it takes in one thread (bench/RESULTS.md, "the whole suite, fifth pass"). torch reads
+# rerank ~2.5x) the CPU it takes in one thread (git log -p bench/RESULTS.md, "fifth pass"). torch reads
 # MKL_NUM_THREADS for its own pool; numpy's OpenBLAS does not, so the BLAS tests (test_blocks) still see its default.
 # Without xdist (`-n 0`) or when the variable is set already, nothing changes.
 _WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 1)

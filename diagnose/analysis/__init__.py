@@ -77,7 +77,15 @@ class Analysis(Pictures):
     taxonomy follows; a run not named is inferred (:meth:`run_kind`, :mod:`diagnose.failures.kind`).
     ``filter_field`` (``"FIELD"`` or ``"QUERY_FIELD=DOC_FIELD"``) and/or ``filters`` (a JSON file or a mapping
     ``{query_id: {field: value | {"$in": [...]}}}``): each query's metadata filter (:mod:`diagnose.io.filters`), which
-    makes the ``filtered_out`` class and :meth:`filter_recall`.
+    makes the ``filtered_out`` class and :meth:`filter_recall`. ``ignore_identical_ids``: BEIR's convention for
+    collections whose queries are documents (ArguAna, Touche, CQADupStack, Quora; MTEB's ``ignore_identical_ids``,
+    Pyserini's ``--remove-query``): every run scored here (the runs given, live retrievers, every baseline, and so
+    the failures and the remedies built from them; the model comparison, the ANN frontier, the chunking sweep,
+    fine-tuning's tuned run, the judge queue's probes) has its rows with ``doc_id == query_id`` removed before the
+    metrics and the diagnosis, each query's later documents moving up one rank; the searches made here go one deeper
+    so that ``depth`` documents remain, and the failures' dense and BM25 ranks over the corpus leave the query's
+    own document out too (:mod:`diagnose.metrics.identical`). Off (default), the validation report says
+    when >= 10% of the golden queries retrieve their own id in a run.
     """
 
     def to_dict(self, *, per_query: bool = False) -> dict[str, Any]:

@@ -81,6 +81,7 @@ class AnalysisBase:
         kinds: Mapping[str, str] | None = None,
         filter_field: str | None = None,
         filters: str | Path | Mapping[str, Any] | None = None,
+        ignore_identical_ids: bool = False,
     ) -> None:
         if not isinstance(dataset, Dataset):
             raise param_error(
@@ -96,6 +97,7 @@ class AnalysisBase:
         self.precision = checks.one_of(precision, "precision", defaults.PRECISIONS)
         self.retriever_timeout = check_timeout(retriever_timeout, "retriever_timeout")
         self.cache_dir = checks.optional_path(cache_dir, "cache_dir", what="a folder")
+        self.ignore_identical_ids = checks.flag(ignore_identical_ids, "ignore_identical_ids")
         self._metric_names = params.check_metrics(metrics)
         self._thresholds = params.check_thresholds(thresholds)
         self._encoder_given = params.check_encoder(encoder)
@@ -133,6 +135,12 @@ class AnalysisBase:
                 )
             out[str(name)] = check_kind(kind, "kinds")
         return out
+
+    @property
+    def search_depth(self) -> int:
+        """How deep the baselines search: ``depth``, one more with ``ignore_identical_ids`` (the query's own
+        document, once dropped, leaves ``depth`` documents, as BEIR's exact search retrieves k + 1)."""
+        return self.depth + 1 if self.ignore_identical_ids else self.depth
 
     def _k(self, k: int | None) -> int:
         """``k`` checked, or the analysis' own when None."""

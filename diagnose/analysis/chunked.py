@@ -123,6 +123,7 @@ class Chunked(Scores):
             inputs = SweepInputs(
                 self.dataset, self.encoder, k, list(self.golden), lambda: self.space.query_vecs,
                 lambda: self._baseline("dense"), self.cache_dir, self._reporter,
+                ignore_identical_ids=self.ignore_identical_ids,
             )  # fmt: skip
             return run_sweep(inputs, configs)
 

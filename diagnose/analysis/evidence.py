@@ -70,6 +70,7 @@ class Evidence(Chunked):
                 filters=self.filters,
                 known=known,
                 split_cosines=self._split_cosines(),
+                ignore_identical_ids=self.ignore_identical_ids,
             )
 
         return self._cached(("diagnosis", name, k, mode), build)
@@ -92,6 +93,8 @@ class Evidence(Chunked):
         ds, sp = self.dataset, self.space
         corpus_row = ds.corpus.index_of()
         pairs = [(q, d) for q, d, _ in failed_pairs(ds, self.runs[name], k, mode)[0] if d in corpus_row]
+        if self.ignore_identical_ids:  # the query's own document's BM25 score, to leave it out of the ranks
+            pairs += [(q, q) for q in dict.fromkeys(q for q, _ in pairs) if q in corpus_row]
         dense = bm25 = None
         if not self._has(("baseline", "bm25")):
             self._reporter.step(f"Computing the BM25 baseline (depth {self.depth})")
@@ -100,7 +103,7 @@ class Evidence(Chunked):
                 ds.queries,
                 self.golden,
                 pairs,
-                depth=self.depth,
+                depth=self.search_depth,
                 index=bm25_index,
                 report=ds.report,
             )
@@ -111,7 +114,7 @@ class Evidence(Chunked):
             dr = np.array([sp.doc_row[d] for _, d in ok], dtype=np.int64)
             self._reporter.step(f"Computing the dense baseline (exact search, depth {self.depth})")
             run_d, (best, worst) = bl.dense_run_ranked(
-                sp.doc_vecs, sp.query_vecs, sp.doc_ids, sp.query_ids, qr, dr, depth=self.depth
+                sp.doc_vecs, sp.query_vecs, sp.doc_ids, sp.query_ids, qr, dr, depth=self.search_depth
             )
             self._cached(("baseline", "dense"), lambda: run_d)
             dense = {p: (int(b), int(w)) for p, b, w in zip(ok, best, worst, strict=True)}
@@ -266,7 +269,10 @@ class Evidence(Chunked):
             sp, qf = self.space, self.filters
             self._reporter.step(f"Exact dense search under the metadata filter ({qf.source})")
             dense_filtered = self._cached(
-                ("dense_filtered",), lambda: filtered_dense_run(sp, qf, self.golden, depth=self.depth)
+                ("dense_filtered",),
+                lambda: self._identical_ids(
+                    filtered_dense_run(sp, qf, self.golden, depth=self.search_depth), depth=self.depth
+                ),
             )
             return filter_recall(
                 self.dataset.qrels, qf, k, run=self.runs[name], dense=self._baseline("dense"),
@@ -330,6 +336,7 @@ class Evidence(Chunked):
                 self.dataset.qrels, self.space, k=k, exact_run=self._baseline("dense"), settings=settings,
                 run=self.runs[name] if name is not None else None, diagnosis=diag,
                 current=AnnSetting("hnsw", dict(served)) if served else None, progress=self._reporter,
+                ignore_identical_ids=self.ignore_identical_ids,
             )  # fmt: skip
 
         return self._cached(key, build)
@@ -390,9 +397,9 @@ class Evidence(Chunked):
             )
         k = self._k(k)
         depth = self.depth if depth is None else positive_int(depth, "depth")
-        before = candidates if isinstance(candidates, Run) else self.run(candidates)
+        before = self._identical_ids(candidates) if isinstance(candidates, Run) else self.run(candidates)
         if reranked is not None:
-            after = reranked if isinstance(reranked, Run) else self.run(reranked)
+            after = self._identical_ids(reranked) if isinstance(reranked, Run) else self.run(reranked)
         else:
             after = self._cross_encode(before, cross_encoder, depth, progress=progress)
         return rerank_report(self.dataset.qrels, before, after, k=k, depth=depth)
@@ -502,5 +509,6 @@ class Evidence(Chunked):
                 depth=self.depth,
                 n_resamples=n_resamples,
                 seed=seed,
+                ignore_identical_ids=self.ignore_identical_ids,
             ),
         )

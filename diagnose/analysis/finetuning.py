@@ -102,9 +102,13 @@ def _train(
 
 
 def _tuned_run(an: Analysis, folder: Path, queries: list[str] | None = None) -> Run:
-    """The exact dense run of the model in ``folder`` over the golden queries (only ``queries`` when given)."""
+    """The exact dense run of the model in ``folder`` over the golden queries (only ``queries`` when given), under
+    the analysis' ``ignore_identical_ids`` like the base model's dense baseline it is compared with."""
     sp = an.space_for(embed.load_encoder(str(folder), precision=an.precision))
-    run = bl.dense_run(sp.doc_vecs, sp.query_vecs, sp.doc_ids, sp.query_ids, depth=an.depth, name=TUNED)
+    run = bl.dense_run(
+        sp.doc_vecs, sp.query_vecs, sp.doc_ids, sp.query_ids, depth=an.search_depth, name=TUNED
+    )
+    run = an._identical_ids(run, depth=an.depth)
     return run if queries is None else replace(run, df=run.df[run.df["query_id"].isin(set(queries))])
 
 
@@ -166,6 +170,7 @@ def _sibling(an: Analysis, dataset: Any, runs: dict[str, Run], **extra: Any) -> 
         bm25_engine=an.bm25_engine,
         thresholds=an._thresholds,
         precision=an.precision,
+        ignore_identical_ids=an.ignore_identical_ids,
         **extra,
     )
 

@@ -78,8 +78,22 @@ class Pipeline(AnalysisBase):
         return list(self.kinds)
 
     def user_runs(self) -> dict[str, Run]:
-        """The runs given (files read, dicts converted, live retrievers run over the golden queries)."""
-        return self._cached("user_runs", self._read_runs)
+        """The runs given (files read, dicts converted, live retrievers run over the golden queries); with
+        ``ignore_identical_ids``, without the documents whose id is the query's (:mod:`diagnose.metrics.identical`)."""
+        return self._cached(
+            "user_runs", lambda: {n: self._identical_ids(r) for n, r in self._read_runs().items()}
+        )
+
+    def _identical_ids(self, run: Run, depth: int | None = None) -> Run:
+        """``run`` as every step sees it: with ``ignore_identical_ids``, its documents whose id is the query's
+        dropped (the next ones move up; ``depth``: each list cut there); without, unchanged, and the validation
+        report told when many golden queries retrieve themselves (:func:`~diagnose.metrics.identical.warn_self_retrieval`)."""
+        from diagnose.metrics.identical import drop_identical_ids, warn_self_retrieval
+
+        if self.ignore_identical_ids:
+            return drop_identical_ids(run, depth=depth)
+        warn_self_retrieval(self.dataset.report, run, self.dataset.qrels.queries_with_relevant())
+        return run
 
     def _read_runs(self) -> dict[str, Run]:
         ds = self.dataset
@@ -109,7 +123,9 @@ class Pipeline(AnalysisBase):
 
     def baseline_runs(self) -> dict[str, Run]:
         """The baselines asked for: ``bm25`` (Lucene BM25 over title + text), ``dense`` (exact cosine search with
-        the model), ``hybrid`` (RRF, k=60, of the two), each cut at ``depth``, under the names given."""
+        the model), ``hybrid`` (RRF, k=60, of the two), each cut at ``depth``, under the names given. With
+        ``ignore_identical_ids`` each searches one deeper (:attr:`search_depth`) and drops the query's own document,
+        and the hybrid fuses the two lists without it."""
         return {name: self._baseline(kind, name) for name, kind in self._baselines.items()}
 
     def _baseline(self, kind: str, name: str | None = None) -> Run:
@@ -125,17 +141,20 @@ class Pipeline(AnalysisBase):
                     self.dataset.corpus,
                     self.dataset.queries,
                     self.golden,
-                    depth=self.depth,
+                    depth=self.search_depth,
                     index=self.bm25,
                     report=self.dataset.report,
                 )
             if kind == "dense":
                 sp = self.space
                 self._reporter.step(f"Computing the dense baseline (exact search, depth {self.depth})")
-                return bl.dense_run(sp.doc_vecs, sp.query_vecs, sp.doc_ids, sp.query_ids, depth=self.depth)
+                return bl.dense_run(
+                    sp.doc_vecs, sp.query_vecs, sp.doc_ids, sp.query_ids, depth=self.search_depth
+                )
             return bl.hybrid_run(self._baseline("bm25"), self._baseline("dense"), depth=self.depth)
 
-        run = self._cached(("baseline", kind), build)
+        raw = self._cached(("baseline", kind), build)
+        run = self._cached(("baseline seen", kind), lambda: self._identical_ids(raw, depth=self.depth))
         return run if name is None or run.name == name else replace(run, name=name)
 
     @property
@@ -357,6 +376,7 @@ class Pipeline(AnalysisBase):
             precision=self.precision,
             progress=self._reporter,
             retriever_timeout=self.retriever_timeout,
+            ignore_identical_ids=self.ignore_identical_ids,
         )
         for key in ("bm25", "encoder"):
             if self._has(key):

@@ -12,6 +12,7 @@ from diagnose.failures.kind import parse_kind_arg
 from diagnose.failures.risk import failure_risk
 from diagnose.io import parse_run_arg
 from diagnose.io.convert import as_run
+from diagnose.metrics.identical import drop_identical_ids
 from diagnose.report.failures import failures_dict, failures_text
 from diagnose.report.tables import records_text
 from diagnose.report.whatif import filter_recall_text
@@ -75,7 +76,10 @@ def cmd_risk(args: argparse.Namespace) -> int:
         risk, validation = analysis.risk(name), analysis.risk_validation(name)
     else:
         name, path = parse_run_arg(args.run[0])
-        risk, validation = failure_risk(as_run(path, name=name), k=args.k), None
+        run = as_run(path, name=name)
+        if args.ignore_identical_ids:
+            run = drop_identical_ids(run)
+        risk, validation = failure_risk(run, k=args.k), None
     if args.top:
         risk = risk.head(args.top)
     result = Output(

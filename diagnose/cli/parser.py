@@ -77,6 +77,12 @@ def _add_data_args(p: argparse.ArgumentParser, *, run_required: bool | str) -> N
         help="more judgements merged into the golden set (a judgement journal, a graded judge-queue TSV or any qrels "
         "format); a new grade overrides the golden set's for the same pair; repeatable",
     )
+    g.add_argument(
+        "--ignore-identical-ids",
+        action="store_true",
+        help="drop every retrieved document whose id is the query's before scoring and diagnosing, the later ones "
+        "moving up a rank (BEIR's convention where queries are documents: ArguAna, Touche, CQADupStack, Quora)",
+    )
     g.add_argument("--id-field", metavar="COL", help="corpus id column/key of a CSV, Parquet or JSONL corpus")
     g.add_argument(
         "--text-field", metavar="COL", help="corpus text column/key of a CSV, Parquet or JSONL corpus"

@@ -162,6 +162,7 @@ def build_analysis(args: argparse.Namespace, ds, *, runs=None, **kwargs: Any):
         precision=getattr(args, "precision", defaults.PRECISION),
         progress=True,
         retriever_timeout=_retriever_timeout(args),
+        ignore_identical_ids=bool(getattr(args, "ignore_identical_ids", False)),
         **kwargs,
     )
 

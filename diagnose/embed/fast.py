@@ -1,10 +1,11 @@
 """The fast encoder path: the same sentence-transformers model with its transformer in bfloat16 on the CPU.
 
 Why bfloat16 and not int8 or ONNX Runtime (measured side by side on NFCorpus abstracts, see ``bench/RESULTS.md``,
-section "fast encoder"): on a CPU with AMX / AVX512-BF16 a bf16 matrix product costs ~1/5 of the fp32 one, and the
-vectors stay within cosine ~0.9999 of fp32 (bf16 keeps fp32's exponent range, so no calibration and no outlier
-problem), while int8 (torch or ONNX Runtime) either loses accuracy (per-tensor: cosine 0.92-0.95) or speed
-(per-channel ONNX Runtime int8: cosine 0.995 but 1.3-2.5x, its attention core stays fp32).
+section "fast encoder"; the int8 and ONNX rows are in its git history): on a CPU with AMX / AVX512-BF16 a bf16
+matrix product costs ~1/5 of the fp32 one, and the vectors stay within cosine ~0.9999 of fp32 (bf16 keeps fp32's
+exponent range, so no calibration and no outlier problem), while int8 (torch or ONNX Runtime) either loses accuracy
+(per-tensor: cosine 0.92-0.95) or speed (per-channel ONNX Runtime int8: cosine 0.995 but 1.3-2.5x, its attention
+core stays fp32).
 
 What :func:`to_bf16` does to a loaded ``SentenceTransformer``:
 

@@ -250,6 +250,7 @@ def diagnose_run(
     known: KnownRanks | None = None,
     passages: PassageScorer | None = None,
     split_cosines: Mapping[tuple[str, str], float] | None = None,
+    ignore_identical_ids: bool = False,
 ) -> Diagnosis:
     """Analyse every failed (query, target) pair of ``run`` at ``k``.
 
@@ -263,7 +264,9 @@ def diagnose_run(
     window and each target's passages (:class:`~diagnose.failures.passages.PassageScorer`); None when the window is
     unknown (the window fields stay None, the truncated and diluted rules are not used). ``split_cosines``: a chunk
     corpus' split targets' window cosines (:func:`diagnose.failures.split.split_window_cosines`), which the split rule
-    reads; None: unknown, the split rule is not used.
+    reads; None: unknown, the split rule is not used. ``ignore_identical_ids``: the run was scored without the
+    documents whose id is the query's (:mod:`diagnose.metrics.identical`), so the dense and BM25 ranks over the
+    corpus do not count the query's own document either.
     """
     if ds.corpus is None or ds.queries is None:
         raise DataError("The diagnosis needs the corpus and the queries.", param="corpus")
@@ -271,7 +274,7 @@ def diagnose_run(
     calibration = calibration or calibrate(ds, run, space, k, thresholds)
     pairs, n_golden = failed_pairs(ds, run, k, mode)
     kind = kind or RunKind()
-    look = lookups(ds, run, space, pairs, kind.kind, filters, known, split_cosines)
+    look = lookups(ds, run, space, pairs, kind.kind, filters, known, split_cosines, ignore_identical_ids)
     scores = Bm25Scores(bm25)
     matched = passages.match([(q, d) for q, d, _ in pairs], calibration.calibrated) if passages else {}
     failures: list[Failure] = []

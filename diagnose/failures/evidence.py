@@ -191,6 +191,8 @@ class _Lookups:
     split_cosines: Mapping[tuple[str, str], float] = field(default_factory=dict)
     # (best, worst, score) of pairs scored with the BM25 baseline, in the same pass (BM25Index.to_run_ranked)
     bm25_known: dict[tuple[str, str], tuple[int | None, int | None, float]] = field(default_factory=dict)
+    # the ranks over the corpus leave out the query's own document (ignore_identical_ids)
+    without_query_doc: bool = False
 
     def norm(self, doc: str) -> str:
         if doc not in self.norm_cache:
@@ -207,15 +209,25 @@ def lookups(
     filters: QueryFilters | None = None,
     known: KnownRanks | None = None,
     split_cosines: Mapping[tuple[str, str], float] | None = None,
+    without_query_doc: bool = False,
 ) -> _Lookups:
     """What every pair reads; ``known``: ranks already computed with the baselines (:class:`KnownRanks`);
-    ``split_cosines``: the split targets' window cosines (:func:`diagnose.failures.split.split_window_cosines`)."""
+    ``split_cosines``: the split targets' window cosines (:func:`diagnose.failures.split.split_window_cosines`);
+    ``without_query_doc``: the dense and BM25 ranks leave out the document whose id is the query's
+    (``ignore_identical_ids``)."""
 
     corpus_row = ds.corpus.index_of()
     targets = list(dict.fromkeys(d for _, d, _ in pairs if d in corpus_row))
     # one tokenize() call for every target: each distinct word is stemmed once; only the targets' texts are built
     target_texts = ds.corpus.texts_at([corpus_row[d] for d in targets])
     target_stems = dict(zip(targets, map(set, tokenize(target_texts)), strict=True))
+    dense = (
+        known.dense
+        if known is not None and known.dense is not None
+        else _dense_ranks(space, [(q, d) for q, d, _ in pairs if d in corpus_row])
+    )
+    if without_query_doc:
+        dense = _dense_without_query_doc(space, dense)
     return _Lookups(
         space=space,
         q_text=ds.queries.text_of(),
@@ -223,18 +235,39 @@ def lookups(
         corpus=ds.corpus,
         grades=ds.qrels.as_dict(),
         lists=run.ranked_lists(),
-        dense=(
-            known.dense
-            if known is not None and known.dense is not None
-            else _dense_ranks(space, [(q, d) for q, d, _ in pairs if d in corpus_row])
-        ),
+        dense=dense,
         target_stems=target_stems,
         kind=kind,
         filters=filters,
         split=split_targets(ds.qrels, ds.corpus),
         split_cosines=split_cosines or {},
         bm25_known=known.bm25 if known is not None and known.bm25 is not None else {},
+        without_query_doc=without_query_doc,
     )
+
+
+def _one_rank_less(best: int, worst: int, own: float, target: float) -> tuple[int, int]:
+    """A tie range ``(best, worst)`` without one document scoring ``own`` against the target's ``target`` (both as
+    the ranks compare them): above the target it moved both ends down one, tied it only the last."""
+    if own > target:
+        return best - 1, worst - 1
+    return (best, worst - 1) if own == target else (best, worst)
+
+
+def _dense_without_query_doc(
+    space: VectorSpace, dense: dict[tuple[str, str], tuple[int, int]]
+) -> dict[tuple[str, str], tuple[int, int]]:
+    """The dense tie ranges without the document whose id is the query's, when the corpus has one: its cosine and
+    the target's computed as :func:`~diagnose.embed.dense_rank_range` compares them (float64 dot, as float32)."""
+    out = {}
+    for (q, d), (best, worst) in dense.items():
+        if q != d and q in space.doc_row and q in space.query_row and d in space.doc_row:
+            qv = np.asarray(space.query_vecs[space.query_row[q]], dtype=np.float64)
+            own = np.float32(qv @ np.asarray(space.doc_vecs[space.doc_row[q]], dtype=np.float64))
+            target = np.float32(qv @ np.asarray(space.doc_vecs[space.doc_row[d]], dtype=np.float64))
+            best, worst = _one_rank_less(best, worst, float(own), float(target))
+        out[(q, d)] = (best, worst)
+    return out
 
 
 class Bm25Scores:
@@ -275,6 +308,10 @@ def _lexical(look: _Lookups, bm25: Bm25Scores, q: str, d: str, text: str) -> _Le
         row = look.corpus_row[d]
         best, worst = bm25_rank_range(scores, row)
         score = float(scores[row])
+    own_row = look.corpus_row.get(q) if look.without_query_doc and q != d else None
+    if own_row is not None and best is not None:
+        own = look.bm25_known[(q, q)][2] if (q, q) in look.bm25_known else float(bm25.of(q, text)[own_row])
+        best, worst = _one_rank_less(best, worst, own, score)
     ov = term_overlap(text, "", doc_stems=look.target_stems[d])
     return _Lexical(
         best,

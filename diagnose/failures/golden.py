@@ -1,7 +1,8 @@
 """Is the golden set itself wrong? Signs that the judgements, not the retriever, are at fault.
 
 - :func:`find_label_noise` -> :class:`LabelNoise`: unjudged near-duplicates of judged relevant documents in a run's
-  top k, duplicate documents in the corpus, identical queries with conflicting judgements.
+  top k, duplicate documents in the corpus, identical queries with conflicting judgements, and copies of a query's
+  own text in its top k (a collection whose queries are documents).
 - :func:`normalise_text`: what "the same text" means for duplicates (also read by the ``label_gap`` rule of
   :mod:`diagnose.failures`).
 - :func:`hubness` -> :class:`Hubness`: documents in the top k of unusually many queries.
@@ -14,7 +15,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
@@ -56,14 +57,31 @@ class LabelNoise:
     duplicate_documents: pd.DataFrame  # doc_id, duplicate_of, cosine, same_text
     conflicting_queries: pd.DataFrame  # query_ids (same text), text, judgements differ
     near_duplicate_search: str  # "exact" or why it was limited
+    # query_id, doc_id, rank, cosine (None without vectors), same_text: a copy of the query's text in its top k
+    query_copies: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=QUERY_COPY_COLUMNS))
+
+    @property
+    def n_queries_with_copies(self) -> int:
+        """How many golden queries have a copy of their own text in their top k (:func:`query_copies`)."""
+        return int(self.query_copies["query_id"].nunique())
 
     def to_dict(self) -> dict:
-        return {
+        """The ``label_noise`` object of ``diagnose failures --format json``; ``query_copies`` (the rows) and
+        ``queries_with_copies`` (their count of distinct queries) are added only when a copy was found, so a
+        report without any is the same as before they were looked for."""
+        out = {
             "unjudged_duplicates": self.unjudged_duplicates.to_dict(orient="records"),
             "duplicate_documents": self.duplicate_documents.to_dict(orient="records"),
             "conflicting_queries": self.conflicting_queries.to_dict(orient="records"),
             "near_duplicate_search": self.near_duplicate_search,
         }
+        if len(self.query_copies):
+            out["query_copies"] = self.query_copies.to_dict(orient="records")
+            out["queries_with_copies"] = self.n_queries_with_copies
+        return out
+
+
+QUERY_COPY_COLUMNS = ["query_id", "doc_id", "rank", "cosine", "same_text"]
 
 
 def find_label_noise(
@@ -78,7 +96,8 @@ def find_label_noise(
 ) -> LabelNoise:
     """Unjudged near-duplicates of judged relevant documents in the top k, duplicate documents in the corpus (exact
     normalised text always; near-duplicates by exact nearest-neighbour search when the corpus has at most
-    ``max_docs_for_near_duplicates`` documents), and identical queries with conflicting judgements.
+    ``max_docs_for_near_duplicates`` documents), identical queries with conflicting judgements, and the copies of
+    each golden query's text in its top k (:func:`query_copies`, at ``duplicate_cosine``).
     ``same_text``: :func:`same_text_rows` of ``ds.corpus`` when already computed."""
     if ds.corpus is None or ds.queries is None:
         raise DataError("The label-noise finder needs the corpus and the queries.")
@@ -88,7 +107,40 @@ def find_label_noise(
         same_text = same_text_rows(ds.corpus)
     dups, how = _duplicate_documents(ds, space, duplicate_cosine, max_docs_for_near_duplicates, same_text)
     conf = _conflicting_queries(ds, qrels)
-    return LabelNoise(unjudged, dups, conf, how)
+    copies = query_copies(ds, run, space, k=k, cosine=duplicate_cosine)
+    return LabelNoise(unjudged, dups, conf, how, copies)
+
+
+def query_copies(
+    ds: Dataset, run: Run, space: VectorSpace | None, *, k: int, cosine: float = defaults.DUPLICATE_COSINE
+) -> pd.DataFrame:
+    """The documents in a golden query's top k whose text is a copy of the query's: cosine (query vector against
+    document vector, both from ``space``) >= ``cosine``, or the same :func:`normalise_text` (the test when either
+    has no vector). A document whose id *is* the query's is left out: that is the identical-ids convention
+    (:mod:`diagnose.metrics.identical`), warned about on its own. Ranks are the run's. Columns
+    :data:`QUERY_COPY_COLUMNS` (``cosine`` None without vectors), in run order."""
+    q_text = ds.queries.text_of()
+    corpus_row = ds.corpus.index_of()
+    golden = set(ds.qrels.queries_with_relevant())
+    candidates = [
+        (q, rank, d)
+        for q, docs in run.ranked_lists().items()
+        if q in golden and str(q_text.get(q, "")).strip()
+        for rank, d in enumerate(docs[:k], start=1)
+        if d != q and d in corpus_row
+    ]
+    if not candidates:
+        return pd.DataFrame(columns=QUERY_COPY_COLUMNS)
+    texts = ds.corpus.texts_at([corpus_row[d] for _, _, d in candidates])
+    out = []
+    for (q, rank, d), text in zip(candidates, texts, strict=True):
+        cos = None
+        if space is not None and q in space.query_row and d in space.doc_row:
+            cos = float(space.query_vecs[space.query_row[q]] @ space.doc_vec(d))
+        same = normalise_text(q_text[q]) == normalise_text(text)
+        if same or (cos is not None and cos >= cosine):
+            out.append({"query_id": q, "doc_id": d, "rank": rank, "cosine": cos, "same_text": same})
+    return pd.DataFrame(out, columns=QUERY_COPY_COLUMNS)
 
 
 def _unjudged_duplicates(

@@ -16,6 +16,7 @@ from diagnose.checks import param_error, positive_int, rank_cutoff
 from diagnose.data import DataError, Dataset, Run
 from diagnose.io.messages import plural_of, verb
 from diagnose.judging.journal import Journal
+from diagnose.metrics.identical import drop_identical_ids
 from diagnose.runtime.lazy import pandas as pd
 from diagnose.search import baselines as bl
 from diagnose.search.space import VectorSpace
@@ -132,18 +133,18 @@ def _query_space(analysis: Analysis, qids: list[str], golden: list[str]) -> Vect
 
 
 def _probe_runs(analysis: Analysis, qids: list[str], space: VectorSpace) -> dict[str, Run]:
-    """BM25, exact dense and hybrid (RRF k=60) top-``depth`` runs over ``qids``, like the analysis' baselines."""
+    """BM25, exact dense and hybrid (RRF k=60) top-``depth`` runs over ``qids``, like the analysis' baselines (with
+    its ``ignore_identical_ids``: searched one deeper, without the query's own document)."""
 
     ds = analysis.dataset
-    bm25 = bl.bm25_run(
-        ds.corpus, ds.queries, qids, depth=analysis.depth, index=analysis.bm25, report=ds.report
-    )
+    depth, deeper = analysis.depth, analysis.search_depth
+    bm25 = bl.bm25_run(ds.corpus, ds.queries, qids, depth=deeper, index=analysis.bm25, report=ds.report)
     with_vec = [q for q in qids if q in space.query_row]
     rows = [space.query_row[q] for q in with_vec]
-    dense = bl.dense_run(
-        space.doc_vecs, space.query_vecs[rows], space.doc_ids, with_vec, depth=analysis.depth
-    )
-    hybrid = bl.hybrid_run(bm25, dense, depth=analysis.depth)
+    dense = bl.dense_run(space.doc_vecs, space.query_vecs[rows], space.doc_ids, with_vec, depth=deeper)
+    if analysis.ignore_identical_ids:
+        bm25, dense = drop_identical_ids(bm25, depth=depth), drop_identical_ids(dense, depth=depth)
+    hybrid = bl.hybrid_run(bm25, dense, depth=depth)
     return {"bm25": bm25, "dense": dense, "hybrid": hybrid}
 
 

@@ -19,7 +19,7 @@ Differences from Anserini (whose BM25 numbers are the published BEIR baselines):
 "3.5" and "don't" together and its possessive filter drops "'s"; Anserini stems with the original Porter algorithm,
 not Porter2; Lucene stores document lengths lossily (one byte per document). On NFCorpus (test) the default
 engine gives nDCG@10 0.3204 against Anserini's 0.3218, R@100 0.2461 against 0.2457; swapping in the Porter
-stemmer (0.3200) or dropping "'s" (0.3202) moves nDCG@10 by less than 0.001 (see bench/RESULTS.md).
+stemmer (0.3200) or dropping "'s" (0.3202) moves nDCG@10 by less than 0.001 (``git log -p bench/RESULTS.md``, "bm25").
 
 BM25 engines
 ------------

@@ -6,7 +6,7 @@ fingerprint computed from their UTF-8 bytes straight from the Arrow buffers (:mo
 pairs are looked up in the keys of the *positive* judgements (a direct-address table on the keys' top bits) and
 every match is confirmed on the id strings, so the join is exact. Each metric is then a per-query ``np.bincount``
 over the few joined rows, masked by rank cutoffs; the ideal DCG comes from the judged grades sorted once per query.
-About 0.1 s for a 1M-row run of 1,000 queries (see ``bench/RESULTS.md``).
+About 0.1 s for a 1M-row run of 1,000 queries (``git log -p bench/RESULTS.md``, "evaluate").
 
 - :func:`prepare` reads the qrels once (:class:`PreparedQrels`, shared by every run of
   :func:`~diagnose.metrics.evaluate_many`);

@@ -14,7 +14,7 @@ Pipeline (each step is a public function, :func:`build_map` chains them):
 3. :func:`map_frame` and :func:`map_edges` turn coordinates into the tidy tables that
    :func:`diagnose.charts.embedding_map` draws.
 
-Choices and their reasons (measured in ``bench/RESULTS.md`` under ``## umap``):
+Choices and their reasons (measured in ``bench/RESULTS.md`` under ``umap``; the tables in its git history):
 
 - **Exact k-NN computed here, then handed to UMAP** (``precomputed_knn``). For fewer than 4,096 points umap-learn
   0.5 computes the full distance matrix through ``sklearn.pairwise_distances`` with its numba cosine function as a

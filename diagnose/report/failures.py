@@ -123,17 +123,28 @@ def _remedies_text(remedies: Any, remedy_matrix: Any) -> list[str]:
 
 
 def _label_noise_text(label_noise: Any, *, k: int) -> list[str]:
-    """The text report's label-noise sentence (nothing when there is no noise to report)."""
-    if label_noise is None or not (
-        len(label_noise.unjudged_duplicates) or len(label_noise.conflicting_queries)
-    ):
+    """The text report's label-noise sentence and query-copies sentence (each only when there is something to
+    report)."""
+    if label_noise is None:
         return []
-    return [
-        "",
-        f"label noise: {len(label_noise.unjudged_duplicates)} unjudged near-duplicates of relevant documents in "
-        f"top {k}; {len(label_noise.duplicate_documents)} duplicate documents in the corpus; "
-        f"{len(label_noise.conflicting_queries)} identical queries with conflicting judgements.",
-    ]
+    lines = []
+    if len(label_noise.unjudged_duplicates) or len(label_noise.conflicting_queries):
+        lines += [
+            "",
+            f"label noise: {len(label_noise.unjudged_duplicates)} unjudged near-duplicates of relevant documents "
+            f"in top {k}; {len(label_noise.duplicate_documents)} duplicate documents in the corpus; "
+            f"{len(label_noise.conflicting_queries)} identical queries with conflicting judgements.",
+        ]
+    copies = getattr(label_noise, "query_copies", None)
+    if copies is not None and len(copies):
+        lines += [
+            "",
+            f"query copies: {label_noise.n_queries_with_copies} golden queries have a copy of their own text in "
+            f"their top {k} ({len(copies)} documents, cosine >= the duplicate threshold or the same text; a "
+            "document whose id is the query's is not counted): in a collection whose queries are documents, "
+            "such a copy is the query itself under another id, and a judge would not call it an answer.",
+        ]
+    return lines
 
 
 # --------------------------------------------------------------------------------------------- markdown report

@@ -1,5 +1,5 @@
-"""The sidebar: what the user chose (data source, model, precision, k, failure definition, BM25 engine, precomputed
-vectors) as a :class:`Settings` record, and the live retrievers given by whoever started the app."""
+"""The sidebar: what the user chose (data source, model, precision, k, failure definition, BM25 engine, identical
+ids, precomputed vectors) as a :class:`Settings` record, and the live retrievers given by whoever started the app."""
 
 from __future__ import annotations
 
@@ -44,6 +44,7 @@ class Settings:
         tuple[str, str], ...
     ] = ()  # precomputed vectors: ("doc", path), ("query", path), ids files
     precision: str = defaults.PRECISION  # "fast" (bf16 where the CPU has it) or "exact" (fp32)
+    ignore_identical_ids: bool = False  # BEIR's convention: drop a retrieved document whose id is the query's
 
     @property
     def model_label(self) -> str:
@@ -142,11 +143,18 @@ def sidebar() -> Settings:
             help="fast: the model's transformer in bfloat16 on CPUs that support it (vectors within cosine 0.9999 of "
             "fp32, ~3x faster here); exact: fp32, as sentence-transformers encodes. Cached separately.",
         )
+        identical = st.checkbox(
+            "Ignore identical ids",
+            key="ignore_identical_ids",
+            help="Drop a retrieved document whose id is the query's before scoring, the next ones moving up "
+            "(BEIR's convention where queries are documents: ArguAna, Touche, CQADupStack, Quora; "
+            "--ignore-identical-ids).",
+        )
         embeddings, emb_err = _precomputed_vectors()
         if emb_err is not None:
             err = err or emb_err
             spec = None
-    s = Settings(spec, err, model, override, k, mode, engine, embeddings, precision)
+    s = Settings(spec, err, model, override, k, mode, engine, embeddings, precision, bool(identical))
     st.session_state["_settings"] = s
     return s
 

@@ -92,7 +92,9 @@ def _encoder_slot(model: str | None, override: str | None, precision: str = "fas
 
 
 @st.cache_resource(show_spinner=False, max_entries=6)
-def _analysis_slot(key: str, encoder: str, engine: str, retrievers: tuple[tuple[str, str], ...]) -> _Slot:
+def _analysis_slot(
+    key: str, encoder: str, engine: str, retrievers: tuple[tuple[str, str], ...], identical: bool = False
+) -> _Slot:
     return _Slot()
 
 
@@ -113,7 +115,9 @@ def _fill(slot: _Slot, build: Callable[[], T]) -> T:
 
 
 @st.cache_resource(show_spinner=False, max_entries=6)
-def _background(key: str, encoder: str, engine: str, retrievers: tuple[tuple[str, str], ...]) -> Background:
+def _background(
+    key: str, encoder: str, engine: str, retrievers: tuple[tuple[str, str], ...], identical: bool = False
+) -> Background:
     return Background()
 
 
@@ -357,10 +361,11 @@ def _analysis(s: Settings, key: str, ds: Dataset, encoder: Encoder) -> tuple[Ana
             bm25_engine=s.bm25_engine,
             depth=defaults.DEPTH,
             embeddings=dict(s.embeddings) or None,
+            ignore_identical_ids=s.ignore_identical_ids,
         )
 
     vectors = _vectors_key(s.embeddings) if s.embeddings else encoder.name
-    slot_key = (key, vectors, s.bm25_engine, tuple(specs))
+    slot_key = (key, vectors, s.bm25_engine, tuple(specs), s.ignore_identical_ids)
     return _fill(_analysis_slot(*slot_key), make), slot_key
 
 

@@ -43,6 +43,7 @@ import numpy as np
 from diagnose import defaults
 from diagnose.checks import positive_int
 from diagnose.data import DataError, Qrels, Run
+from diagnose.metrics.identical import drop_identical_ids
 from diagnose.runtime.extras import needs
 from diagnose.runtime.lazy import pandas as pd
 from diagnose.runtime.progress import Progress, reporter
@@ -300,6 +301,7 @@ def ann_frontier(
     n_resamples: int = defaults.RESAMPLES,
     seed: int = defaults.SEED,
     progress: Progress = None,
+    ignore_identical_ids: bool = False,
 ) -> AnnFrontier:
     """Measure every setting of ``settings`` (default :func:`default_settings`) over ``space`` (module docstring).
 
@@ -309,6 +311,8 @@ def ann_frontier(
     setting the vectors are served with (a Chroma collection's HNSW parameters), measured too (added to the
     settings when not among them) and reported as ``current``. Needs faiss
     (``pip install 'diagnose-rag[ann]'``). ``progress``: a bar over the settings (:mod:`diagnose.runtime.progress`).
+    ``ignore_identical_ids``: each index is searched one deeper and the document whose id is the query's dropped
+    (:func:`~diagnose.metrics.identical.drop_identical_ids`), as ``exact_run`` should be.
     """
     from diagnose.search.baselines import dense_run, topk_run
 
@@ -319,7 +323,7 @@ def ann_frontier(
     settings = _grid(settings, current, len(docs))
     if exact_run is None:
         exact_run = dense_run(docs, queries, space.doc_ids, space.query_ids, depth=k)
-    kk = min(k, len(docs))
+    kk = min(k + 1 if ignore_identical_ids else k, len(docs))
     points: list[AnnPoint] = []
     with _one_thread() as faiss:
         index, *built = _build(faiss, ("exact",), docs)
@@ -338,6 +342,8 @@ def ann_frontier(
                 index.nprobe = s.params["nprobe"]
             idx, sc, ms = _search(index, queries, kk)
             r = topk_run(s.label(), idx, sc, space.doc_ids, space.query_ids, source=f"faiss {s.label()}")
+            if ignore_identical_ids:
+                r = drop_identical_ids(r, depth=k)
             points.append(_point(s, r, ms, tuple(built), qrels, exact_run, k))
         bar(len(settings), len(settings))
     exact, *points = _with_pareto([exact, *points], k)

@@ -19,6 +19,7 @@ from diagnose import defaults
 from diagnose.data import DataError, Dataset
 from diagnose.failures import CLASSES, Diagnosis, diagnose_run, hubness
 from diagnose.metrics import Evaluation, evaluate, headline_metrics
+from diagnose.metrics.identical import drop_identical_ids
 from diagnose.runtime.lazy import pandas as pd
 from diagnose.search import baselines
 from diagnose.search.space import VectorSpace
@@ -113,17 +114,25 @@ def _model_result(
     depth: int,
     n_resamples: int,
     seed: int,
+    ignore_identical_ids: bool = False,
 ) -> ModelResult:
     """One model: its exact dense run timed, evaluated with bootstrap CIs, diagnosed, its throughput and hubness."""
 
     t0 = time.perf_counter()
     run = baselines.dense_run(
-        space.doc_vecs, space.query_vecs, space.doc_ids, space.query_ids, depth=depth, name=name
+        space.doc_vecs,
+        space.query_vecs,
+        space.doc_ids,
+        space.query_ids,
+        depth=depth + 1 if ignore_identical_ids else depth,
+        name=name,
     )
+    if ignore_identical_ids:
+        run = drop_identical_ids(run, depth=depth)
     ms = (time.perf_counter() - t0) * 1000 / max(len(golden), 1)
     ev = evaluate(ds.qrels, run, metrics)
     ci = {m: bootstrap_ci(ev.per_query[m].to_numpy(), n_resamples=n_resamples, seed=seed) for m in metrics}
-    diag = diagnose_run(ds, run, space, bm25, k=k)
+    diag = diagnose_run(ds, run, space, bm25, k=k, ignore_identical_ids=ignore_identical_ids)
     return ModelResult(
         name=name,
         model_id=space.model,
@@ -150,6 +159,7 @@ def compare_models(
     depth: int = defaults.DEPTH,
     n_resamples: int = defaults.RESAMPLES,
     seed: int = defaults.SEED,
+    ignore_identical_ids: bool = False,
 ) -> ModelComparison:
     """Evaluate each encoder's exact dense run on the golden set and rank the models.
 
@@ -158,6 +168,8 @@ def compare_models(
     ``bm25`` (the BM25 index of the corpus, for the failure classes): this function only scores. A model is called
     by its ``label`` (else its ``name``). Throughput is measured on a fixed sample of the corpus with a bare
     ``encode`` (no cache), so it is comparable between models even when the vectors came from the cache.
+    ``ignore_identical_ids``: each run searched one deeper, without the document whose id is the query's
+    (:func:`~diagnose.metrics.identical.drop_identical_ids`), and diagnosed so.
     """
 
     if ds.corpus is None or ds.queries is None:
@@ -184,6 +196,7 @@ def compare_models(
             depth=depth,
             n_resamples=n_resamples,
             seed=seed,
+            ignore_identical_ids=ignore_identical_ids,
         )
         for name, enc, space in zip(names, encoders, spaces, strict=True)
     ]

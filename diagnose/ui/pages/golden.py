@@ -83,6 +83,18 @@ else:
         "document the run returns, one of these queries counts as a failure."
     )
 
+if len(noise.query_copies):  # a collection whose queries are documents (shown only when it is one)
+    st.subheader(f"Copies of the query in its top {k} ({noise.n_queries_with_copies} queries)")
+    copies = noise.query_copies.copy()
+    copies.insert(1, "query", [q_text.get(q, "") for q in copies["query_id"]])
+    copies["document"] = [title_of(d) for d in copies["doc_id"]]
+    tables.show(copies, key="noise_query_copies", column_config=COSINE)
+    st.caption(
+        "A document that repeats the query (cosine >= 0.95, or the same normalised text) under another id: in a "
+        "collection whose queries are documents it is the query itself, and it takes a top-k slot from an answer. "
+        "A document whose id is the query's is left to the sidebar's \"Ignore identical ids\"."
+    )
+
 st.subheader(f"Hub documents of {escape_md(run_name)}")
 st.markdown(
     f"Skewness of the {k}-occurrence (how many queries' top {k} each document is in, over the whole corpus): "

@@ -112,6 +112,8 @@ class SweepInputs:
     reporter: Reporter | None = None
     n_resamples: int = defaults.RESAMPLES
     seed: int = defaults.SEED
+    # BEIR's convention (diagnose.metrics.identical): a query's own document (and its chunks) left out of its lists
+    ignore_identical_ids: bool = False
 
     def __post_init__(self) -> None:
         corpus = self.dataset.corpus
@@ -131,7 +133,8 @@ class SweepInputs:
     def _fingerprint(self) -> str:
         h = hashlib.blake2b(digest_size=16)
         for part in (
-            json.dumps([CACHE_FORMAT, self.encoder.name, self.k, self.query_ids, self._query_texts()]),
+            json.dumps([CACHE_FORMAT, self.encoder.name, self.k, self.query_ids, self._query_texts()])
+            + (" ignore_identical_ids" if self.ignore_identical_ids else ""),  # the key of a sweep without is kept
             *self.doc_ids, *self.texts, *self.titles,
             self.dataset.qrels.df[["query_id", "doc_id", "relevance"]].to_csv(index=False),
             json.dumps([[s.query_id, s.reference, s.doc_id, s.start, s.end] for s in self.spans]),
@@ -186,7 +189,11 @@ def _chunk_lists(
     pieces: dict[str, list[Piece]] = {}
     starts, ends = bounds
     for i, qid in enumerate(inp.query_ids):
-        docs = [inp.doc_ids[chunk_doc[j]] for j in idx[i]]
+        hits, scores = idx[i], sc[i]
+        if inp.ignore_identical_ids:  # the chunks of the query's own document left out
+            keep = np.array([inp.doc_ids[chunk_doc[j]] != qid for j in hits], dtype=bool)
+            hits, scores = hits[keep], scores[keep]
+        docs = [inp.doc_ids[chunk_doc[j]] for j in hits]
         seen: set[str] = set()
         cut = len(docs)
         for n, d in enumerate(docs):
@@ -194,10 +201,10 @@ def _chunk_lists(
             if len(seen) > k:
                 cut = n
                 break
-        items = list(zip(docs[:cut], sc[i, :cut].astype(float).tolist(), strict=True))
+        items = list(zip(docs[:cut], scores[:cut].astype(float).tolist(), strict=True))
         ranked = document_list(items, None, qid)
         rows.extend((qid, d, s, r) for r, (d, s) in enumerate(ranked, start=1))
-        pieces[qid] = [(docs[n], int(starts[j]), int(ends[j])) for n, j in enumerate(idx[i][:k])]
+        pieces[qid] = [(docs[n], int(starts[j]), int(ends[j])) for n, j in enumerate(hits[:k])]
     df = pd.DataFrame(rows, columns=["query_id", "doc_id", "score", "rank"])
     return Run("chunks", df, source="diagnose chunking"), pieces
 
@@ -217,7 +224,8 @@ def _measure(inp: SweepInputs, config: ChunkingConfig) -> ChunkingPoint:
     vecs = embed_texts(inp.encoder, chunk_texts, cache=cache, progress=bar)
     encode_s = time.perf_counter() - t0
     # deep enough for k distinct documents whatever the order: the k largest chunk counts
-    depth = max(1, int(np.sort(np.bincount(chunk_doc))[-inp.k :].sum()) if len(chunk_doc) else 1)
+    deep = inp.k + 1 if inp.ignore_identical_ids else inp.k  # the query's own document may take k's chunks
+    depth = max(1, int(np.sort(np.bincount(chunk_doc))[-deep:].sum()) if len(chunk_doc) else 1)
     if len(chunk_texts):
         idx, sc = dense_search(inp.query_vecs(), vecs, depth)
     else:
