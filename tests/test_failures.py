@@ -23,12 +23,14 @@ from diagnose.failures import (
     Calibration,
     Thresholds,
     calibrate,
+    class_table,
     classify,
     diagnose_run,
     failed_pairs,
     find_label_noise,
     hubness,
     normalise_text,
+    recommendation,
     within,
 )
 from diagnose.search.space import VectorSpace
@@ -339,10 +341,27 @@ def test_the_views_follow_the_records():
     assert list(CLASS_LABELS) == list(CLASSES) and list(RECOMMENDATIONS) == list(CLASSES)
     for c in FAILURE_CLASSES:
         assert CLASS_BY_ID[c.id] is c
-        assert CLASS_LABELS[c.id] == c.label and RECOMMENDATIONS[c.id] == c.recommendation
+        assert CLASS_LABELS[c.id] == c.label and RECOMMENDATIONS[c.id] == c.recommendation.format(
+            near_miss_factor=3
+        )
         # the legend is the label with what it means in brackets
         assert c.legend.startswith(c.label + " (") and c.legend.endswith(")")
         assert c.rule and c.what_to_do and c.evidence and c.remedy.id and c.remedy.text
+
+
+def test_thresholds_own_the_near_miss_depth_and_the_texts_say_it():
+    # near_miss_factor 3 at k=10: 3 * 10 = 30; factor 5 at k=4: 20
+    assert Thresholds().near_miss_depth(10) == 30 and Thresholds(near_miss_factor=5).near_miss_depth(4) == 20
+    # the default texts say "top 3k"; with factor 5 the same sentences say "top 5k", never "3k"
+    assert "over the top 3k candidates" in recommendation("near_miss")
+    five = Thresholds(near_miss_factor=5)
+    assert "over the top 5k candidates" in recommendation("near_miss", thresholds=five)
+    for kind in ("lexical", "hybrid"):
+        assert "top 3k" in recommendation("index_gap", kind)
+        text = recommendation("index_gap", kind, five)
+        assert "top 5k" in text and "3k" not in text
+    # the table of classes formats the rules with the same values: near_miss' rule is "k+1 … 5k"
+    assert "k+1 … 5k" in class_table(five) and "k+1 … 3k" in class_table()
 
 
 def test_classify_rules_are_in_the_records_order():

@@ -233,7 +233,7 @@ class Evidence(Chunked):
             sp = self.space
             diag = self.diagnosis(name, k=k, failure=mode)
             hybrid = diag.run_kind.kind == "hybrid"
-            depth = self.thresholds.near_miss_factor * k  # the rerank depth of prove_remedies too
+            depth = self.thresholds.near_miss_depth(k)  # the rerank depth of prove_remedies too
             return prove_remedies(
                 self.dataset,
                 self.runs[name],

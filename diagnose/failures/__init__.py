@@ -40,7 +40,6 @@ from diagnose.failures.classes import (
     CLASS_LABELS,
     CLASSES,
     FAILURE_CLASSES,
-    RECOMMENDATIONS,
     FailureClass,
     ForKind,
     Remedy,
@@ -50,6 +49,7 @@ from diagnose.failures.evidence import Competitor, Failure, sort_worst, worst_qu
 from diagnose.failures.golden import Hubness, LabelNoise, find_label_noise, hubness, normalise_text
 from diagnose.failures.kind import RUN_KINDS, RunKind, infer_run_kind
 from diagnose.failures.taxonomy import (
+    RECOMMENDATIONS,
     FailureMode,
     Thresholds,
     class_table,

@@ -164,7 +164,7 @@ class Diagnosis:
             "failed_queries_per_class": self.class_failed_queries,
             "threshold": self.calibration.to_dict(),
             "thresholds": asdict(self.thresholds),
-            "recommendations": {c: recommendation(c, self.run_kind.kind) for c in CLASSES},
+            "recommendations": {c: recommendation(c, self.run_kind.kind, self.thresholds) for c in CLASSES},
             "run_kind": self.run_kind.kind,
             "run_kind_evidence": self.run_kind.to_dict(),
             "window": self.window,

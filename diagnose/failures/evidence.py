@@ -355,7 +355,7 @@ def _pair(
     ev = PairEvidence(
         doc_id=d,
         k=k,
-        near_hi=thresholds.near_miss_factor * k,
+        near_hi=thresholds.near_miss_depth(k),
         run_rank=ranked.index(d) + 1 if d in ranked else None,
         run_depth=len(ranked),
         dense_rank=dense_best,
@@ -421,7 +421,7 @@ def build_failure(
         seed_verdict=seed_rule(ev.cosine, thresholds.seed_cosine),
         calibrated_verdict=seed_rule(ev.cosine, calibrated),
         evidence=evidence_sentence(cls, ev),
-        recommendation=recommendation(cls, look.kind),
+        recommendation=recommendation(cls, look.kind, thresholds),
         top_retrieved=tuple(competitors),
         **{f: getattr(ev, f) for f in _FROM_PAIR},
         **lex._asdict(),

@@ -18,7 +18,7 @@ records' sentences, recommendations and remedies (``FailureClass.by_kind``; :fun
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Literal, NamedTuple
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from diagnose import defaults
 from diagnose.checks import finite_number, positive_int
@@ -26,11 +26,6 @@ from diagnose.failures.classes import CLASS_BY_ID, FAILURE_CLASSES
 
 if TYPE_CHECKING:
     from diagnose.failures.passages import PassageMatch
-
-
-def recommendation(cls: str, kind: str = "unknown") -> str:
-    """The recommendation of class ``cls`` for a run of ``kind`` (its record's, :meth:`FailureClass.recommendation_for`)."""
-    return CLASS_BY_ID[cls].recommendation_for(kind)
 
 
 FailureMode = Literal["hit", "recall"]
@@ -71,6 +66,27 @@ class Thresholds:
             )
         for name in ("near_miss_factor", "min_calibration_pairs", "top_shown"):
             positive_int(getattr(self, name), name)
+
+    def near_miss_depth(self, k: int) -> int:
+        """The near-miss depth at cutoff ``k``: ``near_miss_factor * k`` (30 at k=10 by default). A target the run
+        ranks at k+1 .. this depth is a near miss; the cosine rerank and the cross-encoder rerank reorder the run's
+        top this many; the index_gap rule asks whether the run had the target in its top this many. The record texts
+        say it as ``{near_miss_factor}k`` ("top 3k")."""
+        return self.near_miss_factor * k
+
+    def values(self) -> dict[str, Any]:
+        """The thresholds by name, as the records' texts read them (``{near_miss_factor}``, ``{min_overlap:g}``)."""
+        return asdict(self)
+
+
+def recommendation(cls: str, kind: str = "unknown", thresholds: Thresholds = Thresholds()) -> str:  # noqa: B008
+    """The recommendation of class ``cls`` for a run of ``kind`` (its record's, :meth:`FailureClass.recommendation_for`),
+    with the numbers of ``thresholds`` (the near-miss depth: "top 3k" by default)."""
+    return CLASS_BY_ID[cls].recommendation_for(kind).format(**thresholds.values())
+
+
+#: id -> the recommendation paragraph, with the default thresholds.
+RECOMMENDATIONS: dict[str, str] = {c.id: recommendation(c.id) for c in FAILURE_CLASSES}
 
 
 def within(best: int | None, worst: int | None, k: int) -> bool:
@@ -130,7 +146,7 @@ def classify(
         low = passage.target_cosine < calibrated
         if low and passage.passage_cosine >= calibrated and gain >= thresholds.diluted_margin:
             return "diluted"
-    near_hi = thresholds.near_miss_factor * k
+    near_hi = thresholds.near_miss_depth(k)
     if run_rank is not None and k < run_rank <= near_hi:
         return "near_miss"
     dense_in = within(dense_rank, dense_rank_worst, k)
@@ -246,7 +262,7 @@ def class_table(thresholds: Thresholds = Thresholds()) -> str:  # noqa: B008 - f
     """The table of the failure classes in docs/taxonomy.md (Markdown), from the records in rule order: number, id,
     rule and advice, with the numbers of ``thresholds`` in the rules. ``python -m diagnose.docs`` writes it into the
     page and ``tests/test_docs.py`` checks the page holds it."""
-    values = asdict(thresholds)
+    values = thresholds.values()
     lines = ["| # | class id | rule | what to do |", "|---|---|---|---|"]
     for n, c in enumerate(FAILURE_CLASSES, start=1):
         lines.append(f"| {n} | `{c.id}` | {c.rule.format(**values)} | {c.what_to_do.format(**values)} |")

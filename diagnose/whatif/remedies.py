@@ -25,7 +25,7 @@ table, the advice when nothing runs offline); the code of each remedy id is here
 ================  ==================================================================================================
 ``hybrid``        reciprocal rank fusion (k=60, :func:`diagnose.search.fusion.rrf`) of the run and BM25
 ``dense``         exact dense search with the embedding model (the dense baseline run replaces the run)
-``rerank``        the run's top ``near_miss_factor * k`` (the diagnosis's :class:`~diagnose.failures.Thresholds`: the
+``rerank``        the run's top ``near_miss_depth(k)`` (the diagnosis's :class:`~diagnose.failures.Thresholds`: the
                   depth of the near-miss rule) reranked by exact cosine (:func:`cosine_rerank`): for ``near_miss``,
                   and for ``ranking_failure`` (the target is findable; the rerank tests whether the model would put
                   it higher than the run did)
@@ -397,7 +397,7 @@ def _result(
         failed_queries=len(dict.fromkeys(q for q, _ in pairs)),
         missed_pairs=len(dict.fromkeys(pairs)),
         remedy_id=rid,
-        remedy=text.format(depth=depth),
+        remedy=text.format(depth=depth, rrf_k=RRF_K),
         metric=trials.metric_name,
         advice=advice,
     )
@@ -450,7 +450,7 @@ def prove_remedies(
     search) and ``space`` (for the cosine rerank) are optional: a remedy whose input is missing is reported as not
     tried, not silently skipped. ``metric``: the metric of the paired test (default ``hit_rate@k``; any name of
     :mod:`diagnose.metrics`, e.g. ``"ndcg@10"``). The rerank depth is the near-miss depth,
-    ``diagnosis.thresholds.near_miss_factor * k``. ``cross_encoder_run``: the run's top ``near_miss_factor * k``
+    ``diagnosis.thresholds.near_miss_depth(k)``. ``cross_encoder_run``: the run's top ``near_miss_depth(k)``
     reranked by a CrossEncoder (:func:`diagnose.whatif.compare.rerank_cross_encoder`), when the user gives one: measured as
     a second ``near_miss`` row (remedy id ``"crossencoder"``) after the taxonomy's rows (one a class). Pure: nothing
     is encoded or indexed here. ``kind``: the run's kind (default: the diagnosis's), which picks each
@@ -467,7 +467,7 @@ def prove_remedies(
     metric_name = expand_metrics([metric], [k])[0] if metric else hit_name
     names = list(dict.fromkeys([hit_name, metric_name]))
     base = evaluate(ds.qrels, run, names).per_query
-    depth = diagnosis.thresholds.near_miss_factor * k
+    depth = diagnosis.thresholds.near_miss_depth(k)
     builders = _builders(
         run,
         space,
