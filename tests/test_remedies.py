@@ -12,8 +12,9 @@ from diagnose.data import DataError, Dataset, Qrels, Run
 from diagnose.embed import KeywordEncoder
 from diagnose.failures import CLASSES, Calibration, Diagnosis, Failure, Thresholds, diagnose_run
 from diagnose.search import baselines as bl
+from diagnose.search.rerank import cosine_rerank
 from diagnose.search.space import VectorSpace
-from diagnose.whatif.remedies import TABLE_COLUMNS, cosine_rerank, prove_remedies
+from diagnose.whatif.remedies import TABLE_COLUMNS, prove_remedies
 
 DEMO = Path(__file__).resolve().parents[1] / "demo_corpus"
 CAL = Calibration("fake", seed=0.75, calibrated=0.5, percentile=10, n_pairs=10, fallback=False)
@@ -563,3 +564,59 @@ def test_the_baselines_passes_give_the_diagnosis_its_ranks(tmp_path, monkeypatch
     # the demo has both cases the ranks must carry: a BM25 score of 0 (no rank) and a dense tie range
     assert any(f.bm25_score == 0 and f.bm25_rank is None for f in shared.failures)
     assert any(f.dense_rank_worst > f.dense_rank for f in shared.failures if f.dense_rank is not None)
+
+
+def _named_remedies() -> list[tuple[str, str, str]]:
+    """(remedy id, class, run kind) for every remedy a class record names, its by_kind variants included."""
+    from diagnose.failures import FAILURE_CLASSES
+
+    named = [(c.remedy.id, c.id, "dense") for c in FAILURE_CLASSES]
+    named += [(v.remedy.id, c.id, kind) for c in FAILURE_CLASSES for kind, v in c.by_kind.items() if v.remedy]
+    return named
+
+
+def test_every_remedy_a_class_names_is_a_record_of_the_registry():
+    from diagnose.whatif.registry import COSTS, NOT_RUN, REMEDIES
+
+    for rid, cls, kind in _named_remedies():
+        assert rid in REMEDIES, f"{cls} ({kind}) names {rid!r}, which the registry does not hold"
+    for spec in REMEDIES.values():
+        assert spec.cost in COSTS
+        # a remedy that runs needs an input and says why it cannot run without it; one that runs nothing needs none
+        assert (bool(spec.needs) and bool(spec.missing)) if spec.runs else not spec.needs
+    # judge and none run nothing (the two copies of ("judge", "none") are this one view); finetune runs elsewhere
+    assert set(NOT_RUN) == {"judge", "none", "finetune"}
+    assert REMEDIES["judge"].cost == "judging" and REMEDIES["finetune"].cost == "training"
+
+
+@pytest.mark.parametrize(
+    "rid", sorted({rid for rid, _, _ in _named_remedies() if rid not in ("judge", "none")})
+)
+def test_each_remedy_says_its_own_message_when_its_input_is_missing(rid):
+    from diagnose.whatif.registry import REMEDIES
+
+    # one failed query q1 (target t1, missed at k = 1) in the first class that names rid; every input given but
+    # the ones rid needs: its row is not tried and its note is the record's message; with them, it is measured
+    spec = REMEDIES[rid]
+    _, cls, kind = next(n for n in _named_remedies() if n[0] == rid)
+    ds = Dataset(qrels=qrels_of({"q1": {"t1": 1}}))
+    run = run_of("run", {"q1": ["a", "t1"]})
+    other = run_of("other", {"q1": ["t1", "a"]})
+    space = keyword_space({"a": "alpha", "t1": "target words"}, {"q1": "target words"})
+    inputs = {
+        "space": space,
+        "bm25_run": other,
+        "dense_run": other,
+        "hybrid_run": other,
+        "unfiltered_run": other,
+        "merged_run": other,
+        "passage_run": lambda: other,
+    }
+    diag = diagnosis_of(run, [failure("q1", "t1", cls)], 1)
+    without = {n: v for n, v in inputs.items() if n not in spec.needs}
+    row = prove_remedies(ds, run, diag, kind=kind, **without).row(cls)
+    assert row.remedy_id == rid and not row.available and row.note == spec.missing and row.recovered is None
+    # every input given: measured (the run "other" has t1 first, so q1 is recovered by every remedy but the
+    # rerank, which reorders the run's own top 3: t1 shares both words with q1, a none -> t1 first too)
+    row = prove_remedies(ds, run, diag, kind=kind, **inputs).row(cls)
+    assert row.available and row.note == "" and row.recovered == 1
