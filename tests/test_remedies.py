@@ -620,3 +620,45 @@ def test_each_remedy_says_its_own_message_when_its_input_is_missing(rid):
     # rerank, which reorders the run's own top 3: t1 shares both words with q1, a none -> t1 first too)
     row = prove_remedies(ds, run, diag, kind=kind, **inputs).row(cls)
     assert row.available and row.note == "" and row.recovered == 1
+
+
+def test_the_remedy_matrix_depends_on_its_arguments_not_on_the_call_order(tmp_path):
+    """The finetune column comes from the result given, never from what ran before: with and without it, in either
+    order, on two analyses, the same matrices."""
+    from dataclasses import replace
+
+    from diagnose.analysis import Analysis
+    from diagnose.data import DataError
+    from diagnose.io import load_dataset
+    from diagnose.whatif.finetune import FinetuneResult
+    from diagnose.whatif.finetune.result import Cost
+
+    ds = load_dataset(data_dir=DEMO, runs=[DEMO / "runs" / "ann_minilm.trec"])
+    cost = Cost(1, 1, 1, 1.0, 1, "cpu", False)
+
+    def result(
+        run,
+    ):  # a fine-tuning result whose tuned run is ``run`` (no training: the matrix reads the run)
+        return FinetuneResult({}, {}, [], None, "", 0, 0.0, {}, {}, "folds", 0, cost, run=run)
+
+    first = Analysis(ds, encoder=KeywordEncoder(), cache_dir=tmp_path)
+    # the tuned run stands in as the dense baseline itself, so its column must equal the dense column, cell by cell
+    tuned = result(replace(first.baseline("dense"), name="finetuned"))
+    plain = first.remedy_matrix("ann_minilm")
+    with_ft = first.remedy_matrix("ann_minilm", finetune=tuned)
+    again = first.remedy_matrix("ann_minilm")
+    assert "finetune" not in plain.remedy_ids and "finetune" not in again.remedy_ids
+    assert again.to_dict() == plain.to_dict() and again.own == plain.own
+    assert with_ft.remedy_ids == (*plain.remedy_ids, "finetune")
+    assert with_ft.remedy_texts["finetune"] == "the fine-tuned model (folds)"
+    assert all(with_ft.cell(c, "finetune") == with_ft.cell(c, "dense") for c in with_ft.classes)
+    assert {c: with_ft.own[c] for c in with_ft.classes if c == "semantic_gap"} == {
+        c: "finetune" for c in with_ft.classes if c == "semantic_gap"
+    }
+    # the other order, on a fresh analysis: the result first, then without it
+    second = Analysis(ds, encoder=KeywordEncoder(), cache_dir=tmp_path)
+    assert second.remedy_matrix("ann_minilm", finetune=tuned).to_dict() == with_ft.to_dict()
+    assert second.remedy_matrix("ann_minilm").to_dict() == plain.to_dict()
+    with pytest.raises(DataError) as e:
+        second.remedy_matrix("ann_minilm", finetune=result(None))
+    assert e.value.param == "finetune"

@@ -282,24 +282,37 @@ class Evidence(Chunked):
         k: int | None = None,
         failure: str | None = None,
         cross_encoder: str | None = None,
+        finetune: FinetuneResult | None = None,
     ) -> RemedyMatrix:
         """Every offline remedy of :meth:`remedies` (the same remedied runs, reused) applied to the failures of every
         class (:mod:`diagnose.whatif.matrix`): per class and remedy, how many of the class's failed queries (missed
-        pairs with ``failure="recall"``) it recovers at k. Its diagonal is :meth:`remedies`' ``recovered``."""
+        pairs with ``failure="recall"``) it recovers at k. Its diagonal is :meth:`remedies`' ``recovered``.
+
+        ``finetune``: a result of :meth:`finetune` on this analysis; its tuned run is one more column, ``finetune``,
+        the own remedy of the classes whose record names it (semantic_gap). The matrix depends on its arguments only:
+        without ``finetune`` it has no such column, whatever ran before. Memoised by its arguments; with ``finetune``
+        it is built on each call (from the memoised remedies and diagnosis: the tuned run's hits only)."""
         from diagnose.whatif.matrix import remedy_matrix
 
         name = self._run_name(run)
         k = self._k(k)
         mode = self._mode(failure)
+        if finetune is not None and getattr(finetune, "run", None) is None:
+            raise param_error(
+                "finetune",
+                "finetune must be the result of Analysis.finetune (it holds the tuned run it measured).",
+            )
 
         def build() -> RemedyMatrix:
             rem = self.remedies(name, k=k, failure=mode, cross_encoder=cross_encoder)
-            tuned = self._memo.get(("finetune", "last"))  # a finetune column once Analysis.finetune has run
-            extra = {"finetune": (f"the fine-tuned model ({tuned[1].mode})", tuned[0])} if tuned else None
-            return remedy_matrix(self.dataset.qrels, self.diagnosis(name, k=k, failure=mode), rem, extra)
+            tuned = (
+                {"finetune": (f"the fine-tuned model ({finetune.mode})", finetune.run)} if finetune else None
+            )
+            return remedy_matrix(self.dataset.qrels, self.diagnosis(name, k=k, failure=mode), rem, tuned)
 
-        key = ("remedy_matrix", name, k, mode, cross_encoder, self._has(("finetune", "last")))
-        return self._cached(key, build)
+        if finetune is not None:
+            return build()
+        return self._cached(("remedy_matrix", name, k, mode, cross_encoder), build)
 
     def ann_frontier(
         self, run: str | None = None, k: int | None = None, settings: Sequence[AnnSetting] | None = None
