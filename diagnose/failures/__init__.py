@@ -12,9 +12,10 @@ One question a file:
 
 - :mod:`~diagnose.failures.classes`: one :class:`FailureClass` record per class (label, legend, colour, rule and
   advice in words, recommendation, remedy, evidence sentence) in :data:`FAILURE_CLASSES`, and the views
-  :data:`CLASSES`, :data:`CLASS_LABELS`, :data:`RECOMMENDATIONS`. Open it to add a failure class.
-- :mod:`~diagnose.failures.taxonomy`: :class:`Thresholds`, :func:`classify` (the rules, in the records' order), each
-  failure's evidence sentence, :func:`class_table` (docs/taxonomy.md's table).
+  :data:`CLASSES`, :data:`CLASS_LABELS`. Open it to add a failure class.
+- :mod:`~diagnose.failures.taxonomy`: :class:`Thresholds` (the near-miss depth too), :class:`PairEvidence` (what the
+  rules read), :func:`classify` (the rules, in the records' order), each failure's evidence sentence, the
+  recommendations (:data:`RECOMMENDATIONS`, :func:`recommendation`), :func:`class_table` (docs/taxonomy.md's table).
 - :mod:`~diagnose.failures.evidence`: one (query, target) pair: the :class:`Failure` and :class:`Competitor`
   records, how each piece of evidence is computed, :func:`sort_worst`, :func:`worst_queries`.
 - :mod:`~diagnose.failures.kind`: the run's kind (dense, lexical, hybrid, unknown), given or inferred
@@ -51,6 +52,7 @@ from diagnose.failures.kind import RUN_KINDS, RunKind, infer_run_kind
 from diagnose.failures.taxonomy import (
     RECOMMENDATIONS,
     FailureMode,
+    PairEvidence,
     Thresholds,
     class_table,
     classify,
@@ -75,6 +77,7 @@ __all__ = [
     "FailureMode",
     "Hubness",
     "LabelNoise",
+    "PairEvidence",
     "RunKind",
     "Remedy",
     "Thresholds",

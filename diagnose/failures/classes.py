@@ -4,8 +4,10 @@ the advice in words, the recommendation, the remedy, the evidence sentence).
 
 Open this file to add a failure class: write its record here, at its place in the rule order, and its rule in
 :func:`diagnose.failures.taxonomy.classify` at the same place (the n-th rule of ``classify`` returns the n-th
-record's id; ``tests/test_failures.py`` checks the two orders agree). Its remedy code, when it has a new one, goes in
-:mod:`diagnose.whatif.remedies` under the record's ``remedy.id``. Everything else follows from the record: the ids, labels
+record's id; ``tests/test_failures.py`` checks the two orders agree); a new input of the rule is a field of the
+evidence record it reads (:class:`diagnose.failures.taxonomy.PairEvidence`, computed in
+:mod:`diagnose.failures.evidence`). Its remedy, when it has a new one, is a record of
+:data:`diagnose.whatif.registry.REMEDIES` under the record's ``remedy.id``. Everything else follows from the record: the ids, labels
 and recommendations (:data:`CLASSES`, :data:`CLASS_LABELS`, :data:`~diagnose.failures.taxonomy.RECOMMENDATIONS`), the charts' colours and
 legends (:mod:`diagnose.charts.palette`), the remedy table (:mod:`diagnose.whatif.remedies`), the evidence sentence
 (:func:`diagnose.failures.taxonomy.evidence_sentence`) and the class table of docs/taxonomy.md

@@ -32,6 +32,7 @@ from diagnose.failures.golden import normalise_text
 from diagnose.failures.passages import PassageMatch
 from diagnose.failures.split import split_targets
 from diagnose.failures.taxonomy import (
+    EVIDENCE_FIELDS,
     PairEvidence,
     Thresholds,
     classify,
@@ -355,7 +356,7 @@ def _pair(
     ev = PairEvidence(
         doc_id=d,
         k=k,
-        near_hi=thresholds.near_miss_depth(k),
+        in_corpus=in_corpus,
         run_rank=ranked.index(d) + 1 if d in ranked else None,
         run_depth=len(ranked),
         dense_rank=dense_best,
@@ -378,18 +379,9 @@ def _pair(
     return ev, lex, competitors
 
 
-# the Failure fields read from the pair's evidence as they are (the lexical ones come from _Lexical)
-_FROM_PAIR = (
-    "doc_id",
-    "cosine",
-    "run_rank",
-    "run_depth",
-    "dense_rank",
-    "dense_rank_worst",
-    "duplicate_doc_id",
-    "duplicate_cosine",
-    "split_cosine",
-)
+# the Failure fields the pair's evidence holds under the same name, copied as they are (the lexical ones, which the
+# evidence holds too, come with the terms from _Lexical)
+_FROM_EVIDENCE = tuple(n for n in _FAILURE_FIELDS if n in EVIDENCE_FIELDS and n not in _Lexical._fields)
 
 
 def build_failure(
@@ -409,7 +401,7 @@ def build_failure(
     ev, lex, competitors = _pair(
         look, bm25, q, d, k=k, thresholds=thresholds, calibrated=calibrated, passage=passage
     )
-    cls = _classify(ev, d in look.corpus_row, thresholds)
+    cls = classify(ev, thresholds)
     kth = competitors[k - 1].cosine_query if len(competitors) >= k else None
     return Failure(
         query_id=q,
@@ -420,10 +412,10 @@ def build_failure(
         margin=(kth - ev.cosine) if kth is not None and ev.cosine is not None else None,
         seed_verdict=seed_rule(ev.cosine, thresholds.seed_cosine),
         calibrated_verdict=seed_rule(ev.cosine, calibrated),
-        evidence=evidence_sentence(cls, ev),
+        evidence=evidence_sentence(cls, ev, thresholds),
         recommendation=recommendation(cls, look.kind, thresholds),
         top_retrieved=tuple(competitors),
-        **{f: getattr(ev, f) for f in _FROM_PAIR},
+        **{f: getattr(ev, f) for f in _FROM_EVIDENCE},
         **lex._asdict(),
         **_passage_fields(passage),
     )
@@ -433,26 +425,3 @@ def _passage_fields(p: PassageMatch | None) -> dict:
     """The :class:`Failure` fields of the target's window and best passage (None without a known window)."""
     names = ("window_tokens", "target_tokens", "passage_offset", "passage_cosine", "passage_text")
     return {n: getattr(p, n) for n in (*names, "passage_char", "window_char")} if p is not None else {}
-
-
-def _classify(e: PairEvidence, in_corpus: bool, thresholds: Thresholds) -> str:
-    """:func:`~diagnose.failures.taxonomy.classify` on one pair's evidence."""
-    return classify(
-        in_corpus=in_corpus,
-        duplicate=e.duplicate_doc_id is not None,
-        run_rank=e.run_rank,
-        dense_rank=e.dense_rank,
-        bm25_rank=e.bm25_rank,
-        cosine=e.cosine,
-        overlap=e.overlap,
-        k=e.k,
-        calibrated=e.calibrated,
-        thresholds=thresholds,
-        dense_rank_worst=e.dense_rank_worst,
-        bm25_rank_worst=e.bm25_rank_worst,
-        kind=e.kind,
-        filtered_out=e.filtered_out,
-        split=e.split_share is not None,
-        passage=e.passage,
-        split_cosine=e.split_cosine,
-    )
