@@ -10,7 +10,15 @@ import pytest
 
 from diagnose.data import DataError, Dataset, Qrels, Run
 from diagnose.embed import KeywordEncoder
-from diagnose.failures import CLASSES, Calibration, Diagnosis, Failure, Thresholds, diagnose_run
+from diagnose.failures import (
+    CLASSES,
+    Calibration,
+    Diagnosis,
+    EvidenceSources,
+    Failure,
+    Thresholds,
+    diagnose_run,
+)
 from diagnose.search import baselines as bl
 from diagnose.search.rerank import cosine_rerank
 from diagnose.search.space import VectorSpace
@@ -556,7 +564,7 @@ def test_the_baselines_passes_give_the_diagnosis_its_ranks(tmp_path, monkeypatch
         assert calls == []  # every rank came from the baselines' passes
         alone = diagnose_run(
             ds, ds.runs["ann_minilm"], analysis.space, analysis.bm25, k=analysis.k, mode=mode,
-            thresholds=analysis.thresholds, kind=shared.run_kind,
+            thresholds=analysis.thresholds, sources=EvidenceSources(kind=shared.run_kind),
         )  # fmt: skip
     assert "dense" in calls and "bm25" in calls  # made from scratch: the diagnosis' own passes
     assert len(shared.failures) == len(alone.failures) > 0

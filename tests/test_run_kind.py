@@ -17,6 +17,7 @@ from diagnose.embed import KeywordEncoder
 from diagnose.failures import (
     CLASS_BY_ID,
     RECOMMENDATIONS,
+    EvidenceSources,
     PairEvidence,
     RunKind,
     classify,
@@ -130,7 +131,7 @@ def test_a_lexical_diagnosis_words_its_classes_for_a_lexical_run():
         "credential recovery", "forgot password", [1.0, 1.0, 0.0, 0.0], target_vec=(0.6, 0.8, 0)
     )
     kind = RunKind("lexical", "given")
-    d = diagnose_run(ds, run, space, bm25, k=K, calibration=CAL, kind=kind)
+    d = diagnose_run(ds, run, space, bm25, k=K, calibration=CAL, sources=EvidenceSources(kind=kind))
     (f,) = d.failures
     assert f.cls == "vocabulary_mismatch" and f.recommendation == recommendation(
         "vocabulary_mismatch", "lexical"

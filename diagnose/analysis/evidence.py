@@ -44,7 +44,7 @@ class Evidence(Chunked):
     ) -> Diagnosis:
         """The :class:`~diagnose.failures.Diagnosis` of a run: every failed (query, relevant document) pair with
         its evidence, class and recommendation."""
-        from diagnose.failures import diagnose_run
+        from diagnose.failures import EvidenceSources, diagnose_run
 
         name = self._run_name(run)
         k = self._k(k)
@@ -65,11 +65,13 @@ class Evidence(Chunked):
                 k=k,
                 mode=mode,
                 thresholds=self.thresholds,
-                kind=kind,
-                passages=self.passages,
-                filters=self.filters,
-                known=known,
-                split_cosines=self._split_cosines(),
+                sources=EvidenceSources(
+                    kind=kind,
+                    filters=self.filters,
+                    known=known,
+                    passages=self.passages,
+                    split_cosines=self._split_cosines(),
+                ),
             )
 
         return self._cached(("diagnosis", name, k, mode), build)

@@ -29,7 +29,8 @@ from diagnose.data import Corpus, Dataset, Run
 from diagnose.embed import dense_rank_range
 from diagnose.failures.classes import CLASS_LABELS
 from diagnose.failures.golden import normalise_text
-from diagnose.failures.passages import PassageMatch
+from diagnose.failures.kind import RunKind
+from diagnose.failures.passages import PassageMatch, PassageScorer
 from diagnose.failures.split import split_targets
 from diagnose.failures.taxonomy import (
     EVIDENCE_FIELDS,
@@ -170,6 +171,31 @@ class KnownRanks(NamedTuple):
     bm25: dict[tuple[str, str], tuple[int | None, int | None, float]] | None = None
 
 
+class EvidenceSources(NamedTuple):
+    """What the failed pairs' evidence is read from beside the data, the vectors and BM25
+    (:func:`diagnose.failures.diagnose_run`). Each is optional: unknown, the rules that read it are not used. A rule
+    that needs a new kind of input adds it here, its field in :class:`~diagnose.failures.taxonomy.PairEvidence`
+    (computed in :func:`build_failure` from it) and the rule; nothing in between is written again.
+
+    - ``kind``: the run's kind (:class:`~diagnose.failures.kind.RunKind`; unknown is read as dense), which the rules,
+      sentences and recommendations follow.
+    - ``filters``: the per-query metadata filters (:mod:`diagnose.io.filters`): a target its query's filter excludes
+      is ``filtered_out``.
+    - ``known``: the failed pairs' dense and BM25 ranks when computed with the baselines (:class:`KnownRanks`).
+    - ``passages``: the model's window and each target's passages
+      (:class:`~diagnose.failures.passages.PassageScorer`; None: the window is unknown, the window fields stay None,
+      the truncated and diluted rules are not used).
+    - ``split_cosines``: a chunk corpus' split targets' window cosines
+      (:func:`diagnose.failures.split.split_window_cosines`), which the split rule reads; None: the rule is not used.
+    """
+
+    kind: RunKind = RunKind()
+    filters: QueryFilters | None = None
+    known: KnownRanks | None = None
+    passages: PassageScorer | None = None
+    split_cosines: Mapping[tuple[str, str], float] | None = None
+
+
 @dataclass
 class _Lookups:
     """What every pair of one run reads, computed once per run (:func:`lookups`)."""
@@ -183,13 +209,12 @@ class _Lookups:
     dense: dict[tuple[str, str], tuple[int, int]]
     target_stems: dict[str, set[str]]
     norm_cache: dict[str, str] = field(default_factory=dict)
-    kind: str = "unknown"  # the run's kind (diagnose.failures.kind)
-    filters: QueryFilters | None = None  # the per-query metadata filters (diagnose.io.filters), when given
+    sources: EvidenceSources = (
+        EvidenceSources()
+    )  # the run's kind, the filters, the passages, the split windows
     split: dict[tuple[str, str], float] = field(
         default_factory=dict
     )  # split targets (diagnose.failures.split)
-    # (query, split target) -> the query's cosine with the target's window (diagnose.failures.split.split_window_cosines)
-    split_cosines: Mapping[tuple[str, str], float] = field(default_factory=dict)
     # (best, worst, score) of pairs scored with the BM25 baseline, in the same pass (BM25Index.to_run_ranked)
     bm25_known: dict[tuple[str, str], tuple[int | None, int | None, float]] = field(default_factory=dict)
 
@@ -204,14 +229,11 @@ def lookups(
     run: Run,
     space: VectorSpace,
     pairs: list[tuple[str, str, int]],
-    kind: str = "unknown",
-    filters: QueryFilters | None = None,
-    known: KnownRanks | None = None,
-    split_cosines: Mapping[tuple[str, str], float] | None = None,
+    sources: EvidenceSources = EvidenceSources(),  # noqa: B008 - immutable
 ) -> _Lookups:
-    """What every pair reads; ``known``: ranks already computed with the baselines (:class:`KnownRanks`);
-    ``split_cosines``: the split targets' window cosines (:func:`diagnose.failures.split.split_window_cosines`)."""
-
+    """What every pair reads; ``sources``: the run's kind, the filters, the ranks already computed with the
+    baselines, the split windows (:class:`EvidenceSources`)."""
+    known = sources.known
     corpus_row = ds.corpus.index_of()
     targets = list(dict.fromkeys(d for _, d, _ in pairs if d in corpus_row))
     # one tokenize() call for every target: each distinct word is stemmed once; only the targets' texts are built
@@ -230,10 +252,8 @@ def lookups(
             else _dense_ranks(space, [(q, d) for q, d, _ in pairs if d in corpus_row])
         ),
         target_stems=target_stems,
-        kind=kind,
-        filters=filters,
+        sources=sources,
         split=split_targets(ds.qrels, ds.corpus),
-        split_cosines=split_cosines or {},
         bm25_known=known.bm25 if known is not None and known.bm25 is not None else {},
     )
 
@@ -352,7 +372,8 @@ def _pair(
         dup_id, dup_cos = _duplicate(look, competitors[:k], d, qg, thresholds.duplicate_cosine)
         lex = _lexical(look, bm25, q, d, text)
     dense_best, dense_worst = look.dense.get((q, d), (None, None))
-    filtered = in_corpus and look.filters is not None and look.filters.excludes(q, d)
+    src = look.sources
+    filtered = in_corpus and src.filters is not None and src.filters.excludes(q, d)
     ev = PairEvidence(
         doc_id=d,
         k=k,
@@ -369,12 +390,12 @@ def _pair(
         dense_rank_worst=dense_worst,
         bm25_rank_worst=lex.bm25_rank_worst,
         bm25_score=lex.bm25_score,
-        kind=look.kind,
+        kind=src.kind.kind,
         filtered_out=filtered,
-        filter_why=look.filters.why(q, d) if filtered else "",
+        filter_why=src.filters.why(q, d) if filtered else "",
         split_share=look.split.get((q, d)),
         passage=passage,
-        split_cosine=look.split_cosines.get((q, d)) if (q, d) in look.split else None,
+        split_cosine=(src.split_cosines or {}).get((q, d)) if (q, d) in look.split else None,
     )
     return ev, lex, competitors
 
@@ -413,7 +434,7 @@ def build_failure(
         seed_verdict=seed_rule(ev.cosine, thresholds.seed_cosine),
         calibrated_verdict=seed_rule(ev.cosine, calibrated),
         evidence=evidence_sentence(cls, ev, thresholds),
-        recommendation=recommendation(cls, look.kind, thresholds),
+        recommendation=recommendation(cls, look.sources.kind.kind, thresholds),
         top_retrieved=tuple(competitors),
         **{f: getattr(ev, f) for f in _FROM_EVIDENCE},
         **lex._asdict(),
