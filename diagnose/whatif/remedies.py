@@ -27,9 +27,9 @@ cannot run, what it costs) is in :data:`diagnose.whatif.registry.REMEDIES`; what
 ``hybrid``        reciprocal rank fusion (k=60, :func:`diagnose.search.fusion.rrf`) of the run and BM25
 ``dense``         exact dense search with the embedding model (the dense baseline run replaces the run)
 ``rerank``        the run's top ``near_miss_depth(k)`` (the diagnosis's :class:`~diagnose.failures.Thresholds`: the
-                  depth of the near-miss rule) reranked by exact cosine (:func:`diagnose.search.rerank.cosine_rerank`): for ``near_miss``,
-                  and for ``ranking_failure`` (the target is findable; the rerank tests whether the model would put
-                  it higher than the run did)
+                  depth of the near-miss rule) reranked by exact cosine (:func:`diagnose.search.rerank.cosine_rerank`):
+                  for ``near_miss``, and for ``ranking_failure`` (the target is findable; the rerank tests whether
+                  the model would put it higher than the run did)
 ``unfiltered``    the unfiltered search, for ``filtered_out``: exact dense search over the whole corpus, without
                   the metadata filter (``unfiltered_run``, the dense baseline); measured only when a filter is given
 ``merge``         a chunk corpus with offsets: every chunk scored by the best cosine of itself and of the windows
