@@ -17,7 +17,7 @@ import diagnose
 from diagnose.cli import main
 from diagnose.data import ChunkMap, DataError, Qrels, Run, Span
 from diagnose.embed import KeywordEncoder
-from diagnose.failures import Thresholds, classify
+from diagnose.failures import PairEvidence, Thresholds, classify
 from diagnose.failures.split import split_targets, split_windows
 from diagnose.io.chunks import CHUNK_SHARE, document_qrels
 from diagnose.search.documents import document_run
@@ -248,7 +248,6 @@ def test_split_windows_join_the_target_with_the_neighbours_holding_the_rest():
 
 def test_classify_split_comes_after_label_gap_and_before_near_miss():
     common = dict(
-        in_corpus=True,
         run_rank=12,
         dense_rank=1,
         bm25_rank=1,
@@ -257,20 +256,23 @@ def test_classify_split_comes_after_label_gap_and_before_near_miss():
         k=10,
         calibrated=0.5,
     )
-    assert classify(duplicate=False, split=True, split_cosine=0.6, **common) == "split"
-    assert classify(duplicate=True, split=True, split_cosine=0.6, **common) == "label_gap"
-    assert classify(duplicate=False, split=False, **common) == "near_miss"  # rank 12 in k+1..3k
+    assert classify(PairEvidence(split_share=0.6, split_cosine=0.6, **common)) == "split"
+    assert (
+        classify(PairEvidence(duplicate_doc_id="d", split_share=0.6, split_cosine=0.6, **common))
+        == "label_gap"
+    )
+    assert classify(PairEvidence(**common)) == "near_miss"  # rank 12 in k+1..3k
 
 
 def test_classify_split_needs_the_window_to_reach_the_calibrated_threshold():
-    common = dict(
-        in_corpus=True, duplicate=False, run_rank=12, dense_rank=1, bm25_rank=1, cosine=0.9, overlap=1.0
-    )
-    common |= dict(k=10, calibrated=0.5, split=True)
-    assert classify(split_cosine=0.5, **common) == "split"  # at the threshold: merged, the answer is findable
+    common = dict(run_rank=12, dense_rank=1, bm25_rank=1, cosine=0.9, overlap=1.0)
+    common |= dict(k=10, calibrated=0.5, split_share=0.6)
+    assert (
+        classify(PairEvidence(split_cosine=0.5, **common)) == "split"
+    )  # at the threshold: merged, it is found
     # below it, or unknown (no model to encode the window): the split is not why it failed, the next rule decides
-    assert classify(split_cosine=0.49, **common) == "near_miss"
-    assert classify(split_cosine=None, **common) == "near_miss"
+    assert classify(PairEvidence(split_cosine=0.49, **common)) == "near_miss"
+    assert classify(PairEvidence(split_cosine=None, **common)) == "near_miss"
 
 
 # The window of d1#0 and d1#1 (text[0:65], no title), which holds q2's span text[19:41] whole; with the keyword encoder

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from diagnose import embed
-from diagnose.failures import CLASSES, diagnose_run, find_label_noise, hubness
+from diagnose.failures import CLASSES, EvidenceSources, diagnose_run, find_label_noise, hubness
 from diagnose.failures.passages import PassageScorer, maxsim_run, model_window
 from diagnose.io import load_dataset
 from diagnose.lexical import BM25Index
@@ -39,7 +39,13 @@ def demo_diagnosis(model_cache):
     space = VectorSpace.build(ds, ds.qrels.queries_with_relevant(), encoder=encoder, cache_dir=tmp_path)
     bm25 = BM25Index.build(ds.corpus.texts(), list(ds.corpus.ids))
     passages = PassageScorer(ds, encoder, model_window(encoder), cache_dir=tmp_path)
-    return ds, run, space, passages, diagnose_run(ds, run, space, bm25, k=10, passages=passages)
+    return (
+        ds,
+        run,
+        space,
+        passages,
+        diagnose_run(ds, run, space, bm25, k=10, sources=EvidenceSources(passages=passages)),
+    )
 
 
 @pytest.mark.real_model

@@ -21,16 +21,20 @@ from diagnose.failures import (
     FAILURE_CLASSES,
     RECOMMENDATIONS,
     Calibration,
+    PairEvidence,
     Thresholds,
     calibrate,
+    class_table,
     classify,
     diagnose_run,
     failed_pairs,
     find_label_noise,
     hubness,
     normalise_text,
+    recommendation,
     within,
 )
+from diagnose.failures.passages import PassageMatch
 from diagnose.search.space import VectorSpace
 
 K = 2
@@ -246,12 +250,12 @@ def test_ranking_failure():
 
 def test_first_rule_wins_order():
     # a document that is both a near miss and findable by exact search is a near miss (rule 3 before rule 4)
-    common = dict(in_corpus=True, duplicate=False, bm25_rank=1, cosine=0.9, overlap=1.0, k=10, calibrated=0.5)
-    assert classify(run_rank=15, dense_rank=1, **common) == "near_miss"
-    assert classify(run_rank=31, dense_rank=1, **common) == "index_gap"  # 31 > 3k
-    assert classify(run_rank=31, dense_rank=11, **common) == "ranking_failure"
-    assert classify(run_rank=None, dense_rank=None, **{**common, "in_corpus": False}) == "missing_document"
-    assert classify(run_rank=15, dense_rank=1, **{**common, "duplicate": True}) == "label_gap"
+    common = dict(bm25_rank=1, cosine=0.9, overlap=1.0, k=10, calibrated=0.5)
+    assert classify(PairEvidence(run_rank=15, dense_rank=1, **common)) == "near_miss"
+    assert classify(PairEvidence(run_rank=31, dense_rank=1, **common)) == "index_gap"  # 31 > 3k
+    assert classify(PairEvidence(run_rank=31, dense_rank=11, **common)) == "ranking_failure"
+    assert classify(PairEvidence(in_corpus=False, **common)) == "missing_document"
+    assert classify(PairEvidence(run_rank=15, dense_rank=1, duplicate_doc_id="d", **common)) == "label_gap"
 
 
 def test_zero_bm25_score_has_no_rank_and_no_longer_makes_a_ranking_failure():
@@ -312,19 +316,17 @@ def test_dense_rank_is_a_tie_range_and_index_gap_needs_the_whole_group(copies, w
 
 def test_classify_reads_the_worst_rank():
     # k = 10; cos 0.9 >= 0.5: only the ranks decide. A group 8..12 straddles k: not within it.
-    common = dict(
-        in_corpus=True, duplicate=False, run_rank=None, cosine=0.9, overlap=1.0, k=10, calibrated=0.5
-    )
-    assert classify(dense_rank=8, dense_rank_worst=10, bm25_rank=None, **common) == "index_gap"
-    assert classify(dense_rank=8, dense_rank_worst=12, bm25_rank=None, **common) == "semantic_gap"
-    assert classify(dense_rank=8, dense_rank_worst=12, bm25_rank=3, bm25_rank_worst=10, **common) == (
-        "ranking_failure"
-    )
-    assert classify(dense_rank=8, dense_rank_worst=12, bm25_rank=3, bm25_rank_worst=11, **common) == (
-        "semantic_gap"
-    )
+    common = dict(run_rank=None, cosine=0.9, overlap=1.0, k=10, calibrated=0.5)
+    assert classify(PairEvidence(dense_rank=8, dense_rank_worst=10, **common)) == "index_gap"
+    assert classify(PairEvidence(dense_rank=8, dense_rank_worst=12, **common)) == "semantic_gap"
+    assert classify(
+        PairEvidence(dense_rank=8, dense_rank_worst=12, bm25_rank=3, bm25_rank_worst=10, **common)
+    ) == ("ranking_failure")
+    assert classify(
+        PairEvidence(dense_rank=8, dense_rank_worst=12, bm25_rank=3, bm25_rank_worst=11, **common)
+    ) == ("semantic_gap")
     # no worst given: no tie, the best rank decides (the API before tie ranges)
-    assert classify(dense_rank=8, bm25_rank=None, **common) == "index_gap"
+    assert classify(PairEvidence(dense_rank=8, **common)) == "index_gap"
     assert within(8, None, 10) and not within(None, None, 10) and not within(1, 11, 10)
 
 
@@ -339,10 +341,85 @@ def test_the_views_follow_the_records():
     assert list(CLASS_LABELS) == list(CLASSES) and list(RECOMMENDATIONS) == list(CLASSES)
     for c in FAILURE_CLASSES:
         assert CLASS_BY_ID[c.id] is c
-        assert CLASS_LABELS[c.id] == c.label and RECOMMENDATIONS[c.id] == c.recommendation
+        assert CLASS_LABELS[c.id] == c.label and RECOMMENDATIONS[c.id] == c.recommendation.format(
+            near_miss_factor=3
+        )
         # the legend is the label with what it means in brackets
         assert c.legend.startswith(c.label + " (") and c.legend.endswith(")")
         assert c.rule and c.what_to_do and c.evidence and c.remedy.id and c.remedy.text
+
+
+def test_thresholds_own_the_near_miss_depth_and_the_texts_say_it():
+    # near_miss_factor 3 at k=10: 3 * 10 = 30; factor 5 at k=4: 20
+    assert Thresholds().near_miss_depth(10) == 30 and Thresholds(near_miss_factor=5).near_miss_depth(4) == 20
+    # the default texts say "top 3k"; with factor 5 the same sentences say "top 5k", never "3k"
+    assert "over the top 3k candidates" in recommendation("near_miss")
+    five = Thresholds(near_miss_factor=5)
+    assert "over the top 5k candidates" in recommendation("near_miss", thresholds=five)
+    for kind in ("lexical", "hybrid"):
+        assert "top 3k" in recommendation("index_gap", kind)
+        text = recommendation("index_gap", kind, five)
+        assert "top 5k" in text and "3k" not in text
+    # the table of classes formats the rules with the same values: near_miss' rule is "k+1 … 5k"
+    assert "k+1 … 5k" in class_table(five) and "k+1 … 3k" in class_table()
+
+
+# One hand-built evidence record per class, k = 10, calibrated threshold 0.5, default thresholds (near-miss depth
+# 3 x 10 = 30, min_overlap 0.2, diluted_margin 0.15); each record states only what its case needs.
+_WINDOW = dict(window_tokens=256, capacity=254, target_tokens=400, passage_text="p", passage_char=1200)
+EVIDENCE_PER_CLASS = {
+    "missing_document": dict(in_corpus=False),
+    "filtered_out": dict(filtered_out=True, filter_why="tenant = 'b' (the document has 'a')"),
+    "label_gap": dict(duplicate_doc_id="dup", duplicate_cosine=0.97),
+    # the window of the split target and its neighbour: 0.55 >= 0.5
+    "split": dict(split_share=0.6, split_cosine=0.55),
+    # the best passage starts at token 300 >= 254 (the window less 2 special tokens); whole 0.1 < 0.5 <= 0.6
+    "truncated": dict(
+        passage=PassageMatch(
+            passage_offset=300,
+            passage_cosine=0.6,
+            target_cosine=0.1,
+            first_good_offset=None,
+            window_char=1000,
+            **_WINDOW,
+        )  # fmt: skip
+    ),
+    # the passage at 100 < 254 is read; 0.6 >= 0.5 and 0.6 - 0.1 = 0.5 >= 0.15
+    "diluted": dict(
+        passage=PassageMatch(
+            passage_offset=100,
+            passage_cosine=0.6,
+            target_cosine=0.1,
+            first_good_offset=100,
+            window_char=None,
+            **_WINDOW,
+        )  # fmt: skip
+    ),
+    "near_miss": dict(run_rank=15, dense_rank=1, cosine=0.9),  # 10 < 15 <= 30
+    "index_gap": dict(
+        run_rank=None, dense_rank=3, cosine=0.9
+    ),  # exact search: 3 <= 10; the run: not retrieved
+    # cosine 0.2 < 0.5 and dense #40 > 10, while BM25 ranks it #2 <= 10
+    "vocabulary_mismatch": dict(dense_rank=40, bm25_rank=2, cosine=0.2, overlap=0.5),
+    # dense #40 and no BM25 rank; overlap 0.5 >= 0.2: the words are there, so not a mismatch
+    "semantic_gap": dict(dense_rank=40, bm25_rank=None, bm25_score=0.0, cosine=0.2, overlap=0.5),
+    # BM25 #3 <= 10, dense #12 > 10 with cosine 0.9 >= 0.5: findable, but outranked
+    "ranking_failure": dict(run_rank=None, dense_rank=12, bm25_rank=3, cosine=0.9, overlap=1.0),
+}
+
+
+@pytest.mark.parametrize("cls", CLASSES)
+def test_classify_reads_one_hand_built_evidence_record_per_class(cls):
+    from diagnose.failures.taxonomy import evidence_sentence
+
+    e = PairEvidence(doc_id="t", k=10, calibrated=0.5, run_depth=100, **EVIDENCE_PER_CLASS[cls])
+    assert classify(e, Thresholds()) == cls
+    sentence = evidence_sentence(cls, e)  # the record is also all the class's sentence reads
+    assert sentence.endswith(".") and "{" not in sentence
+
+
+def test_every_class_has_a_hand_built_evidence_record():
+    assert list(EVIDENCE_PER_CLASS) == list(CLASSES)
 
 
 def test_classify_rules_are_in_the_records_order():
@@ -365,13 +442,11 @@ def test_classify_rules_are_in_the_records_order():
 @pytest.mark.parametrize("cls", CLASSES)
 def test_every_class_has_an_evidence_sentence(cls):
     # every field a template may read: the pair's evidence (the window and best passage too), {base}, {ov}, {found}
-    from diagnose.failures.passages import PassageMatch
-    from diagnose.failures.taxonomy import PairEvidence, evidence_sentence
+    from diagnose.failures.taxonomy import evidence_sentence
 
     e = PairEvidence(
         doc_id="t",
         k=2,
-        near_hi=6,
         run_rank=4,
         run_depth=10,
         dense_rank=1,
@@ -383,7 +458,7 @@ def test_every_class_has_an_evidence_sentence(cls):
         duplicate_cosine=0.97,
         passage=PassageMatch(256, 254, 400, 300, 0.6, "p", 0.3, None, 1200, 1000),
     )
-    sentence = evidence_sentence(cls, e)
+    sentence = evidence_sentence(cls, e)  # near_hi: 3 x 2 = 6
     assert sentence.endswith(".") and "{" not in sentence
 
 

@@ -27,7 +27,7 @@ import pytest
 from diagnose.analysis import Analysis
 from diagnose.data import DataError, Run
 from diagnose.embed import KeywordEncoder
-from diagnose.failures import classify
+from diagnose.failures import PairEvidence, classify
 from diagnose.io import load_dataset
 from diagnose.io.filters import build_filters, field_filter, value_key
 from diagnose.whatif.filter_recall import apply_filter
@@ -91,12 +91,19 @@ def _analysis(folder: Path, tmp_path: Path, **kwargs) -> Analysis:
 
 def test_filtered_out_comes_right_after_missing_document():
     common = dict(
-        duplicate=True, run_rank=2, dense_rank=1, bm25_rank=1, cosine=0.9, overlap=1.0, k=1, calibrated=0.5
+        duplicate_doc_id="d",
+        run_rank=2,
+        dense_rank=1,
+        bm25_rank=1,
+        cosine=0.9,
+        overlap=1.0,
+        k=1,
+        calibrated=0.5,
     )
     # a duplicate near miss that exact search finds would be label_gap: the filter is asked first
-    assert classify(in_corpus=True, filtered_out=True, **common) == "filtered_out"
-    assert classify(in_corpus=True, filtered_out=False, **common) == "label_gap"
-    assert classify(in_corpus=False, filtered_out=True, **common) == "missing_document"
+    assert classify(PairEvidence(in_corpus=True, filtered_out=True, **common)) == "filtered_out"
+    assert classify(PairEvidence(in_corpus=True, filtered_out=False, **common)) == "label_gap"
+    assert classify(PairEvidence(in_corpus=False, filtered_out=True, **common)) == "missing_document"
 
 
 def test_the_field_match_makes_filtered_out_with_its_evidence(data, tmp_path):

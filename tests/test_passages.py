@@ -12,7 +12,7 @@ import pytest
 from diagnose import Analysis
 from diagnose.data import Corpus, Dataset, Qrels, Queries, Run
 from diagnose.embed import KeywordEncoder
-from diagnose.failures import Thresholds, classify
+from diagnose.failures import PairEvidence, Thresholds, classify
 from diagnose.failures.passages import (
     PassageMatch,
     PassageScorer,
@@ -73,8 +73,6 @@ def _match(offset: int, passage: float, whole: float, good: int | None = None) -
 
 
 COMMON = dict(
-    in_corpus=True,
-    duplicate=False,
     run_rank=None,
     dense_rank=50,
     bm25_rank=None,
@@ -101,16 +99,18 @@ COMMON = dict(
     ],
 )
 def test_truncated_and_diluted_rules(passage, expected):
-    assert classify(**COMMON, calibrated=0.5, passage=passage) == expected
+    assert classify(PairEvidence(**COMMON, calibrated=0.5, passage=passage)) == expected
 
 
 def test_label_gap_comes_first_and_the_margin_is_a_threshold():
     assert (
-        classify(**{**COMMON, "duplicate": True}, calibrated=0.5, passage=_match(300, 0.6, 0.1))
+        classify(PairEvidence(**COMMON, duplicate_doc_id="d", calibrated=0.5, passage=_match(300, 0.6, 0.1)))
         == "label_gap"
     )
     loose = Thresholds(diluted_margin=0.1)  # 0.6 - 0.46 = 0.14 >= 0.1
-    assert classify(**COMMON, calibrated=0.5, passage=_match(100, 0.6, 0.46), thresholds=loose) == "diluted"
+    assert (
+        classify(PairEvidence(**COMMON, calibrated=0.5, passage=_match(100, 0.6, 0.46)), loose) == "diluted"
+    )
     with pytest.raises(Exception, match="diluted_margin"):
         Thresholds(diluted_margin=float("nan"))
 

@@ -10,10 +10,19 @@ import pytest
 
 from diagnose.data import DataError, Dataset, Qrels, Run
 from diagnose.embed import KeywordEncoder
-from diagnose.failures import CLASSES, Calibration, Diagnosis, Failure, Thresholds, diagnose_run
+from diagnose.failures import (
+    CLASSES,
+    Calibration,
+    Diagnosis,
+    EvidenceSources,
+    Failure,
+    Thresholds,
+    diagnose_run,
+)
 from diagnose.search import baselines as bl
+from diagnose.search.rerank import cosine_rerank
 from diagnose.search.space import VectorSpace
-from diagnose.whatif.remedies import TABLE_COLUMNS, cosine_rerank, prove_remedies
+from diagnose.whatif.remedies import TABLE_COLUMNS, prove_remedies
 
 DEMO = Path(__file__).resolve().parents[1] / "demo_corpus"
 CAL = Calibration("fake", seed=0.75, calibrated=0.5, percentile=10, n_pairs=10, fallback=False)
@@ -555,7 +564,7 @@ def test_the_baselines_passes_give_the_diagnosis_its_ranks(tmp_path, monkeypatch
         assert calls == []  # every rank came from the baselines' passes
         alone = diagnose_run(
             ds, ds.runs["ann_minilm"], analysis.space, analysis.bm25, k=analysis.k, mode=mode,
-            thresholds=analysis.thresholds, kind=shared.run_kind,
+            thresholds=analysis.thresholds, sources=EvidenceSources(kind=shared.run_kind),
         )  # fmt: skip
     assert "dense" in calls and "bm25" in calls  # made from scratch: the diagnosis' own passes
     assert len(shared.failures) == len(alone.failures) > 0
@@ -563,3 +572,101 @@ def test_the_baselines_passes_give_the_diagnosis_its_ranks(tmp_path, monkeypatch
     # the demo has both cases the ranks must carry: a BM25 score of 0 (no rank) and a dense tie range
     assert any(f.bm25_score == 0 and f.bm25_rank is None for f in shared.failures)
     assert any(f.dense_rank_worst > f.dense_rank for f in shared.failures if f.dense_rank is not None)
+
+
+def _named_remedies() -> list[tuple[str, str, str]]:
+    """(remedy id, class, run kind) for every remedy a class record names, its by_kind variants included."""
+    from diagnose.failures import FAILURE_CLASSES
+
+    named = [(c.remedy.id, c.id, "dense") for c in FAILURE_CLASSES]
+    named += [(v.remedy.id, c.id, kind) for c in FAILURE_CLASSES for kind, v in c.by_kind.items() if v.remedy]
+    return named
+
+
+def test_every_remedy_a_class_names_is_a_record_of_the_registry():
+    from diagnose.whatif.registry import COSTS, NOT_RUN, REMEDIES
+
+    for rid, cls, kind in _named_remedies():
+        assert rid in REMEDIES, f"{cls} ({kind}) names {rid!r}, which the registry does not hold"
+    for spec in REMEDIES.values():
+        assert spec.cost in COSTS
+        # a remedy that runs needs an input and says why it cannot run without it; one that runs nothing needs none
+        assert (bool(spec.needs) and bool(spec.missing)) if spec.runs else not spec.needs
+    # judge and none run nothing (the two copies of ("judge", "none") are this one view); finetune runs elsewhere
+    assert set(NOT_RUN) == {"judge", "none", "finetune"}
+    assert REMEDIES["judge"].cost == "judging" and REMEDIES["finetune"].cost == "training"
+
+
+@pytest.mark.parametrize(
+    "rid", sorted({rid for rid, _, _ in _named_remedies() if rid not in ("judge", "none")})
+)
+def test_each_remedy_says_its_own_message_when_its_input_is_missing(rid):
+    from diagnose.whatif.registry import REMEDIES
+
+    # one failed query q1 (target t1, missed at k = 1) in the first class that names rid; every input given but
+    # the ones rid needs: its row is not tried and its note is the record's message; with them, it is measured
+    spec = REMEDIES[rid]
+    _, cls, kind = next(n for n in _named_remedies() if n[0] == rid)
+    ds = Dataset(qrels=qrels_of({"q1": {"t1": 1}}))
+    run = run_of("run", {"q1": ["a", "t1"]})
+    other = run_of("other", {"q1": ["t1", "a"]})
+    space = keyword_space({"a": "alpha", "t1": "target words"}, {"q1": "target words"})
+    inputs = {
+        "space": space,
+        "bm25_run": other,
+        "dense_run": other,
+        "hybrid_run": other,
+        "unfiltered_run": other,
+        "merged_run": other,
+        "passage_run": lambda: other,
+    }
+    diag = diagnosis_of(run, [failure("q1", "t1", cls)], 1)
+    without = {n: v for n, v in inputs.items() if n not in spec.needs}
+    row = prove_remedies(ds, run, diag, kind=kind, **without).row(cls)
+    assert row.remedy_id == rid and not row.available and row.note == spec.missing and row.recovered is None
+    # every input given: measured (the run "other" has t1 first, so q1 is recovered by every remedy but the
+    # rerank, which reorders the run's own top 3: t1 shares both words with q1, a none -> t1 first too)
+    row = prove_remedies(ds, run, diag, kind=kind, **inputs).row(cls)
+    assert row.available and row.note == "" and row.recovered == 1
+
+
+def test_the_remedy_matrix_depends_on_its_arguments_not_on_the_call_order(tmp_path):
+    """The finetune column comes from the result given, never from what ran before: with and without it, in either
+    order, on two analyses, the same matrices."""
+    from dataclasses import replace
+
+    from diagnose.analysis import Analysis
+    from diagnose.data import DataError
+    from diagnose.io import load_dataset
+    from diagnose.whatif.finetune import FinetuneResult
+    from diagnose.whatif.finetune.result import Cost
+
+    ds = load_dataset(data_dir=DEMO, runs=[DEMO / "runs" / "ann_minilm.trec"])
+    cost = Cost(1, 1, 1, 1.0, 1, "cpu", False)
+
+    def result(
+        run,
+    ):  # a fine-tuning result whose tuned run is ``run`` (no training: the matrix reads the run)
+        return FinetuneResult({}, {}, [], None, "", 0, 0.0, {}, {}, "folds", 0, cost, run=run)
+
+    first = Analysis(ds, encoder=KeywordEncoder(), cache_dir=tmp_path)
+    # the tuned run stands in as the dense baseline itself, so its column must equal the dense column, cell by cell
+    tuned = result(replace(first.baseline("dense"), name="finetuned"))
+    plain = first.remedy_matrix("ann_minilm")
+    with_ft = first.remedy_matrix("ann_minilm", finetune=tuned)
+    again = first.remedy_matrix("ann_minilm")
+    assert "finetune" not in plain.remedy_ids and "finetune" not in again.remedy_ids
+    assert again.to_dict() == plain.to_dict() and again.own == plain.own
+    assert with_ft.remedy_ids == (*plain.remedy_ids, "finetune")
+    assert with_ft.remedy_texts["finetune"] == "the fine-tuned model (folds)"
+    assert all(with_ft.cell(c, "finetune") == with_ft.cell(c, "dense") for c in with_ft.classes)
+    assert {c: with_ft.own[c] for c in with_ft.classes if c == "semantic_gap"} == {
+        c: "finetune" for c in with_ft.classes if c == "semantic_gap"
+    }
+    # the other order, on a fresh analysis: the result first, then without it
+    second = Analysis(ds, encoder=KeywordEncoder(), cache_dir=tmp_path)
+    assert second.remedy_matrix("ann_minilm", finetune=tuned).to_dict() == with_ft.to_dict()
+    assert second.remedy_matrix("ann_minilm").to_dict() == plain.to_dict()
+    with pytest.raises(DataError) as e:
+        second.remedy_matrix("ann_minilm", finetune=result(None))
+    assert e.value.param == "finetune"

@@ -17,6 +17,8 @@ from diagnose.embed import KeywordEncoder
 from diagnose.failures import (
     CLASS_BY_ID,
     RECOMMENDATIONS,
+    EvidenceSources,
+    PairEvidence,
     RunKind,
     classify,
     diagnose_run,
@@ -77,30 +79,34 @@ def test_kind_arguments_are_checked():
 
 
 def test_lexical_index_gap_reads_bm25_and_vocabulary_mismatch_mirrors_the_dense_rule():
-    common = dict(in_corpus=True, duplicate=False, run_rank=None, k=10, calibrated=0.5)
+    common = dict(run_rank=None, k=10, calibrated=0.5)
     # BM25 ranks it #3, exact dense #40, cos 0.2: a dense run's index gap needs dense within k -> not one
     # (vocabulary_mismatch: dense low and BM25 has it); a lexical run's exact search of its kind is BM25 -> index_gap
     ev = dict(dense_rank=40, bm25_rank=3, cosine=0.2, overlap=0.5)
-    assert classify(**common, **ev) == "vocabulary_mismatch"
-    assert classify(**common, **ev, kind="lexical") == "index_gap"
-    assert classify(**common, **ev, kind="hybrid") == "index_gap"  # either exact search within k
+    assert classify(PairEvidence(**common, **ev)) == "vocabulary_mismatch"
+    assert classify(PairEvidence(**common, **ev, kind="lexical")) == "index_gap"
+    assert (
+        classify(PairEvidence(**common, **ev, kind="hybrid")) == "index_gap"
+    )  # either exact search within k
     # dense #2, no BM25 rank, overlap 0, cos 0.7: a dense run's index gap; for a lexical run the words differ while
     # dense search has it (2 <= 3k = 30) -> vocabulary_mismatch (dense retrieval would find it)
     ev = dict(dense_rank=2, bm25_rank=None, cosine=0.7, overlap=0.0)
-    assert classify(**common, **ev) == "index_gap"
-    assert classify(**common, **ev, kind="lexical") == "vocabulary_mismatch"
+    assert classify(PairEvidence(**common, **ev)) == "index_gap"
+    assert classify(PairEvidence(**common, **ev, kind="lexical")) == "vocabulary_mismatch"
     # dense ties 29..31: the group does not fit 3k = 30, so dense search does not have it either -> semantic_gap;
     # 29..30 fits -> vocabulary_mismatch. The cosine does not enter the lexical rule (0.2 < 0.5 or not)
     ev = dict(bm25_rank=None, cosine=0.2, overlap=0.0)
-    assert classify(**common, **ev, dense_rank=29, dense_rank_worst=31, kind="lexical") == "semantic_gap"
-    assert (
-        classify(**common, **ev, dense_rank=29, dense_rank_worst=30, kind="lexical") == "vocabulary_mismatch"
+    assert classify(PairEvidence(**common, **ev, dense_rank=29, dense_rank_worst=31, kind="lexical")) == (
+        "semantic_gap"
+    )
+    assert classify(PairEvidence(**common, **ev, dense_rank=29, dense_rank_worst=30, kind="lexical")) == (
+        "vocabulary_mismatch"
     )
     # dense #40 > 30: neither signal -> semantic_gap for a lexical run; a dense run calls it vocabulary_mismatch (its
     # signal is low and the words differ)
     ev = dict(dense_rank=40, bm25_rank=None, cosine=0.2, overlap=0.0)
-    assert classify(**common, **ev, kind="lexical") == "semantic_gap"
-    assert classify(**common, **ev) == "vocabulary_mismatch"
+    assert classify(PairEvidence(**common, **ev, kind="lexical")) == "semantic_gap"
+    assert classify(PairEvidence(**common, **ev)) == "vocabulary_mismatch"
 
 
 def test_recommendations_and_remedies_follow_the_kind():
@@ -125,7 +131,7 @@ def test_a_lexical_diagnosis_words_its_classes_for_a_lexical_run():
         "credential recovery", "forgot password", [1.0, 1.0, 0.0, 0.0], target_vec=(0.6, 0.8, 0)
     )
     kind = RunKind("lexical", "given")
-    d = diagnose_run(ds, run, space, bm25, k=K, calibration=CAL, kind=kind)
+    d = diagnose_run(ds, run, space, bm25, k=K, calibration=CAL, sources=EvidenceSources(kind=kind))
     (f,) = d.failures
     assert f.cls == "vocabulary_mismatch" and f.recommendation == recommendation(
         "vocabulary_mismatch", "lexical"

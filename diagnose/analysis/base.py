@@ -142,6 +142,22 @@ class AnalysisBase:
         document, once dropped, leaves ``depth`` documents, as BEIR's exact search retrieves k + 1)."""
         return self.depth + 1 if self.ignore_identical_ids else self.depth
 
+    @property
+    def given_embeddings(self) -> Mapping[str, Any] | VectorSpace | None:
+        """The constructor's ``embeddings=`` (precomputed vectors), checked; None when the analysis encodes."""
+        return self._embeddings
+
+    @property
+    def given_encoder(self) -> Encoder | None:
+        """The constructor's ``encoder=`` (an encoder object); None when the model is loaded by name."""
+        return self._encoder_given
+
+    @property
+    def baseline_kinds(self) -> dict[str, str]:
+        """The constructor's ``baselines=``, checked: baseline run name -> kind (``"bm25"``, ``"dense"``,
+        ``"hybrid"``)."""
+        return dict(self._baselines)
+
     def _k(self, k: int | None) -> int:
         """``k`` checked, or the analysis' own when None."""
         return self.k if k is None else rank_cutoff(k)

@@ -44,7 +44,7 @@ class Evidence(Chunked):
     ) -> Diagnosis:
         """The :class:`~diagnose.failures.Diagnosis` of a run: every failed (query, relevant document) pair with
         its evidence, class and recommendation."""
-        from diagnose.failures import diagnose_run
+        from diagnose.failures import EvidenceSources, diagnose_run
 
         name = self._run_name(run)
         k = self._k(k)
@@ -65,12 +65,14 @@ class Evidence(Chunked):
                 k=k,
                 mode=mode,
                 thresholds=self.thresholds,
-                kind=kind,
-                passages=self.passages,
-                filters=self.filters,
-                known=known,
-                split_cosines=self._split_cosines(),
-                ignore_identical_ids=self.ignore_identical_ids,
+                sources=EvidenceSources(
+                    kind=kind,
+                    filters=self.filters,
+                    known=known,
+                    passages=self.passages,
+                    split_cosines=self._split_cosines(),
+                    without_query_doc=self.ignore_identical_ids,
+                ),
             )
 
         return self._cached(("diagnosis", name, k, mode), build)
@@ -236,7 +238,7 @@ class Evidence(Chunked):
             sp = self.space
             diag = self.diagnosis(name, k=k, failure=mode)
             hybrid = diag.run_kind.kind == "hybrid"
-            depth = self.thresholds.near_miss_factor * k  # the rerank depth of prove_remedies too
+            depth = self.thresholds.near_miss_depth(k)  # the rerank depth of prove_remedies too
             return prove_remedies(
                 self.dataset,
                 self.runs[name],
@@ -288,24 +290,37 @@ class Evidence(Chunked):
         k: int | None = None,
         failure: str | None = None,
         cross_encoder: str | None = None,
+        finetune: FinetuneResult | None = None,
     ) -> RemedyMatrix:
         """Every offline remedy of :meth:`remedies` (the same remedied runs, reused) applied to the failures of every
         class (:mod:`diagnose.whatif.matrix`): per class and remedy, how many of the class's failed queries (missed
-        pairs with ``failure="recall"``) it recovers at k. Its diagonal is :meth:`remedies`' ``recovered``."""
+        pairs with ``failure="recall"``) it recovers at k. Its diagonal is :meth:`remedies`' ``recovered``.
+
+        ``finetune``: a result of :meth:`finetune` on this analysis; its tuned run is one more column, ``finetune``,
+        the own remedy of the classes whose record names it (semantic_gap). The matrix depends on its arguments only:
+        without ``finetune`` it has no such column, whatever ran before. Memoised by its arguments; with ``finetune``
+        it is built on each call (from the memoised remedies and diagnosis: the tuned run's hits only)."""
         from diagnose.whatif.matrix import remedy_matrix
 
         name = self._run_name(run)
         k = self._k(k)
         mode = self._mode(failure)
+        if finetune is not None and getattr(finetune, "run", None) is None:
+            raise param_error(
+                "finetune",
+                "finetune must be the result of Analysis.finetune (it holds the tuned run it measured).",
+            )
 
         def build() -> RemedyMatrix:
             rem = self.remedies(name, k=k, failure=mode, cross_encoder=cross_encoder)
-            tuned = self._memo.get(("finetune", "last"))  # a finetune column once Analysis.finetune has run
-            extra = {"finetune": (f"the fine-tuned model ({tuned[1].mode})", tuned[0])} if tuned else None
-            return remedy_matrix(self.dataset.qrels, self.diagnosis(name, k=k, failure=mode), rem, extra)
+            tuned = (
+                {"finetune": (f"the fine-tuned model ({finetune.mode})", finetune.run)} if finetune else None
+            )
+            return remedy_matrix(self.dataset.qrels, self.diagnosis(name, k=k, failure=mode), rem, tuned)
 
-        key = ("remedy_matrix", name, k, mode, cross_encoder, self._has(("finetune", "last")))
-        return self._cached(key, build)
+        if finetune is not None:
+            return build()
+        return self._cached(("remedy_matrix", name, k, mode, cross_encoder), build)
 
     def ann_frontier(
         self, run: str | None = None, k: int | None = None, settings: Sequence[AnnSetting] | None = None

@@ -81,8 +81,8 @@ def _mine(an: Analysis, source: Analysis, qids: list[str], pairs: int, exclude: 
     return mine_triplets(
         source.dataset.qrels,
         qids,
-        dense=source._baseline("dense"),
-        bm25=source._baseline("bm25"),
+        dense=source.baseline("dense"),
+        bm25=source.baseline("bm25"),
         pairs_per_query=pairs,
         exclude_docs=exclude,
         known_docs={str(d) for d in an.dataset.corpus.ids},
@@ -191,7 +191,7 @@ def _check_mode(an: Analysis, train_qrels: Qrels | None, folds: int | None) -> i
     if train_qrels is not None and not isinstance(train_qrels, Qrels):
         raise param_error("train_split", f"train_qrels must be a Qrels, got {type(train_qrels).__name__}.")
     an._need_texts("Fine-tuning")
-    if an._encoder_given is not None or an._embeddings is not None:
+    if an.given_encoder is not None or an.given_embeddings is not None:
         raise param_error("model", "Fine-tuning needs a sentence-transformers model (model=NAME or folder), "
                           "not an encoder object or precomputed vectors.")  # fmt: skip
     if train_qrels is not None:
@@ -288,7 +288,7 @@ def finetune(
         if n is None
         else _fold_mode(an, base, n, path, s, opts)
     )
-    cmp = _compare(an, an._baseline("dense"), got["run"])
+    cmp = _compare(an, an.baseline("dense"), got["run"])
     table = cmp.metrics()
     comparisons = cmp.comparisons("dense")
     recovered, broken = class_changes(cmp.diagnosis("dense"), cmp.diagnosis(TUNED))
@@ -308,6 +308,6 @@ def finetune(
         settings=s.to_dict(),
         folds=got["folds"],
         excluded_queries=got["excluded"],
+        run=got["run"],
     )
-    an._memo[("finetune", "last")] = (got["run"], result)  # the remedy matrix's finetune column reads it
     return result

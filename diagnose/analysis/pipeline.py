@@ -128,6 +128,11 @@ class Pipeline(AnalysisBase):
         and the hybrid fuses the two lists without it."""
         return {name: self._baseline(kind, name) for name, kind in self._baselines.items()}
 
+    def baseline(self, kind: str) -> Run:
+        """The baseline run of ``kind`` (``"bm25"``, ``"dense"`` or ``"hybrid"``) over the golden queries, cut at
+        ``depth`` (memoised): what :meth:`baseline_runs` holds, computed whether or not ``baselines=`` asked for it."""
+        return self._baseline(checks.one_of(kind, "kind", ("bm25", "dense", "hybrid")))
+
     def _baseline(self, kind: str, name: str | None = None) -> Run:
         """One baseline run (memoised per kind), renamed to ``name``."""
 

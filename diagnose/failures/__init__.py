@@ -12,11 +12,12 @@ One question a file:
 
 - :mod:`~diagnose.failures.classes`: one :class:`FailureClass` record per class (label, legend, colour, rule and
   advice in words, recommendation, remedy, evidence sentence) in :data:`FAILURE_CLASSES`, and the views
-  :data:`CLASSES`, :data:`CLASS_LABELS`, :data:`RECOMMENDATIONS`. Open it to add a failure class.
-- :mod:`~diagnose.failures.taxonomy`: :class:`Thresholds`, :func:`classify` (the rules, in the records' order), each
-  failure's evidence sentence, :func:`class_table` (docs/taxonomy.md's table).
+  :data:`CLASSES`, :data:`CLASS_LABELS`. Open it to add a failure class.
+- :mod:`~diagnose.failures.taxonomy`: :class:`Thresholds` (the near-miss depth too), :class:`PairEvidence` (what the
+  rules read), :func:`classify` (the rules, in the records' order), each failure's evidence sentence, the
+  recommendations (:data:`RECOMMENDATIONS`, :func:`recommendation`), :func:`class_table` (docs/taxonomy.md's table).
 - :mod:`~diagnose.failures.evidence`: one (query, target) pair: the :class:`Failure` and :class:`Competitor`
-  records, how each piece of evidence is computed, :func:`sort_worst`, :func:`worst_queries`.
+  records, what the evidence is read from (:class:`EvidenceSources`), how each piece of evidence is computed, :func:`sort_worst`, :func:`worst_queries`.
 - :mod:`~diagnose.failures.kind`: the run's kind (dense, lexical, hybrid, unknown), given or inferred
   (:class:`RunKind`, :func:`infer_run_kind`), which the rules, sentences, recommendations and remedies follow.
 - :mod:`~diagnose.failures.passages`: the model's window and each target's passages (:class:`ModelWindow`,
@@ -40,17 +41,18 @@ from diagnose.failures.classes import (
     CLASS_LABELS,
     CLASSES,
     FAILURE_CLASSES,
-    RECOMMENDATIONS,
     FailureClass,
     ForKind,
     Remedy,
 )
 from diagnose.failures.diagnosis import Calibration, Diagnosis, calibrate, diagnose_run, failed_pairs
-from diagnose.failures.evidence import Competitor, Failure, sort_worst, worst_queries
+from diagnose.failures.evidence import Competitor, EvidenceSources, Failure, sort_worst, worst_queries
 from diagnose.failures.golden import Hubness, LabelNoise, find_label_noise, hubness, normalise_text
 from diagnose.failures.kind import RUN_KINDS, RunKind, infer_run_kind
 from diagnose.failures.taxonomy import (
+    RECOMMENDATIONS,
     FailureMode,
+    PairEvidence,
     Thresholds,
     class_table,
     classify,
@@ -69,12 +71,14 @@ __all__ = [
     "Calibration",
     "Competitor",
     "Diagnosis",
+    "EvidenceSources",
     "Failure",
     "FailureClass",
     "ForKind",
     "FailureMode",
     "Hubness",
     "LabelNoise",
+    "PairEvidence",
     "RunKind",
     "Remedy",
     "Thresholds",

@@ -4,9 +4,11 @@ the advice in words, the recommendation, the remedy, the evidence sentence).
 
 Open this file to add a failure class: write its record here, at its place in the rule order, and its rule in
 :func:`diagnose.failures.taxonomy.classify` at the same place (the n-th rule of ``classify`` returns the n-th
-record's id; ``tests/test_failures.py`` checks the two orders agree). Its remedy code, when it has a new one, goes in
-:mod:`diagnose.whatif.remedies` under the record's ``remedy.id``. Everything else follows from the record: the ids, labels
-and recommendations (:data:`CLASSES`, :data:`CLASS_LABELS`, :data:`RECOMMENDATIONS`), the charts' colours and
+record's id; ``tests/test_failures.py`` checks the two orders agree); a new input of the rule is a field of the
+evidence record it reads (:class:`diagnose.failures.taxonomy.PairEvidence`, computed in
+:mod:`diagnose.failures.evidence`). Its remedy, when it has a new one, is a record of
+:data:`diagnose.whatif.registry.REMEDIES` under the record's ``remedy.id``. Everything else follows from the record: the ids, labels
+and recommendations (:data:`CLASSES`, :data:`CLASS_LABELS`, :data:`~diagnose.failures.taxonomy.RECOMMENDATIONS`), the charts' colours and
 legends (:mod:`diagnose.charts.palette`), the remedy table (:mod:`diagnose.whatif.remedies`), the evidence sentence
 (:func:`diagnose.failures.taxonomy.evidence_sentence`) and the class table of docs/taxonomy.md
 (:func:`diagnose.failures.taxonomy.class_table`, checked by ``tests/test_docs.py``).
@@ -25,13 +27,13 @@ from dataclasses import dataclass, field
 class Remedy:
     """A failure class's offline remedy, as :func:`diagnose.whatif.remedies.prove_remedies` runs and reports it.
 
-    ``id``: what :mod:`diagnose.whatif.remedies` runs: ``"hybrid"`` (RRF of the run and BM25), ``"dense"`` (exact dense
-    search), ``"rerank"`` (the run's top ``near_miss_factor * k`` reranked by exact cosine), or ``"judge"`` /
-    ``"none"`` (nothing runs; ``advice`` says what to do instead), ``"merge"`` (a chunk corpus: each chunk scored
-    with its neighbours merged, :mod:`diagnose.failures.split`). ``text``: the remedy as the remedy table shows it
-    (``{depth}`` = the rerank depth). ``measured_by``: the id of a remedy another command measures on the data
-    (``"finetune"``: ``diagnose finetune``); when it has been run, the remedy matrix's column of that id is the class's
-    own remedy and its sentence cites the result.
+    ``id``: an id of the remedy registry, :data:`diagnose.whatif.registry.REMEDIES`, which says what the id needs, how
+    its run is built, why it cannot run and what it costs (``"judge"`` and ``"none"`` run nothing; ``advice`` says what
+    to do instead). ``text``: the remedy as the remedy table shows it, in the class's words (``{depth}`` = the
+    near-miss depth, :meth:`~diagnose.failures.taxonomy.Thresholds.near_miss_depth`; ``{rrf_k}`` = the RRF constant).
+    ``measured_by``: the id of a remedy another command measures on the data (``"finetune"``: ``diagnose
+    finetune``); when its result is given to the remedy matrix, the matrix's column of that id is the class's own
+    remedy and its sentence cites the result.
     """
 
     id: str
@@ -61,8 +63,10 @@ class FailureClass:
     - ``rule``: its rule in words, as the class table states it (``{field}`` = a field of
       :class:`~diagnose.failures.Thresholds`, ``{near_miss_factor}k`` the near-miss depth).
     - ``what_to_do``: the advice in a few words (the class table).
-    - ``recommendation``: the paragraph every failure of the class carries.
-    - ``remedy``: its offline remedy (:class:`Remedy`).
+    - ``recommendation``: the paragraph every failure of the class carries, a template like ``rule``
+      (``{near_miss_factor}k``: the near-miss depth), formatted by :func:`diagnose.failures.taxonomy.recommendation`.
+    - ``remedy``: its offline remedy (:class:`Remedy`): an id of the remedy registry
+      (:data:`diagnose.whatif.registry.REMEDIES`) and the class's words for it.
     - ``evidence``: the template of the sentence saying why a pair is in the class, formatted with the fields of the
       pair's evidence (``doc_id``, ``k``, ``near_hi``, ``run_rank``, ``dense_rank``, ``duplicate_doc_id``,
       ``duplicate_cosine``, ...) and ``{base}`` (the ranks and the cosine), ``{ov}`` (the term overlap), ``{found}``
@@ -91,7 +95,7 @@ class FailureClass:
         return self.label if self.label[:2].isupper() else self.label[:1].lower() + self.label[1:]
 
     def recommendation_for(self, kind: str = "unknown") -> str:
-        """The recommendation for a run of ``kind``."""
+        """The recommendation's template for a run of ``kind`` (``{near_miss_factor}`` unformatted)."""
         return _pick(self.by_kind.get(kind), "recommendation") or self.recommendation
 
     def remedy_for(self, kind: str = "unknown") -> Remedy:
@@ -251,7 +255,7 @@ FAILURE_CLASSES: tuple[FailureClass, ...] = (
         what_to_do="a ranking problem: rerank the top {near_miss_factor}k or raise k",
         recommendation=(
             "The run found the target but ranked it just below k: a ranking problem, not a recall problem. A "
-            "cross-encoder reranker over the top 3k candidates, or a larger k passed to the generator, will "
+            "cross-encoder reranker over the top {near_miss_factor}k candidates, or a larger k passed to the generator, will "
             "likely recover it. Check what the documents that beat it have in common (boilerplate, hub documents)."
         ),
         remedy=_RERANK,
@@ -281,7 +285,7 @@ FAILURE_CLASSES: tuple[FailureClass, ...] = (
         by_kind={
             "lexical": ForKind(
                 recommendation=(
-                    "This tool's BM25 ranks the target within k, but the run did not retrieve it in its top 3k: the "
+                    "This tool's BM25 ranks the target within k, but the run did not retrieve it in its top {near_miss_factor}k: the "
                     "run's lexical index differs from BM25 over title + text. Check the analyzer (tokenizer, stop "
                     "words, stemming), the fields indexed (title, body, boosts), the BM25 parameters, and whether the "
                     "document is in the index."
@@ -292,7 +296,7 @@ FAILURE_CLASSES: tuple[FailureClass, ...] = (
             "hybrid": ForKind(
                 recommendation=(
                     "Exact dense search or BM25 ranks the target within k, but the hybrid run did not retrieve it in "
-                    "its top 3k: one of its indexes misses it (approximate-index recall, a stale index, filters, "
+                    "its top {near_miss_factor}k: one of its indexes misses it (approximate-index recall, a stale index, filters, "
                     "analyzer or field differences) or its fusion drops it. Compare each component's list with the "
                     "exact search on this query."
                 ),
@@ -321,7 +325,7 @@ FAILURE_CLASSES: tuple[FailureClass, ...] = (
             "dense with reciprocal rank fusion), expand queries with synonyms or an LLM rewrite, or fine-tune the "
             "embedding model on pairs from your domain."
         ),
-        remedy=Remedy("hybrid", "hybrid (RRF k=60 of the run and BM25)"),
+        remedy=Remedy("hybrid", "hybrid (RRF k={rrf_k} of the run and BM25)"),
         evidence="The embedding model scores the target low while the words tell: {base}; {ov}.",
         by_kind={
             "lexical": ForKind(
@@ -384,5 +388,3 @@ CLASS_BY_ID: dict[str, FailureClass] = {c.id: c for c in FAILURE_CLASSES}
 CLASSES: tuple[str, ...] = tuple(CLASS_BY_ID)
 #: id -> label ("Near miss").
 CLASS_LABELS: dict[str, str] = {c.id: c.label for c in FAILURE_CLASSES}
-#: id -> the recommendation paragraph.
-RECOMMENDATIONS: dict[str, str] = {c.id: c.recommendation for c in FAILURE_CLASSES}

@@ -18,9 +18,7 @@ document) over the relevant documents the run found in the top k. 0.75 means dif
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -28,16 +26,12 @@ from diagnose import defaults
 from diagnose.checks import rank_cutoff
 from diagnose.data import DataError, Dataset, Run, fields_dict
 from diagnose.failures.classes import CLASSES
-from diagnose.failures.evidence import Bm25Scores, Failure, KnownRanks, build_failure, lookups
+from diagnose.failures.evidence import Bm25Scores, EvidenceSources, Failure, build_failure, lookups
 from diagnose.failures.kind import RunKind
-from diagnose.failures.passages import PassageScorer
 from diagnose.failures.taxonomy import FailureMode, Thresholds, recommendation
 from diagnose.io.messages import plural_of
 from diagnose.runtime.lazy import pandas as pd
 from diagnose.search.space import VectorSpace
-
-if TYPE_CHECKING:
-    from diagnose.io.filters import QueryFilters
 
 
 @dataclass(frozen=True)
@@ -164,7 +158,7 @@ class Diagnosis:
             "failed_queries_per_class": self.class_failed_queries,
             "threshold": self.calibration.to_dict(),
             "thresholds": asdict(self.thresholds),
-            "recommendations": {c: recommendation(c, self.run_kind.kind) for c in CLASSES},
+            "recommendations": {c: recommendation(c, self.run_kind.kind, self.thresholds) for c in CLASSES},
             "run_kind": self.run_kind.kind,
             "run_kind_evidence": self.run_kind.to_dict(),
             "window": self.window,
@@ -245,37 +239,24 @@ def diagnose_run(
     thresholds: Thresholds = Thresholds(),  # noqa: B008 - frozen, as in classify()
     calibration: Calibration | None = None,
     progress=None,
-    kind: RunKind | None = None,
-    filters: QueryFilters | None = None,
-    known: KnownRanks | None = None,
-    passages: PassageScorer | None = None,
-    split_cosines: Mapping[tuple[str, str], float] | None = None,
-    ignore_identical_ids: bool = False,
+    sources: EvidenceSources = EvidenceSources(),  # noqa: B008 - immutable
 ) -> Diagnosis:
     """Analyse every failed (query, target) pair of ``run`` at ``k``.
 
     ``bm25`` is a :class:`diagnose.lexical.BM25Index` over the same corpus. ``calibration`` defaults to
-    :func:`calibrate` on this run. ``kind``: the run's kind (:class:`~diagnose.failures.kind.RunKind`; default
-    unknown, read as dense), which the rules, sentences and recommendations follow. ``filters``: the per-query
-    metadata filters (:mod:`diagnose.io.filters`): a target its query's filter excludes is ``filtered_out``.
-    ``known``: the failed pairs'
-    dense and BM25 ranks when computed with the baselines (:class:`~diagnose.failures.evidence.KnownRanks`).
-    ``passages``: the model's
-    window and each target's passages (:class:`~diagnose.failures.passages.PassageScorer`); None when the window is
-    unknown (the window fields stay None, the truncated and diluted rules are not used). ``split_cosines``: a chunk
-    corpus' split targets' window cosines (:func:`diagnose.failures.split.split_window_cosines`), which the split rule
-    reads; None: unknown, the split rule is not used. ``ignore_identical_ids``: the run was scored without the
-    documents whose id is the query's (:mod:`diagnose.metrics.identical`), so the dense and BM25 ranks over the
-    corpus do not count the query's own document either.
+    :func:`calibrate` on this run. ``sources``: what else the evidence is read from, each optional
+    (:class:`~diagnose.failures.evidence.EvidenceSources`: the run's kind, default unknown, read as dense; the
+    metadata filters; the ranks known from the baselines; the model's window and the targets' passages; a chunk
+    corpus' split windows); a rule whose input is not given is not used.
     """
     if ds.corpus is None or ds.queries is None:
         raise DataError("The diagnosis needs the corpus and the queries.", param="corpus")
     k = rank_cutoff(k)
     calibration = calibration or calibrate(ds, run, space, k, thresholds)
     pairs, n_golden = failed_pairs(ds, run, k, mode)
-    kind = kind or RunKind()
-    look = lookups(ds, run, space, pairs, kind.kind, filters, known, split_cosines, ignore_identical_ids)
+    look = lookups(ds, run, space, pairs, sources)
     scores = Bm25Scores(bm25)
+    passages = sources.passages
     matched = passages.match([(q, d) for q, d, _ in pairs], calibration.calibrated) if passages else {}
     failures: list[Failure] = []
     for i, (q, d, g) in enumerate(pairs):
@@ -297,5 +278,5 @@ def diagnose_run(
     failed_queries = list(dict.fromkeys(f.query_id for f in failures))
     window = passages.window.to_dict() if passages else None
     return Diagnosis(
-        run.name, k, mode, failures, calibration, n_golden, failed_queries, thresholds, kind, window
+        run.name, k, mode, failures, calibration, n_golden, failed_queries, thresholds, sources.kind, window
     )

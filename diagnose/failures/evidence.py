@@ -29,9 +29,11 @@ from diagnose.data import Corpus, Dataset, Run
 from diagnose.embed import dense_rank_range
 from diagnose.failures.classes import CLASS_LABELS
 from diagnose.failures.golden import normalise_text
-from diagnose.failures.passages import PassageMatch
+from diagnose.failures.kind import RunKind
+from diagnose.failures.passages import PassageMatch, PassageScorer
 from diagnose.failures.split import split_targets
 from diagnose.failures.taxonomy import (
+    EVIDENCE_FIELDS,
     PairEvidence,
     Thresholds,
     classify,
@@ -169,6 +171,35 @@ class KnownRanks(NamedTuple):
     bm25: dict[tuple[str, str], tuple[int | None, int | None, float]] | None = None
 
 
+class EvidenceSources(NamedTuple):
+    """What the failed pairs' evidence is read from beside the data, the vectors and BM25
+    (:func:`diagnose.failures.diagnose_run`). Each is optional: unknown, the rules that read it are not used. A rule
+    that needs a new kind of input adds it here, its field in :class:`~diagnose.failures.taxonomy.PairEvidence`
+    (computed in :func:`build_failure` from it) and the rule; nothing in between is written again.
+
+    - ``kind``: the run's kind (:class:`~diagnose.failures.kind.RunKind`; unknown is read as dense), which the rules,
+      sentences and recommendations follow.
+    - ``filters``: the per-query metadata filters (:mod:`diagnose.io.filters`): a target its query's filter excludes
+      is ``filtered_out``.
+    - ``known``: the failed pairs' dense and BM25 ranks when computed with the baselines (:class:`KnownRanks`).
+    - ``passages``: the model's window and each target's passages
+      (:class:`~diagnose.failures.passages.PassageScorer`; None: the window is unknown, the window fields stay None,
+      the truncated and diluted rules are not used).
+    - ``split_cosines``: a chunk corpus' split targets' window cosines
+      (:func:`diagnose.failures.split.split_window_cosines`), which the split rule reads; None: the rule is not used.
+    - ``without_query_doc``: the run was scored without the documents whose id is the query's
+      (``ignore_identical_ids``, :mod:`diagnose.metrics.identical`), so the dense and BM25 ranks over the corpus leave
+      out the query's own document too.
+    """
+
+    kind: RunKind = RunKind()
+    filters: QueryFilters | None = None
+    known: KnownRanks | None = None
+    passages: PassageScorer | None = None
+    split_cosines: Mapping[tuple[str, str], float] | None = None
+    without_query_doc: bool = False
+
+
 @dataclass
 class _Lookups:
     """What every pair of one run reads, computed once per run (:func:`lookups`)."""
@@ -182,13 +213,12 @@ class _Lookups:
     dense: dict[tuple[str, str], tuple[int, int]]
     target_stems: dict[str, set[str]]
     norm_cache: dict[str, str] = field(default_factory=dict)
-    kind: str = "unknown"  # the run's kind (diagnose.failures.kind)
-    filters: QueryFilters | None = None  # the per-query metadata filters (diagnose.io.filters), when given
+    sources: EvidenceSources = (
+        EvidenceSources()
+    )  # the run's kind, the filters, the passages, the split windows
     split: dict[tuple[str, str], float] = field(
         default_factory=dict
     )  # split targets (diagnose.failures.split)
-    # (query, split target) -> the query's cosine with the target's window (diagnose.failures.split.split_window_cosines)
-    split_cosines: Mapping[tuple[str, str], float] = field(default_factory=dict)
     # (best, worst, score) of pairs scored with the BM25 baseline, in the same pass (BM25Index.to_run_ranked)
     bm25_known: dict[tuple[str, str], tuple[int | None, int | None, float]] = field(default_factory=dict)
     # the ranks over the corpus leave out the query's own document (ignore_identical_ids)
@@ -205,17 +235,11 @@ def lookups(
     run: Run,
     space: VectorSpace,
     pairs: list[tuple[str, str, int]],
-    kind: str = "unknown",
-    filters: QueryFilters | None = None,
-    known: KnownRanks | None = None,
-    split_cosines: Mapping[tuple[str, str], float] | None = None,
-    without_query_doc: bool = False,
+    sources: EvidenceSources = EvidenceSources(),  # noqa: B008 - immutable
 ) -> _Lookups:
-    """What every pair reads; ``known``: ranks already computed with the baselines (:class:`KnownRanks`);
-    ``split_cosines``: the split targets' window cosines (:func:`diagnose.failures.split.split_window_cosines`);
-    ``without_query_doc``: the dense and BM25 ranks leave out the document whose id is the query's
-    (``ignore_identical_ids``)."""
-
+    """What every pair reads; ``sources``: the run's kind, the filters, the ranks already computed with the
+    baselines, the split windows (:class:`EvidenceSources`)."""
+    known = sources.known
     corpus_row = ds.corpus.index_of()
     targets = list(dict.fromkeys(d for _, d, _ in pairs if d in corpus_row))
     # one tokenize() call for every target: each distinct word is stemmed once; only the targets' texts are built
@@ -226,7 +250,7 @@ def lookups(
         if known is not None and known.dense is not None
         else _dense_ranks(space, [(q, d) for q, d, _ in pairs if d in corpus_row])
     )
-    if without_query_doc:
+    if sources.without_query_doc:
         dense = _dense_without_query_doc(space, dense)
     return _Lookups(
         space=space,
@@ -237,12 +261,10 @@ def lookups(
         lists=run.ranked_lists(),
         dense=dense,
         target_stems=target_stems,
-        kind=kind,
-        filters=filters,
+        sources=sources,
         split=split_targets(ds.qrels, ds.corpus),
-        split_cosines=split_cosines or {},
         bm25_known=known.bm25 if known is not None and known.bm25 is not None else {},
-        without_query_doc=without_query_doc,
+        without_query_doc=sources.without_query_doc,
     )
 
 
@@ -388,11 +410,12 @@ def _pair(
         dup_id, dup_cos = _duplicate(look, competitors[:k], d, qg, thresholds.duplicate_cosine)
         lex = _lexical(look, bm25, q, d, text)
     dense_best, dense_worst = look.dense.get((q, d), (None, None))
-    filtered = in_corpus and look.filters is not None and look.filters.excludes(q, d)
+    src = look.sources
+    filtered = in_corpus and src.filters is not None and src.filters.excludes(q, d)
     ev = PairEvidence(
         doc_id=d,
         k=k,
-        near_hi=thresholds.near_miss_factor * k,
+        in_corpus=in_corpus,
         run_rank=ranked.index(d) + 1 if d in ranked else None,
         run_depth=len(ranked),
         dense_rank=dense_best,
@@ -405,28 +428,19 @@ def _pair(
         dense_rank_worst=dense_worst,
         bm25_rank_worst=lex.bm25_rank_worst,
         bm25_score=lex.bm25_score,
-        kind=look.kind,
+        kind=src.kind.kind,
         filtered_out=filtered,
-        filter_why=look.filters.why(q, d) if filtered else "",
+        filter_why=src.filters.why(q, d) if filtered else "",
         split_share=look.split.get((q, d)),
         passage=passage,
-        split_cosine=look.split_cosines.get((q, d)) if (q, d) in look.split else None,
+        split_cosine=(src.split_cosines or {}).get((q, d)) if (q, d) in look.split else None,
     )
     return ev, lex, competitors
 
 
-# the Failure fields read from the pair's evidence as they are (the lexical ones come from _Lexical)
-_FROM_PAIR = (
-    "doc_id",
-    "cosine",
-    "run_rank",
-    "run_depth",
-    "dense_rank",
-    "dense_rank_worst",
-    "duplicate_doc_id",
-    "duplicate_cosine",
-    "split_cosine",
-)
+# the Failure fields the pair's evidence holds under the same name, copied as they are (the lexical ones, which the
+# evidence holds too, come with the terms from _Lexical)
+_FROM_EVIDENCE = tuple(n for n in _FAILURE_FIELDS if n in EVIDENCE_FIELDS and n not in _Lexical._fields)
 
 
 def build_failure(
@@ -446,7 +460,7 @@ def build_failure(
     ev, lex, competitors = _pair(
         look, bm25, q, d, k=k, thresholds=thresholds, calibrated=calibrated, passage=passage
     )
-    cls = _classify(ev, d in look.corpus_row, thresholds)
+    cls = classify(ev, thresholds)
     kth = competitors[k - 1].cosine_query if len(competitors) >= k else None
     return Failure(
         query_id=q,
@@ -457,10 +471,10 @@ def build_failure(
         margin=(kth - ev.cosine) if kth is not None and ev.cosine is not None else None,
         seed_verdict=seed_rule(ev.cosine, thresholds.seed_cosine),
         calibrated_verdict=seed_rule(ev.cosine, calibrated),
-        evidence=evidence_sentence(cls, ev),
-        recommendation=recommendation(cls, look.kind),
+        evidence=evidence_sentence(cls, ev, thresholds),
+        recommendation=recommendation(cls, look.sources.kind.kind, thresholds),
         top_retrieved=tuple(competitors),
-        **{f: getattr(ev, f) for f in _FROM_PAIR},
+        **{f: getattr(ev, f) for f in _FROM_EVIDENCE},
         **lex._asdict(),
         **_passage_fields(passage),
     )
@@ -470,26 +484,3 @@ def _passage_fields(p: PassageMatch | None) -> dict:
     """The :class:`Failure` fields of the target's window and best passage (None without a known window)."""
     names = ("window_tokens", "target_tokens", "passage_offset", "passage_cosine", "passage_text")
     return {n: getattr(p, n) for n in (*names, "passage_char", "window_char")} if p is not None else {}
-
-
-def _classify(e: PairEvidence, in_corpus: bool, thresholds: Thresholds) -> str:
-    """:func:`~diagnose.failures.taxonomy.classify` on one pair's evidence."""
-    return classify(
-        in_corpus=in_corpus,
-        duplicate=e.duplicate_doc_id is not None,
-        run_rank=e.run_rank,
-        dense_rank=e.dense_rank,
-        bm25_rank=e.bm25_rank,
-        cosine=e.cosine,
-        overlap=e.overlap,
-        k=e.k,
-        calibrated=e.calibrated,
-        thresholds=thresholds,
-        dense_rank_worst=e.dense_rank_worst,
-        bm25_rank_worst=e.bm25_rank_worst,
-        kind=e.kind,
-        filtered_out=e.filtered_out,
-        split=e.split_share is not None,
-        passage=e.passage,
-        split_cosine=e.split_cosine,
-    )

@@ -17,8 +17,8 @@ records' sentences, recommendations and remedies (``FailureClass.by_kind``; :fun
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Literal, NamedTuple
+from dataclasses import asdict, dataclass, fields
+from typing import TYPE_CHECKING, Any, Literal
 
 from diagnose import defaults
 from diagnose.checks import finite_number, positive_int
@@ -26,11 +26,6 @@ from diagnose.failures.classes import CLASS_BY_ID, FAILURE_CLASSES
 
 if TYPE_CHECKING:
     from diagnose.failures.passages import PassageMatch
-
-
-def recommendation(cls: str, kind: str = "unknown") -> str:
-    """The recommendation of class ``cls`` for a run of ``kind`` (its record's, :meth:`FailureClass.recommendation_for`)."""
-    return CLASS_BY_ID[cls].recommendation_for(kind)
 
 
 FailureMode = Literal["hit", "recall"]
@@ -72,6 +67,27 @@ class Thresholds:
         for name in ("near_miss_factor", "min_calibration_pairs", "top_shown"):
             positive_int(getattr(self, name), name)
 
+    def near_miss_depth(self, k: int) -> int:
+        """The near-miss depth at cutoff ``k``: ``near_miss_factor * k`` (30 at k=10 by default). A target the run
+        ranks at k+1 .. this depth is a near miss; the cosine rerank and the cross-encoder rerank reorder the run's
+        top this many; the index_gap rule asks whether the run had the target in its top this many. The record texts
+        say it as ``{near_miss_factor}k`` ("top 3k")."""
+        return self.near_miss_factor * k
+
+    def values(self) -> dict[str, Any]:
+        """The thresholds by name, as the records' texts read them (``{near_miss_factor}``, ``{min_overlap:g}``)."""
+        return asdict(self)
+
+
+def recommendation(cls: str, kind: str = "unknown", thresholds: Thresholds = Thresholds()) -> str:  # noqa: B008
+    """The recommendation of class ``cls`` for a run of ``kind`` (its record's, :meth:`FailureClass.recommendation_for`),
+    with the numbers of ``thresholds`` (the near-miss depth: "top 3k" by default)."""
+    return CLASS_BY_ID[cls].recommendation_for(kind).format(**thresholds.values())
+
+
+#: id -> the recommendation paragraph, with the default thresholds.
+RECOMMENDATIONS: dict[str, str] = {c.id: recommendation(c.id) for c in FAILURE_CLASSES}
+
 
 def within(best: int | None, worst: int | None, k: int) -> bool:
     """Whether a rank given as a tie range (``best``, ``worst``) is within ``k`` whatever the order of the tie
@@ -81,45 +97,87 @@ def within(best: int | None, worst: int | None, k: int) -> bool:
     return worst is not None and worst <= k
 
 
-def classify(
-    *,
-    in_corpus: bool,
-    duplicate: bool,
-    run_rank: int | None,
-    dense_rank: int | None,
-    bm25_rank: int | None,
-    cosine: float | None,
-    overlap: float | None,
-    k: int,
-    calibrated: float,
-    thresholds: Thresholds = Thresholds(),
-    dense_rank_worst: int | None = None,
-    bm25_rank_worst: int | None = None,
-    kind: str = "unknown",
-    filtered_out: bool = False,
-    split: bool = False,
-    passage: PassageMatch | None = None,
-    split_cosine: float | None = None,
-) -> str:
-    """The taxonomy's rules in order; the first that matches wins (see the module docstring). ``dense_rank`` /
-    ``bm25_rank`` are the best ranks of the target's tie groups, ``*_worst`` their worst (None: no tie); a rule
-    that asks whether a rank is within k reads :func:`within`. ``kind``: the run's kind (the index_gap and
-    vocabulary_mismatch rules). ``filtered_out``: the query's metadata filter excludes the target
-    (:mod:`diagnose.io.filters`).
-    ``split``: the target holds the largest part of a reference span that no chunk
-    holds whole (:func:`diagnose.failures.split.split_targets`); ``split_cosine``: the query's best cosine with the
-    windows joining it to the neighbours holding the span's other parts
-    (:func:`diagnose.failures.split.split_window_cosines`; None when unknown: the split rule then never matches).
-    ``passage``: the target's window and best passage
-    (:class:`~diagnose.failures.passages.PassageMatch`); None when the model's window is unknown, and then the
-    truncated and diluted rules never match."""
-    if not in_corpus:
+@dataclass(frozen=True, kw_only=True)
+class PairEvidence:
+    """The evidence of one (query, target) pair: everything the rules (:func:`classify`) and the pair's sentence
+    (:func:`evidence_sentence`) read, computed once per pair (:func:`diagnose.failures.evidence.build_failure`; the
+    definitions of each field: :mod:`diagnose.failures.evidence`). A new class adds its input here and its rule in
+    :func:`classify`. Built by keyword; only ``k`` and ``calibrated`` have no default (a hand-built record states
+    what its case needs).
+
+    - ``doc_id``: the target; ``k``: the cutoff; ``calibrated``: the model's calibrated cosine threshold.
+    - ``in_corpus``: the target is in the corpus (False: ``missing_document``).
+    - ``run_rank``: its rank in the run (None: not retrieved; ``run_depth``: how deep the run went for the query).
+    - ``dense_rank`` / ``bm25_rank``: the best rank of its tie group by exact cosine / BM25, ``*_worst`` the worst
+      (None: no tie); ``bm25_rank`` None when ``bm25_score`` is 0 (None: unknown).
+    - ``cosine``: cos(query, target); ``overlap``: the share of the query's terms in the target (stop words out).
+    - ``duplicate_doc_id`` / ``duplicate_cosine``: an unjudged near-duplicate of the target in the top k and its
+      strength (1.0: the same normalised text); None: none.
+    - ``kind``: the run's kind (:mod:`diagnose.failures.kind`).
+    - ``filtered_out``: the query's metadata filter excludes the target (:mod:`diagnose.io.filters`), ``filter_why``
+      the failing conditions with the document's values.
+    - ``split_share``: for a target holding the largest part of a reference span no chunk holds whole
+      (:func:`diagnose.failures.split.split_targets`), the share it holds (None: not a split target);
+      ``split_cosine``: the query's best cosine with the windows joining it to the neighbours holding the rest
+      (:func:`diagnose.failures.split.split_window_cosines`; None when unknown: the split rule never matches).
+    - ``passage``: the target's window and best passage (:class:`~diagnose.failures.passages.PassageMatch`); None
+      when the model's window is unknown, and then the truncated and diluted rules never match.
+    """
+
+    doc_id: str = ""
+    k: int
+    calibrated: float
+    in_corpus: bool = True
+    run_rank: int | None = None
+    run_depth: int = 0
+    dense_rank: int | None = None
+    dense_rank_worst: int | None = None
+    bm25_rank: int | None = None
+    bm25_rank_worst: int | None = None
+    bm25_score: float | None = None
+    cosine: float | None = None
+    overlap: float | None = None
+    duplicate_doc_id: str | None = None
+    duplicate_cosine: float | None = None
+    kind: str = "unknown"
+    filtered_out: bool = False
+    filter_why: str = ""
+    split_share: float | None = None
+    split_cosine: float | None = None
+    passage: PassageMatch | None = None
+
+    @property
+    def duplicate(self) -> bool:
+        """An unjudged near-duplicate of the target is in the top k."""
+        return self.duplicate_doc_id is not None
+
+    @property
+    def split(self) -> bool:
+        """The target holds the largest part of a reference span that no chunk holds whole."""
+        return self.split_share is not None
+
+    def values(self) -> dict[str, Any]:
+        """The fields by name (shallow), as the sentences' templates read them."""
+        return {n: getattr(self, n) for n in EVIDENCE_FIELDS}
+
+
+#: The fields of :class:`PairEvidence`.
+EVIDENCE_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(PairEvidence))
+
+
+def classify(e: PairEvidence, thresholds: Thresholds = Thresholds()) -> str:  # noqa: B008 - frozen
+    """The taxonomy's rules in order, on one pair's evidence; the first that matches wins (see the module docstring).
+    A rule that asks whether a rank is within k reads the tie range (:func:`within`); ``e.kind``, the run's kind,
+    changes the index_gap and vocabulary_mismatch rules; ``thresholds``: the near-miss depth, ``min_overlap`` and
+    ``diluted_margin``."""
+    k, calibrated, run_rank, passage = e.k, e.calibrated, e.run_rank, e.passage
+    if not e.in_corpus:
         return "missing_document"
-    if filtered_out:
+    if e.filtered_out:
         return "filtered_out"
-    if duplicate:
+    if e.duplicate:
         return "label_gap"
-    if split and split_cosine is not None and split_cosine >= calibrated:
+    if e.split and e.split_cosine is not None and e.split_cosine >= calibrated:
         return "split"
     if passage is not None:
         cap, good = passage.capacity, passage.first_good_offset
@@ -130,18 +188,18 @@ def classify(
         low = passage.target_cosine < calibrated
         if low and passage.passage_cosine >= calibrated and gain >= thresholds.diluted_margin:
             return "diluted"
-    near_hi = thresholds.near_miss_factor * k
+    near_hi = thresholds.near_miss_depth(k)
     if run_rank is not None and k < run_rank <= near_hi:
         return "near_miss"
-    dense_in = within(dense_rank, dense_rank_worst, k)
-    bm25_in = within(bm25_rank, bm25_rank_worst, k)
-    own_in = {"lexical": bm25_in, "hybrid": dense_in or bm25_in}.get(kind, dense_in)
+    dense_in = within(e.dense_rank, e.dense_rank_worst, k)
+    bm25_in = within(e.bm25_rank, e.bm25_rank_worst, k)
+    own_in = {"lexical": bm25_in, "hybrid": dense_in or bm25_in}.get(e.kind, dense_in)
     if own_in and (run_rank is None or run_rank > near_hi):
         return "index_gap"
-    few_words = overlap is not None and overlap < thresholds.min_overlap
-    dense_low = (cosine is not None and cosine < calibrated) and not dense_in
-    if kind == "lexical":
-        mismatch = not bm25_in and few_words and within(dense_rank, dense_rank_worst, near_hi)
+    few_words = e.overlap is not None and e.overlap < thresholds.min_overlap
+    dense_low = (e.cosine is not None and e.cosine < calibrated) and not dense_in
+    if e.kind == "lexical":
+        mismatch = not bm25_in and few_words and within(e.dense_rank, e.dense_rank_worst, near_hi)
     else:
         mismatch = dense_low and (bm25_in or few_words)
     if mismatch:
@@ -181,38 +239,9 @@ def _bm25_text(e: PairEvidence) -> str:
     return "no BM25 rank (score 0: no query term in the target)"
 
 
-class PairEvidence(NamedTuple):
-    """What the rules (:func:`classify`, through the pair's evidence) and the sentence of one pair read."""
-
-    doc_id: str
-    k: int
-    near_hi: int  # near_miss_factor x k
-    run_rank: int | None
-    run_depth: int
-    dense_rank: int | None
-    bm25_rank: int | None
-    cosine: float | None
-    calibrated: float
-    overlap: float | None
-    duplicate_doc_id: str | None
-    duplicate_cosine: float | None
-    dense_rank_worst: int | None = None
-    bm25_rank_worst: int | None = None
-    bm25_score: float | None = None
-    kind: str = "unknown"
-    filtered_out: bool = False
-    filter_why: str = ""  # the failing conditions with the document's values (QueryFilters.why)
-    split_share: float | None = (
-        None  # the share of a split reference span the target holds (split targets only)
-    )
-    passage: PassageMatch | None = None
-    split_cosine: float | None = (
-        None  # the query's cosine with the split target's window (split targets only)
-    )
-
-
-def evidence_sentence(cls: str, e: PairEvidence) -> str:
-    """The sentence that says why the pair is in class ``cls``."""
+def evidence_sentence(cls: str, e: PairEvidence, thresholds: Thresholds = Thresholds()) -> str:  # noqa: B008
+    """The sentence that says why the pair is in class ``cls``: the class's template (:attr:`FailureClass.evidence`)
+    formatted with the evidence's fields, ``{near_hi}`` (the near-miss depth of ``thresholds``) and the phrases below."""
     cos = f"{e.cosine:.3f}" if e.cosine is not None else "n/a"
     base = (
         f"run rank {_rank_text(e.run_rank, e.run_depth)}, exact dense rank "
@@ -230,8 +259,9 @@ def evidence_sentence(cls: str, e: PairEvidence) -> str:
     split_window = f"{e.split_cosine:.3f}" if e.split_cosine is not None else "n/a"
     passage = e.passage._asdict() if e.passage is not None else {}
     return template.format(
-        **e._asdict(),
+        **e.values(),
         **passage,
+        near_hi=thresholds.near_miss_depth(e.k),
         base=base,
         ov=ov,
         found=found,
@@ -246,7 +276,7 @@ def class_table(thresholds: Thresholds = Thresholds()) -> str:  # noqa: B008 - f
     """The table of the failure classes in docs/taxonomy.md (Markdown), from the records in rule order: number, id,
     rule and advice, with the numbers of ``thresholds`` in the rules. ``python -m diagnose.docs`` writes it into the
     page and ``tests/test_docs.py`` checks the page holds it."""
-    values = asdict(thresholds)
+    values = thresholds.values()
     lines = ["| # | class id | rule | what to do |", "|---|---|---|---|"]
     for n, c in enumerate(FAILURE_CLASSES, start=1):
         lines.append(f"| {n} | `{c.id}` | {c.rule.format(**values)} | {c.what_to_do.format(**values)} |")

@@ -89,7 +89,7 @@ def _query_space(analysis: Analysis, qids: list[str], golden: list[str]) -> Vect
     with precomputed vectors, where queries without a vector get no dense rank."""
 
     ds = analysis.dataset
-    emb = analysis._embeddings  # the constructor's embeddings= (precomputed vectors), None when encoded here
+    emb = analysis.given_embeddings  # precomputed vectors, None when encoded here
     if golden:
         space = analysis.space
         extra = [q for q in qids if q not in space.query_row]
@@ -221,7 +221,7 @@ def _pool(
     """The pooled runs: the analysis' own runs, then the probes named like its baselines (a name a run already
     has gets ``" (baseline)"`` appended); only those named in ``runs`` when given."""
     names = {kind: kind for kind in probes}
-    for name, kind in analysis._baselines.items():  # the constructor's baselines= (name -> kind)
+    for name, kind in analysis.baseline_kinds.items():  # the constructor's baselines= (name -> kind)
         names[kind] = name
     for kind, name in list(names.items()):
         while name in user_runs:

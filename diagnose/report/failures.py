@@ -97,7 +97,9 @@ def _counts_text(d: Diagnosis) -> list[str]:
     lines.append(text_table(counts, ["class", "label", "missed pairs", "failed queries"]))
     present = [c for c, n in d.class_counts.items() if n]
     if present:
-        lines += ["", "recommendations:"] + [f"- {c}: {recommendation(c, d.run_kind.kind)}" for c in present]
+        lines += ["", "recommendations:"] + [
+            f"- {c}: {recommendation(c, d.run_kind.kind, d.thresholds)}" for c in present
+        ]
     return lines
 
 
@@ -222,7 +224,9 @@ def _diagnosis_markdown(d: Diagnosis, *, query_id: str | None, worst: int) -> li
     present = [c for c in CLASSES if d.class_counts.get(c)]
     if present:
         lines += ["", "### Recommendations", ""]
-        lines += [f"- **{CLASS_LABELS[c]}**: {recommendation(c, d.run_kind.kind)}" for c in present]
+        lines += [
+            f"- **{CLASS_LABELS[c]}**: {recommendation(c, d.run_kind.kind, d.thresholds)}" for c in present
+        ]
     shown = sort_worst(d.failures)
     if query_id:
         shown = [f for f in shown if f.query_id == query_id] + [f for f in shown if f.query_id != query_id]

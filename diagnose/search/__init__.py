@@ -1,1 +1,1 @@
-"""The runs computed here: the vector space, the baselines (BM25, dense, hybrid), fusion."""
+"""The runs computed here: the vector space, the baselines (BM25, dense, hybrid), fusion, the cosine rerank."""

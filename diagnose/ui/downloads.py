@@ -14,15 +14,22 @@ import streamlit as st
 from diagnose import report
 from diagnose.cache import slug
 from diagnose.report import failures as report_failures
-from diagnose.ui import sources
+from diagnose.ui import finetune_section, sources
 from diagnose.ui.text import escape_md
 
 
-def report_markdown(b, diagnosis=None, metrics=None, page: str = "", query_id: str | None = None) -> str:
-    """The Markdown report of the current state of the app (without the diagnosis while the vectors are computed)."""
+def report_markdown(
+    b, diagnosis=None, metrics=None, page: str = "", query_id: str | None = None, finetune=None
+) -> str:
+    """The Markdown report of the current state of the app (without the diagnosis while the vectors are computed);
+    ``finetune``: the analysis' fine-tuning result, the remedy matrix's ``finetune`` column (captured by the caller)."""
     s = b.settings
     remedies = b.analysis.remedies(diagnosis.run, k=b.k, failure=b.mode) if diagnosis is not None else None
-    matrix = b.analysis.remedy_matrix(diagnosis.run, k=b.k, failure=b.mode) if diagnosis is not None else None
+    matrix = (
+        b.analysis.remedy_matrix(diagnosis.run, k=b.k, failure=b.mode, finetune=finetune)
+        if diagnosis is not None
+        else None
+    )
     return report.markdown_report(
         data_label=s.spec.label,
         data_lines=sources.describe(s.spec),
@@ -52,10 +59,11 @@ def sidebar_downloads(b) -> None:
         files += _diagnosis_files(b, run, diag)
     page = st.session_state.get("_page_title", "")
     qid = st.session_state.get("query_id")
+    tuned = finetune_section.tuned(b)
     files.append(
         (
             "Report (Markdown)",
-            lambda: report_markdown(b, diag, metrics, page, qid),
+            lambda: report_markdown(b, diag, metrics, page, qid, tuned),
             f"diagnose_report_{slug(run)}_k{k}.md",
             "text/markdown",
             "dl_report",

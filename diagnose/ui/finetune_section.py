@@ -4,6 +4,7 @@ recovered and broken per class, and where the model was saved."""
 
 from __future__ import annotations
 
+import weakref
 from typing import Any
 
 import pandas as pd
@@ -38,6 +39,15 @@ def render(b: Any) -> None:
         _show(result)
 
 
+def tuned(b: Any) -> Any:
+    """The last fine-tuning result of the bundle's analysis, for the remedy matrix's ``finetune`` column; None before
+    one, or once the data or the model changed (another analysis)."""
+    of = st.session_state.get("finetune_analysis")
+    if of is None or of() is not b.analysis:
+        return None
+    return st.session_state.get("finetune_result")
+
+
 def _run(b: Any, train: str, folds: int, out: str) -> None:
     if not out:
         st.error("Give the folder to save the model to.")
@@ -50,6 +60,7 @@ def _run(b: Any, train: str, folds: int, out: str) -> None:
                 out, train_qrels=qrels, folds=None if qrels is not None else folds,
                 announce=lambda cost: progress.step(cost.sentence()),
             )  # fmt: skip
+            st.session_state["finetune_analysis"] = weakref.ref(b.analysis)  # not kept alive by the session
     except DataError as e:
         st.error(str(e))
 

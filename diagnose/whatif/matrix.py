@@ -32,10 +32,8 @@ from diagnose.data import Qrels, Run
 from diagnose.failures import CLASS_BY_ID, CLASSES, Diagnosis, FailureMode
 from diagnose.metrics import evaluate
 from diagnose.runtime.lazy import pandas as pd
+from diagnose.whatif.registry import REMEDIES
 from diagnose.whatif.remedies import Remedies
-
-#: Remedy ids that do not retrieve, so they are not columns of the matrix.
-NOT_RETRIEVAL = ("judge", "none")
 
 
 @dataclass(frozen=True)
@@ -114,7 +112,8 @@ class RemedyMatrix:
         if rid in self.missing:
             why = f"its own remedy, {rid}, was not tried ({self.missing[rid]})"
         else:
-            why = "it has no offline remedy of its own" + (" (judge it)" if rid == "judge" else "")
+            judging = REMEDIES[rid].cost == "judging"
+            why = "it has no offline remedy of its own" + (" (judge it)" if judging else "")
         if not self.remedy_ids:
             return f"{label}: {why}."
         best = max(self.remedy_ids, key=lambda r: n[r].recovered)
@@ -202,7 +201,7 @@ def remedy_matrix(
     missing: dict[str, str] = {}
     for row in remedies.rows:
         own.setdefault(row.cls, row.remedy_id)
-        if row.remedy_id in NOT_RETRIEVAL:
+        if not REMEDIES[row.remedy_id].runs:  # judge, none: nothing retrieves
             continue
         if not row.available:
             # a remedy with nothing to try it on (no filter given, split over documents) is no news

@@ -20,15 +20,16 @@ that can run without a new model or new judgements, on the same golden set, and 
   missing from a run scores 0).
 
 Each class names its remedy in its record (:attr:`diagnose.failures.FailureClass.remedy`: an id, the text of the
-table, the advice when nothing runs offline); the code of each remedy id is here:
+table, the advice when nothing runs offline); the record of each remedy id (what it needs, how its run is built, why it
+cannot run, what it costs) is in :data:`diagnose.whatif.registry.REMEDIES`; what each id runs:
 
 ================  ==================================================================================================
 ``hybrid``        reciprocal rank fusion (k=60, :func:`diagnose.search.fusion.rrf`) of the run and BM25
 ``dense``         exact dense search with the embedding model (the dense baseline run replaces the run)
-``rerank``        the run's top ``near_miss_factor * k`` (the diagnosis's :class:`~diagnose.failures.Thresholds`: the
-                  depth of the near-miss rule) reranked by exact cosine (:func:`cosine_rerank`): for ``near_miss``,
-                  and for ``ranking_failure`` (the target is findable; the rerank tests whether the model would put
-                  it higher than the run did)
+``rerank``        the run's top ``near_miss_depth(k)`` (the diagnosis's :class:`~diagnose.failures.Thresholds`: the
+                  depth of the near-miss rule) reranked by exact cosine (:func:`diagnose.search.rerank.cosine_rerank`):
+                  for ``near_miss``, and for ``ranking_failure`` (the target is findable; the rerank tests whether
+                  the model would put it higher than the run did)
 ``unfiltered``    the unfiltered search, for ``filtered_out``: exact dense search over the whole corpus, without
                   the metadata filter (``unfiltered_run``, the dense baseline); measured only when a filter is given
 ``merge``         a chunk corpus with offsets: every chunk scored by the best cosine of itself and of the windows
@@ -63,17 +64,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-import numpy as np
-
 from diagnose import defaults
-from diagnose.checks import positive_int
 from diagnose.data import DataError, Dataset, Run, fields_dict
 from diagnose.failures import CLASS_BY_ID, FAILURE_CLASSES, Diagnosis, FailureMode, Remedy
 from diagnose.metrics import evaluate, expand_metrics
 from diagnose.runtime.lazy import pandas as pd
-from diagnose.search.fusion import rrf
 from diagnose.search.space import VectorSpace
 from diagnose.stats import randomization_test
+from diagnose.whatif.registry import REMEDIES, RemedyInputs
 
 
 def remedy_for(cls: str, kind: str = "unknown") -> Remedy:
@@ -140,9 +138,10 @@ class RemedyResult:
         pairs = f" ({self.missed_pairs} missed pair{'s' if self.missed_pairs != 1 else ''})"
         word = _SINGULAR.get(unit, unit) if self.failures == 1 else unit
         of = f"{self.failures} {word} of class {c}{pairs if unit == 'failed queries' else ''}"
-        if self.remedy_id == "judge":
+        spec = REMEDIES[self.remedy_id]
+        if spec.cost == "judging":
             return f"{of}: judge it ({self.advice}; the golden set is probably incomplete)."
-        if self.remedy_id == "none":
+        if not spec.runs:
             return f"{of}: no offline remedy ({self.advice})."
         if not self.available:
             return f"{of}: {self.remedy} not tried ({self.note})."
@@ -215,58 +214,6 @@ class Remedies:
         }
 
 
-# ------------------------------------------------------------------------------------------ the rerank
-
-
-#: run rows whose cosines :func:`cosine_rerank` computes at a time
-RERANK_BLOCK = 16_384
-
-
-def cosine_rerank(run: Run, space: VectorSpace, depth: int, *, name: str | None = None) -> Run:
-    """The run with each query's top ``depth`` documents reordered by exact cosine to the query.
-
-    Score of a reranked row = cos(query, document) from ``space`` (float32 dot product of L2-normalised rows, stored
-    as float64); order by cosine descending, ties by doc id descending (trec_eval's order). Edge cases:
-
-    - a document of the top ``depth`` without a vector (not in the corpus) scores -2.0, below every cosine;
-    - rows below ``depth`` keep their order after the reranked ones, with score ``-2.0 - rank`` (their original
-      rank), so the score order is the rank order and the run survives a round trip through a TREC file;
-    - a query without a vector keeps its order; all its rows get ``-2.0 - rank``.
-
-    Ranks are renumbered 1..n per query; queries keep their order. ``name`` defaults to ``"<run> (cosine rerank)"``.
-    """
-    positive_int(depth, "depth")
-    df = run.df
-    qids = df["query_id"].to_numpy(dtype=object)
-    docs = df["doc_id"].to_numpy(dtype=object)
-    ranks = df["rank"].to_numpy(dtype=np.int64)
-    q_row = np.fromiter((space.query_row.get(q, -1) for q in qids), dtype=np.int64, count=len(qids))
-    d_row = np.fromiter((space.doc_row.get(d, -1) for d in docs), dtype=np.int64, count=len(docs))
-    top = (ranks <= depth) & (q_row >= 0)
-    known = top & (d_row >= 0)
-    score = -2.0 - ranks.astype(np.float64)
-    score[top] = -2.0
-    qk, dk = q_row[known], d_row[known]
-    cos = np.empty(len(qk), dtype=np.float32)
-    # a block at a time: the rows' vectors of a 1M-line run are GBs
-    for lo in range(0, len(qk), RERANK_BLOCK):
-        part = slice(lo, lo + RERANK_BLOCK)
-        cos[part] = np.einsum("ij,ij->i", space.query_vecs[qk[part]], space.doc_vecs[dk[part]])
-    score[known] = cos.astype(np.float64)
-    order_q = pd.Categorical(qids, categories=pd.unique(qids), ordered=True)
-    out = pd.DataFrame({"_q": order_q, "query_id": qids, "doc_id": docs, "score": score + 0.0})
-    out = out.sort_values(["_q", "score", "doc_id"], ascending=[True, False, False], kind="mergesort")
-    out["rank"] = out.groupby("_q", observed=True).cumcount().to_numpy(dtype=np.int64) + 1
-    out = out.drop(columns="_q").reset_index(drop=True)
-    out["query_id"] = out["query_id"].astype(object)
-    out["doc_id"] = out["doc_id"].astype(object)
-    return Run(
-        name or f"{run.name} (cosine rerank)",
-        out,
-        source=f"{run.name}, top {depth} reranked by {space.model}",
-    )
-
-
 # ------------------------------------------------------------------------------------------ proving
 
 
@@ -335,45 +282,6 @@ def _check_inputs(
     return k, mode
 
 
-def _builders(
-    run: Run,
-    space: VectorSpace | None,
-    bm25_run: Run | None,
-    dense_run: Run | None,
-    cross_encoder_run: Run | None,
-    depth: int,
-    hybrid_run: Run | None = None,
-    unfiltered_run: Run | None = None,
-    merged_run: Run | None = None,
-    passage_run: Callable[[], Run] | None = None,
-) -> dict[str, Callable[[], Run] | None]:
-    """remedy id -> what builds the remedied run (None when its input was not given)."""
-
-    return {
-        "crossencoder": (lambda: cross_encoder_run) if cross_encoder_run is not None else None,
-        "hybrid": (lambda: rrf([run, bm25_run], k=defaults.RRF_K, name=f"{run.name}+bm25 (RRF)"))
-        if bm25_run
-        else None,
-        "dense": (lambda: dense_run) if dense_run else None,
-        "bm25": (lambda: bm25_run) if bm25_run else None,
-        "hybrid_baseline": (lambda: hybrid_run) if hybrid_run else None,
-        "rerank": (lambda: cosine_rerank(run, space, depth)) if space is not None else None,
-        "unfiltered": (lambda: unfiltered_run) if unfiltered_run else None,
-        "merge": (lambda: merged_run) if merged_run is not None else None,
-        "passages": passage_run,
-    }
-
-
-_MISSING_INPUT = {
-    "hybrid": "pass bm25_run",
-    "dense": "pass dense_run",
-    "rerank": "pass space",
-    "bm25": "pass bm25_run",
-    "hybrid_baseline": "pass hybrid_run",
-    "unfiltered": "no metadata filter given",
-    "merge": "needs a chunk corpus with offsets: --parent-field / parent_field=, offsets in the chunks' metadata",
-    "passages": "the model's window is unknown (precomputed vectors without a model), or pass passage_run",
-}
 _NOT_MEASURED = dict(recovered=None, lost_hits=None, mean_diff=None, p_value=None)
 
 
@@ -396,14 +304,15 @@ def _result(
         failed_queries=len(dict.fromkeys(q for q, _ in pairs)),
         missed_pairs=len(dict.fromkeys(pairs)),
         remedy_id=rid,
-        remedy=text.format(depth=depth),
+        remedy=text.format(depth=depth, rrf_k=defaults.RRF_K),
         metric=trials.metric_name,
         advice=advice,
     )
-    if rid in ("judge", "none"):
+    spec = REMEDIES[rid]
+    if not spec.runs:
         return RemedyResult(**_NOT_MEASURED, **common)
     if trials.builders[rid] is None:
-        return RemedyResult(**_NOT_MEASURED, available=False, note=_MISSING_INPUT[rid], **common)
+        return RemedyResult(**_NOT_MEASURED, available=False, note=spec.missing, **common)
     m = trials.measure(rid)
     if mode == "hit":
         rec = tuple(
@@ -449,7 +358,7 @@ def prove_remedies(
     search) and ``space`` (for the cosine rerank) are optional: a remedy whose input is missing is reported as not
     tried, not silently skipped. ``metric``: the metric of the paired test (default ``hit_rate@k``; any name of
     :mod:`diagnose.metrics`, e.g. ``"ndcg@10"``). The rerank depth is the near-miss depth,
-    ``diagnosis.thresholds.near_miss_factor * k``. ``cross_encoder_run``: the run's top ``near_miss_factor * k``
+    ``diagnosis.thresholds.near_miss_depth(k)``. ``cross_encoder_run``: the run's top ``near_miss_depth(k)``
     reranked by a CrossEncoder (:func:`diagnose.whatif.compare.rerank_cross_encoder`), when the user gives one: measured as
     a second ``near_miss`` row (remedy id ``"crossencoder"``) after the taxonomy's rows (one a class). Pure: nothing
     is encoded or indexed here. ``kind``: the run's kind (default: the diagnosis's), which picks each
@@ -466,19 +375,20 @@ def prove_remedies(
     metric_name = expand_metrics([metric], [k])[0] if metric else hit_name
     names = list(dict.fromkeys([hit_name, metric_name]))
     base = evaluate(ds.qrels, run, names).per_query
-    depth = diagnosis.thresholds.near_miss_factor * k
-    builders = _builders(
+    depth = diagnosis.thresholds.near_miss_depth(k)
+    inputs = RemedyInputs(
         run,
-        space,
-        bm25_run,
-        dense_run,
-        cross_encoder_run,
         depth,
-        hybrid_run,
-        unfiltered_run,
-        merged_run,
-        passage_run,
+        space=space,
+        bm25_run=bm25_run,
+        dense_run=dense_run,
+        cross_encoder_run=cross_encoder_run,
+        hybrid_run=hybrid_run,
+        unfiltered_run=unfiltered_run,
+        merged_run=merged_run,
+        passage_run=passage_run,
     )
+    builders = {rid: spec.builder(inputs) for rid, spec in REMEDIES.items()}
     trials = _Trials(ds, base, names, hit_name, metric_name, k, builders, n_resamples, seed)
 
     by_class: dict[str, list[tuple[str, str]]] = {c.id: [] for c in FAILURE_CLASSES}

@@ -8,7 +8,7 @@ import streamlit as st
 
 from diagnose import charts
 from diagnose.failures import CLASS_LABELS, CLASSES, sort_worst
-from diagnose.ui import state, tables
+from diagnose.ui import finetune_section, state, tables
 from diagnose.ui.text import escape_md
 
 b = state.bundle()
@@ -76,7 +76,7 @@ with st.expander(
     )
 
 with st.expander("Does the class predict the fix? Every remedy applied to every class", expanded=True):
-    matrix = b.analysis.remedy_matrix(run, k=b.k, failure=b.mode)
+    matrix = b.analysis.remedy_matrix(run, k=b.k, failure=b.mode, finetune=finetune_section.tuned(b))
     if matrix.remedy_ids:
         # st.altair_chart sizes the whole chart (title, axes) to its height; the builder gives the plot's height
         st.altair_chart(

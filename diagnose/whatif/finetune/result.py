@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from diagnose.data import Run
 from diagnose.stats import Comparison
 from diagnose.whatif.finetune.triplets import Fold
 
@@ -69,7 +70,9 @@ class FinetuneResult:
     ``comparisons`` (tuned vs base, Holm over the family), ``p_value`` (the Holm-adjusted paired randomization test
     of the first headline metric, nDCG@k), ``recovered``/``broken`` per failure class, ``model_path`` (trained on
     every training query: the split's, or every golden query with folds), ``train_pairs`` (of that model),
-    ``seconds`` (the whole run), ``folds`` (cross-fitting) and the ``cost`` announced before."""
+    ``seconds`` (the whole run), ``folds`` (cross-fitting) and the ``cost`` announced before. ``run``: the tuned
+    model's exact dense run that was measured (out-of-fold with folds), the remedy matrix's ``finetune`` column when
+    the result is given to it (:meth:`diagnose.analysis.Analysis.remedy_matrix`); not in :meth:`to_dict`."""
 
     base: dict[str, float]
     tuned: dict[str, float]
@@ -86,6 +89,7 @@ class FinetuneResult:
     settings: dict[str, Any] = field(default_factory=dict)
     folds: Sequence[Fold] = ()
     excluded_queries: int = 0
+    run: Run | None = field(default=None, repr=False, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
         return {
