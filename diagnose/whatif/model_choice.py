@@ -17,7 +17,7 @@ import numpy as np
 
 from diagnose import defaults
 from diagnose.data import DataError, Dataset
-from diagnose.failures import CLASSES, Diagnosis, diagnose_run, hubness
+from diagnose.failures import CLASSES, Diagnosis, EvidenceSources, diagnose_run, hubness
 from diagnose.metrics import Evaluation, evaluate, headline_metrics
 from diagnose.metrics.identical import drop_identical_ids
 from diagnose.runtime.lazy import pandas as pd
@@ -132,7 +132,9 @@ def _model_result(
     ms = (time.perf_counter() - t0) * 1000 / max(len(golden), 1)
     ev = evaluate(ds.qrels, run, metrics)
     ci = {m: bootstrap_ci(ev.per_query[m].to_numpy(), n_resamples=n_resamples, seed=seed) for m in metrics}
-    diag = diagnose_run(ds, run, space, bm25, k=k, ignore_identical_ids=ignore_identical_ids)
+    diag = diagnose_run(
+        ds, run, space, bm25, k=k, sources=EvidenceSources(without_query_doc=ignore_identical_ids)
+    )
     return ModelResult(
         name=name,
         model_id=space.model,
