@@ -10,6 +10,8 @@ rerank and fusion reports, the report's ``query_changes``) counts the same two t
 - ``mode="recall"``, unit ``"pair"``: a relevant (query, document) pair (grade > 0) is *right* when it is one of the
   (query, document) pairs of the run's top k (``rank <= k``), *failed* (missed) otherwise.
 
+Both read the run's ``rank`` column, as the metrics do: documents tied in score are in the order the run ranked them.
+
 A :class:`Gain` of a candidate over a base run holds:
 
 - ``recovered``: the failures of the base (by default every failed unit of the base; a caller may name them, e.g.
@@ -21,9 +23,11 @@ A :class:`Gain` of a candidate over a base run holds:
   it (:func:`diagnose.stats.randomization_test` with ``n_resamples`` sign flips and ``seed``; exact when few queries
   differ); with no golden query, 0.0 and 1.0. Without a metric both are None.
 
-Words: *recovered* and *broken*, nothing else, in code. Older outputs keep their keys (``lost_hits`` and
-``lost_ids`` of the remedies, ``introduced`` of the rerank report, ``loses_X`` of what-if fusion, ``breaks`` of the
-chunking sweep, ``fixed`` of ``query_changes``): they are these two lists, under their old names.
+Words: *recovered* and *broken* in the code that measures. Outputs and records that existed before keep their
+names, as contracts: ``lost_hits`` and ``lost_ids`` of the remedies and of the ANN frontier (the ``broken`` of the
+query unit, in either mode: what a remedy breaks, whatever the class), ``introduced`` of the rerank report,
+``recovers_X`` / ``loses_X`` of what-if fusion, ``recovers`` / ``breaks`` of the chunking sweep, ``fixed`` /
+``broken`` of ``query_changes``, ``recovered`` / ``broken`` of fine-tuning (:func:`diagnosis_gain`, per class).
 """
 
 from __future__ import annotations
