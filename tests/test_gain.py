@@ -170,3 +170,22 @@ def test_diagnosis_gain_compares_the_failure_units():
     assert diagnosis_gain(base, tuned) == Gain(("q1",), ("q3",), None, None, None, "query", 2)
     with pytest.raises(ValueError):
         diagnosis_gain(base, diagnosis_of(BASE, [], 2, "recall"))
+
+
+def test_a_query_missing_from_the_candidate_frame_scores_zero():
+    # frames as a caller holds them (e.g. a cached sweep point without q2): base hits q1 and q2 (ndcg 1, 0.5); the
+    # candidate's frame has only q1 (hit, ndcg 1) -> q2 scores 0: broken (q2,); ndcg differences 0 and -0.5: mean -0.25
+    index = pd.Index(["q1", "q2"], name="query_id")
+    base = pd.DataFrame({"hit_rate@1": [1.0, 1.0], "ndcg@1": [1.0, 0.5]}, index=index)
+    candidate = pd.DataFrame({"hit_rate@1": [1.0], "ndcg@1": [1.0]}, index=pd.Index(["q1"], name="query_id"))
+    g = measure_gain(1, base_per_query=base, candidate_per_query=candidate, metric="ndcg@1")
+    assert (g.recovered, g.broken, g.mean_diff) == ((), ("q2",), -0.25)
+
+
+def test_a_pair_judged_zero_is_never_a_unit():
+    # k = 1. q1: d1 relevant (1), d0 judged non-relevant (0). base [x, d1]: (q1,d1) failed. candidate [d0, d1]:
+    # d0 enters the top 1 but is not relevant: nothing recovered; (q1,d1) is still missed
+    qrels = qrels_of({"q1": {"d1": 1, "d0": 0}})
+    base, candidate = run_of("base", {"q1": ["x", "d1"]}), run_of("candidate", {"q1": ["d0", "d1"]})
+    g = measure_gain(1, "recall", qrels=qrels, base=base, candidate=candidate)
+    assert (g.recovered, g.broken) == ((), ())
