@@ -34,6 +34,7 @@ from diagnose.retrievers.results import slowest
 from diagnose.stats import compare_all, randomised_tukey_hsd, topic_set_size
 from diagnose.ties import add_to_report, audit_from_work, tie_work
 from diagnose.whatif.compare import fusion_whatif, per_query_deltas, slice_metrics
+from diagnose.whatif.gain import measure_gain
 
 
 class Scores(Pipeline):
@@ -377,19 +378,19 @@ class Scores(Pipeline):
         self, reference: str | None = None, *, k: int | None = None
     ) -> dict[str, dict[str, Any]]:
         """Per run: the golden queries it fixes (the reference has no relevant document in its top k, the run
-        has) and breaks (the reverse), by ``hit_rate@k``."""
+        has) and breaks (the reverse), by ``hit_rate@k``: a :class:`~diagnose.whatif.gain.Gain` of the run over the
+        reference, its ``recovered`` under the key ``fixed``."""
         ref = self._run_name(reference)
         metric = MetricName("hit_rate", self._k(k))
         out: dict[str, dict[str, Any]] = {}
-        for name in self.evaluations([*self.metric_names(), metric]):
+        evs = self.evaluations([*self.metric_names(), metric])
+        for name, ev in evs.items():
             if name == ref:
                 continue
-            d = self.query_deltas(name, ref, str(metric))
-            out[name] = {
-                "metric": str(metric),
-                "fixed": d.loc[d["change"] == "fixed", "query_id"].astype(str).tolist(),
-                "broken": d.loc[d["change"] == "broken", "query_id"].astype(str).tolist(),
-            }
+            gain = measure_gain(
+                metric.k, "hit", base_per_query=evs[ref].per_query, candidate_per_query=ev.per_query
+            )
+            out[name] = {"metric": str(metric), "fixed": list(gain.recovered), "broken": list(gain.broken)}
         return out
 
     def gate(

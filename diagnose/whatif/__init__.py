@@ -1,1 +1,1 @@
-"""What would fix it: remedies measured on the data, the remedy matrix, the ANN frontier, the chunking sweep, fine-tuning, filter recall, comparisons, model choice."""
+"""What would fix it: one measure of a change (gain: recovered / broken, the paired test), remedies measured on the data, the remedy matrix, the ANN frontier, the chunking sweep, fine-tuning, filter recall, comparisons, model choice."""

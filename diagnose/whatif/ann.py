@@ -368,39 +368,40 @@ def _index_gap(
 ) -> IndexGapRecovery:  # fmt: skip
     """The cheapest setting recovering ``run``'s index_gap failures (all, else the most), with the paired test."""
     from diagnose.metrics import evaluate
-    from diagnose.stats import randomization_test
+    from diagnose.whatif.gain import class_units, measure_gain, right_units, unit_ids
 
     hit = f"hit_rate@{k}"
     if run is None or diagnosis is None:
         return IndexGapRecovery(None, hit, note="no run given: pass one to find the setting that recovers its "
                                 "index_gap failures")  # fmt: skip
-    pairs = [(f.query_id, f.doc_id) for f in diagnosis.failures if f.cls == "index_gap"]
-    by_query = diagnosis.mode == "hit"
-    units = list(dict.fromkeys(q for q, _ in pairs)) if by_query else list(dict.fromkeys(pairs))
+    units = class_units(diagnosis).get("index_gap", ())
     if not units or not points:
         note = "the run has no index_gap failures" if not units else "no ANN setting was measured"
         return IndexGapRecovery(run.name, hit, note=note)
-    base = evaluate(qrels, run, [hit]).per_query[hit]
-    best: tuple[tuple[Any, ...], int, tuple[str, ...]] | None = None
+    base = evaluate(qrels, run, [hit]).per_query
+    by_query = diagnosis.mode == "hit"
+    right = right_units(k, diagnosis.mode, run=run, per_query=base)
+    best: tuple[tuple[Any, ...], int, tuple[str, ...], Any] | None = None
     for i, p in enumerate(points):
-        if by_query:
-            pq = evaluate(qrels, p.run, [hit]).per_query[hit]
-            rec = tuple(str(q) for q in units if pq.get(q, 0.0) > 0)
-        else:
-            top = set(zip(*(p.run.top(k)[c].tolist() for c in ("query_id", "doc_id")), strict=True))
-            rec = tuple(f"{q}/{d}" for q, d in units if (q, d) in top)
+        pq = evaluate(qrels, p.run, [hit]).per_query if by_query else None
+        rec = unit_ids(measure_gain(
+            k, diagnosis.mode, qrels=qrels, candidate=p.run, base_per_query=base, candidate_per_query=pq,
+            failures=units, base_right=right,
+        ).recovered)  # fmt: skip
         rank = (-len(rec), p.latency_p50_ms)
         if best is None or rank < best[0]:
-            best = (rank, i, rec)
+            best = (rank, i, rec, pq)
     assert best is not None
-    _, i, rec = best
+    _, i, rec, pq = best
     p = points[i]
-    after = evaluate(qrels, p.run, [hit]).per_query[hit].reindex(base.index, fill_value=0.0)
-    ids = tuple(f"{q}/{d}" for q, d in units) if not by_query else tuple(str(q) for q in units)
+    if pq is None:
+        pq = evaluate(qrels, p.run, [hit]).per_query
+    whole = measure_gain(
+        k, "hit", base_per_query=base, candidate_per_query=pq, metric=hit, n_resamples=n_resamples, seed=seed
+    )
     return IndexGapRecovery(
-        run.name, hit, ids, settings[i], rec,
+        run.name, hit, unit_ids(units), settings[i], rec,
         recovers="all" if len(rec) == len(units) else ("most" if rec else "none"),
-        latency_p50_ms=p.latency_p50_ms, mean_diff=float((after - base).mean()),
-        p_value=randomization_test(base, after, n_resamples=n_resamples, seed=seed),
-        lost_hits=int(((base > 0) & ~(after > 0)).sum()),
+        latency_p50_ms=p.latency_p50_ms, mean_diff=whole.mean_diff, p_value=whole.p_value,
+        lost_hits=len(whole.broken),
     )  # fmt: skip

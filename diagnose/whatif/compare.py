@@ -16,6 +16,7 @@ from diagnose.data import DataError, Qrels, Queries, Run, fields_dict
 from diagnose.metrics import Evaluation, evaluate, headline_metrics
 from diagnose.runtime.lazy import pandas as pd
 from diagnose.search.fusion import rrf, weighted_fusion
+from diagnose.whatif.gain import measure_gain
 
 
 def per_query_deltas(
@@ -81,13 +82,6 @@ def _field_values(queries: Queries, field: str) -> pd.Series:
     )
 
 
-def _hits(ev: Evaluation, k: int) -> pd.Series:
-    col = f"hit_rate@{k}"
-    if col not in ev.per_query:
-        raise DataError(f"internal: {col} was not computed")
-    return ev.per_query[col] > 0
-
-
 @dataclass(frozen=True)
 class RerankReport:
     """A reranker judged against its candidates."""
@@ -97,8 +91,8 @@ class RerankReport:
     ceiling: float  # recall@depth of the candidates: no reranker of them can do better
     before: dict[str, float]
     after: dict[str, float]
-    recovered: list[str]  # queries that fail at k before and succeed after
-    introduced: list[str]  # queries that succeed before and fail after
+    recovered: list[str]  # queries that fail at k before and succeed after (a Gain's recovered)
+    introduced: list[str]  # queries that succeed before and fail after (a Gain's broken)
 
     def to_dict(self) -> dict:
         return fields_dict(self, rename={"ceiling": "ceiling_recall"})
@@ -113,15 +107,15 @@ def rerank_report(
     metrics = [f"recall@{depth}", f"ndcg@{k}", "mrr", f"hit_rate@{k}", f"recall@{k}"]
     before = evaluate(qrels, candidates, metrics)
     after = evaluate(qrels, reranked, metrics)
-    hb, ha = _hits(before, k), _hits(after, k).reindex(before.per_query.index).fillna(False)
+    gain = measure_gain(k, "hit", base_per_query=before.per_query, candidate_per_query=after.per_query)
     return RerankReport(
         k=k,
         depth=depth,
         ceiling=float(before.aggregate[f"recall@{depth}"]),
         before={m: float(before.aggregate[m]) for m in metrics[1:]},
         after={m: float(after.aggregate[m]) for m in metrics[1:]},
-        recovered=list(hb.index[~hb & ha]),
-        introduced=list(hb.index[hb & ~ha]),
+        recovered=list(gain.recovered),
+        introduced=list(gain.broken),
     )
 
 
@@ -196,11 +190,12 @@ def fusion_whatif(
     rows = []
     for label, fused in candidates:
         ev = evaluate(qrels, fused, metrics)
-        hf = _hits(ev, k)
         row = {"fusion": label, **{m: float(ev.aggregate[m]) for m in metrics}}
         for r in runs:
-            hr = _hits(base[r.name], k).reindex(hf.index).fillna(False)
-            row[f"recovers_{r.name}"] = int((~hr & hf).sum())
-            row[f"loses_{r.name}"] = int((hr & ~hf).sum())
+            gain = measure_gain(
+                k, "hit", base_per_query=base[r.name].per_query, candidate_per_query=ev.per_query
+            )
+            row[f"recovers_{r.name}"] = len(gain.recovered)
+            row[f"loses_{r.name}"] = len(gain.broken)
         rows.append(row)
     return pd.DataFrame(rows)

@@ -12,7 +12,9 @@ lexical and hybrid runs; ``crossencoder`` when a CrossEncoder was given; never `
   missed pairs fall in two classes counts in both), with ``mode="recall"`` its missed (query, target) pairs.
 - ``recovered``: how many of them the remedied run fixes at k, the definition of ``prove_remedies``' ``recovered``:
   with ``mode="hit"`` a failed query is recovered when the remedied run has a relevant document (grade > 0) in its
-  top k; with ``mode="recall"`` a missed pair when its target enters the top k.
+  top k; with ``mode="recall"`` a missed pair when its target enters the top k (:mod:`diagnose.whatif.gain`: the
+  failure unit, :func:`~diagnose.whatif.gain.class_units`, and what a run gets right,
+  :func:`~diagnose.whatif.gain.right_units`).
 
 The remedied runs are the ones ``prove_remedies`` built (:attr:`~diagnose.whatif.remedies.Remedies.runs`), reused, never
 built again; so the cell of a class and its own remedy (the diagonal, outlined in the app) equals that class's
@@ -26,12 +28,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from diagnose.data import Qrels, Run
 from diagnose.failures import CLASS_BY_ID, CLASSES, Diagnosis, FailureMode
-from diagnose.metrics import evaluate
 from diagnose.runtime.lazy import pandas as pd
+from diagnose.whatif.gain import class_units, right_units
 from diagnose.whatif.registry import REMEDIES
 from diagnose.whatif.remedies import Remedies
 
@@ -163,26 +164,6 @@ class RemedyMatrix:
         return {c: {r: self.cells[c][r].to_dict() for r in self.remedy_ids} for c in self.classes}
 
 
-def _units(diagnosis: Diagnosis) -> dict[str, list[Any]]:
-    """Class -> its failures in the remedies' unit (the definition of ``prove_remedies``' ``failures``)."""
-    out: dict[str, list[Any]] = {}
-    for f in diagnosis.failures:
-        out.setdefault(f.cls, []).append(f.query_id if diagnosis.mode == "hit" else (f.query_id, f.doc_id))
-    return {c: list(dict.fromkeys(out[c])) for c in CLASSES if c in out}
-
-
-def _fixed(qrels: Qrels, run: Run, k: int, mode: FailureMode) -> set[Any]:
-    """What ``run`` gets right at k, as ``prove_remedies`` counts it: the queries with ``hit_rate@k > 0`` (a
-    relevant document, grade > 0, in the top k; :func:`diagnose.metrics.evaluate`) when ``mode="hit"``, the
-    (query, document) pairs of its top k otherwise."""
-
-    if mode == "hit":
-        hits = evaluate(qrels, run, [f"hit_rate@{k}"]).per_query[f"hit_rate@{k}"]
-        return {str(q) for q, v in hits.items() if v > 0}
-    top = run.top(k)
-    return set(zip(top["query_id"].tolist(), top["doc_id"].tolist(), strict=True))
-
-
 def remedy_matrix(
     qrels: Qrels, diagnosis: Diagnosis, remedies: Remedies, extra: Mapping[str, tuple[str, Run]] | None = None
 ) -> RemedyMatrix:
@@ -215,10 +196,10 @@ def remedy_matrix(
         for cls in CLASSES:
             if CLASS_BY_ID[cls].remedy.measured_by == rid and own.get(cls, "none") not in ids:
                 own[cls] = rid
-    units = _units(diagnosis)
-    fixed = {r: _fixed(qrels, runs[r], diagnosis.k, diagnosis.mode) for r in ids}
+    units = class_units(diagnosis)
+    right = {r: right_units(diagnosis.k, diagnosis.mode, run=runs[r], qrels=qrels) for r in ids}
     cells = {
-        c: {r: MatrixCell(len(us), sum(u in fixed[r] for u in us)) for r in ids} for c, us in units.items()
+        c: {r: MatrixCell(len(us), sum(u in right[r] for u in us)) for r in ids} for c, us in units.items()
     }
     return RemedyMatrix(
         run=diagnosis.run,

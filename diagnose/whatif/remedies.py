@@ -60,7 +60,7 @@ another model it is a cheap bi-encoder reranker (a cross-encoder would do better
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -70,7 +70,7 @@ from diagnose.failures import CLASS_BY_ID, FAILURE_CLASSES, Diagnosis, FailureMo
 from diagnose.metrics import evaluate, expand_metrics
 from diagnose.runtime.lazy import pandas as pd
 from diagnose.search.space import VectorSpace
-from diagnose.stats import randomization_test
+from diagnose.whatif.gain import Gain, Unit, failure_units, measure_gain, right_units, unit_ids
 from diagnose.whatif.registry import REMEDIES, RemedyInputs
 
 
@@ -217,20 +217,14 @@ class Remedies:
 # ------------------------------------------------------------------------------------------ proving
 
 
-def _top_pairs(run: Run, k: int) -> set[tuple[str, str]]:
-    top = run.top(k)
-    return set(zip(top["query_id"].tolist(), top["doc_id"].tolist(), strict=True))
-
-
 class _Measured(NamedTuple):
-    """A remedied run measured against the run: per-query metrics over the golden queries, its top-k pairs, the
-    mean difference and p value of the paired test, and the golden queries it turns from hit to miss."""
+    """A remedied run measured against the run: ``gain`` over every golden query in queries (its ``broken``: the
+    hits the remedy loses; its mean difference and paired test on the metric) and ``of_failures``, the gain in the
+    diagnosis's unit whose ``recovered`` holds the diagnosis's failures the remedied run gets right (``gain``
+    itself with ``mode="hit"``)."""
 
-    per_query: pd.DataFrame
-    top: set[tuple[str, str]]
-    mean_diff: float
-    p_value: float
-    lost: tuple[str, ...]
+    gain: Gain
+    of_failures: Gain
 
 
 @dataclass
@@ -248,20 +242,40 @@ class _Trials:
     seed: int
     remedied: dict[str, Run] = field(default_factory=dict)
     measured: dict[str, _Measured] = field(default_factory=dict)
+    mode: FailureMode = "hit"
+    failures: tuple[Unit, ...] = ()  # every failure unit of the diagnosis
+    right: Collection[Unit] = ()  # mode="recall": the (query, document) pairs of the run's top k
 
     def measure(self, rid: str) -> _Measured:
 
         if rid not in self.measured:
             r = self.builders[rid]()
             self.remedied[rid] = r
-            golden = list(self.base.index)
-            hits_before = self.base[self.hit_name] > 0
-            pq = evaluate(self.ds.qrels, r, self.names).per_query.reindex(golden, fill_value=0.0)
-            a, b = self.base[self.metric_name], pq[self.metric_name]
-            mean_diff = float((b - a).mean())
-            p = randomization_test(a, b, n_resamples=self.n_resamples, seed=self.seed)
-            lost = tuple(str(q) for q in golden if hits_before[q] and not pq.at[q, self.hit_name] > 0)
-            self.measured[rid] = _Measured(pq, _top_pairs(r, self.k), mean_diff, p, lost)
+            pq = evaluate(self.ds.qrels, r, self.names).per_query
+            hit = self.mode == "hit"
+            gain = measure_gain(
+                self.k,
+                "hit",
+                base_per_query=self.base,
+                candidate_per_query=pq,
+                metric=self.metric_name,
+                failures=self.failures if hit else None,
+                n_resamples=self.n_resamples,
+                seed=self.seed,
+            )
+            of_failures = (
+                gain
+                if hit
+                else measure_gain(
+                    self.k,
+                    "recall",
+                    qrels=self.ds.qrels,
+                    candidate=r,
+                    failures=self.failures,
+                    base_right=self.right,
+                )
+            )
+            self.measured[rid] = _Measured(gain, of_failures)
         return self.measured[rid]
 
 
@@ -295,9 +309,7 @@ def _result(
 ) -> RemedyResult:
     """One class's row: its remedy measured on its failures (``pairs``), or why it was not."""
     rid, text, advice = remedy.id, remedy.text, remedy.advice
-    units: list[Any] = (
-        list(dict.fromkeys(q for q, _ in pairs)) if mode == "hit" else list(dict.fromkeys(pairs))
-    )
+    units = failure_units(pairs, mode)
     common = dict(
         cls=cls,
         failures=len(units),
@@ -314,19 +326,14 @@ def _result(
     if trials.builders[rid] is None:
         return RemedyResult(**_NOT_MEASURED, available=False, note=spec.missing, **common)
     m = trials.measure(rid)
-    if mode == "hit":
-        rec = tuple(
-            str(q) for q in units if q in m.per_query.index and m.per_query.at[q, trials.hit_name] > 0
-        )
-    else:
-        rec = tuple(f"{q}/{d}" for q, d in units if (q, d) in m.top)
+    rec = unit_ids(m.of_failures.among(units))
     return RemedyResult(
         recovered=len(rec),
-        lost_hits=len(m.lost),
-        mean_diff=m.mean_diff,
-        p_value=m.p_value,
+        lost_hits=len(m.gain.broken),
+        mean_diff=m.gain.mean_diff,
+        p_value=m.gain.p_value,
         recovered_ids=rec,
-        lost_ids=m.lost,
+        lost_ids=unit_ids(m.gain.broken),
         **common,
     )
 
@@ -389,7 +396,21 @@ def prove_remedies(
         passage_run=passage_run,
     )
     builders = {rid: spec.builder(inputs) for rid, spec in REMEDIES.items()}
-    trials = _Trials(ds, base, names, hit_name, metric_name, k, builders, n_resamples, seed)
+    failures = failure_units(((f.query_id, f.doc_id) for f in diagnosis.failures), mode)
+    trials = _Trials(
+        ds,
+        base,
+        names,
+        hit_name,
+        metric_name,
+        k,
+        builders,
+        n_resamples,
+        seed,
+        mode=mode,
+        failures=failures,
+        right=right_units(k, mode, run=run) if mode == "recall" else (),
+    )
 
     by_class: dict[str, list[tuple[str, str]]] = {c.id: [] for c in FAILURE_CLASSES}
     for f in diagnosis.failures:

@@ -23,10 +23,10 @@ from diagnose.metrics.context import Piece, context_scores, document_spans, whol
 from diagnose.retrievers.results import document_list
 from diagnose.runtime.lazy import pandas as pd
 from diagnose.runtime.progress import Reporter
-from diagnose.stats import randomization_test
 from diagnose.whatif.chunking.grid import ChunkingConfig
 from diagnose.whatif.chunking.splits import SplitCache
 from diagnose.whatif.chunking.splitter import encoded_texts, model_tokenizer
+from diagnose.whatif.gain import measure_gain
 
 #: Version of the cached measurement's layout (part of its key: another version is measured again).
 CACHE_FORMAT = 1
@@ -292,14 +292,16 @@ def _cached(
 
 def _against(current: ChunkingPoint, p: ChunkingPoint, k: int, n_resamples: int, seed: int) -> ChunkingPoint:
     """``p`` with the queries it recovers / breaks (hit at k) and the paired test of nDCG@k against ``current``."""
-    hit, nd = f"hit_rate@{k}", f"ndcg@{k}"
-    base = current.per_query
-    mine = p.per_query.reindex(base.index, fill_value=0.0)
-    rec = tuple(str(q) for q in base.index[(base[hit] == 0) & (mine[hit] > 0)])
-    brk = tuple(str(q) for q in base.index[(base[hit] > 0) & (mine[hit] == 0)])
-    diff = float((mine[nd] - base[nd]).mean()) if len(base) else 0.0
-    pv = randomization_test(base[nd], mine[nd], n_resamples=n_resamples, seed=seed) if len(base) else 1.0
-    return replace(p, recovers=rec, breaks=brk, ndcg_diff=diff, p_value=pv)
+    g = measure_gain(
+        k,
+        "hit",
+        base_per_query=current.per_query,
+        candidate_per_query=p.per_query,
+        metric=f"ndcg@{k}",
+        n_resamples=n_resamples,
+        seed=seed,
+    )
+    return replace(p, recovers=g.recovered, breaks=g.broken, ndcg_diff=g.mean_diff, p_value=g.p_value)
 
 
 def with_pareto(points: Sequence[ChunkingPoint], k: int, metric: str | None = None) -> list[ChunkingPoint]:

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from diagnose.data import Run
 from diagnose.stats import Comparison
 from diagnose.whatif.finetune.triplets import Fold
+from diagnose.whatif.gain import diagnosis_gain, unit_classes
 
 if TYPE_CHECKING:
     from diagnose.failures import Diagnosis
@@ -45,21 +46,17 @@ def _duration(seconds: float) -> str:
 
 def class_changes(base: Diagnosis, tuned: Diagnosis) -> tuple[dict[str, int], dict[str, int]]:
     """``(recovered, broken)`` per failure class, in the diagnosis' unit (failed queries with ``mode="hit"``,
-    missed (query, document) pairs with ``"recall"``): a base failure the tuned run no longer has counts under its
-    base class; a tuned failure the base run did not have counts under its tuned class. A query with missed pairs in
+    missed (query, document) pairs with ``"recall"``; :func:`diagnose.whatif.gain.diagnosis_gain`): a base failure
+    the tuned run no longer has counts under its base class; a tuned failure the base run did not have counts under
+    its tuned class. A query with missed pairs in
     two classes counts in both."""
     # the taxonomy, imported here: the CLI's parser reads TrainSettings from this package for every command
     from diagnose.failures import CLASSES
 
-    def units(d: Diagnosis) -> dict[Any, set[str]]:
-        out: dict[Any, set[str]] = {}
-        for f in d.failures:
-            out.setdefault(f.query_id if d.mode == "hit" else (f.query_id, f.doc_id), set()).add(f.cls)
-        return out
-
-    b, t = units(base), units(tuned)
-    recovered = {c: sum(c in cls for u, cls in b.items() if u not in t) for c in CLASSES}
-    broken = {c: sum(c in cls for u, cls in t.items() if u not in b) for c in CLASSES}
+    gain = diagnosis_gain(base, tuned)
+    b, t = unit_classes(base), unit_classes(tuned)
+    recovered = {c: sum(c in b[u] for u in gain.recovered) for c in CLASSES}
+    broken = {c: sum(c in t[u] for u in gain.broken) for c in CLASSES}
     return {c: n for c, n in recovered.items() if n}, {c: n for c, n in broken.items() if n}
 
 
