@@ -501,7 +501,7 @@ def test_bounds_reports_the_metrics_over_the_holes(capsys):
 
 
 _EXIT_SCRIPT = """
-import atexit, sys, threading, time
+import atexit, sys, threading
 from diagnose.cli import entry
 
 class Torn:
@@ -510,12 +510,16 @@ class Torn:
 
 keep = Torn()
 atexit.register(lambda: print("handler ran", flush=True))
-if sys.argv[1] == "thread":
-    threading.Thread(target=time.sleep, args=(0.3,)).start()
+done = threading.Event()
+if sys.argv[1] == "thread":  # still running when the command ends, whatever its speed: it waits for the exit below
+    threading.Thread(target=done.wait, args=(60,)).start()
 if sys.argv[1] == "host":  # a host SystemExit returns to (IPython's %run -m diagnose)
     sys.modules["IPython"] = type(sys)("IPython")
 sys.argv = ["diagnose", "evaluate", "--qrels", sys.argv[2], "--run", sys.argv[3], "--format", "json"]
-entry()
+try:
+    entry()
+finally:  # reached only when entry() exits normally (SystemExit); its fast exit ends the process before this
+    done.set()
 """
 
 
