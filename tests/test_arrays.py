@@ -73,6 +73,9 @@ def test_strings_of_gives_what_pa_array_gives():
     got = strings_of(values)
     assert got.equals(pa.array(values, type=pa.large_string()))
     assert np.frombuffer(got.buffers()[1], dtype=np.int64).tolist() == [0, 2, 2, 4, 10, 12]
+    small = strings_of(values, pa.string())  # 32-bit offsets, the same bytes
+    assert small.type == pa.string() and small.equals(pa.array(values, type=pa.string()))
+    assert np.frombuffer(small.buffers()[1], dtype=np.int32).tolist() == [0, 2, 2, 4, 10, 12]
     assert strings_of([]).equals(pa.array([], type=pa.large_string()))
     assert strings_of(["a", None]).null_count == 1  # not all str: pa.array (None is a null)
 
@@ -81,12 +84,13 @@ def test_none_of_them_imports_pandas():
     code = """
         import sys
         import numpy as np
+        import pyarrow as pa
         from diagnose.runtime.arrays import arrow_of, numpy_of, strings_of
         a = arrow_of(np.arange(5))
         b = arrow_of(np.array([True, False]))
         n = numpy_of(a) + numpy_of(a.slice(1)).sum() + numpy_of(b).sum()
         m = numpy_of(a.take(arrow_of(np.array([0, 2]))))
-        s = strings_of(["a", "b"])
+        s = strings_of(["a", "b"]), strings_of(["c"], pa.string())
         print("pandas" in sys.modules)
         """
     out = subprocess.run(

@@ -12,7 +12,7 @@ import pyarrow as pa
 
 from diagnose.data import Run, ValidationReport
 from diagnose.io.messages import pair_text, plural_of, verb
-from diagnose.runtime.arrays import arrow_of, numpy_of
+from diagnose.runtime.arrays import arrow_of, numpy_of, strings_of
 from diagnose.runtime.frames import arrow_strings, first_seen_codes
 from diagnose.runtime.ids import fingerprints, pair_keys, remember_fingerprints
 from diagnose.runtime.lazy import pandas as pd
@@ -51,7 +51,7 @@ def run_from_lists(
     qs, ds, ss = rows
     if not qs:
         return empty_run(name, file, report, what)
-    q, d = pa.array(qs, type=pa.string()), pa.array(ds, type=pa.string())
+    q, d = strings_of(qs, pa.string()), strings_of(ds, pa.string())
     scores = np.asarray(ss, dtype=np.float64)
     return build_run(name, file, q, d, scores, report, order=order, file_ranks=file_ranks)
 

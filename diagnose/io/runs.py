@@ -323,7 +323,7 @@ def _number_column(table: pa.Table, col: str, file: str, line_of_row: Callable[[
             _RUN_TABLE,
             f"write a numeric {col} in ASCII digits",
         )
-    arr = values.to_numpy(zero_copy_only=False)
+    arr = numpy_of(values)
     if not np.isfinite(arr).all():
         bad = int(np.flatnonzero(~np.isfinite(arr))[0])
         raise fatal_error(

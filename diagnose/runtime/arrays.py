@@ -10,7 +10,7 @@ when a step really builds a frame. They give the same values as the converters:
 - :func:`numpy_of`: a numeric or boolean Arrow array (or chunked array) as numpy; zero-copy and read-only for one
   chunk without nulls, a copy for several chunks; nulls as ``null`` when given.
 - :func:`arrow_of`: a numeric or boolean numpy array as Arrow (zero-copy for numbers, like ``pa.array``).
-- :func:`strings_of`: Python strings as one ``large_string`` Arrow array.
+- :func:`strings_of`: Python strings as one Arrow string array (``large_string`` or ``string``).
 
 pyarrow itself is imported on first use (like :mod:`diagnose.runtime.frames`, which uses these). Any other input (another type, nulls without a ``null`` value, objects) goes through pyarrow's own converter: the
 same result, pandas possibly imported. ``tests/test_pandas_free.py`` checks that ``diagnose evaluate`` on files
@@ -91,23 +91,28 @@ def arrow_of(values: np.ndarray, type: pa.DataType | None = None) -> pa.Array:
     return pa.Array.from_buffers(pa.from_numpy_dtype(values.dtype), len(values), [None, pa.py_buffer(values)])
 
 
-def strings_of(values: Iterable[str]) -> pa.Array:
-    """Python strings as one ``large_string`` Arrow array (UTF-8), as ``pa.array(list(values),
-    type=pa.large_string())`` gives it; a value that is not a ``str`` (None, a number) goes through ``pa.array``
-    (which refuses a number and makes None a null)."""
+def strings_of(values: Iterable[str], type: pa.DataType | None = None) -> pa.Array:
+    """Python strings as one Arrow string array (UTF-8) of ``type``, ``large_string`` (the default) or ``string``, as
+    ``pa.array(list(values), type=type)`` gives it; a value that is not a ``str`` (None, a number), a lone surrogate,
+    or a ``string`` array over 2 GiB goes through ``pa.array`` (which makes None a null and refuses the others)."""
     import pyarrow as pa  # imported by the caller already: pyarrow is imported on first use
 
+    type = pa.large_string() if type is None else type
     values = list(values)
-    if not all(type(v) is str for v in values):
-        return pa.array(values, type=pa.large_string())
+    if type not in (pa.string(), pa.large_string()) or not all(v.__class__ is str for v in values):
+        return pa.array(values, type=type)
     try:
         encoded = [v.encode("utf-8") for v in values]
     except UnicodeEncodeError:  # a lone surrogate: pyarrow's converter refuses it in its own words
-        return pa.array(values, type=pa.large_string())
+        return pa.array(values, type=type)
     offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
     np.cumsum(np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded)), out=offsets[1:])
+    if type == pa.string():
+        if offsets[-1] >= 2**31:
+            return pa.array(values, type=type)
+        offsets = offsets.astype(np.int32)
     data = pa.py_buffer(b"".join(encoded))
-    return pa.Array.from_buffers(pa.large_string(), len(encoded), [None, pa.py_buffer(offsets), data])
+    return pa.Array.from_buffers(type, len(encoded), [None, pa.py_buffer(offsets), data])
 
 
 def _readable(t: pa.DataType) -> bool:
