@@ -73,7 +73,7 @@ def _bm25s_scores_vectorised(
     tfc = internals.tfc(retriever, tf_array, lens[doc_idx], avg_doc_len)
     scores_flat = np.empty(len(tf_array), dtype=retriever.dtype)
     scores_flat[:] = idf_array[voc_idx] * tfc
-    if by_term:  # what _np_csc_python returns: the scores and documents in that order, the column pointers
+    if by_term:  # what bm25s' numpy CSC builder returns: scores and documents in that order, column pointers
         data, indices = scores_flat, doc_idx.astype(retriever.int_dtype)  # the scores are in retriever.dtype
         indptr = np.zeros(n_vocab + 1, dtype=np.int64)
         np.cumsum(df, out=indptr[1:])
