@@ -83,10 +83,7 @@ import numpy, pyarrow, pyarrow.compute, pyarrow.csv
 lap("import numpy + pyarrow")
 from diagnose.io import read_qrels, read_run
 from diagnose.metrics import evaluate_many, expand_metrics
-from diagnose.runtime.lazy import pyarrow_without_pandas
 lap("import diagnose.io + metrics")
-hidden = pyarrow_without_pandas()  # as diagnose evaluate reads files: pyarrow does not import pandas
-hidden.__enter__()
 qrels = read_qrels(sys.argv[1])
 lap("read_qrels")
 run = read_run(sys.argv[2])

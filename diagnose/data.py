@@ -299,7 +299,9 @@ class Qrels(Tabular):
         if is_arrow_table(held):
             import pyarrow.compute as pc
 
-            relevant = held.column("query_id").filter(pc.greater(held.column("relevance"), 0))
+            from diagnose.runtime.arrays import arrow_of, numpy_of
+
+            relevant = held.column("query_id").filter(arrow_of(numpy_of(held.column("relevance")) > 0))
             return pc.unique(relevant).to_pylist()
         return list(pd.unique(self.relevant()["query_id"]))
 

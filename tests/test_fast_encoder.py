@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from diagnose.data import DataError, document_text
-from diagnose.embed import EmbeddingCache, SentenceTransformerEncoder, embed_texts, load_encoder
+from diagnose.embed import EmbeddingCache, SentenceTransformerEncoder, embed_texts, load_encoder, onednn
 from diagnose.embed import fast as fast_encoder
 
 pytestmark = pytest.mark.real_model
@@ -94,7 +94,7 @@ def test_fallback_when_the_fast_path_does_not_apply(monkeypatch, exact, demo_tex
 
 @needs_bf16
 def test_fallback_when_the_conversion_fails(monkeypatch, exact, demo_texts):
-    def broken(model):
+    def broken(model, fuse=True):
         raise RuntimeError("no bf16 today")
 
     monkeypatch.setattr(fast_encoder, "to_bf16", broken)
@@ -128,9 +128,27 @@ def test_another_model_folder_takes_the_fast_path_too(second_model, demo_texts):
 
 def test_fused_kernels_agree_with_plain_torch():
     # the load-time probe: fused linear (+gelu, +residual add) within 5% of the fp32 reference, or not used at all
+    import torch
+
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        ok = fast_encoder._fused_ops_ok()
-    assert isinstance(ok, bool)
-    if fast_encoder.fast_supported("cpu")[0]:
-        assert ok
+        kernels = onednn.fused_kernels()
+    if fast_encoder.fast_supported("cpu")[0] and onednn.is_tested(torch.__version__):
+        assert isinstance(kernels, onednn.FusedKernels)
+    # the pin: a release the private ops were not tested with never gets them (the local "+cpu" part aside)
+    assert onednn.is_tested(onednn.TESTED_TORCH[0] + "+cpu")
+    assert not onednn.is_tested("2.99.0") and not onednn.is_tested("1.13.0")
+
+
+@needs_bf16
+def test_fused_and_public_layers_give_the_same_vectors(exact, fast, demo_texts):
+    """Both paths of the bf16 encoder: torch's private fused kernels (when this torch is a tested release) and its
+    public layers only (``fuse=False``, what any other release gets). Both bf16, so equal within bf16 rounding."""
+    plain = fast_encoder.FastEncoder(exact, fuse=False)
+    vp, vf = plain.encode(demo_texts, batch_size=8), fast.encode(demo_texts, batch_size=8)
+    assert plain.precision == "bf16" and sum(plain.fused.values()) == 0  # no fused layer
+    assert vp.shape == vf.shape == (20, 384)
+    cos = cosines(vp, vf)
+    assert cos.mean() >= 0.999 and cos.min() >= 0.995, (cos.mean(), cos.min())
+    cos_exact = cosines(vp, exact.encode(demo_texts))
+    assert cos_exact.mean() >= 0.99 and cos_exact.min() >= 0.97, (cos_exact.mean(), cos_exact.min())

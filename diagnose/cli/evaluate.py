@@ -20,31 +20,11 @@ from diagnose.cli.shared import (
 )
 from diagnose.data import DataError, Dataset
 from diagnose.io import parse_run_arg
-from diagnose.runtime.lazy import pyarrow_without_pandas
 from diagnose.runtime.threads import reuse_freed_memory
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
     reuse_freed_memory()  # a short process of large arrays: fewer page faults
-    if not _only_files(args):
-        return _evaluate(args)
-    with pyarrow_without_pandas():  # files in, a report out: no DataFrame is built, pandas is not imported
-        return _evaluate(args)
-
-
-def _only_files(args: argparse.Namespace) -> bool:
-    """Whether only diagnose's own code runs: files read, no live retriever, no baseline (a model, bm25s), no
-    vector database as the corpus (see :func:`~diagnose.runtime.lazy.pyarrow_without_pandas`)."""
-    if args.retriever or args.baseline:
-        return False
-    if not args.corpus:
-        return True
-    from diagnose.io.vectordb.spec import is_spec  # the vector database package: only when a corpus is given
-
-    return not is_spec(args.corpus)
-
-
-def _evaluate(args: argparse.Namespace) -> int:
     ks = parse_ks(args.k)
     fail_under = parse_bounds(args.fail_under, "--fail-under")
     max_drop = parse_bounds(args.max_drop, "--max-drop")

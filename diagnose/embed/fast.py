@@ -12,12 +12,13 @@ What :func:`to_bf16` does to a loaded ``SentenceTransformer``:
 1. the first module (the Hugging Face transformer) is cast to bfloat16; a forward hook casts its token embeddings
    back to float32, so pooling (mean over the attention mask) and normalisation run in fp32, as do any modules
    after it;
-2. when torch's oneDNN kernels are available (``torch.ops.mkldnn._linear_pointwise``, the ops ``torch.compile``
-   itself emits on CPU), every ``nn.Linear`` of the transformer becomes one oneDNN call with its bias fused, BERT's
+2. when torch's fused oneDNN kernels are usable (:func:`diagnose.embed.onednn.fused_kernels`: private ops, used
+   only with the torch releases they were tested with, when they exist and agree with plain torch on a probe at
+   load time), every ``nn.Linear`` of the transformer becomes one oneDNN call with its bias fused, BERT's
    intermediate dense + exact GELU one call, and BERT's output dense + residual add one call. Without the fusion a
    bf16 linear layer spends as long on its memory-bound bias add, GELU and residual add as on the AMX product
-   itself. Each fused kernel is checked against the plain computation on a random probe when the model is loaded;
-   a kernel that is missing or disagrees is simply not used (plain bf16 then).
+   itself. Otherwise (another torch, kernels missing or disagreeing, or ``fuse=False``) the layers stay torch's
+   public ``nn.Linear`` in bf16 (plain bf16: the same vectors within bf16 rounding).
 
 When the fast path applies (:func:`fast_supported`): CPU device and a CPU with bf16 instructions (``avx512_bf16``
 or ``amx_bf16`` in ``/proc/cpuinfo``). Elsewhere (no bf16 instructions, where bf16 is emulated and slower than
@@ -43,13 +44,12 @@ from pathlib import Path
 from typing import Any
 
 from diagnose.embed.encoders import SentenceTransformerEncoder
+from diagnose.embed.onednn import FusedKernels, fused_kernels
 
 log = logging.getLogger("diagnose.fast_encoder")  # the name it logged under before the move
 
 #: Suffix of the cache identity (``encoder.name``) of a fast encoder; also what :attr:`FastEncoder.precision` says.
 FAST_PRECISION = "bf16"
-#: Relative tolerance of the load-time check of a fused kernel against the plain bf16 computation.
-FUSED_CHECK_RTOL = 0.05
 
 
 class FastPathWarning(UserWarning):
@@ -95,38 +95,6 @@ def fast_supported(device: str = "cpu") -> tuple[bool, str]:
 # ---------------------------------------------------------------------------------------------------------------
 
 
-def _fused_ops_ok() -> bool:
-    """True when oneDNN's fused linear kernels exist and agree with plain torch on a random bf16 probe."""
-    import torch
-
-    mk = getattr(torch.ops, "mkldnn", None)
-    if mk is None or not hasattr(mk, "_linear_pointwise") or not hasattr(mk, "_reorder_linear_weight"):
-        return False
-    try:
-        if not torch.ops.mkldnn._is_mkldnn_bf16_supported():
-            return False
-        g = torch.Generator().manual_seed(0)
-        x = torch.randn(37, 64, generator=g).bfloat16()
-        w = (torch.randn(48, 64, generator=g) / 8).bfloat16()
-        b = torch.randn(48, generator=g).bfloat16()
-        r = torch.randn(37, 48, generator=g).bfloat16()
-        pw = mk._reorder_linear_weight(w, None)
-        ref = torch.nn.functional.linear(x.float(), w.float(), b.float())
-        got = {
-            "none": (mk._linear_pointwise(x, pw, b, "none", [], ""), ref),
-            "gelu": (mk._linear_pointwise(x, pw, b, "gelu", [], "none"), torch.nn.functional.gelu(ref)),
-            "add": (mk._linear_pointwise.binary(x, r, pw, b, "add"), ref + r.float()),
-        }
-        for out, want in got.values():
-            err = (out.float() - want).abs().max().item()
-            if not err <= FUSED_CHECK_RTOL * max(1.0, want.abs().max().item()):
-                return False
-        return True
-    except Exception as e:  # a torch build without these kernels, or a changed signature
-        log.debug("fused oneDNN linear kernels unavailable: %s", e)
-        return False
-
-
 @lru_cache(maxsize=1)
 def _modules() -> tuple[type, type, type]:
     """The fused module classes (defined lazily: they subclass ``torch.nn.Module``)."""
@@ -136,13 +104,11 @@ def _modules() -> tuple[type, type, type]:
     class FusedLinear(nn.Module):
         """``y = act(x @ W.T + b)`` as one oneDNN call; ``act`` is ``"none"`` or ``"gelu"`` (exact, erf)."""
 
-        def __init__(self, linear: nn.Linear, act: str = "none") -> None:
+        def __init__(self, linear: nn.Linear, kernels: FusedKernels, act: str = "none") -> None:
             super().__init__()
             self.in_features, self.out_features = linear.in_features, linear.out_features
-            self.act = act
-            self.weight = nn.Parameter(
-                torch.ops.mkldnn._reorder_linear_weight(linear.weight.detach(), None), requires_grad=False
-            )
+            self.act, self.kernels = act, kernels
+            self.weight = nn.Parameter(kernels.reorder(linear.weight.detach()), requires_grad=False)
             self.bias = (
                 None if linear.bias is None else nn.Parameter(linear.bias.detach(), requires_grad=False)
             )
@@ -150,10 +116,7 @@ def _modules() -> tuple[type, type, type]:
         def forward(self, x: torch.Tensor) -> torch.Tensor:
             lead = x.shape[:-1]
             x2 = x.reshape(-1, self.in_features)
-            if self.act == "gelu":
-                y = torch.ops.mkldnn._linear_pointwise(x2, self.weight, self.bias, "gelu", [], "none")
-            else:
-                y = torch.ops.mkldnn._linear_pointwise(x2, self.weight, self.bias, "none", [], "")
+            y = self.kernels.linear(x2, self.weight, self.bias, gelu=self.act == "gelu")
             return y.reshape(*lead, self.out_features)
 
     class FusedAddNorm(nn.Module):
@@ -162,19 +125,18 @@ def _modules() -> tuple[type, type, type]:
         (Dropout is the identity at inference.)
         """
 
-        def __init__(self, dense: nn.Linear, layer_norm: nn.Module) -> None:
+        def __init__(self, dense: nn.Linear, layer_norm: nn.Module, kernels: FusedKernels) -> None:
             super().__init__()
-            self.dense = FusedLinear(dense)
+            self.dense = FusedLinear(dense, kernels)
             self.LayerNorm = layer_norm
 
         def forward(self, hidden_states: torch.Tensor, input_tensor: torch.Tensor) -> torch.Tensor:
             d = self.dense
-            y = torch.ops.mkldnn._linear_pointwise.binary(
+            y = d.kernels.linear_add(
                 hidden_states.reshape(-1, d.in_features),
                 input_tensor.reshape(-1, d.out_features),
                 d.weight,
                 d.bias,
-                "add",
             )
             return self.LayerNorm(y.reshape(input_tensor.shape))
 
@@ -189,7 +151,7 @@ def _is_exact_gelu(act: Any) -> bool:
     return type(act).__name__ == "GELUActivation" and getattr(act, "act", None) is torch.nn.functional.gelu
 
 
-def _fuse_linears(module: Any) -> dict[str, int]:
+def _fuse_linears(module: Any, kernels: FusedKernels) -> dict[str, int]:
     """Replace, in place, the bf16 linear layers of ``module`` by fused oneDNN ones; returns counts per kind.
 
     Every replacement is built first (the step that can fail: weight reordering) and only then swapped in, so a
@@ -212,7 +174,7 @@ def _fuse_linears(module: Any) -> dict[str, int]:
             ):
                 swaps.extend(
                     [
-                        (child, "dense", fused_linear(dense, act="gelu")),
+                        (child, "dense", fused_linear(dense, kernels, act="gelu")),
                         (child, "intermediate_act_fn", nn.Identity()),
                     ]
                 )
@@ -224,10 +186,10 @@ def _fuse_linears(module: Any) -> dict[str, int]:
                 and set(dict(child.named_children())) <= {"dense", "LayerNorm", "dropout"}
                 and list(inspect.signature(child.forward).parameters) == ["hidden_states", "input_tensor"]
             ):
-                swaps.append((parent, child_name, fused_add_norm(dense, child.LayerNorm)))
+                swaps.append((parent, child_name, fused_add_norm(dense, child.LayerNorm, kernels)))
                 counts["linear+add+layernorm"] += 1
             elif type(child) is linear:
-                swaps.append((parent, child_name, fused_linear(child)))
+                swaps.append((parent, child_name, fused_linear(child, kernels)))
                 counts["linear"] += 1
             else:
                 visit(child)
@@ -250,8 +212,9 @@ def _float_output_hook(module: Any, args: Any, output: Any) -> Any:
     return output
 
 
-def to_bf16(model: Any) -> dict[str, int]:
-    """Convert a loaded ``SentenceTransformer`` in place to the fast path (see the module docstring).
+def to_bf16(model: Any, *, fuse: bool = True) -> dict[str, int]:
+    """Convert a loaded ``SentenceTransformer`` in place to the fast path (see the module docstring); ``fuse=False``:
+    plain bf16 (torch's public layers only), whatever the kernels.
 
     Returns the counts of fused layers per kind (all 0 when the fused kernels are unavailable: plain bf16).
     Raises ``ValueError`` when its first module is not a transformer with floating-point weights; any exception
@@ -263,13 +226,13 @@ def to_bf16(model: Any) -> dict[str, int]:
     inner = getattr(first, "auto_model", None) or getattr(first, "model", None)
     if not isinstance(inner, torch.nn.Module) or not any(p.is_floating_point() for p in inner.parameters()):
         raise ValueError(f"its first module ({type(first).__name__}) is not a transformer with weights")
-    fuse = _fused_ops_ok()
+    kernels = fused_kernels() if fuse else None
     first.to(torch.bfloat16)
     first.register_forward_hook(_float_output_hook)
     counts = {"linear": 0, "linear+gelu": 0, "linear+add+layernorm": 0}
-    if fuse:
+    if kernels is not None:
         with torch.no_grad():
-            counts = _fuse_linears(inner)
+            counts = _fuse_linears(inner, kernels)
     model.eval()
     log.info("fast encoder: transformer in bf16, fused oneDNN layers %s", counts)
     return counts
@@ -286,10 +249,11 @@ class FastEncoder(SentenceTransformerEncoder):
     Same protocol (``name``, ``label``, ``dim``, ``encode`` -> L2-normalised float32 rows); ``name`` is the exact
     encoder's name + ``"+bf16"``, ``label`` the exact label + ``", bf16"``. The weights are loaded and converted on
     first use, like the exact encoder's. ``precision`` is ``"bf16"``, or ``"fp32"`` after a failed conversion.
-    ``fused`` holds the counts of fused oneDNN layers once loaded.
+    ``fused`` holds the counts of fused oneDNN layers once loaded. ``fuse=False``: plain bf16 (torch's public layers
+    only, see :func:`to_bf16`), what another torch release gets; tests and benches compare the two.
     """
 
-    def __init__(self, exact: SentenceTransformerEncoder) -> None:
+    def __init__(self, exact: SentenceTransformerEncoder, *, fuse: bool = True) -> None:
         self.exact_name = exact.name
         self.precision = FAST_PRECISION
         self.fused: dict[str, int] = {}
@@ -310,7 +274,7 @@ class FastEncoder(SentenceTransformerEncoder):
         def loader() -> Any:
             model = load_for_conversion()  # a ModelLoadError here is the exact path's own, unchanged
             try:
-                self.fused = to_bf16(model)
+                self.fused = to_bf16(model, fuse=fuse)
                 return model
             except Exception as e:
                 self.precision = "fp32"

@@ -45,6 +45,7 @@ from diagnose.io.text import (
     parse_grade,
     text_lines,
 )
+from diagnose.runtime.arrays import arrow_of, numpy_of
 from diagnose.runtime.frames import first_seen_codes
 
 
@@ -280,7 +281,7 @@ def _finish_qrels(table: pa.Table, file: str, report: ValidationReport) -> Qrels
         )
     q = strip_ids(table.column("query_id")).combine_chunks()
     d = strip_ids(table.column("doc_id")).combine_chunks()
-    grades = table.column("relevance").to_numpy().astype(np.int64, copy=False)
+    grades = numpy_of(table.column("relevance")).astype(np.int64, copy=False)
     q_codes, d_codes = first_seen_codes(q)[0], first_seen_codes(d)[0]
     pair = q_codes * (int(d_codes.max()) + 1) + d_codes  # one exact integer per (query, doc) pair
     _, first = np.unique(pair, return_index=True)
@@ -290,7 +291,7 @@ def _finish_qrels(table: pa.Table, file: str, report: ValidationReport) -> Qrels
         dup = np.flatnonzero(~keep)
         first_of = dict(zip(pair[first].tolist(), first.tolist(), strict=True))
         conflicts = int((grades[[first_of[p] for p in pair[dup].tolist()]] != grades[dup]).sum())
-        shown = pa.array(dup[:5])
+        shown = arrow_of(dup[:5])
         report.add(
             "duplicate_judgement",
             f"{plural_of(len(dup), 'judgement')} {verb(len(dup), 'repeats', 'repeat')} a (query, doc) pair "
@@ -302,7 +303,7 @@ def _finish_qrels(table: pa.Table, file: str, report: ValidationReport) -> Qrels
                 for a, b in zip(q.take(shown).to_pylist(), d.take(shown).to_pylist(), strict=True)
             ],
         )
-        rows = pa.array(np.flatnonzero(keep))
+        rows = arrow_of(np.flatnonzero(keep))
         q, d, grades, q_codes = q.take(rows), d.take(rows), grades[keep], q_codes[keep]
     n_queries = int(q_codes.max()) + 1
     best = np.full(n_queries, np.iinfo(np.int64).min, dtype=np.int64)
@@ -311,7 +312,7 @@ def _finish_qrels(table: pa.Table, file: str, report: ValidationReport) -> Qrels
     np.minimum.at(first_row, q_codes, np.arange(len(q_codes)))
     no_rel_rows = np.sort(first_row[best <= 0])  # first-seen order
     if len(no_rel_rows):
-        no_rel = q.take(pa.array(no_rel_rows)).to_pylist()
+        no_rel = q.take(arrow_of(no_rel_rows)).to_pylist()
         report.add(
             "query_without_relevant",
             f"{plural_of(len(no_rel), 'judged query', 'judged queries')} {verb(len(no_rel), 'has', 'have')} no document "
@@ -324,7 +325,7 @@ def _finish_qrels(table: pa.Table, file: str, report: ValidationReport) -> Qrels
     report.stats["qrels_rows"] = len(q_codes)
     report.stats["qrels_queries"] = n_queries
     report.stats["golden_queries"] = int((best > 0).sum())
-    return Qrels(pa.table({"query_id": q, "doc_id": d, "relevance": pa.array(grades)}), file)
+    return Qrels(pa.table({"query_id": q, "doc_id": d, "relevance": arrow_of(grades)}), file)
 
 
 def empty_qrels(source: str = "") -> Qrels:

@@ -12,6 +12,7 @@ import pyarrow as pa
 
 from diagnose.data import Run, ValidationReport
 from diagnose.io.messages import pair_text, plural_of, verb
+from diagnose.runtime.arrays import arrow_of, numpy_of, strings_of
 from diagnose.runtime.frames import arrow_strings, first_seen_codes
 from diagnose.runtime.ids import fingerprints, pair_keys, remember_fingerprints
 from diagnose.runtime.lazy import pandas as pd
@@ -50,7 +51,7 @@ def run_from_lists(
     qs, ds, ss = rows
     if not qs:
         return empty_run(name, file, report, what)
-    q, d = pa.array(qs, type=pa.string()), pa.array(ds, type=pa.string())
+    q, d = strings_of(qs, pa.string()), strings_of(ds, pa.string())
     scores = np.asarray(ss, dtype=np.float64)
     return build_run(name, file, q, d, scores, report, order=order, file_ranks=file_ranks)
 
@@ -85,10 +86,10 @@ def trec_order(
 
 def _sorted_rows(q_codes: np.ndarray, scores: np.ndarray, d: pa.ChunkedArray | pa.Array) -> np.ndarray:
     """The rows in trec_eval's order (see :func:`trec_order`), from the query codes in first-seen order."""
-    table = pa.table({"q": q_codes, "s": score32(scores), "d": d})
-    return pc.sort_indices(
-        table, sort_keys=[("q", "ascending"), ("s", "descending"), ("d", "descending")]
-    ).to_numpy()
+    table = pa.table({"q": arrow_of(q_codes), "s": arrow_of(score32(scores)), "d": d})
+    return numpy_of(
+        pc.sort_indices(table, sort_keys=[("q", "ascending"), ("s", "descending"), ("d", "descending")])
+    )
 
 
 def _group_ranks(codes_in_order: np.ndarray) -> np.ndarray:
@@ -128,7 +129,7 @@ def _duplicate_mask(
     position = np.empty(n, dtype=np.int64)
     position[order] = np.arange(n, dtype=np.int64)
     rows = rows[np.argsort(position[rows], kind="stable")]
-    docs = d.take(pa.array(rows)).to_pylist()
+    docs = d.take(arrow_of(rows)).to_pylist()
     first: set[tuple[int, str]] = set()
     for row, doc in zip(rows.tolist(), docs, strict=True):
         pair = (int(q_codes[row]), doc)
@@ -195,8 +196,8 @@ def build_run(
         {
             "query_id": q_taken,
             "doc_id": docs,
-            "score": pa.array(scores_taken, type=pa.float64()),
-            "rank": pa.array(ranks, type=pa.int64()),
+            "score": arrow_of(scores_taken, pa.float64()),
+            "rank": arrow_of(ranks, pa.int64()),
         }
     )
     run = Run(name, table, file)
@@ -215,7 +216,7 @@ def _id_columns(
 ) -> tuple[pa.Array, pa.Array]:
     """The id columns in ``order``: the query ids from their distinct values and ``codes`` (the query codes already
     in ``order``), the doc ids as one contiguous array (:func:`arrow_strings`)."""
-    return q_values.take(pa.array(codes)), arrow_strings(d.take(pa.array(order)))
+    return q_values.take(arrow_of(codes)), arrow_strings(d.take(arrow_of(order)))
 
 
 def _drop_duplicates(
@@ -229,7 +230,7 @@ def _drop_duplicates(
 ) -> np.ndarray:
     """``order`` without the rows of ``dup`` (later duplicates of a (query, doc) pair), with a warning."""
     dropped = order[dup[order]]  # in final order
-    sample = pa.array(dropped[:5])
+    sample = arrow_of(dropped[:5])
     examples = [
         pair_text(a, b) for a, b in zip(q.take(sample).to_pylist(), d.take(sample).to_pylist(), strict=True)
     ]
@@ -262,7 +263,7 @@ def _check_rank_column(
         return
     n_queries = int(np.count_nonzero(np.bincount(codes[wrong])))
     first = np.flatnonzero(wrong)[:5]
-    rows = pa.array(order[first])
+    rows = arrow_of(order[first])
     examples = [
         f"{pair_text(qq, dd)}: rank {_fmt_rank(file_ranks[order[i]])} in the file, {derived[i]} by score"
         for qq, dd, i in zip(q.take(rows).to_pylist(), d.take(rows).to_pylist(), first, strict=True)

@@ -26,6 +26,7 @@ from diagnose.io.run_order import (
 from diagnose.io.runs_jsonl import read_run_jsonl
 from diagnose.io.tables import fast_whitespace_table, header_fields, read_csv_table, strip_ids
 from diagnose.io.text import first_line, not_ascii_note, parse_float, text_lines
+from diagnose.runtime.arrays import numpy_of
 from diagnose.runtime.frames import first_seen_codes
 from diagnose.runtime.lazy import pandas as pd
 from diagnose.runtime.lazy import pyarrow_compute as pc
@@ -153,10 +154,10 @@ def _read_run_trec_fast(raw: RawBytes, file: str, name: str, report: ValidationR
     table = fast_whitespace_table(raw, ["q", "iter", "d", "r", "s", "tag"], types)
     if table is None:
         return None
-    scores = table.column("s").to_numpy()
+    scores = numpy_of(table.column("s"))
     if not np.isfinite(scores).all():
         return None
-    q, d, ranks = table.column("q"), table.column("d"), table.column("r").to_numpy()
+    q, d, ranks = table.column("q"), table.column("d"), numpy_of(table.column("r"))
     return build_run(name, file, q, d, scores, report, file_ranks=ranks)
 
 
@@ -322,7 +323,7 @@ def _number_column(table: pa.Table, col: str, file: str, line_of_row: Callable[[
             _RUN_TABLE,
             f"write a numeric {col} in ASCII digits",
         )
-    arr = values.to_numpy(zero_copy_only=False)
+    arr = numpy_of(values)
     if not np.isfinite(arr).all():
         bad = int(np.flatnonzero(~np.isfinite(arr))[0])
         raise fatal_error(

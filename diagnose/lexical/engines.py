@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from diagnose.cache import ArrayCache
+from diagnose.lexical.bm25s_internals import Bm25sInternals, bm25s_internals
 from diagnose.runtime.frames import arrow_strings
 from diagnose.runtime.ids import string_bytes
 
@@ -36,7 +37,9 @@ def index_key(ids: np.ndarray, texts: Sequence[str] | Any, method: str, k1: floa
     return "bm25-" + h.hexdigest()
 
 
-def _bm25s_scores_vectorised(retriever: Any, flat: np.ndarray, lens: np.ndarray, n_vocab: int) -> dict | None:
+def _bm25s_scores_vectorised(
+    retriever: Any, flat: np.ndarray, lens: np.ndarray, n_vocab: int, internals: Bm25sInternals | None
+) -> dict | None:
     """What ``retriever.index((token_ids, vocab))`` stores in ``retriever.scores``, bit for bit, computed with whole-
     corpus numpy operations instead of bm25s' loop over documents (a ``Counter`` and a dozen small numpy calls per
     document: ~25 s of the ~40 s index build at 1M documents).
@@ -45,13 +48,14 @@ def _bm25s_scores_vectorised(retriever: Any, flat: np.ndarray, lens: np.ndarray,
     bm25s' ``Counter``) with their counts; document frequencies, average length, idf array (bm25s' own function),
     term-frequency part (bm25s' own function, given per-entry arrays: every operation is the same IEEE operation on
     the same float32/float64 operands as bm25s' per-document call under numpy >= 2's promotion rules), the float64
-    product rounded into the float32 score array, and bm25s' own CSC builder. Returns None (the caller lets bm25s
-    index) for methods with a non-occurrence term (bm25l, bm25+) and under numpy < 2, whose value-based casting
-    would compute the per-document call in float32.
+    product rounded into the float32 score array, and bm25s' own CSC builder. bm25s' functions are private, reached
+    through ``internals`` (:mod:`diagnose.lexical.bm25s_internals`: only with a tested bm25s release). Returns None
+    (the caller lets bm25s index) without ``internals``, for methods with a non-occurrence term (bm25l, bm25+) and
+    under numpy < 2, whose value-based casting would compute the per-document call in float32.
 
     ``flat``: every document's term ids, one document after the other; ``lens``: the number of terms of each."""
-    from bm25s import scoring
-
+    if internals is None:
+        return None
     if retriever.method in getattr(retriever, "methods_requiring_nonoccurrence", ("bm25l", "bm25+")):
         return None
     if np.lib.NumpyVersion(np.__version__) < "2.0.0":
@@ -64,29 +68,17 @@ def _bm25s_scores_vectorised(retriever: Any, flat: np.ndarray, lens: np.ndarray,
     df = np.bincount(voc_idx, minlength=n_vocab)
     doc_frequencies = dict(zip(range(n_vocab), df.tolist(), strict=True))
     avg_doc_len = lens.mean()  # bm25s: np.array([len(doc_ids) for doc_ids in corpus_token_ids]).mean()
-    idf_array = scoring._build_idf_array(
-        doc_frequencies=doc_frequencies,
-        n_docs=n_docs,
-        compute_idf_fn=scoring._select_idf_scorer(retriever.idf_method),
-        dtype=retriever.dtype,
-    )
+    idf_array = internals.idf_array(retriever, doc_frequencies, n_docs)
     tf_array = counts.astype(retriever.dtype)
-    tfc = scoring._select_tfc_scorer(retriever.method)(
-        tf_array=tf_array,
-        l_d=lens[doc_idx],
-        l_avg=avg_doc_len,
-        k1=retriever.k1,
-        b=retriever.b,
-        delta=retriever.delta,
-    )
+    tfc = internals.tfc(retriever, tf_array, lens[doc_idx], avg_doc_len)
     scores_flat = np.empty(len(tf_array), dtype=retriever.dtype)
     scores_flat[:] = idf_array[voc_idx] * tfc
-    if by_term:  # what _np_csc_python returns: the scores and documents in that order, the column pointers
+    if by_term:  # what bm25s' numpy CSC builder returns: scores and documents in that order, column pointers
         data, indices = scores_flat, doc_idx.astype(retriever.int_dtype)  # the scores are in retriever.dtype
         indptr = np.zeros(n_vocab + 1, dtype=np.int64)
         np.cumsum(df, out=indptr[1:])
     else:
-        data, indices, indptr = _csc(retriever, scores_flat, doc_idx, voc_idx, (n_docs, n_vocab))
+        data, indices, indptr = _csc(retriever, internals, scores_flat, doc_idx, voc_idx, (n_docs, n_vocab))
     return {"data": data, "indices": indices, "indptr": indptr, "num_docs": n_docs}
 
 
@@ -124,7 +116,12 @@ def _term_counts_by_term(
 
 
 def _csc(
-    retriever: Any, scores_flat: np.ndarray, doc_idx: np.ndarray, voc_idx: np.ndarray, shape: tuple[int, int]
+    retriever: Any,
+    internals: Bm25sInternals,
+    scores_flat: np.ndarray,
+    doc_idx: np.ndarray,
+    voc_idx: np.ndarray,
+    shape: tuple[int, int],
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The (document x term) score matrix in CSC form (data, indices, indptr), built as bm25s builds it."""
     doc_idx = doc_idx.astype(retriever.int_dtype)
@@ -134,7 +131,7 @@ def _csc(
 
         m = sp.csc_matrix((scores_flat, (doc_idx, voc_idx)), shape=shape, dtype=retriever.dtype)
         return m.data, m.indices, m.indptr
-    data, indices, indptr = retriever._np_csc(data=scores_flat, rows=doc_idx, cols=voc_idx, shape=shape)
+    data, indices, indptr = internals.csc(retriever, scores_flat, doc_idx, voc_idx, shape)
     return data.astype(retriever.dtype), indices, indptr
 
 
@@ -142,16 +139,26 @@ class Bm25sImpl:
     """bm25s builds the (document x term) score matrix; we score query blocks with one sparse product."""
 
     def __init__(
-        self, terms: list[str], flat: np.ndarray, lens: np.ndarray, k1: float, b: float, method: str
+        self,
+        terms: list[str],
+        flat: np.ndarray,
+        lens: np.ndarray,
+        k1: float,
+        b: float,
+        method: str,
+        *,
+        vectorised: bool = True,
     ) -> None:
         """``terms``: the vocabulary in first-seen order; ``flat`` / ``lens``: the documents' term ids and counts,
-        as :func:`~diagnose.lexical.terms.tokenize_ids` gives them."""
+        as :func:`~diagnose.lexical.terms.tokenize_ids` gives them. ``vectorised=False``: bm25s' public
+        ``BM25.index`` builds the matrix (what another bm25s release gets), the same arrays, slower at scale."""
         import bm25s
         import scipy.sparse as sp
 
         vocab: dict[str, int] = {t: j for j, t in enumerate(terms)}
         retriever = bm25s.BM25(k1=k1, b=b, method=method)
-        sc = _bm25s_scores_vectorised(retriever, flat, lens, len(vocab))
+        internals = bm25s_internals() if vectorised else None
+        sc = _bm25s_scores_vectorised(retriever, flat, lens, len(vocab), internals)
         if sc is None:  # what the fast path does not replicate: let bm25s index, one document at a time
             token_ids = [ids.tolist() for ids in np.split(flat, np.cumsum(lens)[:-1])] if len(lens) else []
             retriever.index((token_ids, vocab), create_empty_token=False, show_progress=False)

@@ -29,6 +29,7 @@ import pyarrow as pa
 
 from diagnose.checks import positive_int
 from diagnose.data import DataError, Qrels, Run
+from diagnose.runtime.arrays import arrow_of, numpy_of, strings_of
 from diagnose.runtime.ids import fingerprints, pair_keys, take
 from diagnose.runtime.lazy import pandas as pd
 from diagnose.runtime.lazy import pyarrow_compute as pc
@@ -44,9 +45,9 @@ def _segments(arr: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     n = len(arr)
     if n == 0:
         return np.empty(0, dtype=np.int64), np.empty(0, dtype=object)
-    changed = pc.not_equal(arr.slice(1), arr.slice(0, n - 1)).to_numpy(zero_copy_only=False)
+    changed = numpy_of(pc.not_equal(arr.slice(1), arr.slice(0, n - 1)))
     starts = np.concatenate(([0], np.flatnonzero(changed) + 1))
-    return starts, np.asarray(arr.take(pa.array(starts)).to_pylist(), dtype=object)
+    return starts, np.asarray(arr.take(arrow_of(starts)).to_pylist(), dtype=object)
 
 
 # --------------------------------------------------------------------------------------------- qrels
@@ -81,17 +82,17 @@ class PreparedQrels:
     def query_codes(self, ids: Sequence[str] | np.ndarray | pa.Array) -> np.ndarray:
         """The judged query code of each id (its position in :attr:`query_ids`), -1 for an id not judged."""
         if not isinstance(ids, pa.Array):
-            ids = pa.array(list(ids), type=pa.large_string())
+            ids = strings_of(ids)
         if len(ids) == 0:
             return np.empty(0, dtype=np.int64)
         found = pc.index_in(ids.cast(pa.large_string()), value_set=self.query_ids)
-        return pc.fill_null(found, -1).to_numpy(zero_copy_only=False).astype(np.int64)
+        return numpy_of(found, null=-1).astype(np.int64)
 
 
 def _grades(qrels: Qrels) -> np.ndarray:
     rel = qrels.arrow("relevance")
     if pa.types.is_integer(rel.type):
-        return rel.to_numpy().astype(np.int64, copy=False)
+        return numpy_of(rel).astype(np.int64, copy=False)
     rel = qrels.df["relevance"]
     values = pd.to_numeric(rel, errors="coerce").to_numpy(dtype=np.float64)
     bad = ~np.isfinite(values) | (values != np.round(values))
@@ -153,7 +154,7 @@ def _prepare(qrels: Qrels, relevance_level: int) -> PreparedQrels:
         no_relevant=[str(q) for q in all_ids[~has_rel]],
         pos_keys=pos_keys,
         pos_q=q_codes[order],
-        pos_docs=docs.take(pa.array(rows[order], type=pa.int64())),
+        pos_docs=docs.take(arrow_of(rows[order], pa.int64())),
         pos_grades=grades[order],
         table=table,
         shift=shift,
@@ -262,8 +263,8 @@ def _join_once(prep: PreparedQrels, row_q: np.ndarray, docs: pa.Array) -> tuple[
     cand, at = cand[found], at[found]
     if len(cand) == 0:
         return empty, empty
-    same_doc = pc.equal(docs.take(pa.array(cand)), prep.pos_docs.take(pa.array(at)))
-    same = (prep.pos_q[at] == row_q[cand]) & same_doc.to_numpy(zero_copy_only=False)
+    same_doc = pc.equal(docs.take(arrow_of(cand)), prep.pos_docs.take(arrow_of(at)))
+    same = (prep.pos_q[at] == row_q[cand]) & numpy_of(same_doc)
     return cand[same], at[same]
 
 
@@ -297,7 +298,7 @@ def judged_pairs(prep: PreparedQrels, row_q: np.ndarray, docs: pa.Array) -> np.n
         return out
     if not prep.judged_unique:
         left = pd.DataFrame({"q": row_q, "d": docs.to_numpy(zero_copy_only=False)})
-        all_docs = prep.judged_docs.take(pa.array(prep.judged_rows, type=pa.int64()))
+        all_docs = prep.judged_docs.take(arrow_of(prep.judged_rows, pa.int64()))
         right = pd.DataFrame({"q": prep.judged_q, "d": all_docs.to_numpy(zero_copy_only=False)})
         keys = pd.MultiIndex.from_frame(right)
         return pd.MultiIndex.from_frame(left).isin(keys) & (row_q >= 0)
@@ -307,9 +308,9 @@ def judged_pairs(prep: PreparedQrels, row_q: np.ndarray, docs: pa.Array) -> np.n
     if len(cand) == 0:
         return out
     at = at[cand]
-    same_doc = pc.equal(
-        docs.take(pa.array(cand)), prep.judged_docs.take(pa.array(prep.judged_rows[at], type=pa.int64()))
-    ).to_numpy(zero_copy_only=False)
+    same_doc = numpy_of(
+        pc.equal(docs.take(arrow_of(cand)), prep.judged_docs.take(arrow_of(prep.judged_rows[at], pa.int64())))
+    )
     out[cand] = (prep.judged_q[at] == row_q[cand]) & same_doc
     return out
 
@@ -328,7 +329,7 @@ def _list_documents(prep: PreparedQrels, row_q: np.ndarray, ranks: np.ndarray, d
         frame = pd.DataFrame({"q": q, "d": sub.to_numpy(zero_copy_only=False)})
         first = ~frame.duplicated(keep="first").to_numpy()
         idx, q, rank = idx[first], q[first], rank[first]
-        sub = sub.filter(pa.array(first))
+        sub = sub.filter(arrow_of(first))
     judged = judged_pairs(prep, row_q[idx], sub)
     return _Listed(q, rank, judged, in_qrels(prep, sub))
 
@@ -336,7 +337,7 @@ def _list_documents(prep: PreparedQrels, row_q: np.ndarray, ranks: np.ndarray, d
 def in_qrels(prep: PreparedQrels, docs: pa.Array) -> np.ndarray:
     """Per document: is it judged for *some* query of the qrels (any grade)?"""
     qrels_docs = pc.unique(prep.judged_docs)
-    return pc.is_in(docs, value_set=qrels_docs).to_numpy(zero_copy_only=False).astype(bool)
+    return numpy_of(pc.is_in(docs, value_set=qrels_docs)).astype(bool)
 
 
 def positive_grades(prep: PreparedQrels, row_q: np.ndarray, docs: pa.Array) -> np.ndarray:

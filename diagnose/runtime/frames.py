@@ -1,5 +1,5 @@
 """Tables held as Arrow or numpy until a pandas DataFrame is asked for: what lets ``diagnose evaluate`` run
-without importing pandas (:mod:`diagnose.runtime.lazy`).
+without importing pandas (:mod:`diagnose.runtime.lazy`; columns are read through :mod:`diagnose.runtime.arrays`).
 
 - :class:`FrameField`: a dataclass field set to a DataFrame, an Arrow table or a :class:`ColumnsFrame`, read as a
   DataFrame (built on the first read and kept); :func:`held` gives the value as set, :func:`frame_column` one of
@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from diagnose.runtime.arrays import numpy_of, strings_of
 from diagnose.runtime.lazy import pandas as pd
 
 if TYPE_CHECKING:
@@ -54,7 +55,7 @@ def first_seen_codes(arr: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, pa.Ar
     if isinstance(arr, pa.ChunkedArray):
         arr = arr.combine_chunks()
     encoded = pc.dictionary_encode(arr)
-    return encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64), encoded.dictionary
+    return numpy_of(encoded.indices).astype(np.int64), encoded.dictionary
 
 
 def _dictionary_codes(arr: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, pa.Array] | None:
@@ -66,7 +67,7 @@ def _dictionary_codes(arr: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, pa.A
     chunks = [c for c in chunks if len(c)]
     if not chunks or any(c.null_count for c in chunks):
         return None
-    codes = np.concatenate([c.indices.to_numpy(zero_copy_only=False) for c in chunks]).astype(np.int64)
+    codes = np.concatenate([numpy_of(c.indices) for c in chunks]).astype(np.int64)
     values = chunks[0].dictionary
     highest = np.maximum.accumulate(codes)
     if codes[0] != 0 or highest[-1] != len(values) - 1 or (np.diff(highest) > 1).any():
@@ -79,7 +80,6 @@ def arrow_to_pandas(table: pa.Table) -> pd.DataFrame:
     pandas 3). The one conversion every reader's frame goes through."""
     import pyarrow as pa
 
-    pd.module()  # pandas imported through diagnose.runtime.lazy first (see diagnose.runtime.lazy.pyarrow_without_pandas)
     df = table.to_pandas()
     for i, f in enumerate(table.schema):  # by position: a CSV header may repeat a name
         is_text = pa.types.is_string(f.type) or pa.types.is_large_string(f.type)
@@ -105,7 +105,7 @@ def arrow_strings(values: Any) -> pa.Array:
         except (pa.ArrowTypeError, pa.ArrowInvalid):  # ids that are not str (the records promise str)
             arr = pa.array([str(v) for v in obj], type=pa.large_string())
     if isinstance(arr, pa.ChunkedArray):
-        arr = arr.combine_chunks() if arr.num_chunks else pa.array([], type=pa.large_string())
+        arr = arr.combine_chunks() if arr.num_chunks else strings_of([])
     if arr.type != pa.large_string():
         arr = arr.cast(pa.large_string())
     if arr.null_count:
@@ -168,7 +168,7 @@ def frame_column(table: Any, name: str) -> np.ndarray:
     if isinstance(table, ColumnsFrame):
         return table.columns[name]
     if is_arrow_table(table):
-        return table.column(name).to_numpy()
+        return numpy_of(table.column(name))
     return table[name].to_numpy()
 
 
@@ -243,7 +243,7 @@ class Tabular:
     def numbers(self, column: str, dtype: Any = None) -> np.ndarray:
         """A numeric column as a numpy array (of ``dtype`` when given)."""
         held = self._held()
-        values = held.column(column).to_numpy() if is_arrow_table(held) else held[column].to_numpy()
+        values = numpy_of(held.column(column)) if is_arrow_table(held) else held[column].to_numpy()
         return values if dtype is None else values.astype(dtype, copy=False)
 
     def unique(self, column: str) -> list[str]:

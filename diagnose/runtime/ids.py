@@ -15,6 +15,7 @@ import hashlib
 import numpy as np
 import pyarrow as pa
 
+from diagnose.runtime.arrays import arrow_of, strings_of
 from diagnose.runtime.per_object import PerObject
 
 _M1 = np.uint64(0x9E3779B97F4A7C15)
@@ -47,7 +48,7 @@ def known_fingerprints(arr: pa.Array | pa.ChunkedArray) -> np.ndarray | None:
 
 def take(arr: pa.Array, rows: np.ndarray) -> pa.Array:
     """``arr.take(rows)``, its fingerprints (when known) taken along: the subset is never hashed again."""
-    out = arr.take(pa.array(rows, type=pa.int64()))
+    out = arr.take(arrow_of(rows, pa.int64()))
     known = known_fingerprints(arr)
     if known is not None:
         remember_fingerprints(out, known[rows])
@@ -76,7 +77,7 @@ def string_bytes(arr: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, np.ndarra
     """The UTF-8 bytes of a string array without copying them: ``(data, starts, lens)``, string ``i`` being
     ``data[starts[i] : starts[i] + lens[i]]`` (uint8, int64, int64)."""
     if isinstance(arr, pa.ChunkedArray):
-        arr = arr.combine_chunks() if arr.num_chunks else pa.array([], type=pa.large_string())
+        arr = arr.combine_chunks() if arr.num_chunks else strings_of([])
     if not (pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)):
         arr = arr.cast(pa.large_string())  # a dictionary or string_view array, say
     n = len(arr)

@@ -15,6 +15,7 @@ from diagnose.data import Qrels, Run
 from diagnose.io.run_order import score32
 from diagnose.metrics import Evaluation, MetricName, parse_metric
 from diagnose.metrics.join import in_qrels, judged_pairs, positive_grades, prepare
+from diagnose.runtime.arrays import arrow_of
 from diagnose.runtime.ids import take
 from diagnose.runtime.lazy import pyarrow_compute as pc
 
@@ -143,10 +144,10 @@ def _copy(run: Run, where: np.ndarray, rows: np.ndarray, rank: np.ndarray) -> Ru
     docs = take(run.strings("doc_id"), rows)
     table = pa.table(
         {
-            "query_id": run.strings("query_id").take(pa.array(where, type=pa.int64())),
+            "query_id": run.strings("query_id").take(arrow_of(where, pa.int64())),
             "doc_id": docs,
-            "score": pa.array(-rank.astype(np.float64)),
-            "rank": pa.array(rank.astype(np.int64, copy=False)),
+            "score": arrow_of(-rank.astype(np.float64)),
+            "rank": arrow_of(rank.astype(np.int64, copy=False)),
         }
     )
     copy = Run(run.name, table, run.source)
@@ -197,8 +198,8 @@ def in_trec_order(run: Run, lay: Layout, scored: np.ndarray) -> bool:
     if not len(pairs):
         return True
     docs = run.strings("doc_id")
-    first = docs.take(pa.array(lay.order[pairs], type=pa.int64()))
-    second = docs.take(pa.array(lay.order[pairs + 1], type=pa.int64()))
+    first = docs.take(arrow_of(lay.order[pairs], pa.int64()))
+    second = docs.take(arrow_of(lay.order[pairs + 1], pa.int64()))
     return bool(pc.all(pc.greater(first, second)).as_py())
 
 
