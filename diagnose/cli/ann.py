@@ -6,7 +6,7 @@ import argparse
 from typing import TYPE_CHECKING
 
 from diagnose.cli.output import Output, emit, records_text
-from diagnose.cli.shared import EXIT_OK, build_analysis, load_data, print_warnings
+from diagnose.cli.shared import EXIT_OK, build_analysis, load_data, print_warnings, with_warnings
 from diagnose.data import DataError
 
 if TYPE_CHECKING:
@@ -23,7 +23,9 @@ def cmd_ann(args: argparse.Namespace) -> int:
     user = list(analysis.user_runs())
     frontier = analysis.ann_frontier(user[0] if user else None, k=args.k)
     print_warnings(ds.report, args.format)
-    emit(Output(table=lambda: ann_text(frontier), json=frontier.to_dict), args.format)
+    emit(
+        Output(table=lambda: ann_text(frontier), json=with_warnings(frontier.to_dict, ds.report)), args.format
+    )
     return EXIT_OK
 
 

@@ -5,7 +5,14 @@ from __future__ import annotations
 import argparse
 
 from diagnose.cli.output import Output, emit, records_text
-from diagnose.cli.shared import EXIT_OK, build_analysis, load_data, print_warnings, write_run_files
+from diagnose.cli.shared import (
+    EXIT_OK,
+    build_analysis,
+    load_data,
+    print_warnings,
+    with_warnings,
+    write_run_files,
+)
 from diagnose.data import DataError
 from diagnose.failures import Thresholds
 from diagnose.failures.kind import parse_kind_arg
@@ -82,10 +89,14 @@ def filter_recall_text(fr: FilterRecall) -> str:
 def cmd_risk(args: argparse.Namespace) -> int:
     if len(args.run) != 1:
         raise DataError("diagnose risk ranks the queries of one run: pass exactly one --run [NAME=]FILE.")
+    report = None
     if args.data or args.qrels:
-        analysis = build_analysis(args, load_data(args), k=args.k)
+        ds = load_data(args)
+        analysis = build_analysis(args, ds, k=args.k)
         name = analysis.run_names[0]
         risk, validation = analysis.risk(name), analysis.risk_validation(name)
+        report = ds.report
+        print_warnings(report, args.format)
     else:
         name, path = parse_run_arg(args.run[0])
         risk, validation = failure_risk(as_run(path, name=name), k=args.k), None
@@ -93,12 +104,15 @@ def cmd_risk(args: argparse.Namespace) -> int:
         risk = risk.head(args.top)
     result = Output(
         table=lambda: records_text(risk) + (f"\n\n{validation.sentence()}" if validation is not None else ""),
-        json=lambda: {
-            "run": name,
-            "k": args.k,
-            "queries": risk.to_dict(orient="records"),
-            "validation": validation.to_dict() if validation is not None else None,
-        },
+        json=with_warnings(
+            lambda: {
+                "run": name,
+                "k": args.k,
+                "queries": risk.to_dict(orient="records"),
+                "validation": validation.to_dict() if validation is not None else None,
+            },
+            report,
+        ),
         csv=lambda: risk,
     )
     emit(result, args.format)

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from diagnose.cli.output import Output, emit
-from diagnose.cli.shared import EXIT_OK, build_analysis, load_data, parse_ks, print_warnings
+from diagnose.cli.shared import EXIT_OK, build_analysis, load_data, parse_ks, print_warnings, with_warnings
 from diagnose.data import DataError, Qrels
 from diagnose.io import read_qrels
 from diagnose.report.tables import text_table
@@ -63,7 +63,10 @@ def cmd_finetune(args: argparse.Namespace) -> int:
         announce=_announce,
     )
     print_warnings(ds.report, args.format)
-    emit(Output(table=lambda: finetune_text(result), json=result.to_dict), args.format)
+    emit(
+        Output(table=lambda: finetune_text(result), json=with_warnings(result.to_dict, ds.report)),
+        args.format,
+    )
     return EXIT_OK
 
 

@@ -229,10 +229,25 @@ def write_run_files(args: argparse.Namespace, analysis) -> None:
 
 
 def print_warnings(report, fmt: str) -> None:
+    """The warnings of ``report`` on standard error, one per problem; in ``json`` format nothing is printed: the
+    payload carries them instead (:func:`with_warnings`)."""
     if fmt == "json":
         return
     for p in report.warnings:
         print(f"{p.severity}: " + p.format().removeprefix(f"[{p.severity}] "), file=sys.stderr)
+
+
+def with_warnings(payload: Any, report: ValidationReport | None) -> Any:
+    """The JSON payload of a command (a callable returning a dict) with ``"warnings"``: the problems its table
+    format prints on standard error (:func:`print_warnings`), one dict each (``code``, ``severity``, ``message``,
+    ...), the key ``diagnose evaluate`` and ``diagnose failures`` use. ``report`` None: ``[]``."""
+
+    def build() -> dict[str, Any]:
+        out = dict(payload())
+        out["warnings"] = [p.to_dict() for p in report.warnings] if report is not None else []
+        return out
+
+    return build
 
 
 def parse_ks(text: str) -> list[int]:
