@@ -11,10 +11,18 @@ import json
 import shutil
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
 import pytest
 
+from diagnose.analysis import Analysis
+from diagnose.api import load
 from diagnose.cli import EXIT_OK, main
+from diagnose.data import DataError, Qrels
 from diagnose.embed import KeywordEncoder
+from diagnose.search.space import VectorSpace
+from diagnose.whatif.ann import AnnSetting, ann_frontier
+from diagnose.whatif.chunking import check_grid
 
 DEMO = Path(__file__).resolve().parents[1] / "demo_corpus"
 RUN = DEMO / "runs" / "ann_minilm.trec"
@@ -78,3 +86,101 @@ def test_rerank_json_carries_the_warnings(warned, capsys):
     data, (a, b) = warned
     argv = ["rerank", "--data", str(data), "--candidates", a, "--reranked", b]
     assert "empty_document" in _json_warnings(capsys, argv)
+
+
+# ------------------------------------------------------------------------------ ANN and chunking parameters
+
+
+def _tiny_space():
+    """30 random unit documents, 3 queries, each query's relevant document its own index."""
+
+    rng = np.random.default_rng(0)
+    docs, queries = rng.normal(size=(30, 8)).astype(np.float32), rng.normal(size=(3, 8)).astype(np.float32)
+    docs /= np.linalg.norm(docs, axis=1, keepdims=True)
+    queries /= np.linalg.norm(queries, axis=1, keepdims=True)
+    d_ids, q_ids = [f"d{i}" for i in range(30)], ["q0", "q1", "q2"]
+    qrels = Qrels(pd.DataFrame({"query_id": q_ids, "doc_id": d_ids[:3], "relevance": 1}))
+    return VectorSpace.from_arrays("random", d_ids, docs, q_ids, queries), qrels
+
+
+HNSW = {"M": 4, "efConstruction": 8, "efSearch": 8}
+
+
+@pytest.mark.parametrize(
+    ("settings", "says"),
+    [
+        ([("hnsw", {**HNSW, "M": 1})], "M must be an integer in [2, 1024]"),  # faiss: SIGSEGV on main
+        ([("hnsw", {**HNSW, "M": True})], "got True"),  # True == 1: SIGSEGV on main
+        ([("hnsw", {**HNSW, "efSearch": "16"})], "efSearch must be an integer"),
+        (
+            [("hnsw", {**HNSW, "efSearch": 2**40})],
+            "efSearch must be an integer in [1, 100000]",
+        ),  # OverflowError
+        ([("hnsw", None)], "takes a dict of exactly M, efConstruction, efSearch"),  # AttributeError on main
+        (["hnsw"], "must hold AnnSetting records"),  # on main: "Unknown ANN index <built-in method index...>"
+        ("hnsw", "settings must be a list of AnnSetting"),
+        ([("ivf_flat", {"nlist": 2, "nprobe": 5})], "nprobe must be at most nlist (2)"),  # accepted on main
+        ([("ivf_flat", {"nlist": 31, "nprobe": 1})], "at most the 30 documents"),
+    ],
+    ids=[
+        "M=1",
+        "M=True",
+        "string",
+        "2**40",
+        "params=None",
+        "a string setting",
+        "a string",
+        "nprobe>nlist",
+        "nlist",
+    ],
+)
+def test_ann_settings_are_refused_before_faiss_sees_them(settings, says):
+    pytest.importorskip("faiss")
+
+    space, qrels = _tiny_space()
+    given = (
+        [AnnSetting(*s) if isinstance(s, tuple) else s for s in settings]
+        if isinstance(settings, list)
+        else settings
+    )
+    with pytest.raises(DataError) as e:
+        ann_frontier(qrels, space, k=3, settings=given)
+    assert e.value.param == "settings" and says in str(e.value)
+
+
+def test_ann_settings_accept_numpy_integers_and_the_analysis_checks_before_its_memo():
+    pytest.importorskip("faiss")
+
+    space, qrels = _tiny_space()
+    s = AnnSetting("hnsw", {"M": np.int64(4), "efConstruction": np.int32(8), "efSearch": 8})
+    f = ann_frontier(qrels, space, k=3, settings=[s])  # refused on main ("takes the positive integers")
+    assert [p.params for p in f.settings] == [HNSW]
+    an = Analysis(load(DEMO), encoder=KeywordEncoder(), baselines=("dense",))
+    with pytest.raises(DataError) as e:  # AttributeError on main (the memo key read params.items())
+        an.ann_frontier(settings=[AnnSetting("hnsw", None)])
+    assert e.value.param == "settings"
+
+
+@pytest.mark.parametrize(
+    ("sizes", "overlaps", "param"),
+    [
+        (10**20, 0, "sizes"),  # the splitter's TypeError on main
+        ([True], [0], "sizes"),
+        ([128], [10**20], "overlaps"),
+        ("128,2000000", "0", "sizes"),
+        ([128.0], [0], "sizes"),
+    ],
+)
+def test_chunk_sizes_and_overlaps_outside_sane_bounds_are_refused(sizes, overlaps, param):
+
+    with pytest.raises(DataError) as e:
+        check_grid(sizes, overlaps)
+    assert e.value.param == param and "1,000,000" in str(e.value)
+
+
+def test_a_chunk_size_of_10_20_through_the_analysis_is_a_data_error():
+
+    an = Analysis(load(DEMO), encoder=KeywordEncoder())
+    with pytest.raises(DataError) as e:
+        an.chunking([10**20], [0])
+    assert e.value.param == "sizes"
