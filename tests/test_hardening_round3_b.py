@@ -8,6 +8,7 @@ document added and one run line naming a document the corpus lacks: the two warn
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -20,6 +21,7 @@ from diagnose.api import load
 from diagnose.cli import EXIT_OK, main
 from diagnose.data import DataError, Qrels
 from diagnose.embed import KeywordEncoder
+from diagnose.io.filters import json_filters
 from diagnose.search.space import VectorSpace
 from diagnose.whatif.ann import AnnSetting, ann_frontier
 from diagnose.whatif.chunking import check_grid
@@ -184,3 +186,67 @@ def test_a_chunk_size_of_10_20_through_the_analysis_is_a_data_error():
     with pytest.raises(DataError) as e:
         an.chunking([10**20], [0])
     assert e.value.param == "sizes"
+
+
+# ------------------------------------------------------------------------------ metadata filters
+
+
+@pytest.fixture(scope="module")
+def demo():
+    return load(DEMO)
+
+
+def _filter_error(demo, source) -> DataError:
+    with pytest.raises(DataError) as e:
+        json_filters(source, demo)
+    assert e.value.param == "filters"
+    return e.value
+
+
+@pytest.mark.parametrize(
+    ("content", "says"),
+    [
+        (
+            b'{"q001": {"doc_id": "h\xffr"}}',
+            ":1: bytes that are not UTF-8 (byte 0xff)",
+        ),  # UnicodeDecodeError on main
+        (b'{"q001": {"doc_id": ' + b"[" * 100_000 + b"]" * 100_000 + b"}}", "nested 100,002 levels deep"),
+        (b'{"q001": {"doc_id": ' + b"[\n" * 100_000 + b"]\n" * 100_000 + b"}}", "nested 100,002 levels deep"),
+        (b'{"q001": {"doc_id": NaN}}', "line 1: NaN is not a JSON value"),  # accepted on main
+        (b'{"q001": {"doc_id": {"$in": ["hr-0001",\n -Infinity]}}}', "line 2: -Infinity is not a JSON value"),
+    ],
+    ids=["not utf-8", "100k brackets", "100k brackets on lines", "NaN", "-Infinity in $in"],
+)
+def test_a_hostile_filters_file_is_a_data_error_naming_the_file(demo, tmp_path, content, says):
+    path = tmp_path / "filters.json"
+    path.write_bytes(content)
+    e = _filter_error(demo, path)
+    assert str(path) in str(e) and says in str(e)
+
+
+def test_a_fifo_as_the_filters_file_is_not_a_regular_file(demo, tmp_path):
+    fifo = tmp_path / "filters.fifo"
+    os.mkfifo(fifo)
+    e = _filter_error(demo, fifo)  # main: "filters file ... not found"
+    assert "named pipe (FIFO), not a regular file" in str(e) and "not found" not in str(e)
+
+
+@pytest.mark.parametrize(
+    ("filters", "says"),
+    [
+        ({"q001": {"doc_id": {"hr-0001", "hr-0002"}}}, "field 'doc_id': {"),  # a set: accepted on main
+        ({"q001": {"doc_id": ("hr-0001",)}}, "is a tuple"),
+        ({"q001": {"doc_id": float("nan")}}, "NaN or infinite"),  # matched nothing, silently, on main
+        ({"q001": {"doc_id": {"$in": {"hr-0001"}}}}, "got a set"),
+        (123, "filters must be a JSON filters file or a dict"),  # TypeError on main
+    ],
+    ids=["set", "tuple", "nan", "set in $in", "int"],
+)
+def test_python_filters_refuse_values_without_a_defined_order_or_json(demo, filters, says):
+    assert says in str(_filter_error(demo, filters))
+
+
+def test_analysis_filters_123_is_a_data_error(demo):
+    with pytest.raises(DataError) as e:
+        Analysis(demo, filters=123, encoder=KeywordEncoder())
+    assert e.value.param == "filters"
