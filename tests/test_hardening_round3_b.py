@@ -18,13 +18,14 @@ import pytest
 
 from diagnose.analysis import Analysis
 from diagnose.api import load
-from diagnose.cli import EXIT_OK, main
+from diagnose.cli import EXIT_INPUT, EXIT_OK, main
 from diagnose.data import DataError, Qrels
 from diagnose.embed import KeywordEncoder
 from diagnose.io.filters import json_filters
 from diagnose.search.space import VectorSpace
 from diagnose.whatif.ann import AnnSetting, ann_frontier
 from diagnose.whatif.chunking import check_grid
+from diagnose.whatif.finetune import query_key, same_text
 
 DEMO = Path(__file__).resolve().parents[1] / "demo_corpus"
 RUN = DEMO / "runs" / "ann_minilm.trec"
@@ -250,3 +251,114 @@ def test_analysis_filters_123_is_a_data_error(demo):
     with pytest.raises(DataError) as e:
         Analysis(demo, filters=123, encoder=KeywordEncoder())
     assert e.value.param == "filters"
+
+
+# ------------------------------------------------------------------------------ fine-tuning
+
+
+TOPICS = ["vitamin d bone density", "green tea cancer risk", "sugar and diabetes", "red meat heart disease",
+          "sleep and memory", "coffee and blood pressure"]  # fmt: skip
+
+
+def _leaky(root: Path, twins: dict[str, str]) -> Path:
+    """6 documents d0..d5, queries q0..q5 ("does TOPIC matter") judged in qrels/test.tsv (qi -> di), and training
+    queries t0..t5 judged in qrels/train.tsv (ti -> di) whose text is ``twins.get(ti)`` (an evaluation question
+    written differently) or a question of their own."""
+    (root / "qrels").mkdir(parents=True)
+    docs = [{"_id": f"d{i}", "title": t, "text": f"A study of {t} in adults."} for i, t in enumerate(TOPICS)]
+    queries = [{"_id": f"q{i}", "text": f"does {t} matter"} for i, t in enumerate(TOPICS)]
+    queries += [
+        {"_id": f"t{i}", "text": twins.get(f"t{i}", f"what is known about {t}")} for i, t in enumerate(TOPICS)
+    ]
+    for name, rows in (("corpus", docs), ("queries", queries)):
+        (root / f"{name}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    for split, prefix in (("test", "q"), ("train", "t")):
+        lines = ["query-id\tcorpus-id\tscore"] + [f"{prefix}{i}\td{i}\t1" for i in range(len(TOPICS))]
+        (root / "qrels" / f"{split}.tsv").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return root
+
+
+class _Stop(Exception):
+    """Raised by the fake trainer: what it was given is all the test needs."""
+
+
+class _NamedKeywordEncoder(KeywordEncoder):
+    model = None  # what finetune reads as the base model (never trained here)
+
+
+@pytest.fixture
+def no_training(monkeypatch):
+    """The keyword encoder as the 'model', no step timing, and a trainer that records its anchors and stops."""
+    from diagnose.whatif.finetune import train as tr
+
+    seen: list[list[str]] = []
+    monkeypatch.setattr("diagnose.embed.load_encoder", lambda *a, **kw: _NamedKeywordEncoder())
+    monkeypatch.setattr(tr, "seconds_per_step", lambda *a, **kw: 0.01)
+
+    def train(base, anchors, positives, negatives, out, settings, progress=False):
+        seen.append(list(anchors))
+        raise _Stop
+
+    monkeypatch.setattr(tr, "train", train)
+    return seen
+
+
+def test_query_key_ignores_case_spacing_and_punctuation():
+    assert query_key("  Does Vitamin-D   matter?") == "does vitamin d matter"  # NFKC, casefold, \w+ runs
+    assert query_key("ＤＯＥＳ") == "does"  # full-width letters: NFKC
+    text = {"t1": "Does sugar matter?", "t2": "other", "q1": "does  sugar matter", "t3": "?!", "q2": "..."}
+    assert same_text(["t1", "t2", "t3"], ["q1", "q2"], text) == {
+        "t1": "q1"
+    }  # "?!" vs "...": no word, no match
+
+
+def test_a_training_split_of_the_evaluation_questions_under_other_ids_is_refused(tmp_path, no_training):
+    """Every training query t_i asks q_i's question (punctuation and case changed): on main it trained and
+    reported a gain."""
+    twins = {f"t{i}": f"Does {t.upper()} matter?" for i, t in enumerate(TOPICS)}
+    root = _leaky(tmp_path / "data", twins)
+    an = Analysis(load(root, split="test"), {}, model="fake", baselines=("bm25",), cache_dir=tmp_path / "c")
+    with pytest.raises(DataError) as e:
+        an.finetune(tmp_path / "out", train_qrels=load(root, split="train").qrels)
+    assert e.value.param == "train_split" and "(6)" in str(e.value) and "t0 = q0" in str(e.value)
+    assert no_training == []  # nothing was trained
+
+
+def test_training_queries_with_an_evaluation_question_are_left_out_and_counted(tmp_path, no_training):
+    twins = {"t1": "DOES green tea cancer risk matter", "t4": "does sleep and memory matter!"}
+    root = _leaky(tmp_path / "data", twins)
+    ds = load(root, split="test")
+    an = Analysis(ds, {}, model="fake", baselines=("bm25",), cache_dir=tmp_path / "c")
+    with pytest.raises(_Stop):
+        an.finetune(tmp_path / "out", train_qrels=load(root, split="train").qrels)
+    # 6 training queries, t1 and t4 ask q1's and q4's questions: the anchors are the other 4's texts only
+    assert no_training and set(no_training[0]) <= {f"what is known about {TOPICS[i]}" for i in (0, 2, 3, 5)}
+    (leak,) = [p for p in ds.report.warnings if p.code == "finetune_query_text_leak"]
+    assert leak.count == 2 and leak.examples == ("t1 = q1", "t4 = q4")
+
+
+def test_cross_fitting_leaves_out_a_question_asked_again_in_another_fold(tmp_path, no_training):
+    """Golden queries q0..q5 with q3 asking q0's question; 6 folds of one query: fold {q0} would train on q3 and
+    fold {q3} on q0, so 2 training queries are left out (q3 = q0, q0 = q3)."""
+    root = _leaky(tmp_path / "data", {})
+    text = (root / "queries.jsonl").read_text(encoding="utf-8").replace("does red meat heart disease matter",
+                                                                       "Does vitamin D bone density matter?")  # fmt: skip
+    (root / "queries.jsonl").write_text(text, encoding="utf-8")
+    ds = load(root, split="test")
+    an = Analysis(ds, {}, model="fake", baselines=("bm25",), cache_dir=tmp_path / "c")
+    with pytest.raises(_Stop):
+        an.finetune(tmp_path / "out", folds=6)
+    (leak,) = [p for p in ds.report.warnings if p.code == "finetune_query_text_leak"]
+    assert leak.count == 2 and sorted(leak.examples) == ["q0 = q3", "q3 = q0"]
+
+
+def test_finetune_sample_0_is_refused_naming_the_flag(tmp_path, capsys, no_training):
+    root = _leaky(tmp_path / "data", {})
+    code = main(
+        ["finetune", "--data", str(root), "--out", str(tmp_path / "out"), "--sample", "0", "--folds", "2"]
+    )
+    err = capsys.readouterr().err
+    assert (
+        code == EXIT_INPUT and "--sample" in err and "positive integer" in err
+    )  # main ignored it and trained
+    assert no_training == []

@@ -42,7 +42,7 @@ def cmd_finetune(args: argparse.Namespace) -> int:
     train_qrels = _train_qrels(args)
     ds = load_data(args, need_text=True)
     analysis = build_analysis(args, ds, runs={}, k=ks[-1], ks=ks)
-    if args.sample:
+    if args.sample is not None:  # --sample 0 is refused, not ignored
         from diagnose.analysis.finetuning import sampled
 
         analysis = sampled(analysis, args.sample, args.seed)
@@ -92,6 +92,14 @@ def finetune_text(result: FinetuneResult) -> str:
         *(c.verdict() for c in result.comparisons),
         f"failures recovered: {result.recovered or 'none'}; broken: {result.broken or 'none'}",
         f"model (trained on {result.train_pairs:,} pairs): {result.model_path} (use it with --model)",
+        *(
+            [
+                f"left out of training, the text of an evaluated query: {len(result.excluded_by_text)} "
+                f"({', '.join(result.excluded_by_text[:5])}{', ...' if len(result.excluded_by_text) > 5 else ''})"
+            ]
+            if result.excluded_by_text
+            else []
+        ),  # fmt: skip
         f"time: {result.seconds:.0f} s",
     ]
     return "\n".join(lines)

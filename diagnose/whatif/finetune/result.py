@@ -69,7 +69,10 @@ class FinetuneResult:
     ``comparisons`` (tuned vs base, Holm over the family), ``p_value`` (the Holm-adjusted paired randomization test
     of the first headline metric, nDCG@k), ``recovered``/``broken`` per failure class, ``model_path`` (trained on
     every training query: the split's, or every golden query with folds), ``train_pairs`` (of that model),
-    ``seconds`` (the whole run), ``folds`` (cross-fitting) and the ``cost`` announced before."""
+    ``seconds`` (the whole run), ``folds`` (cross-fitting) and the ``cost`` announced before.
+    ``excluded_queries``: training-split queries left out because an evaluation query has their id;
+    ``excluded_by_text``: training queries left out because an evaluated query has their text under another id
+    (``"TRAIN_ID = EVAL_ID"``; with folds, per fold, :func:`~diagnose.whatif.finetune.triplets.same_text`)."""
 
     base: dict[str, float]
     tuned: dict[str, float]
@@ -86,6 +89,7 @@ class FinetuneResult:
     settings: dict[str, Any] = field(default_factory=dict)
     folds: Sequence[Fold] = ()
     excluded_queries: int = 0
+    excluded_by_text: tuple[str, ...] = ()  # "TRAIN_ID = EVAL_ID": training queries left out, same text
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -101,6 +105,7 @@ class FinetuneResult:
             "mode": self.mode,
             "evaluated_queries": self.evaluated_queries,
             "excluded_queries": self.excluded_queries,
+            "excluded_by_text": list(self.excluded_by_text),
             "folds": [f.to_dict() for f in self.folds],
             "settings": self.settings,
         }
