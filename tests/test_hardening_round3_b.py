@@ -17,6 +17,7 @@ import pandas as pd
 import pytest
 
 from diagnose.analysis import Analysis
+from diagnose.api import evaluate as diagnose_evaluate
 from diagnose.api import load
 from diagnose.cli import EXIT_INPUT, EXIT_OK, main
 from diagnose.data import DataError, Qrels
@@ -362,3 +363,51 @@ def test_finetune_sample_0_is_refused_naming_the_flag(tmp_path, capsys, no_train
         code == EXIT_INPUT and "--sample" in err and "positive integer" in err
     )  # main ignored it and trained
     assert no_training == []
+
+
+# ------------------------------------------------------------------------------ Python API parameters
+
+
+@pytest.mark.parametrize(
+    ("spec", "kwargs", "param"),
+    [
+        (None, {}, "corpus"),  # AttributeError on main
+        ("chroma:/nonexistent#c", {"batch_size": 0}, "batch_size"),
+        ("chroma:/nonexistent#c", {"batch_size": -1}, "batch_size"),
+        ("chroma:/nonexistent#c", {"batch_size": True}, "batch_size"),
+        ("chroma:/nonexistent#c", {"fields": ["id"]}, "fields"),  # ValueError of dict() on main
+        ("chroma:/nonexistent#c", {"fields": {"id": 3}}, "fields"),
+        ("chroma:/nonexistent#c", {"fields": {"doc": "x"}}, "fields"),
+    ],
+    ids=["None", "batch 0", "batch -1", "batch True", "fields list", "fields int", "fields key"],
+)
+def test_read_collection_checks_its_parameters_before_opening_anything(spec, kwargs, param):
+    from diagnose.io.vectordb import read_collection
+
+    with pytest.raises(DataError) as e:
+        read_collection(spec, **kwargs)
+    assert e.value.param == param
+
+
+@pytest.mark.parametrize("fields", [{"id": 3}, {"idd": "_id"}], ids=["int value", "unknown key"])
+def test_load_corpus_fields_names_a_wrong_key_or_value(fields):
+    with pytest.raises(DataError) as e:  # main: "no id field 3" (id_field) / accepted silently
+        load(DEMO, corpus_fields=fields)
+    assert e.value.param == "corpus_fields" and "the keys are 'id', 'text', 'title'" in str(e.value)
+
+
+@pytest.mark.parametrize(
+    "run", [{}, {"mine": {}}, {"zz": {"d1": 1.0}}], ids=["{}", "{name: {}}", "no golden id"]
+)
+def test_evaluate_refuses_a_run_that_can_only_score_zero_like_the_cli(demo, run):
+    with pytest.raises(DataError) as e:  # main: a row of zeros
+        diagnose_evaluate(demo, run, metrics=["ndcg@10"])
+    assert e.value.param == "run"
+    assert "has no results" in str(e.value) or "is a golden query" in str(e.value)
+
+
+def test_evaluate_still_scores_a_partial_run(demo):
+    # q001's relevant hr-0001 at rank 1 (grade 2): ndcg@10 of q001 = 1; the 108 other golden queries score 0
+    n_golden = demo.qrels.df.query("relevance > 0")["query_id"].nunique()
+    table = diagnose_evaluate(demo, {"q001": {"hr-0001": 1.0}}, metrics=["ndcg@10"])
+    assert table.iloc[0]["ndcg@10"] == pytest.approx(1 / n_golden)
