@@ -411,3 +411,76 @@ def test_evaluate_still_scores_a_partial_run(demo):
     n_golden = demo.qrels.df.query("relevance > 0")["query_id"].nunique()
     table = diagnose_evaluate(demo, {"q001": {"hr-0001": 1.0}}, metrics=["ndcg@10"])
     assert table.iloc[0]["ndcg@10"] == pytest.approx(1 / n_golden)
+
+
+# ------------------------------------------------------------------------------ the app
+
+
+def test_an_analysis_built_like_the_app_s_knows_its_bundled_model(demo, tmp_path):
+    """The app gives Analysis both model=None and the encoder it loaded (diagnose/ui/state.py): fine-tuning refused
+    it on main ("not an encoder object"); the encoder's source is the bundled model's folder."""
+    from diagnose.embed import load_encoder
+
+    an = Analysis(demo, {}, model=None, encoder=load_encoder(None))  # lazy: no weights loaded
+    assert (Path(an.model_source) / "modules.json").is_file()  # a sentence-transformers folder
+    assert Analysis(demo, {}, model="my/model").model_source == "my/model"
+    fake = Analysis(demo, {}, encoder=KeywordEncoder())
+    assert fake.model_source is None  # a hash has no weights to train
+    with pytest.raises(DataError) as e:
+        fake.finetune(tmp_path / "out", folds=2)
+    assert e.value.param == "model" and "keyword-hash" in str(e.value)
+
+
+@pytest.mark.real_model
+def test_the_app_fine_tunes_its_own_bundled_model(monkeypatch, model_cache):
+    """The Model choice page's form with the app's bundled model runs to a result (main: "Fine-tuning needs a
+    sentence-transformers model ..., not an encoder object"). The trainer is replaced by a copy of the base model's
+    folder (the training itself is tests/test_finetune.py's), so base and tuned are the same model: change 0."""
+    app = pytest.importorskip("app_testing")  # skips without Streamlit
+    from diagnose.whatif.finetune import train as tr
+
+    def train(base, anchors, positives, negatives, out, settings, progress=False):
+        assert anchors  # the golden set's questions reached the trainer
+        base.save(str(out))
+        return out
+
+    monkeypatch.setattr(tr, "train", train)
+    monkeypatch.delenv("DIAGNOSE_ENCODER", raising=False)
+    monkeypatch.setenv("DIAGNOSE_CACHE_DIR", str(model_cache))
+    monkeypatch.setenv("DIAGNOSE_FOREGROUND_SECONDS", "600")
+    at = app.open_page(app.AppTest.from_file(str(app.APP), default_timeout=600), "models")
+    out = Path(model_cache).parent / "tuned-by-the-app"
+    at.number_input(key="finetune_folds").set_value(2)
+    at.text_input(key="finetune_out").input(str(out))
+    at.button(key="finetune_submit").click().run()
+    app.assert_clean(at)
+    result = at.session_state["finetune_result"]
+    assert result.mode == "folds" and (out / "modules.json").is_file()
+    assert all(v == pytest.approx(result.base[m], abs=1e-6) for m, v in result.tuned.items())
+
+
+@pytest.mark.parametrize("name", ["..", "runs/..", "../.."])
+def test_an_upload_named_dot_dot_is_refused_with_a_message(tmp_path, name):
+    from diagnose.ui.sources import Upload, upload_spec
+
+    ok = Upload("queries.jsonl", b'{"_id": "q1", "text": "x"}\n')
+    with pytest.raises(DataError) as e:  # main: OSError "Device or resource busy" renaming onto the folder
+        upload_spec(Upload(name, b"x"), ok, Upload("qrels.tsv", b"q1\td1\t1\n"), root=tmp_path)
+    assert "names a folder, not a file" in str(e.value) and "Rename the file" in str(e.value)
+
+
+def test_the_app_shows_the_upload_named_dot_dot_as_a_message(keyword_encoder, tmp_path, monkeypatch):
+    app = pytest.importorskip("app_testing")  # skips without Streamlit
+
+    monkeypatch.setattr("diagnose.ui.sources.UPLOAD_ROOT", tmp_path)
+    at = app.AppTest.from_file(str(app.APP), default_timeout=app.APP_TIMEOUT).run()
+    at.selectbox(key="src_kind").set_value("upload").run()
+    at.file_uploader(key="up_corpus").set_value(("..", b'{"_id": "d1", "text": "x"}\n', "application/json"))
+    at.file_uploader(key="up_queries").set_value(
+        ("q.jsonl", b'{"_id": "q1", "text": "x"}\n', "application/json")
+    )
+    at.file_uploader(key="up_qrels").set_value(("qrels.tsv", b"q1\td1\t1\n", "text/tab-separated-values"))
+    at.run()
+    assert not at.exception, [e.message for e in at.exception]  # main: the OSError's traceback
+    shown = " ".join(str(x.value) for x in (*at.error, *at.info, *at.warning))
+    assert "names a folder, not a file" in app.unescaped(shown)

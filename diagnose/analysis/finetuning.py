@@ -195,9 +195,13 @@ def _check_mode(an: Analysis, train_qrels: Qrels | None, folds: int | None) -> i
     if train_qrels is not None and not isinstance(train_qrels, Qrels):
         raise param_error("train_split", f"train_qrels must be a Qrels, got {type(train_qrels).__name__}.")
     an._need_texts("Fine-tuning")
-    if an._encoder_given is not None or an._embeddings is not None:
-        raise param_error("model", "Fine-tuning needs a sentence-transformers model (model=NAME or folder), "
-                          "not an encoder object or precomputed vectors.")  # fmt: skip
+    if an.model_source is None or an._embeddings is not None:
+        raise param_error(
+            "model",
+            f"Fine-tuning needs a sentence-transformers model (model=NAME or folder, or an encoder of "
+            f"diagnose.embed.load_encoder); this analysis encodes with {an.model_label}, which has no model to "
+            "train (an encoder object without a source, or precomputed vectors).",
+        )
     if train_qrels is not None:
         return None
     n = positive_int(folds if folds is not None else DEFAULT_FOLDS, "folds")
@@ -322,7 +326,7 @@ def finetune(
     s = (settings or tr.TrainSettings(precision=an.precision)).checked()
     n = _check_mode(an, train_qrels, folds)
     path = check_out(out)
-    base = embed.load_encoder(an.model, precision="exact").model
+    base = embed.load_encoder(an.model_source, precision="exact").model
     opts = {"progress": progress, "max_documents": max_documents, "announce": announce}
     got = (
         _split_mode(an, base, train_qrels, path, s, opts)
