@@ -484,3 +484,115 @@ def test_the_app_shows_the_upload_named_dot_dot_as_a_message(keyword_encoder, tm
     assert not at.exception, [e.message for e in at.exception]  # main: the OSError's traceback
     shown = " ".join(str(x.value) for x in (*at.error, *at.info, *at.warning))
     assert "names a folder, not a file" in app.unescaped(shown)
+
+
+# ------------------------------------------------------------------------------ memory-mapped runs
+
+
+TREC_LINES = b"".join(
+    f"q{q} Q0 d{r} {r + 1} {100 - r}.5 tag\n".encode() for q in range(40) for r in range(100)
+)
+
+
+@pytest.mark.parametrize("threshold", [0, 2**62], ids=["mapped", "copied"])
+def test_a_run_that_grows_between_stat_and_read_is_refused(tmp_path, monkeypatch, threshold):
+    """Another program appends a line between the size check and the read (or the map): main read whatever was
+    there; now the sizes disagree and the error says the file changed."""
+    from diagnose.io import files
+    from diagnose.io.files import read_mapped
+
+    path = tmp_path / "run.trec"
+    path.write_bytes(TREC_LINES)
+    monkeypatch.setattr(files, "MAP_MIN_BYTES", threshold)
+    check = files.check_input_path
+
+    def check_then_append(p, expected, **kw):
+        st = check(p, expected, **kw)
+        with open(p, "ab") as f:
+            f.write(b"q0 Q0 late 1 1.0 tag\n")
+        return st
+
+    monkeypatch.setattr(files, "check_input_path", check_then_append)
+    with pytest.raises(DataError) as e:
+        read_mapped(path, "a run")
+    n = len(TREC_LINES)  # 40 x 100 lines; the appended line is 21 bytes
+    assert "changed while it was being read" in str(
+        e.value
+    ) and f"{n:,} bytes when checked, {n + 21:,}" in str(e.value)
+
+
+def test_a_mapped_run_rewritten_during_its_parse_is_refused(tmp_path, monkeypatch):
+    from diagnose.io import files, read_run, runs
+
+    path = tmp_path / "run.trec"
+    path.write_bytes(TREC_LINES)
+    monkeypatch.setattr(files, "MAP_MIN_BYTES", 0)
+    parse = runs._read_run_trec
+
+    def rewrite_during_parse(raw, *a, **kw):
+        out = parse(raw, *a, **kw)
+        path.write_bytes(TREC_LINES.replace(b"tag", b"TAG"))  # same size, other bytes, a new mtime
+        st = path.stat()
+        os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))
+        return out
+
+    monkeypatch.setattr(runs, "_read_run_trec", rewrite_during_parse)
+    with pytest.raises(DataError, match="changed while it was being read"):
+        read_run(path)
+
+
+TRUNCATE = """
+import sys
+from diagnose.io import files, read_run, runs
+path = sys.argv[1]
+if sys.argv[2] == "map":
+    files.MAP_MIN_BYTES = 0
+parse = runs._read_run_trec
+def truncating(raw, *a, **kw):
+    open(path, "r+b").truncate(0)  # another program empties the file while it is parsed
+    return parse(raw, *a, **kw)
+runs._read_run_trec = truncating
+if sys.argv[2] == "cli":
+    files.MAP_MIN_BYTES = 0
+    sys.argv = ["diagnose", "evaluate", "--qrels", sys.argv[3], "--run", path]
+    from diagnose.cli import entry
+    entry()
+print(len(read_run(path)))
+"""
+
+
+def _truncated(tmp_path, mode: str, per_query: int):
+    """The run of 40 queries x ``per_query`` distinct documents, read in a subprocess that empties the file while
+    it is parsed (``TRUNCATE``)."""
+    import subprocess
+    import sys
+
+    path = tmp_path / "run.trec"
+    lines = (f"q{q} Q0 d{r} {r + 1} {per_query - r}.5 tag\n" for q in range(40) for r in range(per_query))
+    path.write_bytes("".join(lines).encode())
+    qrels = tmp_path / "qrels.tsv"
+    qrels.write_text("q0\t0\td0\t1\n", encoding="utf-8")
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    env.pop("PYTHONFAULTHANDLER", None)
+    argv = [sys.executable, "-c", TRUNCATE, str(path), mode, str(qrels)]
+    return subprocess.run(argv, capture_output=True, text=True, env=env, timeout=300), path
+
+
+def test_a_2_mib_run_truncated_while_it_is_parsed_is_read_whole(tmp_path):
+    """Over 2 MiB: mapped on main (threshold 1 MiB), where the truncation ended the process with SIGBUS and no
+    word; now copied below 256 MiB, so the parse reads the copy: 40 queries x 3,000 documents = 120,000 lines."""
+    done, path = _truncated(tmp_path, "read", 3000)
+    assert done.returncode == 0, done.stderr
+    assert (
+        int(done.stdout) == 120_000 and path.stat().st_size == 0
+    )  # the file was emptied, the copy read whole
+
+
+def test_the_cli_never_dies_silently_on_a_truncated_map(tmp_path):
+    """A mapped file (forced here; 256 MiB and more for real) truncated mid-parse: SIGBUS cannot be caught, but the
+    command says so and where (faulthandler), where main printed nothing."""
+    import signal
+
+    done, _ = _truncated(tmp_path, "cli", 100)
+    assert done.returncode == -signal.SIGBUS
+    assert "Fatal Python error: Bus error" in done.stderr and "read_run" in done.stderr

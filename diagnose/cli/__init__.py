@@ -129,6 +129,7 @@ COMMANDS = {
 
 def entry() -> NoReturn:
     """The ``diagnose`` console script and ``python -m diagnose``: :func:`main` on ``sys.argv``, then the exit."""
+    diagnose.cli.process.report_fatal_signals()
     exit_fast(main())
 
 
