@@ -87,9 +87,14 @@ def test_json_outputs_carry_the_warnings_the_table_prints(warned, capsys, comman
 
 
 def test_rerank_json_carries_the_warnings(warned, capsys):
+    """The runs of --candidates and --reranked are cross-checked like --run's (main: their ghost document was
+    never mentioned, in either format)."""
     data, (a, b) = warned
     argv = ["rerank", "--data", str(data), "--candidates", a, "--reranked", b]
-    assert "empty_document" in _json_warnings(capsys, argv)
+    assert main(argv) == EXIT_OK
+    err = capsys.readouterr().err
+    assert "run 'a': 1 retrieved document is not in the corpus" in err and "run 'b': 1 retrieved" in err
+    assert _json_warnings(capsys, argv) == WARNED
 
 
 # ------------------------------------------------------------------------------ ANN and chunking parameters

@@ -13,8 +13,9 @@ from typing import Any
 
 from diagnose import defaults
 from diagnose.analysis import YOUR_RUN, Analysis
+from diagnose.analysis.base import check_runs
 from diagnose.data import DataError, Run, ValidationReport
-from diagnose.io import check_run_matches_qrels, load_dataset, parse_run_arg, read_run, write_trec_run
+from diagnose.io import load_dataset, parse_run_arg, read_run, write_trec_run
 from diagnose.retrievers import DEFAULT_TIMEOUT, RetrieverInterrupted, load_retriever, parse_retriever_spec
 
 EXIT_OK = 0
@@ -121,9 +122,10 @@ def _write_qrels(args: argparse.Namespace, ds) -> None:
 
 def read_checked_run(name: str, path: str, ds) -> Run:
     """A run file given beside the data (``--compare-to``, ``--candidates``, ``--reranked``), read into the data's
-    validation report and refused when it can only score 0 against its golden set."""
+    validation report and refused when it can only score 0 against its golden set; cross-checked like the runs of
+    ``--run`` (documents not in the corpus, golden queries it lacks: counted as warnings)."""
     run = read_run(path, name=name, report=ds.report)
-    check_run_matches_qrels(run, ds.qrels)
+    check_runs({name: run}, ds)
     return run
 
 
