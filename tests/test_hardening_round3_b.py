@@ -601,3 +601,35 @@ def test_the_cli_never_dies_silently_on_a_truncated_map(tmp_path):
     done, _ = _truncated(tmp_path, "cli", 100)
     assert done.returncode == -signal.SIGBUS
     assert "Fatal Python error: Bus error" in done.stderr and "read_run" in done.stderr
+
+
+def _finetune_section_with_a_leak():  # an AppTest script: the section's result view, one result with two leaks
+    from diagnose.ui import finetune_section
+    from diagnose.whatif.finetune import Cost, FinetuneResult
+
+    finetune_section._show(
+        FinetuneResult(
+            base={"ndcg@10": 0.5},
+            tuned={"ndcg@10": 0.5},
+            comparisons=[],
+            p_value=None,
+            model_path="/m",
+            train_pairs=4,
+            seconds=1.0,
+            recovered={},
+            broken={},
+            mode="split",
+            evaluated_queries=6,
+            cost=Cost(1, 4, 1, 1.0, 6, "cpu", False),
+            excluded_by_text=("t_1 = q_1", "t_4 = q_4"),
+        )  # fmt: skip
+    )
+
+
+def test_the_app_names_the_training_questions_left_out():
+    app = pytest.importorskip("app_testing")  # skips without Streamlit
+    at = app.AppTest.from_function(_finetune_section_with_a_leak).run()
+    assert not at.exception, [e.message for e in at.exception]
+    (warning,) = at.warning
+    assert app.unescaped(warning.value).endswith("left out of training (t_1 = q_1, t_4 = q_4).")
+    assert warning.value.startswith("2 training queries")
