@@ -394,6 +394,19 @@ def test_read_collection_checks_its_parameters_before_opening_anything(spec, kwa
     assert e.value.param == param
 
 
+@pytest.mark.parametrize("batch_size", [0, -1, True, 2.5])
+def test_embed_texts_and_the_cross_encoder_refuse_a_batch_size_that_is_not_a_positive_integer(batch_size):
+    from diagnose.embed import embed_texts
+    from diagnose.whatif.compare import rerank_cross_encoder
+
+    with pytest.raises(DataError) as e:  # main: the keyword encoder encoded with 0, -1, True alike
+        embed_texts(KeywordEncoder(), ["a b", "c"], batch_size=batch_size)
+    assert e.value.param == "batch_size"
+    with pytest.raises(DataError) as e:  # refused before any model is looked for
+        rerank_cross_encoder(None, {}, {}, "no-such-model", batch_size=batch_size)
+    assert e.value.param == "batch_size"
+
+
 @pytest.mark.parametrize("fields", [{"id": 3}, {"idd": "_id"}], ids=["int value", "unknown key"])
 def test_load_corpus_fields_names_a_wrong_key_or_value(fields):
     with pytest.raises(DataError) as e:  # main: "no id field 3" (id_field) / accepted silently
