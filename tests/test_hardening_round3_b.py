@@ -646,3 +646,21 @@ def test_the_app_names_the_training_questions_left_out():
     (warning,) = at.warning
     assert app.unescaped(warning.value).endswith("left out of training (t_1 = q_1, t_4 = q_4).")
     assert warning.value.startswith("2 training queries")
+
+
+def test_the_finetune_command_names_the_questions_left_out():
+    from diagnose.cli.finetune import finetune_text
+    from diagnose.whatif.finetune import Cost, FinetuneResult
+
+    leaks = tuple(f"t{i} = q{i}" for i in range(7))
+    result = FinetuneResult(
+        base={"ndcg@10": 0.5}, tuned={"ndcg@10": 0.5}, comparisons=[], p_value=None, model_path="/m",
+        train_pairs=4, seconds=1.0, recovered={}, broken={}, mode="split", evaluated_queries=6,
+        cost=Cost(1, 4, 1, 1.0, 6, "cpu", False), excluded_by_text=leaks,
+    )  # fmt: skip
+    assert result.to_dict()["excluded_by_text"] == list(leaks)
+    # 7 pairs: the first 5 shown, then "..."
+    assert (
+        "the text of an evaluated query: 7 (t0 = q0, t1 = q1, t2 = q2, t3 = q3, t4 = q4, ...)"
+        in finetune_text(result)
+    )
