@@ -667,3 +667,11 @@ def test_the_finetune_command_names_the_questions_left_out():
         "the text of an evaluated query: 7 (t0 = q0, t1 = q1, t2 = q2, t3 = q3, t4 = q4, ...)"
         in finetune_text(result)
     )
+
+
+def test_a_collection_s_own_hnsw_setting_faiss_would_crash_on_is_named_as_the_collection_s():
+    space, qrels = _tiny_space()
+    served = AnnSetting("hnsw", {"M": 1, "efConstruction": 8, "efSearch": 8})  # max_neighbors 1 in Chroma
+    with pytest.raises(DataError) as e:  # main: SIGSEGV inside faiss
+        ann_frontier(qrels, space, k=3, settings=[AnnSetting("hnsw", HNSW)], current=served)
+    assert e.value.param == "corpus" and "The collection's own HNSW setting {'M': 1" in str(e.value)

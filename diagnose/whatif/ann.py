@@ -397,7 +397,14 @@ def _grid(settings: Sequence[AnnSetting] | None, current: AnnSetting | None, n_d
     """The settings to measure (default :func:`default_settings`), ``current`` added when not among them, checked."""
     out = default_settings(n_docs) if settings is None else check_settings(settings, n_docs)
     if current is not None:
-        current = _check_setting(current, n_docs)
+        try:
+            current = _check_setting(current, n_docs)
+        except DataError as e:  # read from the collection, not given by the user: say so
+            raise DataError(
+                f"The collection's own HNSW setting {dict(current.params)} cannot be measured with faiss: {e} "
+                "Measure the frontier without it (settings of your own), or re-create the collection with it.",
+                param="corpus",
+            ) from None
         if current not in out:
             out.append(current)
     return out
