@@ -675,3 +675,25 @@ def test_a_collection_s_own_hnsw_setting_faiss_would_crash_on_is_named_as_the_co
     with pytest.raises(DataError) as e:  # main: SIGSEGV inside faiss
         ann_frontier(qrels, space, k=3, settings=[AnnSetting("hnsw", HNSW)], current=served)
     assert e.value.param == "corpus" and "The collection's own HNSW setting {'M': 1" in str(e.value)
+
+
+def test_finetune_json_carries_the_leak_warning(tmp_path, monkeypatch, capsys):
+    """The whole command with a stand-in trainer (the folder it 'saves' loads as the keyword encoder): the JSON has
+    the warning its table prints and ``excluded_by_text``."""
+    from diagnose.whatif.finetune import train as tr
+
+    monkeypatch.setattr("diagnose.embed.load_encoder", lambda *a, **kw: _NamedKeywordEncoder())
+    monkeypatch.setattr(tr, "seconds_per_step", lambda *a, **kw: 0.01)
+    monkeypatch.setattr(tr, "train", lambda base, a, p, n, out, settings, progress=False: out)
+    root = _leaky(tmp_path / "data", {"t2": "Does sugar and diabetes matter?"})  # q2's question
+    argv = ["finetune", "--data", str(root), "--train-split", "train", "--out", str(tmp_path / "out"),
+            "--cache-dir", str(tmp_path / "cache")]  # fmt: skip
+    assert main(argv) == EXIT_OK
+    assert (
+        "1 training query of the training split has the text of an evaluation query"
+        in capsys.readouterr().err
+    )
+    assert main([*argv, "--format", "json"]) == EXIT_OK
+    payload = json.loads(capsys.readouterr().out)
+    assert payload["excluded_by_text"] == ["t2 = q2"]
+    assert [w["code"] for w in payload["warnings"]] == ["finetune_query_text_leak"]
