@@ -697,3 +697,13 @@ def test_finetune_json_carries_the_leak_warning(tmp_path, monkeypatch, capsys):
     payload = json.loads(capsys.readouterr().out)
     assert payload["excluded_by_text"] == ["t2 = q2"]
     assert [w["code"] for w in payload["warnings"]] == ["finetune_query_text_leak"]
+
+
+def test_risk_of_a_run_alone_carries_its_warnings_in_json(tmp_path, capsys):
+    run = tmp_path / "dup.trec"
+    run.write_text(
+        "q1 Q0 d1 1 3.0 x\nq1 Q0 d1 2 2.0 x\nq2 Q0 d3 1 1.0 x\n", encoding="utf-8"
+    )  # d1 twice for q1
+    assert main(["risk", "--run", str(run)]) == EXIT_OK
+    assert "1 document is listed more than once" in capsys.readouterr().err
+    assert _json_warnings(capsys, ["risk", "--run", str(run)]) == {"duplicate_doc_in_run"}

@@ -13,7 +13,7 @@ from diagnose.cli.shared import (
     with_warnings,
     write_run_files,
 )
-from diagnose.data import DataError
+from diagnose.data import DataError, ValidationReport
 from diagnose.failures import Thresholds
 from diagnose.failures.kind import parse_kind_arg
 from diagnose.failures.risk import failure_risk
@@ -89,17 +89,17 @@ def filter_recall_text(fr: FilterRecall) -> str:
 def cmd_risk(args: argparse.Namespace) -> int:
     if len(args.run) != 1:
         raise DataError("diagnose risk ranks the queries of one run: pass exactly one --run [NAME=]FILE.")
-    report = None
     if args.data or args.qrels:
         ds = load_data(args)
         analysis = build_analysis(args, ds, k=args.k)
         name = analysis.run_names[0]
         risk, validation = analysis.risk(name), analysis.risk_validation(name)
         report = ds.report
-        print_warnings(report, args.format)
-    else:
+    else:  # the run alone: its own problems (duplicate lines, ...) are still counted
         name, path = parse_run_arg(args.run[0])
-        risk, validation = failure_risk(as_run(path, name=name), k=args.k), None
+        report = ValidationReport()
+        risk, validation = failure_risk(as_run(path, name=name, report=report), k=args.k), None
+    print_warnings(report, args.format)
     if args.top:
         risk = risk.head(args.top)
     result = Output(
