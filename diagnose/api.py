@@ -12,8 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from diagnose import checks
-from diagnose.data import Dataset, Qrels, Run
+from diagnose.data import DataError, Dataset, Qrels, Run
 from diagnose.io.convert import as_qrels, as_run
+from diagnose.io.dataset import check_run_matches_qrels
 from diagnose.io.load import PathLike, load
 from diagnose.io.qrels_writers import write_beir_qrels
 from diagnose.io.spans import spans_path_for, write_spans
@@ -45,7 +46,9 @@ def evaluate(
     Returns one row per run (index ``run``: the file name, the Run's name, the dict's key; a single
     ``{query_id: {doc_id: score}}`` dict is the row ``"unnamed run"``, give ``{name: run}`` to name it), one column
     per metric: the mean over the golden queries (queries with
-    at least one relevant document; those missing from the run score 0, like ``trec_eval -c``). Per-query values:
+    at least one relevant document; those missing from the run score 0, like ``trec_eval -c``). A run that can only
+    score 0 (no results, ``{}``; no golden query id; the golden set itself) is refused as ``diagnose evaluate``
+    refuses it (:func:`diagnose.io.check_run_matches_qrels`), ``DataError(param="run")``. Per-query values:
     :func:`diagnose.metrics.evaluate` or ``Analysis.per_query``.
 
     >>> diagnose.evaluate({"q1": {"d1": 1}}, {"q1": {"d1": 0.9, "d2": 0.5}}, metrics=["ndcg@10", "mrr"])  # doctest: +SKIP
@@ -60,6 +63,11 @@ def evaluate(
     names = expand_names(metrics, ks)
     q = as_qrels(qrels)
     runs = _runs_argument(run)
+    for one in runs.values():  # as the CLI does: a run that can only score 0 is an error, not a row of zeros
+        try:
+            check_run_matches_qrels(one, q)
+        except DataError as e:
+            raise DataError(str(e), param=e.param or "run") from None
     if checks.flag(ignore_identical_ids, "ignore_identical_ids"):
         runs = {name: drop_identical_ids(r) for name, r in runs.items()}
     results = evaluate_many(q, runs, names)

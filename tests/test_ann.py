@@ -142,7 +142,7 @@ def test_cli_json_shape_with_the_bundled_model(capsys):
     out = capsys.readouterr().out
     assert code == 0
     payload = json.loads(out)
-    assert list(payload) == ["exact", "settings", "recovers_index_gap"]
+    assert list(payload) == ["exact", "settings", "recovers_index_gap", "warnings"]
     keys = ["index", "params", "recall_vs_exact", "hit_rate@5", "recall@5", "ndcg@5", "latency_p50_ms",
             "latency_p95_ms", "build_s", "memory_mb", "pareto"]  # fmt: skip
     assert list(payload["exact"]) == keys and payload["exact"]["index"] == "exact"

@@ -34,7 +34,10 @@ def _write(tmp_path: Path, name: str, data: bytes) -> Path:
     return path
 
 
-def test_a_large_plain_file_is_mapped_and_a_small_one_read(tmp_path):
+def test_a_large_plain_file_is_mapped_and_a_small_one_read(tmp_path, monkeypatch):
+    monkeypatch.setattr(
+        files, "MAP_MIN_BYTES", 4 * len(TREC)
+    )  # the real threshold (256 MiB) is too big to write
     big = _write(tmp_path, "big.trec", TREC * (files.MAP_MIN_BYTES // len(TREC) + 1))
     small = _write(tmp_path, "small.trec", TREC)
     mapped = read_mapped(big, "a run")

@@ -162,6 +162,18 @@ class AnalysisBase:
         """``k`` checked, or the analysis' own when None."""
         return self.k if k is None else rank_cutoff(k)
 
+    @property
+    def model_source(self) -> str | None:
+        """The sentence-transformers model this analysis encodes with, as :func:`diagnose.embed.load_encoder`
+        takes it (what :meth:`finetune` trains): the given encoder's ``source`` when it has one (an encoder of
+        ``load_encoder``, exact or fast: the bundled model's folder, a local folder, a Hub snapshot; the app builds
+        its analysis so), else ``model`` (``"default"``: the bundled model). None when the encoder has no model
+        behind it (:class:`~diagnose.embed.KeywordEncoder`, an encoder object of your own)."""
+        if self._encoder_given is None:
+            return self.model or "default"
+        source = getattr(self._encoder_given, "source", None)
+        return source if isinstance(source, str) and source.strip() else None
+
     def _mode(self, failure: str | None) -> str:
         """``failure`` checked, or the analysis' own when None."""
         return self.failure if failure is None else params.check_failure(failure)

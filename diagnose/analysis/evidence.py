@@ -332,9 +332,10 @@ class Evidence(Chunked):
         ``index_gap`` failures, paired-tested against it (:mod:`diagnose.whatif.ann`). A collection's own HNSW setting
         (Chroma, Qdrant, a LanceDB HNSW-type index: :meth:`~diagnose.io.vectordb.CollectionCorpus.index_setting`), when
         readable, is measured as ``current``. Needs the ``[ann]`` extra."""
-        from diagnose.whatif.ann import AnnSetting, ann_frontier
+        from diagnose.whatif.ann import AnnSetting, ann_frontier, check_settings
 
         k = self._k(k)
+        settings = check_settings(settings)  # before the memo key reads them
         name = self._run_name(run) if run is not None else None
         key = (
             "ann",

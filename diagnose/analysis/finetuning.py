@@ -31,11 +31,19 @@ import numpy as np
 from diagnose import defaults, embed
 from diagnose.checks import param_error, positive_int
 from diagnose.data import Corpus, Qrels, Run
+from diagnose.io.messages import plural_of, verb
 from diagnose.runtime.lazy import pandas as pd
 from diagnose.search import baselines as bl
 from diagnose.whatif.finetune import train as tr
 from diagnose.whatif.finetune.result import Cost, FinetuneResult, class_changes
-from diagnose.whatif.finetune.triplets import Fold, Triplet, assign_folds, mine_triplets, relevant_docs
+from diagnose.whatif.finetune.triplets import (
+    Fold,
+    Triplet,
+    assign_folds,
+    mine_triplets,
+    relevant_docs,
+    same_text,
+)
 
 if TYPE_CHECKING:
     from diagnose.analysis import Analysis
@@ -191,9 +199,13 @@ def _check_mode(an: Analysis, train_qrels: Qrels | None, folds: int | None) -> i
     if train_qrels is not None and not isinstance(train_qrels, Qrels):
         raise param_error("train_split", f"train_qrels must be a Qrels, got {type(train_qrels).__name__}.")
     an._need_texts("Fine-tuning")
-    if an.given_encoder is not None or an.given_embeddings is not None:
-        raise param_error("model", "Fine-tuning needs a sentence-transformers model (model=NAME or folder), "
-                          "not an encoder object or precomputed vectors.")  # fmt: skip
+    if an.model_source is None or an.given_embeddings is not None:
+        raise param_error(
+            "model",
+            f"Fine-tuning needs a sentence-transformers model (model=NAME or folder, or an encoder of "
+            f"diagnose.embed.load_encoder); this analysis encodes with {an.model_label}, which has no model to "
+            "train (an encoder object without a source, or precomputed vectors).",
+        )
     if train_qrels is not None:
         return None
     n = positive_int(folds if folds is not None else DEFAULT_FOLDS, "folds")
@@ -215,26 +227,42 @@ def _split_mode(
     if not qids:
         raise param_error("train_split", "Every golden query of the training split is an evaluation query: nothing "
                           "is left to train on. Use another split, or folds.")  # fmt: skip
+    leaks = same_text(qids, an.golden, an.dataset.queries.text_of())
+    if len(leaks) == len(qids):
+        raise param_error(
+            "train_split",
+            f"Every golden query of the training split ({len(qids):,}) has the text of an evaluation query under "
+            f"another id (e.g. {_pairs(leaks)[0]}): a model trained on them would be scored on the questions it "
+            "saw. Use a split with other questions, or folds.",
+        )
+    _warn_leaks(an, leaks, "the training split", "an evaluation query", train_qrels.source)
+    qids = [q for q in qids if q not in leaks]
     triplets = _mine(an, source, qids, s.pairs_per_query, set())
     cost = _cost(an, base, [len(triplets)], 1, s)
     _announce(an, cost, opts)
     _train(an, base, triplets, out, s, opts["progress"])
     an._reporter.step(f"Encoding with the fine-tuned model {out}")
     return {"run": _tuned_run(an, out), "pairs": len(triplets), "cost": cost, "folds": (),
-            "excluded": len(candidates) - len(qids), "mode": "split"}  # fmt: skip
+            "excluded": len(candidates) - len(qids) - len(leaks), "by_text": _pairs(leaks),
+            "mode": "split"}  # fmt: skip
 
 
 def _fold_mode(an: Analysis, base: Any, n: int, out: Path, s: tr.TrainSettings, opts: dict) -> dict:
     """Cross-fitting: a model per fold scores the fold's queries; then a final model on every golden query."""
     golden, qrels = list(an.golden), an.dataset.qrels
     parts = assign_folds(golden, n, s.seed)
-    plans = []
+    plans, leaks = [], {}
+    text_of = an.dataset.queries.text_of()
     for i, test in enumerate(parts):
         held = set(test)
         train_q = [q for q in golden if q not in held]
+        fold_leaks = same_text(train_q, test, text_of)  # the same question in another fold, under another id
+        leaks.update(fold_leaks)
+        train_q = [q for q in train_q if q not in fold_leaks]
         plans.append(
             Fold(i, tuple(test), tuple(_mine(an, an, train_q, s.pairs_per_query, relevant_docs(qrels, test))))
         )
+    _warn_leaks(an, leaks, "another fold", "a held-out query", qrels.source)
     final = _mine(an, an, golden, s.pairs_per_query, set())
     cost = _cost(an, base, [len(f.triplets) for f in plans] + [len(final)], n, s)
     _announce(an, cost, opts)
@@ -254,8 +282,29 @@ def _fold_mode(an: Analysis, base: Any, n: int, out: Path, s: tr.TrainSettings, 
         "cost": cost,
         "folds": tuple(plans),
         "excluded": 0,
+        "by_text": _pairs(leaks),
         "mode": "folds",
     }
+
+
+def _pairs(leaks: dict[str, str]) -> tuple[str, ...]:
+    return tuple(f"{t} = {e}" for t, e in leaks.items())
+
+
+def _warn_leaks(an: Analysis, leaks: dict[str, str], where: str, whose: str, file: str) -> None:
+    """The warning ``finetune_query_text_leak`` in the data's report: training queries left out because they have
+    the text of an evaluated query under another id (counted, the first few named)."""
+    if not leaks:
+        return
+    n = len(leaks)
+    an.dataset.report.add(
+        "finetune_query_text_leak",
+        f"{plural_of(n, 'training query', 'training queries')} of {where} {verb(n, 'has', 'have')} the text of "
+        f"{whose} under another id; left out of training (a model trained on a question would be scored on it)",
+        file=file or None,
+        count=n,
+        examples=list(_pairs(leaks)[:5]),
+    )
 
 
 def _announce(an: Analysis, cost: Cost, opts: dict) -> None:
@@ -281,7 +330,7 @@ def finetune(
     s = (settings or tr.TrainSettings(precision=an.precision)).checked()
     n = _check_mode(an, train_qrels, folds)
     path = check_out(out)
-    base = embed.load_encoder(an.model, precision="exact").model
+    base = embed.load_encoder(an.model_source, precision="exact").model
     opts = {"progress": progress, "max_documents": max_documents, "announce": announce}
     got = (
         _split_mode(an, base, train_qrels, path, s, opts)
@@ -309,5 +358,6 @@ def finetune(
         folds=got["folds"],
         excluded_queries=got["excluded"],
         run=got["run"],
+        excluded_by_text=got["by_text"],
     )
     return result

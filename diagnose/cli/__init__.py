@@ -100,6 +100,7 @@ COMMANDS = {command.name: _command(command.function) for command in COMMAND_TABL
 
 def entry() -> NoReturn:
     """The ``diagnose`` console script and ``python -m diagnose``: :func:`main` on ``sys.argv``, then the exit."""
+    diagnose.cli.process.report_fatal_signals()
     exit_fast(main())
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from diagnose.cli.output import Output, emit
-from diagnose.cli.shared import EXIT_OK, build_analysis, load_data, print_warnings
+from diagnose.cli.shared import EXIT_OK, build_analysis, load_data, print_warnings, with_warnings
 from diagnose.data import DataError
 from diagnose.report.whatif import ann_text
 
@@ -20,5 +20,7 @@ def cmd_ann(args: argparse.Namespace) -> int:
     user = list(analysis.user_runs())
     frontier = analysis.ann_frontier(user[0] if user else None, k=args.k)
     print_warnings(ds.report, args.format)
-    emit(Output(table=lambda: ann_text(frontier), json=frontier.to_dict), args.format)
+    emit(
+        Output(table=lambda: ann_text(frontier), json=with_warnings(frontier.to_dict, ds.report)), args.format
+    )
     return EXIT_OK

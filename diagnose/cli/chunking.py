@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from diagnose.cli.output import Output, emit
-from diagnose.cli.shared import EXIT_OK, build_analysis, load_data, print_warnings
+from diagnose.cli.shared import EXIT_OK, build_analysis, load_data, print_warnings, with_warnings
 from diagnose.report.whatif import chunking_text
 from diagnose.whatif.chunking import check_grid
 
@@ -16,5 +16,7 @@ def cmd_chunking(args: argparse.Namespace) -> int:
     analysis = build_analysis(args, ds, k=args.k)
     sweep = analysis.chunking(args.sizes, args.overlaps, k=args.k)
     print_warnings(ds.report, args.format)
-    emit(Output(table=lambda: chunking_text(sweep), json=sweep.to_dict), args.format)
+    emit(
+        Output(table=lambda: chunking_text(sweep), json=with_warnings(sweep.to_dict, ds.report)), args.format
+    )
     return EXIT_OK

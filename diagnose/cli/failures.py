@@ -5,8 +5,15 @@ from __future__ import annotations
 import argparse
 
 from diagnose.cli.output import Output, emit
-from diagnose.cli.shared import EXIT_OK, build_analysis, load_data, print_warnings, write_run_files
-from diagnose.data import DataError
+from diagnose.cli.shared import (
+    EXIT_OK,
+    build_analysis,
+    load_data,
+    print_warnings,
+    with_warnings,
+    write_run_files,
+)
+from diagnose.data import DataError, ValidationReport
 from diagnose.failures import Thresholds
 from diagnose.failures.kind import parse_kind_arg
 from diagnose.failures.risk import failure_risk
@@ -71,25 +78,32 @@ def cmd_risk(args: argparse.Namespace) -> int:
     if len(args.run) != 1:
         raise DataError("diagnose risk ranks the queries of one run: pass exactly one --run [NAME=]FILE.")
     if args.data or args.qrels:
-        analysis = build_analysis(args, load_data(args), k=args.k)
+        ds = load_data(args)
+        analysis = build_analysis(args, ds, k=args.k)
         name = analysis.run_names[0]
         risk, validation = analysis.risk(name), analysis.risk_validation(name)
-    else:
+        report = ds.report
+    else:  # the run alone: its own problems (duplicate lines, ...) are still counted
         name, path = parse_run_arg(args.run[0])
-        run = as_run(path, name=name)
+        report = ValidationReport()
+        run = as_run(path, name=name, report=report)
         if args.ignore_identical_ids:
             run = drop_identical_ids(run)
         risk, validation = failure_risk(run, k=args.k), None
+    print_warnings(report, args.format)
     if args.top:
         risk = risk.head(args.top)
     result = Output(
         table=lambda: records_text(risk) + (f"\n\n{validation.sentence()}" if validation is not None else ""),
-        json=lambda: {
-            "run": name,
-            "k": args.k,
-            "queries": risk.to_dict(orient="records"),
-            "validation": validation.to_dict() if validation is not None else None,
-        },
+        json=with_warnings(
+            lambda: {
+                "run": name,
+                "k": args.k,
+                "queries": risk.to_dict(orient="records"),
+                "validation": validation.to_dict() if validation is not None else None,
+            },
+            report,
+        ),
         csv=lambda: risk,
     )
     emit(result, args.format)

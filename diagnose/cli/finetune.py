@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from diagnose.cli.output import Output, emit
-from diagnose.cli.shared import EXIT_OK, build_analysis, load_data, parse_ks, print_warnings
+from diagnose.cli.shared import EXIT_OK, build_analysis, load_data, parse_ks, print_warnings, with_warnings
 from diagnose.data import DataError, Qrels
 from diagnose.io import read_qrels
 from diagnose.report.whatif import finetune_text
@@ -42,7 +42,7 @@ def cmd_finetune(args: argparse.Namespace) -> int:
     train_qrels = _train_qrels(args)
     ds = load_data(args, need_text=True)
     analysis = build_analysis(args, ds, runs={}, k=ks[-1], ks=ks)
-    if args.sample:
+    if args.sample is not None:  # --sample 0 is refused, not ignored
         from diagnose.analysis.finetuning import sampled
 
         analysis = sampled(analysis, args.sample, args.seed)
@@ -63,7 +63,10 @@ def cmd_finetune(args: argparse.Namespace) -> int:
         announce=_announce,
     )
     print_warnings(ds.report, args.format)
-    emit(Output(table=lambda: finetune_text(result), json=result.to_dict), args.format)
+    emit(
+        Output(table=lambda: finetune_text(result), json=with_warnings(result.to_dict, ds.report)),
+        args.format,
+    )
     return EXIT_OK
 
 

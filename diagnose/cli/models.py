@@ -5,7 +5,14 @@ from __future__ import annotations
 import argparse
 
 from diagnose.cli.output import Output, emit, frame_output
-from diagnose.cli.shared import EXIT_OK, build_analysis, load_data, print_warnings, read_checked_run
+from diagnose.cli.shared import (
+    EXIT_OK,
+    build_analysis,
+    load_data,
+    print_warnings,
+    read_checked_run,
+    with_warnings,
+)
 from diagnose.data import DataError
 from diagnose.io import parse_run_arg
 from diagnose.report.whatif import models_text, rerank_text
@@ -16,8 +23,13 @@ def cmd_models(args: argparse.Namespace) -> int:
     analysis = build_analysis(args, ds, runs={}, k=args.k)
     cmp = analysis.models(args.model or ["default"], metric=args.metric, seed=args.seed)
     table = cmp.table()
+    print_warnings(ds.report, args.format)
     emit(
-        Output(table=lambda: models_text(cmp, table, args.k), json=cmp.to_dict, csv=lambda: table),
+        Output(
+            table=lambda: models_text(cmp, table, args.k),
+            json=with_warnings(cmp.to_dict, ds.report),
+            csv=lambda: table,
+        ),
         args.format,
     )
     return EXIT_OK
@@ -40,7 +52,7 @@ def cmd_rerank(args: argparse.Namespace) -> int:
         progress=args.format == "table",
     )
     print_warnings(ds.report, args.format)
-    emit(Output(table=lambda: rerank_text(rep), json=rep.to_dict), args.format)
+    emit(Output(table=lambda: rerank_text(rep), json=with_warnings(rep.to_dict, ds.report)), args.format)
     return EXIT_OK
 
 
@@ -52,5 +64,6 @@ def cmd_fuse(args: argparse.Namespace) -> int:
     a, b = analysis.run_names
     table = analysis.fusion(a, b, rrf_k=args.rrf_k)
     print_warnings(ds.report, args.format)
-    emit(frame_output(table, lambda: {"fusions": table.to_dict(orient="records")}), args.format)
+    payload = with_warnings(lambda: {"fusions": table.to_dict(orient="records")}, ds.report)
+    emit(frame_output(table, payload), args.format)
     return EXIT_OK

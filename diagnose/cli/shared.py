@@ -15,9 +15,10 @@ from typing import Any
 
 from diagnose import defaults
 from diagnose.analysis import YOUR_RUN, Analysis
+from diagnose.analysis.base import check_runs
 from diagnose.cli.parser import build_parser, subcommand_parsers
 from diagnose.data import DataError, Run, ValidationReport
-from diagnose.io import check_run_matches_qrels, load_dataset, parse_run_arg, read_run, write_trec_run
+from diagnose.io import load_dataset, parse_run_arg, read_run, write_trec_run
 from diagnose.retrievers import DEFAULT_TIMEOUT, RetrieverInterrupted, load_retriever, parse_retriever_spec
 
 EXIT_OK = 0
@@ -104,9 +105,10 @@ def _write_qrels(args: argparse.Namespace, ds) -> None:
 
 def read_checked_run(name: str, path: str, ds) -> Run:
     """A run file given beside the data (``--compare-to``, ``--candidates``, ``--reranked``), read into the data's
-    validation report and refused when it can only score 0 against its golden set."""
+    validation report and refused when it can only score 0 against its golden set; cross-checked like the runs of
+    ``--run`` (documents not in the corpus, golden queries it lacks: counted as warnings)."""
     run = read_run(path, name=name, report=ds.report)
-    check_run_matches_qrels(run, ds.qrels)
+    check_runs({name: run}, ds)
     return run
 
 
@@ -213,10 +215,25 @@ def write_run_files(args: argparse.Namespace, analysis) -> None:
 
 
 def print_warnings(report, fmt: str) -> None:
+    """The warnings of ``report`` on standard error, one per problem; in ``json`` format nothing is printed: the
+    payload carries them instead (:func:`with_warnings`)."""
     if fmt == "json":
         return
     for p in report.warnings:
         print(f"{p.severity}: " + p.format().removeprefix(f"[{p.severity}] "), file=sys.stderr)
+
+
+def with_warnings(payload: Any, report: ValidationReport | None) -> Any:
+    """The JSON payload of a command (a callable returning a dict) with ``"warnings"``: the problems its table
+    format prints on standard error (:func:`print_warnings`), one dict each (``code``, ``severity``, ``message``,
+    ...), the key ``diagnose evaluate`` and ``diagnose failures`` use. ``report`` None: ``[]``."""
+
+    def build() -> dict[str, Any]:
+        out = dict(payload())
+        out["warnings"] = [p.to_dict() for p in report.warnings] if report is not None else []
+        return out
+
+    return build
 
 
 def parse_ks(text: str) -> list[int]:

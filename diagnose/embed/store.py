@@ -22,6 +22,7 @@ from diagnose.cache import (
     slug,
     text_key,
 )
+from diagnose.checks import positive_int
 from diagnose.data import ValidationReport
 from diagnose.embed.encoders import Encoder, SentenceTransformerEncoder, renormalise
 from diagnose.runtime.progress import Progress, reporter
@@ -177,7 +178,9 @@ def embed_texts(
       ``(total, total)`` last; never called when everything came from the cache).
     - Encoder rows whose norm is off 1 by more than 1e-5 are re-normalised (others are kept bit for bit; rows of
       norm 0 stay 0); non-finite output raises ``RuntimeError``.
+    - ``batch_size``: a positive integer (0, -1, ``True`` or 2.5: ``DataError(param="batch_size")``).
     """
+    batch_size = positive_int(batch_size, "batch_size", note=" (texts per forward pass)")
     texts = list(texts)
     if cache is not None and isinstance(encoder, SentenceTransformerEncoder) and not encoder.loaded:
         known = cache.known_dim(encoder.name, report)

@@ -25,7 +25,10 @@ PathLike = str | Path
 
 class MappedFile(mmap.mmap):
     """A read-only memory map of a file (:func:`read_mapped`) whose ``in`` finds a byte string like ``bytes``' does
-    (a plain map's ``in`` walks it byte by byte in Python, and finds single bytes only)."""
+    (a plain map's ``in`` walks it byte by byte in Python, and finds single bytes only). ``stamp``: the file's size
+    and modification time (ns) when it was mapped (:func:`check_unchanged`)."""
+
+    stamp: tuple[int, int] | None = None
 
     def __contains__(self, needle: object) -> bool:
         if isinstance(needle, int):
@@ -303,25 +306,32 @@ def _gunzip(raw: bytes, limit: int) -> bytes | None:
         return gz.read(size)
 
 
-#: Files at least this large are mapped, not read, by :func:`read_mapped` (below it the copy costs little).
-MAP_MIN_BYTES = 2**20
+#: Files at least this large are mapped, not read, by :func:`read_mapped`: below it the copy is the safe choice
+#: (a copy cannot fault when another program truncates the file) and costs little (a 1M-line run, 35 MB: ~25 ms).
+MAP_MIN_BYTES = 256 * 2**20
 
 
 def read_mapped(path: PathLike, expected: str) -> RawBytes:
     """:func:`read_bytes`, or, for a plain file of at least :data:`MAP_MIN_BYTES` (not gzip, no byte-order mark),
-    a read-only memory map of it: the same bytes without copying them (a 1M-line run: ~25 ms less, and 35 MB less
-    to page in).
+    a read-only memory map of it: the same bytes without a copy in the process' memory (256 MiB and more).
 
     A :class:`MappedFile` supports what the fast readers use: ``len``, ``in``, ``find``, slicing (which gives bytes)
     and the buffer protocol (pyarrow reads it in place). It is not ``bytes`` (no ``split``, ``decode``, ...): other
-    code takes :func:`as_bytes` of it first. Same checks and errors as :func:`read_bytes`. As with any memory
-    map, a file truncated by another process while it is being parsed ends the process (SIGBUS); the map is
-    populated at once and dropped when the parse is done.
+    code takes :func:`as_bytes` of it first. Same checks and errors as :func:`read_bytes`.
+
+    A file another program changes while it is read: the size found by ``stat`` and the bytes read (or mapped)
+    must agree, else a DataError says the file changed while it was read (read it again once the writer is done);
+    after parsing, :func:`check_unchanged` compares the size and modification time once more. The choice for
+    truncation: a memory map whose file is truncated under it ends the process with SIGBUS at the next access to a
+    page past the new end, which no Python code can catch; so files below :data:`MAP_MIN_BYTES` (every run of up to
+    ~7M lines) are copied, never mapped, and truncating them mid-read gives the DataError. A larger file is still
+    mapped (a copy would cost its size in memory); the CLI turns on :mod:`faulthandler`, so a SIGBUS there prints
+    "Fatal Python error: Bus error" and where, never a silent death (docs/formats.md).
     """
     file = str(path)
     st = check_input_path(path, expected)
     if st.st_size < MAP_MIN_BYTES or not hasattr(mmap, "MAP_SHARED"):  # small, or not POSIX
-        return _read_checked(path, expected)
+        return _read_checked(path, expected, size=st.st_size)
     marks = (b"\x1f\x8b", codecs.BOM_UTF8, codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)
     mapped = None
     try:
@@ -336,13 +346,37 @@ def read_mapped(path: PathLike, expected: str) -> RawBytes:
     except OSError as e:
         raise os_error(file, e, expected) from None
     if mapped is None:
-        return _read_checked(path, expected)
-    limit = max_input_bytes()
-    if len(mapped) > limit:  # it grew after the check
-        raise fatal_error(
-            file, None, f"is more than the input limit of {file_size(limit)}", None, expected, too_big_fix()
-        )
+        return _read_checked(path, expected, size=st.st_size)
+    if len(mapped) != st.st_size:
+        n = len(mapped)
+        mapped.close()
+        raise _changed(file, st.st_size, n, expected)
+    mapped.stamp = (st.st_size, st.st_mtime_ns)
     return mapped
+
+
+def _changed(file: str, before: int, after: int | None, expected: str) -> DataError:
+    """The DataError of a file another program wrote while it was read."""
+    seen = f"{before:,} bytes when checked, {after:,} when read" if after is not None else None
+    return fatal_error(
+        file, None, "changed while it was being read (another program is writing it)", seen, expected,
+        "wait until the program writing it has finished (or copy the file first), then run again",
+    )  # fmt: skip
+
+
+def check_unchanged(raw: RawBytes, path: PathLike, expected: str) -> None:
+    """After parsing a :func:`read_mapped` map: its file still has the size and modification time it had when it
+    was mapped, else the DataError of a file changed while it was read (bytes: nothing to check, the copy was
+    checked when read)."""
+    stamp = getattr(raw, "stamp", None)
+    if stamp is None:
+        return
+    try:
+        st = os.stat(path)
+    except OSError:
+        raise _changed(str(path), stamp[0], None, expected) from None
+    if (st.st_size, st.st_mtime_ns) != stamp:
+        raise _changed(str(path), stamp[0], st.st_size, expected)
 
 
 def as_bytes(data: RawBytes) -> bytes:
@@ -360,8 +394,9 @@ def read_bytes(path: PathLike, expected: str) -> bytes:
     return _read_checked(path, expected)
 
 
-def _read_checked(path: PathLike, expected: str) -> bytes:
-    """:func:`read_bytes` once the path has passed :func:`check_input_path`."""
+def _read_checked(path: PathLike, expected: str, *, size: int | None = None) -> bytes:
+    """:func:`read_bytes` once the path has passed :func:`check_input_path`; ``size``: the size ``stat`` gave,
+    which the bytes read must have (else the file changed while it was read: a DataError)."""
     file = str(path)
     limit = max_input_bytes()
     try:
@@ -372,6 +407,8 @@ def _read_checked(path: PathLike, expected: str) -> bytes:
         raise os_error(file, e, expected) from None
     except MemoryError as e:
         raise out_of_memory(e, f"reading {file}") from None
+    if size is not None and len(raw) != size:
+        raise _changed(file, size, len(raw), expected)
     if len(raw) > limit:  # it grew after the check
         raise fatal_error(
             file, None, f"is more than the input limit of {file_size(limit)}", None, expected, too_big_fix()

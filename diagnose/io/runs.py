@@ -14,7 +14,7 @@ import pyarrow as pa
 
 from diagnose.data import DataError, Run, ValidationReport
 from diagnose.io.decoding import clean_utf8, refuse_decoding_collisions
-from diagnose.io.files import PathLike, RawBytes, as_bytes, exists, read_mapped, suffixes
+from diagnose.io.files import PathLike, RawBytes, as_bytes, check_unchanged, exists, read_mapped, suffixes
 from diagnose.io.formats import RUN_D_COLS, RUN_FORMATS, RUN_Q_COLS, TREC_RUN
 from diagnose.io.messages import fatal_error, note_lines, plural_of, show_id, snip, verb
 from diagnose.io.run_order import (
@@ -80,6 +80,13 @@ def read_run(path: PathLike, *, name: str | None = None, report: ValidationRepor
     file = str(path)
     name = name or run_stem(path)
     raw = clean_utf8(read_mapped(path, RUN_FORMATS), file, report)  # a large TREC run is parsed in place
+    run = _parse_run(raw, path, file, name, report)
+    check_unchanged(raw, path, RUN_FORMATS)  # a map's file rewritten during the parse: refused, not mixed
+    return run
+
+
+def _parse_run(raw: RawBytes, path: PathLike, file: str, name: str, report: ValidationReport) -> Run:
+    """:func:`read_run` once the bytes are read: the format, then its reader."""
     first = first_line(raw, skip_comments=True)
     if first is None:
         report.add("empty_file", f"run {name!r} is empty: every golden query scores 0", file=file)

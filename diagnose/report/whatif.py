@@ -131,6 +131,14 @@ def finetune_text(result: FinetuneResult) -> str:
         *(c.verdict() for c in result.comparisons),
         f"failures recovered: {result.recovered or 'none'}; broken: {result.broken or 'none'}",
         f"model (trained on {result.train_pairs:,} pairs): {result.model_path} (use it with --model)",
+        *(
+            [
+                f"left out of training, the text of an evaluated query: {len(result.excluded_by_text)} "
+                f"({', '.join(result.excluded_by_text[:5])}{', ...' if len(result.excluded_by_text) > 5 else ''})"
+            ]
+            if result.excluded_by_text
+            else []
+        ),  # fmt: skip
         f"time: {result.seconds:.0f} s",
     ]
     return "\n".join(lines)

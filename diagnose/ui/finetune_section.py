@@ -14,6 +14,7 @@ from diagnose.data import DataError
 from diagnose.io import read_qrels
 from diagnose.ui import tables
 from diagnose.ui.progress import StatusProgress
+from diagnose.ui.text import escape_md
 
 
 def render(b: Any) -> None:
@@ -78,3 +79,9 @@ def _show(result: Any) -> None:
         f"Model trained on {result.train_pairs:,} pairs, saved to `{result.model_path}` (use it as the model), "
         f"{result.seconds:.0f} s."
     )
+    if result.excluded_by_text:
+        shown = ", ".join(result.excluded_by_text[:5]) + (", ..." if len(result.excluded_by_text) > 5 else "")
+        st.warning(
+            f"{len(result.excluded_by_text)} training queries asked an evaluated question under another id and were "
+            f"left out of training ({escape_md(shown)})."
+        )

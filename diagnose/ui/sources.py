@@ -289,9 +289,17 @@ class Upload:
     data: bytes
 
 
-def _safe_name(name: str) -> str:
-    base = Path(name).name.strip() or "file"
-    return "".join(c if c.isalnum() or c in "._-" else "_" for c in base)
+def _safe_name(name: str, role: str) -> str:
+    """The uploaded file's name as written: its last part, characters other than letters, digits and ``._-`` as
+    ``_`` (an empty name or ``.``: ``file``). ``..`` (the parent folder, never a file: writing it failed with a raw
+    OSError) is a DataError asking to rename the file."""
+    base = Path(name).name.strip()
+    if base == "..":
+        raise DataError(
+            f"The uploaded {role} file is named {name!r}, which names a folder, not a file. Rename the file (e.g. "
+            f"{role}.jsonl) and upload it again."
+        )
+    return "".join(c if c.isalnum() or c in "._-" else "_" for c in base or "file")
 
 
 def upload_spec(
@@ -323,17 +331,23 @@ def upload_spec(
     run_paths: list[tuple[str | None, str]] = []
     used: set[str] = set()
     for role, up in items:
-        name = _safe_name(up.name)
+        name = _safe_name(up.name, role)
         if role == "runs":
             while name in used:
                 name = "_" + name
             used.add(name)
         target = folder / role / name
         if not target.exists():
-            target.parent.mkdir(parents=True, exist_ok=True)
-            tmp = target.with_name(target.name + ".part")
-            tmp.write_bytes(up.data)
-            os.replace(tmp, target)
+            try:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                tmp = target.with_name(target.name + ".part")
+                tmp.write_bytes(up.data)
+                os.replace(tmp, target)
+            except OSError as e:
+                raise DataError(
+                    f"Could not save the uploaded {role} file {up.name!r} under {root}: {e.strerror or e}. Free "
+                    "some disk space or rename the file, and upload it again."
+                ) from None
         if role == "runs":
             run_paths.append((_stem(up.name), str(target)))
         else:

@@ -41,7 +41,7 @@ from typing import Any
 import numpy as np
 
 from diagnose import defaults
-from diagnose.checks import positive_int
+from diagnose.checks import given, is_int, positive_int
 from diagnose.data import DataError, Qrels, Run
 from diagnose.metrics.identical import drop_identical_ids
 from diagnose.runtime.extras import needs
@@ -100,20 +100,70 @@ def default_settings(n_docs: int) -> list[AnnSetting]:
     return out + [AnnSetting("ivf_flat", {"nlist": nlist, "nprobe": p}) for p in probes]
 
 
-def _check_setting(s: AnnSetting, n_docs: int) -> None:
-    need = {"hnsw": ("M", "efConstruction", "efSearch"), "ivf_flat": ("nlist", "nprobe")}.get(s.index)
-    if need is None:
-        raise DataError(f"Unknown ANN index {s.index!r}: use 'hnsw' or 'ivf_flat'.", param="settings")
-    bad = [p for p in need if not isinstance(s.params.get(p), int) or s.params[p] < 1]
-    if bad or set(s.params) != set(need):
+#: The bounds of each parameter (inclusive), checked before any value reaches faiss: HNSW needs ``M >= 2`` (faiss'
+#: ``IndexHNSW`` with ``M`` 1 or ``True`` ends the process with SIGSEGV); ``M`` above 1024 allocates ``2 M`` links
+#: per document for nothing (hnswlib's guidance is 2 to 100); faiss' beams cost time in proportion to ``ef`` even on
+#: 100 documents (``efConstruction`` 2**31 - 1: 49 s), so they stop at 100,000 (the default grid at 256). ``nlist``
+#: is also at most the number of documents, ``nprobe`` at most ``nlist`` (:func:`check_settings`).
+MAX_EF = 100_000
+PARAM_BOUNDS = {
+    "hnsw": {"M": (2, 1024), "efConstruction": (1, MAX_EF), "efSearch": (1, MAX_EF)},
+    "ivf_flat": {"nlist": (1, 2**31 - 1), "nprobe": (1, 2**31 - 1)},
+}
+
+
+def check_settings(settings: Any, n_docs: int | None = None) -> list[AnnSetting] | None:
+    """``settings`` (None: the default grid; else a list of :class:`AnnSetting`) checked before faiss sees them.
+
+    Each setting is an :class:`AnnSetting` whose ``index`` is ``"hnsw"`` or ``"ivf_flat"`` and whose ``params`` is
+    a mapping holding exactly that index's parameters, each an integer (a Python or numpy int; not a bool, a float
+    or a string) within :data:`PARAM_BOUNDS`; ``nprobe <= nlist``, and with ``n_docs``, ``nlist <= n_docs``.
+    Anything else: :class:`~diagnose.data.DataError` with ``param="settings"`` naming the setting and the key."""
+    if settings is None:
+        return None
+    if isinstance(settings, str | bytes | Mapping | AnnSetting) or not isinstance(settings, Sequence):
         raise DataError(
-            f"ANN setting {s.label()}: {s.index} takes the positive integers {', '.join(need)}.",
+            f"settings must be a list of AnnSetting (e.g. [AnnSetting('hnsw', {{'M': 16, 'efConstruction': 40, "
+            f"'efSearch': 64}})]), got {given(settings)}.",
             param="settings",
         )
-    if s.index == "ivf_flat" and s.params["nlist"] > n_docs:
+    return [_check_setting(s, n_docs) for s in settings]
+
+
+def _check_setting(s: Any, n_docs: int | None) -> AnnSetting:
+    if not isinstance(s, AnnSetting):
         raise DataError(
-            f"ANN setting {s.label()}: nlist must be at most the {n_docs} documents.", param="settings"
+            f"settings must hold AnnSetting records (AnnSetting('hnsw', {{'M': 16, ...}})), got {given(s)}.",
+            param="settings",
         )
+    bounds = PARAM_BOUNDS.get(s.index) if isinstance(s.index, str) else None
+    if bounds is None:
+        raise DataError(f"Unknown ANN index {given(s.index)}: use 'hnsw' or 'ivf_flat'.", param="settings")
+    need = ", ".join(bounds)
+    if not isinstance(s.params, Mapping) or set(s.params) != set(bounds):
+        raise DataError(
+            f"ANN setting {s.index} with params {given(s.params)}: {s.index} takes a dict of exactly {need}.",
+            param="settings",
+        )
+    for key, (low, high) in bounds.items():
+        value = s.params[key]
+        if not is_int(value) or not low <= value <= high:
+            raise DataError(
+                f"ANN setting {s.index}: {key} must be an integer in [{low}, {high}] (not a bool, float or "
+                f"string), got {given(value)}.",
+                param="settings",
+            )
+    if s.index == "ivf_flat":
+        if s.params["nprobe"] > s.params["nlist"]:
+            raise DataError(
+                f"ANN setting {s.label()}: nprobe must be at most nlist ({s.params['nlist']}).",
+                param="settings",
+            )
+        if n_docs is not None and s.params["nlist"] > n_docs:
+            raise DataError(
+                f"ANN setting {s.label()}: nlist must be at most the {n_docs} documents.", param="settings"
+            )
+    return AnnSetting(s.index, {key: int(s.params[key]) for key in bounds})
 
 
 @dataclass(frozen=True)
@@ -354,11 +404,18 @@ def ann_frontier(
 
 def _grid(settings: Sequence[AnnSetting] | None, current: AnnSetting | None, n_docs: int) -> list[AnnSetting]:
     """The settings to measure (default :func:`default_settings`), ``current`` added when not among them, checked."""
-    out = list(default_settings(n_docs) if settings is None else settings)
-    if current is not None and current not in out:
-        out.append(current)
-    for s in out:
-        _check_setting(s, n_docs)
+    out = default_settings(n_docs) if settings is None else check_settings(settings, n_docs)
+    if current is not None:
+        try:
+            current = _check_setting(current, n_docs)
+        except DataError as e:  # read from the collection, not given by the user: say so
+            raise DataError(
+                f"The collection's own HNSW setting {dict(current.params)} cannot be measured with faiss: {e} "
+                "Measure the frontier without it (settings of your own), or re-create the collection with it.",
+                param="corpus",
+            ) from None
+        if current not in out:
+            out.append(current)
     return out
 
 

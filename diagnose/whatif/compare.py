@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from diagnose import defaults
+from diagnose.checks import positive_int
 from diagnose.data import DataError, Qrels, Queries, Run, fields_dict
 from diagnose.metrics import Evaluation, evaluate, headline_metrics
 from diagnose.runtime.lazy import pandas as pd
@@ -129,9 +130,12 @@ def rerank_cross_encoder(
     batch_size: int = 32,
     progress: bool = False,
 ) -> Run:
-    """Rerank the top ``depth`` of ``run`` live with a sentence-transformers CrossEncoder (name or local folder)."""
+    """Rerank the top ``depth`` of ``run`` live with a sentence-transformers CrossEncoder (name or local folder);
+    ``depth`` and ``batch_size`` positive integers (``DataError`` naming them otherwise)."""
     from pathlib import Path
 
+    depth = positive_int(depth, "depth")
+    batch_size = positive_int(batch_size, "batch_size", note=" (pairs per forward pass)")
     from diagnose.embed import hub_offline, hub_reachable
 
     hint = "Pass a local folder with a sentence-transformers CrossEncoder, or a hub name when the machine is online."

@@ -17,7 +17,9 @@ in a subset of Chroma's ``where`` language. A condition is one of
 =================================  ===========================================================================
 
 Several fields of one query are all required (AND). Not supported (refused with the fix): ``$and``/``$or``,
-``$gt``/``$gte``/``$lt``/``$lte``, ``$contains``, ``null`` values, nested objects. A query absent from the file has no
+``$gt``/``$gte``/``$lt``/``$lte``, ``$contains``, ``null``, ``NaN`` and infinite values, nested objects, and from
+Python a set or a tuple (as a value or a value list: ``$in`` takes a list, whose order and JSON form are defined).
+A filters file is a regular UTF-8 file nested at most 100 levels (a filter nests 4). A query absent from the file has no
 filter. Field names are the corpus' metadata columns (a BEIR ``metadata.tenant`` is ``tenant``; a vector database's
 metadata or payload keys), ``doc_id`` and ``title`` included; ``text`` is not filterable.
 

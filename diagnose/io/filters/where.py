@@ -4,11 +4,17 @@ subset), both forms combined, and :func:`build_filters`, what :class:`~diagnose.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
+from diagnose import checks
+from diagnose.checks import is_number
 from diagnose.data import DataError, Dataset
+from diagnose.io.files import read_bytes
 from diagnose.io.filters.conditions import (
     OPERATORS,
     Condition,
@@ -17,11 +23,14 @@ from diagnose.io.filters.conditions import (
     field_filter,
     value_key,
 )
+from diagnose.io.messages import fatal_error
+from diagnose.io.nesting import MAX_JSON_DEPTH, json_depth
 
 _FIX = (
     'Write {"QUERY_ID": {"FIELD": VALUE}} or {"QUERY_ID": {"FIELD": {"$in": [VALUE, ...]}}} '
     "($eq, $ne, $in, $nin; strings, numbers, booleans)."
 )
+_EXPECTED = "a JSON object of metadata filters per query"
 
 
 def _line_of(text: str, qid: str) -> str:
@@ -34,25 +43,81 @@ def _line_of(text: str, qid: str) -> str:
 
 
 def _read(path: str | Path) -> tuple[dict, str, str]:
-    """The file's object, its text and its name; DataError for a missing file or malformed JSON (line, column)."""
-    p = Path(path)
-    if not p.is_file():
-        raise DataError(f"filters file {p} not found. {_FIX}", param="filters")
-    text = p.read_text(encoding="utf-8-sig")
+    """The file's object, its text and its name. DataError (``param="filters"``) for a path that is missing or not a
+    regular file (a FIFO, a device: :func:`~diagnose.io.files.read_bytes`), bytes that are not UTF-8 (the line),
+    JSON nested deeper than :data:`~diagnose.io.nesting.MAX_JSON_DEPTH` (checked before ``json`` recurses),
+    malformed JSON (line, column) and ``NaN``/``Infinity`` (not JSON; a filter value must be comparable)."""
+    file = str(path)
     try:
-        data = json.loads(text)
+        raw = read_bytes(path, _EXPECTED)
+    except DataError as e:
+        raise DataError(str(e), param="filters") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = raw.count(b"\n", 0, e.start) + 1
+        raise fatal_error(
+            file, line, "bytes that are not UTF-8", f"byte 0x{raw[e.start]:02x}", _EXPECTED + " in UTF-8",
+            "re-save the file as UTF-8 (a filter value must match the corpus' metadata exactly)", param="filters",
+        ) from None  # fmt: skip
+    depth = json_depth(raw)
+    if depth > MAX_JSON_DEPTH:
+        raise fatal_error(
+            file, None, f"JSON nested {depth:,} levels deep, more than the {MAX_JSON_DEPTH} a filter file may",
+            None, _EXPECTED, "write {query_id: {field: condition}} (a filter nests 4 levels)", param="filters",
+        )  # fmt: skip
+    try:
+        data = json.loads(text, parse_constant=_not_json)
     except json.JSONDecodeError as e:
         raise DataError(
-            f"{p}, line {e.lineno} column {e.colno}: not valid JSON ({e.msg}). {_FIX}", param="filters"
+            f"{file}, line {e.lineno} column {e.colno}: not valid JSON ({e.msg}). {_FIX}", param="filters"
         ) from None
-    return data, text, str(p)
+    except _NotJson as e:
+        raise DataError(
+            f"{file}{_line_of_token(text, e.args[0])}: {e.args[0]} is not a JSON value (nor a comparable filter "
+            f"value). {_FIX}",
+            param="filters",
+        ) from None
+    return data, text, file
+
+
+class _NotJson(ValueError):
+    """``NaN``, ``Infinity`` or ``-Infinity`` in a filters file (Python's ``json`` accepts them; JSON does not)."""
+
+
+def _not_json(token: str) -> Any:
+    raise _NotJson(token)
+
+
+def _line_of_token(text: str, token: str) -> str:
+    """``", line N"``: the first line holding ``token`` outside a string (roughly: anywhere), or ``""``."""
+    for n, line in enumerate(text.splitlines(), start=1):
+        if token in line:
+            return f", line {n}"
+    return ""
+
+
+def _shown(value: Any) -> str:
+    """A value for a message: its JSON for JSON types, else its repr (a set, a tuple, NaN); cut at 80 characters."""
+    try:
+        text = json.dumps(value, allow_nan=False) if isinstance(value, str | list | dict) else repr(value)
+    except (TypeError, ValueError, RecursionError):
+        text = f"a {type(value).__name__} that is not JSON"
+    return text if len(text) <= 80 else text[:79] + "…"
 
 
 def _scalar(value: Any, where: str) -> str:
-    if isinstance(value, dict | list) or value is None:
-        raise DataError(
-            f"{where}: {json.dumps(value)} is not a string, number or boolean. {_FIX}", param="filters"
-        )
+    """A filter value: a string, a boolean or a finite number (numpy's too); anything else (a list, an object,
+    null, NaN, a Python set or tuple, whose order or JSON form is not defined) is refused naming ``where``."""
+    ok = isinstance(value, str | bool | np.bool_) or (is_number(value) and math.isfinite(float(value)))
+    if not ok:
+        what = (
+            "NaN or infinite (never equal to anything)"
+            if is_number(value)
+            else f"a {type(value).__name__}" if not isinstance(value, dict | list) and value is not None
+            else "not a string, number or boolean"
+        )  # fmt: skip
+        raise DataError(f"{where}: {_shown(value)} is {what}. {_FIX}", param="filters")
     return value_key(value)
 
 
@@ -62,14 +127,15 @@ def _condition(fld: str, spec: Any, where: str) -> Condition:
         return Condition(fld, "$eq", (_scalar(spec, where),))
     if len(spec) != 1 or next(iter(spec)) not in OPERATORS:
         raise DataError(
-            f"{where}: {json.dumps(spec)} is not a supported condition (one operator of "
+            f"{where}: {_shown(spec)} is not a supported condition (one operator of "
             f"{', '.join(OPERATORS)}; $and, $or, $gt, $lt, $contains are not supported). {_FIX}",
             param="filters",
         )
     op, arg = next(iter(spec.items()))
     if op in ("$in", "$nin"):
         if not isinstance(arg, list) or not arg:
-            raise DataError(f"{where}: {op} needs a non-empty list of values. {_FIX}", param="filters")
+            got = f" (got a {type(arg).__name__}: a list keeps the order and is JSON)" if arg else ""
+            raise DataError(f"{where}: {op} needs a non-empty list of values{got}. {_FIX}", param="filters")
         return Condition(fld, op, tuple(_scalar(v, where) for v in arg))
     return Condition(fld, op, (_scalar(arg, where),))
 
@@ -81,7 +147,8 @@ def json_filters(source: str | Path | Mapping, dataset: Dataset) -> QueryFilters
     if isinstance(source, Mapping):
         data, text, name = dict(source), "", "filters"
     else:
-        data, text, name = _read(source)
+        what = "a JSON filters file or a dict {query_id: {field: condition}}"
+        data, text, name = _read(checks.path(source, "filters", what=what))
     if not isinstance(data, dict):
         raise DataError(
             f"{name}: the filters must be a JSON object keyed by query id. {_FIX}", param="filters"

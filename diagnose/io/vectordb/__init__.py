@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from diagnose.checks import either, given, mapping, positive_int
 from diagnose.data import Corpus, DataError, ValidationReport
 from diagnose.io.formats import CORPUS_ID_FIELDS, CORPUS_TEXT_FIELDS, CORPUS_TITLE_FIELDS
 from diagnose.io.records import finish_records
@@ -85,8 +86,10 @@ def read_collection(
     ``fields``: ``id``/``text``/``title`` naming the metadata fields to use (default: the store's id, Chroma's
     document, else the usual names, as for a corpus file). ``DataError`` (``param="corpus"``) for a malformed
     spec, an unknown collection (listing those there are), a collection written during the read, a distance that
-    cannot rank like cosine, and the corpus problems of a file (no id, no vectors, NaN)."""
-    spec = parse_spec(spec) if isinstance(spec, str) else spec
+    cannot rank like cosine, and the corpus problems of a file (no id, no vectors, NaN); ``param="fields"`` /
+    ``"batch_size"`` for a ``fields`` that is not a dict of those keys to names, a ``batch_size`` that is not a
+    positive integer."""
+    spec, fields = _check_args(spec, fields, batch_size)
     report = report if report is not None else ValidationReport()
     source = _open(spec)
     try:
@@ -98,7 +101,6 @@ def read_collection(
         source.close()
     if after != before or len(rows) != before[0]:
         raise _changed(spec, before, after, len(rows))
-    fields = dict(fields or {})
     _check_metric(spec, source.metric, mat, [_row_id(r, fields.get("id") or source.id_field) for r in rows])
     given = (
         fields.get("id") or source.id_field,
@@ -108,6 +110,32 @@ def read_collection(
     return _corpus(
         spec, pd.DataFrame(rows).assign(**{_ROW: np.arange(len(rows))}), mat, given, source, report
     )
+
+
+FIELD_KEYS = ("id", "text", "title")
+
+
+def _check_args(
+    spec: object, fields: object, batch_size: object
+) -> tuple[CollectionSpec, dict[str, str | None]]:
+    """The parameters of :func:`read_collection`, checked before any database is opened (the spec's path last)."""
+    if not isinstance(spec, str | CollectionSpec):
+        raise DataError(
+            f"spec must be {FORM} (a str) or a CollectionSpec, got {given(spec)}.", param="corpus"
+        )
+    positive_int(batch_size, "batch_size", note=" (rows read at a time)")
+    named: dict[str, str | None] = {}
+    if fields is not None:
+        expected = "a dict such as {'id': 'doc_id', 'text': 'body'} (keys id, text, title)"
+        named = dict(mapping(fields, "fields", expected=expected))
+    for key, value in named.items():
+        if key not in FIELD_KEYS or not (value is None or isinstance(value, str)):
+            raise DataError(
+                f"fields[{key!r}] = {given(value)}: the keys are {either(FIELD_KEYS)}, each naming a metadata "
+                "field (a str) or None.",
+                param="fields",
+            )
+    return (parse_spec(spec) if isinstance(spec, str) else spec), named
 
 
 def _row_id(row: dict, field: str | None) -> str:

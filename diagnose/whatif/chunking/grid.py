@@ -11,6 +11,9 @@ from diagnose.checks import is_int
 from diagnose.data import DataError
 
 #: The default grid: chunk sizes in the model's tokens, overlaps in the model's tokens.
+#: The largest chunk size (and so overlap) accepted, in tokens: far beyond what any embedding model reads (512 to
+#: 8,192 tokens), and within what the splitter (a Rust ``usize``) takes: ``10**20`` made it raise a TypeError.
+MAX_CHUNK_SIZE = 1_000_000
 
 
 @dataclass(frozen=True)
@@ -25,7 +28,7 @@ class ChunkingConfig:
         return f"size {self.size}, overlap {self.overlap}"
 
 
-def _ints(values: Any, param: str, *, low: int) -> list[int]:
+def _ints(values: Any, param: str, *, low: int, high: int = MAX_CHUNK_SIZE) -> list[int]:
     if isinstance(values, str):
         values = [v.strip() for v in values.split(",") if v.strip()]
     try:
@@ -40,9 +43,10 @@ def _ints(values: Any, param: str, *, low: int) -> list[int]:
     out = []
     for v in items:
         n = int(v) if isinstance(v, str) and v.lstrip("-").isdigit() else v
-        if not is_int(n) or n < low:
+        if not is_int(n) or not low <= n <= high:
             raise DataError(
-                f"{param} holds {v!r}, not an integer >= {low}. Fix: a comma-separated list such as 128,256,512.",
+                f"{param} holds {v!r}, not an integer in [{low}, {high:,}] (tokens). Fix: a comma-separated list "
+                "such as 128,256,512.",
                 param=param,
             )
         out.append(int(n))
@@ -53,7 +57,8 @@ def check_grid(
     sizes: Iterable[Any] | str, overlaps: Iterable[Any] | str = defaults.CHUNK_OVERLAPS
 ) -> list[ChunkingConfig]:
     """Every ``(size, overlap)`` of ``sizes`` x ``overlaps`` (duplicates dropped, order kept). A size must be a
-    positive integer and larger than every overlap it is paired with: :class:`DataError` naming ``sizes`` or
+    positive integer at most :data:`MAX_CHUNK_SIZE`, an overlap an integer >= 0 (bools, floats refused), and a
+    size larger than every overlap it is paired with: :class:`DataError` naming ``sizes`` or
     ``overlaps`` otherwise."""
     s = _ints(sizes, "sizes", low=1)
     o = _ints(overlaps, "overlaps", low=0)

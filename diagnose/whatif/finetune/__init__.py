@@ -24,6 +24,8 @@ from diagnose.whatif.finetune.triplets import (
     assign_folds,
     check_folds,
     mine_triplets,
+    query_key,
+    same_text,
     scored_by,
 )
 
@@ -37,5 +39,7 @@ __all__ = [
     "check_folds",
     "class_changes",
     "mine_triplets",
+    "query_key",
+    "same_text",
     "scored_by",
 ]

@@ -69,7 +69,10 @@ class FinetuneResult:
     every training query: the split's, or every golden query with folds), ``train_pairs`` (of that model),
     ``seconds`` (the whole run), ``folds`` (cross-fitting) and the ``cost`` announced before. ``run``: the tuned
     model's exact dense run that was measured (out-of-fold with folds), the remedy matrix's ``finetune`` column when
-    the result is given to it (:meth:`diagnose.analysis.Analysis.remedy_matrix`); not in :meth:`to_dict`."""
+    the result is given to it (:meth:`diagnose.analysis.Analysis.remedy_matrix`); not in :meth:`to_dict`.
+    ``excluded_queries``: training-split queries left out because an evaluation query has their id;
+    ``excluded_by_text``: training queries left out because an evaluated query has their text under another id
+    (``"TRAIN_ID = EVAL_ID"``; with folds, per fold, :func:`~diagnose.whatif.finetune.triplets.same_text`)."""
 
     base: dict[str, float]
     tuned: dict[str, float]
@@ -87,6 +90,7 @@ class FinetuneResult:
     folds: Sequence[Fold] = ()
     excluded_queries: int = 0
     run: Run | None = field(default=None, repr=False, compare=False)
+    excluded_by_text: tuple[str, ...] = ()  # "TRAIN_ID = EVAL_ID": training queries left out, same text
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -102,6 +106,7 @@ class FinetuneResult:
             "mode": self.mode,
             "evaluated_queries": self.evaluated_queries,
             "excluded_queries": self.excluded_queries,
+            "excluded_by_text": list(self.excluded_by_text),
             "folds": [f.to_dict() for f in self.folds],
             "settings": self.settings,
         }

@@ -15,11 +15,19 @@ no-duplicates batch sampler keeps a query's two positives out of one batch.
 is trained on the other folds' queries, and every document relevant to a query of fold ``f`` is left out of its
 training triplets, as a positive and as a negative; so a test query is never easy because its own relevant document
 was a training positive of another query. :func:`check_folds` verifies both on the triplets actually built.
+
+**By text**: ids are not enough. A training query whose text equals an evaluated query's text (the same question
+under another id, in another split or fold) would be scored by a model trained on it: :func:`same_text` finds them
+by :func:`query_key` (Unicode NFKC, case folded, the word characters only: ``"How many days?"`` and ``"how many
+days"`` are one question), and they are left out of training, counted and named (a warning, and
+``excluded_by_text`` in :class:`~diagnose.whatif.finetune.result.FinetuneResult`).
 """
 
 from __future__ import annotations
 
 import random
+import re
+import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -112,6 +120,31 @@ def assign_folds(query_ids: Sequence[str], n: int, seed: int) -> list[list[str]]
     random.Random(seed).shuffle(order)
     fold_of = {q: i % n for i, q in enumerate(order)}
     return [[q for q in query_ids if fold_of[q] == f] for f in range(n)]
+
+
+_WORD = re.compile(r"\w+")
+
+
+def query_key(text: str) -> str:
+    """A query's text as compared for leakage: NFKC, case folded, its runs of word characters joined by a space
+    (punctuation and spacing ignored)."""
+    return " ".join(_WORD.findall(unicodedata.normalize("NFKC", str(text)).casefold()))
+
+
+def same_text(train: Iterable[str], evaluated: Iterable[str], text_of: Mapping[str, str]) -> dict[str, str]:
+    """Training query id -> the evaluated query id with the same :func:`query_key` (the first in ``evaluated``
+    order), for the training queries that have one; a query whose key is empty (no word) matches nothing."""
+    held: dict[str, str] = {}
+    for q in evaluated:
+        key = query_key(text_of.get(q, ""))
+        if key:
+            held.setdefault(key, q)
+    out = {}
+    for q in train:
+        twin = held.get(query_key(text_of.get(q, "")))
+        if twin is not None and twin != q:
+            out[q] = twin
+    return out
 
 
 def relevant_docs(qrels: Qrels, query_ids: Iterable[str]) -> set[str]:
