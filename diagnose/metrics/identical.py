@@ -22,6 +22,7 @@ from dataclasses import replace
 import numpy as np
 
 from diagnose.data import Run, ValidationReport
+from diagnose.runtime.arrays import arrow_of, numpy_of
 from diagnose.runtime.frames import held
 
 #: The share of golden queries that retrieve their own id (anywhere in their list) from which a run is reported.
@@ -35,7 +36,7 @@ def _identical(run: Run) -> np.ndarray:
     import pyarrow.compute as pc
 
     same = pc.equal(run.strings("query_id"), run.strings("doc_id"))
-    return same.to_numpy(zero_copy_only=False).astype(bool, copy=False)
+    return numpy_of(same).astype(bool, copy=False)  # from the buffers: no pandas (runtime/arrays.py)
 
 
 def drop_identical_ids(run: Run, *, depth: int | None = None) -> Run:
@@ -59,11 +60,9 @@ def drop_identical_ids(run: Run, *, depth: int | None = None) -> Run:
     if depth is not None:
         keep &= new_rank <= depth
     if run.is_arrow():
-        import pyarrow as pa
-
-        table = held(run, "df").filter(pa.array(keep))
+        table = held(run, "df").filter(arrow_of(keep))
         position = table.column_names.index("rank")
-        ranks = pa.array(new_rank[keep], type=table.schema.field("rank").type)
+        ranks = arrow_of(new_rank[keep], table.schema.field("rank").type)
         table = table.set_column(position, "rank", ranks)
         return replace(run, df=table)
     frame = run.df[keep].copy()
@@ -77,7 +76,9 @@ def self_retrieving_queries(run: Run, queries: Iterable[str]) -> list[str]:
     same = _identical(run)
     if not same.any():
         return []
-    found = set(np.asarray(run.strings("query_id").to_numpy(zero_copy_only=False))[same].tolist())
+    import pyarrow.compute as pc
+
+    found = set(pc.filter(run.strings("query_id"), arrow_of(same)).to_pylist())
     return [q for q in queries if q in found]
 
 
