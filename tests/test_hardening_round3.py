@@ -1,0 +1,127 @@
+"""Issue 38, hardening round 3 (security, vector databases, golden sets, chunk corpora, deep nesting): each case
+a clear DataError naming the file, line, key or parameter and the fix, or success with every problem counted.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from io_testing import write
+
+import diagnose.io as dio
+from diagnose.data import DataError, ValidationReport
+
+CORPUS = '{"_id": "d1", "text": "alpha beta gamma delta"}\n{"_id": "d2", "text": "other words here"}\n'
+DEEP = 100_000  # levels: Python's json recurses once per level and stops near 1,000
+
+
+# --- deep nesting -------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "text"),
+    [
+        ("q.jsonl", '{"query_id": "q1", "relevant": ' + "[" * DEEP + "]" * DEEP + "}\n"),
+        (
+            "q.json",
+            '{\n"queries": {"q1": "a"}, "corpus": {"d1": "b"},\n"relevant_docs": '
+            + "[" * DEEP
+            + "]" * DEEP
+            + "}\n",
+        ),
+    ],
+    ids=["qrels-jsonl", "pretty-embedding-qa"],
+)
+def test_deeply_nested_qrels_or_golden_set_is_a_data_error(tmp_path, name, text):
+    f = write(tmp_path / name, text)
+    with pytest.raises(DataError, match=r"nested .*deep.*Fix: flatten") as err:
+        dio.read_qrels(f)
+    assert name in str(err.value)
+
+
+# --- golden sets --------------------------------------------------------------------------------------------------
+
+
+def _load(tmp_path, golden: str, name: str = "g.json", corpus: str = CORPUS, queries: str | None = None):
+    report = ValidationReport()
+    ds = dio.load_dataset(
+        corpus=write(tmp_path / "c.jsonl", corpus),
+        queries=write(tmp_path / "queries.jsonl", queries) if queries is not None else None,
+        qrels=write(tmp_path / name, golden),
+        report=report,
+    )
+    return ds, report
+
+
+@pytest.mark.parametrize("node_text", ["", "   ", None])
+def test_embedding_qa_node_without_text_is_skipped_and_counted(tmp_path, node_text):
+    corpus = {"n1": "alpha beta gamma delta"}
+    if node_text is not None:
+        corpus["n2"] = node_text
+    golden = {
+        "queries": {"q1": "alpha?", "q2": "nothing?"},
+        "corpus": corpus,
+        "relevant_docs": {"q1": ["n1"], "q2": ["n2"]},
+    }
+    ds, report = _load(tmp_path, json.dumps(golden))
+    # n1's text is d1's: q1 -> d1; n2 has no text: skipped, not matched to d1 and d2 (an empty string is in both)
+    assert sorted(map(tuple, ds.qrels.df[["query_id", "doc_id"]].values.tolist())) == [("q1", "d1")]
+    assert report.by_code("node_without_text")[0].count == 1
+
+
+def test_approximate_match_needs_the_document_to_cover_the_context(tmp_path):
+    context = " ".join(
+        ["alpha", "beta", "gamma"] + [f"word{i}" for i in range(19)]
+    )  # 22 words, found nowhere
+    corpus = '{"_id": "short", "text": "alpha beta gamma"}\n{"_id": "d2", "text": "other words here"}\n'
+    golden = json.dumps({"query": "q?", "reference_contexts": [context]}) + "\n"
+    ds, report = _load(tmp_path, golden, "g.jsonl", corpus)
+    # the 3-word document is 16 of the context's 166 characters (10 %): no match of the whole context
+    assert report.stats["references_approximate"] == 0
+    assert report.stats["references_unmatched"] == 1
+
+
+def test_first_line_over_64_kib_keeps_the_golden_set_format(tmp_path):
+    long_context = "alpha beta gamma delta " + "x" * 70_000  # the first line is > 64 KiB
+    golden = (
+        json.dumps({"query": "q?", "reference_contexts": ["alpha beta gamma delta", long_context]}) + "\n"
+    )
+    ds, report = _load(tmp_path, golden, "g.jsonl")
+    assert report.stats["golden_set_format"] == "jsonl"
+    assert ds.qrels.df["doc_id"].tolist()[0] == "d1"
+
+
+def test_pretty_printed_golden_set_is_detected_from_its_keys_past_64_kib(tmp_path):
+    pad = {"meta": "x" * 70_000}  # the key "examples" comes after 64 KiB
+    golden = json.dumps(
+        {**pad, "examples": [{"query": "q?", "reference_contexts": ["alpha beta gamma delta"]}]}, indent=1
+    )
+    ds, report = _load(tmp_path, golden)
+    assert report.stats["golden_set_format"] == "labelled_rag"
+    assert ds.qrels.df["doc_id"].tolist() == ["d1"]
+
+
+def test_non_utf8_bytes_in_a_golden_set_are_counted(tmp_path):
+    lines = [
+        json.dumps({"query": "q one?", "reference_contexts": ["alpha beta gamma delta"]}).encode(),
+        b'{"query": "q two \xff?", "reference_contexts": ["other words here"]}',
+    ]
+    ds, report = _load(tmp_path, b"\n".join(lines) + b"\n", "g.jsonl")
+    assert report.by_code("non_utf8")[0].count == 1  # line 2 holds the byte 0xff
+    assert len(ds.qrels.df) == 2
+
+
+def test_queries_file_text_differing_from_the_golden_question_is_counted(tmp_path):
+    golden = "".join(
+        json.dumps({"query_id": q, "query": t, "reference_contexts": [c]}) + "\n"
+        for q, t, c in [
+            ("q1", "what is alpha?", "alpha beta gamma delta"),
+            ("q2", "other?", "other words here"),
+        ]
+    )
+    queries = '{"_id": "q1", "text": "what  is alpha?"}\n{"_id": "q2", "text": "a different question"}\n'
+    ds, report = _load(tmp_path, golden, "g.jsonl", queries=queries)
+    # q1 differs by whitespace only (not counted); q2's text differs
+    problem = report.by_code("query_text_differs")[0]
+    assert problem.count == 1 and problem.examples == ("q2",)
