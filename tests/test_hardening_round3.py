@@ -125,3 +125,56 @@ def test_queries_file_text_differing_from_the_golden_question_is_counted(tmp_pat
     # q1 differs by whitespace only (not counted); q2's text differs
     problem = report.by_code("query_text_differs")[0]
     assert problem.count == 1 and problem.examples == ("q2",)
+
+
+# --- security: no byte of the data acts on the terminal -------------------------------------------------------------
+
+ESC_TITLE = "\x1b]0;pwned\x07"  # OSC 0: retitles the terminal
+ESC_CLEAR = "\x1b[2J"  # CSI 2 J: clears it
+
+
+def _cli(tmp_path, run: str, capsys) -> tuple[int, str, str]:
+    from diagnose.cli import main
+
+    write(tmp_path / "c.jsonl", CORPUS)
+    write(tmp_path / "q.jsonl", '{"_id": "q1", "text": "alpha"}\n')
+    write(tmp_path / "qrels.tsv", "q1\td1\t1\n")
+    write(tmp_path / "run.trec", run)
+    d = str(tmp_path)
+    code = main(
+        [
+            "evaluate",
+            "--corpus",
+            f"{d}/c.jsonl",
+            "--queries",
+            f"{d}/q.jsonl",
+            "--qrels",
+            f"{d}/qrels.tsv",
+            "--run",
+            f"{d}/run.trec",
+        ]
+    )
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_escape_sequences_in_a_run_line_are_escaped_in_cli_errors(tmp_path, capsys):
+    code, out, err = _cli(tmp_path, f"q1 Q0 d1 1 1.0 r\nq1 Q0 d2 2 {ESC_TITLE} r\n", capsys)
+    assert code == 2 and "run.trec:2" in err
+    assert "\x1b" not in err and "\x07" not in err
+    assert "\\x1b]0;pwned\\x07" in err  # shown, escaped: the user sees what the line holds
+
+
+def test_escape_sequences_in_ids_are_escaped_in_cli_warnings_and_tables(tmp_path, capsys):
+    code, out, err = _cli(
+        tmp_path, f"q1 Q0 d1 1 1.0 r{ESC_CLEAR}\nq1 Q0 d{ESC_CLEAR}9 2 0.5 r{ESC_CLEAR}\n", capsys
+    )
+    assert code == 0 and "q1/d\\x1b[2J9" in err  # the warning: a retrieved document not in the corpus
+    assert "\x1b" not in err + out
+
+
+def test_terminal_safe_escapes_c0_del_and_c1_but_keeps_tab_and_newline():
+    from diagnose.report.tables import terminal_safe
+
+    # C0 ESC and BEL, CR, DEL (0x7f) and C1 CSI (0x9b) escaped; tab and line feed kept
+    assert terminal_safe("a\x1b\x07\r\x7f\x9b\tb\nc") == "a\\x1b\\x07\\x0d\\x7f\\x9b\tb\nc"
