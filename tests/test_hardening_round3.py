@@ -5,12 +5,15 @@ a clear DataError naming the file, line, key or parameter and the fix, or succes
 from __future__ import annotations
 
 import json
+import shutil
 
+import numpy as np
 import pytest
 from io_testing import write
 
 import diagnose.io as dio
 from diagnose.data import DataError, ValidationReport
+from diagnose.io.vectordb import read_collection
 
 CORPUS = '{"_id": "d1", "text": "alpha beta gamma delta"}\n{"_id": "d2", "text": "other words here"}\n'
 DEEP = 100_000  # levels: Python's json recurses once per level and stops near 1,000
@@ -178,3 +181,118 @@ def test_terminal_safe_escapes_c0_del_and_c1_but_keeps_tab_and_newline():
 
     # C0 ESC and BEL, CR, DEL (0x7f) and C1 CSI (0x9b) escaped; tab and line feed kept
     assert terminal_safe("a\x1b\x07\r\x7f\x9b\tb\nc") == "a\\x1b\\x07\\x0d\\x7f\\x9b\tb\nc"
+
+
+# --- vector databases ---------------------------------------------------------------------------------------------
+
+VECS = np.eye(4, dtype=np.float32)[:3]  # three unit vectors: every distance ranks like cosine
+
+
+def _chroma(folder, metadatas=None) -> str:
+    chromadb = pytest.importorskip("chromadb")
+    from chromadb.config import Settings
+
+    client = chromadb.PersistentClient(path=str(folder), settings=Settings(anonymized_telemetry=False))
+    col = client.create_collection(
+        "docs", embedding_function=None, configuration={"hnsw": {"space": "cosine"}}
+    )
+    col.add(ids=["a", "b", "c"], documents=["alpha", "beta", "gamma"], embeddings=VECS, metadatas=metadatas)
+    return f"chroma:{folder}#docs"
+
+
+def _qdrant(folder):
+    pytest.importorskip("qdrant_client")
+    from qdrant_client import QdrantClient
+    from qdrant_client.models import Distance, PointStruct, VectorParams
+
+    client = QdrantClient(path=str(folder))
+    client.create_collection("docs", vectors_config=VectorParams(size=4, distance=Distance.COSINE))
+    client.upsert(
+        "docs",
+        points=[PointStruct(id=n, vector=v.tolist(), payload={"text": f"t{n}"}) for n, v in enumerate(VECS)],
+    )
+    return client
+
+
+@pytest.mark.parametrize("kind", ["chroma", "qdrant"])
+def test_reading_a_folder_without_a_database_creates_nothing(kind, tmp_path):
+    pytest.importorskip({"chroma": "chromadb", "qdrant": "qdrant_client"}[kind])
+    with pytest.raises(DataError, match=r"holds no .*database .*nothing was created.*Fix:"):
+        read_collection(f"{kind}:{tmp_path}#docs")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_qdrant_folder_locked_by_another_client_is_a_data_error(tmp_path):
+    client = _qdrant(tmp_path)  # still open: it holds the folder's lock
+    try:
+        with pytest.raises(DataError, match=r"locked by another Qdrant client.*Fix: close"):
+            read_collection(f"qdrant:{tmp_path}#docs")
+    finally:
+        client.close()
+    assert len(read_collection(f"qdrant:{tmp_path}#docs").df) == 3  # closed: read
+
+
+def test_lancedb_null_vector_is_a_data_error_naming_the_row(tmp_path):
+    lancedb = pytest.importorskip("lancedb")
+    import pyarrow as pa
+
+    schema = pa.schema([("id", pa.string()), ("text", pa.string()), ("vector", pa.list_(pa.float32(), 4))])
+    table = lancedb.connect(str(tmp_path)).create_table("docs", schema=schema)
+    table.add(
+        [{"id": "a", "text": "x", "vector": VECS[0].tolist()}, {"id": "b", "text": "y", "vector": None}]
+    )
+    with pytest.raises(DataError, match=r"1 rows of a batch have no vector .*'b'.*Fix:"):
+        read_collection(f"lancedb:{tmp_path}#docs")
+
+
+def test_corrupt_chroma_qdrant_and_lance_files_are_data_errors(tmp_path):
+    pytest.importorskip("lancedb")
+    (tmp_path / "ch").mkdir()
+    (tmp_path / "ch" / "chroma.sqlite3").write_bytes(b"garbage" * 100)
+    _qdrant(tmp_path / "qd").close()
+    for f in (tmp_path / "qd").rglob("*.sqlite"):
+        f.write_bytes(b"garbage" * 100)
+    import lancedb
+
+    lancedb.connect(str(tmp_path / "la")).create_table(
+        "docs", data=[{"id": "a", "text": "x", "vector": [1.0, 0.0]}]
+    )
+    shutil.rmtree(tmp_path / "la" / "docs.lance" / "data")  # the table's data files are gone
+    for spec in (
+        f"chroma:{tmp_path / 'ch'}#docs",
+        f"qdrant:{tmp_path / 'qd'}#docs",
+        f"lancedb:{tmp_path / 'la'}#docs",
+    ):
+        with pytest.raises(DataError, match=r"cannot be read .*Fix: check that"):
+            read_collection(spec)
+
+
+def test_chroma_metadata_named_like_its_columns_does_not_replace_texts_or_ids(tmp_path):
+    spec = _chroma(tmp_path, metadatas=[{"document": "SAME", "_id": "x"}] * 3)
+    corpus = read_collection(spec)
+    # before: 3 records with the id 'x' (2 dropped as duplicates) holding the text 'SAME'
+    assert corpus.df["doc_id"].tolist() == ["a", "b", "c"]
+    assert corpus.df["text"].tolist() == ["alpha", "beta", "gamma"]
+    # kept as metadata (read as metadata.document, shown without the prefix like other metadata)
+    assert corpus.df["document"].tolist() == ["SAME"] * 3 and corpus.df["_id"].tolist() == ["x"] * 3
+
+
+@pytest.mark.parametrize("linked", ["chroma.sqlite3", "folder"])
+def test_a_link_inside_a_database_folder_to_outside_the_data_root_is_refused(tmp_path, linked):
+    outside = tmp_path / "outside"
+    _chroma(outside)
+    root = tmp_path / "root"
+    db = root / "db"
+    if linked == "folder":
+        root.mkdir()
+        db.symlink_to(outside)  # the whole folder is a link: resolved, it leaves the root
+    else:
+        db.mkdir(parents=True)
+        (db / "chroma.sqlite3").symlink_to(outside / "chroma.sqlite3")
+    token = dio.confine_reads(root)
+    try:
+        with pytest.raises(DataError, match=r"outside the data folder"):
+            read_collection(f"chroma:{db}#docs")
+    finally:
+        dio.files._READ_ROOTS.reset(token)
+    assert len(read_collection(f"chroma:{db}#docs").df) == 3  # not confined (the CLI): read through the link

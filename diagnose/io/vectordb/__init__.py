@@ -15,6 +15,7 @@ before and after the read was written meanwhile: refused, never mixed.
 
 from __future__ import annotations
 
+import importlib
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -23,10 +24,12 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from diagnose.data import Corpus, DataError, ValidationReport
+from diagnose.io.files import check_confined_folder
 from diagnose.io.formats import CORPUS_ID_FIELDS, CORPUS_TEXT_FIELDS, CORPUS_TITLE_FIELDS
 from diagnose.io.records import finish_records
 from diagnose.io.vectordb.sources import SOURCES
 from diagnose.io.vectordb.spec import FORM, SCHEMES, CollectionSpec, is_spec, parse_spec
+from diagnose.runtime.extras import needs
 from diagnose.runtime.lazy import pandas as pd
 from diagnose.runtime.progress import Progress, reporter
 
@@ -94,6 +97,10 @@ def read_collection(
         bar = reporter(progress).bar(f"Reading {before[0]:,} documents and vectors from {spec}")
         rows, mat = _read_all(source, spec, before[0], batch_size, bar)
         after = source.state()
+    except (DataError, MemoryError):
+        raise
+    except Exception as e:  # noqa: BLE001 - the client's own error on a damaged database: named, not a traceback
+        raise _unreadable(spec, e) from None
     finally:
         source.close()
     if after != before or len(rows) != before[0]:
@@ -117,9 +124,57 @@ def _row_id(row: dict, field: str | None) -> str:
     return str(row.get(key, "?")) if key is not None else "?"
 
 
-def _open(spec: CollectionSpec):
+#: the file a database of the scheme always holds, checked before its client opens the folder (which would create
+#: a new, empty database in a folder that holds none); LanceDB's client creates nothing on reading
+MARKERS = {"chroma": "chroma.sqlite3", "qdrant": "meta.json"}
 
-    return SOURCES[spec.scheme](spec)
+
+def _open(spec: CollectionSpec):
+    """The source of ``spec``, after :func:`_check_folder`; the client's errors on opening become DataErrors."""
+    _check_folder(spec)
+    try:
+        return SOURCES[spec.scheme](spec)
+    except (DataError, MemoryError):
+        raise
+    except Exception as e:  # noqa: BLE001 - a locked, damaged or foreign folder: named, not a traceback
+        raise _unreadable(spec, e) from None
+
+
+def _check_folder(spec: CollectionSpec) -> None:
+    """Refuse a folder that holds no database of the scheme (its :data:`MARKERS` file), before a client writes into
+    it; and, when reads are confined (the app), a folder with a link to anything outside the data folder."""
+    what, module = SCHEMES[spec.scheme][1:]
+    with needs(f"Reading a {what} {SCHEMES[spec.scheme][0]}"):  # a missing client is named first
+        importlib.import_module(module)
+    check_confined_folder(spec.path, f"a {what} database folder inside the data folder")
+    marker = MARKERS.get(spec.scheme)
+    if marker is not None and not (spec.path / marker).is_file():
+        raise DataError(
+            f"{spec}: {spec.path} holds no {what} database (no {marker} in it); nothing was created there. Fix: "
+            f"give the folder the database was created in "
+            f"({'chromadb.PersistentClient(path=...)' if spec.scheme == 'chroma' else 'QdrantClient(path=...)'}).",
+            param="corpus",
+        )
+
+
+def _unreadable(spec: CollectionSpec, e: Exception) -> DataError:
+    """The DataError for a client's error: another Qdrant client holding the folder's lock, else a database that
+    cannot be read (damaged, or written by another version of the client)."""
+    detail = (str(e).strip().splitlines() or [""])[0][:300]
+    package = SCHEMES[spec.scheme][1]
+    if spec.scheme == "qdrant" and "already accessed by another instance" in str(e):
+        return DataError(
+            f"{spec}: the folder is locked by another Qdrant client (a process or notebook holding "
+            "QdrantClient(path=...) open); Qdrant's local mode allows one. Fix: close that client (client.close()) "
+            "or stop that process, or read a copy of the folder.",
+            param="corpus",
+        )
+    return DataError(
+        f"{spec}: the {package} database in {spec.path} cannot be read ({type(e).__name__}: {detail}); it is "
+        f"damaged or was written by another version of {package}. Fix: check that {package} itself opens it, "
+        "or restore the folder from a backup or create it again.",
+        param="corpus",
+    )
 
 
 def _read_all(source, spec: CollectionSpec, count: int, size: int, bar) -> tuple[list[dict], np.ndarray]:

@@ -76,13 +76,26 @@ class ChromaSource:
             docs = got.get("documents") or [None] * len(ids)
             metas = got.get("metadatas") or [None] * len(ids)
             rows = [
-                {STORE_ID: i, "document": d, **_flat(m)} for i, d, m in zip(ids, docs, metas, strict=True)
+                {**_own_names(_flat(m)), STORE_ID: i, "document": d}
+                for i, d, m in zip(ids, docs, metas, strict=True)
             ]
             yield rows, np.asarray(got["embeddings"], dtype=np.float32).reshape(len(ids), -1)
             offset += len(ids)
 
     def close(self) -> None:
         return None
+
+
+#: the raw columns a Chroma row holds besides its metadata: a metadata key of one of these names is kept as
+#: ``metadata.KEY`` (name it so with ``--text-field`` / ``--id-field``), never in their place
+CHROMA_COLUMNS = (STORE_ID, "document")
+
+
+def _own_names(meta: dict[str, Any]) -> dict[str, Any]:
+    """Chroma metadata with the keys named like its own columns (:data:`CHROMA_COLUMNS`) renamed ``metadata.KEY``."""
+    if not any(k in meta for k in CHROMA_COLUMNS):
+        return meta
+    return {f"metadata.{k}" if k in CHROMA_COLUMNS else k: v for k, v in meta.items()}
 
 
 def _chroma_space(collection: Any) -> str:
@@ -204,6 +217,7 @@ class LanceSource:
             import lancedb
         import pyarrow as pa
 
+        self.spec = spec
         db = lancedb.connect(str(spec.path))
         listed = db.list_tables() if hasattr(db, "list_tables") else db.table_names()
         names = list(getattr(listed, "tables", listed))
@@ -230,9 +244,23 @@ class LanceSource:
             rows = batch.drop_columns([self.vector]).to_pylist()
             rows = [_flat(r) for r in rows]
             vec = batch.column(self.vector)
+            if vec.null_count:
+                self._refuse_nulls(rows, vec)
             dim = vec.type.list_size
             values = vec.flatten().to_numpy(zero_copy_only=False)
             yield rows, values.astype(np.float32).reshape(len(rows), dim)
+
+    def _refuse_nulls(self, rows: list[dict[str, Any]], vec: Any) -> None:
+        """A DataError naming the rows of this batch whose vector is null (every document is ranked by its own)."""
+        null = [i for i, v in enumerate(vec.is_null().to_pylist()) if v]
+        key = next((f for f in CORPUS_ID_FIELDS if rows and f in rows[0]), None)
+        eg = ", ".join(repr(rows[i][key]) if key else f"a row with {sorted(rows[i])[:3]}" for i in null[:3])
+        raise DataError(
+            f"{self.spec}: {len(null):,} rows of a batch have no vector (null in column {self.vector!r}), e.g. {eg}; "
+            "diagnose ranks every document by its stored vector. Fix: write the missing vectors, or delete those "
+            f'rows (table.delete("{self.vector} IS NULL")).',
+            param="corpus",
+        )
 
     def close(self) -> None:
         return None
