@@ -296,3 +296,67 @@ def test_a_link_inside_a_database_folder_to_outside_the_data_root_is_refused(tmp
     finally:
         dio.files._READ_ROOTS.reset(token)
     assert len(read_collection(f"chroma:{db}#docs").df) == 3  # not confined (the CLI): read through the link
+
+
+# --- chunk corpora ------------------------------------------------------------------------------------------------
+
+
+def _chunks(tmp_path, records, golden=None, parent_field=None):
+    report = ValidationReport()
+    corpus = write(tmp_path / "chunks.jsonl", "".join(json.dumps(r) + "\n" for r in records))
+    qrels = write(tmp_path / "g.jsonl", json.dumps(golden) + "\n") if golden else None
+    ds = dio.load_dataset(
+        corpus=corpus, qrels=qrels, report=report, parent_field=parent_field, require_qrels=False
+    )
+    return ds, report
+
+
+def test_chunk_offsets_far_beyond_the_text_are_refused_naming_the_chunk(tmp_path):
+    records = [
+        {"_id": "d#0", "text": "alpha beta", "start_index": 0},
+        {"_id": "d#1", "text": "gamma delta", "start_index": 10**15},  # 10^15 spaces would be rebuilt
+    ]
+    with pytest.raises(
+        DataError, match=r"chunk 'd#1' of document 'd' ends at character 1,000,000,000,000,011.*Fix:"
+    ):
+        _chunks(tmp_path, records)
+
+
+def test_chunk_end_disagreeing_with_its_text_is_counted_and_offsets_not_used(tmp_path):
+    # the document "alpha beta gamma delta epsilon zeta": chunks at 0-10, 11-22, 23-35; d#0's end is written 35
+    records = [
+        {"_id": "d#0", "text": "alpha beta", "start": 0, "end": 35},
+        {"_id": "d#1", "text": "gamma delta", "start": 11, "end": 22},
+        {"_id": "d#2", "text": "epsilon zeta", "start": 23, "end": 35},
+    ]
+    golden = {"query_id": "q1", "query": "which?", "reference_contexts": ["gamma delta"]}
+    ds, report = _chunks(tmp_path, records, golden)
+    # with d#0 claiming 0-35 it held the whole span [11, 22) too: d#0 and d#1 relevant; the texts: only d#1
+    assert ds.qrels.df["doc_id"].tolist() == ["d#1"]
+    problem = report.by_code("chunk_offsets_disagree")[0]
+    assert problem.count == 1 and problem.examples[0].startswith("d#0: start 0, end 35 for 10 characters")
+
+
+def test_overlapping_chunks_whose_texts_disagree_are_reported(tmp_path):
+    records = [
+        {"_id": "d#0", "text": "alpha beta gamma", "start": 0, "end": 16},
+        {"_id": "d#1", "text": "XXXXX delta", "start": 11, "end": 22},  # characters 11-16: "gamma" vs "XXXXX"
+        {"_id": "d#2", "text": "delta", "start": 17, "end": 22},  # overlaps d#1 and agrees with it
+    ]
+    ds, report = _chunks(tmp_path, records)
+    problem = report.by_code("chunk_overlap_disagrees")[0]
+    assert problem.count == 1 and problem.examples == ("d#0 / d#1 at characters 11-16 of d",)
+
+
+@pytest.mark.parametrize("nested", [True, False], ids=["metadata-doc_id", "top-level-doc_id"])
+def test_doc_id_is_accepted_as_the_parent_key(tmp_path, nested):
+    parents = {"c1": "p1", "c2": "p1", "c3": "p2"}
+
+    def record(cid):
+        if nested:  # LangChain's MultiVectorRetriever: the parent's id in metadata["doc_id"]
+            return {"id": cid, "text": f"text of {cid}", "metadata": {"doc_id": parents[cid]}}
+        return {"_id": cid, "text": f"text of {cid}", "doc_id": parents[cid]}
+
+    ds, report = _chunks(tmp_path, [record(c) for c in parents], parent_field="doc_id")
+    assert ds.corpus.df["doc_id"].tolist() == ["c1", "c2", "c3"]  # the chunks keep their own ids
+    assert dict(ds.corpus.chunks.parent) == parents
