@@ -360,3 +360,39 @@ def test_doc_id_is_accepted_as_the_parent_key(tmp_path, nested):
     ds, report = _chunks(tmp_path, [record(c) for c in parents], parent_field="doc_id")
     assert ds.corpus.df["doc_id"].tolist() == ["c1", "c2", "c3"]  # the chunks keep their own ids
     assert dict(ds.corpus.chunks.parent) == parents
+
+
+# --- security: the app's model folder ------------------------------------------------------------------------------
+
+
+def test_app_model_folder_outside_the_data_root_is_refused(tmp_path, monkeypatch):
+    from diagnose.embed.loading import default_model_path
+    from diagnose.ui import sources
+
+    root = tmp_path / "root"
+    (root / "models" / "mine").mkdir(parents=True)
+    monkeypatch.setenv(sources.DATA_ROOT_ENV, str(root))
+    bundled = str(default_model_path())  # a real model folder, outside the root
+    with pytest.raises(DataError, match=r"model folder path .* is outside the data folder"):
+        sources.check_model(bundled)
+    (root / "link").symlink_to(default_model_path())  # a link inside the root to it: resolved, refused too
+    with pytest.raises(DataError, match=r"outside the data folder"):
+        sources.check_model("link")
+    assert sources.check_model("models/mine") == str(root / "models" / "mine")  # inside: its resolved path
+    assert (
+        sources.check_model("sentence-transformers/all-MiniLM-L6-v2")
+        == "sentence-transformers/all-MiniLM-L6-v2"
+    )
+    assert sources.check_model("BAAI/bge-small-en-v1.5") == "BAAI/bge-small-en-v1.5"  # a Hub id: the HF cache
+
+
+def test_app_refuses_to_load_a_model_folder_outside_the_data_root(tmp_path, monkeypatch):
+    from diagnose.embed.loading import default_model_path
+    from diagnose.ui import sources, state
+
+    monkeypatch.setenv(sources.DATA_ROOT_ENV, str(tmp_path))
+    loaded = []
+    monkeypatch.setattr(state.embed, "load_encoder", lambda *a, **k: loaded.append(a))
+    with pytest.raises(DataError, match="outside the data folder"):
+        state._load_encoder(str(default_model_path()), None)
+    assert loaded == []  # never handed to the loader
