@@ -396,3 +396,76 @@ def test_app_refuses_to_load_a_model_folder_outside_the_data_root(tmp_path, monk
     with pytest.raises(DataError, match="outside the data folder"):
         state._load_encoder(str(default_model_path()), None)
     assert loaded == []  # never handed to the loader
+
+
+# --- vector databases and precomputed vectors: one answer for document vectors without query vectors ---------------
+
+DOCS = {"d1": "alpha beta gamma", "d2": "delta epsilon", "d3": "zeta eta theta"}
+QUERIES = {"q1": "alpha gamma", "q2": "epsilon"}
+
+
+def _tiny(tmp_path, corpus=None):
+    from diagnose.embed import KeywordEncoder
+
+    write(tmp_path / "c.jsonl", "".join(json.dumps({"_id": d, "text": t}) + "\n" for d, t in DOCS.items()))
+    write(tmp_path / "q.jsonl", "".join(json.dumps({"_id": q, "text": t}) + "\n" for q, t in QUERIES.items()))
+    write(tmp_path / "qrels.tsv", "q1\td1\t1\nq2\td2\t1\n")
+    ds = dio.load_dataset(
+        corpus=corpus or tmp_path / "c.jsonl", queries=tmp_path / "q.jsonl", qrels=tmp_path / "qrels.tsv"
+    )
+    return ds, KeywordEncoder()
+
+
+def test_document_vectors_alone_are_accepted_and_the_queries_encoded_with_a_warning(tmp_path):
+    from diagnose.analysis import Analysis
+
+    ds, enc = _tiny(tmp_path)
+    np.save(tmp_path / "docs.npy", np.asarray(enc.encode(list(DOCS.values())), dtype=np.float32))
+    write(tmp_path / "docs.txt", "\n".join(DOCS) + "\n")
+    emb = {"doc": tmp_path / "docs.npy", "doc_ids": tmp_path / "docs.txt"}
+    space = Analysis(ds, encoder=enc, embeddings=emb, cache_dir=tmp_path / "cache").space
+    encoded = Analysis(ds, encoder=enc, cache_dir=tmp_path / "cache2").space
+    # the same model made the document vectors: the same cosines as encoding everything
+    assert np.allclose(space.cosine("q1", "d1"), encoded.cosine("q1", "d1"), atol=1e-6)
+    problem = ds.report.by_code("query_model_for_stored_vectors")[0]
+    assert "keyword-hash-256" in problem.message and "docs.npy" in problem.message
+    with pytest.raises(
+        DataError, match="need the document vectors too"
+    ):  # query vectors alone: still refused
+        _ = Analysis(ds, encoder=enc, embeddings={"query": tmp_path / "docs.npy"}).space
+
+
+def test_collection_model_other_than_the_query_model_is_named_by_evaluate_dense(
+    tmp_path, capsys, monkeypatch
+):
+    chromadb = pytest.importorskip("chromadb")
+    from chromadb.config import Settings
+
+    from diagnose import embed
+    from diagnose.cli import main
+
+    _, enc = _tiny(tmp_path)
+    client = chromadb.PersistentClient(
+        path=str(tmp_path / "db"), settings=Settings(anonymized_telemetry=False)
+    )
+    col = client.create_collection(
+        "docs", embedding_function=None, metadata={"embedding_model": "BAAI/bge-small-en-v1.5"}
+    )
+    col.add(
+        ids=list(DOCS), documents=list(DOCS.values()), embeddings=np.asarray(enc.encode(list(DOCS.values())))
+    )
+    spec = f"chroma:{tmp_path / 'db'}#docs"
+    assert read_collection(spec).vectors.doc_model == "BAAI/bge-small-en-v1.5"
+    monkeypatch.setattr(embed, "load_encoder", lambda *a, **k: enc)  # the query model: the keyword encoder
+    argv = [
+        "evaluate",
+        "--corpus",
+        spec,
+        "--queries",
+        f"{tmp_path}/q.jsonl",
+        "--qrels",
+        f"{tmp_path}/qrels.tsv",
+    ]
+    assert main([*argv, "--baseline", "dense", "--cache-dir", str(tmp_path / "cache")]) == 0
+    err = capsys.readouterr().err
+    assert "made by 'BAAI/bge-small-en-v1.5'" in err and "encoded with 'keyword-hash-256'" in err

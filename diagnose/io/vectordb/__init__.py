@@ -246,7 +246,12 @@ def _corpus(
     rows = mat if len(kept) == len(mat) and (kept == np.arange(len(mat))).all() else mat[kept]
     ids, vecs = checked_vectors([str(d) for d in docs["doc_id"]], rows, where, "doc", report)
     pre = PrecomputedEmbeddings(
-        tuple(ids), vecs, (), np.zeros((0, vecs.shape[1]), dtype=np.float32), doc_source=where
+        tuple(ids),
+        vecs,
+        (),
+        np.zeros((0, vecs.shape[1]), dtype=np.float32),
+        doc_source=where,
+        doc_model=str(getattr(source, "model", "") or ""),
     )
     report.stats["corpus_vectors"] = len(ids)
     params = dict(getattr(source, "index_params", {}))

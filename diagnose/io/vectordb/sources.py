@@ -9,6 +9,7 @@ The clients are imported here, inside the functions: the core install does not n
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -60,6 +61,7 @@ class ChromaSource:
         self.collection = self.client.get_collection(spec.name)
         self.metric = _chroma_space(self.collection)
         self.index_params = chroma_hnsw_params(self.collection)
+        self.model = chroma_model(self.collection)
 
     def state(self) -> tuple[int, ...]:
         return (self.collection.count(),)
@@ -106,6 +108,23 @@ def _chroma_space(collection: Any) -> str:
     space = (hnsw or {}).get("space") if isinstance(hnsw, dict) else None
     space = space or (collection.metadata or {}).get("hnsw:space") or "l2"
     return str(getattr(space, "value", space)).lower()
+
+
+#: collection metadata keys that name the model which made the vectors (no standard: the common spellings)
+MODEL_KEYS = ("embedding_model", "embedding_model_name", "model_name", "model")
+
+
+def chroma_model(collection: Any) -> str:
+    """The model that made the collection's vectors when it is recorded: its embedding function's ``model_name``
+    (Chroma's configuration), else a :data:`MODEL_KEYS` key of its metadata; ``""`` when not recorded."""
+    config = getattr(collection, "configuration_json", None) or {}
+    function = config.get("embedding_function") if isinstance(config, dict) else None
+    named = ((function or {}).get("config") or {}).get("model_name") if isinstance(function, dict) else None
+    meta = getattr(collection, "metadata", None) or {}
+    named = named or next(
+        (meta[k] for k in MODEL_KEYS if isinstance(meta.get(k), str) and meta[k].strip()), ""
+    )
+    return str(named).strip() if isinstance(named, str) else ""
 
 
 def chroma_hnsw_params(collection: Any) -> dict[str, int]:
@@ -234,6 +253,7 @@ class LanceSource:
             )
         self.vector = "vector" if "vector" in vectors else vectors[0]
         self.index_params = lance_hnsw_params(self.table, self.vector)
+        self.model = lance_model(schema, self.vector)
         self.ef_search_per_k = LANCE_EF_PER_LIMIT if self.index_params else 0.0
 
     def state(self) -> tuple[int, ...]:
@@ -264,6 +284,25 @@ class LanceSource:
 
     def close(self) -> None:
         return None
+
+
+def lance_model(schema: Any, column: str) -> str:
+    """The model of the table's embedding function for ``column`` (LanceDB's ``embedding_functions`` schema
+    metadata: ``[{"vector_column", "model": {"name": ..}}]``), else a :data:`MODEL_KEYS` key of the schema metadata;
+    ``""`` when not recorded."""
+    meta = {
+        k.decode(errors="replace"): v.decode(errors="replace") for k, v in (schema.metadata or {}).items()
+    }
+    try:
+        functions = json.loads(meta.get("embedding_functions", "[]"))
+    except ValueError:
+        functions = []
+    for f in functions if isinstance(functions, list) else []:
+        model = f.get("model") if isinstance(f, dict) else None
+        name = model.get("name") or model.get("model_name") if isinstance(model, dict) else None
+        if isinstance(name, str) and name.strip() and f.get("vector_column", column) == column:
+            return name.strip()
+    return next((meta[k].strip() for k in MODEL_KEYS if meta.get(k, "").strip()), "")
 
 
 #: LanceDB's default search ``ef`` for an HNSW-type index: 1.5 x the query's limit (its ``ef()`` docstring)
