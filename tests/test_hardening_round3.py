@@ -277,6 +277,30 @@ def test_chroma_metadata_named_like_its_columns_does_not_replace_texts_or_ids(tm
     assert corpus.df["document"].tolist() == ["SAME"] * 3 and corpus.df["_id"].tolist() == ["x"] * 3
 
 
+@pytest.mark.parametrize("kind", ["lancedb", "qdrant"])
+def test_lance_and_qdrant_folders_whose_entries_link_out_of_the_root_are_refused(tmp_path, kind):
+    outside = tmp_path / "outside"
+    if kind == "qdrant":
+        _qdrant(outside).close()
+    else:
+        lancedb = pytest.importorskip("lancedb")
+        lancedb.connect(str(outside)).create_table(
+            "docs", data=[{"id": "a", "text": "x", "vector": [1.0, 0.0]}]
+        )
+    db = tmp_path / "root" / "db"
+    db.mkdir(parents=True)
+    for (
+        entry
+    ) in outside.iterdir():  # a real folder under the root, every entry a link to the database outside
+        (db / entry.name).symlink_to(entry)
+    token = dio.confine_reads(tmp_path / "root")
+    try:
+        with pytest.raises(DataError, match=r"outside the data folder"):
+            read_collection(f"{kind}:{db}#docs")
+    finally:
+        dio.files._READ_ROOTS.reset(token)
+
+
 @pytest.mark.parametrize("linked", ["chroma.sqlite3", "folder"])
 def test_a_link_inside_a_database_folder_to_outside_the_data_root_is_refused(tmp_path, linked):
     outside = tmp_path / "outside"
