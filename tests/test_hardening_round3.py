@@ -277,6 +277,18 @@ def test_chroma_metadata_named_like_its_columns_does_not_replace_texts_or_ids(tm
     assert corpus.df["document"].tolist() == ["SAME"] * 3 and corpus.df["_id"].tolist() == ["x"] * 3
 
 
+def test_a_lancedb_column_named_like_the_internal_row_column_is_kept(tmp_path):
+    lancedb = pytest.importorskip("lancedb")
+    rows = [
+        {"id": i, "text": t, "__row__": f"user {i}", "vector": v.tolist()}
+        for i, t, v in zip("ab", "xy", VECS[:2], strict=True)
+    ]
+    lancedb.connect(str(tmp_path)).create_table("docs", data=rows)
+    corpus = read_collection(f"lancedb:{tmp_path}#docs")
+    assert corpus.df["doc_id"].tolist() == ["a", "b"]
+    assert corpus.df["__row__"].tolist() == ["user a", "user b"]  # the user's values, not positions 0, 1
+
+
 @pytest.mark.parametrize("kind", ["lancedb", "qdrant"])
 def test_lance_and_qdrant_folders_whose_entries_link_out_of_the_root_are_refused(tmp_path, kind):
     outside = tmp_path / "outside"

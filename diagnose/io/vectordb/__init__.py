@@ -48,7 +48,7 @@ __all__ = [
 
 #: how far from 1 a stored vector's length may be for an ``ip``/``l2`` collection to rank like cosine
 UNIT_TOLERANCE = 1e-3
-_ROW = "__row__"
+_ROW = "__row__"  # the column of each raw row's position (another name when a field of the data is called so)
 
 
 @dataclass(frozen=True, repr=False)
@@ -112,9 +112,11 @@ def read_collection(
         fields.get("text") or source.text_field,
         fields.get("title"),
     )
-    return _corpus(
-        spec, pd.DataFrame(rows).assign(**{_ROW: np.arange(len(rows))}), mat, given, source, report
-    )
+    df = pd.DataFrame(rows)
+    row_col = _ROW
+    while row_col in df.columns:  # a field of the user's named like it: kept, the position takes another name
+        row_col = f"_{row_col}"
+    return _corpus(spec, df.assign(**{row_col: np.arange(len(rows))}), mat, given, source, report, row_col)
 
 
 def _row_id(row: dict, field: str | None) -> str:
@@ -230,7 +232,7 @@ def _check_metric(spec: CollectionSpec, metric: str, mat: np.ndarray, ids: list)
 
 
 def _corpus(
-    spec, df: pd.DataFrame, mat: np.ndarray, given, source, report: ValidationReport
+    spec, df: pd.DataFrame, mat: np.ndarray, given, source, report: ValidationReport, row_col: str = _ROW
 ) -> CollectionCorpus:
     """The raw rows checked like a corpus file (:func:`~diagnose.io.records.finish_records`), and their vectors
     through the precomputed path's checks (:func:`~diagnose.io.vectors.checked_vectors`)."""
@@ -241,8 +243,8 @@ def _corpus(
     corpus = finish_records(
         df, where, report, "corpus", given, CORPUS_ID_FIELDS, CORPUS_TEXT_FIELDS, CORPUS_TITLE_FIELDS
     )
-    kept = corpus.df[_ROW].to_numpy(dtype=np.int64)
-    docs = corpus.df.drop(columns=[_ROW])
+    kept = corpus.df[row_col].to_numpy(dtype=np.int64)
+    docs = corpus.df.drop(columns=[row_col])
     rows = mat if len(kept) == len(mat) and (kept == np.arange(len(mat))).all() else mat[kept]
     ids, vecs = checked_vectors([str(d) for d in docs["doc_id"]], rows, where, "doc", report)
     pre = PrecomputedEmbeddings(
