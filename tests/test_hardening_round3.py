@@ -57,11 +57,11 @@ def _load(tmp_path, golden: str, name: str = "g.json", corpus: str = CORPUS, que
     return ds, report
 
 
-@pytest.mark.parametrize("node_text", ["", "   ", None])
+@pytest.mark.parametrize("node_text", ["", "   ", None, "missing"], ids=["empty", "blank", "null", "missing"])
 def test_embedding_qa_node_without_text_is_skipped_and_counted(tmp_path, node_text):
     corpus = {"n1": "alpha beta gamma delta"}
-    if node_text is not None:
-        corpus["n2"] = node_text
+    if node_text != "missing":
+        corpus["n2"] = node_text  # None: JSON null, once read as the text "None"
     golden = {
         "queries": {"q1": "alpha?", "q2": "nothing?"},
         "corpus": corpus,

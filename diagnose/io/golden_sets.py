@@ -399,14 +399,14 @@ def _embedding_qa(obj: dict[str, Any], file: str, report: ValidationReport) -> G
     queries = pd.DataFrame(
         {
             "query_id": pd.Series(list(parts["queries"]), dtype="str"),
-            "text": [str(t) for t in parts["queries"].values()],
+            "text": ["" if t is None else str(t) for t in parts["queries"].values()],
         }
     )
     corpus = pd.DataFrame(
         {
             "doc_id": pd.Series(list(parts["corpus"]), dtype="str"),
             "title": "",
-            "text": [str(t) for t in parts["corpus"].values()],
+            "text": ["" if t is None else str(t) for t in parts["corpus"].values()],
         }
     )
     qs: list[str] = []
