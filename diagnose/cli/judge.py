@@ -37,6 +37,8 @@ def cmd_judge_queue(args: argparse.Namespace) -> int:
             "with --extra-qrels",
             err=True,
         )
-    else:
+    elif sys.stdout.isatty():  # shown, not saved: no byte of the data acts on the terminal
+        say(text, end="")
+    else:  # piped or redirected: the file to grade and merge back, its ids exactly as they are
         sys.stdout.write(text)
     return EXIT_OK
