@@ -505,3 +505,30 @@ def test_collection_model_other_than_the_query_model_is_named_by_evaluate_dense(
     assert main([*argv, "--baseline", "dense", "--cache-dir", str(tmp_path / "cache")]) == 0
     err = capsys.readouterr().err
     assert "made by 'BAAI/bge-small-en-v1.5'" in err and "encoded with 'keyword-hash-256'" in err
+
+
+@pytest.mark.parametrize("tty", [True, False], ids=["terminal", "piped"])
+def test_judge_queue_on_a_terminal_is_escaped_and_piped_is_exact(tmp_path, capsys, monkeypatch, tty):
+    import sys
+
+    from diagnose.cli import main
+
+    write(tmp_path / "c.jsonl", CORPUS + '{"_id": "d\\u001b[2J3", "text": "alpha gamma"}\n')
+    write(tmp_path / "q.jsonl", '{"_id": "q1", "text": "alpha"}\n')
+    write(tmp_path / "qrels.tsv", "q1\td1\t1\n")
+    write(tmp_path / "run.trec", f"q1 Q0 d1 1 2.0 r\nq1 Q0 d{ESC_CLEAR}3 2 1.0 r\n")
+    d = str(tmp_path)
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: tty)
+    argv = [
+        "judge-queue",
+        "--corpus",
+        f"{d}/c.jsonl",
+        "--queries",
+        f"{d}/q.jsonl",
+        "--qrels",
+        f"{d}/qrels.tsv",
+    ]
+    assert main([*argv, "--run", f"{d}/run.trec"]) == 0
+    out = capsys.readouterr().out
+    # the unjudged document d<ESC>[2J3 is in the queue: escaped on a terminal, exact in a pipe (merged back by id)
+    assert ("d\\x1b[2J3" in out and "\x1b" not in out) if tty else f"d{ESC_CLEAR}3" in out
