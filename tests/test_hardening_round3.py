@@ -222,6 +222,16 @@ def test_reading_a_folder_without_a_database_creates_nothing(kind, tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.parametrize("content", [b"", b"garbage" * 100], ids=["empty", "not-sqlite"])
+def test_a_chroma_file_that_is_no_sqlite_database_is_refused_unwritten(tmp_path, content):
+    pytest.importorskip("chromadb")
+    (tmp_path / "chroma.sqlite3").write_bytes(content)  # an empty file would be initialised: a write
+    with pytest.raises(DataError, match=r"is not a chromadb database file .*nothing was written.*Fix:"):
+        read_collection(f"chroma:{tmp_path}#docs")
+    assert (tmp_path / "chroma.sqlite3").read_bytes() == content
+    assert [p.name for p in tmp_path.iterdir()] == ["chroma.sqlite3"]
+
+
 def test_qdrant_folder_locked_by_another_client_is_a_data_error(tmp_path):
     client = _qdrant(tmp_path)  # still open: it holds the folder's lock
     try:
@@ -248,7 +258,9 @@ def test_lancedb_null_vector_is_a_data_error_naming_the_row(tmp_path):
 def test_corrupt_chroma_qdrant_and_lance_files_are_data_errors(tmp_path):
     pytest.importorskip("lancedb")
     (tmp_path / "ch").mkdir()
-    (tmp_path / "ch" / "chroma.sqlite3").write_bytes(b"garbage" * 100)
+    (tmp_path / "ch" / "chroma.sqlite3").write_bytes(
+        b"SQLite format 3\x00" + b"garbage" * 100
+    )  # a damaged body
     _qdrant(tmp_path / "qd").close()
     for f in (tmp_path / "qd").rglob("*.sqlite"):
         f.write_bytes(b"garbage" * 100)

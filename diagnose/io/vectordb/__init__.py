@@ -19,6 +19,7 @@ import importlib
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -150,6 +151,13 @@ def _check_folder(spec: CollectionSpec) -> None:
         importlib.import_module(module)
     check_confined_folder(spec.path, f"a {what} database folder inside the data folder")
     marker = MARKERS.get(spec.scheme)
+    if marker is not None and (spec.path / marker).is_file() and not _starts_right(spec.path / marker):
+        raise DataError(
+            f"{spec}: {spec.path / marker} is not a {what} database file (empty, or not "
+            f"{'SQLite' if marker.endswith('sqlite3') else 'JSON'}); it was not opened, so nothing was written to it. "
+            "Fix: give the folder the database was created in, or restore the file from a backup.",
+            param="corpus",
+        )
     if marker is not None and not (spec.path / marker).is_file():
         raise DataError(
             f"{spec}: {spec.path} holds no {what} database (no {marker} in it); nothing was created there. Fix: "
@@ -157,6 +165,17 @@ def _check_folder(spec: CollectionSpec) -> None:
             f"({'chromadb.PersistentClient(path=...)' if spec.scheme == 'chroma' else 'QdrantClient(path=...)'}).",
             param="corpus",
         )
+
+
+def _starts_right(path: Path) -> bool:
+    """Whether a marker file starts as its kind does: SQLite's 16-byte header (an empty file would be initialised
+    as a new database by the client, i.e. written), or a JSON object."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(16)
+    except OSError:
+        return True  # unreadable: the client says why
+    return head == b"SQLite format 3\x00" if path.suffix == ".sqlite3" else head.lstrip().startswith(b"{")
 
 
 def _unreadable(spec: CollectionSpec, e: Exception) -> DataError:
