@@ -232,6 +232,16 @@ def test_a_chroma_file_that_is_no_sqlite_database_is_refused_unwritten(tmp_path,
     assert [p.name for p in tmp_path.iterdir()] == ["chroma.sqlite3"]
 
 
+def test_a_qdrant_collection_without_its_storage_file_is_refused_unwritten(tmp_path):
+    _qdrant(tmp_path).close()
+    (
+        tmp_path / "collection" / "docs" / "storage.sqlite"
+    ).unlink()  # partly copied: the client would create it empty
+    with pytest.raises(DataError, match=r"storage file .* is missing.*no empty one was created.*Fix:"):
+        read_collection(f"qdrant:{tmp_path}#docs")
+    assert list((tmp_path / "collection" / "docs").iterdir()) == []
+
+
 def test_qdrant_folder_locked_by_another_client_is_a_data_error(tmp_path):
     client = _qdrant(tmp_path)  # still open: it holds the folder's lock
     try:

@@ -165,6 +165,16 @@ def _check_folder(spec: CollectionSpec) -> None:
             f"({'chromadb.PersistentClient(path=...)' if spec.scheme == 'chroma' else 'QdrantClient(path=...)'}).",
             param="corpus",
         )
+    store = (
+        spec.path / "collection" / spec.name / "storage.sqlite"
+    )  # Qdrant's local mode: one file per collection
+    if spec.scheme == "qdrant" and store.parent.is_dir() and not store.is_file():
+        raise DataError(
+            f"{spec}: the collection's storage file {store} is missing (the folder was damaged or partly copied); "
+            "it was not opened, so no empty one was created. Fix: copy the whole folder the database was created "
+            "in, or restore it from a backup.",
+            param="corpus",
+        )
 
 
 def _starts_right(path: Path) -> bool:
