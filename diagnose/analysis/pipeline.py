@@ -241,6 +241,10 @@ class Pipeline(AnalysisBase):
                     query_embeddings=emb.get("query"),
                     doc_ids=emb.get("doc_ids"),
                     query_ids_file=emb.get("query_ids"),
+                    encoder=None
+                    if emb.get("query")
+                    else self.encoder,  # document vectors alone: queries encoded
+                    cache_dir=self.cache_dir,
                     report=self.dataset.report,
                 )
             stored = getattr(

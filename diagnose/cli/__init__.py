@@ -46,6 +46,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
 import diagnose.cli.process  # noqa: F401  (first: it sets up the process before numpy loads)
+from diagnose.cli.output import say
 from diagnose.cli.parser import COMMAND_TABLE, build_parser
 from diagnose.cli.shared import (
     EXIT_FAIL,
@@ -153,7 +154,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except DataError as e:
         # param_flags() builds a parser on its first call: not for an error without a parameter (a usage error)
         flag = param_flags().get(e.param) if e.param else None
-        print(f"error: {flag}: {e}" if flag else f"error: {e}", file=sys.stderr)
+        say(f"error: {flag}: {e}" if flag else f"error: {e}", err=True)
         return EXIT_INPUT
     except (
         ModuleNotFoundError
@@ -161,33 +162,35 @@ def main(argv: Sequence[str] | None = None) -> int:
         err = missing_extra(e, f"diagnose {getattr(args, 'command', '') or ''}".strip())
         if err is None:
             raise
-        print(f"error: {err}", file=sys.stderr)
+        say(f"error: {err}", err=True)
         return EXIT_INPUT
     except RetrieverInterrupted as stop:
         write_partial_run(args, stop)
         return EXIT_INTERRUPTED
     except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
+        say("interrupted", err=True)
         return EXIT_INTERRUPTED
     except BrokenPipeError:
         return EXIT_OK
     except SystemExit as e:
         if args is None:  # argparse: --help, or a usage error it printed
             return int(e.code or 0) if isinstance(e.code, int | None) else EXIT_INPUT
-        traceback.print_exc()  # not ours to exit with: code the command called (user code is contained first)
-        print(
+        say(
+            traceback.format_exc(), err=True, end=""
+        )  # not ours to exit with: code the command called (user code is contained first)
+        say(
             f"internal error: SystemExit({e.code!r}) raised during `diagnose {args.command}`; stopped.",
-            file=sys.stderr,
+            err=True,
         )
         return EXIT_FAIL
     except Exception as e:  # noqa: BLE001 - the last line of defence: a bug, not a user mistake
         if is_out_of_memory(e):  # not a bug: how much it needed, how much the machine allowed
             doing = f"running diagnose {getattr(args, 'command', '') or ''}".strip()
-            print(f"error: {out_of_memory(e, doing)}", file=sys.stderr)
+            say(f"error: {out_of_memory(e, doing)}", err=True)
             return EXIT_INPUT
-        traceback.print_exc()
-        print(
+        say(traceback.format_exc(), err=True, end="")
+        say(
             f"internal error: {type(e).__name__}: {e}. This is a bug in diagnose; please report it.",
-            file=sys.stderr,
+            err=True,
         )
         return EXIT_FAIL

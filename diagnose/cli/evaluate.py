@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import argparse
-import sys
 
-from diagnose.cli.output import Output, emit
+from diagnose.cli.output import Output, emit, say
 from diagnose.cli.shared import (
     EXIT_FAIL,
     EXIT_OK,
@@ -106,5 +105,5 @@ def _with_flags(message: str) -> str:
 
 def _gate_exit(gate: list[str]) -> int:
     for msg in gate:
-        print(f"gate failed: {msg}", file=sys.stderr)
+        say(f"gate failed: {msg}", err=True)
     return EXIT_FAIL if gate else EXIT_OK

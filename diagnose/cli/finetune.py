@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
-from diagnose.cli.output import Output, emit
+from diagnose.cli.output import Output, emit, say
 from diagnose.cli.shared import EXIT_OK, build_analysis, load_data, parse_ks, print_warnings, with_warnings
 from diagnose.data import DataError, Qrels
 from diagnose.io import read_qrels
@@ -71,4 +70,4 @@ def cmd_finetune(args: argparse.Namespace) -> int:
 
 
 def _announce(cost: Cost) -> None:
-    print(cost.sentence() + ".", file=sys.stderr, flush=True)
+    say(cost.sentence() + ".", err=True)

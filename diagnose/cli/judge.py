@@ -6,6 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from diagnose.cli.output import say
 from diagnose.cli.shared import EXIT_OK, build_analysis, load_data, print_warnings
 from diagnose.data import DataError
 from diagnose.judging import judge_queue, with_texts, write_queue_tsv
@@ -30,12 +31,14 @@ def cmd_judge_queue(args: argparse.Namespace) -> int:
     text = write_queue_tsv(table)
     if args.out:
         Path(args.out).write_text(text, encoding="utf-8")
-        print(
+        say(
             f"wrote {len(table)} pairs of {table['query_id'].nunique()} queries to {args.out} (pooled: "
             f"{', '.join(queue.attrs.get('pooled_runs', []))}); fill the grade column with 0-3 or skip and merge it "
             "with --extra-qrels",
-            file=sys.stderr,
+            err=True,
         )
-    else:
+    elif sys.stdout.isatty():  # shown, not saved: no byte of the data acts on the terminal
+        say(text, end="")
+    else:  # piped or redirected: the file to grade and merge back, its ids exactly as they are
         sys.stdout.write(text)
     return EXIT_OK

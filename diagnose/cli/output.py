@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from diagnose.report import dumps
-from diagnose.report.tables import records_text
+from diagnose.report.tables import records_text, terminal_safe
 from diagnose.runtime.lazy import pandas as pd
 
 
@@ -30,16 +30,26 @@ class Output:
 
 
 def emit(result: Output, fmt: str) -> None:
-    """Print ``result`` in ``fmt`` (``table``, ``json``, ``csv`` or ``markdown``) on standard output."""
+    """Print ``result`` in ``fmt`` (``table``, ``json``, ``csv`` or ``markdown``) on standard output, through
+    :func:`say` (JSON escapes control characters itself)."""
     if fmt == "json":
         print(dumps(result.json()))
     elif fmt == "csv" and result.csv is not None:
         rows = result.csv()
-        sys.stdout.write(rows if isinstance(rows, str) else rows.to_csv(index=False, float_format="%.6f"))
+        say(rows if isinstance(rows, str) else rows.to_csv(index=False, float_format="%.6f"), end="")
     elif fmt == "markdown" and result.markdown is not None:
-        print(result.markdown())
+        say(result.markdown())
     else:
-        print(result.table())
+        say(result.table())
+
+
+def say(text: str = "", *, err: bool = False, end: str = "\n") -> None:
+    """The one way the CLI writes text that may hold data (tables, errors, warnings, notes): on standard output, or
+    standard error with ``err``, flushed, its control characters escaped (:func:`~diagnose.report.tables.terminal_safe`)
+    so that no byte of the data acts on the terminal."""
+    stream = sys.stderr if err else sys.stdout
+    stream.write(terminal_safe(text) + end)
+    stream.flush()
 
 
 def frame_output(frame: pd.DataFrame, payload: Callable[[], Mapping[str, Any]]) -> Output:

@@ -128,7 +128,11 @@ def _add_model_args(p: argparse.ArgumentParser) -> None:
         default=None,
         help="sentence-transformers model name or local folder (default: bundled all-MiniLM-L6-v2, offline)",
     )
-    g.add_argument("--doc-embeddings", metavar="F", help="precomputed document vectors (.npy or .parquet)")
+    g.add_argument(
+        "--doc-embeddings",
+        metavar="F",
+        help="precomputed document vectors (.npy or .parquet); alone, the queries are encoded with --model",
+    )
     g.add_argument("--query-embeddings", metavar="F", help="precomputed query vectors (.npy or .parquet)")
     g.add_argument("--doc-ids", metavar="F", help="ids for --doc-embeddings .npy, one per line")
     g.add_argument("--query-ids", metavar="F", help="ids for --query-embeddings .npy, one per line")

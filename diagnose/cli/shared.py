@@ -7,7 +7,6 @@ from __future__ import annotations
 import argparse
 import functools
 import math
-import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import MappingProxyType
@@ -16,6 +15,7 @@ from typing import Any
 from diagnose import defaults
 from diagnose.analysis import YOUR_RUN, Analysis
 from diagnose.analysis.base import check_runs
+from diagnose.cli.output import say
 from diagnose.cli.parser import build_parser, subcommand_parsers
 from diagnose.data import DataError, Run, ValidationReport
 from diagnose.io import load_dataset, parse_run_arg, read_run, write_trec_run
@@ -100,7 +100,7 @@ def _write_qrels(args: argparse.Namespace, ds) -> None:
 
         spans = write_qrels(ds, path, spans_path=getattr(args, "write_spans", None))
         also = f" and {len(ds.qrels.spans):,} spans to {spans}" if spans is not None else ""
-        print(f"Wrote {len(ds.qrels):,} judgements to {path}{also}.", file=sys.stderr)
+        say(f"Wrote {len(ds.qrels):,} judgements to {path}{also}.", err=True)
 
 
 def read_checked_run(name: str, path: str, ds) -> Run:
@@ -119,7 +119,7 @@ def _extra_qrels(paths: list[str], report):
     def transform(qrels):
         for path in paths:
             new = read_judgements(path, report=report)
-            print(merge_counts(qrels, new).sentence() + " (--extra-qrels)", file=sys.stderr)
+            say(merge_counts(qrels, new).sentence() + " (--extra-qrels)", err=True)
             qrels = merge(qrels, new, report=report)
         return qrels
 
@@ -179,14 +179,14 @@ def _retriever_timeout(args: argparse.Namespace) -> float | None:
 
 def write_partial_run(args: argparse.Namespace, stop: RetrieverInterrupted) -> None:
     """Ctrl-C during a live retriever: say what was done and, with ``--write-runs DIR``, write the partial run."""
-    print(str(stop), file=sys.stderr)
+    say(str(stop), err=True)
     if stop.run is None:
         return
     errors = stop.run.errors or {}
-    print(
+    say(
         f"the partial run has {len(stop.run.query_ids())} queries with results ({len(errors)} failed or timed "
         "out); it was not evaluated",
-        file=sys.stderr,
+        err=True,
     )
     if getattr(args, "write_runs", None):
         from diagnose.cache import slug
@@ -195,7 +195,7 @@ def write_partial_run(args: argparse.Namespace, stop: RetrieverInterrupted) -> N
         out.mkdir(parents=True, exist_ok=True)
         path = out / f"{slug(stop.run_name)}.partial.trec"
         write_trec_run(stop.run, path)
-        print(f"wrote {path}", file=sys.stderr)
+        say(f"wrote {path}", err=True)
 
 
 def write_run_files(args: argparse.Namespace, analysis) -> None:
@@ -211,7 +211,7 @@ def write_run_files(args: argparse.Namespace, analysis) -> None:
             continue
         path = out / f"{slug(name)}.trec"
         write_trec_run(run, path)
-        print(f"wrote {path}", file=sys.stderr)
+        say(f"wrote {path}", err=True)
 
 
 def print_warnings(report, fmt: str) -> None:
@@ -220,7 +220,7 @@ def print_warnings(report, fmt: str) -> None:
     if fmt == "json":
         return
     for p in report.warnings:
-        print(f"{p.severity}: " + p.format().removeprefix(f"[{p.severity}] "), file=sys.stderr)
+        say(f"{p.severity}: " + p.format().removeprefix(f"[{p.severity}] "), err=True)
 
 
 def with_warnings(payload: Any, report: ValidationReport | None) -> Any:

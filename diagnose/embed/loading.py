@@ -126,7 +126,8 @@ def _fail(model: str, reason: str) -> ModelLoadError:
     return ModelLoadError(f"Cannot load the embedding model {model!r}: {reason}\n{_alternatives()}")
 
 
-_HUB_ID_RE = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
+#: a Hugging Face model id (``org/name`` or ``name``): what is not one is a folder path
+HUB_ID_RE = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
 
 
 def _sentence_transformer(name_or_path: str, device: str, **kwargs: Any) -> Any:
@@ -238,7 +239,7 @@ def load_encoder(
         return _load_folder(path, label=raw, device=device)
     if path.exists():
         raise _fail(raw, f"{path} is a file; a sentence-transformers model is a folder (with modules.json).")
-    if not _HUB_ID_RE.match(raw):
+    if not HUB_ID_RE.match(raw):
         raise _fail(raw, f"there is no folder {path} (and it is not a Hugging Face Hub id like 'org/name').")
     return _load_hub(raw, path, device)
 

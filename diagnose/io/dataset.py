@@ -18,7 +18,7 @@ from diagnose.io.chunks import chunk_level_qrels, with_chunks
 from diagnose.io.corpus import read_corpus
 from diagnose.io.files import PathLike, stat_path
 from diagnose.io.formats import CORPUS_FORMATS, QRELS_FORMATS, QUERIES_FORMATS, RUN_FORMATS
-from diagnose.io.golden_sets import golden_kind, read_golden_set
+from diagnose.io.golden_sets import GoldenSet, golden_kind, read_golden_set
 from diagnose.io.messages import example_ids, fatal_error, pair_text, plural_of, show_id, verb
 from diagnose.io.qrels import empty_qrels, golden_qrels, read_qrels
 from diagnose.io.queries import read_queries
@@ -240,7 +240,26 @@ def _read_texts_and_qrels(
         corpus_rec = Corpus(golden.corpus, golden.source)
     if queries_rec is None:
         queries_rec = Queries(golden.queries, golden.source)
+    elif golden.spans is None:
+        _report_other_question_texts(golden, queries_rec, report)
     return golden_qrels(golden, corpus_rec, report), corpus_rec, queries_rec
+
+
+def _report_other_question_texts(golden: GoldenSet, queries: Queries, report: ValidationReport) -> None:
+    """Count the golden questions whose text in the queries file differs from the golden set's own (compared after
+    collapsing whitespace): the queries file's text is the one searched, so the user hears which won."""
+    own = dict(zip(golden.queries["query_id"].astype(str), golden.queries["text"].astype(str), strict=True))
+    given = zip(queries.df["query_id"].astype(str), queries.df["text"].astype(str), strict=True)
+    differ = [q for q, t in given if q in own and " ".join(t.split()) != " ".join(own[q].split())]
+    report.add(
+        "query_text_differs",
+        f"{plural_of(len(differ), 'question')} of the golden set {golden.source} {verb(len(differ), 'has', 'have')} "
+        f"another text in the queries file {queries.source}: the queries file's text is the one searched. Check "
+        "that both files belong together, or leave out the queries file to search the golden set's questions",
+        file=queries.source,
+        count=len(differ),
+        examples=differ,
+    )
 
 
 def _run_specs(runs: Iterable[str | Path | tuple[str | None, PathLike]]) -> list[tuple[str, str]]:

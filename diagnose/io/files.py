@@ -204,6 +204,20 @@ def check_confined(path: PathLike, expected: str, *, shown: str | None = None) -
         )
 
 
+def check_confined_folder(folder: PathLike, expected: str) -> None:
+    """:func:`check_confined` on ``folder`` and on everything inside it, symbolic links not followed but each one's
+    target checked: a database folder (a vector database's files, read by its own client, not by this package) under
+    the data folder must not hold a link to a file or folder outside it. Nothing is walked when reads are not
+    confined."""
+    if _READ_ROOTS.get() is None:
+        return
+    check_confined(folder, expected)
+    for top, dirs, files in os.walk(folder, followlinks=False):
+        for name in [*dirs, *files]:
+            path = os.path.join(top, name)
+            check_confined(path, expected, shown=path)
+
+
 def _check_opened(f: stdio.BufferedReader, file: str, expected: str) -> None:
     """:func:`check_confined` on what was actually opened (``/proc/self/fd``): a link swapped in after the check."""
     if _READ_ROOTS.get() is not None and os.path.isdir("/proc/self/fd"):

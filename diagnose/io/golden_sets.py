@@ -30,8 +30,10 @@ from pathlib import Path
 from typing import Any
 
 from diagnose.data import DataError, Span, ValidationReport
-from diagnose.io.files import PathLike, check_input_path, read_bytes, suffixes
+from diagnose.io.decoding import clean_utf8
+from diagnose.io.files import PathLike, check_input_path, max_input_bytes, read_bytes, suffixes
 from diagnose.io.messages import fatal_error, plural_of, snip
+from diagnose.io.nesting import MAX_JSON_DEPTH, check_json_depth, json_depth
 from diagnose.runtime.lazy import pandas as pd
 
 GOLDEN_FORMATS = (
@@ -61,20 +63,56 @@ class GoldenSet:
 
 
 def _head(path: PathLike) -> bytes:
-    """The first 64 KiB of the file (decompressed when gzip); b"" when it cannot be read (the reader reports)."""
+    """The file's start up to the end of its first non-blank line, however long that line is (decompressed when
+    gzip, BOM dropped; at most the input limit); b"" when it cannot be read (the reader reports)."""
     try:
         with open(path, "rb") as f:
-            raw = f.read(_HEAD)
-        if raw[:2] == b"\x1f\x8b":
-            with gzip.open(path, "rb") as g:
-                raw = g.read(_HEAD)
-    except (OSError, EOFError):
+            gz = f.read(2) == b"\x1f\x8b"
+        with gzip.open(path, "rb") if gz else open(path, "rb") as f:
+            raw, limit = b"", max_input_bytes()
+            while len(raw) <= limit:
+                piece = f.read(_HEAD)
+                raw += piece
+                if not piece or b"\n" in raw.lstrip():
+                    break
+    except (OSError, EOFError, gzip.BadGzipFile):
         return b""
     return raw.removeprefix(b"\xef\xbb\xbf")
 
 
+def _whole_object_keys(path: PathLike) -> set[str]:
+    """The top-level keys of a JSON object spread over several lines (a pretty-printed file), read whole: the format
+    is judged from the structure, never from a byte budget. Nesting deeper than :data:`MAX_JSON_DEPTH` raises naming
+    it; a file that is no JSON object gives no keys."""
+    try:
+        raw = read_bytes(path, GOLDEN_FORMATS).removeprefix(b"\xef\xbb\xbf")
+    except DataError:
+        return set()
+    if raw.count(b"[") + raw.count(b"{") > MAX_JSON_DEPTH and json_depth(raw) > MAX_JSON_DEPTH:
+        raise _too_deep(str(path))
+    try:
+        obj = json.loads(raw)
+    except (ValueError, RecursionError):
+        return set()
+    return set(obj) if isinstance(obj, dict) else set()
+
+
+def _too_deep(file: str) -> DataError:
+    return fatal_error(
+        file,
+        None,
+        f"JSON nested more than {MAX_JSON_DEPTH} levels deep",
+        None,
+        GOLDEN_FORMATS + " or a qrels file",
+        f"flatten the file (at most {MAX_JSON_DEPTH} levels of arrays and objects)",
+        param="qrels",
+    )
+
+
 def golden_kind(path: PathLike) -> str | None:
-    """The golden-set format of ``path`` (see the module docstring), or None for any other file (id-based qrels)."""
+    """The golden-set format of ``path`` (see the module docstring), or None for any other file (id-based qrels).
+    JSON is judged from its first line parsed whole (however long), else from the top-level keys of the whole file
+    (a pretty-printed object). A line or file nested deeper than :data:`MAX_JSON_DEPTH` raises a DataError."""
     suffix = suffixes(Path(path))
     if suffix == ".parquet":
         return "ragas"
@@ -85,18 +123,20 @@ def golden_kind(path: PathLike) -> str | None:
     text = head.lstrip()
     if not text.startswith(b"{"):
         return None
+    line = text.split(b"\n", 1)[0]
+    check_json_depth(line, str(path), GOLDEN_FORMATS + " or a qrels file")
     try:
-        first = json.loads(text.split(b"\n", 1)[0])
-    except ValueError:  # a pretty-printed object: judge from its keys
+        first = json.loads(line)
+    except (ValueError, RecursionError):  # a pretty-printed object: judge from its keys
         first = None
     if isinstance(first, dict) and first.keys() >= _SPAN_KEYS:
         return "spans"
     if isinstance(first, dict) and "reference_contexts" in first:
         return "ragas" if "user_input" in first and "query" not in first else "jsonl"
-    keys = first.keys() if isinstance(first, dict) else ()
-    if "examples" in keys or (first is None and b'"examples"' in text):
+    keys = first.keys() if isinstance(first, dict) else _whole_object_keys(path)
+    if "examples" in keys:
         return "labelled_rag"
-    if "relevant_docs" in keys or (first is None and b'"relevant_docs"' in text):
+    if "relevant_docs" in keys:
         return "embedding_qa"
     return None
 
@@ -108,17 +148,22 @@ def read_golden_set(path: PathLike, kind: str, *, report: ValidationReport | Non
     file = str(path)
     check_input_path(path, GOLDEN_FORMATS)
     if kind == "ragas" and suffixes(Path(path)) in (".parquet", ".csv", ".tsv"):
-        rows = _table_rows(path, file)
+        rows = _table_rows(path, file, report)
     elif kind == "spans":
-        return _spans(_jsonl_rows(read_bytes(path, GOLDEN_FORMATS), file), file)
+        return _spans(_jsonl_rows(_text_bytes(path, file, report), file), file)
     elif kind in ("ragas", "jsonl"):
-        rows = _jsonl_rows(read_bytes(path, GOLDEN_FORMATS), file)
+        rows = _jsonl_rows(_text_bytes(path, file, report), file)
     else:
-        obj = _json_object(read_bytes(path, GOLDEN_FORMATS), file)
+        obj = _json_object(_text_bytes(path, file, report), file)
         if kind == "embedding_qa":
             return _embedding_qa(obj, file, report)
         rows = _examples(obj, file)
     return _from_rows(rows, kind, file, report)
+
+
+def _text_bytes(path: PathLike, file: str, report: ValidationReport) -> bytes:
+    """The file's bytes, its lines that are not UTF-8 decoded with U+FFFD replacements and counted (``non_utf8``)."""
+    return bytes(clean_utf8(read_bytes(path, GOLDEN_FORMATS), file, report))
 
 
 _SPAN_KEYS = frozenset({"query_id", "reference", "doc_id", "start", "end", "match"})
@@ -207,7 +252,7 @@ def _jsonl_rows(raw: bytes, file: str) -> list[tuple[str, Any]]:
     return rows
 
 
-def _table_rows(path: PathLike, file: str) -> list[tuple[str, Any]]:
+def _table_rows(path: PathLike, file: str, report: ValidationReport) -> list[tuple[str, Any]]:
     """The rows of a RAGAS CSV or Parquet test set, as dicts (a CSV's list column parsed by :func:`_as_list`)."""
     try:
         if suffixes(Path(path)) == ".parquet":
@@ -215,7 +260,7 @@ def _table_rows(path: PathLike, file: str) -> list[tuple[str, Any]]:
         else:
             sep = "\t" if suffixes(Path(path)) == ".tsv" else ","
             df = pd.read_csv(
-                io.BytesIO(read_bytes(path, GOLDEN_FORMATS)), sep=sep, dtype=str, keep_default_na=False
+                io.BytesIO(_text_bytes(path, file, report)), sep=sep, dtype=str, keep_default_na=False
             )
     except DataError:
         raise
@@ -354,14 +399,14 @@ def _embedding_qa(obj: dict[str, Any], file: str, report: ValidationReport) -> G
     queries = pd.DataFrame(
         {
             "query_id": pd.Series(list(parts["queries"]), dtype="str"),
-            "text": [str(t) for t in parts["queries"].values()],
+            "text": ["" if t is None else str(t) for t in parts["queries"].values()],
         }
     )
     corpus = pd.DataFrame(
         {
             "doc_id": pd.Series(list(parts["corpus"]), dtype="str"),
             "title": "",
-            "text": [str(t) for t in parts["corpus"].values()],
+            "text": ["" if t is None else str(t) for t in parts["corpus"].values()],
         }
     )
     qs: list[str] = []

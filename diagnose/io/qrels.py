@@ -365,6 +365,32 @@ def _spans_in(
     return list(spans)
 
 
+def _node_references(golden: GoldenSet, file: str, report: ValidationReport) -> list[tuple[str, int, str]]:
+    """The texts of an ``embedding_qa`` file's relevant nodes as reference contexts to locate in another corpus. A
+    node whose text is missing from the file's corpus, empty or blank is counted and skipped: an empty text is a
+    substring of every document and would make them all relevant."""
+    j = golden.judgements
+    node_text = dict(zip(golden.corpus["doc_id"], golden.corpus["text"], strict=True))
+    refs: list[tuple[str, int, str]] = []
+    skipped: list[str] = []
+    for i, (q, d) in enumerate(zip(j["query_id"], j["doc_id"], strict=True)):
+        text = node_text.get(d)
+        if isinstance(text, str) and text.strip():
+            refs.append((q, i, text))
+        else:
+            skipped.append(f"{q} -> {d} ({'not in its corpus' if text is None else 'empty text'})")
+    report.add(
+        "node_without_text",
+        f"{plural_of(len(skipped), 'relevant node')} of the golden set {'has' if len(skipped) == 1 else 'have'} no "
+        'text to locate in the corpus (missing from its "corpus", empty or blank): skipped, not matched to every '
+        "document; give each relevant node its text in the file's corpus",
+        file=file,
+        count=len(skipped),
+        examples=skipped,
+    )
+    return refs
+
+
 def golden_qrels(golden: GoldenSet, corpus: Corpus | None, report: ValidationReport) -> Qrels:
     """The qrels of a golden set (:mod:`diagnose.io.golden_sets`) in the id space of ``corpus``.
 
@@ -380,11 +406,7 @@ def golden_qrels(golden: GoldenSet, corpus: Corpus | None, report: ValidationRep
             return _finish_qrels(
                 _qrels_frame(j["query_id"].tolist(), j["doc_id"].tolist(), [1] * len(j)), file, report
             )
-        node_text = dict(zip(golden.corpus["doc_id"], golden.corpus["text"], strict=True))
-        refs = [
-            (q, i, node_text.get(d, ""))
-            for i, (q, d) in enumerate(zip(j["query_id"], j["doc_id"], strict=True))
-        ]
+        refs = _node_references(golden, file, report)
     if corpus is None:
         raise fatal_error(
             file,

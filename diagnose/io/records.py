@@ -340,7 +340,8 @@ def _record_columns(
     at: Callable[[int], str],
 ) -> pd.DataFrame:
     """The id, (title,) text columns as strings, then every other field (``metadata.`` dropped from its name when
-    that name is free)."""
+    that name is free; a field named like one of those columns but not read as it, e.g. ``doc_id`` beside ``_id``,
+    kept as ``metadata.NAME``, never dropped)."""
     src_id, src_text, src_title = sources
     out = pd.DataFrame(index=df.index)
     out[id_col] = _text_column(df[src_id], file, src_id, at).str.strip()
@@ -355,6 +356,10 @@ def _record_columns(
             continue
         short = col[len("metadata.") :] if col.startswith("metadata.") else col
         target = short if short not in core and short not in out.columns else col
+        if (
+            target in core
+        ):  # a field named like a column of the record ("doc_id" beside "_id"): kept, qualified
+            target = f"metadata.{col}"
         if target in out.columns:
             continue
         out[target] = df[col]

@@ -8,7 +8,9 @@ Matching, in this order, over each document's ``text`` field (offsets are into i
    (offsets mapped back to the original text);
 3. **approximate**: a context of at least :data:`MIN_APPROX_WORDS` words whose best-aligned window of the
    normalised text has a similarity >= :data:`APPROX_THRESHOLD` (``rapidfuzz.fuzz.partial_ratio``, 0-100: an
-   Indel-distance ratio of the context against the text window of its length). Candidates are the
+   Indel-distance ratio of the context against the text window of its length) and spans at least
+   :data:`APPROX_COVERAGE` of the context's length (partial_ratio aligns the shorter string inside the longer: a
+   short document equal to the context's start would otherwise score 100). Candidates are the
    :data:`APPROX_CANDIDATES` documents sharing the most rare words with it. Needs rapidfuzz (extra ``[rag]``).
 
 A context found in several documents (at the first stage that finds it; for approximate matches: every document at
@@ -36,6 +38,8 @@ from diagnose.runtime.extras import needs
 APPROX_THRESHOLD = 90.0
 #: contexts shorter than this (in words) are matched exactly or normalised only: short strings match by chance
 MIN_APPROX_WORDS = 5
+#: the least share of the (normalised) context's length the aligned document window must span for an approximate match
+APPROX_COVERAGE = 0.9
 #: how many candidate documents (most shared rare words) the approximate stage compares with a context
 APPROX_CANDIDATES = 10
 #: prefix of the placeholder document id of an unmatched reference context
@@ -157,8 +161,12 @@ def _approximate(index: _Index, norm_ref: str) -> tuple[list[tuple[int, int, int
         if not norm:
             continue
         al = fuzz.partial_ratio_alignment(norm_ref, norm, score_cutoff=APPROX_THRESHOLD)
-        if al is None or al.score < best_score:
-            continue
+        if (
+            al is None
+            or al.score < best_score
+            or al.dest_end - al.dest_start < APPROX_COVERAGE * len(norm_ref)
+        ):
+            continue  # a document shorter than the context aligns inside it: a part is no match of the whole
         hit = (i, starts[al.dest_start], ends[max(al.dest_end - 1, al.dest_start)])
         if al.score > best_score:
             best, best_score = [hit], al.score

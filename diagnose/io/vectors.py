@@ -39,6 +39,7 @@ class PrecomputedEmbeddings:
     query_vectors: np.ndarray
     doc_source: str = ""
     query_source: str = ""
+    doc_model: str = ""  # the model that made the document vectors, when their store records it ("": unknown)
 
     @property
     def dim(self) -> int:
@@ -413,7 +414,7 @@ def checked_vectors(
 
 def load_precomputed(
     doc_path: Path | str,
-    query_path: Path | str,
+    query_path: Path | str | None,
     doc_ids_path: Path | str | None = None,
     query_ids_path: Path | str | None = None,
     *,
@@ -421,7 +422,8 @@ def load_precomputed(
     vector_column: str | None = None,
     report: ValidationReport | None = None,
 ) -> PrecomputedEmbeddings:
-    """Read document and query vectors computed elsewhere, so nothing is re-encoded.
+    """Read document and query vectors computed elsewhere, so nothing is re-encoded (``query_path`` None: the
+    document vectors alone, with no query side; the queries are then encoded by a model).
 
     Formats (chosen by extension, per file):
 
@@ -437,6 +439,11 @@ def load_precomputed(
 
     check_input_files(doc_path, query_path, doc_ids_path, query_ids_path, expected="vectors (.npy/.parquet)")
     doc_ids, doc_mat = _read_side(doc_path, doc_ids_path, "doc", id_column, vector_column, report)
+    if (
+        query_path is None
+    ):  # document vectors alone: the queries are encoded by a model (VectorSpace.with_stored)
+        empty = np.zeros((0, doc_mat.shape[1]), dtype=np.float32)
+        return PrecomputedEmbeddings(tuple(doc_ids), doc_mat, (), empty, doc_source=str(doc_path))
     query_ids, query_mat = _read_side(query_path, query_ids_path, "query", id_column, vector_column, report)
     if doc_mat.shape[1] != query_mat.shape[1]:
         raise DataError(

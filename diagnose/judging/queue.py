@@ -123,6 +123,8 @@ def _query_space(analysis: Analysis, qids: list[str], golden: list[str]) -> Vect
             query_embeddings=emb.get("query"),
             doc_ids=emb.get("doc_ids"),
             query_ids_file=emb.get("query_ids"),
+            encoder=None if emb.get("query") else analysis.encoder,  # document vectors alone: queries encoded
+            cache_dir=analysis.cache_dir,
             report=ds.report,
         )
     if emb is not None:  # a VectorSpace given whole

@@ -123,11 +123,16 @@ class VectorSpace:
         report = report if report is not None else ds.report
         texts_of = ds.queries.text_of()
         qids = list(query_ids) if query_ids is not None else list(texts_of)
-        if bool(doc_embeddings) != bool(query_embeddings):
+        if query_embeddings and not doc_embeddings:
             raise DataError(
-                "Precomputed vectors need both the document and the query vectors, or neither.",
+                "Precomputed query vectors need the document vectors too (--doc-embeddings / doc_embeddings=); "
+                "document vectors alone are accepted (the queries are then encoded by the model).",
                 param="embeddings",
             )
+        if doc_embeddings and not query_embeddings:  # like a vector database's stored vectors
+            pre = embed.load_precomputed(doc_embeddings, None, doc_ids, report=report)
+            encoder = encoder if encoder is not None else embed.load_encoder(model)
+            return cls.with_stored(ds, qids, pre, encoder, cache_dir=cache_dir, report=report)
         if doc_embeddings:
             pre = embed.load_precomputed(
                 doc_embeddings, query_embeddings, doc_ids, query_ids_file, report=report
@@ -173,6 +178,7 @@ class VectorSpace:
             )
         corpus_ids = list(ds.corpus.ids)
         label = str(getattr(encoder, "label", "") or encoder.name)
+        _report_query_model(stored, label, report)
         return cls.from_arrays(
             f"{encoder.name} + {stored.doc_source}",
             corpus_ids,
@@ -210,6 +216,38 @@ class VectorSpace:
             query_vecs,
             label=str(getattr(encoder, "label", "") or ""),
         )
+
+
+def same_model(a: str, b: str) -> bool:
+    """Whether two model names name one model: compared case-blind by their last path part (``org/name`` ->
+    ``name``), every name of the bundled model (:data:`~diagnose.embed.loading.DEFAULT_ALIASES`) being one."""
+
+    def norm(name: str) -> str:
+        n = name.strip().lower()
+        return "all-minilm-l6-v2" if n in embed.DEFAULT_ALIASES else n.rstrip("/").rsplit("/", 1)[-1]
+
+    return norm(a) == norm(b)
+
+
+def _report_query_model(stored: Any, label: str, report: ValidationReport) -> None:
+    """Warn that the queries are encoded by ``label`` for document vectors made elsewhere: they match only when the
+    same model made both; when the store records its model (``doc_model``) and it is another, say which two."""
+    recorded = getattr(stored, "doc_model", "")
+    if recorded and same_model(recorded, label):
+        return
+    if recorded:
+        message = (
+            f"{stored.doc_source} records that its vectors were made by {recorded!r}, but the queries are encoded "
+            f"with {label!r}: the cosines of two models mean nothing (and the dense metrics with them). Name the "
+            f"model that made the vectors (--model {recorded} / model=)"
+        )
+    else:
+        message = (
+            f"the queries are encoded with {label!r} for the document vectors of {stored.doc_source}: they match "
+            "only if that same model (and version) made the document vectors. Name it with --model / model= (or "
+            "give the query vectors too)"
+        )
+    report.add("query_model_for_stored_vectors", message, file=stored.doc_source)
 
 
 def _query_texts(qids: list[str], texts_of: dict[str, str]) -> list[str]:

@@ -20,6 +20,7 @@ from typing import Literal
 
 from diagnose import defaults
 from diagnose.data import DataError, fields_dict
+from diagnose.embed.loading import DEFAULT_ALIASES, HUB_ID_RE
 from diagnose.io import parse_run_arg
 from diagnose.io.golden_sets import golden_kind
 from diagnose.io.vectordb.spec import is_spec, split_spec
@@ -177,6 +178,20 @@ def read_roots(spec: DataSpec | None, *, typed_paths: bool = False) -> tuple[Pat
         roots += [Path(given.data)] if given.data else []
         roots += [Path(p) for _, p in given.runs]
     return tuple(roots)
+
+
+def check_model(text: str) -> str:
+    """The sidebar's embedding model, checked like a typed path: a name of the bundled model (one of
+    :data:`~diagnose.embed.loading.DEFAULT_ALIASES`) as it is; a Hugging Face id (``org/name``, read from the Hub
+    cache) as it is unless a folder of that name exists here; anything else, or such a folder, is a model folder:
+    refused outside :func:`data_root` (a model folder's weights are read and run), else its resolved path."""
+    raw = text.strip()
+    if raw.lower() in DEFAULT_ALIASES:
+        return raw
+    pathlike = raw.startswith(("/", ".", "~")) or not HUB_ID_RE.match(raw)
+    if not pathlike and not Path(raw).exists() and not (data_root() / raw).exists():
+        return raw
+    return check_path(raw, "model folder")
 
 
 def check_path(path: str, what: str) -> str:

@@ -264,11 +264,13 @@ def spaces_for(b: Bundle) -> dict[str, VectorSpace]:
 
 
 def _load_encoder(model: str | None, override: str | None, precision: str = "fast") -> Encoder:
-
+    """The encoder of ``model`` (None: the default, or the keyword encoder under the test override); a model folder
+    outside the data root is refused (:func:`~diagnose.ui.sources.check_model`); any load failure is a DataError."""
     if model is None and override == "keyword":
         return embed.KeywordEncoder(delay=float(os.environ.get(ENCODER_DELAY_ENV) or 0))
+    where = sources.check_model(model) if model is not None else None  # a folder only under the data root
     try:
-        return embed.load_encoder(model, precision=precision)
+        return embed.load_encoder(where, precision=precision)
     except DataError:
         raise
     except Exception as e:  # noqa: BLE001 - whatever the model loader raised, the user sees a message

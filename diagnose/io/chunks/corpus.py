@@ -26,11 +26,15 @@ from dataclasses import replace
 import numpy as np
 
 from diagnose.data import ChunkMap, Corpus, DataError, ValidationReport
+from diagnose.io.messages import plural_of
 from diagnose.runtime.lazy import pandas as pd
 
 #: ``parent_field`` value that reads the document id from the chunk id, ``DOCUMENT#N``
 PATTERN = "DOC#N"
 _PATTERN_RE = re.compile(r"^(.+)#(\d+)$")
+#: the columns of a corpus record; a metadata key of one of these names is read as ``metadata.KEY``
+#: (:mod:`diagnose.io.records`): ``parent_field="doc_id"`` (LangChain's MultiVectorRetriever) names that key
+CORE_COLUMNS = ("doc_id", "title", "text")
 #: the offset keys read, in this order: (start key, end key or None for start + len(text))
 OFFSET_KEYS: tuple[tuple[str, str | None], ...] = (
     ("start", "end"),
@@ -73,6 +77,10 @@ def chunk_map(
         parent = _field_parents(df, ids, parent_field, file)
         how = f"metadata key {parent_field!r}"
     start, end, offsets = _offsets(df, ids, report, file)
+    if offsets:
+        _check_layout(
+            parent, start, end, dict(zip(ids, df["text"].astype(str).tolist(), strict=True)), report, file
+        )
     cmap = ChunkMap(parent, start, end, how=how, offsets=offsets)
     n_docs = cmap.n_documents
     report.stats["chunks"] = len(ids)
@@ -100,8 +108,10 @@ def _pattern_parents(ids: list[str]) -> dict[str, str] | None:
 
 def _field_parents(df: pd.DataFrame, ids: list[str], key: str, file: str | None) -> dict[str, str]:
     """``{chunk: document}`` from the column ``key``; a missing column or a chunk without a value is fatal."""
+    if key in CORE_COLUMNS and f"metadata.{key}" in df.columns:
+        key = f"metadata.{key}"  # the user's key, kept qualified beside the column of that name (doc_id: the id)
     if key not in df.columns:
-        meta = [c for c in df.columns if c not in ("doc_id", "title", "text")]
+        meta = [c for c in df.columns if c not in CORE_COLUMNS]
         raise DataError(
             f"{file or 'corpus'}: no metadata key {key!r} to read each chunk's document from (the records' other "
             f"keys: {', '.join(map(repr, meta)) or 'none'}). Fix: name the key holding the document id "
@@ -120,9 +130,9 @@ def _field_parents(df: pd.DataFrame, ids: list[str], key: str, file: str | None)
         )
     if all(p == i for p, i in zip(text, ids, strict=True)):
         raise DataError(
-            f"{file or 'corpus'}: the key {key!r} holds each chunk's own id, not its document's (a metadata key "
-            "named like the id field is dropped when the records are read: the id is kept). Fix: store the document "
-            "id under another key (e.g. 'parent' or 'source') and name it.",
+            f"{file or 'corpus'}: the key {key!r} holds each chunk's own id, not its document's. Fix: name the key "
+            f"that holds each chunk's document id (e.g. 'parent' or 'source'), or parent_field={PATTERN!r} for ids "
+            "written DOCUMENT#NUMBER.",
             param="parent_field",
         )
     return dict(zip(ids, text, strict=True))
@@ -156,10 +166,78 @@ def _offsets(
                 examples=bad,
             )
             return None, None, ""
+        lengths = df["text"].astype(str).str.len().to_numpy(dtype=np.float64)
+        if ekey is not None and (end - start != lengths).any():
+            bad = np.flatnonzero(end - start != lengths)
+            report.add(
+                "chunk_offsets_disagree",
+                f"{len(bad)} of the {len(ids)} chunks have an end {ekey} that is not their start plus the length of "
+                f"their text, so no chunk's offsets are used (a span would be judged against characters the chunk "
+                "does not hold): relevance from spans is located in the chunks' own texts and the split class is "
+                f"not used. Fix: write {ekey} = {skey} + len(text)",
+                file=file,
+                count=len(bad),
+                examples=[
+                    f"{ids[i]}: {skey} {start[i]:.0f}, {ekey} {end[i]:.0f} for {lengths[i]:.0f} characters"
+                    for i in bad[:5]
+                ],
+            )
+            return None, None, ""
         s = dict(zip(ids, start.astype(np.int64).tolist(), strict=True))
         e = dict(zip(ids, end.astype(np.int64).tolist(), strict=True))
         return s, e, keys
     return None, None, ""
+
+
+#: how many characters of a document no chunk holds (the separators a splitter drops, chunks left out) may lie
+#: between its chunks before the offsets are refused: this many, plus ten times the characters its chunks hold
+MAX_UNCOVERED = 1_000_000
+
+
+def _check_layout(
+    parent: Mapping[str, str],
+    start: Mapping[str, int],
+    end: Mapping[str, int],
+    text: Mapping[str, str],
+    report: ValidationReport,
+    file: str | None,
+) -> None:
+    """Refuse offsets that place a chunk far beyond its document's text (rebuilding the document would fill the gap:
+    :data:`MAX_UNCOVERED`), naming the chunk; count the overlapping chunks whose texts differ where they overlap
+    (``chunk_overlap_disagrees``: the rebuilt document keeps the earlier chunk's characters)."""
+    by_doc: dict[str, list[tuple[int, int, str]]] = {}
+    for c, d in parent.items():
+        by_doc.setdefault(d, []).append((start[c], end[c], c))
+    disagree: list[str] = []
+    for doc, chunks in by_doc.items():
+        held = sum(e - s for s, e, _ in chunks)
+        last = max(chunks, key=lambda x: x[1])
+        if last[1] - held > MAX_UNCOVERED + 10 * held:
+            raise DataError(
+                f"{file or 'corpus'}: chunk {last[2]!r} of document {doc!r} ends at character {last[1]:,}, but the "
+                f"{len(chunks)} chunks of that document hold {held:,} characters in all: offsets that far beyond "
+                "the text cannot be character positions in it. Fix: check that chunk's offsets (start, end: "
+                "positions in its document's text), or drop the offset keys.",
+                param="corpus",
+            )
+        chunks.sort()
+        ps, pe, pc = chunks[0]
+        for s, e, c in chunks[1:]:
+            if s < pe:
+                stop = min(e, pe)
+                if text[pc][s - ps : stop - ps] != text[c][: stop - s]:
+                    disagree.append(f"{pc} / {c} at characters {s:,}-{stop:,} of {doc}")
+            if e > pe:
+                ps, pe, pc = s, e, c
+    report.add(
+        "chunk_overlap_disagrees",
+        f"{plural_of(len(disagree), 'pair')} of overlapping chunks hold different text where they overlap: their "
+        "offsets or their texts are wrong, and the document rebuilt from them keeps the earlier chunk's "
+        "characters. Fix: check the offsets of those chunks",
+        file=file,
+        count=len(disagree),
+        examples=disagree,
+    )
 
 
 def chunks_by_document(cmap: ChunkMap) -> dict[str, list[tuple[int, int, str]]]:

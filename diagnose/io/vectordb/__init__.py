@@ -15,19 +15,23 @@ before and after the read was written meanwhile: refused, never mixed.
 
 from __future__ import annotations
 
+import importlib
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from diagnose.checks import either, given, mapping, positive_int
 from diagnose.data import Corpus, DataError, ValidationReport
+from diagnose.io.files import check_confined_folder
 from diagnose.io.formats import CORPUS_ID_FIELDS, CORPUS_TEXT_FIELDS, CORPUS_TITLE_FIELDS
 from diagnose.io.records import finish_records
 from diagnose.io.vectordb.sources import SOURCES
 from diagnose.io.vectordb.spec import FORM, SCHEMES, CollectionSpec, is_spec, parse_spec
+from diagnose.runtime.extras import needs
 from diagnose.runtime.lazy import pandas as pd
 from diagnose.runtime.progress import Progress, reporter
 
@@ -46,7 +50,7 @@ __all__ = [
 
 #: how far from 1 a stored vector's length may be for an ``ip``/``l2`` collection to rank like cosine
 UNIT_TOLERANCE = 1e-3
-_ROW = "__row__"
+_ROW = "__row__"  # the column of each raw row's position (another name when a field of the data is called so)
 
 
 @dataclass(frozen=True, repr=False)
@@ -97,6 +101,10 @@ def read_collection(
         bar = reporter(progress).bar(f"Reading {before[0]:,} documents and vectors from {spec}")
         rows, mat = _read_all(source, spec, before[0], batch_size, bar)
         after = source.state()
+    except (DataError, MemoryError):
+        raise
+    except Exception as e:  # noqa: BLE001 - the client's own error on a damaged database: named, not a traceback
+        raise _unreadable(spec, e) from None
     finally:
         source.close()
     if after != before or len(rows) != before[0]:
@@ -107,9 +115,11 @@ def read_collection(
         fields.get("text") or source.text_field,
         fields.get("title"),
     )
-    return _corpus(
-        spec, pd.DataFrame(rows).assign(**{_ROW: np.arange(len(rows))}), mat, given, source, report
-    )
+    df = pd.DataFrame(rows)
+    row_col = _ROW
+    while row_col in df.columns:  # a field of the user's named like it: kept, the position takes another name
+        row_col = f"_{row_col}"
+    return _corpus(spec, df.assign(**{row_col: np.arange(len(rows))}), mat, given, source, report, row_col)
 
 
 FIELD_KEYS = ("id", "text", "title")
@@ -145,9 +155,85 @@ def _row_id(row: dict, field: str | None) -> str:
     return str(row.get(key, "?")) if key is not None else "?"
 
 
-def _open(spec: CollectionSpec):
+#: the file a database of the scheme always holds, checked before its client opens the folder (which would create
+#: a new, empty database in a folder that holds none); LanceDB's client creates nothing on reading
+MARKERS = {"chroma": "chroma.sqlite3", "qdrant": "meta.json"}
 
-    return SOURCES[spec.scheme](spec)
+
+def _open(spec: CollectionSpec):
+    """The source of ``spec``, after :func:`_check_folder`; the client's errors on opening become DataErrors."""
+    _check_folder(spec)
+    try:
+        return SOURCES[spec.scheme](spec)
+    except (DataError, MemoryError):
+        raise
+    except Exception as e:  # noqa: BLE001 - a locked, damaged or foreign folder: named, not a traceback
+        raise _unreadable(spec, e) from None
+
+
+def _check_folder(spec: CollectionSpec) -> None:
+    """Refuse a folder that holds no database of the scheme (its :data:`MARKERS` file), before a client writes into
+    it; and, when reads are confined (the app), a folder with a link to anything outside the data folder."""
+    what, module = SCHEMES[spec.scheme][1:]
+    with needs(f"Reading a {what} {SCHEMES[spec.scheme][0]}"):  # a missing client is named first
+        importlib.import_module(module)
+    check_confined_folder(spec.path, f"a {what} database folder inside the data folder")
+    marker = MARKERS.get(spec.scheme)
+    if marker is not None and (spec.path / marker).is_file() and not _starts_right(spec.path / marker):
+        raise DataError(
+            f"{spec}: {spec.path / marker} is not a {what} database file (empty, or not "
+            f"{'SQLite' if marker.endswith('sqlite3') else 'JSON'}); it was not opened, so nothing was written to it. "
+            "Fix: give the folder the database was created in, or restore the file from a backup.",
+            param="corpus",
+        )
+    if marker is not None and not (spec.path / marker).is_file():
+        raise DataError(
+            f"{spec}: {spec.path} holds no {what} database (no {marker} in it); nothing was created there. Fix: "
+            f"give the folder the database was created in "
+            f"({'chromadb.PersistentClient(path=...)' if spec.scheme == 'chroma' else 'QdrantClient(path=...)'}).",
+            param="corpus",
+        )
+    store = (
+        spec.path / "collection" / spec.name / "storage.sqlite"
+    )  # Qdrant's local mode: one file per collection
+    if spec.scheme == "qdrant" and store.parent.is_dir() and not store.is_file():
+        raise DataError(
+            f"{spec}: the collection's storage file {store} is missing (the folder was damaged or partly copied); "
+            "it was not opened, so no empty one was created. Fix: copy the whole folder the database was created "
+            "in, or restore it from a backup.",
+            param="corpus",
+        )
+
+
+def _starts_right(path: Path) -> bool:
+    """Whether a marker file starts as its kind does: SQLite's 16-byte header (an empty file would be initialised
+    as a new database by the client, i.e. written), or a JSON object."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(16)
+    except OSError:
+        return True  # unreadable: the client says why
+    return head == b"SQLite format 3\x00" if path.suffix == ".sqlite3" else head.lstrip().startswith(b"{")
+
+
+def _unreadable(spec: CollectionSpec, e: Exception) -> DataError:
+    """The DataError for a client's error: another Qdrant client holding the folder's lock, else a database that
+    cannot be read (damaged, or written by another version of the client)."""
+    detail = (str(e).strip().splitlines() or [""])[0][:300]
+    package = SCHEMES[spec.scheme][1]
+    if spec.scheme == "qdrant" and "already accessed by another instance" in str(e):
+        return DataError(
+            f"{spec}: the folder is locked by another Qdrant client (a process or notebook holding "
+            "QdrantClient(path=...) open); Qdrant's local mode allows one. Fix: close that client (client.close()) "
+            "or stop that process, or read a copy of the folder.",
+            param="corpus",
+        )
+    return DataError(
+        f"{spec}: the {package} database in {spec.path} cannot be read ({type(e).__name__}: {detail}); it is "
+        f"damaged or was written by another version of {package}. Fix: check that {package} itself opens it, "
+        "or restore the folder from a backup or create it again.",
+        param="corpus",
+    )
 
 
 def _read_all(source, spec: CollectionSpec, count: int, size: int, bar) -> tuple[list[dict], np.ndarray]:
@@ -203,7 +289,7 @@ def _check_metric(spec: CollectionSpec, metric: str, mat: np.ndarray, ids: list)
 
 
 def _corpus(
-    spec, df: pd.DataFrame, mat: np.ndarray, given, source, report: ValidationReport
+    spec, df: pd.DataFrame, mat: np.ndarray, given, source, report: ValidationReport, row_col: str = _ROW
 ) -> CollectionCorpus:
     """The raw rows checked like a corpus file (:func:`~diagnose.io.records.finish_records`), and their vectors
     through the precomputed path's checks (:func:`~diagnose.io.vectors.checked_vectors`)."""
@@ -214,12 +300,17 @@ def _corpus(
     corpus = finish_records(
         df, where, report, "corpus", given, CORPUS_ID_FIELDS, CORPUS_TEXT_FIELDS, CORPUS_TITLE_FIELDS
     )
-    kept = corpus.df[_ROW].to_numpy(dtype=np.int64)
-    docs = corpus.df.drop(columns=[_ROW])
+    kept = corpus.df[row_col].to_numpy(dtype=np.int64)
+    docs = corpus.df.drop(columns=[row_col])
     rows = mat if len(kept) == len(mat) and (kept == np.arange(len(mat))).all() else mat[kept]
     ids, vecs = checked_vectors([str(d) for d in docs["doc_id"]], rows, where, "doc", report)
     pre = PrecomputedEmbeddings(
-        tuple(ids), vecs, (), np.zeros((0, vecs.shape[1]), dtype=np.float32), doc_source=where
+        tuple(ids),
+        vecs,
+        (),
+        np.zeros((0, vecs.shape[1]), dtype=np.float32),
+        doc_source=where,
+        doc_model=str(getattr(source, "model", "") or ""),
     )
     report.stats["corpus_vectors"] = len(ids)
     params = dict(getattr(source, "index_params", {}))

@@ -9,6 +9,7 @@ The clients are imported here, inside the functions: the core install does not n
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -60,6 +61,7 @@ class ChromaSource:
         self.collection = self.client.get_collection(spec.name)
         self.metric = _chroma_space(self.collection)
         self.index_params = chroma_hnsw_params(self.collection)
+        self.model = chroma_model(self.collection)
 
     def state(self) -> tuple[int, ...]:
         return (self.collection.count(),)
@@ -76,13 +78,26 @@ class ChromaSource:
             docs = got.get("documents") or [None] * len(ids)
             metas = got.get("metadatas") or [None] * len(ids)
             rows = [
-                {STORE_ID: i, "document": d, **_flat(m)} for i, d, m in zip(ids, docs, metas, strict=True)
+                {**_own_names(_flat(m)), STORE_ID: i, "document": d}
+                for i, d, m in zip(ids, docs, metas, strict=True)
             ]
             yield rows, np.asarray(got["embeddings"], dtype=np.float32).reshape(len(ids), -1)
             offset += len(ids)
 
     def close(self) -> None:
         return None
+
+
+#: the raw columns a Chroma row holds besides its metadata: a metadata key of one of these names is kept as
+#: ``metadata.KEY`` (name it so with ``--text-field`` / ``--id-field``), never in their place
+CHROMA_COLUMNS = (STORE_ID, "document")
+
+
+def _own_names(meta: dict[str, Any]) -> dict[str, Any]:
+    """Chroma metadata with the keys named like its own columns (:data:`CHROMA_COLUMNS`) renamed ``metadata.KEY``."""
+    if not any(k in meta for k in CHROMA_COLUMNS):
+        return meta
+    return {f"metadata.{k}" if k in CHROMA_COLUMNS else k: v for k, v in meta.items()}
 
 
 def _chroma_space(collection: Any) -> str:
@@ -93,6 +108,23 @@ def _chroma_space(collection: Any) -> str:
     space = (hnsw or {}).get("space") if isinstance(hnsw, dict) else None
     space = space or (collection.metadata or {}).get("hnsw:space") or "l2"
     return str(getattr(space, "value", space)).lower()
+
+
+#: collection metadata keys that name the model which made the vectors (no standard: the common spellings)
+MODEL_KEYS = ("embedding_model", "embedding_model_name", "model_name", "model")
+
+
+def chroma_model(collection: Any) -> str:
+    """The model that made the collection's vectors when it is recorded: its embedding function's ``model_name``
+    (Chroma's configuration), else a :data:`MODEL_KEYS` key of its metadata; ``""`` when not recorded."""
+    config = getattr(collection, "configuration_json", None) or {}
+    function = config.get("embedding_function") if isinstance(config, dict) else None
+    named = ((function or {}).get("config") or {}).get("model_name") if isinstance(function, dict) else None
+    meta = getattr(collection, "metadata", None) or {}
+    named = named or next(
+        (meta[k] for k in MODEL_KEYS if isinstance(meta.get(k), str) and meta[k].strip()), ""
+    )
+    return str(named).strip() if isinstance(named, str) else ""
 
 
 def chroma_hnsw_params(collection: Any) -> dict[str, int]:
@@ -204,6 +236,7 @@ class LanceSource:
             import lancedb
         import pyarrow as pa
 
+        self.spec = spec
         db = lancedb.connect(str(spec.path))
         listed = db.list_tables() if hasattr(db, "list_tables") else db.table_names()
         names = list(getattr(listed, "tables", listed))
@@ -220,6 +253,7 @@ class LanceSource:
             )
         self.vector = "vector" if "vector" in vectors else vectors[0]
         self.index_params = lance_hnsw_params(self.table, self.vector)
+        self.model = lance_model(schema, self.vector)
         self.ef_search_per_k = LANCE_EF_PER_LIMIT if self.index_params else 0.0
 
     def state(self) -> tuple[int, ...]:
@@ -230,12 +264,45 @@ class LanceSource:
             rows = batch.drop_columns([self.vector]).to_pylist()
             rows = [_flat(r) for r in rows]
             vec = batch.column(self.vector)
+            if vec.null_count:
+                self._refuse_nulls(rows, vec)
             dim = vec.type.list_size
             values = vec.flatten().to_numpy(zero_copy_only=False)
             yield rows, values.astype(np.float32).reshape(len(rows), dim)
 
+    def _refuse_nulls(self, rows: list[dict[str, Any]], vec: Any) -> None:
+        """A DataError naming the rows of this batch whose vector is null (every document is ranked by its own)."""
+        null = [i for i, v in enumerate(vec.is_null().to_pylist()) if v]
+        key = next((f for f in CORPUS_ID_FIELDS if rows and f in rows[0]), None)
+        eg = ", ".join(repr(rows[i][key]) if key else f"a row with {sorted(rows[i])[:3]}" for i in null[:3])
+        raise DataError(
+            f"{self.spec}: {len(null):,} rows of a batch have no vector (null in column {self.vector!r}), e.g. {eg}; "
+            "diagnose ranks every document by its stored vector. Fix: write the missing vectors, or delete those "
+            f'rows (table.delete("{self.vector} IS NULL")).',
+            param="corpus",
+        )
+
     def close(self) -> None:
         return None
+
+
+def lance_model(schema: Any, column: str) -> str:
+    """The model of the table's embedding function for ``column`` (LanceDB's ``embedding_functions`` schema
+    metadata: ``[{"vector_column", "model": {"name": ..}}]``), else a :data:`MODEL_KEYS` key of the schema metadata;
+    ``""`` when not recorded."""
+    meta = {
+        k.decode(errors="replace"): v.decode(errors="replace") for k, v in (schema.metadata or {}).items()
+    }
+    try:
+        functions = json.loads(meta.get("embedding_functions", "[]"))
+    except ValueError:
+        functions = []
+    for f in functions if isinstance(functions, list) else []:
+        model = f.get("model") if isinstance(f, dict) else None
+        name = model.get("name") or model.get("model_name") if isinstance(model, dict) else None
+        if isinstance(name, str) and name.strip() and f.get("vector_column", column) == column:
+            return name.strip()
+    return next((meta[k].strip() for k in MODEL_KEYS if meta.get(k, "").strip()), "")
 
 
 #: LanceDB's default search ``ef`` for an HNSW-type index: 1.5 x the query's limit (its ``ef()`` docstring)
