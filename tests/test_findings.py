@@ -1,0 +1,121 @@
+"""The findings (diagnose/whatif/findings.py): the ranked actions read from the remedies and the remedy matrix."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+from test_remedies import diagnosis_of, failure, keyword_space, qrels_of, run_of
+
+from diagnose.data import Dataset
+from diagnose.whatif.findings import findings
+from diagnose.whatif.matrix import remedy_matrix
+from diagnose.whatif.remedies import prove_remedies
+
+
+def world(with_q1: bool = True):
+    """k = 1, hit mode (test_remedies.matrix_world, plus a label gap and a semantic gap):
+    q1 vocabulary_mismatch (t1): run [a, t1]; bm25 [t1]; dense [t1]
+    q4 vocabulary_mismatch (t4): run [c4];    bm25 [e4]; dense [f4]
+    q2 index_gap (t2):           run [b, t2]; bm25 [x];  dense [t2]
+    q3 near_miss (t3):           run [a3, b3, t3];       dense [z]; only q3 has a vector
+    q5 label_gap (t5), the run's d5 an unjudged near-duplicate: run [d5]; no bm25 or dense list
+    q6 semantic_gap (t6): run [g6]; no remedy offline
+    The run hits no query at k=1, so no remedy loses a hit. Recovered (test_remedies.matrix_world's docstring):
+    hybrid q1; dense q1 and q2 (q2 of its own class index_gap); rerank q3.
+    """
+    docs = {"a3": "cafeteria menu", "b3": "holiday policy", "t3": "vpn token reset guide"}
+    space = keyword_space(docs, {"q3": "vpn token reset"})
+    qs = {"q1": "t1", "q2": "t2", "q3": "t3", "q4": "t4", "q5": "t5", "q6": "t6"}
+    ds = Dataset(qrels=qrels_of({q: {t: 1} for q, t in qs.items()}))
+    lists = {"q1": ["a", "t1"], "q2": ["b", "t2"], "q3": ["a3", "b3", "t3"], "q4": ["c4"], "q5": ["d5"]}
+    run = run_of("run", {**lists, "q6": ["g6"]})
+    bm25 = run_of("bm25", {"q1": ["t1"], "q2": ["x"], "q4": ["e4"]})
+    dense = run_of("dense", {"q1": ["t1"], "q2": ["t2"], "q3": ["z"], "q4": ["f4"]})
+    gap = dataclasses.replace(failure("q5", "t5", "label_gap"), duplicate_doc_id="d5")
+    fs = [
+        *([failure("q1", "t1", "vocabulary_mismatch")] if with_q1 else []),
+        failure("q4", "t4", "vocabulary_mismatch"),
+        failure("q2", "t2", "index_gap"),
+        failure("q3", "t3", "near_miss"),
+        gap,
+        failure("q6", "t6", "semantic_gap"),
+    ]
+    diag = diagnosis_of(run, fs, 1, n=6)
+    rem = prove_remedies(ds, run, diag, space=space, bm25_run=bm25, dense_run=dense, kind="dense")
+    return diag, rem, remedy_matrix(ds.qrels, diag, rem)
+
+
+def test_findings_rank_the_measured_actions_by_net_gain_and_judging_last():
+    diag, rem, m = world()
+    f = findings(diag, rem, m)
+    # net = recovered - lost: dense 1 - 0, hybrid 1 - 0, rerank 1 - 0 (ties); then mean hit_rate@1 difference over
+    # the 6 golden queries: dense hits q1, q2 -> 2/6; hybrid q1 -> 1/6; rerank q3 -> 1/6; hybrid and rerank tie
+    # again, and on p (one +1 difference each: exact sign flips, p = 2/2 = 1), so the remedy id decides
+    assert [a.remedy_id for a in f] == ["dense", "hybrid", "rerank", "judge"]
+    assert [a.rank for a in f] == [1, 2, 3, 4]
+    dense, hybrid, rerank, judge = f
+    assert (dense.recovered, dense.lost_hits, dense.net, dense.classes) == (1, 0, 1, ("index_gap",))
+    assert dense.mean_diff == pytest.approx(2 / 6)
+    # dense: two +1 differences, exact test over 4 sign vectors, |sum| >= 2 for 2 of them: p = 2/4
+    assert dense.p_value == pytest.approx(0.5)
+    assert (hybrid.recovered, hybrid.failures, hybrid.recovered_ids) == (1, 2, ("q1",))
+    assert rerank.classes == ("near_miss",) and rerank.cost == "configuration change"
+    # 6 failed queries in all; semantic_gap has no offline remedy: no action
+    assert f.total == 6 and all("semantic_gap" not in a.classes for a in f)
+    # the label gap: the pair to judge is the query and the near-duplicate the run retrieved; nothing measured
+    assert judge.pairs == (("q5", "d5"),) and judge.recovered is None and judge.net is None
+    assert judge.cost == "judging"
+
+
+def test_findings_equal_the_remedies_and_the_matrix():
+    diag, rem, m = world()
+    for a in findings(diag, rem, m):
+        if a.remedy_id == "judge":
+            continue
+        rows = [r for r in rem.rows if r.remedy_id == a.remedy_id and r.failures]
+        assert a.classes == tuple(r.cls for r in rows)
+        assert (a.lost_hits, a.mean_diff, a.p_value) == (
+            rows[0].lost_hits,
+            rows[0].mean_diff,
+            rows[0].p_value,
+        )
+        # no failed query is in two of an action's classes here, so recovered is the sum of the matrix's cells
+        assert a.recovered == sum(m.cell(c, a.remedy_id).recovered for c in a.classes)
+        assert a.cells == tuple(
+            (c, m.cell(c, a.remedy_id).recovered, m.cell(c, a.remedy_id).failures) for c in a.classes
+        )
+        assert a.recovered == sum(r.recovered for r in rows)
+
+
+def test_an_action_that_recovers_nothing_is_not_advice():
+    # without q1, hybrid recovers none of the vocabulary mismatches (q4: RRF puts e4 first, not relevant)
+    diag, rem, m = world(with_q1=False)
+    f = findings(diag, rem, m)
+    assert rem.row("vocabulary_mismatch").recovered == 0
+    assert [a.remedy_id for a in f] == ["dense", "rerank", "judge"]
+
+
+def test_the_findings_as_lines_markdown_html_and_dict():
+    diag, rem, m = world()
+    f = findings(diag, rem, m)
+    lines = f.lines()
+    assert lines[0] == "What to fix first in 'run' (k=1, 6 failed queries), ranked by net gain:"
+    assert lines[1] == (
+        "1. Fix the ANN index: exact search finds these. Recovers 1 of 6 failed queries, breaks 0 hits, p = 0.5. "
+        "[index_gap; re-index]"
+    )
+    assert lines[4].startswith("4. Judge these pairs: 1 pair ")
+    assert len(lines) <= 15 and all(len(x.split()) < 25 for x in lines)
+    d = f.to_dict()
+    assert [a["remedy_id"] for a in d["actions"]] == ["dense", "hybrid", "rerank", "judge"]
+    assert d["actions"][3]["pairs"] == [{"query_id": "q5", "doc_id": "d5"}]
+    assert f._repr_html_().count("<li>") == 4
+    assert f._repr_markdown_().splitlines()[2] == lines[1]
+
+
+def test_findings_refuse_remedies_of_another_run():
+    diag, rem, m = world()
+    other = dataclasses.replace(diag, run="other")
+    with pytest.raises(ValueError, match="other"):
+        findings(other, rem, m)
