@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import json
+from pathlib import Path
 
 import pytest
 from test_remedies import diagnosis_of, failure, keyword_space, qrels_of, run_of
@@ -11,6 +14,8 @@ from diagnose.data import Dataset
 from diagnose.whatif.findings import findings
 from diagnose.whatif.matrix import remedy_matrix
 from diagnose.whatif.remedies import prove_remedies
+
+DEMO = Path(__file__).resolve().parents[1] / "demo_corpus"
 
 
 def world(with_q1: bool = True):
@@ -119,3 +124,61 @@ def test_findings_refuse_remedies_of_another_run():
     other = dataclasses.replace(diag, run="other")
     with pytest.raises(ValueError, match="other"):
         findings(other, rem, m)
+
+
+# ------------------------------------------------------------------------------------------ the faces agree
+
+DEMO_RUN = str(DEMO / "runs" / "ann_minilm.trec")
+
+
+@pytest.fixture(scope="module")
+def demo_cli(tmp_path_factory):
+    """``diagnose failures`` on the demo (fake keyword encoder) as text and JSON."""
+    from diagnose.cli import main
+
+    mp = pytest.MonkeyPatch()
+    mp.setenv("DIAGNOSE_ENCODER", "keyword")
+    mp.setenv("DIAGNOSE_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
+    out = {}
+    try:
+        for fmt in ("table", "json"):
+            path = tmp_path_factory.mktemp("out") / f"failures.{fmt}"
+            with open(path, "w") as fh, contextlib.redirect_stdout(fh):
+                assert main(["failures", "--data", str(DEMO), "--run", DEMO_RUN, "--format", fmt]) == 0
+            out[fmt] = path.read_text()
+    finally:
+        mp.undo()
+    return out
+
+
+def test_the_cli_text_and_json_lead_with_the_same_findings(demo_cli):
+    payload = json.loads(demo_cli["json"])
+    f = payload["findings"]
+    sentences = [x["sentence"] for x in f["actions"]]
+    assert len(sentences) >= 2  # the demo has things to fix
+    text = demo_cli["table"].splitlines()
+    head = text[: len(sentences) + 1]
+    assert len(head) <= 15 and head[0].startswith(
+        f"What to fix first in 'ann_minilm' (k=10, {f['total']} failed"
+    )
+    assert head[1:] == [f"{i}. {s}" for i, s in enumerate(sentences, 1)]
+    assert text[len(sentences) + 1] == ""
+    # the actions' numbers are the remedies' and the matrix's of the same JSON
+    rows, matrix = payload["remedies"]["remedies"], payload["remedy_matrix"]
+    nets = []
+    for act in f["actions"]:
+        if act["remedy_id"] == "judge":
+            assert act["pairs"] and act["recovered"] is None
+            continue
+        mine = [r for r in rows if r["remedy_id"] == act["remedy_id"] and r["failures"]]
+        assert [r["class"] for r in mine] == act["classes"]
+        for key in ("lost_hits", "mean_diff", "p_value"):
+            assert act[key] == mine[0][key]
+        assert act["recovered_ids"] == list(dict.fromkeys(i for r in mine for i in r["recovered_ids"]))
+        assert act["cells"] == [{"class": c, **matrix[c][act["remedy_id"]]} for c in act["classes"]]
+        assert act["net"] == act["recovered"] - act["lost_hits"]
+        nets.append(act["net"])
+    assert nets == sorted(nets, reverse=True)
+    assert f["actions"][-1]["remedy_id"] == "judge"  # the demo has label gaps: judged last
+    # every other key of the JSON is the one it was: findings is added, last
+    assert list(payload)[-1] == "findings"
