@@ -368,3 +368,13 @@ def test_golden_set_ranks_queries_by_risk_and_compare_runs_tukey():
     n = len(at.session_state["_bundle"].runs)
     assert len(tukey) == n * (n - 1) // 2
     assert "effect size" in app.frame_with(at, "p (Holm)").columns
+
+
+def test_overview_opens_with_the_findings_of_the_selected_run():
+    at = app.open_demo("overview")
+    # the first block under the title: the numbered findings, the Analysis' own sentences in its order
+    assert at.subheader[0].value == "What to fix first"
+    found = at.session_state["_bundle"].analysis.findings(app.DEMO_RUNS[0], k=at.number_input(key="k").value)
+    assert len(found) >= 2
+    shown = app.unescaped(at.markdown[0].value).splitlines()
+    assert shown == [f"{a.rank}. {a.sentence()}" for a in found]
