@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import html
+import io
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -146,6 +149,10 @@ def demo_cli(tmp_path_factory):
             with open(path, "w") as fh, contextlib.redirect_stdout(fh):
                 assert main(["failures", "--data", str(DEMO), "--run", DEMO_RUN, "--format", fmt]) == 0
             out[fmt] = path.read_text()
+        page = tmp_path_factory.mktemp("report") / "report.html"
+        with contextlib.redirect_stdout(io.StringIO()) as said:
+            assert main(["report", "--data", str(DEMO), "--run", DEMO_RUN, "--out", str(page)]) == 0
+        out["html"], out["said"] = page.read_text(), said.getvalue()
     finally:
         mp.undo()
     return out
@@ -182,3 +189,19 @@ def test_the_cli_text_and_json_lead_with_the_same_findings(demo_cli):
     assert f["actions"][-1]["remedy_id"] == "judge"  # the demo has label gaps: judged last
     # every other key of the JSON is the one it was: findings is added, last
     assert list(payload)[-1] == "findings"
+
+
+def test_the_report_opens_with_the_same_findings_as_the_cli(demo_cli):
+    page = demo_cli["html"]
+    actions = json.loads(demo_cli["json"])["findings"]["actions"]
+    first = page.split("<section id='findings'>", 1)
+    assert "<section" not in first[0]  # the findings are the first section
+    items = re.findall(r"<li>(.*?)</li>", first[1].split("</section>", 1)[0])
+    assert items == [html.escape(a["sentence"]) for a in actions]
+    # the command says where it wrote and the first action, as the text report's line 2 says it
+    assert demo_cli["said"].startswith("Wrote ") and demo_cli["said"].rstrip().endswith(
+        actions[0]["sentence"]
+    )
+    # three charts (metrics, failure classes, remedy matrix), one <svg> each, inline
+    assert page.count("<figure>") == 3 and page.count("<svg") == 3
+    assert len(page.encode()) < 5_000_000

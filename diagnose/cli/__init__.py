@@ -30,6 +30,8 @@ public names.
     ``diagnose judge-queue``: which pairs to judge first.
 ``finetune``
     ``diagnose finetune``: fine-tune the embedding model, measured on queries it never saw.
+``report``
+    ``diagnose report``: one run's answer and evidence in one HTML (or Markdown) file a team can share.
 """
 
 from __future__ import annotations
@@ -75,6 +77,7 @@ __all__ = [
     "cmd_fuse",
     "cmd_judge_queue",
     "cmd_models",
+    "cmd_report",
     "cmd_rerank",
     "cmd_risk",
     "entry",
@@ -94,6 +97,7 @@ _HOMES = {
     "cmd_ann": "diagnose.cli.ann",
     "cmd_finetune": "diagnose.cli.finetune",
     "cmd_chunking": "diagnose.cli.chunking",
+    "cmd_report": "diagnose.cli.report",
 }
 
 
@@ -124,6 +128,7 @@ COMMANDS = {
     "ann": _command("cmd_ann"),
     "finetune": _command("cmd_finetune"),
     "chunking": _command("cmd_chunking"),
+    "report": _command("cmd_report"),
 }
 
 
