@@ -122,6 +122,26 @@ def test_the_findings_as_lines_markdown_html_and_dict():
     assert f._repr_markdown_().splitlines()[2] == lines[1]
 
 
+def test_a_change_that_breaks_as_many_hits_as_it_recovers_is_not_advised():
+    # test_remedies' first world, k = 1: hybrid (RRF with BM25) recovers q1 and loses q2's hit: net 1 - 1 = 0
+    ds = Dataset(qrels=qrels_of({"q1": {"t1": 1}, "q2": {"t2": 1}, "q3": {"t3": 1}}))
+    run = run_of("run", {"q1": ["a", "t1"], "q2": ["t2", "b"], "q3": ["c", "d"]})
+    bm25 = run_of("bm25", {"q1": ["t1"], "q2": ["b", "x"], "q3": ["e"]})
+    fs = [failure("q1", "t1", "vocabulary_mismatch"), failure("q3", "t3", "vocabulary_mismatch")]
+    diag = diagnosis_of(run, fs, 1, n=3)
+    rem = prove_remedies(ds, run, diag, bm25_run=bm25)
+    f = findings(diag, rem, remedy_matrix(ds.qrels, diag, rem))
+    assert list(f) == [] and [a.remedy_id for a in f.rejected] == ["hybrid"]
+    (hybrid,) = f.rejected
+    assert (hybrid.recovered, hybrid.lost_hits, hybrid.net, hybrid.rank) == (1, 1, 0, 0)
+    # hit_rate@1 differences +1 (q1), -1 (q2), 0: exact sign flips, p = 4/4 = 1
+    assert f.lines()[1:] == [
+        "No change measured here recovers more failures than it breaks hits.",
+        "Not advised: add BM25 (hybrid RRF). Recovers 1, breaks 1 hit, p = 1. [vocabulary_mismatch; re-index]",
+    ]
+    assert f.to_dict()["rejected"][0]["net"] == 0
+
+
 def test_findings_refuse_remedies_of_another_run():
     diag, rem, m = world()
     other = dataclasses.replace(diag, run="other")
@@ -164,12 +184,15 @@ def test_the_cli_text_and_json_lead_with_the_same_findings(demo_cli):
     sentences = [x["sentence"] for x in f["actions"]]
     assert len(sentences) >= 2  # the demo has things to fix
     text = demo_cli["table"].splitlines()
-    head = text[: len(sentences) + 1]
-    assert len(head) <= 15 and head[0].startswith(
-        f"What to fix first in 'ann_minilm' (k=10, {f['total']} failed"
+    rejected = [x["sentence"] for x in f["rejected"]]
+    head = text[: len(sentences) + len(rejected) + 1]
+    assert len(head) <= 15
+    assert head[0].startswith(f"What to fix first in 'ann_minilm' (k=10, {f['total']} failed")
+    assert head[1:] == [f"{i}. {s}" for i, s in enumerate(sentences, 1)] + rejected
+    assert text[len(head)] == ""
+    assert all(
+        x["net"] <= 0 and x["rank"] == 0 and x["sentence"].startswith("Not advised: ") for x in f["rejected"]
     )
-    assert head[1:] == [f"{i}. {s}" for i, s in enumerate(sentences, 1)]
-    assert text[len(sentences) + 1] == ""
     # the actions' numbers are the remedies' and the matrix's of the same JSON
     rows, matrix = payload["remedies"]["remedies"], payload["remedy_matrix"]
     nets = []
@@ -198,6 +221,8 @@ def test_the_report_opens_with_the_same_findings_as_the_cli(demo_cli):
     assert "<section" not in first[0]  # the findings are the first section
     items = re.findall(r"<li>(.*?)</li>", first[1].split("</section>", 1)[0])
     assert items == [html.escape(a["sentence"]) for a in actions]
+    rejected = json.loads(demo_cli["json"])["findings"]["rejected"]
+    assert all(f"<p>{html.escape(a['sentence'])}</p>" in first[1].split("</section>", 1)[0] for a in rejected)
     # the command says where it wrote and the first action, as the text report's line 2 says it
     assert demo_cli["said"].startswith("Wrote ") and demo_cli["said"].rstrip().endswith(
         actions[0]["sentence"]

@@ -171,7 +171,8 @@ def _findings_html(report: ShareableReport) -> str:
     f = report.findings
     head, *_ = f.lines()
     items = "".join(f"<li>{_e(a.sentence())}</li>" for a in f)
-    empty = "" if items else f"<p>{_e(f.lines()[-1])}</p>"
+    # after the ranked list: "no change helps" or the changes measured and not advised
+    empty = "".join(f"<p>{_e(x)}</p>" for x in f.lines()[1 + len(f) :])
     note = (
         "Each change was applied to this run and measured on this golden set. Recovered: failures of the listed "
         "classes it fixes at k. Breaks: queries hit today and missed after it. p: paired randomization test. "
@@ -278,7 +279,9 @@ def to_markdown(report: ShareableReport) -> str:
         f"**{md(f.lines()[0])}**",
         "",
     ]
-    lines += [f"{a.rank}. {md(a.sentence())}" for a in f] or [md(f.lines()[-1])]
+    lines += [f"{a.rank}. {md(a.sentence())}" for a in f]
+    for x in f.lines()[1 + len(f) :]:  # "no change helps", or the changes measured and not advised
+        lines += ["", md(x)]
     lines += ["", f"## {TITLES['metrics']} at k={r.k}", ""]
     lines.append(_md_table(r.metric_rows(), ["run", "kind", "queries", *r.metric_names]))
     lines += ["", "Each cell: mean over the golden queries (quality band) [95% bootstrap CI].", ""]

@@ -14,6 +14,8 @@ measures again, and turns them into a short ranked list of :class:`Action` recor
 - ``lost_hits``, ``mean_diff``, ``p_value``: the remedy's row (one remedied run, so every row of one remedy id holds
   the same three); ``net = recovered - lost_hits``.
 - An action that recovers nothing is not advice: left out. A remedy not tried (its input missing) is left out too.
+- An action that breaks at least as many hits as it recovers (``net <= 0``) is not advice either: it is kept apart,
+  in :attr:`Findings.rejected` (``rank`` 0), and said once after the ranked list ("Not advised: ...").
 - Ranked by ``net`` (descending), then ``mean_diff`` (descending), then ``p_value`` (ascending), then remedy id.
 - ``finetune`` (a column of the matrix once ``diagnose finetune`` / ``Analysis.finetune`` has run): its cells are
   read from the matrix; its lost hits and paired test are not measured here (None), so it ranks after the measured
@@ -100,6 +102,11 @@ class Action:
         """One short line, e.g. "Fix the ANN index: exact search finds these. Recovers 21 of 50 failed queries,
         breaks 2 hits, p = 0.0001. [index_gap; re-index]"; a judge action says how many pairs to judge."""
         tags = f"[{', '.join(self.classes)}; {self.cost}]"
+        if self.net is not None and self.net <= 0:
+            return (
+                f"Not advised: {self.change[0].lower()}{self.change[1:]}. Recovers {self.recovered}, breaks "
+                f"{self.lost_hits} hit{'s' if self.lost_hits != 1 else ''}, p = {fmt_p(self.p_value)}. {tags}"
+            )
         if self.remedy_id == "judge":
             n = len(self.pairs)
             return f"{self.change}: {n} pair{'s' if n != 1 else ''} the run found, nobody judged. No measured gain. {tags}"
@@ -130,14 +137,16 @@ def fmt_p(p: float | None) -> str:
 
 
 class Findings(tuple):
-    """The ranked actions (a tuple of :class:`Action`), with ``run``, ``k``, ``mode``, ``unit`` and ``total``; shows
-    itself as a numbered list (``lines``, Markdown, HTML in a notebook)."""
+    """The ranked actions (a tuple of :class:`Action`), with ``run``, ``k``, ``mode``, ``unit``, ``total`` and
+    ``rejected`` (the measured changes that break at least as many hits as they recover); shows itself as a numbered
+    list (``lines``, Markdown, HTML in a notebook)."""
 
     run: str
     k: int
     mode: str
     unit: str
     total: int
+    rejected: tuple[Action, ...]
 
     def __new__(
         cls,
@@ -148,9 +157,11 @@ class Findings(tuple):
         mode: str = "hit",
         unit: str = "",
         total: int = 0,
+        rejected: tuple[Action, ...] = (),
     ):
         self = super().__new__(cls, actions)
         self.run, self.k, self.mode, self.unit, self.total = run, k, mode, unit, total
+        self.rejected = tuple(rejected)
         return self
 
     def head(self) -> str:
@@ -166,8 +177,8 @@ class Findings(tuple):
         out = [self.head()]
         out += [f"{a.rank}. {a.sentence()}" for a in self]
         if self.total and not self:
-            out.append("No change measured here recovers any failure.")
-        return out
+            out.append("No change measured here recovers more failures than it breaks hits.")
+        return out + [a.sentence() for a in self.rejected]
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -177,6 +188,7 @@ class Findings(tuple):
             "unit": self.unit,
             "total": self.total,
             "actions": [a.to_dict() for a in self],
+            "rejected": [a.to_dict() for a in self.rejected],
         }
 
     def _repr_markdown_(self) -> str:
@@ -186,8 +198,9 @@ class Findings(tuple):
     def _repr_html_(self) -> str:
         head, *_ = self.lines()
         items = "".join(f"<li>{html.escape(a.sentence())}</li>" for a in self)
-        empty = "" if self or not self.total else "<p>No change measured here recovers any failure.</p>"
-        return f"<div><p><b>{html.escape(head)}</b></p><ol>{items}</ol>{empty}</div>"
+        rest = [x for x in self.lines()[1:] if not x[:1].isdigit()]
+        tail = "".join(f"<p>{html.escape(x)}</p>" for x in rest)
+        return f"<div><p><b>{html.escape(head)}</b></p><ol>{items}</ol>{tail}</div>"
 
 
 def _unit_ids(diagnosis: Diagnosis, classes: set[str]) -> list[str]:
@@ -315,6 +328,16 @@ def findings(diagnosis: Diagnosis, remedies: Remedies, matrix: RemedyMatrix) -> 
         for rid, rows in by_remedy.items()
     ]
     actions.append(_finetune(diagnosis, matrix, total, unit))
-    ranked = sorted((a for a in actions if a is not None), key=_order)
+    kept = [a for a in actions if a is not None]
+    rejected = sorted((a for a in kept if a.net is not None and a.net <= 0), key=_order)
+    ranked = sorted((a for a in kept if a.net is None or a.net > 0), key=_order)
     out = [Action(**{**fields_dict(a), "rank": i}) for i, a in enumerate(ranked, 1)]
-    return Findings(out, run=diagnosis.run, k=diagnosis.k, mode=diagnosis.mode, unit=unit, total=total)
+    return Findings(
+        out,
+        run=diagnosis.run,
+        k=diagnosis.k,
+        mode=diagnosis.mode,
+        unit=unit,
+        total=total,
+        rejected=tuple(rejected),
+    )

@@ -25,7 +25,9 @@ if b.ready:
     if found:
         st.markdown("\n".join(f"{a.rank}\\. {escape_md(a.sentence())}" for a in found))
     else:
-        st.success(escape_md(found.lines()[-1]))
+        st.info(escape_md((found.lines()[1:] or [found.head()])[0]))
+    for a in found.rejected:
+        st.caption(escape_md(a.sentence()))
     st.caption(
         f"Run {escape_md(found.run)}, {found.total} {found.unit} at k={k}. Each change was applied to this run and "
         "measured: recovered failures, hits it breaks, paired randomization test. Ranked by net gain. The Worst "
