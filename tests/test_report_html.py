@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import html
 import re
+from pathlib import Path
 
 from test_findings import world
 
@@ -15,6 +16,7 @@ from diagnose.report.html import CHART_METRICS, ShareableReport, to_html, to_mar
 from diagnose.runtime.lazy import pandas as pd
 from diagnose.whatif.findings import findings
 
+DEMO = Path(__file__).resolve().parents[1] / "demo_corpus"
 SCRIPT = "<script>alert('x')</script>"
 #: a reference to something outside the file: a tag's src= or href= with a scheme or a protocol-relative //
 TAG_REFERENCE = re.compile(
@@ -110,3 +112,16 @@ def test_the_outside_check_catches_references():
     assert not outside_references(
         "<p>" + html.escape("see https://example.org, <img src=//x>, url(//y)") + "</p>"
     )
+
+
+def test_the_command_refuses_a_bad_worst_and_a_missing_folder_before_any_work(tmp_path, capsys):
+    from diagnose.cli import main
+
+    run = str(DEMO / "runs" / "ann_minilm.trec")
+    assert (
+        main(["report", "--data", str(DEMO), "--run", run, "--out", str(tmp_path / "r.html"), "--worst", "0"])
+        == 2
+    )
+    assert "--worst" in capsys.readouterr().err
+    assert main(["report", "--data", str(DEMO), "--run", run, "--out", str(tmp_path / "no" / "r.html")]) == 2
+    assert "No folder" in capsys.readouterr().err and not (tmp_path / "no").exists()

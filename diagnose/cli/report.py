@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from diagnose.checks import positive_int
 from diagnose.cli.shared import EXIT_OK, build_analysis, load_data, print_warnings
 from diagnose.data import DataError
 from diagnose.report.html import to_html, to_markdown
@@ -18,6 +19,11 @@ def cmd_report(args: argparse.Namespace) -> int:
         )
     out = Path(args.out)
     markdown = out.suffix.lower() in (".md", ".markdown")
+    positive_int(args.worst, "worst")  # checked before the work, as the folder to write in
+    if not out.parent.is_dir():
+        raise DataError(
+            f"No folder {out.parent} to write the report in: create it or pass another --out.", param="out"
+        )
     ds = load_data(args, need_text=True)
     analysis = build_analysis(
         args,

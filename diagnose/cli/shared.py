@@ -70,6 +70,7 @@ PARAM_FLAGS = {
     "max_seq_length": "--max-seq-length",
     "pairs_per_query": "--pairs-per-query",
     "learning_rate": "--learning-rate",
+    "worst": "--worst",
 }
 
 
