@@ -230,3 +230,23 @@ def test_the_report_opens_with_the_same_findings_as_the_cli(demo_cli):
     # three charts (metrics, failure classes, remedy matrix), one <svg> each, inline
     assert page.count("<figure>") == 3 and page.count("<svg") == 3
     assert len(page.encode()) < 5_000_000
+
+
+def test_a_fine_tuned_model_in_the_matrix_is_an_action_after_the_measured_ones():
+    from diagnose.data import Dataset
+
+    diag, rem, _ = world()
+    # a fine-tuned run that finds q6's target t6 (semantic_gap, whose record names finetune as its measurement)
+    # and q2's t2: the matrix's finetune column owns semantic_gap; its cell: 1 of 1
+    tuned = run_of("tuned", {"q6": ["t6"], "q2": ["t2"]})
+    qs = {"q1": "t1", "q2": "t2", "q3": "t3", "q4": "t4", "q5": "t5", "q6": "t6"}
+    qrels = Dataset(qrels=qrels_of({q: {t: 1} for q, t in qs.items()})).qrels
+    m = remedy_matrix(qrels, diag, rem, {"finetune": ("the fine-tuned model (folds)", tuned)})
+    f = findings(diag, rem, m)
+    assert [a.remedy_id for a in f] == ["dense", "hybrid", "rerank", "finetune", "judge"]
+    tuned_action = f[3]
+    assert (tuned_action.recovered, tuned_action.cells) == (1, (("semantic_gap", 1, 1),))
+    assert tuned_action.lost_hits is None and tuned_action.cost == "training"
+    assert tuned_action.sentence() == (
+        "Fine-tune the model. Recovers 1 of 6 failed queries; hits broken not measured here. [semantic_gap; training]"
+    )
