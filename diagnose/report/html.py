@@ -247,13 +247,14 @@ CHART_MATRIX = (
 
 # ------------------------------------------------------------------------------------------------- Markdown
 
-_MD_PUNCT = re.compile(r"([\\`*_\[\]#~|])")
-_MD_PUNCT_CELL = re.compile(r"([\\`*_\[\]#~])")  # a table cell: markdown_table escapes "|" itself
+_MD_PUNCT = re.compile(r"([\\`*_\[\]~|])")
+_MD_PUNCT_CELL = re.compile(r"([\\`*_\[\]~])")  # a table cell: markdown_table escapes "|" itself
 
 
 def md(text: Any, *, in_table: bool = False) -> str:
     """A data text for Markdown: whitespace folded, Markdown punctuation backslash-escaped, ``<``/``>``/``&`` as
-    entities (GitHub would render raw HTML). ``in_table``: for :func:`markdown_table`, which escapes ``|`` itself."""
+    entities (GitHub would render raw HTML); ``#`` is left as it is (a heading only at a line's start, where no data
+    text is written). ``in_table``: for :func:`markdown_table`, which escapes ``|`` itself."""
     folded = " ".join(str(text).split())
     return (_MD_PUNCT_CELL if in_table else _MD_PUNCT).sub(r"\\\1", html.escape(folded, quote=False))
 
