@@ -23,7 +23,7 @@ if b.ready:
     with st.spinner("Measuring each change on your data…"):
         found = b.analysis.findings(b.selected_run, k=k, failure=b.mode)
     if found:
-        st.markdown("\n".join(f"{a.rank}\\. {escape_md(a.sentence())}" for a in found))
+        st.markdown("\n".join(f"{a.rank}. {escape_md(a.sentence())}" for a in found))
     else:
         st.info(escape_md((found.lines()[1:] or [found.head()])[0]))
     for a in found.rejected:
