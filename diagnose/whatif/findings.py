@@ -12,7 +12,8 @@ measures again, and turns them into a short ranked list of :class:`Action` recor
   diagnosis). ``cells``: the matrix's own cells of the classes, ``(class, recovered, failures)``, as the matrix
   counts them; without a query in two of the classes, ``recovered`` is the sum of the cells' ``recovered``.
 - ``lost_hits``, ``mean_diff``, ``p_value``: the remedy's row (one remedied run, so every row of one remedy id holds
-  the same three); ``net = recovered - lost_hits``.
+  the same three); ``net = recovered - lost_hits`` (with ``mode="recall"`` recovered missed pairs less lost hit
+  queries: the two units the remedies report).
 - An action that recovers nothing is not advice: left out. A remedy not tried (its input missing) is left out too.
 - An action that breaks at least as many hits as it recovers (``net <= 0``) is not advice either: it is kept apart,
   in :attr:`Findings.rejected` (``rank`` 0), and said once after the ranked list ("Not advised: ...").
