@@ -368,3 +368,17 @@ def test_golden_set_ranks_queries_by_risk_and_compare_runs_tukey():
     n = len(at.session_state["_bundle"].runs)
     assert len(tukey) == n * (n - 1) // 2
     assert "effect size" in app.frame_with(at, "p (Holm)").columns
+
+
+def test_overview_opens_with_the_findings_of_the_selected_run():
+    at = app.open_demo("overview")
+    # the first block under the title: the numbered findings, the Analysis' own sentences in its order
+    assert at.subheader[0].value == "What to fix first"
+    found = at.session_state["_bundle"].analysis.findings(app.DEMO_RUNS[0], k=at.number_input(key="k").value)
+    assert len(found) >= 2
+    lists = [m.value for m in at.markdown if m.value.startswith("1")]
+    assert lists, [m.value[:40] for m in at.markdown]
+    raw = lists[0].splitlines()
+    # a Markdown ordered list: "1. " unescaped at each line's start (an escaped "1\." runs the items together)
+    assert [x.split(" ", 1)[0] for x in raw] == [f"{i}." for i in range(1, len(found) + 1)]
+    assert [app.unescaped(x) for x in raw] == [f"{a.rank}. {a.sentence()}" for a in found]

@@ -227,3 +227,19 @@ def test_a_golden_set_of_reference_contexts_brings_its_queries():
     at.text_area(key="f_runs").input(f"prod={app.DEMO / 'runs' / 'ann_minilm.trec'}").run()
     app.assert_clean(at)
     assert "prod" in set(app.frame_with(at, "run")["run"])
+
+
+def test_the_downloads_offer_the_report_to_share_with_the_overviews_findings():
+    import html
+    import re
+
+    from diagnose.ui.downloads import report_html
+
+    at = app.demo_app()
+    assert "Report to share (HTML)" in [d.label for d in at.get("download_button")]
+    b = at.session_state["_bundle"]
+    page = report_html(b, b.selected_run)
+    found = b.analysis.findings(b.selected_run, k=b.k, failure=b.mode)
+    section = page.split("<section id='findings'>", 1)[1].split("</section>", 1)[0]
+    assert re.findall(r"<li>(.*?)</li>", section) == [html.escape(a.sentence()) for a in found]
+    assert "<script" not in page and page.count("<svg") == page.count("<figure>") == 3

@@ -29,8 +29,10 @@ the chunking sweep, ...) is imported in the step that uses it, so ``diagnose eva
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
+from diagnose import defaults
 from diagnose.analysis.base import (
     BASELINE,
     DEFAULT_KS,
@@ -38,9 +40,13 @@ from diagnose.analysis.base import (
     YOUR_RUN,
 )
 from diagnose.analysis.pictures import Pictures
+from diagnose.checks import positive_int
 from diagnose.data import DataError
 from diagnose.defaults import BASELINES, FAILURE_MODES
 from diagnose.runtime.lazy import pandas as pd
+
+if TYPE_CHECKING:
+    from diagnose.report.html import ShareableReport
 
 __all__ = [
     "Analysis",
@@ -117,6 +123,102 @@ class Analysis(Pictures):
             counts = self.class_counts()
             table = table.join(counts.loc[:, counts.sum() > 0])
         return table
+
+    def shareable_report(
+        self,
+        run: str | None = None,
+        *,
+        k: int | None = None,
+        failure: str | None = None,
+        data_label: str | None = None,
+        data_lines: Sequence[str] = (),
+        worst: int = 10,
+        charts: bool = True,
+    ) -> ShareableReport:
+        """What the report a team can share shows (:mod:`diagnose.report.html`: ``to_html``, ``to_markdown``), read
+        from this analysis: the findings of ``run`` (:meth:`findings`), the metrics at k of every run and baseline
+        with quality bands and 95% bootstrap CIs of the mean over the golden queries (percentile, seeded), the
+        diagnosis, the remedy matrix, the ``worst`` deepest missed pairs and the validation report. ``charts``: the
+        metrics, the failure classes and the remedy matrix drawn as inline SVG (the ``[report]`` extra)."""
+        from diagnose.failures import CLASS_LABELS, sort_worst
+        from diagnose.metrics import quality_band
+        from diagnose.report.html import CHART_CLASSES, CHART_MATRIX, CHART_METRICS, ShareableReport
+        from diagnose.stats import bootstrap_ci
+
+        name = self._run_name(run)
+        k = self._k(k)
+        mode = self._mode(failure)
+        worst = positive_int(worst, "worst")
+        found = self.findings(name, k=k, failure=mode)
+        diag = self.diagnosis(name, k=k, failure=mode)
+        matrix = self.remedy_matrix(name, k=k, failure=mode)
+        names = (f"ndcg@{k}", f"recall@{k}", f"hit_rate@{k}", f"mrr@{k}")
+        evs = self.evaluations(names)
+        order = [name, *(n for n in evs if n != name)]
+        rows = []
+        for n in order:
+            ev, row = evs[n], {"run": n, "kind": self.kinds.get(n, ""), "queries": evs[n].n_queries}
+            for m in names:
+                row[m] = float(ev.aggregate[m])
+                row[f"band:{m}"] = quality_band(m, row[m])
+                low, high = bootstrap_ci(ev.per_query[m].to_numpy(), seed=defaults.SEED)
+                row[f"ci_low:{m}"], row[f"ci_high:{m}"] = low, high
+            rows.append(row)
+        metrics = pd.DataFrame(rows)
+        shown = sort_worst(diag.failures)[:worst]
+        ids = {f.doc_id for f in shown} | {c.doc_id for f in shown for c in f.top_retrieved[:3]}
+        documents = {}
+        for doc_id in ids:
+            doc = self.document(doc_id)
+            if doc is not None:
+                text = " ".join(" ".join(doc).split())
+                documents[doc_id] = text[:160] + ("…" if len(text) > 160 else "")
+        pictures: tuple[tuple[str, str], ...] = ()
+        if charts:
+            from diagnose import charts as ch
+            from diagnose.charts.svg import to_svg
+
+            bars = pd.DataFrame(
+                [
+                    {
+                        "run": r["run"], "kind": "baseline" if r["kind"] == BASELINE else "run", "metric": m,
+                        "value": r[m], "ci_low": r[f"ci_low:{m}"], "ci_high": r[f"ci_high:{m}"],
+                    }
+                    for m in names[:2]
+                    for r in rows
+                ]
+            )  # fmt: skip
+            classes = pd.DataFrame(
+                [
+                    {"run": name, "class": c, "label": CLASS_LABELS[c], "count": n}
+                    for c, n in diag.class_counts.items()
+                    if n
+                ],
+                columns=["run", "class", "label", "count"],
+            )
+            pictures = ((CHART_METRICS, to_svg(ch.metrics_bar(bars, k=k))),)
+            if len(classes):
+                pictures += ((CHART_CLASSES, to_svg(ch.failure_breakdown(classes))),)
+            if matrix.classes and matrix.remedy_ids:
+                heat = ch.remedy_matrix_heatmap(matrix.frame(), unit=matrix.unit)
+                pictures += ((CHART_MATRIX, to_svg(heat)),)
+        return ShareableReport(
+            data_label=data_label or self.dataset.name,
+            data_lines=tuple(data_lines),
+            model=self.model_label,
+            run=name,
+            k=k,
+            mode=mode,
+            findings=found,
+            metrics=metrics,
+            metric_names=names,
+            diagnosis=diag,
+            matrix=matrix,
+            validation=self.dataset.report,
+            charts=pictures,
+            documents=documents,
+            worst=worst,
+        )
 
     def __repr__(self) -> str:
         ds = self.dataset

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from diagnose.whatif.ann import AnnFrontier, AnnSetting
     from diagnose.whatif.compare import RerankReport
     from diagnose.whatif.filter_recall import FilterRecall
+    from diagnose.whatif.findings import Findings
     from diagnose.whatif.finetune import Cost, FinetuneResult, TrainSettings
     from diagnose.whatif.matrix import RemedyMatrix
     from diagnose.whatif.model_choice import ModelComparison
@@ -321,6 +322,33 @@ class Evidence(Chunked):
         if finetune is not None:
             return build()
         return self._cached(("remedy_matrix", name, k, mode, cross_encoder), build)
+
+    def findings(
+        self,
+        run: str | None = None,
+        *,
+        k: int | None = None,
+        failure: str | None = None,
+        cross_encoder: str | None = None,
+    ) -> Findings:
+        """What to fix first: the ranked actions read from :meth:`remedies` and :meth:`remedy_matrix`
+        (:mod:`diagnose.whatif.findings`): each change with the failures it recovers, the hits it breaks, the paired
+        test and its cost; ranked by net gain, the pairs to judge last. Shows itself as a list in a notebook."""
+        from diagnose.whatif.findings import findings
+
+        name = self._run_name(run)
+        k = self._k(k)
+        mode = self._mode(failure)
+
+        def build() -> Findings:
+            return findings(
+                self.diagnosis(name, k=k, failure=mode),
+                self.remedies(name, k=k, failure=mode, cross_encoder=cross_encoder),
+                self.remedy_matrix(name, k=k, failure=mode, cross_encoder=cross_encoder),
+            )
+
+        key = ("findings", name, k, mode, cross_encoder, self._has(("finetune", "last")))
+        return self._cached(key, build)
 
     def ann_frontier(
         self, run: str | None = None, k: int | None = None, settings: Sequence[AnnSetting] | None = None

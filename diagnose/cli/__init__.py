@@ -31,6 +31,8 @@ this package holds :func:`main`, the command functions by name (from the parser'
     ``diagnose judge-queue``: which pairs to judge first.
 ``finetune``
     ``diagnose finetune``: fine-tune the embedding model, measured on queries it never saw.
+``report``
+    ``diagnose report``: one run's answer and evidence in one HTML (or Markdown) file a team can share.
 """
 
 from __future__ import annotations

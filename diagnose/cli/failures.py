@@ -43,6 +43,7 @@ def cmd_failures(args: argparse.Namespace) -> int:
     hubs = analysis.hubness(name)
     remedies = analysis.remedies(name, cross_encoder=args.cross_encoder) if args.remedies else None
     matrix = analysis.remedy_matrix(name, cross_encoder=args.cross_encoder) if args.remedies else None
+    found = analysis.findings(name, cross_encoder=args.cross_encoder) if args.remedies else None
     by_filter = analysis.filter_recall(name) if analysis.filters is not None else None
     write_run_files(args, analysis)
     print_warnings(ds.report, args.format)
@@ -55,6 +56,7 @@ def cmd_failures(args: argparse.Namespace) -> int:
                 hubness=hubs,
                 remedies=remedies,
                 remedy_matrix=matrix,
+                findings=found,
             )
             + (f"\n\n{filter_recall_text(by_filter)}" if by_filter is not None else "")
         ),
@@ -67,6 +69,7 @@ def cmd_failures(args: argparse.Namespace) -> int:
                 else {}
             )
             | ({"filter_recall": by_filter.to_dict()} if by_filter is not None else {})
+            | ({"findings": found.to_dict()} if found is not None else {})
         ),
         csv=diag.frame,
     )

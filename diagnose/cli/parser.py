@@ -430,6 +430,44 @@ def _chunking_options(ch: argparse.ArgumentParser) -> None:
     _add_model_args(ch)
 
 
+def _report_options(re: argparse.ArgumentParser) -> None:
+    """``report``'s options: where to write it, the cutoff and failure definition, baselines, the vectors."""
+    re.add_argument(
+        "--out",
+        required=True,
+        metavar="F",
+        help="the file to write: HTML (one self-contained file), or Markdown when F ends in .md",
+    )
+    _add_cutoff(re, f"a query fails when no relevant document is in its top k (default {defaults.K})")
+    re.add_argument(
+        "--failure",
+        choices=list(defaults.FAILURE_MODES),
+        default=defaults.FAILURE,
+        help="hit: no relevant document in the top k (default); recall: any relevant document missing from the top k",
+    )
+    re.add_argument(
+        "--baseline",
+        action="append",
+        choices=list(defaults.BASELINES),
+        help="a baseline shown beside the run (repeatable; default: bm25, dense and hybrid)",
+    )
+    re.add_argument(
+        "--worst",
+        type=int,
+        default=10,
+        metavar="N",
+        help="the missed pairs shown with their evidence (default 10)",
+    )
+    re.add_argument(
+        "--charts",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="draw the charts as inline SVG in the HTML (default: on; needs the [report] extra)",
+    )
+    _add_retriever_args(re)
+    _add_model_args(re)
+
+
 class Command(NamedTuple):
     """A subcommand: its line in ``diagnose --help``, its description, the example of its epilog, whether ``--run``
     is required (``"one"``: the one run analysed), what adds its own options after the data group, and the module
@@ -574,6 +612,20 @@ COMMAND_TABLE = (
         add_options=_chunking_options,
         module="diagnose.cli.chunking",
         function="cmd_chunking",
+    ),
+    Command(
+        "report",
+        help="one file a team can share: what to fix first, metrics, failure classes, remedies, worst queries",
+        description="Write one run's report: the findings first (what to fix, ranked by net gain, with the paired "
+        "test), the metrics at k beside the baselines with quality bands and 95% bootstrap CIs, the failure "
+        "classes, the remedy matrix, the worst missed pairs with their evidence and the documents that beat them, "
+        "and the validation report. HTML: one self-contained file (charts as inline SVG; no script, font or URL), "
+        "opens offline; Markdown (--out ending in .md) for a pull request.",
+        example="diagnose report --data demo_corpus --run demo_corpus/runs/ann_minilm.trec --out report.html",
+        run_required="one",
+        add_options=_report_options,
+        module="diagnose.cli.report",
+        function="cmd_report",
     ),
 )
 

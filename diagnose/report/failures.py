@@ -48,10 +48,13 @@ def failures_text(
     hubness: Any = None,
     remedies: Any = None,
     remedy_matrix: Any = None,
+    findings: Any = None,
 ) -> str:
-    """The human-readable report of ``diagnose failures``: every failure worst first, counts, recommendations."""
+    """The human-readable report of ``diagnose failures``: the findings first (what to fix, ranked:
+    :mod:`diagnose.whatif.findings`, when given), then every failure worst first, counts, recommendations."""
     d, cal = diagnosis, diagnosis.calibration
-    lines = [
+    lines = [*findings.lines(), ""] if findings is not None else []
+    lines += [
         f"run {d.run!r}: {d.counts_sentence()}; every missed pair analysed.",
         f"run kind: {d.run_kind.sentence()}.",
         f"model {model}: calibrated cosine threshold {cal.calibrated:.3f} ({cal.to_dict()['method']}, "

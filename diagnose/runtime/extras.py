@@ -11,7 +11,9 @@ The core install (``pip install diagnose-rag``) reads the data, computes the met
   ``[vectordb]`` also reads ``--corpus chroma:/lancedb:/qdrant:`` collections (:mod:`diagnose.io.vectordb`);
 - ``[ann]``: faiss-cpu, the ANN frontier (:mod:`diagnose.whatif.ann`, ``diagnose ann``);
 - ``[finetune]`` (with ``[embed]``): datasets and accelerate, sentence-transformers' trainer (``diagnose finetune``);
-- ``[chunking]``: semantic-text-splitter, re-chunking at a grid of sizes (:mod:`diagnose.whatif.chunking`).
+- ``[chunking]``: semantic-text-splitter, re-chunking at a grid of sizes (:mod:`diagnose.whatif.chunking`);
+- ``[report]``: altair and vl-convert-python, the charts of ``diagnose report``'s HTML file as inline SVG
+  (:mod:`diagnose.charts.svg`).
 
 :func:`needs` turns the ``ModuleNotFoundError`` of a missing optional package into a :class:`DataError` that names
 the extra to install, so neither a notebook nor the CLI shows a traceback for it.
@@ -52,6 +54,7 @@ EXTRA_OF: dict[str, str] = {
     "datasets": "finetune",
     "accelerate": "finetune",
     "semantic_text_splitter": "chunking",
+    "vl_convert": "report",
 }
 
 

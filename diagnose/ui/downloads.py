@@ -1,4 +1,5 @@
-"""Download buttons (sidebar): per-query metrics and the diagnosis as CSV and JSON, and the Markdown report.
+"""Download buttons (sidebar): per-query metrics and the diagnosis as CSV and JSON, the Markdown report, and the report
+a team can share (one self-contained HTML file, ``diagnose report``'s).
 
 The files have the schema of the CLI (:mod:`diagnose.report`): the per-query JSON is ``diagnose evaluate --format
 json --per-query`` at the chosen k, the diagnosis JSON is ``diagnose failures --format json``. The tables are
@@ -14,6 +15,8 @@ import streamlit as st
 from diagnose import report
 from diagnose.cache import slug
 from diagnose.report import failures as report_failures
+from diagnose.report.html import to_html
+from diagnose.runtime.extras import MissingExtra
 from diagnose.ui import finetune_section, sources
 from diagnose.ui.text import escape_md
 
@@ -46,6 +49,17 @@ def report_markdown(
     )
 
 
+def report_html(b, run: str) -> str:
+    """The report a team can share of ``run`` (``diagnose report``'s HTML file) at the app's k and failure
+    definition, read from the analysis; without its charts when the ``[report]`` extra is missing."""
+    s, a = b.settings, b.analysis
+    kwargs = dict(k=b.k, failure=b.mode, data_label=s.spec.label, data_lines=sources.describe(s.spec))
+    try:
+        return to_html(a.shareable_report(run, **kwargs))
+    except MissingExtra:
+        return to_html(a.shareable_report(run, charts=False, **kwargs))
+
+
 def sidebar_downloads(b) -> None:
     """The sidebar's Downloads: per-query metrics, the diagnosis of the selected run (once ready), the report."""
     k = b.k
@@ -56,6 +70,15 @@ def sidebar_downloads(b) -> None:
     metrics = b.metrics_table()
     files = _per_query_files(b, names, evs)
     if diag is not None:
+        files.append(
+            (
+                "Report to share (HTML)",
+                lambda: report_html(b, run),
+                f"diagnose_report_{slug(run)}_k{k}.html",
+                "text/html",
+                "dl_report_html",
+            )
+        )
         files += _diagnosis_files(b, run, diag)
     page = st.session_state.get("_page_title", "")
     qid = st.session_state.get("query_id")

@@ -16,6 +16,30 @@ k = b.k
 ds = b.ds
 
 st.title("Overview")
+
+# ---------------------------------------------------------------------------------------------- the answer first
+st.subheader("What to fix first")
+if b.ready:
+    with st.spinner("Measuring each change on your data…"):
+        found = b.analysis.findings(b.selected_run, k=k, failure=b.mode)
+    if found:
+        st.markdown("\n".join(f"{a.rank}. {escape_md(a.sentence())}" for a in found))
+    else:
+        st.info(escape_md((found.lines()[1:] or [found.head()])[0]))
+    for a in found.rejected:
+        st.caption(escape_md(a.sentence()))
+    st.caption(
+        f"Run {escape_md(found.run)}, {found.total} {found.unit} at k={k}. Each change was applied to this run and "
+        "measured: recovered failures, hits it breaks, paired randomization test. Ranked by net gain. The Worst "
+        "queries page has the evidence.",
+        help="Recovered: failures of the listed classes the changed run fixes at k. Breaks: golden queries hit "
+        "today and missed after the change. p: the paired randomization test of the mean hit-rate difference "
+        "over every golden query. The tags give the failure classes and the cost: a configuration change, a "
+        "re-index, re-chunking, training or judging. Pairs to judge are not measured: they come last.",
+    )
+else:
+    st.caption("The ranked changes appear here when the vectors are ready (the metrics below are ready now).")
+
 st.caption(
     f"{escape_md(b.settings.spec.label)}: {ds.corpus.size_phrase()}, {len(b.golden):,} golden queries. "
     f"Model {escape_md(b.encoder_label)}, k={k}, a query fails when "

@@ -1,0 +1,344 @@
+"""Findings: what to change first, ranked, read from the measurements of the remedies and of the remedy matrix.
+
+The remedies (:func:`diagnose.whatif.remedies.prove_remedies`) and the remedy matrix
+(:func:`diagnose.whatif.matrix.remedy_matrix`) measure each change on the data. :func:`findings` reads them, never
+measures again, and turns them into a short ranked list of :class:`Action` records:
+
+- One action per remedied run (remedy id): a remedy that is the own remedy of two classes (the passages of
+  ``truncated`` and ``diluted``, the rerank of ``near_miss`` and ``ranking_failure``) is one change, one action.
+- ``recovered``: the failures of the action's classes it recovers: the union of the ``recovered_ids`` of its classes'
+  rows (the unit of the diagnosis: failed queries with ``mode="hit"``, missed pairs with ``mode="recall"``; a failed
+  query in two of its classes counts once). ``failures``: the failures of those classes (the same union, from the
+  diagnosis). ``cells``: the matrix's own cells of the classes, ``(class, recovered, failures)``, as the matrix
+  counts them; without a query in two of the classes, ``recovered`` is the sum of the cells' ``recovered``.
+- ``lost_hits``, ``mean_diff``, ``p_value``: the remedy's row (one remedied run, so every row of one remedy id holds
+  the same three); ``net = recovered - lost_hits`` (with ``mode="recall"`` recovered missed pairs less lost hit
+  queries: the two units the remedies report).
+- An action that recovers nothing is not advice: left out. A remedy not tried (its input missing) is left out too.
+- An action that breaks at least as many hits as it recovers (``net <= 0``) is not advice either: it is kept apart,
+  in :attr:`Findings.rejected` (``rank`` 0), and said once after the ranked list ("Not advised: ...").
+- Ranked by ``net`` (descending), then ``mean_diff`` (descending), then ``p_value`` (ascending), then remedy id.
+- ``finetune`` (a column of the matrix once ``diagnose finetune`` / ``Analysis.finetune`` has run): its cells are
+  read from the matrix; its lost hits and paired test are not measured here (None), so it ranks after the measured
+  actions.
+- ``judge`` (``label_gap``): the pairs to judge (query, the unjudged near-duplicate the run retrieved), no measured
+  gain (``recovered`` None): ranked last, after every measured action.
+
+``total``: every failure of the diagnosis in its unit (the "of 50 failed queries" of a sentence).
+"""
+
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass
+from typing import Any
+
+from diagnose.data import fields_dict
+from diagnose.failures import CLASS_BY_ID, Diagnosis
+from diagnose.whatif.matrix import RemedyMatrix
+from diagnose.whatif.remedies import Remedies, RemedyResult
+
+#: Cost tiers, cheapest first.
+COSTS = ("configuration change", "re-index", "re-chunking", "training", "judging")
+
+#: remedy id -> (what to change, in the user's words; its cost tier).
+CHANGES: dict[str, tuple[str, str]] = {
+    "dense": ("Fix the ANN index: exact search finds these", "re-index"),
+    "hybrid": ("Add BM25 (hybrid RRF)", "re-index"),
+    "bm25": ("Add a BM25 index that finds these", "re-index"),
+    "hybrid_baseline": ("Use hybrid search (BM25 + exact dense, RRF)", "re-index"),
+    "rerank": ("Rerank the top results by exact cosine", "configuration change"),
+    "crossencoder": ("Rerank the top results with the cross-encoder", "configuration change"),
+    "unfiltered": ("Fix the metadata filter or the documents' metadata", "configuration change"),
+    "merge": ("Re-chunk: keep the answer in one chunk (merge neighbours)", "re-chunking"),
+    "passages": ("Re-chunk: index passages that fit the model's window", "re-chunking"),
+    "finetune": ("Fine-tune the model", "training"),
+    "judge": ("Judge these pairs", "judging"),
+}
+#: (remedy id, class) -> what to change, where the class changes the words (a lexical run's vocabulary mismatch).
+CHANGES_BY_CLASS: dict[tuple[str, str], str] = {
+    ("dense", "vocabulary_mismatch"): "Add dense retrieval: exact dense search finds these",
+}
+
+
+@dataclass(frozen=True)
+class Action:
+    """One change to make, with its evidence (module docstring: every definition).
+
+    ``change``: what to change, in the user's words; ``remedy_id``: the remedy measured (``judge`` for a label gap);
+    ``classes``: the failure classes it addresses (taxonomy order); ``unit``: what ``recovered``, ``failures`` and
+    ``total`` count ("failed queries" or "missed pairs"); ``recovered_ids``: the recovered failures (query ids, or
+    "query_id/doc_id"); ``lost_ids``: the golden queries it turns from hit to miss; ``cells``: the matrix's own cells
+    ``(class, recovered, failures)``; ``pairs``: for ``judge``, the (query id, document id) pairs to judge;
+    ``cost``: one of :data:`COSTS`. ``recovered``, ``lost_hits``, ``net``, ``mean_diff``, ``p_value``: None when not
+    measured (``judge``; the paired test of ``finetune``).
+    """
+
+    rank: int
+    change: str
+    remedy_id: str
+    remedy: str
+    classes: tuple[str, ...]
+    unit: str
+    failures: int
+    total: int
+    recovered: int | None
+    lost_hits: int | None
+    net: int | None
+    mean_diff: float | None
+    p_value: float | None
+    metric: str
+    cost: str
+    recovered_ids: tuple[str, ...] = ()
+    lost_ids: tuple[str, ...] = ()
+    cells: tuple[tuple[str, int, int], ...] = ()
+    pairs: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def measured(self) -> bool:
+        """Whether the change was measured on the data (``recovered`` known)."""
+        return self.recovered is not None
+
+    def sentence(self) -> str:
+        """One short line, e.g. "Fix the ANN index: exact search finds these. Recovers 21 of 50 failed queries,
+        breaks 2 hits, p = 0.0001. [index_gap; re-index]"; a judge action says how many pairs to judge."""
+        tags = f"[{', '.join(self.classes)}; {self.cost}]"
+        if self.net is not None and self.net <= 0:
+            return (
+                f"Not advised: {self.change[0].lower()}{self.change[1:]}. Recovers {self.recovered}, breaks "
+                f"{self.lost_hits} hit{'s' if self.lost_hits != 1 else ''}, p = {fmt_p(self.p_value)}. {tags}"
+            )
+        if self.remedy_id == "judge":
+            n = len(self.pairs)
+            return f"{self.change}: {n} pair{'s' if n != 1 else ''} the run found, nobody judged. No measured gain. {tags}"
+        broke = (
+            f", breaks {self.lost_hits} hit{'s' if self.lost_hits != 1 else ''}, p = {fmt_p(self.p_value)}"
+            if self.lost_hits is not None
+            else "; hits broken not measured here"
+        )
+        return f"{self.change}. Recovers {self.recovered} of {self.total} {self.unit}{broke}. {tags}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            **fields_dict(self),
+            "classes": list(self.classes),
+            "recovered_ids": list(self.recovered_ids),
+            "lost_ids": list(self.lost_ids),
+            "cells": [{"class": c, "recovered": r, "failures": n} for c, r, n in self.cells],
+            "pairs": [{"query_id": q, "doc_id": d} for q, d in self.pairs],
+            "sentence": self.sentence(),
+        }
+
+
+def fmt_p(p: float | None) -> str:
+    """A p value as the remedies print it: 3 significant digits, 1 below 0.001 ("0.0215", "0.0001")."""
+    if p is None:
+        return "n/a"
+    return f"{p:.3g}" if p >= 0.001 else f"{p:.1g}"
+
+
+class Findings(tuple):
+    """The ranked actions (a tuple of :class:`Action`), with ``run``, ``k``, ``mode``, ``unit``, ``total`` and
+    ``rejected`` (the measured changes that break at least as many hits as they recover); shows itself as a numbered
+    list (``lines``, Markdown, HTML in a notebook)."""
+
+    run: str
+    k: int
+    mode: str
+    unit: str
+    total: int
+    rejected: tuple[Action, ...]
+
+    def __new__(
+        cls,
+        actions: Any = (),
+        *,
+        run: str = "",
+        k: int = 0,
+        mode: str = "hit",
+        unit: str = "",
+        total: int = 0,
+        rejected: tuple[Action, ...] = (),
+    ):
+        self = super().__new__(cls, actions)
+        self.run, self.k, self.mode, self.unit, self.total = run, k, mode, unit, total
+        self.rejected = tuple(rejected)
+        return self
+
+    def head(self) -> str:
+        """The list's title line."""
+        if not self.total:
+            return f"What to fix first in {self.run!r} (k={self.k}): nothing, no query fails."
+        return (
+            f"What to fix first in {self.run!r} (k={self.k}, {self.total} {self.unit}), ranked by net gain:"
+        )
+
+    def lines(self) -> list[str]:
+        """The title, then one numbered sentence per action; a line when no change recovers anything."""
+        out = [self.head()]
+        out += [f"{a.rank}. {a.sentence()}" for a in self]
+        if self.total and not self:
+            out.append("No change measured here recovers more failures than it breaks hits.")
+        return out + [a.sentence() for a in self.rejected]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "run": self.run,
+            "k": self.k,
+            "mode": self.mode,
+            "unit": self.unit,
+            "total": self.total,
+            "actions": [a.to_dict() for a in self],
+            "rejected": [a.to_dict() for a in self.rejected],
+        }
+
+    def _repr_markdown_(self) -> str:
+        head, *rest = self.lines()
+        return "\n".join([f"**{head}**", "", *rest])
+
+    def _repr_html_(self) -> str:
+        head, *_ = self.lines()
+        items = "".join(f"<li>{html.escape(a.sentence())}</li>" for a in self)
+        rest = [x for x in self.lines()[1:] if not x[:1].isdigit()]
+        tail = "".join(f"<p>{html.escape(x)}</p>" for x in rest)
+        return f"<div><p><b>{html.escape(head)}</b></p><ol>{items}</ol>{tail}</div>"
+
+
+def _unit_ids(diagnosis: Diagnosis, classes: set[str]) -> list[str]:
+    """The failures of ``classes`` in the diagnosis' unit, as the remedies name them (query id, "query/doc")."""
+    ids = (
+        f.query_id if diagnosis.mode == "hit" else f"{f.query_id}/{f.doc_id}"
+        for f in diagnosis.failures
+        if f.cls in classes
+    )
+    return list(dict.fromkeys(ids))
+
+
+def _change(rid: str, classes: tuple[str, ...]) -> tuple[str, str]:
+    text, cost = CHANGES.get(rid, (f"Apply {rid}", "configuration change"))
+    for c in classes:
+        text = CHANGES_BY_CLASS.get((rid, c), text)
+    return text, cost
+
+
+def _measured(
+    rid: str, rows: list[RemedyResult], diagnosis: Diagnosis, matrix: RemedyMatrix, total: int, unit: str
+) -> Action | None:
+    """The action of remedy ``rid`` from its classes' rows, or None when it recovers nothing."""
+    classes = tuple(r.cls for r in rows)
+    recovered = tuple(dict.fromkeys(i for r in rows for i in r.recovered_ids))
+    if not recovered:
+        return None
+    first = rows[0]
+    change, cost = _change(rid, classes)
+    return Action(
+        rank=0,
+        change=change,
+        remedy_id=rid,
+        remedy=first.remedy,
+        classes=classes,
+        unit=unit,
+        failures=len(_unit_ids(diagnosis, set(classes))),
+        total=total,
+        recovered=len(recovered),
+        lost_hits=first.lost_hits,
+        net=len(recovered) - first.lost_hits,
+        mean_diff=first.mean_diff,
+        p_value=first.p_value,
+        metric=first.metric,
+        cost=cost,
+        recovered_ids=recovered,
+        lost_ids=first.lost_ids,
+        cells=tuple(_cell(matrix, c, rid) for c in classes),
+    )
+
+
+def _cell(matrix: RemedyMatrix, cls: str, rid: str) -> tuple[str, int, int]:
+    c = matrix.cell(cls, rid)
+    return (cls, c.recovered, c.failures)
+
+
+def _finetune(diagnosis: Diagnosis, matrix: RemedyMatrix, total: int, unit: str) -> Action | None:
+    """The fine-tuning column of the matrix (when it has run) on the classes that own it."""
+    rid = "finetune"
+    classes = tuple(c for c in matrix.classes if rid in matrix.remedy_ids and matrix.own.get(c) == rid)
+    cells = tuple(_cell(matrix, c, rid) for c in classes)
+    recovered = sum(r for _, r, _ in cells)
+    if not recovered:
+        return None
+    change, cost = _change(rid, classes)
+    return Action(
+        rank=0, change=change, remedy_id=rid, remedy=matrix.remedy_texts[rid], classes=classes, unit=unit,
+        failures=len(_unit_ids(diagnosis, set(classes))), total=total, recovered=recovered, lost_hits=None,
+        net=None, mean_diff=None, p_value=None, metric="", cost=cost, cells=cells,
+    )  # fmt: skip
+
+
+def _judge(rows: list[RemedyResult], diagnosis: Diagnosis, total: int, unit: str) -> Action | None:
+    """The pairs to judge: each label-gap failure's query and the unjudged near-duplicate the run retrieved."""
+    classes = tuple(r.cls for r in rows)
+    pairs = tuple(
+        dict.fromkeys(
+            (f.query_id, f.duplicate_doc_id or f.doc_id) for f in diagnosis.failures if f.cls in classes
+        )
+    )
+    if not pairs:
+        return None
+    change, cost = _change("judge", classes)
+    return Action(
+        rank=0, change=change, remedy_id="judge", remedy=rows[0].remedy, classes=classes, unit=unit,
+        failures=len(_unit_ids(diagnosis, set(classes))), total=total, recovered=None, lost_hits=None, net=None,
+        mean_diff=None, p_value=None, metric=rows[0].metric, cost=cost, pairs=pairs,
+    )  # fmt: skip
+
+
+def _order(a: Action) -> tuple:
+    tier = 0 if a.net is not None else (1 if a.measured else 2)
+    return (
+        tier,
+        -(a.net or 0),
+        -(a.mean_diff or 0.0),
+        a.p_value if a.p_value is not None else 1.0,
+        a.remedy_id,
+    )
+
+
+def findings(diagnosis: Diagnosis, remedies: Remedies, matrix: RemedyMatrix) -> Findings:
+    """The ranked actions of one run (module docstring: every definition and the order). ``remedies`` and
+    ``matrix``: :func:`~diagnose.whatif.remedies.prove_remedies` and :func:`~diagnose.whatif.matrix.remedy_matrix`
+    of the run of ``diagnosis``, at its k and mode; read, never measured again."""
+    if (remedies.run, remedies.k, remedies.mode) != (diagnosis.run, diagnosis.k, diagnosis.mode) or (
+        matrix.run,
+        matrix.k,
+        matrix.mode,
+    ) != (diagnosis.run, diagnosis.k, diagnosis.mode):
+        raise ValueError(
+            f"the remedies and the matrix must be of the diagnosis' run {diagnosis.run!r} at k={diagnosis.k} "
+            f"({diagnosis.mode})"
+        )
+    unit = remedies.unit
+    total = len(_unit_ids(diagnosis, set(CLASS_BY_ID)))
+    by_remedy: dict[str, list[RemedyResult]] = {}
+    for r in remedies.rows:
+        if r.failures and (r.remedy_id == "judge" or (r.available and r.recovered is not None)):
+            by_remedy.setdefault(r.remedy_id, []).append(r)
+    actions = [
+        _judge(rows, diagnosis, total, unit)
+        if rid == "judge"
+        else _measured(rid, rows, diagnosis, matrix, total, unit)
+        for rid, rows in by_remedy.items()
+    ]
+    actions.append(_finetune(diagnosis, matrix, total, unit))
+    kept = [a for a in actions if a is not None]
+    rejected = sorted((a for a in kept if a.net is not None and a.net <= 0), key=_order)
+    ranked = sorted((a for a in kept if a.net is None or a.net > 0), key=_order)
+    out = [Action(**{**fields_dict(a), "rank": i}) for i, a in enumerate(ranked, 1)]
+    return Findings(
+        out,
+        run=diagnosis.run,
+        k=diagnosis.k,
+        mode=diagnosis.mode,
+        unit=unit,
+        total=total,
+        rejected=tuple(rejected),
+    )
