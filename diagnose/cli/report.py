@@ -7,6 +7,7 @@ import argparse
 from pathlib import Path
 
 from diagnose.checks import positive_int
+from diagnose.cli.output import say
 from diagnose.cli.shared import EXIT_OK, build_analysis, load_data, print_warnings
 from diagnose.data import DataError
 from diagnose.report.html import to_html, to_markdown
@@ -54,5 +55,5 @@ def cmd_report(args: argparse.Namespace) -> int:
         ) from None
     print_warnings(ds.report, "table")
     first = report.findings.lines()
-    print(f"Wrote {out} ({len(text.encode()) / 1024:,.0f} KB). {first[1] if len(first) > 1 else first[0]}")
+    say(f"Wrote {out} ({len(text.encode()) / 1024:,.0f} KB). {first[1] if len(first) > 1 else first[0]}")
     return EXIT_OK
