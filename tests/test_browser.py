@@ -168,6 +168,9 @@ def test_every_page_in_chromium(tmp_path, second_model):
     # every page drawn whole (the progressive start has an AppTest)
     env["DIAGNOSE_FOREGROUND_SECONDS"] = "600"
     env.pop("DIAGNOSE_ENCODER", None)
+    # the second model's folder is typed on the Model choice page: a typed model folder is read only under the data
+    # root (the demo corpus is the app's own, read wherever the root is)
+    env["DIAGNOSE_DATA_ROOT"] = str(Path(second_model).parent)
     if not REAL_MODEL:
         env["DIAGNOSE_ENCODER"] = "keyword"
     log = tmp_path / "streamlit.log"

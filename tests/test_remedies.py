@@ -425,7 +425,8 @@ def matrix_world():
         failure("q3", "t3", "near_miss"),
     ]
     diag = diagnosis_of(run, fs, 1)
-    rem = prove_remedies(ds, run, diag, space=space, bm25_run=bm25, dense_run=dense, kind="dense")
+    # kind unknown: a hand-built list, not ordered by the model's cosine (a dense run's near miss is remedied by hybrid)
+    rem = prove_remedies(ds, run, diag, space=space, bm25_run=bm25, dense_run=dense, kind="unknown")
     return ds, diag, rem
 
 
@@ -493,7 +494,7 @@ def test_the_remedy_matrix_without_an_own_remedy_and_missing_inputs():
         1,
     )
     bm25 = run_of("bm25", {"q1": ["t1"], "q2": ["x"], "q4": ["e4"]})
-    rem = prove_remedies(ds, diag_run, diag, bm25_run=bm25, kind="dense")  # no dense_run, no space
+    rem = prove_remedies(ds, diag_run, diag, bm25_run=bm25, kind="unknown")  # no dense_run, no space
     m = remedy_matrix(ds.qrels, diag, rem)
     # a remedy is listed as not tried only when a class with failures needed it: no truncated or diluted failure
     # here, so the passage remedy is not news in the matrix; its remedy row still says why it was not tried
@@ -578,7 +579,7 @@ def _named_remedies() -> list[tuple[str, str, str]]:
     """(remedy id, class, run kind) for every remedy a class record names, its by_kind variants included."""
     from diagnose.failures import FAILURE_CLASSES
 
-    named = [(c.remedy.id, c.id, "dense") for c in FAILURE_CLASSES]
+    named = [(c.remedy.id, c.id, "unknown") for c in FAILURE_CLASSES]
     named += [(v.remedy.id, c.id, kind) for c in FAILURE_CLASSES for kind, v in c.by_kind.items() if v.remedy]
     return named
 
@@ -670,3 +671,61 @@ def test_the_remedy_matrix_depends_on_its_arguments_not_on_the_call_order(tmp_pa
     with pytest.raises(DataError) as e:
         second.remedy_matrix("ann_minilm", finetune=result(None))
     assert e.value.param == "finetune"
+
+
+# the inputs that are other data, not another ordering of the same candidates: their runs differ from any run by
+# construction (chunks merged with their neighbours, passages, the search without the filter, a cross-encoder)
+_OTHER_DATA = {"merged_run", "passage_run", "unfiltered_run", "cross_encoder_run"}
+
+
+@pytest.mark.parametrize("kind", ["dense", "lexical", "hybrid"])
+def test_every_class_s_remedy_can_change_a_run_of_its_kind(kind, tmp_path):
+    """No remedy that cannot change the outcome (issue: a dense run's near miss "reranked" by its own cosine is the
+    identity). The run is the kind's own search with the best document of every third golden query lost (an index
+    that lost documents), in the kind's own order (a dense run's: the model's cosine); each class's remedy for that
+    kind must give a different top k for some query. With the cosine rerank as a dense run's near_miss or
+    ranking_failure remedy this fails. (A run of unknown kind is not known to be ordered by the model's cosine, so
+    its near miss keeps the cosine rerank, which adds the model's signal.)"""
+    import diagnose
+    from diagnose.analysis import Analysis
+    from diagnose.failures import CLASSES
+    from diagnose.whatif.registry import REMEDIES, RemedyInputs
+    from diagnose.whatif.remedies import remedy_for
+
+    a = Analysis(
+        diagnose.load(DEMO),
+        encoder=KeywordEncoder(),
+        cache_dir=tmp_path,
+        baselines=("bm25", "dense", "hybrid"),
+    )
+    base = a.baseline_runs()
+    source = base[{"unknown": "dense", "dense": "dense", "lexical": "bm25", "hybrid": "hybrid"}[kind]]
+    if kind in (
+        "unknown",
+        "dense",
+    ):  # a dense run is ordered by the model's cosine, ties as the rerank breaks them
+        source = cosine_rerank(source, a.space, a.depth)
+    lists: dict[str, list[tuple[str, float]]] = {}
+    for q, d, s in zip(source.df["query_id"], source.df["doc_id"], source.df["score"], strict=True):
+        lists.setdefault(q, []).append((d, float(s)))
+    for q in a.golden[::3]:
+        if lists.get(q):
+            lists[q] = lists[q][1:]
+    run = Run.from_ranked_lists("mine", lists)
+    inputs = RemedyInputs(
+        run, a.thresholds.near_miss_depth(10), space=a.space, bm25_run=base["bm25"], dense_run=base["dense"],
+        hybrid_run=base["hybrid"],
+    )  # fmt: skip
+
+    def top(r: Run) -> dict[str, list[str]]:
+        return {q: docs[:10] for q, docs in r.ranked_lists().items()}
+
+    tried = 0
+    for cls in CLASSES:
+        spec = REMEDIES[remedy_for(cls, kind).id]
+        if not spec.runs or set(spec.needs) & _OTHER_DATA:
+            continue
+        remedied = spec.builder(inputs)()
+        assert top(remedied) != top(run), f"{cls} on a {kind} run: its remedy {spec.id!r} changes nothing"
+        tried += 1
+    assert tried >= 4  # near_miss, index_gap, vocabulary_mismatch, ranking_failure at least

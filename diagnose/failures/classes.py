@@ -113,6 +113,8 @@ def _pick(variant: ForKind | None, name: str):  # noqa: ANN202 - str or Remedy
 
 _NO_OFFLINE_REMEDY = "no offline remedy"
 _RERANK = Remedy("rerank", "cosine rerank of the top {depth}")
+#: BM25 fused with the run: the lexical signal a dense run lacks.
+_HYBRID = Remedy("hybrid", "hybrid (RRF k={rrf_k} of the run and BM25)")
 
 #: The failure classes in rule order: the first whose rule matches wins.
 FAILURE_CLASSES: tuple[FailureClass, ...] = (
@@ -260,6 +262,18 @@ FAILURE_CLASSES: tuple[FailureClass, ...] = (
         ),
         remedy=_RERANK,
         evidence="The run ranked the target #{run_rank}, just below k={k} (within {near_hi}); {base}.",
+        by_kind={
+            "dense": ForKind(
+                recommendation=(
+                    "The run found the target but ranked it just below k: a ranking problem, not a recall problem. "
+                    "A dense run is already ordered by the model's cosine, so ordering its candidates again by it "
+                    "cannot move the target: add a signal the run lacks, BM25 fused with the run (hybrid, "
+                    "reciprocal rank fusion) or a cross-encoder reranker over the top {near_miss_factor}k, or pass "
+                    "a larger k to the generator."
+                ),
+                remedy=_HYBRID,
+            ),
+        },
     ),
     FailureClass(
         id="index_gap",
@@ -325,7 +339,7 @@ FAILURE_CLASSES: tuple[FailureClass, ...] = (
             "dense with reciprocal rank fusion), expand queries with synonyms or an LLM rewrite, or fine-tune the "
             "embedding model on pairs from your domain."
         ),
-        remedy=Remedy("hybrid", "hybrid (RRF k={rrf_k} of the run and BM25)"),
+        remedy=_HYBRID,
         evidence="The embedding model scores the target low while the words tell: {base}; {ov}.",
         by_kind={
             "lexical": ForKind(
@@ -377,6 +391,26 @@ FAILURE_CLASSES: tuple[FailureClass, ...] = (
         ),
         remedy=_RERANK,
         evidence="The target is findable but outranked: {base}.",
+        by_kind={
+            "lexical": ForKind(
+                recommendation=(
+                    "The target is findable but other documents outrank it, beyond the run's top "
+                    "{near_miss_factor}k, while exact dense search ranks it within k: a rerank of the run's "
+                    "candidates cannot reach it. Add the dense signal: the hybrid of BM25 and dense search, or "
+                    "dense retrieval."
+                ),
+                remedy=Remedy("hybrid_baseline", "the hybrid baseline (RRF of BM25 and exact dense search)"),
+            ),
+            "dense": ForKind(
+                recommendation=(
+                    "The target is findable but other documents outrank it, beyond the run's top "
+                    "{near_miss_factor}k, while BM25 finds it: a dense run's candidates ordered again by the same "
+                    "cosine cannot reach it. Fuse BM25 with the run (hybrid); look at the documents that beat it: "
+                    "if they are generic hubs, down-weight or remove them."
+                ),
+                remedy=_HYBRID,
+            ),
+        },
     ),
 )
 
