@@ -163,6 +163,16 @@ def _add_cutoff(p: argparse.ArgumentParser, help: str) -> None:
     p.add_argument("--k", type=int, default=defaults.K, help=help)
 
 
+def _add_failure(p: argparse.ArgumentParser) -> None:
+    """``--failure``, what makes a query fail (``hit`` or ``recall``)."""
+    p.add_argument(
+        "--failure",
+        choices=list(defaults.FAILURE_MODES),
+        default=defaults.FAILURE,
+        help="hit: no relevant document in the top k (default); recall: any relevant document missing from the top k",
+    )
+
+
 def _add_format(p: argparse.ArgumentParser, choices: list[str]) -> None:
     """``--format``, one of ``choices`` (default: table)."""
     p.add_argument("--format", choices=choices, default="table")
@@ -258,12 +268,7 @@ def _add_comparison_args(ev: argparse.ArgumentParser) -> None:
 def _failures_options(fa: argparse.ArgumentParser) -> None:
     """``failures``'s options: one run, the failure definition, thresholds, remedies."""
     _add_cutoff(fa, "a query fails when no relevant document is in its top k")
-    fa.add_argument(
-        "--failure",
-        choices=list(defaults.FAILURE_MODES),
-        default=defaults.FAILURE,
-        help="hit: no relevant document in the top k (default); recall: any relevant document missing from the top k",
-    )
+    _add_failure(fa)
     fa.add_argument(
         "--seed-threshold",
         type=float,
@@ -439,12 +444,7 @@ def _report_options(re: argparse.ArgumentParser) -> None:
         help="the file to write: HTML (one self-contained file), or Markdown when F ends in .md",
     )
     _add_cutoff(re, f"a query fails when no relevant document is in its top k (default {defaults.K})")
-    re.add_argument(
-        "--failure",
-        choices=list(defaults.FAILURE_MODES),
-        default=defaults.FAILURE,
-        help="hit: no relevant document in the top k (default); recall: any relevant document missing from the top k",
-    )
+    _add_failure(re)
     re.add_argument(
         "--baseline",
         action="append",
