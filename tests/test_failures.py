@@ -655,3 +655,27 @@ def test_same_text_documents_read_in_blocks_equal_the_whole_list(texts, block):
         assert golden.same_text_rows(corpus) == expected
     finally:
         golden.TEXT_BLOCK = saved
+
+
+@pytest.mark.parametrize(
+    ("bm25_rank", "overlap", "says"),
+    [
+        # the BM25 branch: BM25 #10 <= k=10 (the boundary) -> the words tell
+        (10, 0.5, "while the words tell (BM25 ranks it within k)"),
+        # the few-words branch: overlap 0.1 < 0.2 and BM25 #11 > 10 (one past the boundary) or no BM25 rank at all
+        (11, 0.1, "and the query shares few of its terms"),
+        (None, 0.1, "and the query shares few of its terms"),
+    ],
+)
+def test_the_vocabulary_mismatch_sentence_says_the_branch_that_fired(bm25_rank, overlap, says):
+    """Issue: "the words tell" beside "BM25 rank #2168". The sentence follows the rule's branch, at its boundary."""
+    from diagnose.failures.taxonomy import evidence_sentence
+
+    e = PairEvidence(
+        doc_id="t", k=10, calibrated=0.5, run_depth=100, dense_rank=40, bm25_rank=bm25_rank,
+        bm25_score=None if bm25_rank else 0.0, cosine=0.2, overlap=overlap,
+    )  # fmt: skip
+    assert classify(e, Thresholds()) == "vocabulary_mismatch"
+    sentence = evidence_sentence("vocabulary_mismatch", e)
+    assert says in sentence
+    assert ("the words tell" in sentence) == (bm25_rank is not None and bm25_rank <= 10)

@@ -340,7 +340,7 @@ FAILURE_CLASSES: tuple[FailureClass, ...] = (
             "embedding model on pairs from your domain."
         ),
         remedy=_HYBRID,
-        evidence="The embedding model scores the target low while the words tell: {base}; {ov}.",
+        evidence="The embedding model scores the target low {words}: {base}; {ov}.",
         by_kind={
             "lexical": ForKind(
                 recommendation=(

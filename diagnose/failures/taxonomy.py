@@ -255,6 +255,13 @@ def evidence_sentence(cls: str, e: PairEvidence, thresholds: Thresholds = Thresh
         rank_range_text(e.bm25_rank, e.bm25_rank_worst),
     )
     template = CLASS_BY_ID[cls].evidence_for(e.kind)
+    # the vocabulary_mismatch rule has two branches: say the one that fired, never "the words tell" beside a BM25
+    # rank beyond k
+    words = (
+        "while the words tell (BM25 ranks it within k)"
+        if within(e.bm25_rank, e.bm25_rank_worst, e.k)
+        else "and the query shares few of its terms"
+    )
     split = f"{e.split_share:.0%} of it" if e.split_share is not None else "n/a"
     split_window = f"{e.split_cosine:.3f}" if e.split_cosine is not None else "n/a"
     passage = e.passage._asdict() if e.passage is not None else {}
@@ -269,6 +276,7 @@ def evidence_sentence(cls: str, e: PairEvidence, thresholds: Thresholds = Thresh
         bm25=bm25,
         split=split,
         split_window=split_window,
+        words=words,
     )
 
 
