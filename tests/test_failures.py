@@ -679,3 +679,22 @@ def test_the_vocabulary_mismatch_sentence_says_the_branch_that_fired(bm25_rank, 
     sentence = evidence_sentence("vocabulary_mismatch", e)
     assert says in sentence
     assert ("the words tell" in sentence) == (bm25_rank is not None and bm25_rank <= 10)
+
+
+def test_the_overlap_sentence_says_bm25_also_scores_the_stop_words():
+    """Issue: "0% of the query terms occur in the target" beside a BM25 score of 0.68: the overlap leaves the query's
+    stop words out while BM25 scores them. The record carries both shares; the sentence says both when they differ."""
+    from diagnose.failures.taxonomy import evidence_sentence
+
+    base = dict(doc_id="t", k=10, calibrated=0.5, run_depth=100, dense_rank=40, bm25_rank=50, bm25_score=0.68)
+    # 0 of 2 content terms; 1 of 4 terms BM25 scores (a stop word): 25%
+    e = PairEvidence(**base, cosine=0.2, overlap=0.0, bm25_overlap=0.25)
+    sentence = evidence_sentence(classify(e, Thresholds()), e)
+    assert (
+        "0% of the query terms occur in the target (stop words left out; 25% of every term BM25 scores)"
+        in sentence
+    )
+    same = PairEvidence(
+        **base, cosine=0.2, overlap=0.0, bm25_overlap=0.0
+    )  # nothing shared at all: nothing to add
+    assert "stop words left out" not in evidence_sentence(classify(same, Thresholds()), same)

@@ -423,6 +423,7 @@ def _pair(
         cosine=cosine,
         calibrated=calibrated,
         overlap=lex.overlap,
+        bm25_overlap=lex.bm25_overlap,
         duplicate_doc_id=dup_id,
         duplicate_cosine=dup_cos,
         dense_rank_worst=dense_worst,

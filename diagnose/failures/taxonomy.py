@@ -110,7 +110,8 @@ class PairEvidence:
     - ``run_rank``: its rank in the run (None: not retrieved; ``run_depth``: how deep the run went for the query).
     - ``dense_rank`` / ``bm25_rank``: the best rank of its tie group by exact cosine / BM25, ``*_worst`` the worst
       (None: no tie); ``bm25_rank`` None when ``bm25_score`` is 0 (None: unknown).
-    - ``cosine``: cos(query, target); ``overlap``: the share of the query's terms in the target (stop words out).
+    - ``cosine``: cos(query, target); ``overlap``: the share of the query's terms in the target (stop words out);
+      ``bm25_overlap``: the share over every term BM25 scores, stop words included (the same tokenizer).
     - ``duplicate_doc_id`` / ``duplicate_cosine``: an unjudged near-duplicate of the target in the top k and its
       strength (1.0: the same normalised text); None: none.
     - ``kind``: the run's kind (:mod:`diagnose.failures.kind`).
@@ -137,6 +138,7 @@ class PairEvidence:
     bm25_score: float | None = None
     cosine: float | None = None
     overlap: float | None = None
+    bm25_overlap: float | None = None
     duplicate_doc_id: str | None = None
     duplicate_cosine: float | None = None
     kind: str = "unknown"
@@ -249,6 +251,10 @@ def evidence_sentence(cls: str, e: PairEvidence, thresholds: Thresholds = Thresh
         f"{e.calibrated:.3f})"
     )
     ov = f"{e.overlap:.0%} of the query terms occur in the target" if e.overlap is not None else ""
+    if ov and e.bm25_overlap is not None and e.bm25_overlap > e.overlap:
+        # the overlap leaves the query's stop words out, BM25 scores them: say so beside a BM25 score the stop words
+        # alone may give (issue: "0% of the query terms" beside a BM25 score of 0.68)
+        ov += f" (stop words left out; {e.bm25_overlap:.0%} of every term BM25 scores)"
     found = "did not retrieve it" if e.run_rank is None else f"ranked it #{e.run_rank}"
     dense, bm25 = (
         rank_range_text(e.dense_rank, e.dense_rank_worst),
