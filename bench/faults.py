@@ -183,7 +183,6 @@ def inject(
     texts = {i: (r.get("title", "") + " " + r.get("text", "")).strip() for i, r in docs.items()}
     queries = {str(r["_id"]): r for r in _read_jsonl(Path(data) / "queries.jsonl")}
     targets = {t.doc_id for t in truth}
-    changed_queries: set[str] = set()
     vocabulary = sorted({w for t in texts.values() for w in t.split()})
     for t in list(truth):
         if t.cls == "near_miss" and kind == "dense":
@@ -208,7 +207,6 @@ def inject(
             code = f"zq{rng.randrange(10**6):06d}x"
             docs[t.doc_id] = {**docs[t.doc_id], "text": f"{docs[t.doc_id].get('text', '')} {code}"}
             queries[t.query_id] = {**queries[t.query_id], "text": code}
-            changed_queries.add(t.query_id)
         elif t.cls == "vocabulary_mismatch":
             terms = {w.lower() for w in _WORD.findall(queries[t.query_id]["text"])}
             drop = re.compile(
