@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Callable, Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -216,6 +216,22 @@ def mapping(value: Any, param: str, *, expected: str, fix: str = "") -> Mapping[
     if not isinstance(value, Mapping):
         raise DataError(f"{param} must be {expected}, got {given(value)}.{fix}", param=param)
     return value
+
+
+def field_names(
+    value: Any, param: str, keys: Sequence[str], *, expected: str, naming: str
+) -> dict[str, str | None]:
+    """A mapping of field roles to names, checked: a dict (``expected`` otherwise) whose keys are among ``keys`` and
+    whose values each name ``naming`` (a str) or are None: ``"{param}[key] = value: the keys are ..., each naming
+    {naming} or None."`` otherwise (the corpus columns of ``diagnose.load``, a collection's metadata fields)."""
+    named = dict(mapping(value, param, expected=expected))
+    for key, name in named.items():
+        if key not in keys or not (name is None or isinstance(name, str)):
+            raise DataError(
+                f"{param}[{key!r}] = {given(name)}: the keys are {either(keys)}, each naming {naming} or None.",
+                param=param,
+            )
+    return named
 
 
 def text(value: Any, param: str, *, what: str = "a string", empty_ok: bool = False) -> str:

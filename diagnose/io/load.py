@@ -87,17 +87,13 @@ def _check_load_options(
 ) -> None:
     """:func:`load`'s ``corpus_fields`` and ``require_qrels`` checked, and a golden set given when one is required."""
     if corpus_fields is not None:
-        named = checks.mapping(
-            corpus_fields, "corpus_fields", expected="a dict such as {'id': 'doc_id', 'text': 'body'}"
+        checks.field_names(
+            corpus_fields,
+            "corpus_fields",
+            ("id", "text", "title", "id_field", "text_field", "title_field"),
+            expected="a dict such as {'id': 'doc_id', 'text': 'body'}",
+            naming="a corpus column or key (a str)",
         )
-        keys = ("id", "text", "title", "id_field", "text_field", "title_field")
-        for key, value in named.items():
-            if key not in keys or not (value is None or isinstance(value, str)):
-                raise DataError(
-                    f"corpus_fields[{key!r}] = {checks.given(value)}: the keys are {checks.either(keys)}, each "
-                    "naming a corpus column or key (a str) or None.",
-                    param="corpus_fields",
-                )
     if not isinstance(require_qrels, bool):
         raise DataError(
             f"require_qrels must be True or False, got {checks.given(require_qrels)}.", param="require_qrels"

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from diagnose.checks import either, given, mapping, positive_int
+from diagnose.checks import either, field_names, given, mapping, positive_int
 from diagnose.data import Corpus, DataError, ValidationReport
 from diagnose.io.files import check_confined_folder
 from diagnose.io.formats import CORPUS_ID_FIELDS, CORPUS_TEXT_FIELDS, CORPUS_TITLE_FIELDS
@@ -136,15 +136,13 @@ def _check_args(
     positive_int(batch_size, "batch_size", note=" (rows read at a time)")
     named: dict[str, str | None] = {}
     if fields is not None:
-        expected = "a dict such as {'id': 'doc_id', 'text': 'body'} (keys id, text, title)"
-        named = dict(mapping(fields, "fields", expected=expected))
-    for key, value in named.items():
-        if key not in FIELD_KEYS or not (value is None or isinstance(value, str)):
-            raise DataError(
-                f"fields[{key!r}] = {given(value)}: the keys are {either(FIELD_KEYS)}, each naming a metadata "
-                "field (a str) or None.",
-                param="fields",
-            )
+        named = field_names(
+            fields,
+            "fields",
+            FIELD_KEYS,
+            expected="a dict such as {'id': 'doc_id', 'text': 'body'} (keys id, text, title)",
+            naming="a metadata field (a str)",
+        )
     return (parse_spec(spec) if isinstance(spec, str) else spec), named
 
 
