@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from diagnose.checks import either, field_names, given, mapping, positive_int
+from diagnose.checks import field_names, given, positive_int
 from diagnose.data import Corpus, DataError, ValidationReport
 from diagnose.io.files import check_confined_folder
 from diagnose.io.formats import CORPUS_ID_FIELDS, CORPUS_TEXT_FIELDS, CORPUS_TITLE_FIELDS
