@@ -218,6 +218,12 @@ def test_a_library_error_names_the_flag_of_its_parameter(files, capsys):
     assert code == 2 and err.startswith("error: --rrf-k: ")
 
 
+def test_no_help_text_prints_a_doubled_percent():
+    # argparse %-formats help strings but not descriptions: a description written "95%%" printed "95%%" to users
+    for name, sub in _subparsers().items():
+        assert "%%" not in sub.format_help(), name
+
+
 def _subparsers():
     from diagnose.cli.parser import build_parser, subcommand_parsers
 

@@ -510,7 +510,7 @@ COMMAND_TABLE = (
     Command(
         "models",
         help="which embedding model for this golden set: metrics with CIs, ties, speed, memory",
-        description="Compare embedding models on the golden set: exact dense retrieval per model, metrics with 95%% "
+        description="Compare embedding models on the golden set: exact dense retrieval per model, metrics with 95% "
         "bootstrap CIs, significance against the best (statistically tied models share rank 1), encoding "
         "throughput, vector size, index memory, calibrated threshold, failure classes, recall per millisecond.",
         example="diagnose models --data demo_corpus --model default --model /path/to/other-model",
