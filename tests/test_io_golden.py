@@ -252,6 +252,9 @@ def test_written_spans_are_read_back_without_matching_again(tmp_path):
          ":1: not a span (start 9 and end 2"),
         ('{"query_id": "q1", "reference": 0, "doc_id": null, "start": 0, "end": 2, "match": "unmatched"}',
          ":1: not a span (doc_id, start and end are all null"),
+        # JSON true is a Python bool (an int): refused, not read as offset 1
+        ('{"query_id": "q1", "reference": 0, "doc_id": "hr-0001", "start": true, "end": 2, "match": "exact"}',
+         ":1: not a span (start True and end 2"),
     ],
 )  # fmt: skip
 def test_spans_that_do_not_fit_the_corpus_name_the_line_or_document(tmp_path, line, message):

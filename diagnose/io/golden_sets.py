@@ -182,7 +182,9 @@ def _spans(rows: list[tuple[str, Any]], file: str) -> GoldenSet:
             located = doc is not None
             if located != (start is not None) or located != (end is not None):
                 raise ValueError("doc_id, start and end are all null (unmatched) or all given")
-            if located and not (isinstance(start, int) and isinstance(end, int) and 0 <= start <= end):
+            # a JSON true is a Python bool, an int subclass: refused, not read as offset 1
+            ints = all(isinstance(v, int) and not isinstance(v, bool) for v in (start, end))
+            if located and not (ints and 0 <= start <= end):
                 raise ValueError(f"start {start!r} and end {end!r} must be integers with 0 <= start <= end")
             doc = None if doc is None else str(doc)
             score = float(row.get("score", 100.0))
