@@ -420,6 +420,17 @@ def test_doc_id_is_accepted_as_the_parent_key(tmp_path, nested):
     assert dict(ds.corpus.chunks.parent) == parents
 
 
+@pytest.mark.parametrize("key", ["text", "doc_id"])
+def test_the_chunk_s_own_text_or_id_as_parent_key_is_refused(tmp_path, key):
+    # no metadata key of that name: "text" grouped chunks by their text, "doc_id" made each chunk its own document
+    records = [{"_id": f"c{i}", "text": "same words", "metadata": {"source": "p1"}} for i in range(3)]
+    with pytest.raises(DataError) as e:
+        _chunks(tmp_path, records, parent_field=key)
+    message = str(e.value)
+    assert f"parent_field={key!r} names the chunk's own" in message and "metadata keys: 'source'" in message
+    assert e.value.param == "parent_field"
+
+
 # --- security: the app's model folder ------------------------------------------------------------------------------
 
 

@@ -110,6 +110,16 @@ def _field_parents(df: pd.DataFrame, ids: list[str], key: str, file: str | None)
     """``{chunk: document}`` from the column ``key``; a missing column or a chunk without a value is fatal."""
     if key in CORE_COLUMNS and f"metadata.{key}" in df.columns:
         key = f"metadata.{key}"  # the user's key, kept qualified beside the column of that name (doc_id: the id)
+    elif key in ("doc_id", "text"):
+        # the chunk's own id or text: every chunk would be a document of its own (or of the chunks with its text)
+        meta = [c for c in df.columns if c not in CORE_COLUMNS]
+        raise DataError(
+            f"{file or 'corpus'}: parent_field={key!r} names the chunk's own {'id' if key == 'doc_id' else 'text'}, "
+            f"not a metadata key holding its document (the records' metadata keys: "
+            f"{', '.join(map(repr, meta)) or 'none'}). Fix: name the key holding the document id "
+            f"(--parent-field / parent_field=), or use parent_field={PATTERN!r} for ids written DOCUMENT#NUMBER.",
+            param="parent_field",
+        )
     if key not in df.columns:
         meta = [c for c in df.columns if c not in CORE_COLUMNS]
         raise DataError(
