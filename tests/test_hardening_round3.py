@@ -177,10 +177,23 @@ def test_escape_sequences_in_ids_are_escaped_in_cli_warnings_and_tables(tmp_path
 
 
 def test_terminal_safe_escapes_c0_del_and_c1_but_keeps_tab_and_newline():
-    from diagnose.report.tables import terminal_safe
+    from diagnose.runtime.terminal import terminal_safe
 
     # C0 ESC and BEL, CR, DEL (0x7f) and C1 CSI (0x9b) escaped; tab and line feed kept
     assert terminal_safe("a\x1b\x07\r\x7f\x9b\tb\nc") == "a\\x1b\\x07\\x0d\\x7f\\x9b\tb\nc"
+
+
+def test_progress_labels_are_terminal_safe(capsys):
+    from diagnose.runtime.progress import Terminal
+
+    # a label names what the user gave (a file, a model, a collection): its escape sequences are shown, not acted on
+    progress = Terminal(force=True)
+    progress.step("Reading evil\x1b]0;pwned\x07.jsonl")
+    update = progress.bar("Encoding \x1b[2J")
+    update(1, 1)
+    err = capsys.readouterr().err
+    assert "evil\\x1b]0;pwned\\x07.jsonl ..." in err and "Encoding \\x1b[2J" in err
+    assert "\x1b]" not in err and "\x1b[2J" not in err
 
 
 # --- vector databases ---------------------------------------------------------------------------------------------

@@ -11,8 +11,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from diagnose.report import dumps
-from diagnose.report.tables import records_text, terminal_safe
+from diagnose.report.tables import records_text
 from diagnose.runtime.lazy import pandas as pd
+from diagnose.runtime.terminal import terminal_safe
 
 
 @dataclass(frozen=True)
@@ -45,7 +46,7 @@ def emit(result: Output, fmt: str) -> None:
 
 def say(text: str = "", *, err: bool = False, end: str = "\n") -> None:
     """The one way the CLI writes text that may hold data (tables, errors, warnings, notes): on standard output, or
-    standard error with ``err``, flushed, its control characters escaped (:func:`~diagnose.report.tables.terminal_safe`)
+    standard error with ``err``, flushed, its control characters escaped (:func:`~diagnose.runtime.terminal.terminal_safe`)
     so that no byte of the data acts on the terminal."""
     stream = sys.stderr if err else sys.stdout
     stream.write(terminal_safe(text) + end)

@@ -1,6 +1,5 @@
 """The text and Markdown tables every report prints: :func:`cell` (one value as table text),
-:func:`text_table` (aligned plain text) and :func:`markdown_table` (GitHub Markdown); :func:`terminal_safe`, the
-text of data made harmless to print on a terminal.
+:func:`text_table` (aligned plain text) and :func:`markdown_table` (GitHub Markdown).
 
 Importable from :mod:`diagnose.report` too, where the reports that use them live.
 """
@@ -8,24 +7,12 @@ Importable from :mod:`diagnose.report` too, where the reports that use them live
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from diagnose.runtime.lazy import pandas as pd
 
 # --------------------------------------------------------------------------------------------- cells and tables
-
-#: the control characters a terminal acts on: C0 but tab and line feed, DEL, C1 (U+0080-U+009F, e.g. U+009B = CSI)
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-
-
-def terminal_safe(text: str) -> str:
-    """``text`` with every control character a terminal would act on written as a visible escape (``ESC`` ->
-    ``\\x1b``): bytes from the data (an id, a run line, a reference context) then can neither retitle the terminal
-    (``ESC ] 0 ; ... BEL``), clear it (``ESC [ 2 J``) nor move its cursor (a carriage return). Tab and line feed stay.
-    JSON output needs none of it: :func:`json.dumps` escapes every control character itself (``ensure_ascii``)."""
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
 
 
 def cell(v: Any) -> str:

@@ -21,6 +21,7 @@ from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
 
 from diagnose.errors import DataError
+from diagnose.runtime.terminal import terminal_safe
 
 # bm25s, transformers, huggingface_hub and sentence-transformers import tqdm.autonotebook, which prints "TqdmWarning:
 # IProgress not found" into a Jupyter cell when ipywidgets is not installed (and then draws text bars, which is
@@ -69,7 +70,7 @@ class Terminal:
 
     def step(self, label: str) -> None:
         if self.enabled:
-            print(f"{label} ...", file=sys.stderr, flush=True)
+            print(f"{terminal_safe(label)} ...", file=sys.stderr, flush=True)
 
     def bar(self, label: str) -> Callback:
         if not self.enabled:
@@ -81,7 +82,9 @@ class Terminal:
         def update(done: int, total: int) -> None:
             t = state.get("bar")
             if t is None:
-                t = state["bar"] = tqdm(total=total, desc=label, unit="text", file=sys.stderr, leave=False)
+                t = state["bar"] = tqdm(
+                    total=total, desc=terminal_safe(label), unit="text", file=sys.stderr, leave=False
+                )
             t.update(max(done - t.n, 0))
             if done >= total:
                 t.close()
