@@ -132,3 +132,56 @@ def fake_fit(monkeypatch):
 
     monkeypatch.setattr(pj.layout, "_fit_umap", fit)
     return calls
+
+
+# The bundled model only where a test says so. README: `-m "not real_model and not browser"` skips the tests that
+# load the real model, and a unit test runs on the fake keyword encoder. Every encoder diagnose loads ends in
+# diagnose.embed.loading._sentence_transformer: in a test marked neither real_model nor browser (fixtures of any
+# scope included: they are set up inside the test that first uses them), that call fails the test. Two tests loaded
+# the model unmarked, ~20-30 CPU-s of the suite (a CLI test had set DIAGNOSE_ENCODER, the app's switch, which the
+# command line does not read). A model loaded in a subprocess, or a cache hit that loads none, is not seen.
+#: the node id of the running test when it is marked neither real_model nor browser
+_UNMARKED_TEST: list[str] = []
+_LOADED_UNMARKED: set[str] = set()
+
+
+def _guard_model_loads() -> None:
+    from diagnose.embed import loading
+
+    load = loading._sentence_transformer
+
+    def guarded(name_or_path, *args, **kwargs):
+        if _UNMARKED_TEST:
+            _LOADED_UNMARKED.add(_UNMARKED_TEST[0])
+            raise AssertionError(
+                f"{_UNMARKED_TEST[0]} loads the sentence-transformers model {name_or_path}: mark it "
+                "@pytest.mark.real_model, or give it the fake encoder (monkeypatch diagnose.embed.load_encoder "
+                "to return KeywordEncoder(), or Analysis(encoder=KeywordEncoder()))"
+            )
+        return load(name_or_path, *args, **kwargs)
+
+    loading._sentence_transformer = guarded
+
+
+def pytest_configure(config):
+    _guard_model_loads()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    marked = item.get_closest_marker("real_model") or item.get_closest_marker("browser")
+    _UNMARKED_TEST[:] = [] if marked else [item.nodeid]
+    try:
+        yield
+    finally:
+        _UNMARKED_TEST.clear()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    if item.nodeid in _LOADED_UNMARKED and report.passed and call.when == "call":
+        # the load's AssertionError may have been caught and reported as a message by the code under test
+        report.outcome = "failed"
+        report.longrepr = f"{item.nodeid} loaded a sentence-transformers model but is not marked real_model"

@@ -136,9 +136,13 @@ def test_a_bad_setting_names_the_parameter():
         ann_frontier(qrels, space, k=K, settings=[AnnSetting("ivf_flat", {"nlist": 51, "nprobe": 1})])
 
 
-def test_cli_json_shape_with_the_bundled_model(capsys):
-    """`diagnose ann --format json` with the real bundled model on the demo (its documents)."""
-    code = main(["ann", "--data", str(DEMO), "--run", str(RUN), "--k", "5", "--format", "json"])
+@pytest.mark.real_model
+def test_cli_json_shape_with_the_bundled_model(capsys, model_cache):
+    """`diagnose ann --format json` with the real bundled model on the demo (its documents). The run's shared
+    model cache (conftest), not the user's: with the user's cache warm the test loaded no model, with it cold (a
+    new machine) it loaded the bundled model, unmarked."""
+    argv = ["ann", "--data", str(DEMO), "--run", str(RUN), "--k", "5", "--format", "json"]
+    code = main([*argv, "--cache-dir", str(model_cache)])
     out = capsys.readouterr().out
     assert code == 0
     payload = json.loads(out)
@@ -153,8 +157,9 @@ def test_cli_json_shape_with_the_bundled_model(capsys):
     assert rec["recovers"] in ("all", "most", "none")
 
 
-def test_cli_table_prints_every_point(capsys):
-    code = main(["ann", "--data", str(DEMO), "--k", "10"])
+@pytest.mark.real_model
+def test_cli_table_prints_every_point(capsys, model_cache):
+    code = main(["ann", "--data", str(DEMO), "--k", "10", "--cache-dir", str(model_cache)])
     out = capsys.readouterr().out
     assert code == 0
     assert out.count("hnsw ") == 20 and "ivf_flat" in out and "index_gap: no run given" in out

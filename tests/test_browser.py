@@ -16,6 +16,11 @@ so the README's pictures show what a user sees, and every page gets 1.5 s to fin
 a test run waits for what it checks instead. Caches (embeddings, UMAP coordinates) go to a temporary folder, so the
 run is self-contained (numba's compiled-code cache is left where it is: it only makes the first UMAP faster).
 
+The Judge page driven by the keyboard is the file's second test, on the same server and browser (one Streamlit
+server and one Chromium for both; each opens its own tab, so its own Streamlit session): each grade key must append
+its line to the journal (in a temporary folder), for the pair the page showed. It runs after the visit of every page,
+which presses no grade key, so the journal is empty when it starts.
+
 Skipped cleanly when ``/usr/bin/chromium`` or the ``playwright`` package is missing. Never runs ``playwright
 install``: it uses the system Chromium.
 """
@@ -23,11 +28,14 @@ install``: it uses the system Chromium.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
+import shutil
 import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from browser import DOCS_SHOTS, READY, REFRESH_ENV, ROOT, chromium, is_local, require_browser, running_app
@@ -161,10 +169,16 @@ def _visit_every_page(
     page.close()
 
 
-def test_every_page_in_chromium(tmp_path, second_model):
+@pytest.fixture(scope="module")
+def app_server(tmp_path_factory, second_model):
+    """One ``streamlit run app.py`` and one headless Chromium for this file's tests (a server, its first analysis of
+    the demo and a browser start were paid twice when the Judge test had a file of its own). Caches and the judging
+    journal in a temporary folder."""
     sync_api = require_browser()
+    tmp = tmp_path_factory.mktemp("app")
     env = dict(os.environ)
-    env["DIAGNOSE_CACHE_DIR"] = str(tmp_path / "cache")
+    env["DIAGNOSE_CACHE_DIR"] = str(tmp / "cache")
+    env["DIAGNOSE_JOURNAL"] = str(tmp / "journal" / "judgements.jsonl")
     # every page drawn whole (the progressive start has an AppTest)
     env["DIAGNOSE_FOREGROUND_SECONDS"] = "600"
     env.pop("DIAGNOSE_ENCODER", None)
@@ -173,27 +187,116 @@ def test_every_page_in_chromium(tmp_path, second_model):
     env["DIAGNOSE_DATA_ROOT"] = str(Path(second_model).parent)
     if not REAL_MODEL:
         env["DIAGNOSE_ENCODER"] = "keyword"
-    log = tmp_path / "streamlit.log"
-    with running_app("app.py", log, env) as url:
-        shots = DOCS_SHOTS if REFRESHING else tmp_path / "screenshots"
-        shots.mkdir(parents=True, exist_ok=True)
-        requests: list[str] = []
-        with chromium(sync_api) as browser:
-            # A browser-automation error (a timeout, a detached element) on this shared 2-core machine gets one
-            # more attempt on a fresh tab, with the first error printed; an assertion about the app (an
-            # exception or an error box on a page, a missing table or chart) fails at once.
-            for attempt in (1, 2):
-                step = ["start"]
-                try:
-                    _visit_every_page(browser, url, second_model, step, shots, requests)
-                    break
-                except sync_api.Error as e:
-                    shot = tmp_path / f"failure_{attempt}.png"
-                    with contextlib.suppress(sync_api.Error):
-                        browser.contexts[-1].pages[-1].screenshot(path=str(shot))
-                    message = f"attempt {attempt}, step {step[0]}: {e}\nscreenshot: {shot}"
-                    if attempt == 2:
-                        raise AssertionError(message + "\n" + log.read_text(errors="replace")[-3000:]) from e
-                    print(f"browser test, retrying once after: {message}", file=sys.stderr)
-        outside = sorted({u for u in requests if not is_local(u)})
-        assert requests and not outside, f"the page made requests outside 127.0.0.1: {outside[:10]}"
+    log = tmp / "streamlit.log"
+    with running_app("app.py", log, env) as url, chromium(sync_api) as browser:
+        yield SimpleNamespace(
+            url=url, log=log, browser=browser, sync_api=sync_api, journal=Path(env["DIAGNOSE_JOURNAL"])
+        )
+
+
+def test_every_page_in_chromium(tmp_path, second_model, app_server):
+    sync_api, browser, url, log = app_server.sync_api, app_server.browser, app_server.url, app_server.log
+    shots = DOCS_SHOTS if REFRESHING else tmp_path / "screenshots"
+    shots.mkdir(parents=True, exist_ok=True)
+    requests: list[str] = []
+    # A browser-automation error (a timeout, a detached element) on this shared 2-core machine gets one more
+    # attempt on a fresh tab, with the first error printed; an assertion about the app (an exception or an error box
+    # on a page, a missing table or chart) fails at once.
+    for attempt in (1, 2):
+        step = ["start"]
+        try:
+            _visit_every_page(browser, url, second_model, step, shots, requests)
+            break
+        except sync_api.Error as e:
+            shot = tmp_path / f"failure_{attempt}.png"
+            with contextlib.suppress(sync_api.Error):
+                browser.contexts[-1].pages[-1].screenshot(path=str(shot))
+            message = f"attempt {attempt}, step {step[0]}: {e}\nscreenshot: {shot}"
+            if attempt == 2:
+                raise AssertionError(message + "\n" + log.read_text(errors="replace")[-3000:]) from e
+            print(f"browser test, retrying once after: {message}", file=sys.stderr)
+    outside = sorted({u for u in requests if not is_local(u)})
+    assert requests and not outside, f"the page made requests outside 127.0.0.1: {outside[:10]}"
+
+
+# ------------------------------------------------------------------------------ the Judge page, by the keyboard
+
+JUDGE_LOAD_S = 300
+
+
+def _lines(path: Path) -> list[dict]:
+    if not path.exists():
+        return []
+    return [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines() if x.strip()]
+
+
+def _wait_lines(path: Path, n: int, timeout_s: float = 60) -> list[dict]:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        got = _lines(path)
+        if len(got) >= n:
+            return got
+        time.sleep(0.2)
+    raise AssertionError(f"the journal has {len(_lines(path))} lines, expected {n}")
+
+
+def _current_pair(page) -> tuple[str, str]:
+    query = (
+        page.locator("h5", has_text=re.compile(r"^Query ")).first.inner_text().removeprefix("Query ").strip()
+    )
+    doc = (
+        page.locator("h5", has_text=re.compile(r"^Document "))
+        .first.inner_text()
+        .removeprefix("Document ")
+        .strip()
+    )
+    return query, doc
+
+
+def _wait_ready(page) -> None:
+    page.wait_for_selector(READY, timeout=JUDGE_LOAD_S * 1000)
+    page.wait_for_timeout(500)
+
+
+def test_judge_page_grades_with_the_keyboard(tmp_path, app_server):
+    """Headless Chromium opens the Judge page and presses the grade keys; each key press appends its line to the
+    journal, for the pair the page showed. The screenshot goes to the test's temporary folder; with
+    ``DIAGNOSE_REFRESH_SCREENSHOTS=1`` also to ``docs/screenshots/judge.png``."""
+    journal = app_server.journal
+    assert _lines(journal) == []  # the visit of every page pressed no grade key
+    page = app_server.browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.goto(app_server.url + "/judge", wait_until="domcontentloaded")
+    page.locator('h1:has-text("Judge"), [data-testid="stException"]').first.wait_for(
+        timeout=JUDGE_LOAD_S * 1000
+    )
+    assert page.locator('[data-testid="stException"]').count() == 0, page.inner_text("body")[:2000]
+    page.get_by_role("button", name=re.compile("2 · relevant")).wait_for(timeout=JUDGE_LOAD_S * 1000)
+    _wait_ready(page)
+    page.screenshot(path=str(tmp_path / "judge.png"), full_page=True)
+    if os.environ.get(REFRESH_ENV) == "1":
+        DOCS_SHOTS.mkdir(parents=True, exist_ok=True)
+        shutil.copy(tmp_path / "judge.png", DOCS_SHOTS / "judge.png")
+
+    expected: list[tuple[str, str, int | str]] = []
+    for key, grade in (("2", 2), ("s", "skip"), ("0", 0), ("3", 3)):
+        pair = _current_pair(page)
+        page.locator("h1", has_text="Judge").first.click()  # the focus on the page, not a text field
+        page.keyboard.press(key)
+        expected.append((*pair, grade))
+        _wait_lines(journal, len(expected))
+        deadline = time.monotonic() + 60
+        while _current_pair(page) == pair:  # the page moves on to the next pair
+            assert time.monotonic() < deadline, f"the page still shows {pair} after key {key!r}"
+            page.wait_for_timeout(200)
+        _wait_ready(page)
+    got = [(x["query_id"], x["doc_id"], x["grade"]) for x in _lines(journal)]
+    assert got == expected
+    assert len({(q, d) for q, d, _ in got}) == 4  # each key judged the next pair
+    assert page.locator('[data-testid="stException"]').count() == 0
+    # three grades (the skip is not one): the page says what they changed, per run
+    effect = page.get_by_text(re.compile(r"after 3 judgements")).first
+    effect.wait_for(timeout=60_000)
+    effect.scroll_into_view_if_needed()
+    page.wait_for_timeout(500)
+    page.screenshot(path=str(tmp_path / "judge_effect.png"))
+    page.close()

@@ -206,7 +206,9 @@ def test_analysis_takes_kinds_checks_them_and_knows_the_baselines():
     assert err.value.param == "kinds"
 
 
-def test_cli_run_kind_is_in_the_json_and_a_bad_one_names_the_flag(tmp_path, capsys):
+def test_cli_run_kind_is_in_the_json_and_a_bad_one_names_the_flag(tmp_path, capsys, monkeypatch):
+    # the fake encoder where the command loads its model (the bundled model's run is the real_model test below)
+    monkeypatch.setattr("diagnose.embed.load_encoder", lambda *a, **kw: KeywordEncoder())
     for name, body in {
         "corpus.jsonl": "\n".join(
             json.dumps({"_id": d, "title": "", "text": t})
