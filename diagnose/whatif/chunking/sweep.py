@@ -209,24 +209,70 @@ def _chunk_lists(
     return Run("chunks", df, source="diagnose chunking"), pieces
 
 
-def _measure(inp: SweepInputs, config: ChunkingConfig) -> ChunkingPoint:
-    """Split, encode (the embedding cache), search exactly, rank documents by their best chunk, score."""
-    rep = inp.reporter
-    if rep is not None:
-        rep.step(f"Chunking the {len(inp.texts):,} documents: {config.label()}")
+@dataclass(frozen=True)
+class ConfigurationChunks:
+    """One configuration's chunks (:func:`split_configuration`): document index, ``[start, end)`` in its ``text``
+    (int64 arrays), and what is encoded for each (``texts``)."""
+
+    doc: np.ndarray
+    starts: np.ndarray
+    ends: np.ndarray
+    texts: list[str]
+
+
+def split_configuration(inp: SweepInputs, config: ChunkingConfig) -> ConfigurationChunks:
+    """The configuration's chunks (the split cache; the documents' tokenisation shared by every configuration) and
+    their encoded texts: the title in front, or the whole document's text for a first chunk the model reads as its
+    document (its vector, from the embedding cache)."""
     chunk_doc, starts, ends, whole = inp.splits.split(inp.texts, config.size, config.overlap, inp.titles)
     chunk_texts = encoded_texts(inp.texts, inp.titles, chunk_doc, starts, ends)  # the title in front
-    for i in np.flatnonzero(whole):  # the model reads the document's first window: its vector, from the cache
+    for i in np.flatnonzero(whole):
         chunk_texts[i] = document_text(inp.titles[chunk_doc[i]], inp.texts[chunk_doc[i]])
+    return ConfigurationChunks(chunk_doc, starts, ends, chunk_texts)
+
+
+def _encode(
+    inp: SweepInputs, configs: Sequence[ChunkingConfig], chunks: Sequence[ConfigurationChunks]
+) -> list[np.ndarray]:
+    """The vectors of every configuration's chunks from ONE :func:`embed_texts` call: each distinct text encoded
+    once whatever the number of configurations holding it (the embedding cache, keyed by the text and the model,
+    serves what an earlier sweep or the dense baseline encoded), longest first, with one bar for all of it."""
+    texts = [t for c in chunks for t in c.texts]
+    rep = inp.reporter
+    bar: Any = False
+    if rep is not None:
+        bar = rep.bar(
+            f"Encoding the {len(set(texts)):,} distinct chunk texts of {len(configs)} configuration"
+            f"{'s' if len(configs) != 1 else ''} ({len(texts):,} chunks)"
+        )
     cache = EmbeddingCache(Path(inp.cache_dir) / "embeddings" if inp.cache_dir else None)
-    bar = rep.bar(f"Encoding {len(chunk_texts):,} chunks ({config.label()})") if rep is not None else False
-    t0 = time.perf_counter()
-    vecs = embed_texts(inp.encoder, chunk_texts, cache=cache, progress=bar)
-    encode_s = time.perf_counter() - t0
+    vecs = embed_texts(inp.encoder, texts, cache=cache, progress=bar)
+    cut = np.cumsum([0, *(len(c.texts) for c in chunks)])
+    return [vecs[a:b] for a, b in zip(cut[:-1], cut[1:], strict=True)]
+
+
+def _shares(chunks: Sequence[ConfigurationChunks]) -> list[float]:
+    """Each configuration's share of the one encode: the characters of the distinct texts it holds first (in grid
+    order), over those of all distinct texts; what the sequential sweep it replaces paid per configuration."""
+    seen: set[str] = set()
+    sizes = []
+    for c in chunks:
+        mine = {t for t in c.texts if t not in seen}
+        seen |= mine
+        sizes.append(sum(map(len, mine)))
+    total = sum(sizes)
+    return [n / total if total else 0.0 for n in sizes]
+
+
+def _measure(
+    inp: SweepInputs, config: ChunkingConfig, chunks: ConfigurationChunks, vecs: np.ndarray, encode_s: float
+) -> ChunkingPoint:
+    """Search the chunks' vectors exactly, rank documents by their best chunk, score."""
+    chunk_doc, starts, ends = chunks.doc, chunks.starts, chunks.ends
     # deep enough for k distinct documents whatever the order: the k largest chunk counts
     deep = inp.k + 1 if inp.ignore_identical_ids else inp.k  # the query's own document may take k's chunks
     depth = max(1, int(np.sort(np.bincount(chunk_doc))[-deep:].sum()) if len(chunk_doc) else 1)
-    if len(chunk_texts):
+    if len(chunks.texts):
         idx, sc = dense_search(inp.query_vecs(), vecs, depth)
     else:
         idx, sc = (
@@ -236,7 +282,31 @@ def _measure(inp: SweepInputs, config: ChunkingConfig) -> ChunkingPoint:
     run, pieces = _chunk_lists(inp, chunk_doc, (starts, ends), idx, sc)
     per_query = _scores(inp, run, pieces)
     index_mb = vecs.nbytes / 2**20
-    return _point(config.size, config.overlap, len(chunk_texts), per_query, encode_s, index_mb)
+    return _point(config.size, config.overlap, len(chunks.texts), per_query, encode_s, index_mb)
+
+
+def _measure_all(inp: SweepInputs, configs: Sequence[ChunkingConfig]) -> list[ChunkingPoint]:
+    """Split every configuration (time left from the ones split), encode all their chunks at once
+    (:func:`_encode`), then search and score each."""
+    rep = inp.reporter
+    chunks = []
+    started = time.perf_counter()
+    for n, config in enumerate(configs):
+        if rep is not None:
+            rep.step(
+                f"Chunking the {len(inp.texts):,} documents, configuration {n + 1} of {len(configs)}: "
+                f"{config.label()}" + _time_left(started, n, len(configs))
+            )
+        chunks.append(split_configuration(inp, config))
+    t0 = time.perf_counter()
+    vecs = _encode(inp, configs, chunks)
+    encode_s = time.perf_counter() - t0
+    points = []
+    for n, (config, c, v, share) in enumerate(zip(configs, chunks, vecs, _shares(chunks), strict=True)):
+        if rep is not None:
+            rep.step(f"Searching and scoring configuration {n + 1} of {len(configs)}: {config.label()}")
+        points.append(_measure(inp, config, c, v, encode_s * share))
+    return points
 
 
 def _measure_current(inp: SweepInputs) -> ChunkingPoint:
@@ -262,28 +332,42 @@ def _point(
 # ------------------------------------------------------------------------------------------ the cache
 
 
-def _cached(
-    inp: SweepInputs, config: ChunkingConfig | None, measure: Callable[[], ChunkingPoint]
-) -> ChunkingPoint:
-    """The point from its cache file (keyed by the inputs' content + the configuration), else measured and
-    written there. An unreadable or foreign file is measured again (and rewritten)."""
-    path = inp.cache_path(config)
+_FIELDS = ("size", "overlap", "chunks", "metrics", "encode_s", "index_mb")
+
+
+def _read(inp: SweepInputs, config: ChunkingConfig | None) -> ChunkingPoint | None:
+    """The point from its cache file (keyed by the inputs' content + the configuration), or None: no file, or an
+    unreadable or foreign one (measured again and rewritten)."""
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
+        raw = json.loads(inp.cache_path(config).read_text(encoding="utf-8"))
         if raw.get("key") == inp.key:
             per_query = pd.DataFrame(raw["per_query"]["data"], columns=raw["per_query"]["columns"])
             per_query.index = pd.Index(
                 [str(q) for q in raw["per_query"]["index"]], name="query_id", dtype=object
             )
-            fields = {f: raw[f] for f in ("size", "overlap", "chunks", "metrics", "encode_s", "index_mb")}
-            return ChunkingPoint(**fields, per_query=per_query, cached=True)
+            return ChunkingPoint(**{f: raw[f] for f in _FIELDS}, per_query=per_query, cached=True)
     except (OSError, ValueError, KeyError, TypeError):
         pass
-    point = measure()
-    body = {f: getattr(point, f) for f in ("size", "overlap", "chunks", "metrics", "encode_s", "index_mb")}
+    return None
+
+
+def _write(inp: SweepInputs, config: ChunkingConfig | None, point: ChunkingPoint) -> None:
+    body = {f: getattr(point, f) for f in _FIELDS}
     pq = json.loads(point.per_query.to_json(orient="split"))
     with contextlib.suppress(OSError):  # an unwritable cache costs the next run the time again, nothing else
-        atomic_write_bytes(path, json.dumps(body | {"key": inp.key, "per_query": pq}).encode("utf-8"))
+        atomic_write_bytes(
+            inp.cache_path(config), json.dumps(body | {"key": inp.key, "per_query": pq}).encode("utf-8")
+        )
+
+
+def _cached(
+    inp: SweepInputs, config: ChunkingConfig | None, measure: Callable[[], ChunkingPoint]
+) -> ChunkingPoint:
+    """The point from its cache file, else measured and written there."""
+    point = _read(inp, config)
+    if point is None:
+        point = measure()
+        _write(inp, config, point)
     return point
 
 
@@ -324,18 +408,15 @@ def _time_left(started: float, done: int, total: int) -> str:
 
 
 def run_sweep(inp: SweepInputs, configs: Sequence[ChunkingConfig]) -> ChunkingSweep:
-    """The documents as they are, then every configuration (each from its cache file when there), compared."""
+    """The documents as they are, then every configuration (each from its cache file when there; the others split,
+    encoded together and measured: :func:`_measure_all`), compared."""
     current = _cached(inp, None, lambda: _measure_current(inp))
-    points = []
-    started = time.perf_counter()
-    for n, config in enumerate(configs):
-        if inp.reporter is not None:
-            inp.reporter.step(
-                f"Chunking configuration {n + 1} of {len(configs)}: {config.label()}"
-                + _time_left(started, n, len(configs))
-            )
-        point = _cached(inp, config, lambda c=config: _measure(inp, c))
-        points.append(_against(current, point, inp.k, inp.n_resamples, inp.seed))
+    found = {config: _read(inp, config) for config in configs}
+    todo = [config for config in configs if found[config] is None]
+    for config, point in zip(todo, _measure_all(inp, todo) if todo else (), strict=True):
+        _write(inp, config, point)
+        found[config] = point
+    points = [_against(current, found[c], inp.k, inp.n_resamples, inp.seed) for c in configs]  # type: ignore[arg-type]
     current, *points = with_pareto([current, *points], inp.k)
     lengths = "model tokens" if hasattr(inp.encoder, "loaded") else "word tokens"
     return ChunkingSweep(inp.k, current, tuple(points), lengths, inp.reference)
