@@ -418,3 +418,27 @@ def test_real_model_sweep_encodes_each_distinct_text_once(tmp_path):
     # dense baseline; every distinct chunk text of 8 and 16 tokens is in the sweep's one call
     assert sw.configurations[2].chunks == 2 and texts["d1"] in seen and texts["d2"] in seen
     assert len(calls[-1]) == len(set(calls[-1])) > sw.configurations[0].chunks
+
+
+def test_progress_one_bar_for_the_encode_and_the_time_left(tmp_path):
+    class Recorder:
+        def __init__(self):
+            self.steps: list[str] = []
+            self.bars: dict[str, list[tuple[int, int]]] = {}
+
+        def step(self, label):
+            self.steps.append(label)
+
+        def bar(self, label):
+            return lambda done, total: self.bars.setdefault(label, []).append((done, total))
+
+    rec = Recorder()
+    a = diagnose.Analysis(_dataset(TEXTS, SPAN), encoder=KeywordEncoder(), cache_dir=tmp_path)
+    with a.reporting(rec):
+        a.chunking([2, 3, 4], [0], k=1)
+    # the chunks of the 3 configurations (9 chunks, 8 distinct texts; 6 not cached: see the test above) in one bar
+    (label,) = [b for b in rec.bars if b.startswith("Encoding the chunks")]
+    assert label == "Encoding the chunks of 3 configurations (9 chunks, 8 distinct texts; those not cached)"
+    assert rec.bars[label][0] == (0, 6) and rec.bars[label][-1] == (6, 6)
+    split = [s for s in rec.steps if s.startswith("Chunking the 2 documents")]
+    assert len(split) == 3 and "left)" not in split[0] and all(s.endswith("left)") for s in split[1:])

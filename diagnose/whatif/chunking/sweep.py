@@ -242,8 +242,8 @@ def _encode(
     bar: Any = False
     if rep is not None:
         bar = rep.bar(
-            f"Encoding the {len(set(texts)):,} distinct chunk texts of {len(configs)} configuration"
-            f"{'s' if len(configs) != 1 else ''} ({len(texts):,} chunks)"
+            f"Encoding the chunks of {len(configs)} configuration{'s' if len(configs) != 1 else ''} "
+            f"({len(texts):,} chunks, {len(set(texts)):,} distinct texts; those not cached)"
         )
     cache = EmbeddingCache(Path(inp.cache_dir) / "embeddings" if inp.cache_dir else None)
     vecs = embed_texts(inp.encoder, texts, cache=cache, progress=bar)
