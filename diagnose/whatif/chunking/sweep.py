@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from diagnose import defaults
-from diagnose.cache import atomic_write_bytes, default_cache_root
+from diagnose.cache import atomic_write_bytes, default_cache_root, text_key
 from diagnose.data import Dataset, Run, Span, document_text
 from diagnose.embed import EmbeddingCache, dense_search, embed_texts
 from diagnose.metrics import evaluate
@@ -233,35 +233,75 @@ def split_configuration(inp: SweepInputs, config: ChunkingConfig) -> Configurati
 
 def _encode(
     inp: SweepInputs, configs: Sequence[ChunkingConfig], chunks: Sequence[ConfigurationChunks]
-) -> list[np.ndarray]:
-    """The vectors of every configuration's chunks from ONE :func:`embed_texts` call: each distinct text encoded
-    once whatever the number of configurations holding it (the embedding cache, keyed by the text and the model,
-    serves what an earlier sweep or the dense baseline encoded), longest first, with one bar for all of it."""
-    texts = [t for c in chunks for t in c.texts]
-    rep = inp.reporter
-    bar: Any = False
-    if rep is not None:
-        bar = rep.bar(
-            f"Encoding the chunks of {len(configs)} configuration{'s' if len(configs) != 1 else ''} "
-            f"({len(texts):,} chunks, {len(set(texts)):,} distinct texts; those not cached)"
-        )
+) -> tuple[list[np.ndarray], list[float]]:
+    """The vectors of every configuration's chunks, and each configuration's wall seconds of encoding.
+
+    Each distinct chunk text is encoded once whatever the number of configurations holding it: configuration by
+    configuration in grid order, the texts no earlier configuration held go to :func:`embed_texts` (which reads its
+    on-disk cache, keyed by the text and the model and verified on read, first: what an earlier sweep or the dense
+    baseline encoded is not encoded again; and sorts the rest longest first). Grouping by configuration keeps each
+    forward pass's batch what it was when configurations were measured one by one, so the vectors are bit for bit
+    those (a model in bfloat16 gives a text's vector a last-bit dependence on its batch's padding), and
+    ``encode_s`` is still the configuration's own. One bar counts every text to encode, with the time left."""
     cache = EmbeddingCache(Path(inp.cache_dir) / "embeddings" if inp.cache_dir else None)
-    vecs = embed_texts(inp.encoder, texts, cache=cache, progress=bar)
-    cut = np.cumsum([0, *(len(c.texts) for c in chunks)])
-    return [vecs[a:b] for a, b in zip(cut[:-1], cut[1:], strict=True)]
-
-
-def _shares(chunks: Sequence[ConfigurationChunks]) -> list[float]:
-    """Each configuration's share of the one encode: the characters of the distinct texts it holds first (in grid
-    order), over those of all distinct texts; what the sequential sweep it replaces paid per configuration."""
-    seen: set[str] = set()
-    sizes = []
+    known: dict[str, int] = {}  # text -> its row among the vectors of every call
+    news: list[list[str]] = []
     for c in chunks:
-        mine = {t for t in c.texts if t not in seen}
-        seen |= mine
-        sizes.append(sum(map(len, mine)))
-    total = sum(sizes)
-    return [n / total if total else 0.0 for n in sizes]
+        new = [t for t in dict.fromkeys(c.texts) if t not in known]
+        known.update(zip(new, range(len(known), len(known) + len(new)), strict=True))
+        news.append(new)
+    bar = _encode_bar(inp, cache, configs, chunks, [t for new in news for t in new])
+    rows: list[np.ndarray] = []
+    seconds = []
+    for new in news:
+        t0 = time.perf_counter()
+        rows.append(embed_texts(inp.encoder, new, cache=cache, progress=bar.next_call()))
+        seconds.append(time.perf_counter() - t0)
+    every = np.concatenate(rows)
+    return [every[[known[t] for t in c.texts]] for c in chunks], seconds
+
+
+class _Bar:
+    """One ``callback(done, total)`` over the successive :func:`embed_texts` calls of :func:`_encode`: each call's
+    ``done`` shifted by what the calls before it encoded, out of the texts to encode in all of them."""
+
+    def __init__(self, update: Any, total: int) -> None:
+        self.update, self.total, self.encoded = update, total, 0
+
+    def next_call(self) -> Any:
+        """The callback of the next call (False without a reporter: embed_texts draws nothing)."""
+        if self.update is None:
+            return False
+        before = self.encoded
+
+        def call(done: int, total: int) -> None:
+            self.encoded = before + total
+            self.update(min(before + done, self.total), self.total)
+
+        return call
+
+
+def _encode_bar(
+    inp: SweepInputs,
+    cache: EmbeddingCache,
+    configs: Sequence[ChunkingConfig],
+    chunks: Sequence[ConfigurationChunks],
+    distinct: list[str],
+) -> _Bar:
+    """The bar of :func:`_encode`, out of the distinct texts its cache does not hold (without a reporter: nothing
+    drawn, nothing looked up)."""
+    rep = inp.reporter
+    if rep is None or not distinct:
+        return _Bar(None, 0)
+    inp.query_vecs()  # the vector space first: the encoder's vector size is then known, without loading the model
+    found, _ = cache.store(inp.encoder).get([text_key(t) for t in distinct])
+    todo = int((~found).sum())
+    n = sum(len(c.texts) for c in chunks)
+    label = (
+        f"Encoding the chunks of {len(configs)} configuration{'s' if len(configs) != 1 else ''} ({n:,} chunks, "
+        f"{len(distinct):,} distinct texts, {todo:,} not cached)"
+    )
+    return _Bar(rep.bar(label), todo)
 
 
 def _measure(
@@ -298,14 +338,12 @@ def _measure_all(inp: SweepInputs, configs: Sequence[ChunkingConfig]) -> list[Ch
                 f"{config.label()}" + _time_left(started, n, len(configs))
             )
         chunks.append(split_configuration(inp, config))
-    t0 = time.perf_counter()
-    vecs = _encode(inp, configs, chunks)
-    encode_s = time.perf_counter() - t0
+    vecs, seconds = _encode(inp, configs, chunks)
     points = []
-    for n, (config, c, v, share) in enumerate(zip(configs, chunks, vecs, _shares(chunks), strict=True)):
+    for n, (config, c, v, s) in enumerate(zip(configs, chunks, vecs, seconds, strict=True)):
         if rep is not None:
             rep.step(f"Searching and scoring configuration {n + 1} of {len(configs)}: {config.label()}")
-        points.append(_measure(inp, config, c, v, encode_s * share))
+        points.append(_measure(inp, config, c, v, s))
     return points
 
 
