@@ -440,3 +440,17 @@ def test_progress_one_bar_for_the_encode_and_the_time_left(tmp_path):
     assert rec.bars[label] == [(0, 6), (4, 6), (4, 6), (6, 6)]
     split = [s for s in rec.steps if s.startswith("Chunking the 2 documents")]
     assert len(split) == 3 and "left)" not in split[0] and all(s.endswith("left)") for s in split[1:])
+
+
+def test_a_warm_sweep_gives_the_cold_numbers_to_the_last_bit(tmp_path):
+    """The per-query values are cached as exact floats (pandas' to_json kept 10 digits: a warm ``ndcg_diff`` moved
+    in its 11th digit, and the bench's "warm equals cold" failed on 1,000 documents)."""
+    ds = diagnose.load(DEMO)
+    cold = diagnose.Analysis(ds, encoder=KeywordEncoder(), cache_dir=tmp_path).chunking([16, 64], [0], k=5)
+    warm = diagnose.Analysis(ds, encoder=KeywordEncoder(), cache_dir=tmp_path).chunking([16, 64], [0], k=5)
+    assert all(p.cached for p in warm.configurations)
+    for got, want in zip(
+        (warm.current, *warm.configurations), (cold.current, *cold.configurations), strict=True
+    ):
+        assert got.to_dict() | {"cached": 0, "encode_s": 0} == want.to_dict() | {"cached": 0, "encode_s": 0}
+        pd.testing.assert_frame_equal(got.per_query, want.per_query, check_exact=True)
