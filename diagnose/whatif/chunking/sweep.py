@@ -326,7 +326,7 @@ def _measure(
 
 
 def _measure_all(inp: SweepInputs, configs: Sequence[ChunkingConfig]) -> list[ChunkingPoint]:
-    """Split every configuration (time left from the ones split), encode all their chunks at once
+    """Split every configuration (time left from the ones split), encode their chunks, each distinct text once
     (:func:`_encode`), then search and score each."""
     rep = inp.reporter
     chunks = []
@@ -449,8 +449,8 @@ def _time_left(started: float, done: int, total: int) -> str:
 
 
 def run_sweep(inp: SweepInputs, configs: Sequence[ChunkingConfig]) -> ChunkingSweep:
-    """The documents as they are, then every configuration (each from its cache file when there; the others split,
-    encoded together and measured: :func:`_measure_all`), compared."""
+    """The documents as they are, then every configuration (each from its cache file when there; the others split
+    first, then encoded and measured: :func:`_measure_all`), compared."""
     current = _cached(inp, None, lambda: _measure_current(inp))
     found = {config: _read(inp, config) for config in configs}
     todo = [config for config in configs if found[config] is None]
