@@ -308,3 +308,149 @@ def test_a_first_chunk_longer_than_the_window_reads_as_its_document():
     first = encoded_texts([text], [title], docs, starts, ends)[0]
     a, b = encoder.encode([first]), encoder.encode([f"{title} {text}"])
     assert float(a[0] @ b[0]) > 0.9999
+
+
+class CountingEncoder(KeywordEncoder):
+    """The keyword encoder, recording the texts of every ``encode`` call."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls: list[list[str]] = []
+
+    def encode(self, texts, **kwargs):
+        self.calls.append(list(texts))
+        return super().encode(texts, **kwargs)
+
+
+def test_each_distinct_chunk_text_is_encoded_once(tmp_path):
+    enc = CountingEncoder()
+    a = diagnose.Analysis(_dataset(TEXTS, SPAN), encoder=enc, cache_dir=tmp_path)
+    sw = a.chunking([2, 3, 4], [0], k=1)
+    # word tokens, overlap 0: size 2 -> "apple banana." "cherry date." "egg fig" "grape" (4 chunks);
+    # size 3 -> "apple banana. cherry" "date." (d1 has 4 words > 3) "egg fig grape" (d2 fits) (3);
+    # size 4 -> both documents whole: "apple banana. cherry date." "egg fig grape" (2). 9 chunks, 8 distinct texts
+    # (size 4's "egg fig grape" is size 3's); 2 of them are the documents as they are, encoded (with the query)
+    # for the dense baseline before the sweep: the sweep encodes the other 6, size 2's 4 then size 3's 2.
+    assert [p.chunks for p in sw.configurations] == [4, 3, 2]
+    texts = [t for call in enc.calls for t in call]
+    assert len(texts) == len(set(texts))  # no text encoded twice
+    assert sorted(texts[:3]) == sorted([TEXTS["d1"], TEXTS["d2"], "cherry"])
+    # each configuration's new texts longest first, the batches of a configuration measured alone
+    assert enc.calls[-2:] == [
+        ["apple banana.", "cherry date.", "egg fig", "grape"],
+        ["apple banana. cherry", "date."],
+    ]
+    assert len(texts) == 3 + 6
+
+
+def test_a_warm_sweep_encodes_nothing_even_for_another_k(tmp_path):
+    _sweep(tmp_path, sizes=(2, 3, 4))
+    enc = CountingEncoder()
+    warm = diagnose.Analysis(_dataset(TEXTS, SPAN), encoder=enc, cache_dir=tmp_path).chunking(
+        [2, 3, 4], [0], k=1
+    )
+    assert enc.calls == [] and all(p.cached for p in warm.configurations)
+    # another k: no point cached, every split and vector is (the documents', the query's, the chunks')
+    other = diagnose.Analysis(_dataset(TEXTS, SPAN), encoder=enc, cache_dir=tmp_path).chunking(
+        [2, 3, 4], [0], k=2
+    )
+    assert enc.calls == [] and not any(p.cached for p in other.configurations)
+
+
+def test_a_sweep_measures_each_configuration_as_it_would_alone(tmp_path):
+    """Sharing the split's tokenisation and one encode across configurations changes no number: the 3-configuration
+    sweep of the demo corpus equals each configuration swept alone, each in an empty cache (what the sweep did
+    before it shared anything: a configuration's points depend on its own chunks only)."""
+    ds = diagnose.load(DEMO)
+    together = diagnose.Analysis(ds, encoder=KeywordEncoder(), cache_dir=tmp_path / "all").chunking(
+        [16, 32, 64], [0, 8], k=5
+    )
+    assert len(together.configurations) == 6
+    for n, p in enumerate(together.configurations):
+        alone = diagnose.Analysis(ds, encoder=KeywordEncoder(), cache_dir=tmp_path / str(n)).chunking(
+            [p.size], [p.overlap], k=5
+        )
+        (q,) = alone.configurations
+        assert (p.chunks, p.metrics, p.index_mb, p.recovers, p.breaks) == (
+            q.chunks, q.metrics, q.index_mb, q.recovers, q.breaks)  # fmt: skip
+        assert (p.ndcg_diff, p.p_value) == (q.ndcg_diff, q.p_value)
+        pd.testing.assert_frame_equal(p.per_query, q.per_query)
+
+
+def test_document_tokens_tokenise_each_document_once():
+    from diagnose.whatif.chunking.splitter import DocumentTokens
+
+    class Tok:  # a whitespace tokenizer counting what it encodes
+        def __init__(self):
+            self.seen: list[str] = []
+
+        def encode_batch(self, texts, add_special_tokens=False):
+            self.seen += texts
+            return [type("E", (), {"ids": [len(w) for w in t.split()]})() for t in texts]
+
+    tok = Tok()
+    tokens = DocumentTokens(tok, ["ab cde", "f"], ["T", ""])
+    assert tokens.lengths() == [2, 1] and tokens.lengths() == [2, 1]
+    # "T ab cde" -> word lengths [1, 2, 3]; "f" (no title) -> [1]
+    assert tokens.whole_ids([1, 0]) == [[1], [1, 2, 3]]
+    assert tokens.whole_ids([0, 0, 1]) == [[1, 2, 3], [1, 2, 3], [1]]
+    assert tok.seen == ["ab cde", "f", "f", "T ab cde"]  # lengths once, then each whole document once
+
+
+@pytest.mark.real_model
+def test_real_model_sweep_encodes_each_distinct_text_once(tmp_path):
+    texts = {
+        "d1": "Cherries are small stone fruits. They ripen in early summer and are eaten fresh or dried.",
+        "d2": "Granite is an igneous rock made of quartz and feldspar, common in continental crust.",
+    }
+    a = diagnose.Analysis(_dataset(texts, (Span("q1", 0, "d1", 0, 32, "exact"),)), cache_dir=tmp_path)
+    enc = a.encoder
+    calls: list[list[str]] = []
+    encode = enc.encode
+    enc.encode = lambda t, **kw: calls.append(list(t)) or encode(t, **kw)
+    sw = a.chunking([8, 16, 64], [0], k=1)
+    seen = [t for c in calls for t in c]
+    assert len(seen) == len(set(seen))
+    # 64 model tokens hold each document whole: its 2 chunks are the documents as they are, encoded once for the
+    # dense baseline, and the 64-token configuration encodes nothing
+    assert sw.configurations[2].chunks == 2 and texts["d1"] in seen and texts["d2"] in seen
+    assert sw.configurations[2].encode_s < sw.configurations[0].encode_s
+
+
+def test_progress_one_bar_for_the_encode_and_the_time_left(tmp_path):
+    class Recorder:
+        def __init__(self):
+            self.steps: list[str] = []
+            self.bars: dict[str, list[tuple[int, int]]] = {}
+
+        def step(self, label):
+            self.steps.append(label)
+
+        def bar(self, label):
+            return lambda done, total: self.bars.setdefault(label, []).append((done, total))
+
+    rec = Recorder()
+    a = diagnose.Analysis(_dataset(TEXTS, SPAN), encoder=KeywordEncoder(), cache_dir=tmp_path)
+    with a.reporting(rec):
+        a.chunking([2, 3, 4], [0], k=1)
+    # the chunks of the 3 configurations (9 chunks, 8 distinct texts; 6 not cached: see the test above) in one bar,
+    # size 2's 4 texts then size 3's 2 (size 4's are the documents', cached: no call)
+    (label,) = [b for b in rec.bars if b.startswith("Encoding the chunks")]
+    assert label == "Encoding the chunks of 3 configurations (9 chunks, 8 distinct texts, 6 not cached)"
+    assert rec.bars[label] == [(0, 6), (4, 6), (4, 6), (6, 6)]
+    split = [s for s in rec.steps if s.startswith("Chunking the 2 documents")]
+    assert len(split) == 3 and "left)" not in split[0] and all(s.endswith("left)") for s in split[1:])
+
+
+def test_a_warm_sweep_gives_the_cold_numbers_to_the_last_bit(tmp_path):
+    """The per-query values are cached as exact floats (pandas' to_json kept 10 digits: a warm ``ndcg_diff`` moved
+    in its 11th digit, and the bench's "warm equals cold" failed on 1,000 documents)."""
+    ds = diagnose.load(DEMO)
+    cold = diagnose.Analysis(ds, encoder=KeywordEncoder(), cache_dir=tmp_path).chunking([16, 64], [0], k=5)
+    warm = diagnose.Analysis(ds, encoder=KeywordEncoder(), cache_dir=tmp_path).chunking([16, 64], [0], k=5)
+    assert all(p.cached for p in warm.configurations)
+    for got, want in zip(
+        (warm.current, *warm.configurations), (cold.current, *cold.configurations), strict=True
+    ):
+        assert got.to_dict() | {"cached": 0, "encode_s": 0} == want.to_dict() | {"cached": 0, "encode_s": 0}
+        pd.testing.assert_frame_equal(got.per_query, want.per_query, check_exact=True)

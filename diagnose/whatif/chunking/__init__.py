@@ -7,15 +7,20 @@ For each :class:`ChunkingConfig` (``size`` and ``overlap`` in the model's tokens
    (semantic-text-splitter, the model's tokenizer for lengths; a chunk is a character range of its document's
    ``text``, the coordinates of reference spans);
 2. the chunks, each with its document's title in front (:func:`~diagnose.whatif.chunking.splitter.encoded_texts`), are
-   encoded by the analysis' model through :func:`diagnose.embed.embed_texts` (its on-disk cache: a
-   chunk seen before is not encoded again), and searched exactly (:func:`diagnose.embed.dense_search`, cosine);
+   encoded by the analysis' model after every configuration to measure is split: each distinct chunk text once
+   whatever the number of configurations holding it, and none that the on-disk embedding cache holds (keyed by the
+   text and the model, verified on read; shared with the dense baseline), through
+   :func:`diagnose.embed.embed_texts` (longest first), configuration by configuration so that each forward pass
+   batches what a configuration measured alone would (the vectors bit for bit those); then searched exactly
+   (:func:`diagnose.embed.dense_search`, cosine, the queries' vectors of the analysis, encoded once);
 3. documents are ranked by their best chunk (:func:`diagnose.retrievers.results.document_list`, what
    ``run_retriever(chunk_to_doc="max")`` does: a document at its first rank with its best score).
 
 Reported per configuration (``to_dict`` keys; ``K`` is the cutoff):
 
-- ``chunks``: how many chunks; ``encode_s``: wall seconds of encoding them (about 0 when the embedding cache held
-  them); ``index_mb``: the float32 vectors of an exact (flat) index, chunks x dim x 4 bytes, in MiB;
+- ``chunks``: how many chunks; ``encode_s``: wall seconds of encoding those no configuration before it in the grid
+  holds (about 0 when the embedding cache held them); ``index_mb``: the float32 vectors of an exact (flat) index,
+  chunks x dim x 4 bytes, in MiB;
 - ``recall@K``, ``ndcg@K``, ``hit_rate@K``: document level, :func:`diagnose.metrics.evaluate` (trec_eval exact) of
   the best-chunk document run;
 - ``context_precision@K``, ``context_recall@K``, ``tokens@K``: :mod:`diagnose.metrics.context` over the top K
@@ -42,8 +47,12 @@ it and loads no model; any change in the data measures again. The splits are cac
 (:mod:`diagnose.whatif.chunking.splits`, ``CACHE_DIR/chunking/splits/``, keyed by the texts, the tokenizer and the
 configuration), and so are the vectors (the embedding cache, shared with the dense baseline: a chunk text seen in
 another configuration or as a whole document is encoded once): a sweep measured again for another ``k`` or golden
-set splits nothing and, with every vector cached, loads no model either. Progress: a step per configuration with
-the time left (from the configurations done), and the encoding's own bar.
+set splits nothing and, with every vector cached, loads no model either. The tokenisation the configurations share is
+done once per document (:class:`~diagnose.whatif.chunking.splitter.DocumentTokens`: each text's length, each whole
+document's ids); the splitter's own (semantic-text-splitter's search for the largest unit that fits) is per
+configuration. Progress: a step per configuration split with the time left (from the configurations split), one
+bar for the encode of every configuration (distinct texts done / to encode, with the time left: tqdm on a terminal, the app's status
+box), and a step per configuration searched and scored.
 """
 
 from __future__ import annotations

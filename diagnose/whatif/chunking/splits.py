@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from diagnose.cache import ArrayCache
-from diagnose.whatif.chunking.splitter import reads_as_document, split_documents
+from diagnose.whatif.chunking.splitter import DocumentTokens, reads_as_document, split_documents
 
 #: Version of the cached split's layout (part of its key: another version splits again).
 SPLIT_FORMAT = 3
@@ -46,6 +46,8 @@ class SplitCache:
         model = getattr(encoder, "exact_name", None) or encoder.name
         self.identity = f"model:{model}" if hasattr(encoder, "loaded") else "word tokens"
         self._texts_key: dict[int, tuple[Sequence[str], str]] = {}
+        self._tokens: DocumentTokens | None = None  # of the last texts split: shared by their configurations
+        self._tokens_of: tuple[Sequence[str] | None, Sequence[str] | None] = (None, None)
 
     def _digest(self, texts: Sequence[str]) -> str:
         known = self._texts_key.get(id(texts))
@@ -77,12 +79,24 @@ class SplitCache:
                 *(np.asarray(got[n], dtype=np.int64) for n in _NAMES[:3]),
                 np.asarray(got["whole"], dtype=bool),
             )
-        tokenizer = self.tokenizer()
-        docs, starts, ends = split_documents(texts, size, overlap, tokenizer, titles)
-        heads = titles if titles is not None else [""] * len(texts)
-        whole = reads_as_document(self.encoder, tokenizer, texts, heads, docs, starts, ends)
+        tokens = self.document_tokens(texts, titles)
+        docs, starts, ends = split_documents(
+            texts, size, overlap, tokens.tokenizer, titles, lengths=tokens.lengths()
+        )
+        whole = reads_as_document(
+            self.encoder, tokens.tokenizer, texts, tokens.titles, docs, starts, ends, tokens
+        )
         if len(docs):  # no chunk at all (every text empty) costs nothing to split again
             self.cache.put_arrays(
                 key, dict(zip(_NAMES, (docs, starts, ends, whole.astype(np.int8)), strict=True))
             )
         return docs, starts, ends, whole
+
+    def document_tokens(self, texts: Sequence[str], titles: Sequence[str] | None) -> DocumentTokens:
+        """The :class:`DocumentTokens` of ``texts`` (the same list object, with the same titles, keeps the same
+        one: every configuration of a sweep tokenises each document once); the tokenizer is asked for here."""
+        if self._tokens is None or self._tokens_of[0] is not texts or self._tokens_of[1] is not titles:
+            heads = titles if titles is not None else [""] * len(texts)
+            self._tokens = DocumentTokens(self.tokenizer(), texts, heads)
+            self._tokens_of = (texts, titles)
+        return self._tokens

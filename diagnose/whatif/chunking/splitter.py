@@ -67,10 +67,13 @@ def split_documents(
     overlap: int,
     tokenizer: Any | None,
     titles: Sequence[str] | None = None,
+    lengths: Sequence[int] | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The chunks of ``texts`` as ``(document index, start, end)`` int64 arrays (character offsets into each text,
     in document then position order): at most ``size`` tokens each, neighbours sharing up to ``overlap``. With
-    ``titles``, a document without text but with a title gets one chunk ``[0, 0)`` (module docstring)."""
+    ``titles``, a document without text but with a title gets one chunk ``[0, 0)`` (module docstring). ``lengths``:
+    each text's length in ``tokenizer``'s tokens when already known (:meth:`DocumentTokens.lengths`, shared by the
+    configurations of a sweep), else counted here."""
     with needs("Re-chunking the documents (diagnose chunking)"):
         from semantic_text_splitter import TextSplitter
     if tokenizer is None:
@@ -78,7 +81,7 @@ def split_documents(
     else:
         splitter = TextSplitter.from_huggingface_tokenizer(tokenizer, size, overlap=overlap, trim=True)
     texts = [t if isinstance(t, str) else "" for t in texts]
-    fits = [n <= size for n in _lengths(tokenizer)(texts)]
+    fits = [n <= size for n in (lengths if lengths is not None else _lengths(tokenizer)(texts))]
     long = [i for i, f in enumerate(fits) if not f]
     split = dict(zip(long, splitter.chunk_all_indices([texts[i] for i in long]), strict=True)) if long else {}
     docs, starts, ends = [], [], []
@@ -116,12 +119,14 @@ def reads_as_document(
     docs: np.ndarray,
     starts: np.ndarray,
     ends: np.ndarray,
+    tokens: DocumentTokens | None = None,
 ) -> np.ndarray:
     """For each chunk of :func:`split_documents`, whether the model reads exactly what it reads from the chunk's
     whole document (title + text, what the dense baseline encodes): a chunk that starts its document and is longer
     than the model's window is cut by the model to its first ``capacity`` token ids, the same as the document's
     (the ids of the two texts compared), so its vector is the document's and the embedding cache serves it instead
-    of encoding the chunk again. All False without a tokenizer or a known window."""
+    of encoding the chunk again. All False without a tokenizer or a known window. ``tokens``: the documents' ids
+    when a sweep already holds them (:class:`DocumentTokens`, tokenised once for every configuration)."""
     from diagnose.failures.passages import model_window
 
     out = np.zeros(len(docs), dtype=bool)
@@ -136,8 +141,43 @@ def reads_as_document(
     cand = [n for n in range(len(first)) if heads[n] != wholes[n]]
     if not cand:
         return out
-    ids = tokenizer.encode_batch([t for n in cand for t in (heads[n], wholes[n])], add_special_tokens=False)
-    for j, n in enumerate(cand):
-        mine, theirs = ids[2 * j].ids, ids[2 * j + 1].ids
-        out[first[n]] = len(mine) >= cap and mine[:cap] == theirs[:cap]
+    mine = [e.ids for e in tokenizer.encode_batch([heads[n] for n in cand], add_special_tokens=False)]
+    if tokens is None:
+        tokens = DocumentTokens(tokenizer, texts, titles)
+    theirs = tokens.whole_ids([int(docs[first[n]]) for n in cand])
+    for a, b, n in zip(mine, theirs, cand, strict=True):
+        out[first[n]] = len(a) >= cap and a[:cap] == b[:cap]
     return out
+
+
+class DocumentTokens:
+    """The tokenisation every configuration of a sweep shares, done once per document and kept: each ``text``'s
+    length in tokens (:meth:`lengths`: does the document fit a chunk size?) and the token ids of each whole
+    document, title in front (:meth:`whole_ids`: what :func:`reads_as_document` compares a first chunk with). Ids
+    are without special tokens; a ``tokenizer`` of None counts word tokens and has no ids."""
+
+    def __init__(self, tokenizer: Any | None, texts: Sequence[str], titles: Sequence[str]) -> None:
+        self.tokenizer = tokenizer
+        self.texts = texts
+        self.titles = titles
+        self._lengths: list[int] | None = None
+        self._whole: dict[int, list[int]] = {}
+
+    def lengths(self) -> list[int]:
+        """Each text's length (without its title) in the tokenizer's tokens, counted on first use."""
+        if self._lengths is None:
+            self._lengths = _lengths(self.tokenizer)([t if isinstance(t, str) else "" for t in self.texts])
+        return self._lengths
+
+    def whole_ids(self, docs: Sequence[int]) -> list[list[int]]:
+        """The ids of ``title + " " + text`` (:func:`~diagnose.data.document_text`) of each document index in
+        ``docs``; each document is encoded by the tokenizer once, whatever the number of calls."""
+        todo = list(dict.fromkeys(d for d in docs if d not in self._whole))
+        if todo:
+            whole = [
+                document_text(self.titles[d] if isinstance(self.titles[d], str) else "", self.texts[d])
+                for d in todo
+            ]
+            for d, e in zip(todo, self.tokenizer.encode_batch(whole, add_special_tokens=False), strict=True):
+                self._whole[d] = e.ids
+        return [self._whole[d] for d in docs]

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from diagnose import defaults
-from diagnose.cache import atomic_write_bytes, default_cache_root
+from diagnose.cache import atomic_write_bytes, default_cache_root, text_key
 from diagnose.data import Dataset, Run, Span, document_text
 from diagnose.embed import EmbeddingCache, dense_search, embed_texts
 from diagnose.metrics import evaluate
@@ -209,24 +209,110 @@ def _chunk_lists(
     return Run("chunks", df, source="diagnose chunking"), pieces
 
 
-def _measure(inp: SweepInputs, config: ChunkingConfig) -> ChunkingPoint:
-    """Split, encode (the embedding cache), search exactly, rank documents by their best chunk, score."""
-    rep = inp.reporter
-    if rep is not None:
-        rep.step(f"Chunking the {len(inp.texts):,} documents: {config.label()}")
+@dataclass(frozen=True)
+class ConfigurationChunks:
+    """One configuration's chunks (:func:`split_configuration`): document index, ``[start, end)`` in its ``text``
+    (int64 arrays), and what is encoded for each (``texts``)."""
+
+    doc: np.ndarray
+    starts: np.ndarray
+    ends: np.ndarray
+    texts: list[str]
+
+
+def split_configuration(inp: SweepInputs, config: ChunkingConfig) -> ConfigurationChunks:
+    """The configuration's chunks (the split cache; the documents' tokenisation shared by every configuration) and
+    their encoded texts: the title in front, or the whole document's text for a first chunk the model reads as its
+    document (its vector, from the embedding cache)."""
     chunk_doc, starts, ends, whole = inp.splits.split(inp.texts, config.size, config.overlap, inp.titles)
     chunk_texts = encoded_texts(inp.texts, inp.titles, chunk_doc, starts, ends)  # the title in front
-    for i in np.flatnonzero(whole):  # the model reads the document's first window: its vector, from the cache
+    for i in np.flatnonzero(whole):
         chunk_texts[i] = document_text(inp.titles[chunk_doc[i]], inp.texts[chunk_doc[i]])
+    return ConfigurationChunks(chunk_doc, starts, ends, chunk_texts)
+
+
+def _encode(
+    inp: SweepInputs, configs: Sequence[ChunkingConfig], chunks: Sequence[ConfigurationChunks]
+) -> tuple[list[np.ndarray], list[float]]:
+    """The vectors of every configuration's chunks, and each configuration's wall seconds of encoding.
+
+    Each distinct chunk text is encoded once whatever the number of configurations holding it: configuration by
+    configuration in grid order, the texts no earlier configuration held go to :func:`embed_texts` (which reads its
+    on-disk cache, keyed by the text and the model and verified on read, first: what an earlier sweep or the dense
+    baseline encoded is not encoded again; and sorts the rest longest first). Grouping by configuration keeps each
+    forward pass's batch what it was when configurations were measured one by one, so the vectors are bit for bit
+    those (a model in bfloat16 gives a text's vector a last-bit dependence on its batch's padding), and
+    ``encode_s`` is still the configuration's own. One bar counts every text to encode, with the time left."""
     cache = EmbeddingCache(Path(inp.cache_dir) / "embeddings" if inp.cache_dir else None)
-    bar = rep.bar(f"Encoding {len(chunk_texts):,} chunks ({config.label()})") if rep is not None else False
-    t0 = time.perf_counter()
-    vecs = embed_texts(inp.encoder, chunk_texts, cache=cache, progress=bar)
-    encode_s = time.perf_counter() - t0
+    known: dict[str, int] = {}  # text -> its row among the vectors of every call
+    news: list[list[str]] = []
+    for c in chunks:
+        new = [t for t in dict.fromkeys(c.texts) if t not in known]
+        known.update(zip(new, range(len(known), len(known) + len(new)), strict=True))
+        news.append(new)
+    bar = _encode_bar(inp, cache, configs, chunks, [t for new in news for t in new])
+    rows: list[np.ndarray] = []
+    seconds = []
+    for new in news:
+        t0 = time.perf_counter()
+        rows.append(embed_texts(inp.encoder, new, cache=cache, progress=bar.next_call()))
+        seconds.append(time.perf_counter() - t0)
+    every = np.concatenate(rows)
+    return [every[[known[t] for t in c.texts]] for c in chunks], seconds
+
+
+class _Bar:
+    """One ``callback(done, total)`` over the successive :func:`embed_texts` calls of :func:`_encode`: each call's
+    ``done`` shifted by what the calls before it encoded, out of the texts to encode in all of them."""
+
+    def __init__(self, update: Any, total: int) -> None:
+        self.update, self.total, self.encoded = update, total, 0
+
+    def next_call(self) -> Any:
+        """The callback of the next call (False without a reporter: embed_texts draws nothing)."""
+        if self.update is None:
+            return False
+        before = self.encoded
+
+        def call(done: int, total: int) -> None:
+            self.encoded = before + total
+            self.update(min(before + done, self.total), self.total)
+
+        return call
+
+
+def _encode_bar(
+    inp: SweepInputs,
+    cache: EmbeddingCache,
+    configs: Sequence[ChunkingConfig],
+    chunks: Sequence[ConfigurationChunks],
+    distinct: list[str],
+) -> _Bar:
+    """The bar of :func:`_encode`, out of the distinct texts its cache does not hold (without a reporter: nothing
+    drawn, nothing looked up)."""
+    rep = inp.reporter
+    if rep is None or not distinct:
+        return _Bar(None, 0)
+    inp.query_vecs()  # the vector space first: the encoder's vector size is then known, without loading the model
+    found, _ = cache.store(inp.encoder).get([text_key(t) for t in distinct])
+    todo = int((~found).sum())
+    n = sum(len(c.texts) for c in chunks)
+    label = (
+        f"Encoding the chunks of {len(configs)} configuration{'s' if len(configs) != 1 else ''} ({n:,} chunks, "
+        f"{len(distinct):,} distinct texts, {todo:,} not cached)"
+    )
+    return _Bar(rep.bar(label), todo)
+
+
+def _measure(
+    inp: SweepInputs, config: ChunkingConfig, chunks: ConfigurationChunks, vecs: np.ndarray, encode_s: float
+) -> ChunkingPoint:
+    """Search the chunks' vectors exactly, rank documents by their best chunk, score."""
+    chunk_doc, starts, ends = chunks.doc, chunks.starts, chunks.ends
     # deep enough for k distinct documents whatever the order: the k largest chunk counts
     deep = inp.k + 1 if inp.ignore_identical_ids else inp.k  # the query's own document may take k's chunks
     depth = max(1, int(np.sort(np.bincount(chunk_doc))[-deep:].sum()) if len(chunk_doc) else 1)
-    if len(chunk_texts):
+    if len(chunks.texts):
         idx, sc = dense_search(inp.query_vecs(), vecs, depth)
     else:
         idx, sc = (
@@ -236,7 +322,29 @@ def _measure(inp: SweepInputs, config: ChunkingConfig) -> ChunkingPoint:
     run, pieces = _chunk_lists(inp, chunk_doc, (starts, ends), idx, sc)
     per_query = _scores(inp, run, pieces)
     index_mb = vecs.nbytes / 2**20
-    return _point(config.size, config.overlap, len(chunk_texts), per_query, encode_s, index_mb)
+    return _point(config.size, config.overlap, len(chunks.texts), per_query, encode_s, index_mb)
+
+
+def _measure_all(inp: SweepInputs, configs: Sequence[ChunkingConfig]) -> list[ChunkingPoint]:
+    """Split every configuration (time left from the ones split), encode their chunks, each distinct text once
+    (:func:`_encode`), then search and score each."""
+    rep = inp.reporter
+    chunks = []
+    started = time.perf_counter()
+    for n, config in enumerate(configs):
+        if rep is not None:
+            rep.step(
+                f"Chunking the {len(inp.texts):,} documents, configuration {n + 1} of {len(configs)}: "
+                f"{config.label()}" + _time_left(started, n, len(configs))
+            )
+        chunks.append(split_configuration(inp, config))
+    vecs, seconds = _encode(inp, configs, chunks)
+    points = []
+    for n, (config, c, v, s) in enumerate(zip(configs, chunks, vecs, seconds, strict=True)):
+        if rep is not None:
+            rep.step(f"Searching and scoring configuration {n + 1} of {len(configs)}: {config.label()}")
+        points.append(_measure(inp, config, c, v, s))
+    return points
 
 
 def _measure_current(inp: SweepInputs) -> ChunkingPoint:
@@ -262,28 +370,45 @@ def _point(
 # ------------------------------------------------------------------------------------------ the cache
 
 
-def _cached(
-    inp: SweepInputs, config: ChunkingConfig | None, measure: Callable[[], ChunkingPoint]
-) -> ChunkingPoint:
-    """The point from its cache file (keyed by the inputs' content + the configuration), else measured and
-    written there. An unreadable or foreign file is measured again (and rewritten)."""
-    path = inp.cache_path(config)
+_FIELDS = ("size", "overlap", "chunks", "metrics", "encode_s", "index_mb")
+
+
+def _read(inp: SweepInputs, config: ChunkingConfig | None) -> ChunkingPoint | None:
+    """The point from its cache file (keyed by the inputs' content + the configuration), or None: no file, or an
+    unreadable or foreign one (measured again and rewritten)."""
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
+        raw = json.loads(inp.cache_path(config).read_text(encoding="utf-8"))
         if raw.get("key") == inp.key:
             per_query = pd.DataFrame(raw["per_query"]["data"], columns=raw["per_query"]["columns"])
             per_query.index = pd.Index(
                 [str(q) for q in raw["per_query"]["index"]], name="query_id", dtype=object
             )
-            fields = {f: raw[f] for f in ("size", "overlap", "chunks", "metrics", "encode_s", "index_mb")}
-            return ChunkingPoint(**fields, per_query=per_query, cached=True)
+            return ChunkingPoint(**{f: raw[f] for f in _FIELDS}, per_query=per_query, cached=True)
     except (OSError, ValueError, KeyError, TypeError):
         pass
-    point = measure()
-    body = {f: getattr(point, f) for f in ("size", "overlap", "chunks", "metrics", "encode_s", "index_mb")}
-    pq = json.loads(point.per_query.to_json(orient="split"))
+    return None
+
+
+def _write(inp: SweepInputs, config: ChunkingConfig | None, point: ChunkingPoint) -> None:
+    body = {f: getattr(point, f) for f in _FIELDS}
+    pq = point.per_query
+    # exact floats (Python's repr): pandas' to_json keeps 10 digits, and a warm ndcg_diff moved in its 11th
+    pq = {"columns": list(pq.columns), "index": [str(q) for q in pq.index],
+          "data": pq.to_numpy(dtype=object).tolist()}  # fmt: skip
     with contextlib.suppress(OSError):  # an unwritable cache costs the next run the time again, nothing else
-        atomic_write_bytes(path, json.dumps(body | {"key": inp.key, "per_query": pq}).encode("utf-8"))
+        atomic_write_bytes(
+            inp.cache_path(config), json.dumps(body | {"key": inp.key, "per_query": pq}).encode("utf-8")
+        )
+
+
+def _cached(
+    inp: SweepInputs, config: ChunkingConfig | None, measure: Callable[[], ChunkingPoint]
+) -> ChunkingPoint:
+    """The point from its cache file, else measured and written there."""
+    point = _read(inp, config)
+    if point is None:
+        point = measure()
+        _write(inp, config, point)
     return point
 
 
@@ -324,18 +449,15 @@ def _time_left(started: float, done: int, total: int) -> str:
 
 
 def run_sweep(inp: SweepInputs, configs: Sequence[ChunkingConfig]) -> ChunkingSweep:
-    """The documents as they are, then every configuration (each from its cache file when there), compared."""
+    """The documents as they are, then every configuration (each from its cache file when there; the others split
+    first, then encoded and measured: :func:`_measure_all`), compared."""
     current = _cached(inp, None, lambda: _measure_current(inp))
-    points = []
-    started = time.perf_counter()
-    for n, config in enumerate(configs):
-        if inp.reporter is not None:
-            inp.reporter.step(
-                f"Chunking configuration {n + 1} of {len(configs)}: {config.label()}"
-                + _time_left(started, n, len(configs))
-            )
-        point = _cached(inp, config, lambda c=config: _measure(inp, c))
-        points.append(_against(current, point, inp.k, inp.n_resamples, inp.seed))
+    found = {config: _read(inp, config) for config in configs}
+    todo = [config for config in configs if found[config] is None]
+    for config, point in zip(todo, _measure_all(inp, todo) if todo else (), strict=True):
+        _write(inp, config, point)
+        found[config] = point
+    points = [_against(current, found[c], inp.k, inp.n_resamples, inp.seed) for c in configs]  # type: ignore[arg-type]
     current, *points = with_pareto([current, *points], inp.k)
     lengths = "model tokens" if hasattr(inp.encoder, "loaded") else "word tokens"
     return ChunkingSweep(inp.k, current, tuple(points), lengths, inp.reference)
