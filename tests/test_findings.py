@@ -158,13 +158,16 @@ DEMO_RUN = str(DEMO / "runs" / "ann_minilm.trec")
 
 @pytest.fixture(scope="module")
 def demo_cli(tmp_path_factory):
-    """``diagnose failures`` on the demo (fake keyword encoder) as text and JSON."""
+    """``diagnose failures`` on the demo as text and JSON; ``diagnose report`` as HTML and Markdown. The commands
+    encode with the bundled model (``DIAGNOSE_ENCODER`` is the app's switch, not the CLI's); ``cache``: their
+    embedding cache."""
     from diagnose.cli import main
 
     mp = pytest.MonkeyPatch()
     mp.setenv("DIAGNOSE_ENCODER", "keyword")
-    mp.setenv("DIAGNOSE_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
-    out = {}
+    cache = tmp_path_factory.mktemp("cache")
+    mp.setenv("DIAGNOSE_CACHE_DIR", str(cache))
+    out = {"cache": str(cache)}
     try:
         for fmt in ("table", "json"):
             path = tmp_path_factory.mktemp("out") / f"failures.{fmt}"
@@ -175,6 +178,10 @@ def demo_cli(tmp_path_factory):
         with contextlib.redirect_stdout(io.StringIO()) as said:
             assert main(["report", "--data", str(DEMO), "--run", DEMO_RUN, "--out", str(page)]) == 0
         out["html"], out["said"] = page.read_text(), said.getvalue()
+        pr = page.with_suffix(".md")
+        with contextlib.redirect_stdout(io.StringIO()):
+            assert main(["report", "--data", str(DEMO), "--run", DEMO_RUN, "--out", str(pr)]) == 0
+        out["md"] = pr.read_text()
     finally:
         mp.undo()
     return out
@@ -232,6 +239,58 @@ def test_the_report_opens_with_the_same_findings_as_the_cli(demo_cli):
     # three charts (metrics, failure classes, remedy matrix), one <svg> each, inline
     assert page.count("<figure>") == 3 and page.count("<svg") == 3
     assert len(page.encode()) < 5_000_000
+
+
+SENTENCE = re.compile(
+    r"^(\d+)\. .*?\. Recovers (\d+) of (\d+) (failed queries|missed pairs), breaks (\d+) hits?, p = ([0-9.e-]+)\. "
+    r"\[(.*); (.*)\]$"
+)
+
+
+def test_the_app_the_cli_the_json_and_the_report_name_the_same_actions(demo_cli, monkeypatch):
+    """Issue 36: on the demo, the app's first screen (Overview and Worst queries), the first 15 lines of ``diagnose
+    failures``, its JSON ``findings`` and the report's first section (HTML and Markdown) give the same numbered
+    actions in the same order, and each sentence's numbers are the JSON action's (read back from the text)."""
+    import app_testing as app
+
+    from diagnose.whatif.findings import fmt_p
+
+    # the app with the model the commands used, reading the vectors they cached; every page drawn whole
+    monkeypatch.delenv("DIAGNOSE_ENCODER", raising=False)
+    monkeypatch.setenv("DIAGNOSE_CACHE_DIR", demo_cli["cache"])
+    monkeypatch.setenv("DIAGNOSE_FOREGROUND_SECONDS", "600")
+    actions = json.loads(demo_cli["json"])["findings"]["actions"]
+    expected = [f"{a['rank']}. {a['sentence']}" for a in actions]
+    assert len(expected) >= 2
+    # the CLI: the numbered lines among its first 15
+    cli = [x for x in demo_cli["table"].splitlines()[:15] if re.match(r"\d+\. ", x)]
+    # the report: the first section's items (HTML) and numbered lines (Markdown, escaped for Markdown)
+    first = demo_cli["html"].split("<section id='findings'>", 1)[1].split("</section>", 1)[0]
+    items = [html.unescape(x) for x in re.findall(r"<li>(.*?)</li>", first)]
+    md_first = demo_cli["md"].split("## What to fix first", 1)[1].split("\n## ", 1)[0]
+    md_lines = [app.unescaped(x) for x in md_first.splitlines() if re.match(r"\d+\\?\. ", x)]
+    # the app: the first block under each page's title, Overview then Worst queries
+    screens = []
+    for page, title in (("overview", "What to fix first"), ("worst", "What to do about them")):
+        at = app.open_demo(page)
+        assert at.subheader[0].value == title
+        lists = [m.value for m in at.markdown if m.value.startswith("1. ")]
+        screens.append([app.unescaped(x) for x in lists[0].splitlines()])
+    assert cli == expected
+    assert [f"{i}. {x}" for i, x in enumerate(items, 1)] == expected
+    assert md_lines == expected
+    assert screens == [expected, expected]
+    # the numbers of each measured sentence are its JSON fields: rank, recovered of total, lost hits, p, classes, cost
+    measured = [a for a in actions if a["recovered"] is not None and a["lost_hits"] is not None]
+    assert measured
+    for a in measured:
+        m = SENTENCE.match(f"{a['rank']}. {a['sentence']}")
+        assert m, a["sentence"]
+        rank, rec, total, unit, lost, p, classes, cost = m.groups()
+        assert (int(rank), int(rec), int(total), unit, int(lost)) == (
+            a["rank"], a["recovered"], a["total"], a["unit"], a["lost_hits"],
+        )  # fmt: skip
+        assert (p, classes.split(", "), cost) == (fmt_p(a["p_value"]), a["classes"], a["cost"])
 
 
 def test_a_fine_tuned_model_in_the_matrix_is_an_action_after_the_measured_ones():
