@@ -293,3 +293,29 @@ def test_a_lancedb_table_without_an_hnsw_index_places_no_current_setting(tmp_pat
 def demo_frontier_dict() -> dict:
     a = Analysis(diagnose.load(DEMO), {}, encoder=KeywordEncoder(), baselines=("dense",))
     return a.ann_frontier(k=K, settings=WEAK[:1]).to_dict()
+
+
+def test_a_frontier_run_on_the_analysis_is_an_action_of_its_findings(demo):
+    """Issue 36: once the frontier of a run has been measured, the findings hold its action, with its numbers."""
+    a = _low_ef_run(demo)
+    before = a.findings("hnsw", k=K)
+    assert "ann" not in [x.remedy_id for x in before]
+    nlist = ivf_nlist(len(a.space.doc_ids))
+    # IVF scanning every list is exact search: it recovers every index_gap failure
+    f = a.ann_frontier(
+        "hnsw", k=K, settings=[WEAK[0], AnnSetting("ivf_flat", {"nlist": nlist, "nprobe": nlist})]
+    )
+    rec = f.recovers_index_gap
+    assert rec.recovers == "all"
+    after = a.findings("hnsw", k=K)
+    (act,) = [x for x in after if x.remedy_id == "ann"]
+    assert (act.recovered, act.lost_hits, act.net) == (
+        len(rec.recovered),
+        rec.lost_hits,
+        len(rec.recovered) - rec.lost_hits,
+    )
+    assert (act.mean_diff, act.p_value, act.recovered_ids) == (rec.mean_diff, rec.p_value, rec.recovered)
+    assert act.change.startswith(f"Rebuild the ANN index as ivf_flat(nlist={nlist}, nprobe={nlist})")
+    # ranked with the others by net gain: the measured actions' nets do not increase down the list
+    nets = [x.net for x in after if x.net is not None]
+    assert nets == sorted(nets, reverse=True) and len(after) == len(before) + 1

@@ -99,6 +99,6 @@ def test_the_map_says_whose_lines_it_draws():
 
 def test_the_overview_table_pins_the_run_column():
     at = app.open_demo("overview")
-    table = next(d for d in at.dataframe if "run" in d.value.columns and "kind" in d.value.columns)
+    table = next(d for d in at.dataframe if "run" in d.value.columns and "failed queries" in d.value.columns)
     config = json.loads(table.proto.columns)
     assert config["run"].get("pinned") is True

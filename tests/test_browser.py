@@ -1,7 +1,8 @@
 """The app in a real browser: `streamlit run app.py` on a free port, driven by headless Chromium (Playwright).
 
 Visits every page through the sidebar navigation, checks that it rendered without an exception (and that the
-overview shows its metrics table and charts), records every request the page makes (none may leave 127.0.0.1: the
+overview shows its metrics table and charts; that the Overview and Worst queries open with the findings and fit a
+1,400 px page), records every request the page makes (none may leave 127.0.0.1: the
 app runs offline), and saves a screenshot of each page into a temporary folder; with
 ``DIAGNOSE_REFRESH_SCREENSHOTS=1`` into ``docs/screenshots/<page>.png`` (the README's pictures), so the test run never
 modifies tracked files unless asked.
@@ -88,6 +89,45 @@ def _count_when_drawn(page, locator, timeout_s: float = 30) -> int:
     return n
 
 
+# Issue 36: at 1,400 px, the Overview and Worst queries open with the findings, and no table is wider than the page
+FIRST_SCREEN = {"width": 1400, "height": 900}
+FINDINGS_TITLES = {"overview": "What to fix first", "worst": "What to do about them"}
+LAYOUT_JS = """() => {
+  const main = document.querySelector('[data-testid="stMain"]');
+  const top = (e) => e.getBoundingClientRect().top + window.scrollY;
+  const tables = [...main.querySelectorAll('[data-testid="stDataFrame"]')].map((e) => {
+    const grid = e.querySelector('.dvn-scroller');
+    return {right: e.getBoundingClientRect().right, top: top(e),
+            scroll: grid ? grid.scrollWidth : -1, client: grid ? grid.clientWidth : -1};
+  });
+  const heading = main.querySelector('h2, h3');
+  const list = main.querySelector('ol');
+  return {width: document.documentElement.clientWidth, tables,
+          heading: heading ? heading.innerText.trim() : null, list: list ? top(list) : null};
+}"""
+
+
+def _first_screen_fits(page, name: str) -> None:
+    """At 1,400 px wide: the first heading under the title is the findings' and their numbered list comes before
+    every table; every table of the page (its expanders opened) fits the page, its columns not scrolled sideways
+    (a grid draws its columns in a scroller: wider columns than the grid give ``scrollWidth > clientWidth``)."""
+    page.set_viewport_size(FIRST_SCREEN)
+    closed = page.locator('[data-testid="stMain"] [data-testid="stExpander"] details:not([open]) summary')
+    while closed.count():
+        closed.first.click()
+    page.wait_for_selector(READY)
+    grids = page.locator('[data-testid="stMain"] [data-testid="stDataFrame"] .dvn-scroller')
+    _count_when_drawn(page, grids)
+    page.wait_for_timeout(300)  # the grids lay their columns out again at the new width
+    info = page.evaluate(LAYOUT_JS)
+    assert info["heading"] == FINDINGS_TITLES[name], f"{name}: the first block is {info['heading']!r}"
+    assert info["tables"] and all(t["scroll"] > 0 for t in info["tables"]), f"{name}: a table was not drawn"
+    assert info["list"] is not None and info["list"] < min(t["top"] for t in info["tables"]), name
+    wide = [t for t in info["tables"] if t["scroll"] > t["client"] + 1 or t["right"] > info["width"]]
+    assert not wide, f"{name}: tables wider than the page at 1,400 px: {wide}"
+    page.set_viewport_size(VIEWPORT)
+
+
 def _assert_no_exception(page, name: str) -> None:
     exc = page.locator('[data-testid="stException"]')
     assert exc.count() == 0, f"{name}: exception shown: {exc.first.inner_text()[:2000]}"
@@ -160,6 +200,9 @@ def _visit_every_page(
         if name in ("worst", "inspector"):
             assert page.locator('[data-testid="stDataFrame"]').count() >= 1, f"{name}: no table"
         page.screenshot(path=str(shots / f"{name}.png"))
+        if name in FINDINGS_TITLES:
+            step[0] = f"{name}: the first screen at 1,400 px"
+            _first_screen_fits(page, name)
         if name == "overview":
             step[0] = "overview: downloading the report"
             _check_report_download(page)

@@ -511,3 +511,21 @@ def test_remedy_matrix_heatmap_colours_the_share_and_outlines_the_own_remedy():
     assert heat["encoding"]["x"]["sort"] == ["hybrid", "dense"]
     with pytest.raises(ValueError, match="own"):
         charts.remedy_matrix_heatmap(df.drop(columns="own"))
+
+
+def test_findings_bars_draw_recovered_right_and_broken_left_in_rank_order():
+    df = pd.DataFrame(
+        {"action": ["1. Fix the ANN index", "2. Re-chunk"], "recovered": [21, 8], "breaks": [2, 0]}
+    )
+    spec = charts.findings_bars(df).to_dict()  # validates against the Vega-Lite schema
+    rows = spec["datasets"][next(iter(spec["datasets"]))]
+    # two rows per action: recovers +n, breaks -n (2. Re-chunk breaks none: a zero bar, no label)
+    assert [(r["action"], r["what"], r["x"]) for r in rows] == [
+        ("1. Fix the ANN index", "recovers", 21),
+        ("1. Fix the ANN index", "breaks", -2),
+        ("2. Re-chunk", "recovers", 8),
+        ("2. Re-chunk", "breaks", 0),
+    ]
+    assert spec["layer"][0]["encoding"]["y"]["sort"] == ["1. Fix the ANN index", "2. Re-chunk"]
+    with pytest.raises(ValueError, match="findings_bars needs columns"):
+        charts.findings_bars(df.drop(columns="breaks"))

@@ -10,6 +10,7 @@ import json
 import re
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from test_remedies import diagnosis_of, failure, keyword_space, qrels_of, run_of
 
@@ -157,17 +158,18 @@ DEMO_RUN = str(DEMO / "runs" / "ann_minilm.trec")
 
 @pytest.fixture(scope="module")
 def demo_cli(tmp_path_factory):
-    """``diagnose failures`` on the demo (fake keyword encoder) as text and JSON. The command line reads no
-    ``DIAGNOSE_ENCODER`` (the app's switch): the encoder is replaced where the commands load it, as in
-    tests/test_hardening_round3_b.py; with the variable alone the three commands loaded the bundled model in a test
-    not marked ``real_model``."""
+    """``diagnose failures`` on the demo as text and JSON; ``diagnose report`` as HTML and Markdown, on the fake
+    keyword encoder. The command line reads no ``DIAGNOSE_ENCODER`` (the app's switch): the encoder is replaced
+    where the commands load it, as in tests/test_hardening_round3_b.py (with the variable alone the commands loaded
+    the bundled model in a test not marked ``real_model``); ``cache``: their embedding cache."""
     from diagnose.cli import main
     from diagnose.embed import KeywordEncoder
 
     mp = pytest.MonkeyPatch()
     mp.setattr("diagnose.embed.load_encoder", lambda *a, **kw: KeywordEncoder())
-    mp.setenv("DIAGNOSE_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
-    out = {}
+    cache = tmp_path_factory.mktemp("cache")
+    mp.setenv("DIAGNOSE_CACHE_DIR", str(cache))
+    out = {"cache": str(cache)}
     try:
         for fmt in ("table", "json"):
             path = tmp_path_factory.mktemp("out") / f"failures.{fmt}"
@@ -178,6 +180,10 @@ def demo_cli(tmp_path_factory):
         with contextlib.redirect_stdout(io.StringIO()) as said:
             assert main(["report", "--data", str(DEMO), "--run", DEMO_RUN, "--out", str(page)]) == 0
         out["html"], out["said"] = page.read_text(), said.getvalue()
+        pr = page.with_suffix(".md")
+        with contextlib.redirect_stdout(io.StringIO()):
+            assert main(["report", "--data", str(DEMO), "--run", DEMO_RUN, "--out", str(pr)]) == 0
+        out["md"] = pr.read_text()
     finally:
         mp.undo()
     return out
@@ -237,6 +243,59 @@ def test_the_report_opens_with_the_same_findings_as_the_cli(demo_cli):
     assert len(page.encode()) < 5_000_000
 
 
+SENTENCE = re.compile(
+    r"^(\d+)\. .*?\. Recovers (\d+) of (\d+) (failed queries|missed pairs), breaks (\d+) hits?, p = ([0-9.e-]+)\. "
+    r"\[(.*); (.*)\]$"
+)
+
+
+def test_the_app_the_cli_the_json_and_the_report_name_the_same_actions(demo_cli, monkeypatch):
+    """Issue 36: on the demo, the app's first screen (Overview and Worst queries), the first 15 lines of ``diagnose
+    failures``, its JSON ``findings`` and the report's first section (HTML and Markdown) give the same numbered
+    actions in the same order, and each sentence's numbers are the JSON action's (read back from the text)."""
+    import app_testing as app
+
+    from diagnose.whatif.findings import fmt_p
+
+    # the app with the encoder the commands used (the fake keyword encoder), reading what they cached; every page
+    # drawn whole
+    monkeypatch.setenv("DIAGNOSE_ENCODER", "keyword")
+    monkeypatch.setenv("DIAGNOSE_CACHE_DIR", demo_cli["cache"])
+    monkeypatch.setenv("DIAGNOSE_FOREGROUND_SECONDS", "600")
+    actions = json.loads(demo_cli["json"])["findings"]["actions"]
+    expected = [f"{a['rank']}. {a['sentence']}" for a in actions]
+    assert len(expected) >= 2
+    # the CLI: the numbered lines among its first 15
+    cli = [x for x in demo_cli["table"].splitlines()[:15] if re.match(r"\d+\. ", x)]
+    # the report: the first section's items (HTML) and numbered lines (Markdown, escaped for Markdown)
+    first = demo_cli["html"].split("<section id='findings'>", 1)[1].split("</section>", 1)[0]
+    items = [html.unescape(x) for x in re.findall(r"<li>(.*?)</li>", first)]
+    md_first = demo_cli["md"].split("## What to fix first", 1)[1].split("\n## ", 1)[0]
+    md_lines = [app.unescaped(x) for x in md_first.splitlines() if re.match(r"\d+\\?\. ", x)]
+    # the app: the first block under each page's title, Overview then Worst queries
+    screens = []
+    for page, title in (("overview", "What to fix first"), ("worst", "What to do about them")):
+        at = app.open_demo(page)
+        assert at.subheader[0].value == title
+        lists = [m.value for m in at.markdown if m.value.startswith("1. ")]
+        screens.append([app.unescaped(x) for x in lists[0].splitlines()])
+    assert cli == expected
+    assert [f"{i}. {x}" for i, x in enumerate(items, 1)] == expected
+    assert md_lines == expected
+    assert screens == [expected, expected]
+    # the numbers of each measured sentence are its JSON fields: rank, recovered of total, lost hits, p, classes, cost
+    measured = [a for a in actions if a["recovered"] is not None and a["lost_hits"] is not None]
+    assert measured
+    for a in measured:
+        m = SENTENCE.match(f"{a['rank']}. {a['sentence']}")
+        assert m, a["sentence"]
+        rank, rec, total, unit, lost, p, classes, cost = m.groups()
+        assert (int(rank), int(rec), int(total), unit, int(lost)) == (
+            a["rank"], a["recovered"], a["total"], a["unit"], a["lost_hits"],
+        )  # fmt: skip
+        assert (p, classes.split(", "), cost) == (fmt_p(a["p_value"]), a["classes"], a["cost"])
+
+
 def test_a_fine_tuned_model_in_the_matrix_is_an_action_after_the_measured_ones():
     from diagnose.data import Dataset
 
@@ -255,3 +314,102 @@ def test_a_fine_tuned_model_in_the_matrix_is_an_action_after_the_measured_ones()
     assert tuned_action.sentence() == (
         "Fine-tune the model. Recovers 1 of 6 failed queries; hits broken not measured here. [semantic_gap; training]"
     )
+
+
+# ------------------------------------------------------------------------------------------ ANN and chunking actions
+
+
+def frontier(run: str = "run", *, current_ef: int | None = 16, failures=("q2",), recovered=("q2",)):
+    """A hand-made ANN frontier at k=1: the setting hnsw(M=16, efConstruction=40, efSearch=128) recovers
+    ``recovered`` of the run's index_gap failures ``failures``, breaks no hit, mean hit_rate@1 difference 0.5,
+    p = 0.25, 0.31 ms a query at p50; ``current_ef``: the collection's own efSearch (None: no own setting)."""
+    from diagnose.whatif.ann import AnnFrontier, AnnPoint, AnnSetting, IndexGapRecovery
+
+    def point(ef: int) -> AnnPoint:
+        return AnnPoint("hnsw", {"M": 16, "efConstruction": 40, "efSearch": ef}, 0.9, {}, 0.1, 0.2, 0.0, 1.0)
+
+    now = point(current_ef) if current_ef is not None else None
+    best = AnnSetting("hnsw", {"M": 16, "efConstruction": 40, "efSearch": 128})
+    rec = IndexGapRecovery(run, "hit_rate@1", failures, best, recovered, "all", 0.31, 0.5, 0.25, 0)
+    return AnnFrontier(1, point(128), (point(128),), rec, now)
+
+
+def test_the_ann_frontier_is_an_action_ranked_with_the_others():
+    diag, rem, m = world()
+    f = findings(diag, rem, m, ann=[frontier()])
+    # net 1 - 0 = 1 like dense, hybrid and rerank; mean difference 0.5 > dense's 2/6: first
+    assert [a.remedy_id for a in f] == ["ann", "dense", "hybrid", "rerank", "judge"]
+    ann = f[0]
+    assert (ann.recovered, ann.lost_hits, ann.net, ann.failures, ann.total) == (1, 0, 1, 1, 6)
+    assert (ann.mean_diff, ann.p_value, ann.metric, ann.classes) == (0.5, 0.25, "hit_rate@1", ("index_gap",))
+    # only efSearch differs from the collection's own setting: a configuration change
+    assert ann.change == "Raise the ANN index's efSearch to 128 (0.31 ms a query at p50)"
+    assert ann.cost == "configuration change" and ann.recovered_ids == ("q2",)
+    assert ann.sentence().startswith(
+        ann.change + ". Recovers 1 of 6 failed queries, breaks 0 hits, p = 0.25."
+    )
+    # no own setting to compare with: a rebuild
+    rebuilt = findings(diag, rem, m, ann=[frontier(current_ef=None)])[0]
+    assert rebuilt.change.startswith("Rebuild the ANN index as hnsw(M=16, efConstruction=40, efSearch=128)")
+    assert rebuilt.cost == "re-index"
+
+
+def test_an_ann_frontier_of_another_run_or_recovering_nothing_adds_no_action():
+    diag, rem, m = world()
+    plain = [a.remedy_id for a in findings(diag, rem, m)]
+    for other in (frontier("other"), frontier(failures=("q9",)), frontier(recovered=())):
+        assert [a.remedy_id for a in findings(diag, rem, m, ann=[other])] == plain
+
+
+def sweep_world():
+    """k = 1, hit mode, golden q1..q4: the run hits q1; q2 truncated, q3 diluted, q4 index_gap fail. No remedy
+    input, so the remedies recover nothing. The sweep (per-query hit_rate@1):
+        128/0:  q1 1, q2 1, q3 1, q4 1  -> recovers q2, q3 (q4 is not a re-chunk class), breaks none: net 2
+        256/32: q1 0, q2 1, q3 0, q4 1  -> recovers q2, breaks q1: net 0
+    """
+    from diagnose.whatif.chunking import ChunkingPoint, ChunkingSweep
+
+    qs = ["q1", "q2", "q3", "q4"]
+    ds = Dataset(qrels=qrels_of({q: {f"t{q[1]}": 1} for q in qs}))
+    run = run_of("run", {"q1": ["t1"], "q2": ["x"], "q3": ["y"], "q4": ["z"]})
+    diag = diagnosis_of(
+        run,
+        [failure("q2", "t2", "truncated"), failure("q3", "t3", "diluted"), failure("q4", "t4", "index_gap")],
+        1,
+        n=4,
+    )
+    rem = prove_remedies(ds, run, diag, kind="unknown")
+
+    def point(size, overlap, hits):
+        frame = pd.DataFrame({"hit_rate@1": hits}, index=pd.Index(qs, name="query_id"))
+        return ChunkingPoint(size, overlap, 10, {}, 0.0, 0.0, frame)
+
+    sweep = ChunkingSweep(
+        1, point(None, None, [1, 0, 0, 0]), (point(128, 0, [1, 1, 1, 1]), point(256, 32, [0, 1, 0, 1]))
+    )
+    return diag, rem, remedy_matrix(ds.qrels, diag, rem), sweep
+
+
+def test_the_chunking_sweep_is_an_action_on_the_rechunk_classes():
+    diag, rem, m, sweep = sweep_world()
+    assert list(findings(diag, rem, m)) == []  # nothing else recovers anything
+    (act,) = findings(diag, rem, m, chunking=[sweep])
+    assert act.remedy_id == "chunking" and act.rank == 1 and act.cost == "re-chunking"
+    assert act.change == "Re-chunk to 128 tokens, overlap 0 (exact dense search over the chunks)"
+    # q2 (truncated) and q3 (diluted) recovered of the 2 re-chunk failures; q4 (index_gap) is not counted
+    assert (act.recovered, act.failures, act.total, act.lost_hits, act.net) == (2, 2, 3, 0, 2)
+    assert act.recovered_ids == ("q2", "q3") and act.classes == ("truncated", "diluted")
+    # hit_rate@1 per query, 128/0 minus the run: 0, 1, 1, 1 -> mean 3/4; three nonzero differences, the exact
+    # test over 2^3 sign vectors: |sum| >= 3 for 2 of 8 -> p = 0.25
+    assert act.mean_diff == pytest.approx(0.75) and act.p_value == pytest.approx(0.25)
+
+
+def test_a_recall_diagnosis_or_another_k_takes_no_chunking_action():
+    diag, rem, m, sweep = sweep_world()
+    from diagnose.whatif.findings import chunking_action
+
+    other_k = dataclasses.replace(sweep, k=2)
+    assert list(findings(diag, rem, m, chunking=[other_k])) == []
+    # a sweep measures queries: with missed pairs as the unit it is no action
+    assert chunking_action(sweep, diag, 3, "failed queries") is not None
+    assert chunking_action(sweep, dataclasses.replace(diag, mode="recall"), 3, "missed pairs") is None

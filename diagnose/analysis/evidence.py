@@ -333,21 +333,35 @@ class Evidence(Chunked):
     ) -> Findings:
         """What to fix first: the ranked actions read from :meth:`remedies` and :meth:`remedy_matrix`
         (:mod:`diagnose.whatif.findings`): each change with the failures it recovers, the hits it breaks, the paired
-        test and its cost; ranked by net gain, the pairs to judge last. Shows itself as a list in a notebook."""
+        test and its cost; ranked by net gain, the pairs to judge last. Shows itself as a list in a notebook.
+
+        When :meth:`ann_frontier` (of this run at k) or :meth:`chunking` (at k) has run on this analysis, their
+        measured action is one more (the best of each), ranked with the others; the findings are measured again
+        once one of them has run."""
         from diagnose.whatif.findings import findings
 
         name = self._run_name(run)
         k = self._k(k)
         mode = self._mode(failure)
+        # the frontiers of this run and the sweeps at k already measured: ("ann", run, k, settings),
+        # ("chunking", configurations, k)
+        ran = tuple(
+            key
+            for key in list(self._memo)
+            if isinstance(key, tuple)
+            and ((key[:3] == ("ann", name, k)) or (key[0] == "chunking" and len(key) == 3 and key[2] == k))
+        )
 
         def build() -> Findings:
             return findings(
                 self.diagnosis(name, k=k, failure=mode),
                 self.remedies(name, k=k, failure=mode, cross_encoder=cross_encoder),
                 self.remedy_matrix(name, k=k, failure=mode, cross_encoder=cross_encoder),
+                ann=[self._memo[key] for key in ran if key[0] == "ann"],
+                chunking=[self._memo[key] for key in ran if key[0] == "chunking"],
             )
 
-        key = ("findings", name, k, mode, cross_encoder, self._has(("finetune", "last")))
+        key = ("findings", name, k, mode, cross_encoder, self._has(("finetune", "last")), ran)
         return self._cached(key, build)
 
     def ann_frontier(

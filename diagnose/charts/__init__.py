@@ -12,6 +12,7 @@ One file per question a contributor brings:
   fields of its record in :mod:`diagnose.failures.classes`).
 - :mod:`~diagnose.charts.metrics`: :func:`metrics_bar`, :func:`curve_over_k`, :func:`delta_chart`.
 - :mod:`~diagnose.charts.failures`: :func:`failure_breakdown`, :func:`remedy_matrix_heatmap`.
+- :mod:`~diagnose.charts.findings`: :func:`findings_bars` (what each ranked change recovers and breaks).
 - :mod:`~diagnose.charts.maps`: :func:`embedding_map`, :func:`legend_strip`, the map's selection names and how
   Streamlit reads them.
 - :mod:`~diagnose.charts.similarity`: :func:`similarity_histogram`.
@@ -31,6 +32,7 @@ from diagnose.charts.ann import ann_frontier_chart
 from diagnose.charts.chunking import chunking_frontier
 from diagnose.charts.common import ALTAIR_MAX_ROWS
 from diagnose.charts.failures import failure_breakdown, remedy_matrix_heatmap
+from diagnose.charts.findings import findings_bars
 from diagnose.charts.maps import MAP_SELECTION, MAP_ZOOM, embedding_map, legend_strip
 from diagnose.charts.metrics import curve_over_k, delta_chart, metrics_bar
 from diagnose.charts.palette import (
@@ -53,6 +55,7 @@ from diagnose.charts.similarity import similarity_histogram
 
 __all__ = [
     "chunking_frontier",
+    "findings_bars",
     "ALTAIR_MAX_ROWS",
     "BAND_COLORS",
     "CHANGE_COLORS",

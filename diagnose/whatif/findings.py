@@ -25,18 +25,44 @@ measures again, and turns them into a short ranked list of :class:`Action` recor
   gain (``recovered`` None): ranked last, after every measured action.
 
 ``total``: every failure of the diagnosis in its unit (the "of 50 failed queries" of a sentence).
+
+Two more sources, when they have been measured for the analysis (``ann``, ``chunking`` of :func:`findings`), each
+one more action ranked with the others by the same rule:
+
+- ``ann`` (:func:`ann_action`): the ANN frontier's setting that recovers the run's ``index_gap`` failures
+  (:attr:`diagnose.whatif.ann.AnnFrontier.recovers_index_gap`: the cheapest recovering them all, else the most):
+  its ``recovered`` (index_gap failures, the diagnosis' unit), ``lost_hits``, ``mean_diff`` and ``p_value`` (the paired
+  test of ``hit_rate@k`` against the run), as the frontier measured them; its p50 latency in the change's words.
+  Used only when the frontier's index_gap failures are the diagnosis' (same run, k and failure definition). The
+  cost: a configuration change when only ``efSearch`` (``nprobe``) differs from the collection's own setting, else
+  a re-index.
+- ``chunking`` (:func:`chunking_action`, ``failure="hit"`` only: a sweep measures queries, not pairs): of the
+  sweep's configurations, the one with the highest net over the run: ``recovered``, the run's failed queries of the
+  classes whose own remedy re-chunks (``cost == "re-chunk"`` in :data:`diagnose.whatif.registry.REMEDIES`:
+  truncated, diluted, split) that the configuration hits at k; ``lost_hits``, the golden queries the run hits and it
+  misses; ``mean_diff``/``p_value``, the paired test of ``hit_rate@k`` (configuration minus run) over the golden
+  queries, :func:`diagnose.whatif.gain.measure_gain` on the sweep's per-query hits (nothing is searched again).
 """
 
 from __future__ import annotations
 
 import html
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from diagnose import defaults
 from diagnose.data import fields_dict
 from diagnose.failures import CLASS_BY_ID, Diagnosis
+from diagnose.runtime.lazy import pandas as pd
+from diagnose.whatif.gain import measure_gain
 from diagnose.whatif.matrix import RemedyMatrix
+from diagnose.whatif.registry import REMEDIES
 from diagnose.whatif.remedies import Remedies, RemedyResult
+
+if TYPE_CHECKING:
+    from diagnose.whatif.ann import AnnFrontier
+    from diagnose.whatif.chunking import ChunkingSweep
 
 #: Cost tiers, cheapest first.
 COSTS = ("configuration change", "re-index", "re-chunking", "training", "judging")
@@ -292,6 +318,91 @@ def _judge(rows: list[RemedyResult], diagnosis: Diagnosis, total: int, unit: str
     )  # fmt: skip
 
 
+def ann_action(frontier: AnnFrontier, diagnosis: Diagnosis, total: int, unit: str) -> Action | None:
+    """The ANN frontier's setting that recovers the run's index_gap failures as an action (module docstring), or
+    None: no setting recovers any, or the frontier's failures are not this diagnosis' (another run, k or mode)."""
+    rec = frontier.recovers_index_gap
+    mine = _unit_ids(diagnosis, {"index_gap"})
+    if rec.setting is None or not rec.recovered or rec.run != diagnosis.run or set(rec.failures) != set(mine):
+        return None
+    if frontier.k != diagnosis.k or rec.lost_hits is None:
+        return None
+    s, now = rec.setting, frontier.current
+    search = {"hnsw": "efSearch", "ivf_flat": "nprobe"}[s.index]
+    same_build = (
+        now is not None
+        and now.index == s.index
+        and all(now.params.get(p) == v for p, v in s.params.items() if p != search)
+    )
+    ms = f"{rec.latency_p50_ms:.2g} ms a query at p50" if rec.latency_p50_ms is not None else ""
+    if same_build:
+        change, cost = f"Raise the ANN index's {search} to {s.params[search]} ({ms})", "configuration change"
+    else:
+        change, cost = f"Rebuild the ANN index as {s.label()} ({ms})", "re-index"
+    return Action(
+        rank=0, change=change, remedy_id="ann", remedy=f"the ANN setting {s.label()}", classes=("index_gap",),
+        unit=unit, failures=len(mine), total=total, recovered=len(rec.recovered), lost_hits=rec.lost_hits,
+        net=len(rec.recovered) - rec.lost_hits, mean_diff=rec.mean_diff, p_value=rec.p_value, metric=rec.metric,
+        cost=cost, recovered_ids=tuple(rec.recovered),
+    )  # fmt: skip
+
+
+def rechunk_classes() -> tuple[str, ...]:
+    """The failure classes whose own remedy re-chunks the documents (registry cost ``"re-chunk"``), taxonomy order."""
+    return tuple(
+        c for c, rec in CLASS_BY_ID.items()
+        if rec.remedy is not None and getattr(REMEDIES.get(rec.remedy.id), "cost", None) == "re-chunk"
+    )  # fmt: skip
+
+
+def chunking_action(
+    sweep: ChunkingSweep,
+    diagnosis: Diagnosis,
+    total: int,
+    unit: str,
+    *,
+    n_resamples: int = defaults.RESAMPLES,
+    seed: int = defaults.SEED,
+) -> Action | None:
+    """The chunking sweep's best configuration over the run as an action (module docstring), or None: another k, a
+    ``recall`` diagnosis, no failure of a re-chunk class, or no configuration recovering one."""
+    if diagnosis.mode != "hit" or sweep.k != diagnosis.k or not sweep.configurations:
+        return None
+    classes = tuple(c for c in rechunk_classes() if diagnosis.class_counts.get(c))
+    failures = _unit_ids(diagnosis, set(classes))
+    if not failures:
+        return None
+    hit = f"hit_rate@{diagnosis.k}"
+    golden = sweep.current.per_query.index
+    failed = set(diagnosis.failed_queries)
+    base = pd.DataFrame({hit: [0.0 if str(q) in failed else 1.0 for q in golden]}, index=golden)
+    best: tuple[tuple, Any, Any] | None = None
+    for point in sweep.configurations:
+        g = measure_gain(
+            diagnosis.k, "hit", base_per_query=base, candidate_per_query=point.per_query, metric=hit,
+            failures=failures, n_resamples=n_resamples, seed=seed,
+        )  # fmt: skip
+        key = (
+            -(len(g.recovered) - len(g.broken)),
+            -(g.mean_diff or 0.0),
+            g.p_value,
+            point.size,
+            point.overlap,
+        )
+        if g.recovered and (best is None or key < best[0]):
+            best = (key, point, g)
+    if best is None:
+        return None
+    _, point, g = best
+    return Action(
+        rank=0, change=f"Re-chunk to {point.size} tokens, overlap {point.overlap} (exact dense search over the chunks)",
+        remedy_id="chunking", remedy=f"chunks of {point.size} tokens, overlap {point.overlap}, documents by their best "
+        "chunk", classes=classes, unit=unit, failures=len(failures), total=total, recovered=len(g.recovered),
+        lost_hits=len(g.broken), net=len(g.recovered) - len(g.broken), mean_diff=g.mean_diff, p_value=g.p_value,
+        metric=hit, cost="re-chunking", recovered_ids=tuple(map(str, g.recovered)), lost_ids=tuple(map(str, g.broken)),
+    )  # fmt: skip
+
+
 def _order(a: Action) -> tuple:
     tier = 0 if a.net is not None else (1 if a.measured else 2)
     return (
@@ -303,10 +414,25 @@ def _order(a: Action) -> tuple:
     )
 
 
-def findings(diagnosis: Diagnosis, remedies: Remedies, matrix: RemedyMatrix) -> Findings:
+def _best(actions: list[Action | None]) -> list[Action]:
+    """The first in rank order of ``actions`` (one per frontier or sweep measured), as a list (empty: none)."""
+    kept = sorted((a for a in actions if a is not None), key=_order)
+    return kept[:1]
+
+
+def findings(
+    diagnosis: Diagnosis,
+    remedies: Remedies,
+    matrix: RemedyMatrix,
+    *,
+    ann: Sequence[AnnFrontier] = (),
+    chunking: Sequence[ChunkingSweep] = (),
+) -> Findings:
     """The ranked actions of one run (module docstring: every definition and the order). ``remedies`` and
     ``matrix``: :func:`~diagnose.whatif.remedies.prove_remedies` and :func:`~diagnose.whatif.matrix.remedy_matrix`
-    of the run of ``diagnosis``, at its k and mode; read, never measured again."""
+    of the run of ``diagnosis``, at its k and mode; read, never measured again. ``ann``, ``chunking``: ANN frontiers
+    and chunking sweeps measured for the same data (the best action of each kind is added, :func:`ann_action`,
+    :func:`chunking_action`)."""
     if (remedies.run, remedies.k, remedies.mode) != (diagnosis.run, diagnosis.k, diagnosis.mode) or (
         matrix.run,
         matrix.k,
@@ -329,6 +455,8 @@ def findings(diagnosis: Diagnosis, remedies: Remedies, matrix: RemedyMatrix) -> 
         for rid, rows in by_remedy.items()
     ]
     actions.append(_finetune(diagnosis, matrix, total, unit))
+    actions += _best([ann_action(f, diagnosis, total, unit) for f in ann])
+    actions += _best([chunking_action(s, diagnosis, total, unit) for s in chunking])
     kept = [a for a in actions if a is not None]
     rejected = sorted((a for a in kept if a.net is not None and a.net <= 0), key=_order)
     ranked = sorted((a for a in kept if a.net is None or a.net > 0), key=_order)

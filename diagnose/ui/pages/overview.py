@@ -1,4 +1,5 @@
-"""Overview: metrics of every run and baseline at k with quality bands, curves over k, failure classes."""
+"""Overview: what to fix first (the findings and their chart), then the metrics of every run and baseline at k with
+quality bands, curves over k, failure classes."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import streamlit as st
 from diagnose import charts, defaults
 from diagnose.failures import CLASS_LABELS, CLASSES
 from diagnose.metrics import BANDS, REGISTRY
-from diagnose.ui import metric_views, state, tables
+from diagnose.ui import findings_section, metric_views, state, tables
 from diagnose.ui.text import escape_md
 
 b = state.bundle()
@@ -18,31 +19,11 @@ ds = b.ds
 st.title("Overview")
 
 # ---------------------------------------------------------------------------------------------- the answer first
-st.subheader("What to fix first")
-if b.ready:
-    with st.spinner("Measuring each change on your data…"):
-        found = b.analysis.findings(b.selected_run, k=k, failure=b.mode)
-    if found:
-        st.markdown("\n".join(f"{a.rank}. {escape_md(a.sentence())}" for a in found))
-    else:
-        st.info(escape_md((found.lines()[1:] or [found.head()])[0]))
-    for a in found.rejected:
-        st.caption(escape_md(a.sentence()))
-    st.caption(
-        f"Run {escape_md(found.run)}, {found.total} {found.unit} at k={k}. Each change was applied to this run and "
-        "measured: recovered failures, hits it breaks, paired randomization test. Ranked by net gain. The Worst "
-        "queries page has the evidence.",
-        help="Recovered: failures of the listed classes the changed run fixes at k. Breaks: golden queries hit "
-        "today and missed after the change. p: the paired randomization test of the mean hit-rate difference "
-        "over every golden query. The tags give the failure classes and the cost: a configuration change, a "
-        "re-index, re-chunking, training or judging. Pairs to judge are not measured: they come last.",
-    )
-else:
-    st.caption("The ranked changes appear here when the vectors are ready (the metrics below are ready now).")
+findings_section.show(b)
 
 st.caption(
     f"{escape_md(b.settings.spec.label)}: {ds.corpus.size_phrase()}, {len(b.golden):,} golden queries. "
-    f"Model {escape_md(b.encoder_label)}, k={k}, a query fails when "
+    f"Model {escape_md(b.encoder_label)}, k={k}. A query fails when "
     f"{'no relevant document is in its top k' if b.mode == 'hit' else 'any relevant document is missing from its top k'}."
 )
 n_warn = len(ds.report.warnings)
@@ -80,7 +61,6 @@ for col in latency_cols:
 shown = table[
     [
         "run",
-        "kind",
         *([] if same_n else ["queries"]),
         *metric_cols,
         *context,
@@ -108,14 +88,18 @@ for col in ("failed queries", "missed pairs"):
     shown[col] = ["computing…" if pd.isna(v) else f"{int(v):,}" for v in shown[col]]
 for col in latency_cols:
     shown[col] = [tables.cell(v, "%.3f" if col.endswith("per_ms") else "%.1f") for v in shown[col]]
+# the kind in the run's cell as the bar chart labels it ("bm25 (baseline)"), drawn by the Styler so the data keeps the
+# run's name: without a kind column the table fits a 1,400 px page (tests/test_browser.py)
+kind_of = dict(zip(table["run"], table["kind"], strict=True))
 styled = shown.style.apply(_colour, subset=coloured).format(
-    {m: "{:.3f}" for m in [*metric_cols, *context]}, na_rep=tables.MISSING
+    {m: "{:.3f}" for m in [*metric_cols, *context]}
+    | {"run": lambda n: n if kind_of.get(n) == "your run" else f"{n} ({kind_of.get(n)})"},
+    na_rep=tables.MISSING,
 )
 tables.show(
     styled,
     key="metrics_table",
     column_config={
-        "kind": st.column_config.TextColumn(width="small"),
         "failed queries": st.column_config.TextColumn(
             "failed queries",
             help=f"golden queries that fail at k={k} ({b.mode})"
@@ -150,12 +134,12 @@ legend = " · ".join(
 )
 st.caption(
     (f"Every run is scored on the same {int(table['queries'].iloc[0]):,} golden queries. " if same_n else "")
-    + f"Cell colours are quality bands ({', '.join(BANDS)}; the colours of the bar chart's legend; precision@{k} is "
-    f"left uncoloured because it cannot exceed (relevant documents)/{k}), rules of thumb "
-    f"for a RAG retriever: {legend}. "
-    f"Baselines (depth {defaults.DEPTH}) are computed here: BM25 ({b.settings.bm25_engine}), exact dense search "
-    "with the chosen model, and their reciprocal rank fusion (hybrid, k=60)."
-    + (f" Metrics of the {LEVEL_WORDS[level]}." if metric_views.is_chunked(b) else "")
+    + "Cell colours are quality bands. Baselines are computed here."
+    + (f" Metrics of the {LEVEL_WORDS[level]}." if metric_views.is_chunked(b) else ""),
+    help=f"Quality bands ({', '.join(BANDS)}; the colours of the bar chart's legend; precision@{k} is left "
+    f"uncoloured because it cannot exceed (relevant documents)/{k}) are rules of thumb for a RAG retriever: {legend}. "
+    f"Baselines (depth {defaults.DEPTH}): BM25 ({b.settings.bm25_engine}), exact dense search with the chosen model, "
+    "and their reciprocal rank fusion (hybrid, k=60).",
 )
 
 bars = pd.DataFrame(
@@ -196,10 +180,11 @@ tables.show(
     column_config={c: st.column_config.NumberColumn(format="%.3f") for c in holes.columns if c != "run"},
 )
 st.caption(
-    f"judged@{k}: share of the top {k} with a judgement for the query (ir_measures' Judged); hole@{k}: share judged "
-    f"for no query (BEIR's Hole). lower = the metric as reported (unjudged = not relevant); upper = the best it "
-    "could be if the unjudged documents in the run's list were judged (each relevant or not, at best). A wide gap "
-    "means the golden set, not the retriever, decides the number: judge the top documents before trusting it."
+    "A wide gap between lower and upper means the golden set, not the retriever, decides the number.",
+    help=f"judged@{k}: share of the top {k} with a judgement for the query (ir_measures' Judged); hole@{k}: share "
+    "judged for no query (BEIR's Hole). lower = the metric as reported (unjudged = not relevant); upper = the best it "
+    "could be if the unjudged documents in the run's list were judged (each relevant or not, at best). Judge the top "
+    "documents before trusting a number with a wide gap.",
 )
 
 # ---------------------------------------------------------------------------------------------- curves
@@ -247,7 +232,8 @@ else:
     n_runs = breakdown["run"].nunique()
     st.altair_chart(charts.failure_breakdown(breakdown), width="stretch", height=max(240, 110 + 36 * n_runs))
     st.caption(
-        "One count per missed pair (failed query, relevant document missing from its top k): a query with three "
-        "missed relevant documents counts three times; the bars add up to the table's missed pairs. The Worst "
-        "queries page lists them for the run chosen in the sidebar; the Query inspector shows the evidence."
+        "One count per missed pair: the bars add up to the table's missed pairs.",
+        help="A missed pair is a failed query and a relevant document missing from its top k: a query with three "
+        "missed relevant documents counts three times. The Worst queries page lists them for the run chosen in the "
+        "sidebar; the Query inspector shows the evidence.",
     )
