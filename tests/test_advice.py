@@ -126,6 +126,30 @@ def test_findings_put_a_class_under_its_measured_recommendation():
     assert hybrid.recovered_ids == (*qs("n", *range(1, 10)), *qs("v", 1, 2, 3, 4, 5))
 
 
+def test_the_markdown_report_says_where_the_data_overrules_a_rule():
+    from diagnose.data import ValidationReport
+    from diagnose.report import markdown_report
+    from diagnose.runtime.lazy import pandas as pd
+
+    rem, m = switch_world()
+    metrics = pd.DataFrame([{"run": "run", "kind": "your run", "queries": 40, "hit_rate@10": 0.5}])
+    md = markdown_report(
+        data_label="hand-built", data_lines=[], model="fake", k=10, mode="hit", metrics=metrics, diagnosis=None,
+        validation=ValidationReport(), remedies=rem, remedy_matrix=m, advice=class_advice(rem, m),
+    )  # fmt: skip
+    part = md.split("### Measured advice: where the data overrules a class's rule (holm correction)\n\n", 1)[
+        1
+    ]
+    # near_miss switches to hybrid (the first test); vocabulary_mismatch keeps hybrid, the only remedy that recovers
+    # any of it, but hybrid recovers 5/10 = 50% of it and 9/10 = 90% of the other class (near_miss): not specific
+    assert part.split("\n\n", 1)[0].splitlines() == [
+        "- near_miss: rule: rerank recovers 10% (1/10); measured: hybrid recovers 90% of near miss (9/10) vs 50% of "
+        "the others (Holm p = 0.0234).",
+        "- vocabulary_mismatch: rule kept: hybrid recovers 50% of vocabulary mismatch (5/10) vs 90% of the others; "
+        "the class does not predict the fix.",
+    ]
+
+
 def test_two_close_remedies_keep_the_rules():
     # vocabulary_mismatch v1..v10: rule hybrid recovers v1..v5, dense v1..v4, v6, v7; index_gap g1..g10: rule dense
     # recovers g1..g9, hybrid g1

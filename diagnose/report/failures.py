@@ -175,8 +175,11 @@ def markdown_report(
     worst: int = 10,
     remedies: Any = None,
     remedy_matrix: Any = None,
+    advice: Any = None,
 ) -> str:
-    """The report as Markdown. ``metrics``: one row per run (``run``, ``kind``, metric columns, ``band:<metric>``)."""
+    """The report as Markdown. ``metrics``: one row per run (``run``, ``kind``, metric columns, ``band:<metric>``);
+    ``advice``: :class:`~diagnose.whatif.advice.Advice`, its lines after the matrix (where the data overrules a
+    class's rule)."""
     lines = ["# diagnose report", ""]
     lines.append(f"- **Data**: {data_label}")
     lines += [f"  - {x}" for x in data_lines]
@@ -204,6 +207,13 @@ def markdown_report(
         lines += ["", f"### Remedy matrix: every remedy applied to every class's {m.unit}", ""]
         lines += [markdown_table(m.rows(), ["class", *m.remedy_ids]), "", *[f"- {x}" for x in m.legend()]]
         lines += ["", *[f"- {x}" for x in m.sentences()]]
+    if advice is not None and advice.lines():
+        lines += [
+            "",
+            f"### Measured advice: where the data overrules a class's rule ({advice.method} correction)",
+            "",
+        ]
+        lines += [f"- {x}" for x in advice.lines()]
     lines += ["", "## Validation", ""]
     if len(validation):
         lines += [f"- {p.format().splitlines()[0]}" for p in validation]
