@@ -189,7 +189,7 @@ class ClassAdvice:
             tail = "; the class does not predict the fix" if self.status == "not_specific" else ""
             return f"{self.cls}: rule kept: {said}{tail}."
         p = f" ({self.method.capitalize()} p = {fmt_p(rec.p_adjusted)})" if rec.p_adjusted is not None else ""
-        why = {"more_specific": "; the rule's remedy does no better on the others"}.get(self.status, "")
+        why = {"more_specific": "; the rule's recovers as much of the other classes"}.get(self.status, "")
         if not rec.specific:
             why += "; the class does not predict the fix"
         return f"{head}; measured: {said}{p}{why}."
