@@ -57,6 +57,16 @@ def test_worst_queries_table_is_not_empty_and_filters_by_class():
     assert set(filtered["class"]) == {CLASS_LABELS[one]}
 
 
+def test_worst_queries_says_where_the_measurement_overrules_a_rule():
+    # the keyword encoder's demo has classes whose rule's remedy the matrix overrules (tests/test_advice.py)
+    at = app.open_demo("worst")
+    md = next(m.value for m in at.markdown if "Where the data overrules a class's rule" in m.value)
+    lines = md.splitlines()[1:]
+    # one item per class, in escaped Markdown (- ranking\_failure\: rule\: hybrid recovers 0\% ...)
+    assert lines and all(x.startswith("- ") and "\\: rule" in x for x in lines)
+    assert any("\\; measured\\: " in x for x in lines)
+
+
 def test_selecting_a_row_opens_the_inspector_on_that_query():
     at = app.open_demo("worst")
     table = app.frame_with(at, "query_id")

@@ -205,18 +205,25 @@ def test_the_cli_text_and_json_lead_with_the_same_findings(demo_cli):
         x["net"] <= 0 and x["rank"] == 0 and x["sentence"].startswith("Not advised: ") for x in f["rejected"]
     )
     # the actions' numbers are the remedies' and the matrix's of the same JSON
+    # (each class under the remedy its measured advice recommends: diagnose/whatif/advice.py, tests/test_advice.py)
     rows, matrix = payload["remedies"]["remedies"], payload["remedy_matrix"]
+    advised = {c: a["recommended_remedy"] for c, a in payload["advice"]["classes"].items()}
     nets = []
     for act in f["actions"]:
         if act["remedy_id"] == "judge":
             assert act["pairs"] and act["recovered"] is None
             continue
-        mine = [r for r in rows if r["remedy_id"] == act["remedy_id"] and r["failures"]]
-        assert [r["class"] for r in mine] == act["classes"]
+        rid = act["remedy_id"]
+        mine = [r for r in rows if r["remedy_id"] == rid and r["failures"] and advised[r["class"]] == rid]
+        assert act["classes"] == [c for c in advised if advised[c] == rid]
+        own = next(r for r in rows if r["remedy_id"] == rid and r["recovered"] is not None)
         for key in ("lost_hits", "mean_diff", "p_value"):
-            assert act[key] == mine[0][key]
-        assert act["recovered_ids"] == list(dict.fromkeys(i for r in mine for i in r["recovered_ids"]))
-        assert act["cells"] == [{"class": c, **matrix[c][act["remedy_id"]]} for c in act["classes"]]
+            assert act[key] == own[key]
+        # a class advised its rule's remedy: the row's recovered ids; every class: the matrix's cell
+        assert set(i for r in mine for i in r["recovered_ids"]) <= set(act["recovered_ids"])
+        cells = [matrix[c][rid]["recovered"] for c in act["classes"]]
+        assert max(cells) <= act["recovered"] <= sum(cells)
+        assert act["cells"] == [{"class": c, **matrix[c][rid]} for c in act["classes"]]
         assert act["net"] == act["recovered"] - act["lost_hits"]
         nets.append(act["net"])
     assert nets == sorted(nets, reverse=True)

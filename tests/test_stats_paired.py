@@ -164,3 +164,15 @@ def test_power_against_a_real_difference():
         for t in range(trials)
     )
     assert hits / trials >= 0.9
+
+
+def test_mcnemar_exact_is_the_sign_test_of_the_discordant_pairs():
+    from diagnose.stats import mcnemar_exact
+
+    # 6 wins, 0 losses: both tails of Binomial(6, 1/2) at 0 and 6: 2 * (1/64) = 0.03125
+    assert mcnemar_exact(6, 0) == pytest.approx(2 / 64)
+    # 3 wins, 1 loss: P(X <= 1) = (1 + 4) / 16, doubled: 10/16 = 0.625
+    assert mcnemar_exact(3, 1) == pytest.approx(10 / 16)
+    assert mcnemar_exact(2, 2) == 1.0 and mcnemar_exact(0, 0) == 1.0  # capped at 1; no discordant pair
+    for wins, losses in [(0, 9), (7, 2), (13, 4), (40, 25)]:
+        assert mcnemar_exact(wins, losses) == pytest.approx(st.binomtest(wins, wins + losses).pvalue)

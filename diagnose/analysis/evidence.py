@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from diagnose.failures.evidence import KnownRanks
     from diagnose.failures.inspection import Inspection
     from diagnose.failures.risk import RiskValidation
+    from diagnose.whatif.advice import Advice
     from diagnose.whatif.ann import AnnFrontier, AnnSetting
     from diagnose.whatif.compare import RerankReport
     from diagnose.whatif.filter_recall import FilterRecall
@@ -323,6 +324,31 @@ class Evidence(Chunked):
             return build()
         return self._cached(("remedy_matrix", name, k, mode, cross_encoder), build)
 
+    def advice(
+        self,
+        run: str | None = None,
+        *,
+        k: int | None = None,
+        failure: str | None = None,
+        cross_encoder: str | None = None,
+    ) -> Advice:
+        """The measured recommendation of each class beside its rule's (:mod:`diagnose.whatif.advice`): read from
+        :meth:`remedies` and :meth:`remedy_matrix` (nothing is run again); each remedy tried is paired-tested against
+        the rule's on the class's failures (exact McNemar, Holm over the remedies tried)."""
+        from diagnose.whatif.advice import class_advice
+
+        name = self._run_name(run)
+        k = self._k(k)
+        mode = self._mode(failure)
+
+        def build() -> Advice:
+            return class_advice(
+                self.remedies(name, k=k, failure=mode, cross_encoder=cross_encoder),
+                self.remedy_matrix(name, k=k, failure=mode, cross_encoder=cross_encoder),
+            )
+
+        return self._cached(("advice", name, k, mode, cross_encoder), build)
+
     def findings(
         self,
         run: str | None = None,
@@ -333,7 +359,8 @@ class Evidence(Chunked):
     ) -> Findings:
         """What to fix first: the ranked actions read from :meth:`remedies` and :meth:`remedy_matrix`
         (:mod:`diagnose.whatif.findings`): each change with the failures it recovers, the hits it breaks, the paired
-        test and its cost; ranked by net gain, the pairs to judge last. Shows itself as a list in a notebook.
+        test and its cost; ranked by net gain, the pairs to judge last; each class under the remedy :meth:`advice`
+        recommends for it. Shows itself as a list in a notebook.
 
         When :meth:`ann_frontier` (of this run at k) or :meth:`chunking` (at k) has run on this analysis, their
         measured action is one more (the best of each), ranked with the others; the findings are measured again

@@ -43,6 +43,7 @@ def cmd_failures(args: argparse.Namespace) -> int:
     hubs = analysis.hubness(name)
     remedies = analysis.remedies(name, cross_encoder=args.cross_encoder) if args.remedies else None
     matrix = analysis.remedy_matrix(name, cross_encoder=args.cross_encoder) if args.remedies else None
+    advice = analysis.advice(name, cross_encoder=args.cross_encoder) if args.remedies else None
     found = analysis.findings(name, cross_encoder=args.cross_encoder) if args.remedies else None
     by_filter = analysis.filter_recall(name) if analysis.filters is not None else None
     write_run_files(args, analysis)
@@ -57,6 +58,7 @@ def cmd_failures(args: argparse.Namespace) -> int:
                 remedies=remedies,
                 remedy_matrix=matrix,
                 findings=found,
+                advice=advice,
             )
             + (f"\n\n{filter_recall_text(by_filter)}" if by_filter is not None else "")
         ),
@@ -68,6 +70,7 @@ def cmd_failures(args: argparse.Namespace) -> int:
                 if matrix is not None
                 else {}
             )
+            | ({"advice": advice.to_dict()} if advice is not None else {})
             | ({"filter_recall": by_filter.to_dict()} if by_filter is not None else {})
             | ({"findings": found.to_dict()} if found is not None else {})
         ),

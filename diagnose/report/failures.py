@@ -1,7 +1,7 @@
 """The failures report and the app's Markdown report, rendered from a :class:`~diagnose.failures.Diagnosis`.
 
 - :func:`failures_dict`: the ``diagnose failures --format json`` contract (the diagnosis, ``label_noise``,
-  ``hubness``, ``warnings``).
+  ``hubness``, ``warnings``; the command adds ``remedies``, ``remedy_matrix``, ``advice`` and ``findings``).
 - :func:`failures_text`: the human-readable report of ``diagnose failures``.
 - :func:`markdown_report`: the Markdown report of the app (the metrics, then the diagnosis).
 
@@ -49,9 +49,12 @@ def failures_text(
     remedies: Any = None,
     remedy_matrix: Any = None,
     findings: Any = None,
+    advice: Any = None,
 ) -> str:
     """The human-readable report of ``diagnose failures``: the findings first (what to fix, ranked:
-    :mod:`diagnose.whatif.findings`, when given), then every failure worst first, counts, recommendations."""
+    :mod:`diagnose.whatif.findings`, when given), then every failure worst first, counts, recommendations, the
+    remedies and their matrix, and one line per class whose measured advice differs from its rule (``advice``:
+    :mod:`diagnose.whatif.advice`)."""
     d, cal = diagnosis, diagnosis.calibration
     lines = [*findings.lines(), ""] if findings is not None else []
     lines += [
@@ -66,6 +69,8 @@ def failures_text(
         lines += _failure_text(f)
     lines += _counts_text(d)
     lines += _remedies_text(remedies, remedy_matrix)
+    if advice is not None and advice.lines():
+        lines += ["", advice.head(), *[f"- {x}" for x in advice.lines()]]
     lines += _label_noise_text(label_noise, k=d.k)
     if hubness is not None and len(hubness.hubs):
         lines += ["", f"hubs (k-occurrence skewness {hubness.skewness:.2f}):"]
@@ -170,8 +175,11 @@ def markdown_report(
     worst: int = 10,
     remedies: Any = None,
     remedy_matrix: Any = None,
+    advice: Any = None,
 ) -> str:
-    """The report as Markdown. ``metrics``: one row per run (``run``, ``kind``, metric columns, ``band:<metric>``)."""
+    """The report as Markdown. ``metrics``: one row per run (``run``, ``kind``, metric columns, ``band:<metric>``);
+    ``advice``: :class:`~diagnose.whatif.advice.Advice`, its lines after the matrix (where the data overrules a
+    class's rule)."""
     lines = ["# diagnose report", ""]
     lines.append(f"- **Data**: {data_label}")
     lines += [f"  - {x}" for x in data_lines]
@@ -199,6 +207,13 @@ def markdown_report(
         lines += ["", f"### Remedy matrix: every remedy applied to every class's {m.unit}", ""]
         lines += [markdown_table(m.rows(), ["class", *m.remedy_ids]), "", *[f"- {x}" for x in m.legend()]]
         lines += ["", *[f"- {x}" for x in m.sentences()]]
+    if advice is not None and advice.lines():
+        lines += [
+            "",
+            f"### Measured advice: where the data overrules a class's rule ({advice.method} correction)",
+            "",
+        ]
+        lines += [f"- {x}" for x in advice.lines()]
     lines += ["", "## Validation", ""]
     if len(validation):
         lines += [f"- {p.format().splitlines()[0]}" for p in validation]

@@ -41,7 +41,8 @@ One file per question a contributor brings:
 - :mod:`~diagnose.stats.scores`: per-query scores in: alignment on query id, the checks, ``ZERO_TOL``.
 - :mod:`~diagnose.stats.bootstrap`: :func:`bootstrap_ci`, :func:`paired_bootstrap_ci`.
 - :mod:`~diagnose.stats.paired`: the paired tests (:func:`paired_ttest`, :func:`randomization_test`,
-  :func:`wilcoxon_test`), :func:`effect_size`, :func:`win_tie_loss`. Start here to add a test.
+  :func:`wilcoxon_test`; :func:`mcnemar_exact` for paired right/wrong outcomes), :func:`effect_size`,
+  :func:`win_tie_loss`. Start here to add a test.
 - :mod:`~diagnose.stats.corrections`: :func:`holm`, :func:`benjamini_hochberg`.
 - :mod:`~diagnose.stats.power`: :func:`topic_set_size`, :func:`min_detectable_difference`.
 - :mod:`~diagnose.stats.comparison`: :class:`Comparison`, :func:`compare`, :func:`compare_all`,
@@ -60,7 +61,14 @@ from diagnose.stats.bootstrap import BootstrapMethod as BootstrapMethod
 from diagnose.stats.bootstrap import bootstrap_ci, paired_bootstrap_ci
 from diagnose.stats.comparison import CI_LEVEL, Comparison, RankedModel, compare, compare_all, rank_with_ties
 from diagnose.stats.corrections import benjamini_hochberg, holm
-from diagnose.stats.paired import effect_size, paired_ttest, randomization_test, wilcoxon_test, win_tie_loss
+from diagnose.stats.paired import (
+    effect_size,
+    mcnemar_exact,
+    paired_ttest,
+    randomization_test,
+    wilcoxon_test,
+    win_tie_loss,
+)
 from diagnose.stats.power import min_detectable_difference, topic_set_size
 from diagnose.stats.scores import ZERO_TOL
 from diagnose.stats.scores import Scores as Scores
@@ -77,6 +85,7 @@ __all__ = [
     "compare_all",
     "effect_size",
     "holm",
+    "mcnemar_exact",
     "min_detectable_difference",
     "paired_bootstrap_ci",
     "paired_ttest",

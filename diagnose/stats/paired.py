@@ -182,3 +182,22 @@ def win_tie_loss(a: Scores, b: Scores, *, tol: float = 1e-9) -> tuple[int, int, 
     wins = int(np.count_nonzero(d > tol))
     losses = int(np.count_nonzero(d < -tol))
     return wins, d.size - wins - losses, losses
+
+
+def mcnemar_exact(wins: int, losses: int) -> float:
+    """The exact (binomial) McNemar test of two paired binary outcomes, two-sided: the sign test of the discordant
+    pairs.
+
+    ``wins``: the items ``b`` gets right and ``a`` does not; ``losses``: the reverse (the items both get right or
+    both get wrong carry no information and are not counted). Under the null each discordant item is a fair coin:
+    ``p = min(1, 2 * P(X <= min(wins, losses)))`` with ``X ~ Binomial(wins + losses, 1/2)``, exact for any count
+    (McNemar 1947; the same number as ``scipy.stats.binomtest(wins, wins + losses).pvalue`` and statsmodels'
+    ``mcnemar(exact=True)``). No discordant item: 1.0. E.g. 6 wins, 0 losses: ``2 * 0.5**6 = 0.03125``.
+    """
+    if wins < 0 or losses < 0:
+        raise DataError(f"mcnemar_exact: counts must be >= 0, got wins={wins}, losses={losses}.")
+    n, low = wins + losses, min(wins, losses)
+    if n == 0:
+        return 1.0
+    tail = sum(math.comb(n, i) for i in range(low + 1)) / 2**n
+    return min(1.0, 2.0 * tail)

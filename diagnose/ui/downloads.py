@@ -46,6 +46,7 @@ def report_markdown(
         query_id=query_id,
         remedies=remedies,
         remedy_matrix=matrix,
+        advice=b.analysis.advice(diagnosis.run, k=b.k, failure=b.mode) if diagnosis is not None else None,
     )
 
 

@@ -4,13 +4,17 @@ The remedies (:func:`diagnose.whatif.remedies.prove_remedies`) and the remedy ma
 (:func:`diagnose.whatif.matrix.remedy_matrix`) measure each change on the data. :func:`findings` reads them, never
 measures again, and turns them into a short ranked list of :class:`Action` records:
 
-- One action per remedied run (remedy id): a remedy that is the own remedy of two classes (the passages of
-  ``truncated`` and ``diluted``, the rerank of ``near_miss`` and ``ranking_failure``) is one change, one action.
+- One action per remedied run (remedy id), over the classes it is the **measured recommendation** of
+  (:func:`diagnose.whatif.advice.class_advice`: the rule's remedy unless the matrix shows another recovers
+  significantly more of the class, or the rule's recovers none of it; a class with nothing recommended has no
+  action): a remedy recommended for two classes (the passages of ``truncated`` and ``diluted``, hybrid for
+  ``vocabulary_mismatch`` and a dense run's ``near_miss``) is one change, one action.
 - ``recovered``: the failures of the action's classes it recovers: the union of the ``recovered_ids`` of its classes'
-  rows (the unit of the diagnosis: failed queries with ``mode="hit"``, missed pairs with ``mode="recall"``; a failed
-  query in two of its classes counts once). ``failures``: the failures of those classes (the same union, from the
-  diagnosis). ``cells``: the matrix's own cells of the classes, ``(class, recovered, failures)``, as the matrix
-  counts them; without a query in two of the classes, ``recovered`` is the sum of the cells' ``recovered``.
+  rows (of a class advised another remedy than its rule's, the matrix's cell of that remedy; the unit of the
+  diagnosis: failed queries with ``mode="hit"``, missed pairs with ``mode="recall"``; a failed query in two of its
+  classes counts once). ``failures``: the failures of those classes (the same union, from the diagnosis).
+  ``cells``: the matrix's cells of the classes under the action's remedy, ``(class, recovered, failures)``, as the
+  matrix counts them; without a query in two of the classes, ``recovered`` is the sum of the cells' ``recovered``.
 - ``lost_hits``, ``mean_diff``, ``p_value``: the remedy's row (one remedied run, so every row of one remedy id holds
   the same three); ``net = recovered - lost_hits`` (with ``mode="recall"`` recovered missed pairs less lost hit
   queries: the two units the remedies report).
@@ -48,17 +52,18 @@ from __future__ import annotations
 
 import html
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from diagnose import defaults
 from diagnose.data import fields_dict
 from diagnose.failures import CLASS_BY_ID, Diagnosis
 from diagnose.runtime.lazy import pandas as pd
+from diagnose.whatif.advice import Advice, class_advice
 from diagnose.whatif.gain import measure_gain
 from diagnose.whatif.matrix import RemedyMatrix
 from diagnose.whatif.registry import REMEDIES
-from diagnose.whatif.remedies import Remedies, RemedyResult
+from diagnose.whatif.remedies import Remedies, RemedyResult, fmt_p
 
 if TYPE_CHECKING:
     from diagnose.whatif.ann import AnnFrontier
@@ -154,13 +159,6 @@ class Action:
             "pairs": [{"query_id": q, "doc_id": d} for q, d in self.pairs],
             "sentence": self.sentence(),
         }
-
-
-def fmt_p(p: float | None) -> str:
-    """A p value as the remedies print it: 3 significant digits, 1 below 0.001 ("0.0215", "0.0001")."""
-    if p is None:
-        return "n/a"
-    return f"{p:.3g}" if p >= 0.001 else f"{p:.1g}"
 
 
 class Findings(tuple):
@@ -284,10 +282,12 @@ def _cell(matrix: RemedyMatrix, cls: str, rid: str) -> tuple[str, int, int]:
     return (cls, c.recovered, c.failures)
 
 
-def _finetune(diagnosis: Diagnosis, matrix: RemedyMatrix, total: int, unit: str) -> Action | None:
-    """The fine-tuning column of the matrix (when it has run) on the classes that own it."""
+def _finetune(
+    diagnosis: Diagnosis, matrix: RemedyMatrix, total: int, unit: str, tuned: set[str]
+) -> Action | None:
+    """The fine-tuning column of the matrix (when it has run) on the classes it is advised for (``tuned``)."""
     rid = "finetune"
-    classes = tuple(c for c in matrix.classes if rid in matrix.remedy_ids and matrix.own.get(c) == rid)
+    classes = tuple(c for c in matrix.classes if rid in matrix.remedy_ids and c in tuned)
     cells = tuple(_cell(matrix, c, rid) for c in classes)
     recovered = sum(r for _, r, _ in cells)
     if not recovered:
@@ -403,6 +403,39 @@ def chunking_action(
     )  # fmt: skip
 
 
+def _routed(remedies: Remedies, matrix: RemedyMatrix, advice: Advice) -> tuple[list[RemedyResult], set[str]]:
+    """The remedies' rows, each class's first row (its rule's) turned to its measured recommendation
+    (:mod:`diagnose.whatif.advice`): the row of the recommended remedy on that class, its numbers the matrix's cell
+    (the lost hits and paired test: that remedy's own row); a class with nothing recommended keeps no row, a class
+    advised ``finetune`` (measured by the matrix only) is returned apart. A second row of a class (the cross-encoder
+    of ``near_miss``) stays its own action unless it is the class's recommendation."""
+    measured = {r.remedy_id: r for r in remedies.rows if r.available and r.recovered is not None}
+    rows: list[RemedyResult] = []
+    tuned: set[str] = set()
+    seen: set[str] = set()
+    for r in remedies.rows:
+        first = r.cls not in seen
+        seen.add(r.cls)
+        if r.cls not in matrix.classes:  # no failures: no action either way
+            rows.append(r)
+            continue
+        rid = advice.of(r.cls).recommended_remedy
+        if not first:
+            if rid != r.remedy_id:
+                rows.append(r)
+        elif rid == "finetune":
+            tuned.add(r.cls)
+        elif rid == r.remedy_id:
+            rows.append(r)
+        elif rid is not None:
+            cell = matrix.cell(r.cls, rid)
+            rows.append(
+                replace(measured[rid], cls=r.cls, failures=r.failures, failed_queries=r.failed_queries,
+                        missed_pairs=r.missed_pairs, recovered=cell.recovered, recovered_ids=cell.ids)
+            )  # fmt: skip
+    return rows, tuned
+
+
 def _order(a: Action) -> tuple:
     tier = 0 if a.net is not None else (1 if a.measured else 2)
     return (
@@ -444,8 +477,9 @@ def findings(
         )
     unit = remedies.unit
     total = len(_unit_ids(diagnosis, set(CLASS_BY_ID)))
+    rows, tuned = _routed(remedies, matrix, class_advice(remedies, matrix))
     by_remedy: dict[str, list[RemedyResult]] = {}
-    for r in remedies.rows:
+    for r in rows:
         if r.failures and (r.remedy_id == "judge" or (r.available and r.recovered is not None)):
             by_remedy.setdefault(r.remedy_id, []).append(r)
     actions = [
@@ -454,7 +488,7 @@ def findings(
         else _measured(rid, rows, diagnosis, matrix, total, unit)
         for rid, rows in by_remedy.items()
     ]
-    actions.append(_finetune(diagnosis, matrix, total, unit))
+    actions.append(_finetune(diagnosis, matrix, total, unit, tuned))
     actions += _best([ann_action(f, diagnosis, total, unit) for f in ann])
     actions += _best([chunking_action(s, diagnosis, total, unit) for s in chunking])
     kept = [a for a in actions if a is not None]

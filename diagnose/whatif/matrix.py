@@ -27,22 +27,25 @@ every other class (sums of ``recovered`` and ``failures``; a failed query in two
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from diagnose.data import Qrels, Run
 from diagnose.failures import CLASS_BY_ID, CLASSES, Diagnosis, FailureMode
 from diagnose.runtime.lazy import pandas as pd
-from diagnose.whatif.gain import class_units, right_units
+from diagnose.whatif.gain import class_units, right_units, unit_ids
 from diagnose.whatif.registry import REMEDIES
 from diagnose.whatif.remedies import Remedies
 
 
 @dataclass(frozen=True)
 class MatrixCell:
-    """One class under one remedy: ``recovered`` of its ``failures`` (module docstring: the unit)."""
+    """One class under one remedy: ``recovered`` of its ``failures`` (module docstring: the unit); ``ids``: the
+    recovered failures, named as the remedies name them (query ids, or "query_id/doc_id"), in the class's order
+    (the paired comparisons of :mod:`diagnose.whatif.advice` read them)."""
 
     failures: int
     recovered: int
+    ids: tuple[str, ...] = field(default=(), compare=False, repr=False)
 
     @property
     def share(self) -> float | None:
@@ -164,6 +167,11 @@ class RemedyMatrix:
         return {c: {r: self.cells[c][r].to_dict() for r in self.remedy_ids} for c in self.classes}
 
 
+def _cell(units: tuple, right: set) -> MatrixCell:
+    got = unit_ids(u for u in units if u in right)
+    return MatrixCell(len(units), len(got), got)
+
+
 def remedy_matrix(
     qrels: Qrels, diagnosis: Diagnosis, remedies: Remedies, extra: Mapping[str, tuple[str, Run]] | None = None
 ) -> RemedyMatrix:
@@ -198,9 +206,7 @@ def remedy_matrix(
                 own[cls] = rid
     units = class_units(diagnosis)
     right = {r: right_units(diagnosis.k, diagnosis.mode, run=runs[r], qrels=qrels) for r in ids}
-    cells = {
-        c: {r: MatrixCell(len(us), sum(u in right[r] for u in us)) for r in ids} for c, us in units.items()
-    }
+    cells = {c: {r: _cell(us, right[r]) for r in ids} for c, us in units.items()}
     return RemedyMatrix(
         run=diagnosis.run,
         k=diagnosis.k,

@@ -149,14 +149,15 @@ class RemedyResult:
         return (
             f"{self.remedy} would recover {self.recovered} of the {of} and lose "
             f"{self.lost_hits} hit{'s' if self.lost_hits != 1 else ''} (mean {self.metric} difference {direction}, "
-            f"paired randomization test on {self.metric}: p = {_fmt_p(self.p_value)})."
+            f"paired randomization test on {self.metric}: p = {fmt_p(self.p_value)})."
         )
 
 
 _SINGULAR = {"failed queries": "failed query", "missed pairs": "missed pair"}
 
 
-def _fmt_p(p: float | None) -> str:
+def fmt_p(p: float | None) -> str:
+    """A p value as the remedies print it: 3 significant digits, 1 below 0.001 ("0.0215", "0.0001")."""
     if p is None:
         return "n/a"
     return f"{p:.3g}" if p >= 0.001 else f"{p:.1g}"

@@ -187,9 +187,16 @@ with st.expander("Does the class predict the fix? Every remedy applied to every 
             height=36 * len(matrix.classes) + 120,
         )
     st.markdown("\n".join(f"- {escape_md(x)}" for x in matrix.sentences()))
+    advice = b.analysis.advice(run, k=b.k, failure=b.mode)
+    if advice.lines():
+        st.markdown(
+            "**Where the data overrules a class's rule** (measured advice):\n"
+            + "\n".join(f"- {escape_md(x)}" for x in advice.lines())
+        )
     st.caption(
         f"Each cell: of the class's {matrix.unit}, how many the remedied run recovers at k={b.k} (the same remedied "
         "runs as the table above, so the outlined cells are its recovered column). A class predicts its fix when its "
         "own remedy recovers far more of it than of the other classes; when it does no better, look at the evidence: "
-        "the class's rule may be wrong for this data."
+        "the class's rule may be wrong for this data. The measured advice tests each remedy against the class's "
+        "own on the class's failures (exact McNemar, Holm over the remedies tried) and says where they disagree."
     )
