@@ -72,6 +72,7 @@ class Evidence(Chunked):
                     known=known,
                     passages=self.passages,
                     split_cosines=self._split_cosines(),
+                    split_ranks=self._split_ranks(),
                     without_query_doc=self.ignore_identical_ids,
                 ),
             )

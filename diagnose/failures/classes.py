@@ -185,9 +185,9 @@ FAILURE_CLASSES: tuple[FailureClass, ...] = (
         color="#AA4499",  # Paul Tol's purple: Okabe-Ito has no colour left that reads on white
         rule=(
             "the query's reference span crosses chunk boundaries (no chunk holds it whole), the target is the chunk "
-            "holding its largest part, and the window of it and the neighbour holding the rest (the span whole) has "
-            "cosine ≥ the calibrated threshold: merged, the answer would be found (needs reference spans, chunk "
-            "offsets and the model)"
+            "holding its largest part, exact dense search does not rank the chunk alone within k, and with every "
+            "chunk scored with its neighbours merged (the merge remedy) it is ranked within k: merged, the answer "
+            "is found (needs reference spans, chunk offsets and the model)"
         ),
         what_to_do="re-chunk with overlap or larger chunks, or retrieve each chunk with its neighbours",
         recommendation=(
@@ -200,8 +200,9 @@ FAILURE_CLASSES: tuple[FailureClass, ...] = (
         remedy=Remedy("merge", "each chunk scored with its neighbours merged (exact dense search)"),
         evidence=(
             "The reference span crosses a chunk boundary and no chunk holds it whole; the target holds its largest "
-            "part ({split}) and the run {found}, while the window of it and its neighbour, which holds the span "
-            "whole, has cosine {split_window}, at or above the calibrated threshold; {base}."
+            "part ({split}) and the run {found}, while with every chunk scored with its neighbours merged it ranks "
+            "{split_rank_text}, within k={k} (the window of it and its neighbour, which holds the span whole, has "
+            "cosine {split_window}); {base}."
         ),
     ),
     FailureClass(

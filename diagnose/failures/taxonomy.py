@@ -120,7 +120,9 @@ class PairEvidence:
     - ``split_share``: for a target holding the largest part of a reference span no chunk holds whole
       (:func:`diagnose.failures.split.split_targets`), the share it holds (None: not a split target);
       ``split_cosine``: the query's best cosine with the windows joining it to the neighbours holding the rest
-      (:func:`diagnose.failures.split.split_window_cosines`; None when unknown: the split rule never matches).
+      (:func:`diagnose.failures.split.split_window_cosines`); ``split_rank``: the target's rank when every chunk is
+      scored with its neighbours merged (the merge remedy's run, :func:`diagnose.failures.split.merged_run`; None
+      beyond its depth or when unknown: the split rule never matches).
     - ``passage``: the target's window and best passage (:class:`~diagnose.failures.passages.PassageMatch`); None
       when the model's window is unknown, and then the truncated and diluted rules never match.
     """
@@ -146,6 +148,7 @@ class PairEvidence:
     filter_why: str = ""
     split_share: float | None = None
     split_cosine: float | None = None
+    split_rank: int | None = None
     passage: PassageMatch | None = None
 
     @property
@@ -179,7 +182,10 @@ def classify(e: PairEvidence, thresholds: Thresholds = Thresholds()) -> str:  # 
         return "filtered_out"
     if e.duplicate:
         return "label_gap"
-    if e.split and e.split_cosine is not None and e.split_cosine >= calibrated:
+    # split only where merging makes it findable (its remedy's run ranks it within k) and the chunk alone is not:
+    # a split target that merging leaves beyond k was not missed because of the split (issue 35: the earlier rule,
+    # the window's cosine at the calibrated threshold, called targets whose merged ranks were 11 to 41)
+    if e.split and within(e.split_rank, None, k) and not within(e.dense_rank, e.dense_rank_worst, k):
         return "split"
     if passage is not None:
         cap, good = passage.capacity, passage.first_good_offset
@@ -270,6 +276,7 @@ def evidence_sentence(cls: str, e: PairEvidence, thresholds: Thresholds = Thresh
     )
     split = f"{e.split_share:.0%} of it" if e.split_share is not None else "n/a"
     split_window = f"{e.split_cosine:.3f}" if e.split_cosine is not None else "n/a"
+    split_rank = _rank_text(e.split_rank)
     passage = e.passage._asdict() if e.passage is not None else {}
     return template.format(
         **e.values(),
@@ -282,6 +289,7 @@ def evidence_sentence(cls: str, e: PairEvidence, thresholds: Thresholds = Thresh
         bm25=bm25,
         split=split,
         split_window=split_window,
+        split_rank_text=split_rank,
         words=words,
     )
 
