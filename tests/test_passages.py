@@ -175,6 +175,17 @@ def test_truncated_and_diluted_rules(passage, expected):
     assert classify(PairEvidence(**COMMON, calibrated=0.5, passage=passage)) == expected
 
 
+def test_diluted_reads_the_runs_kth_document_and_the_whole_targets_dense_rank():
+    # no k-th document: the calibrated 0.5 is the bar (above). With the run's k-th at cosine 0.4, a passage at 0.45
+    # (< 0.5, >= 0.4) puts the target above it: diluted (0.45 - 0.1 = 0.35 >= 0.15); at 0.39 it does not
+    common = COMMON | {"calibrated": 0.5, "kth_cosine": 0.4}
+    assert classify(PairEvidence(**common, passage=_match(100, 0.45, 0.1))) == "diluted"
+    assert classify(PairEvidence(**common, passage=_match(100, 0.39, 0.1))) == "semantic_gap"
+    # exact dense search ranks the whole target #3 <= 10: the document is found whole, what the index lost
+    common |= {"dense_rank": 3}
+    assert classify(PairEvidence(**common, passage=_match(100, 0.45, 0.1))) == "index_gap"
+
+
 def test_label_gap_comes_first_and_the_margin_is_a_threshold():
     assert (
         classify(PairEvidence(**COMMON, duplicate_doc_id="d", calibrated=0.5, passage=_match(300, 0.6, 0.1)))

@@ -234,8 +234,9 @@ FAILURE_CLASSES: tuple[FailureClass, ...] = (
         legend="Diluted (one passage matches, the whole document does not)",
         color="#999933",  # Paul Tol's olive: Okabe-Ito has no colour left that reads on white
         rule=(
-            "the whole target's cosine is below the calibrated threshold, and a passage within the model's window "
-            "has cosine ≥ the calibrated threshold and ≥ the whole target's cosine + {diluted_margin:g}"
+            "exact dense search does not rank the whole target within k, and a passage within the model's window "
+            "has cosine ≥ that of the run's k-th document (the calibrated threshold when the run has fewer) and ≥ "
+            "the whole target's cosine + {diluted_margin:g}"
         ),
         what_to_do="split long documents into passages (chunking), rank documents by their best passage",
         recommendation=(

@@ -442,6 +442,7 @@ def _pair(
         passage=passage,
         split_cosine=(src.split_cosines or {}).get((q, d)) if (q, d) in look.split else None,
         split_rank=(src.split_ranks or {}).get((q, d)) if (q, d) in look.split else None,
+        kth_cosine=competitors[k - 1].cosine_query if len(competitors) >= k else None,
     )
     return ev, lex, competitors
 
@@ -469,13 +470,12 @@ def build_failure(
         look, bm25, q, d, k=k, thresholds=thresholds, calibrated=calibrated, passage=passage
     )
     cls = classify(ev, thresholds)
-    kth = competitors[k - 1].cosine_query if len(competitors) >= k else None
+    kth = ev.kth_cosine
     return Failure(
         query_id=q,
         query_text=look.q_text.get(q, ""),
         grade=g,
         cls=cls,
-        kth_cosine=kth,
         margin=(kth - ev.cosine) if kth is not None and ev.cosine is not None else None,
         seed_verdict=seed_rule(ev.cosine, thresholds.seed_cosine),
         calibrated_verdict=seed_rule(ev.cosine, calibrated),

@@ -110,7 +110,8 @@ class PairEvidence:
     - ``run_rank``: its rank in the run (None: not retrieved; ``run_depth``: how deep the run went for the query).
     - ``dense_rank`` / ``bm25_rank``: the best rank of its tie group by exact cosine / BM25, ``*_worst`` the worst
       (None: no tie); ``bm25_rank`` None when ``bm25_score`` is 0 (None: unknown).
-    - ``cosine``: cos(query, target); ``overlap``: the share of the query's terms in the target (stop words out);
+    - ``cosine``: cos(query, target); ``kth_cosine``: cos(query, the run's k-th document) (None: the run
+      returned fewer than k, or no vector); ``overlap``: the share of the query's terms in the target (stop words out);
       ``bm25_overlap``: the share over every term BM25 scores, stop words included (the same tokenizer).
     - ``duplicate_doc_id`` / ``duplicate_cosine``: an unjudged near-duplicate of the target in the top k and its
       strength (1.0: the same normalised text); None: none.
@@ -139,6 +140,7 @@ class PairEvidence:
     bm25_rank_worst: int | None = None
     bm25_score: float | None = None
     cosine: float | None = None
+    kth_cosine: float | None = None
     overlap: float | None = None
     bm25_overlap: float | None = None
     duplicate_doc_id: str | None = None
@@ -192,9 +194,15 @@ def classify(e: PairEvidence, thresholds: Thresholds = Thresholds()) -> str:  # 
         beyond = passage.passage_offset >= cap or (good is not None and good >= cap)
         if beyond and passage.target_cosine < calibrated <= passage.passage_cosine:
             return "truncated"
+        # diluted: the whole target is not found (exact dense search ranks it beyond k) while its best passage alone
+        # would be, scoring at least the run's k-th document (the calibrated threshold without a k-th), and beats
+        # the whole by the margin. Relative to the query's own competition: a passage under the calibrated
+        # threshold still outranks the k-th document of a query whose answers all score low (issue 35: injected
+        # dilution was read as another class 8 times in 10 under the calibrated threshold)
         gain = passage.passage_cosine - passage.target_cosine
-        low = passage.target_cosine < calibrated
-        if low and passage.passage_cosine >= calibrated and gain >= thresholds.diluted_margin:
+        bar = e.kth_cosine if e.kth_cosine is not None else calibrated
+        whole_lost = not within(e.dense_rank, e.dense_rank_worst, k)
+        if whole_lost and passage.passage_cosine >= bar and gain >= thresholds.diluted_margin:
             return "diluted"
     near_hi = thresholds.near_miss_depth(k)
     if run_rank is not None and k < run_rank <= near_hi:
