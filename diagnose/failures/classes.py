@@ -154,6 +154,17 @@ FAILURE_CLASSES: tuple[FailureClass, ...] = (
             "fix the document's metadata or relax the filter",
         ),
         evidence="The query's metadata filter excludes the target {doc_id!r}: {filter_why}; {base}.",
+        by_kind={
+            # the search the run does, without the filter: a dense search cannot stand in for a lexical engine
+            # (injected faults: it recovered 1 of 3 a lexical run's filter excluded on the demo)
+            "lexical": ForKind(
+                remedy=Remedy(
+                    "unfiltered",
+                    "the unfiltered search (this tool's BM25 without the metadata filter)",
+                    "fix the document's metadata or relax the filter",
+                )
+            ),
+        },
     ),
     FailureClass(
         id="label_gap",
