@@ -19,18 +19,27 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from faults import inject, score, table  # noqa: E402
+from faults import inject, load_injected, score, table  # noqa: E402
 
 import diagnose  # noqa: E402
 
 
-def run_one(data: Path, kind: str, k: int, per_class: int, seed: int, split: str) -> str:
+def measure(data: Path, kind: str, k: int, per_class: int, seed: int, split: str, classes=None) -> list:
+    """Inject ``classes`` (default: every class of one collection for the kind) and score the diagnosis."""
     work = Path(tempfile.mkdtemp(prefix=f"faults_{kind}_"))
+    truth = inject(data, work, kind=kind, k=k, per_class=per_class, seed=seed, split=split, classes=classes)
+    ds = load_injected(work, split=split, runs=[("injected", work / "run.trec")])
+    a = diagnose.Analysis(
+        ds, k=k, baselines=("bm25", "dense"), kinds={"injected": kind}, filters=work / "filters.json"
+    )
+    return score(truth, a, "injected", k)
+
+
+def run_one(data: Path, kind: str, k: int, per_class: int, seed: int, split: str) -> str:
     t0 = time.perf_counter()
-    truth = inject(data, work, kind=kind, k=k, per_class=per_class, seed=seed, split=split)
-    ds = diagnose.load(work, split=split, runs=[("injected", work / "run.trec")])
-    a = diagnose.Analysis(ds, k=k, baselines=("bm25", "dense"), kinds={"injected": kind})
-    scores = score(truth, a, "injected", k)
+    scores = measure(data, kind, k, per_class, seed, split)
+    # split: a chunk corpus of its own (bench/faults.py)
+    scores += measure(data, kind, k, per_class, seed, split, classes=("split",))
     took = time.perf_counter() - t0
     return f"### {data.name}, {kind} run (k={k}, seed {seed}, {took:.0f} s)\n\n{table(scores)}\n"
 

@@ -22,10 +22,21 @@ diluted            the target keeps its first three sentences (one passage, defa
 vocabulary_mismatch dense: the query becomes a code that only the target holds (BM25 finds it, the model cannot);
                    lexical: every query term is deleted from the target's text (BM25 cannot find it; the meaning
                    is kept for the model)
+filtered_out       the query's metadata filter excludes the target (``filters.json``: ``{"doc_id": {"$nin":
+                   [target]}}``) and the run, a filtered search, does not return it
+split              a collection of its own (``classes=("split",)``): a chunk corpus (every document one chunk, with
+                   its offsets under ``metadata``) and a golden set of reference spans (``golden.jsonl``); the target's
+                   text is cut into two chunks ``<id>#0`` and ``<id>#1`` at a sentence boundary, the last sentences in
+                   ``#1`` (for a dense run the fewest that the model ranks beyond k alone; for a lexical run the last
+                   one), and the query's reference span runs from the middle of ``#1``'s length before the cut to the
+                   end: ``#1`` holds two thirds of it (the target), ``#0`` a third, less than half of itself (not
+                   relevant); merged, the two are the document the healthy run found. The other healthy queries keep
+                   their target's whole text as their span (hits, for the calibration)
 ================== ==========================================================================================
 
-The changed collection is written as a BEIR folder with the run beside it (``run.trec``) and the truth
-(``injected.json``), so the diagnosis reads it as a user's data. :func:`score` reads a diagnosis and the remedied runs
+The changed collection is written as a BEIR folder with the run beside it (``run.trec``), the metadata filters
+(``filters.json``) and the truth (``injected.json``), so the diagnosis reads it as a user's data (the split collection:
+``corpus.jsonl`` of chunks and ``golden.jsonl``, :func:`load_injected`). :func:`score` reads a diagnosis and the remedied runs
 and gives, per injected class, the precision and recall of the classification (over the injected pairs) and the share
 of its injected failures that the class's own remedy recovers (hit at k).
 """
@@ -53,11 +64,21 @@ CLASSES = (
     "truncated",
     "diluted",
     "vocabulary_mismatch",
+    "filtered_out",
+    "split",
 )
-# which classes each run kind can be given: truncated and diluted are causes of a single-vector (dense) run
+# which classes each run kind can be given: truncated and diluted are causes of a single-vector (dense) run; split
+# is injected in a collection of its own (a chunk corpus), so it is not among the classes of one collection
 KIND_CLASSES = {
-    "dense": CLASSES,
-    "lexical": ("index_gap", "near_miss", "missing_document", "label_gap", "vocabulary_mismatch"),
+    "dense": tuple(c for c in CLASSES if c != "split"),
+    "lexical": (
+        "index_gap",
+        "near_miss",
+        "missing_document",
+        "label_gap",
+        "vocabulary_mismatch",
+        "filtered_out",
+    ),
 }
 _WORD = re.compile(r"\w+", re.UNICODE)
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
@@ -144,10 +165,14 @@ def inject(
     depth: int = 100,
     classes: Sequence[str] | None = None,
 ) -> list[Injected]:
-    """Write the collection of ``data`` with faults injected into ``out`` (a BEIR folder with ``run.trec`` and
-    ``injected.json``); returns the truth. ``encoder``: the model (None: the bundled default)."""
+    """Write the collection of ``data`` with faults injected into ``out`` (a BEIR folder with ``run.trec``,
+    ``filters.json`` and ``injected.json``; with ``classes=("split",)`` a chunk corpus and ``golden.jsonl``);
+    returns the truth. ``encoder``: the model (None: the bundled default)."""
     rng = random.Random(seed)
     classes = tuple(classes or KIND_CLASSES[kind])
+    chunked = "split" in classes
+    if chunked and classes != ("split",):
+        raise ValueError("split is injected in a collection of its own: classes=('split',)")
     ds = diagnose.load(data, split=split)
     a0, run0 = _healthy(ds, kind, k, encoder, cache_dir, depth)
     healthy = _ranked(run0)
@@ -184,6 +209,8 @@ def inject(
     queries = {str(r["_id"]): r for r in _read_jsonl(Path(data) / "queries.jsonl")}
     targets = {t.doc_id for t in truth}
     vocabulary = sorted({w for t in texts.values() for w in t.split()})
+    # the split collection's golden set: a reference span per query (the other healthy queries: the whole text)
+    contexts = {q: docs[d].get("text", "") for q, d in picked if d not in targets} if chunked else {}
     for t in list(truth):
         if t.cls == "near_miss" and kind == "dense":
             r = docs[t.doc_id]
@@ -203,6 +230,22 @@ def inject(
             keep = " ".join(_SENTENCE.split(texts[t.doc_id])[:PASSAGE_SENTENCES])
             pad = _filler(texts, targets | relevant[t.query_id], rng, 200)
             docs[t.doc_id] = {**docs[t.doc_id], "title": "", "text": f"{keep.rstrip('.')}. {pad}"}
+        elif t.cls == "split":
+            cut = _split_cut(a0, t, docs[t.doc_id].get("text", ""), k, kind)
+            if cut is None:  # too few sentences, or no tail the model misses alone: not injected
+                truth.remove(t)
+                continue
+            text = docs.pop(t.doc_id).get("text", "")
+            for part, (lo, hi) in enumerate(((0, cut), (cut, len(text)))):
+                cid = f"{t.doc_id}#{part}"
+                docs[cid] = {
+                    "_id": cid,
+                    "title": "",
+                    "text": text[lo:hi],
+                    "metadata": _offsets(t.doc_id, lo, hi),
+                }
+            truth[truth.index(t)] = Injected(t.query_id, f"{t.doc_id}#1", "split")
+            contexts[t.query_id] = text[cut - (len(text) - cut) // 2 :]
         elif t.cls == "vocabulary_mismatch" and kind == "dense":
             code = f"zq{rng.randrange(10**6):06d}x"
             docs[t.doc_id] = {**docs[t.doc_id], "text": f"{docs[t.doc_id].get('text', '')} {code}"}
@@ -220,8 +263,25 @@ def inject(
             }
     out = Path(out)
     (out / "qrels").mkdir(parents=True, exist_ok=True)
+    if chunked:  # every other document one chunk of itself
+        for i, r in docs.items():
+            if "#" not in i or "metadata" not in r:
+                docs[i] = {**r, "metadata": _offsets(i, 0, len(r.get("text", "")))}
+        _write_jsonl(
+            out / "golden.jsonl",
+            [
+                {"query_id": q, "query": queries[q]["text"], "reference_contexts": [c]}
+                for q, c in contexts.items()
+                if c.strip()
+            ],
+        )
     _write_jsonl(out / "corpus.jsonl", list(docs.values()))
     _write_jsonl(out / "queries.jsonl", list(queries.values()))
+    # the metadata filter of each filtered_out query: every document but its target
+    (out / "filters.json").write_text(
+        json.dumps({t.query_id: {"doc_id": {"$nin": [t.doc_id]}} for t in truth if t.cls == "filtered_out"}),
+        encoding="utf-8",
+    )
     target_of = {t.query_id: t.doc_id for t in truth}
     lines = ["query-id\tcorpus-id\tscore\n"]
     for q, d, g in zip(qrels["query_id"], qrels["doc_id"], qrels["relevance"], strict=True):
@@ -232,7 +292,7 @@ def inject(
     (out / "qrels" / f"{split}.tsv").write_text("".join(lines), encoding="utf-8")
     # the run: the kind's search over the changed collection (a changed text or query changes its ranking),
     # then the faults that live in the run
-    changed = diagnose.load(out, split=split)
+    changed = load_injected(out, split=split)
     lists = _ranked(_healthy(changed, kind, k, encoder, cache_dir, depth)[1])
     for t in truth:
         ranked = [(d, s) for d, s in lists.get(t.query_id, []) if d != t.doc_id or t.cls not in _LEAVES]
@@ -256,7 +316,44 @@ def inject(
     return truth
 
 
-_LEAVES = {"index_gap", "missing_document", "label_gap"}  # the target leaves the run
+_LEAVES = {"index_gap", "missing_document", "label_gap", "filtered_out"}  # the target leaves the run
+
+
+def load_injected(out: Path, *, split: str = "test", runs: Sequence[Any] = ()) -> Any:
+    """The injected collection in ``out`` as a :class:`diagnose.Dataset`: a BEIR folder, or the split collection's
+    chunk corpus with its golden set of spans."""
+    out = Path(out)
+    if (out / "golden.jsonl").is_file():
+        return diagnose.load(
+            corpus=out / "corpus.jsonl", qrels=out / "golden.jsonl", parent_field="parent", runs=runs
+        )
+    return diagnose.load(out, split=split, runs=runs)
+
+
+def _offsets(parent: str, start: int, end: int) -> dict[str, Any]:
+    """A chunk's metadata: its document and its character offsets in the document's text."""
+    return {"parent": parent, "start": start, "end": end}
+
+
+def _split_cut(a: Any, t: Injected, text: str, k: int, kind: str) -> int | None:
+    """Where to cut the target's text for the split fault (module docstring): the start of its last sentence(s),
+    the tail shorter than the head; None when none works."""
+    starts = [m.end() for m in _SENTENCE.finditer(text)]
+    if len(starts) < 2:
+        return None
+    cuts = [
+        c for c in reversed(starts) if len(text) - c < c
+    ]  # the last sentence, the last two, ... (tail < head)
+    if kind != "dense":
+        return cuts[0] if cuts else None
+    space = a.space
+    qv = space.query_vec(t.query_id)
+    others = np.delete(space.doc_vecs @ qv, space.doc_row[t.doc_id])
+    for c in cuts:
+        cos = float(a.encoder.encode([text[c:]])[0] @ qv)
+        if 1 + int((others > cos).sum()) > k:
+            return c
+    return None
 
 
 def _rescored(ranked: list[tuple[str, float]]) -> list[tuple[str, float]]:

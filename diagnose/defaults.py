@@ -65,6 +65,10 @@ PASSAGE_SENTENCES = 3
 """A passage of a target (:mod:`diagnose.failures.passages`): up to this many consecutive sentences, cut to the
 model's window."""
 
+PASSAGE_TOKENS = 128
+"""A passage of a target (:mod:`diagnose.failures.passages`) holds at most this many of the model's tokens (or its
+window, when smaller): a sentence longer than that is cut into pieces of this many tokens overlapping by half."""
+
 DILUTED_MARGIN = 0.15
 """The diluted class: a passage within the model's window beats the whole target's cosine by at least this much."""
 

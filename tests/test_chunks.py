@@ -138,8 +138,10 @@ CHUNKS = [("d1#0", 0, 29), ("d1#1", 30, 65), ("d1#2", 66, 82)]  # len(TEXT) = 82
 OTHERS = {"d2#0": "Zeta eta theta iota kappa lambda.", "d3#0": "Mu nu xi omicron pi rho."}
 
 
-def _tiny(tmp_path: Path, contexts: dict[str, list[str]], run: dict[str, list[str]]) -> diagnose.Dataset:
-    """The document above (offsets under ``start``/``end``, document under ``parent``) and two one-chunk documents,
+def _tiny(
+    tmp_path: Path, contexts: dict[str, list[str]], run: dict[str, list[str]], others: dict[str, str] = OTHERS
+) -> diagnose.Dataset:
+    """The document above (offsets under ``start``/``end``, document under ``parent``) and one-chunk ``others``,
     a plain-JSONL golden set of ``contexts`` per query (the query text is the first context), and ``run``."""
     assert (
         TEXT[0:29] == "Filler words here. Alpha beta" and TEXT[30:65] == "gamma delta. More filler text here."
@@ -150,7 +152,7 @@ def _tiny(tmp_path: Path, contexts: dict[str, list[str]], run: dict[str, list[st
     ]
     rows += [
         {"_id": c, "text": t, "metadata": {"parent": c.split("#")[0], "start": 0, "end": len(t)}}
-        for c, t in OTHERS.items()
+        for c, t in others.items()
     ]
     corpus = _write_jsonl(tmp_path / "corpus.jsonl", rows)
     golden = _write_jsonl(
@@ -249,30 +251,35 @@ def test_split_windows_join_the_target_with_the_neighbours_holding_the_rest():
 def test_classify_split_comes_after_label_gap_and_before_near_miss():
     common = dict(
         run_rank=12,
-        dense_rank=1,
+        dense_rank=11,
         bm25_rank=1,
         cosine=0.9,
         overlap=1.0,
         k=10,
         calibrated=0.5,
     )
-    assert classify(PairEvidence(split_share=0.6, split_cosine=0.6, **common)) == "split"
+    assert classify(PairEvidence(split_share=0.6, split_rank=3, **common)) == "split"
     assert (
-        classify(PairEvidence(duplicate_doc_id="d", split_share=0.6, split_cosine=0.6, **common))
-        == "label_gap"
+        classify(PairEvidence(duplicate_doc_id="d", split_share=0.6, split_rank=3, **common)) == "label_gap"
     )
     assert classify(PairEvidence(**common)) == "near_miss"  # rank 12 in k+1..3k
 
 
-def test_classify_split_needs_the_window_to_reach_the_calibrated_threshold():
-    common = dict(run_rank=12, dense_rank=1, bm25_rank=1, cosine=0.9, overlap=1.0)
+def test_classify_split_needs_the_merged_chunk_within_k_and_the_chunk_alone_beyond_it():
+    common = dict(run_rank=12, bm25_rank=1, cosine=0.9, overlap=1.0, split_cosine=0.9)
     common |= dict(k=10, calibrated=0.5, split_share=0.6)
-    assert (
-        classify(PairEvidence(split_cosine=0.5, **common)) == "split"
-    )  # at the threshold: merged, it is found
-    # below it, or unknown (no model to encode the window): the split is not why it failed, the next rule decides
-    assert classify(PairEvidence(split_cosine=0.49, **common)) == "near_miss"
-    assert classify(PairEvidence(split_cosine=None, **common)) == "near_miss"
+    # merged with its neighbours it ranks #10 <= k, alone #11 > k: merged, it is found
+    assert classify(PairEvidence(split_rank=10, dense_rank=11, **common)) == "split"
+    # merged #11 > k (whatever the window's cosine, 0.9 here), or unknown (no model, beyond the merged run's depth):
+    # the split is not why it failed, the next rule decides
+    assert classify(PairEvidence(split_rank=11, dense_rank=11, **common)) == "near_miss"
+    assert classify(PairEvidence(split_rank=None, dense_rank=11, **common)) == "near_miss"
+    # the chunk alone is ranked within k by exact dense search (#10, or a tie group 9-10): merging is not what it
+    # needs
+    assert classify(PairEvidence(split_rank=1, dense_rank=10, **common)) == "near_miss"
+    assert classify(PairEvidence(split_rank=1, dense_rank=9, dense_rank_worst=10, **common)) == "near_miss"
+    # a tie group 10-11 is not wholly within k: the chunk alone may be missed
+    assert classify(PairEvidence(split_rank=1, dense_rank=10, dense_rank_worst=11, **common)) == "split"
 
 
 # The window of d1#0 and d1#1 (text[0:65], no title), which holds q2's span text[19:41] whole; with the keyword encoder
@@ -282,11 +289,18 @@ WINDOW = TEXT[0:65]
 KEYWORD_WINDOW_COSINE = 4 / (2 * 15**0.5)
 
 
-def _split_analysis(tmp_path: Path, encoder, seed: float = 0.5) -> diagnose.Analysis:
+# Two one-chunk documents that hold two query words each: cosine 2 / (2 x 2) = 0.5 with "Alpha beta gamma delta",
+# above d1#0 (0.447) and d1#1 (0.408) alone, below the window of both (0.516)
+DECOYS = {"d4#0": "Alpha beta one two.", "d5#0": "Gamma delta three four."}
+
+
+def _split_analysis(
+    tmp_path: Path, encoder, seed: float = 0.5, others: dict[str, str] = OTHERS
+) -> diagnose.Analysis:
     # q2's context text[19:41] is split between d1#0 and d1#1 (d1#1 holds the larger part and is its relevant chunk);
     # the run retrieves two chunks without a query word, so q2 fails at k=2 with target d1#1. No golden query
     # succeeds, so the calibrated threshold is the seed threshold (fallback): ``seed``
-    ds = _tiny(tmp_path, {"q2": ["Alpha beta gamma delta"]}, {"q2": ["d2#0", "d3#0"]})
+    ds = _tiny(tmp_path, {"q2": ["Alpha beta gamma delta"]}, {"q2": ["d2#0", "d3#0"]}, others)
     thresholds = Thresholds(seed_cosine=seed)
     return diagnose.Analysis(
         ds, k=2, encoder=encoder, cache_dir=tmp_path / "cache", depth=5, thresholds=thresholds
@@ -294,61 +308,53 @@ def _split_analysis(tmp_path: Path, encoder, seed: float = 0.5) -> diagnose.Anal
 
 
 def test_a_missed_larger_part_is_a_split_and_merging_neighbours_recovers_it(tmp_path):
-    a = _split_analysis(tmp_path, KeywordEncoder())
+    a = _split_analysis(tmp_path, KeywordEncoder(), others=OTHERS | DECOYS)
     failures = a.failures("run")
     assert failures[["query_id", "doc_id", "class"]].values.tolist() == [["q2", "d1#1", "split"]]
-    assert failures["split_cosine"].iloc[0] == pytest.approx(KEYWORD_WINDOW_COSINE)  # 0.516 >= 0.5: split
-    assert (
-        "crosses a chunk boundary" in failures["evidence"].iloc[0]
-        and "50% of it" in failures["evidence"].iloc[0]
-        and f"cosine {KEYWORD_WINDOW_COSINE:.3f}" in failures["evidence"].iloc[0]
-    )
+    # alone, d1#1 (0.408) ranks #4 behind the decoys (0.5, 0.5) and d1#0 (0.447): beyond k = 2; merged, d1#0 and
+    # d1#1 take the window's 0.516 and lead the decoys: #1 and #2, d1#1 within k
+    assert failures["dense_rank"].iloc[0] == 4 and failures["split_rank"].iloc[0] <= 2
+    assert failures["split_cosine"].iloc[0] == pytest.approx(KEYWORD_WINDOW_COSINE)
+    evidence = failures["evidence"].iloc[0]
+    assert "crosses a chunk boundary" in evidence and "50% of it" in evidence
+    assert f"cosine {KEYWORD_WINDOW_COSINE:.3f}" in evidence and "within k=2" in evidence
     row = a.remedies("run").row("split")
     # the window d1#0 + d1#1 = text[0:65] holds all four query words: d1#0 and d1#1 get its cosine and lead every
-    # other chunk (no query word), so q2 gets d1#1 in its top 2: 1 of 1 failed query recovered, no hit to lose
+    # other chunk, so q2 gets d1#1 in its top 2: 1 of 1 failed query recovered, no hit to lose
     assert (row.remedy_id, row.failures, row.recovered, row.lost_hits) == ("merge", 1, 1, 0)
     matrix = a.remedy_matrix("run").to_dict()
     assert matrix["split"]["merge"] == {"failures": 1, "recovered": 1}
 
 
-def test_a_split_target_whose_window_stays_below_the_threshold_is_not_split(tmp_path):
-    # the same split target, calibrated threshold 0.6 > 0.516 = its window's cosine: merging would not make it
-    # findable, so the next rules decide. The chunk d1#1 alone: "gamma delta. More filler text here." shares 2 words
-    # with the query, cosine 2 / (2 sqrt(6)) = 0.408 < 0.6, and d1#0 "Filler words here. Alpha beta" 2 / (2 sqrt(5))
-    # = 0.447: exact dense search ranks d1#1 #2, within k = 2, while the run did not retrieve it: index_gap
-    a = _split_analysis(tmp_path, KeywordEncoder(), seed=0.6)
+def test_a_split_target_the_index_lost_is_an_index_gap(tmp_path):
+    # the same split target without the decoys: the chunk d1#1 alone, "gamma delta. More filler text here.", shares 2
+    # words with the query, cosine 2 / (2 sqrt(6)) = 0.408, and d1#0 "Filler words here. Alpha beta" 2 / (2 sqrt(5))
+    # = 0.447, the other chunks none: exact dense search ranks d1#1 #2, within k = 2, while the run did not retrieve
+    # it: what the index lost comes before the document's shape, index_gap, though merged it is found too
+    a = _split_analysis(tmp_path, KeywordEncoder())
     failures = a.failures("run")
     assert failures[["query_id", "doc_id", "class"]].values.tolist() == [["q2", "d1#1", "index_gap"]]
     assert failures["split_cosine"].iloc[0] == pytest.approx(KEYWORD_WINDOW_COSINE)  # still reported
+    assert failures["split_rank"].iloc[0] <= 2
     assert a.remedy_matrix("run").to_dict().get("split", {}).get("merge", {"failures": 0})["failures"] == 0
 
 
 @pytest.mark.real_model
-def test_split_needs_its_window_to_reach_the_threshold_with_the_bundled_model(tmp_path):
-    from diagnose.embed import load_encoder
-
-    encoder = load_encoder()
-    q, w = encoder.encode(["Alpha beta gamma delta", WINDOW])
-    window_cosine = float(
-        q @ w / ((q @ q) ** 0.5 * (w @ w) ** 0.5)
-    )  # the model's own cosine of query and window
-    (tmp_path / "below").mkdir()
-    (tmp_path / "above").mkdir()
-    below = _split_analysis(tmp_path / "below", encoder, seed=window_cosine - 0.05).failures("run")
-    above = _split_analysis(tmp_path / "above", encoder, seed=window_cosine + 0.05).failures("run")
-    assert below["split_cosine"].iloc[0] == pytest.approx(window_cosine, abs=1e-3)
-    assert below["class"].tolist() == ["split"] and above["class"].tolist() != ["split"]
-
-
-@pytest.mark.real_model
-def test_split_and_its_remedy_with_the_bundled_model(tmp_path):
-    a = _split_analysis(tmp_path, None, seed=-1.0)  # every window reaches -1: the remedy measured on a split
-    assert a.failures("run")["class"].tolist() == ["split"]
-    row = a.remedies("run").row("split")
-    assert row.remedy_id == "merge" and row.failures == 1 and row.recovered in (0, 1)
+def test_split_with_the_bundled_model_is_what_merging_recovers(tmp_path):
+    """The bundled model: the class is split exactly when the merge remedy's run ranks the target within k = 2 and
+    exact dense search of the chunk alone does not; then the remedy recovers it."""
+    a = _split_analysis(tmp_path, None, others=OTHERS | DECOYS)
+    f = a.failures("run").iloc[0]
     merged = a.remedies("run").runs["merge"]
-    # five chunks in the corpus, depth 5: every chunk ranked once for the one golden query
-    assert sorted(merged.df["doc_id"]) == ["d1#0", "d1#1", "d1#2", "d2#0", "d3#0"]
+    ranked = merged.ranked_lists()["q2"]
+    # seven chunks in the corpus, depth 5: the top 5 chunks of the one golden query
+    assert len(ranked) == 5 and len(set(ranked)) == 5
+    merged_rank = ranked.index("d1#1") + 1 if "d1#1" in ranked else None
+    assert f["split_rank"] == merged_rank or (merged_rank is None and f["split_rank"] is None)
+    is_split = merged_rank is not None and merged_rank <= 2 and f["dense_rank"] > 2
+    assert (f["class"] == "split") == is_split
+    row = a.remedies("run").row("split")
+    assert row.remedy_id == "merge" and row.failures == int(is_split) and row.recovered == int(is_split)
 
 
 def test_without_a_chunk_corpus_the_merge_remedy_is_not_tried():

@@ -371,8 +371,8 @@ EVIDENCE_PER_CLASS = {
     "missing_document": dict(in_corpus=False),
     "filtered_out": dict(filtered_out=True, filter_why="tenant = 'b' (the document has 'a')"),
     "label_gap": dict(duplicate_doc_id="dup", duplicate_cosine=0.97),
-    # the window of the split target and its neighbour: 0.55 >= 0.5
-    "split": dict(split_share=0.6, split_cosine=0.55),
+    # merged with its neighbours the split target ranks #4 <= 10; the chunk alone has no dense rank within k
+    "split": dict(split_share=0.6, split_cosine=0.55, split_rank=4),
     # the best passage starts at token 300 >= 254 (the window less 2 special tokens); whole 0.1 < 0.5 <= 0.6
     "truncated": dict(
         passage=PassageMatch(

@@ -38,23 +38,96 @@ def test_split_sentences_ends_at_punctuation_before_a_capital_or_a_line_break():
     assert split_sentences("") == [] and split_sentences("no end") == [(0, 6)]
 
 
-def test_passages_are_sentence_windows_cut_to_the_window():
-    # 4 sentences of 2 words each = 8 words; windows of 2 sentences starting at sentences 0, 1, 2 (4 - 2 + 1 = 3)
+def test_passages_are_sentence_windows_cut_at_the_end_of_the_window():
+    # 4 sentences of 2 words each = 8 words; the model reads 6 - 1 = 5 words, so "E f." (words 4-5) is two units,
+    # "E" (read) and "f." (not read): units 0-2, 2-4, 4-5, 5-6, 6-8
     text = "a b. C d. E f. G h."
-    w = word_window(6, specials=1)  # reads 6 - 1 = 5 words
+    w = word_window(6, specials=1)
     t = split_passages([text], w, size=2)
-    assert t.start.tolist() == [0, 2, 4] and t.end.tolist() == [4, 6, 8]
-    assert t.texts == ["a b. C d.", "C d. E f.", "E f. G h."]
+    # windows of 2 units: 0-4; 2-5 (stops at the window's end); 4-5 ends where 2-5 did (left out); 5-8; 6-8 ends
+    # where 5-8 did (left out)
+    assert list(zip(t.start.tolist(), t.end.tolist(), strict=True)) == [(0, 4), (2, 5), (5, 8)]
+    assert t.texts == ["a b. C d.", "C d. E", "f. G h."]
     assert t.n_tokens.tolist() == [8]
     assert (
         text[t.window_char[0] :] == "f. G h."
     )  # the 6th word (offset 5) is the first the model does not read
-    # a window of 3 sentences = 6 words does not fit 5: cut into pieces of at most 5 words (0-5, 5-6; 2-7, 7-8)
+    # windows of 3 units: 0-5 (3 units, 5 words), then 5-8; the others end where one of these does
     t3 = split_passages([text], w, size=3)
-    assert list(zip(t3.start.tolist(), t3.end.tolist(), strict=True)) == [(0, 5), (5, 6), (2, 7), (7, 8)]
-    # side by side (the remedy's index): windows start at sentences 0 and 2 only
+    assert list(zip(t3.start.tolist(), t3.end.tolist(), strict=True)) == [(0, 5), (5, 8)]
+    # side by side (the remedy's index): 0-4, then 4-5 (the window's end stops it), then 5-8
     side = split_passages([text], w, size=2, stride=2)
-    assert side.texts == ["a b. C d.", "E f. G h."]
+    assert side.texts == ["a b. C d.", "E", "f. G h."]
+
+
+def test_a_long_sentence_is_cut_into_pieces_overlapping_by_half():
+    # one sentence of 10 words, a limit of 4: pieces of 4 words every 2 (0-4, 2-6, 4-8), the last ending at 10 (6-10)
+    text = " ".join(f"w{i}" for i in range(10)) + "."
+    t = split_passages([text], word_window(100), size=3, limit=4)
+    assert list(zip(t.start.tolist(), t.end.tolist(), strict=True)) == [(0, 4), (2, 6), (4, 8), (6, 10)]
+    # a window stops before a sentence that would take it over the limit: "A b." then the 10-word sentence: the
+    # first passage is "A b." alone (2 words), the long sentence's pieces follow at offset 2
+    t2 = split_passages(["A b. " + text.capitalize()], word_window(100), size=3, limit=4)
+    assert t2.texts[0] == "A b." and t2.start.tolist() == [0, 2, 4, 6, 8]
+
+
+def _answer_passages(
+    text: str, window_words: int = 20, limit: int | None = None
+) -> list[tuple[int, int, str]]:
+    """(start, end, text) of the passages of ``text`` that hold the whole answer "Quokka habitat here."."""
+    kw = {} if limit is None else {"limit": limit}
+    t = split_passages([text], word_window(window_words + 2, 2), **kw)
+    cap = window_words
+    # no passage holds both a word the model reads and one it does not, none is longer than the limit
+    for s, e in zip(t.start.tolist(), t.end.tolist(), strict=True):
+        assert not s < cap < e and e - s <= min(cap, limit or cap)
+    return [
+        (s, e, x) for s, e, x in zip(t.start.tolist(), t.end.tolist(), t.texts, strict=True) if ANSWER in x
+    ]
+
+
+ANSWER = "Quokka habitat here."
+SHORT = " ".join(f"Short{i} sentence." for i in range(12))  # 12 sentences of 2 words: 24 words
+
+
+@pytest.mark.parametrize(
+    ("text", "offset"),
+    [
+        # after one 30-word sentence (no sentence ends in it): its units 0-20 and 20-30, then the answer 30-33; the
+        # passage from 20 holds it (20-33, 13 words <= 20), the answer's own (30-33) ends where it does
+        (" ".join(f"long{i}" for i in range(30)) + ". " + ANSWER, 20),
+        # after many short ones (24 words): "Short10 sentence." is 20-22, "Short11 sentence." 22-24, the answer
+        # 24-27; the windows from 20, 22 and 24 hold it, the earliest from 20
+        (f"{SHORT} {ANSWER}", 20),
+        # after a sentence that straddles the window's end (words 18-25): its unread part 20-25, then the answer
+        # 25-28: the windows from 20 and 25; none starts within the window (before: one from 18, at offset 18)
+        (" ".join(f"Short{i} sentence." for i in range(9)) + " " + " ".join(f"s{i}" for i in range(7)) + ". "
+         + ANSWER, 20),
+    ],
+)  # fmt: skip
+def test_an_answer_beyond_the_window_is_in_a_passage_beyond_it_whatever_the_sentence_lengths(text, offset):
+    found = _answer_passages(text)
+    assert found and min(s for s, _, _ in found) == offset and all(s >= 20 for s, _, _ in found)
+
+
+def test_an_answer_before_long_sentences_or_inside_one_is_in_a_short_passage():
+    # the answer (3 words at 24-27) followed by two sentences of 15 words: with a limit of 8 a window from the
+    # answer stops before the long sentence, so the answer alone is a passage (24-27), not diluted by 15 words
+    long15 = " ".join(f"Junk{i}" for i in range(15)) + "."
+    found = _answer_passages(f"{SHORT} {ANSWER} {long15} {long15}", limit=8)
+    assert (24, 27, ANSWER) in found
+    # inside a 40-word sentence (words 30-33 of it, no sentence end around it): pieces of 8 words every 4 words
+    # starting at the unit's start 20 (the window's end): 20-28, 24-32, 28-36, ...; 28-36 holds 30-33 whole
+    inside = (
+        " ".join(f"x{i}" for i in range(30)) + " quokka habitat here " + " ".join(f"y{i}" for i in range(7))
+    )
+    t = split_passages([inside + "."], word_window(22, 2), limit=8)
+    holding = [
+        (s, e)
+        for s, e, x in zip(t.start.tolist(), t.end.tolist(), t.texts, strict=True)
+        if "quokka habitat here" in x
+    ]
+    assert holding == [(28, 36)]
 
 
 def test_the_window_of_a_fake_encoder_and_of_none():
@@ -100,6 +173,17 @@ COMMON = dict(
 )
 def test_truncated_and_diluted_rules(passage, expected):
     assert classify(PairEvidence(**COMMON, calibrated=0.5, passage=passage)) == expected
+
+
+def test_diluted_reads_the_runs_kth_document_and_the_whole_targets_dense_rank():
+    # no k-th document: the calibrated 0.5 is the bar (above). With the run's k-th at cosine 0.4, a passage at 0.45
+    # (< 0.5, >= 0.4) puts the target above it: diluted (0.45 - 0.1 = 0.35 >= 0.15); at 0.39 it does not
+    common = COMMON | {"calibrated": 0.5, "kth_cosine": 0.4}
+    assert classify(PairEvidence(**common, passage=_match(100, 0.45, 0.1))) == "diluted"
+    assert classify(PairEvidence(**common, passage=_match(100, 0.39, 0.1))) == "semantic_gap"
+    # exact dense search ranks the whole target #3 <= 10: the document is found whole, what the index lost
+    common |= {"dense_rank": 3}
+    assert classify(PairEvidence(**common, passage=_match(100, 0.45, 0.1))) == "index_gap"
 
 
 def test_label_gap_comes_first_and_the_margin_is_a_threshold():

@@ -42,6 +42,25 @@ class Chunked(Scores):
 
         return self._cached("split_cosines", build)
 
+    def _split_ranks(self) -> dict[tuple[str, str], int] | None:
+        """The split targets' ranks in the merge remedy's run (:func:`diagnose.failures.split.merged_ranks`, which
+        the split rule reads); None without a model for the windows (as :meth:`_split_cosines`) or a chunk corpus
+        with offsets. The merged run (every window encoded) is computed only when the golden set has split
+        targets."""
+        from diagnose.failures.split import merged_ranks, split_targets
+
+        if self._split_cosines() is None:
+            return None
+
+        def build() -> dict[tuple[str, str], int] | None:
+            targets = split_targets(self.dataset.qrels, self.dataset.corpus)
+            if not targets:
+                return {}
+            merged = self._merged_neighbours()
+            return merged_ranks(merged, targets) if merged is not None else None
+
+        return self._cached("split_ranks", build)
+
     def _merged_neighbours(self) -> Run | None:
         """A chunk corpus with offsets: the golden queries' top ``depth`` chunks, each scored with its neighbours
         merged (:func:`diagnose.failures.split.merged_run`, the ``split`` remedy; the windows encoded once, cached on

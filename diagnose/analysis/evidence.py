@@ -73,6 +73,7 @@ class Evidence(Chunked):
                     known=known,
                     passages=self.passages,
                     split_cosines=self._split_cosines(),
+                    split_ranks=self._split_ranks(),
                     without_query_doc=self.ignore_identical_ids,
                 ),
             )
@@ -250,7 +251,12 @@ class Evidence(Chunked):
                 dense_run=self._baseline("dense"),
                 cross_encoder_run=self._cross_encoded(name, cross_encoder, depth) if cross_encoder else None,
                 hybrid_run=self._baseline("hybrid") if hybrid else None,
-                unfiltered_run=self._baseline("dense") if self.filters is not None else None,
+                # the unfiltered search of the run's kind: a lexical run's filtered-out target is BM25's to find
+                unfiltered_run=(
+                    self._baseline("bm25" if diag.run_kind.kind == "lexical" else "dense")
+                    if self.filters is not None
+                    else None
+                ),
                 merged_run=self._merged_neighbours(),
                 passage_run=self._passage_run(name) if self.passages is not None else None,
             )

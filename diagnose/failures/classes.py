@@ -154,6 +154,17 @@ FAILURE_CLASSES: tuple[FailureClass, ...] = (
             "fix the document's metadata or relax the filter",
         ),
         evidence="The query's metadata filter excludes the target {doc_id!r}: {filter_why}; {base}.",
+        by_kind={
+            # the search the run does, without the filter: a dense search cannot stand in for a lexical engine
+            # (injected faults: it recovered 1 of 3 a lexical run's filter excluded on the demo)
+            "lexical": ForKind(
+                remedy=Remedy(
+                    "unfiltered",
+                    "the unfiltered search (this tool's BM25 without the metadata filter)",
+                    "fix the document's metadata or relax the filter",
+                )
+            ),
+        },
     ),
     FailureClass(
         id="label_gap",
@@ -185,9 +196,9 @@ FAILURE_CLASSES: tuple[FailureClass, ...] = (
         color="#AA4499",  # Paul Tol's purple: Okabe-Ito has no colour left that reads on white
         rule=(
             "the query's reference span crosses chunk boundaries (no chunk holds it whole), the target is the chunk "
-            "holding its largest part, and the window of it and the neighbour holding the rest (the span whole) has "
-            "cosine ≥ the calibrated threshold: merged, the answer would be found (needs reference spans, chunk "
-            "offsets and the model)"
+            "holding its largest part, exact dense search does not rank the chunk alone within k, and with every "
+            "chunk scored with its neighbours merged (the merge remedy) it is ranked within k: merged, the answer "
+            "is found (needs reference spans, chunk offsets and the model)"
         ),
         what_to_do="re-chunk with overlap or larger chunks, or retrieve each chunk with its neighbours",
         recommendation=(
@@ -200,8 +211,9 @@ FAILURE_CLASSES: tuple[FailureClass, ...] = (
         remedy=Remedy("merge", "each chunk scored with its neighbours merged (exact dense search)"),
         evidence=(
             "The reference span crosses a chunk boundary and no chunk holds it whole; the target holds its largest "
-            "part ({split}) and the run {found}, while the window of it and its neighbour, which holds the span "
-            "whole, has cosine {split_window}, at or above the calibrated threshold; {base}."
+            "part ({split}) and the run {found}, while with every chunk scored with its neighbours merged it ranks "
+            "{split_rank_text}, within k={k} (the window of it and its neighbour, which holds the span whole, has "
+            "cosine {split_window}); {base}."
         ),
     ),
     FailureClass(
@@ -233,8 +245,9 @@ FAILURE_CLASSES: tuple[FailureClass, ...] = (
         legend="Diluted (one passage matches, the whole document does not)",
         color="#999933",  # Paul Tol's olive: Okabe-Ito has no colour left that reads on white
         rule=(
-            "the whole target's cosine is below the calibrated threshold, and a passage within the model's window "
-            "has cosine ≥ the calibrated threshold and ≥ the whole target's cosine + {diluted_margin:g}"
+            "exact dense search does not rank the whole target within k, and a passage within the model's window "
+            "has cosine ≥ that of the run's k-th document (the calibrated threshold when the run has fewer) and ≥ "
+            "the whole target's cosine + {diluted_margin:g}"
         ),
         what_to_do="split long documents into passages (chunking), rank documents by their best passage",
         recommendation=(

@@ -75,7 +75,9 @@ class Failure:
     ends in that text, None when the target fits): :mod:`diagnose.failures.passages`; all None when the model's
     window is unknown (precomputed vectors without a model). ``split_cosine``: for a split target (a chunk holding
     the largest part of a reference span no chunk holds whole), the query's cosine with the window of it and its
-    neighbour(s) holding the rest (:func:`diagnose.failures.split.split_window_cosines`); None otherwise.
+    neighbour(s) holding the rest (:func:`diagnose.failures.split.split_window_cosines`), and ``split_rank`` its
+    rank with every chunk scored with its neighbours merged (:func:`diagnose.failures.split.merged_ranks`); None
+    otherwise.
     """
 
     query_id: str
@@ -113,6 +115,7 @@ class Failure:
     passage_char: int | None = None
     window_char: int | None = None
     split_cosine: float | None = None
+    split_rank: int | None = None
 
     def to_dict(self) -> dict:
         """The JSON record of ``diagnose failures --format json``: every field (``cls`` as ``class``) plus
@@ -186,7 +189,9 @@ class EvidenceSources(NamedTuple):
       (:class:`~diagnose.failures.passages.PassageScorer`; None: the window is unknown, the window fields stay None,
       the truncated and diluted rules are not used).
     - ``split_cosines``: a chunk corpus' split targets' window cosines
-      (:func:`diagnose.failures.split.split_window_cosines`), which the split rule reads; None: the rule is not used.
+      (:func:`diagnose.failures.split.split_window_cosines`), reported; ``split_ranks``: their ranks in the merge
+      remedy's run (:func:`diagnose.failures.split.merged_ranks`), which the split rule reads; None: the rule is not
+      used.
     - ``without_query_doc``: the run was scored without the documents whose id is the query's
       (``ignore_identical_ids``, :mod:`diagnose.metrics.identical`), so the dense and BM25 ranks over the corpus leave
       out the query's own document too.
@@ -197,6 +202,7 @@ class EvidenceSources(NamedTuple):
     known: KnownRanks | None = None
     passages: PassageScorer | None = None
     split_cosines: Mapping[tuple[str, str], float] | None = None
+    split_ranks: Mapping[tuple[str, str], int] | None = None
     without_query_doc: bool = False
 
 
@@ -435,6 +441,8 @@ def _pair(
         split_share=look.split.get((q, d)),
         passage=passage,
         split_cosine=(src.split_cosines or {}).get((q, d)) if (q, d) in look.split else None,
+        split_rank=(src.split_ranks or {}).get((q, d)) if (q, d) in look.split else None,
+        kth_cosine=competitors[k - 1].cosine_query if len(competitors) >= k else None,
     )
     return ev, lex, competitors
 
@@ -462,13 +470,12 @@ def build_failure(
         look, bm25, q, d, k=k, thresholds=thresholds, calibrated=calibrated, passage=passage
     )
     cls = classify(ev, thresholds)
-    kth = competitors[k - 1].cosine_query if len(competitors) >= k else None
+    kth = ev.kth_cosine
     return Failure(
         query_id=q,
         query_text=look.q_text.get(q, ""),
         grade=g,
         cls=cls,
-        kth_cosine=kth,
         margin=(kth - ev.cosine) if kth is not None and ev.cosine is not None else None,
         seed_verdict=seed_rule(ev.cosine, thresholds.seed_cosine),
         calibrated_verdict=seed_rule(ev.cosine, calibrated),

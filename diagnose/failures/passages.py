@@ -15,10 +15,17 @@ word pieces, *including* its two special tokens ([CLS], [SEP]), so it reads the 
   a data download), so a documented regex: a sentence ends at ``.``, ``!`` or ``?`` (optionally followed by a closing
   quote or bracket) followed by white space and an upper-case letter, a digit or an opening quote/bracket; a line
   break also ends one. Abbreviations such as "e.g. The" split wrongly; that shifts a passage by a sentence, no more.
-- **Passages** (:func:`split_passages`): windows of :data:`~diagnose.defaults.PASSAGE_SENTENCES` consecutive
-  sentences, one starting at every sentence (a text of fewer sentences is one passage), each cut into pieces of at
-  most ``capacity`` tokens so that every passage fits the window; duplicates (same token range) once.
-  ``passage_offset`` = the token offset of a passage's first token in the target.
+- **Passages** (:func:`split_passages`): windows of up to :data:`~diagnose.defaults.PASSAGE_SENTENCES` consecutive
+  sentences and at most :data:`~diagnose.defaults.PASSAGE_TOKENS` tokens (the capacity when smaller), one starting at
+  every sentence, never across the end of the window: a sentence that starts within the window and ends beyond it is
+  two units, the part the model reads and the part it does not, so a passage beyond the window starts at or after
+  token ``capacity`` whatever the sentence lengths (issue 35: with windows of sentences straddling it, half of the
+  answers beyond the window were reported at an offset within it). A window stops before a sentence that would
+  take it over the token limit; a sentence longer than the limit alone is cut into pieces of the limit, one starting
+  every half limit (each overlapping the next by half), so an answer inside a long sentence lies whole in one piece.
+  A window ending where the previous one ends, because the text or its side of the window's end stops there, is held
+  whole in it and left out; duplicates (same token range) once. ``passage_offset`` = the token offset of a
+  passage's first token in the target.
 - **The best passage** (:meth:`PassageScorer.match`): the passage of maximum cosine to the query under the same model
   (the earliest on a tie), its offset, cosine and text; ``target_cosine`` = cos(query, whole target) under that model
   (the failure's ``cosine`` when the vectors are the model's own); ``first_good_offset`` = the smallest offset among
@@ -141,25 +148,65 @@ class PassageTable(NamedTuple):
     window_char: np.ndarray
 
 
+def _units(text: str, starts: list[int], cap: int) -> list[tuple[int, int]]:
+    """The (start token, end token) ranges of one text's sentences, each cut at the end of the window (token
+    ``cap``), so that no unit holds both tokens the model reads and tokens it does not; sentences without a token
+    left out."""
+    out = []
+    for a, b in split_sentences(text) or [(0, len(text))]:
+        lo, hi = bisect_left(starts, a), bisect_left(starts, b)
+        for x, y in ((lo, min(hi, cap)), (max(lo, cap), hi)):
+            if x < y:
+                out.append((x, y))
+    return out
+
+
+def _pieces(lo: int, hi: int, limit: int) -> list[tuple[int, int]]:
+    """A range longer than ``limit`` tokens as pieces of ``limit`` tokens, one starting every ``limit // 2`` tokens
+    (each half overlaps the next), the last ending at ``hi``: a span of at most ``limit // 2 + 1`` tokens lies whole
+    in one piece wherever it starts."""
+    step = max(1, limit // 2)
+    out = [(s, s + limit) for s in range(lo, hi - limit, step)]
+    return out + [(max(lo, hi - limit), hi)]
+
+
 def _text_passages(
-    text: str, spans: list[tuple[int, int]], cap: int, size: int, stride: int
+    text: str, spans: list[tuple[int, int]], cap: int, size: int, stride: int, limit: int
 ) -> list[tuple[int, int]]:
     """The (start token, end token) ranges of one text's passages (module docstring)."""
-    starts = [a for a, _ in spans]
-    sentences = split_sentences(text) or [(0, len(text))]
-    lo = [bisect_left(starts, a) for a, _ in sentences]
-    hi = [bisect_left(starts, b) for _, b in sentences]
+    units = _units(text, [a for a, _ in spans], cap)
     out: dict[tuple[int, int], None] = {}
-    last = max(1, len(sentences) - size + 1) if stride == 1 else len(sentences)
-    for i in range(0, last, stride):
-        t0, t1 = lo[i], hi[min(i + size, len(sentences)) - 1]
-        for s in range(t0, t1, cap):
-            out[(s, min(s + cap, t1))] = None
+    reached, i = 0, 0
+    while i < len(units):
+        lo, hi = units[i]
+        j = i + 1  # units[i:j] is the passage: up to size units, limit tokens, one side of the window's end
+        while (
+            j < len(units)
+            and j - i < size
+            and units[j][1] - lo <= limit
+            and (units[j][0] < cap) == (lo < cap)
+        ):
+            j += 1
+        end = units[j - 1][1]
+        # fewer than size units because the text or its side of the window's end stops there: a passage held whole
+        # in the previous one adds nothing (a passage stopped by the token limit is kept: its next unit is too long)
+        at_end = j == len(units) or (units[j][0] < cap) != (lo < cap)
+        if end - lo > limit:  # one unit longer than limit
+            for piece in _pieces(lo, end, limit):
+                out[piece] = None
+        elif end > reached or not at_end:
+            out[(lo, end)] = None
+        reached = max(reached, end)
+        i = i + 1 if stride == 1 else j
     return list(out)
 
 
 def split_passages(
-    texts: Sequence[str], window: ModelWindow, size: int = defaults.PASSAGE_SENTENCES, stride: int = 1
+    texts: Sequence[str],
+    window: ModelWindow,
+    size: int = defaults.PASSAGE_SENTENCES,
+    stride: int = 1,
+    limit: int = defaults.PASSAGE_TOKENS,
 ) -> PassageTable:
     """Every text's passages (module docstring), in text order then token order. ``stride``: 1 for a window
     starting at every sentence (the diagnosis), ``size`` for windows side by side (the remedy's index)."""
@@ -169,7 +216,7 @@ def split_passages(
     for row, (text, spans) in enumerate(zip(texts, window.spans(texts), strict=True)):
         n_tokens.append(len(spans))
         window_char.append(spans[window.capacity][0] if len(spans) > window.capacity else -1)
-        for s, e in _text_passages(text, spans, window.capacity, size, stride):
+        for s, e in _text_passages(text, spans, window.capacity, size, stride, min(limit, window.capacity)):
             a, b = spans[s][0], spans[e - 1][1]
             for col, v in zip(cols, (row, s, e, a, b), strict=True):
                 col.append(v)

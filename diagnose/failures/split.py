@@ -5,10 +5,14 @@ corpus with offsets) crosses chunk boundaries: two or more chunks hold part of i
 chunk(s) holding its largest part are the span's *split targets*. Each target's **split window cosine**
 (:func:`split_window_cosines`): the best cosine of the query with the windows (below) that join the target with a
 neighbour holding another part of the same span (for a span over one boundary, the window that holds it whole).
-When the run missed a split target *and* that cosine reaches the calibrated threshold, the taxonomy calls the
-failure ``split`` (:func:`diagnose.failures.taxonomy.classify`): the split is why it failed, since the answer put back
-together is findable. A split target whose window stays below the threshold would not be found merged either, and
-falls to the next rules. Without spans, offsets or a model to encode the windows, the class is never used.
+Each target's **merged rank** (:func:`merged_ranks`): its rank in the merge remedy's run (below), every chunk
+scored with its neighbours merged. When the run missed a split target, exact dense search does not rank the chunk
+alone within k *and* its merged rank is within k, the taxonomy calls the failure ``split``
+(:func:`diagnose.failures.taxonomy.classify`): the split is why it failed, since the answer put back together is
+found, and the remedy recovers it. A split target that merging leaves beyond k would not be found merged either,
+and falls to the next rules (issue 35: a rule on the window's cosine alone, at the calibrated threshold, called
+targets whose merged ranks were 11 to 41, and its remedy recovered 1-4 of ~100). The window cosine is reported
+beside it. Without spans, offsets or a model to encode the windows, the class is never used.
 
 **Merge remedy** (:func:`merged_run`, remedy id ``merge``): re-chunking without re-indexing. Every pair of
 neighbouring chunks of a document (consecutive by start offset) is one *window*: the document's text from the first
@@ -21,7 +25,7 @@ members, would recover: the split answer is whole in the window around the bound
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -112,6 +116,18 @@ def split_window_cosines(
         qv = query_vec(q)
         if qv is not None:
             out[(q, c)] = float(max(vecs[row_of[i]] @ np.asarray(qv, dtype=np.float32) for i in idx))
+    return out
+
+
+def merged_ranks(merged: Run, targets: Iterable[tuple[str, str]]) -> dict[tuple[str, str], int]:
+    """``{(query_id, chunk_id): rank}``: each target's rank in ``merged`` (:func:`merged_run`), for the targets it
+    holds (a target beyond its depth is left out: not findable merged)."""
+    lists = merged.ranked_lists()
+    out = {}
+    for q, c in targets:
+        ranked = lists.get(q, [])
+        if c in ranked:
+            out[(q, c)] = ranked.index(c) + 1
     return out
 
 

@@ -110,7 +110,8 @@ class PairEvidence:
     - ``run_rank``: its rank in the run (None: not retrieved; ``run_depth``: how deep the run went for the query).
     - ``dense_rank`` / ``bm25_rank``: the best rank of its tie group by exact cosine / BM25, ``*_worst`` the worst
       (None: no tie); ``bm25_rank`` None when ``bm25_score`` is 0 (None: unknown).
-    - ``cosine``: cos(query, target); ``overlap``: the share of the query's terms in the target (stop words out);
+    - ``cosine``: cos(query, target); ``kth_cosine``: cos(query, the run's k-th document) (None: the run
+      returned fewer than k, or no vector); ``overlap``: the share of the query's terms in the target (stop words out);
       ``bm25_overlap``: the share over every term BM25 scores, stop words included (the same tokenizer).
     - ``duplicate_doc_id`` / ``duplicate_cosine``: an unjudged near-duplicate of the target in the top k and its
       strength (1.0: the same normalised text); None: none.
@@ -120,7 +121,9 @@ class PairEvidence:
     - ``split_share``: for a target holding the largest part of a reference span no chunk holds whole
       (:func:`diagnose.failures.split.split_targets`), the share it holds (None: not a split target);
       ``split_cosine``: the query's best cosine with the windows joining it to the neighbours holding the rest
-      (:func:`diagnose.failures.split.split_window_cosines`; None when unknown: the split rule never matches).
+      (:func:`diagnose.failures.split.split_window_cosines`); ``split_rank``: the target's rank when every chunk is
+      scored with its neighbours merged (the merge remedy's run, :func:`diagnose.failures.split.merged_run`; None
+      beyond its depth or when unknown: the split rule never matches).
     - ``passage``: the target's window and best passage (:class:`~diagnose.failures.passages.PassageMatch`); None
       when the model's window is unknown, and then the truncated and diluted rules never match.
     """
@@ -137,6 +140,7 @@ class PairEvidence:
     bm25_rank_worst: int | None = None
     bm25_score: float | None = None
     cosine: float | None = None
+    kth_cosine: float | None = None
     overlap: float | None = None
     bm25_overlap: float | None = None
     duplicate_doc_id: str | None = None
@@ -146,6 +150,7 @@ class PairEvidence:
     filter_why: str = ""
     split_share: float | None = None
     split_cosine: float | None = None
+    split_rank: int | None = None
     passage: PassageMatch | None = None
 
     @property
@@ -179,16 +184,25 @@ def classify(e: PairEvidence, thresholds: Thresholds = Thresholds()) -> str:  # 
         return "filtered_out"
     if e.duplicate:
         return "label_gap"
-    if e.split and e.split_cosine is not None and e.split_cosine >= calibrated:
+    # split only where merging makes it findable (its remedy's run ranks it within k) and the chunk alone is not:
+    # a split target that merging leaves beyond k was not missed because of the split (issue 35: the earlier rule,
+    # the window's cosine at the calibrated threshold, called targets whose merged ranks were 11 to 41)
+    if e.split and within(e.split_rank, None, k) and not within(e.dense_rank, e.dense_rank_worst, k):
         return "split"
     if passage is not None:
         cap, good = passage.capacity, passage.first_good_offset
         beyond = passage.passage_offset >= cap or (good is not None and good >= cap)
         if beyond and passage.target_cosine < calibrated <= passage.passage_cosine:
             return "truncated"
+        # diluted: the whole target is not found (exact dense search ranks it beyond k) while its best passage alone
+        # would be, scoring at least the run's k-th document (the calibrated threshold without a k-th), and beats
+        # the whole by the margin. Relative to the query's own competition: a passage under the calibrated
+        # threshold still outranks the k-th document of a query whose answers all score low (issue 35: injected
+        # dilution was read as another class 8 times in 10 under the calibrated threshold)
         gain = passage.passage_cosine - passage.target_cosine
-        low = passage.target_cosine < calibrated
-        if low and passage.passage_cosine >= calibrated and gain >= thresholds.diluted_margin:
+        bar = e.kth_cosine if e.kth_cosine is not None else calibrated
+        whole_lost = not within(e.dense_rank, e.dense_rank_worst, k)
+        if whole_lost and passage.passage_cosine >= bar and gain >= thresholds.diluted_margin:
             return "diluted"
     near_hi = thresholds.near_miss_depth(k)
     if run_rank is not None and k < run_rank <= near_hi:
@@ -270,6 +284,7 @@ def evidence_sentence(cls: str, e: PairEvidence, thresholds: Thresholds = Thresh
     )
     split = f"{e.split_share:.0%} of it" if e.split_share is not None else "n/a"
     split_window = f"{e.split_cosine:.3f}" if e.split_cosine is not None else "n/a"
+    split_rank = _rank_text(e.split_rank)
     passage = e.passage._asdict() if e.passage is not None else {}
     return template.format(
         **e.values(),
@@ -282,6 +297,7 @@ def evidence_sentence(cls: str, e: PairEvidence, thresholds: Thresholds = Thresh
         bm25=bm25,
         split=split,
         split_window=split_window,
+        split_rank_text=split_rank,
         words=words,
     )
 

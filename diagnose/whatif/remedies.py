@@ -31,7 +31,8 @@ cannot run, what it costs) is in :data:`diagnose.whatif.registry.REMEDIES`; what
                   for ``near_miss``, and for ``ranking_failure`` (the target is findable; the rerank tests whether
                   the model would put it higher than the run did)
 ``unfiltered``    the unfiltered search, for ``filtered_out``: exact dense search over the whole corpus, without
-                  the metadata filter (``unfiltered_run``, the dense baseline); measured only when a filter is given
+                  the metadata filter (``unfiltered_run``, the dense baseline; this tool's BM25 for a lexical run);
+                  measured only when a filter is given
 ``merge``         a chunk corpus with offsets: every chunk scored by the best cosine of itself and of the windows
                   of it and a neighbouring chunk (exact dense search, :func:`diagnose.failures.split.merged_run`):
                   for ``split``, whose answer is whole in the window around the boundary
