@@ -729,3 +729,17 @@ def test_every_class_s_remedy_can_change_a_run_of_its_kind(kind, tmp_path):
         assert top(remedied) != top(run), f"{cls} on a {kind} run: its remedy {spec.id!r} changes nothing"
         tried += 1
     assert tried >= 4  # near_miss, index_gap, vocabulary_mismatch, ranking_failure at least
+
+
+def test_a_lexical_run_s_ranking_failure_remedy_is_measured(tmp_path):
+    """A lexical run's ranking_failure (dense search ranks the target within k, the run beyond 3k) is remedied by
+    the hybrid baseline: the analysis passes it for a lexical run too (it passed it for hybrid runs only, so the
+    rule's remedy of that class was never tried)."""
+    from diagnose.analysis import Analysis
+    from diagnose.io import load_dataset
+
+    ds = load_dataset(data_dir=DEMO, runs=[DEMO / "runs" / "bm25_langchain.trec"])
+    analysis = Analysis(ds, encoder=KeywordEncoder(), cache_dir=tmp_path)
+    assert analysis.diagnosis("bm25_langchain").run_kind.kind == "lexical"
+    row = next(r for r in analysis.remedies("bm25_langchain").rows if r.cls == "ranking_failure")
+    assert row.remedy_id == "hybrid_baseline" and row.available

@@ -240,7 +240,8 @@ class Evidence(Chunked):
         def build() -> Remedies:
             sp = self.space
             diag = self.diagnosis(name, k=k, failure=mode)
-            hybrid = diag.run_kind.kind == "hybrid"
+            # the hybrid baseline is a remedy of a hybrid run's index gap and of a lexical run's ranking failure
+            hybrid = diag.run_kind.kind in ("hybrid", "lexical")
             depth = self.thresholds.near_miss_depth(k)  # the rerank depth of prove_remedies too
             return prove_remedies(
                 self.dataset,
