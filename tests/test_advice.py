@@ -247,11 +247,13 @@ def test_never_a_remedy_that_recovers_nothing_while_another_recovers_a_fifth(gri
 
 @pytest.fixture(scope="module")
 def demo_json(tmp_path_factory):
-    """``diagnose failures`` on the demo (fake keyword encoder): JSON and text."""
+    """``diagnose failures`` on the demo (fake keyword encoder): JSON and text. The command line reads no
+    ``DIAGNOSE_ENCODER`` (the app's switch): the encoder is replaced where the commands load it."""
     from diagnose.cli import main
+    from diagnose.embed import KeywordEncoder
 
     mp = pytest.MonkeyPatch()
-    mp.setenv("DIAGNOSE_ENCODER", "keyword")
+    mp.setattr("diagnose.embed.load_encoder", lambda *a, **kw: KeywordEncoder())
     mp.setenv("DIAGNOSE_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
     out = {}
     try:
