@@ -76,6 +76,10 @@ class Failure:
     window is unknown (precomputed vectors without a model). ``split_cosine``: for a split target (a chunk holding
     the largest part of a reference span no chunk holds whole), the query's cosine with the window of it and its
     neighbour(s) holding the rest (:func:`diagnose.failures.split.split_window_cosines`); None otherwise.
+    ``weight_share``: the share of the query's BM25 weight the target holds (every term BM25 scores, each weighed
+    by its idf: :func:`diagnose.lexical.term_overlap`), and ``weight_share_threshold`` the run's calibrated share
+    (the 10th percentile over the relevant documents it found: :func:`~diagnose.failures.diagnosis.calibrate_words`)
+    that the vocabulary_mismatch rule compares it with; None when the target is not in the corpus.
     """
 
     query_id: str
@@ -113,6 +117,8 @@ class Failure:
     passage_char: int | None = None
     window_char: int | None = None
     split_cosine: float | None = None
+    weight_share: float | None = None
+    weight_share_threshold: float | None = None
 
     def to_dict(self) -> dict:
         """The JSON record of ``diagnose failures --format json``: every field (``cls`` as ``class``) plus
@@ -319,6 +325,7 @@ class _Lexical(NamedTuple):
     ignored_terms: tuple[str, ...] = ()
     bm25_overlap: float | None = None
     bm25_rank_worst: int | None = None
+    weight_share: float | None = None
 
 
 def _lexical(look: _Lookups, bm25: Bm25Scores, q: str, d: str, text: str) -> _Lexical:
@@ -334,7 +341,8 @@ def _lexical(look: _Lookups, bm25: Bm25Scores, q: str, d: str, text: str) -> _Le
     if own_row is not None and best is not None:
         own = look.bm25_known[(q, q)][2] if (q, q) in look.bm25_known else float(bm25.of(q, text)[own_row])
         best, worst = _one_rank_less(best, worst, own, score)
-    ov = term_overlap(text, "", doc_stems=look.target_stems[d])
+    weights = bm25.bm25.term_weights(set(tokenize([text])[0]))
+    ov = term_overlap(text, "", doc_stems=look.target_stems[d], weights=weights)
     return _Lexical(
         best,
         score,
@@ -344,6 +352,7 @@ def _lexical(look: _Lookups, bm25: Bm25Scores, q: str, d: str, text: str) -> _Le
         tuple(ov.ignored),
         float(ov.bm25_overlap_ratio),
         worst,
+        ov.weight_share,
     )
 
 
@@ -392,6 +401,7 @@ def _pair(
     k: int,
     thresholds: Thresholds,
     calibrated: float,
+    weight_share: float | None = None,
     passage: PassageMatch | None = None,
 ) -> tuple[PairEvidence, _Lexical, list[Competitor]]:
     """The evidence of the (query ``q``, target ``d``) pair: what the rules read, the lexical evidence, and the
@@ -424,6 +434,8 @@ def _pair(
         calibrated=calibrated,
         overlap=lex.overlap,
         bm25_overlap=lex.bm25_overlap,
+        weight_share=lex.weight_share,
+        weight_share_threshold=weight_share,
         duplicate_doc_id=dup_id,
         duplicate_cosine=dup_cos,
         dense_rank_worst=dense_worst,
@@ -454,12 +466,23 @@ def build_failure(
     k: int,
     thresholds: Thresholds,
     calibrated: float,
+    weight_share: float | None = None,
     passage: PassageMatch | None = None,
 ) -> Failure:
     """One failed (query ``q``, target ``d`` of grade ``g``) pair: its evidence, class, verdicts and sentence.
-    ``passage``: the target's window and best passage (:mod:`diagnose.failures.passages`), when the window is known."""
+    ``weight_share``: the run's calibrated share of the query's BM25 weight
+    (:func:`~diagnose.failures.diagnosis.calibrate_words`; None: ``thresholds.min_overlap``). ``passage``: the
+    target's window and best passage (:mod:`diagnose.failures.passages`), when the window is known."""
     ev, lex, competitors = _pair(
-        look, bm25, q, d, k=k, thresholds=thresholds, calibrated=calibrated, passage=passage
+        look,
+        bm25,
+        q,
+        d,
+        k=k,
+        thresholds=thresholds,
+        calibrated=calibrated,
+        weight_share=weight_share,
+        passage=passage,
     )
     cls = classify(ev, thresholds)
     kth = competitors[k - 1].cosine_query if len(competitors) >= k else None
