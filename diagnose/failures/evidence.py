@@ -306,11 +306,20 @@ class Bm25Scores:
         self.bm25 = bm25
         self.query: str | None = None
         self.scores = np.zeros(0)
+        self._weights_query: str | None = None
+        self._weights: dict[str, float] = {}
 
     def of(self, q: str, text: str) -> np.ndarray:
         if q != self.query:
             self.query, self.scores = q, self.bm25.scores(text)
         return self.scores
+
+    def weights(self, q: str, text: str) -> dict[str, float]:
+        """The BM25 weight of each of the query's terms (:meth:`~diagnose.lexical.BM25Index.term_weights`), kept
+        for the current query like its scores."""
+        if q != self._weights_query:
+            self._weights_query, self._weights = q, self.bm25.term_weights(set(tokenize([text])[0]))
+        return self._weights
 
 
 class _Lexical(NamedTuple):
@@ -341,8 +350,7 @@ def _lexical(look: _Lookups, bm25: Bm25Scores, q: str, d: str, text: str) -> _Le
     if own_row is not None and best is not None:
         own = look.bm25_known[(q, q)][2] if (q, q) in look.bm25_known else float(bm25.of(q, text)[own_row])
         best, worst = _one_rank_less(best, worst, own, score)
-    weights = bm25.bm25.term_weights(set(tokenize([text])[0]))
-    ov = term_overlap(text, "", doc_stems=look.target_stems[d], weights=weights)
+    ov = term_overlap(text, "", doc_stems=look.target_stems[d], weights=bm25.weights(q, text))
     return _Lexical(
         best,
         score,
