@@ -20,8 +20,8 @@ truncated          ~300 words of another document are put before the target's te
 diluted            the target keeps its first three sentences (one passage, defaults.PASSAGE_SENTENCES), followed by
                    ~200 words of sentences of other documents; the run is searched again over the changed corpus
 vocabulary_mismatch dense: the query becomes a code that only the target holds (BM25 finds it, the model cannot);
-                   lexical: every query term is deleted from the target's text (BM25 cannot find it; the meaning
-                   is kept for the model)
+                   lexical: every word of the target whose stem is a query term is deleted (BM25 cannot find
+                   it; the rest of its meaning is kept for the model)
 filtered_out       the query's metadata filter excludes the target (``filters.json``: ``{"doc_id": {"$nin":
                    [target]}}``) and the run, a filtered search, does not return it
 split              a collection of its own (``classes=("split",)``): a chunk corpus (every document one chunk, with
@@ -55,6 +55,7 @@ import numpy as np
 
 import diagnose
 from diagnose.defaults import PASSAGE_SENTENCES
+from diagnose.lexical import TOKEN_RE, tokenize
 
 CLASSES = (
     "index_gap",
@@ -80,7 +81,6 @@ KIND_CLASSES = {
         "filtered_out",
     ),
 }
-_WORD = re.compile(r"\w+", re.UNICODE)
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 
 
@@ -251,15 +251,12 @@ def inject(
             docs[t.doc_id] = {**docs[t.doc_id], "text": f"{docs[t.doc_id].get('text', '')} {code}"}
             queries[t.query_id] = {**queries[t.query_id], "text": code}
         elif t.cls == "vocabulary_mismatch":
-            terms = {w.lower() for w in _WORD.findall(queries[t.query_id]["text"])}
-            drop = re.compile(
-                r"\b(" + "|".join(re.escape(w) for w in sorted(terms, key=len, reverse=True)) + r")\b", re.I
-            )
             r = docs[t.doc_id]
+            stems = set(tokenize([queries[t.query_id]["text"]])[0])
             docs[t.doc_id] = {
                 **r,
-                "title": drop.sub("", r.get("title", "")),
-                "text": drop.sub("", r.get("text", "")),
+                "title": _without_stems(r.get("title", ""), stems),
+                "text": _without_stems(r.get("text", ""), stems),
             }
     out = Path(out)
     (out / "qrels").mkdir(parents=True, exist_ok=True)
@@ -354,6 +351,12 @@ def _split_cut(a: Any, t: Injected, text: str, k: int, kind: str) -> int | None:
         if 1 + int((others > cos).sum()) > k:
             return c
     return None
+
+
+def _without_stems(text: str, stems: set[str]) -> str:
+    """``text`` without every word whose stem (this tool's tokenizer: BM25's) is in ``stems``: "statin" goes with
+    "statins", so BM25 finds none of the query's terms in it."""
+    return TOKEN_RE.sub(lambda m: "" if set(tokenize([m.group()])[0]) & stems else m.group(), text)
 
 
 def _rescored(ranked: list[tuple[str, float]]) -> list[tuple[str, float]]:

@@ -46,9 +46,15 @@ class FakeBM25:
 
     def __init__(self, scores: dict[str, list[float]]):
         self._scores = scores
+        self.weights: dict[str, float] = {}
 
     def scores(self, text: str) -> np.ndarray:
         return np.asarray(self._scores[text], dtype=np.float64)
+
+    def term_weights(self, stems) -> dict[str, float]:
+        # every term weighs 1 unless the test says otherwise: the share of the query's BM25 weight is then the share
+        # of its terms (repeats counted)
+        return {s: self.weights.get(s, 1.0) for s in stems}
 
 
 def world(docs, query, qrels, run, bm25):
@@ -214,14 +220,18 @@ def test_question_words_do_not_make_a_vocabulary_mismatch():
 
 def test_question_words_in_the_denominator_no_longer_hide_a_match():
     # the target shares one word ("laptop") with the query. BM25's terms (Lucene drops "a", "for"): how, do, i,
-    # get, new, laptop, my, team -> 1 / 8 = 0.125 < 0.2, which made it a vocabulary_mismatch before; without the
-    # query stop words how/do/i/my: get, new, laptop, team -> 1 / 4 = 0.25 >= 0.2, and BM25 rank 3 > k:
+    # get, new, laptop, my, team -> 1 / 8 = 0.125 < 0.2, which made it a vocabulary_mismatch when every term
+    # counted alike; the rule reads the share of the query's BM25 weight, where the question words weigh what their
+    # idf gives them (in most documents of a real corpus: 0.1 here, against 1 for the others):
+    # 1 / (4 x 0.1 + 4 x 1) = 1 / 4.4 = 0.227 >= 0.2 (no hits to calibrate on: min_overlap), and BM25 rank 3 > k:
     # semantic_gap
     ds, run, space, bm25 = outranked_world(
         "laptop refresh policy", "how do I get a new laptop for my team", [3.0, 2.0, 0.0, 1.0]
     )
+    bm25.weights = dict.fromkeys(("how", "do", "i", "my"), 0.1)
     f = only_failure(ds, run, space, bm25)
     assert f.bm25_overlap == pytest.approx(1 / 8) and f.overlap == pytest.approx(1 / 4)
+    assert f.weight_share == pytest.approx(1 / 4.4) and f.weight_share_threshold is None  # min_overlap
     assert f.cls == "semantic_gap"
     assert f.ignored_terms == ("how", "do", "i", "my")
 
@@ -662,9 +672,14 @@ def test_same_text_documents_read_in_blocks_equal_the_whole_list(texts, block):
     [
         # the BM25 branch: BM25 #10 <= k=10 (the boundary) -> the words tell
         (10, 0.5, "while the words tell (BM25 ranks it within k)"),
-        # the few-words branch: overlap 0.1 < 0.2 and BM25 #11 > 10 (one past the boundary) or no BM25 rank at all
-        (11, 0.1, "and the query shares few of its terms"),
-        (None, 0.1, "and the query shares few of its terms"),
+        # the few-words branch: 10% of the query's BM25 weight < the run's 20% and BM25 #11 > 10 (one past the
+        # boundary) or no BM25 rank at all
+        (
+            11,
+            0.1,
+            "and the target holds 10% of the query's BM25 weight, less than the 20% that 90% of the relevant",
+        ),
+        (None, 0.1, "and the target holds 10% of the query's BM25 weight, less than the 20% that 90% of the"),
     ],
 )
 def test_the_vocabulary_mismatch_sentence_says_the_branch_that_fired(bm25_rank, overlap, says):
@@ -673,7 +688,8 @@ def test_the_vocabulary_mismatch_sentence_says_the_branch_that_fired(bm25_rank, 
 
     e = PairEvidence(
         doc_id="t", k=10, calibrated=0.5, run_depth=100, dense_rank=40, bm25_rank=bm25_rank,
-        bm25_score=None if bm25_rank else 0.0, cosine=0.2, overlap=overlap,
+        bm25_score=None if bm25_rank else 0.0, cosine=0.2, overlap=overlap, weight_share=overlap,
+        weight_share_threshold=0.2,
     )  # fmt: skip
     assert classify(e, Thresholds()) == "vocabulary_mismatch"
     sentence = evidence_sentence("vocabulary_mismatch", e)

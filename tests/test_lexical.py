@@ -397,6 +397,46 @@ def test_overlap_uses_the_index_tokenizer():
                 assert idx.scores(stem)[j] == 0
 
 
+@pytest.mark.parametrize("engine", ["bm25s", "rank_bm25"])
+def test_missing_terms_overlap_weight_share_and_bm25_agree(engine):
+    # one tokenizer: a term is present exactly when BM25 scores it for that document, the query stop words too
+    # ("how", "do", "my": left out of the overlap, scored by BM25), and the document holds some of the query's BM25
+    # weight exactly when BM25 scores it above 0
+    docs = ["How do cats sleep? My cat sleeps.", "Dogs, birds & FISH", "do re mi", "Ærøskøbing's cats"]
+    idx = BM25Index.build(docs, ["a", "b", "c", "d"], engine=engine)
+    for q in ["how do my cats sleep", "do fish dream?", "the bird", "ærøskøbing", "unicorn how"]:
+        scores = idx.scores(q)
+        weights = idx.term_weights(set(tokenize([q])[0]))
+        for j, doc in enumerate(docs):
+            ov = term_overlap(q, doc, weights=weights)
+            scored = ov.stems_present + tuple(s for s in ov.ignored_stems if s in set(tokenize([doc])[0]))
+            assert bool(scored) == (ov.bm25_overlap_ratio > 0) == (ov.weight_share > 0), (q, doc)
+            # rank_bm25's idf is ln((N - df + 0.5) / (df + 0.5)): 0 for a term in half the documents ("cat": 2 of
+            # 4), so a present term can score 0 there; Lucene's idf (bm25s, the weights) is > 0 for every df
+            assert (scores[j] > 0) == bool(scored) if engine == "bm25s" else (scores[j] <= 0 or bool(scored))
+            for stem in scored if engine == "bm25s" else ():
+                assert idx.scores(stem)[j] > 0, (q, doc, stem)
+            for stem in ov.stems_missing:
+                assert idx.scores(stem)[j] == 0, (q, doc, stem)
+
+
+def test_weight_share_is_the_share_of_the_query_idf_by_hand():
+    idx = BM25Index.build(TINY, TINY_IDS)
+    # N = 3; cat df 1: ln(1 + 2.5 / 1.5) = ln(8/3) = 0.98083; dog df 2: ln(1 + 1.5 / 2.5) = ln(1.6) = 0.47000;
+    # unicorn df 0: no document holds it, BM25 cannot score it -> 0
+    w = idx.term_weights({"cat", "dog", "unicorn"})
+    assert w == pytest.approx({"cat": math.log(8 / 3), "dog": math.log(1.6), "unicorn": 0.0})
+    # "cat dog" in d1 ("Dog bird"): 0.47000 / (0.98083 + 0.47000) = 0.32395; "cat cat dog": cat counts twice, as
+    # BM25 scores it: 0.47000 / (2 x 0.98083 + 0.47000) = 0.19330
+    assert term_overlap("cat dog", TINY[1], weights=w).weight_share == pytest.approx(
+        0.47000 / 1.45083, rel=1e-4
+    )
+    assert term_overlap("cat cat dog", TINY[1], weights=w).weight_share == pytest.approx(
+        0.47000 / 2.43166, rel=1e-4
+    )
+    assert term_overlap("cat dog", TINY[1]).weight_share is None  # no weights given
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # the published baseline
 

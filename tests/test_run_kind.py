@@ -82,7 +82,7 @@ def test_lexical_index_gap_reads_bm25_and_vocabulary_mismatch_mirrors_the_dense_
     common = dict(run_rank=None, k=10, calibrated=0.5)
     # BM25 ranks it #3, exact dense #40, cos 0.2: a dense run's index gap needs dense within k -> not one
     # (vocabulary_mismatch: dense low and BM25 has it); a lexical run's exact search of its kind is BM25 -> index_gap
-    ev = dict(dense_rank=40, bm25_rank=3, cosine=0.2, overlap=0.5)
+    ev = dict(dense_rank=40, bm25_rank=3, cosine=0.2, overlap=0.5, weight_share=0.5)
     assert classify(PairEvidence(**common, **ev)) == "vocabulary_mismatch"
     assert classify(PairEvidence(**common, **ev, kind="lexical")) == "index_gap"
     assert (
@@ -90,22 +90,20 @@ def test_lexical_index_gap_reads_bm25_and_vocabulary_mismatch_mirrors_the_dense_
     )  # either exact search within k
     # dense #2, no BM25 rank, overlap 0, cos 0.7: a dense run's index gap; for a lexical run the words differ while
     # dense search has it (2 <= 3k = 30) -> vocabulary_mismatch (dense retrieval would find it)
-    ev = dict(dense_rank=2, bm25_rank=None, cosine=0.7, overlap=0.0)
+    ev = dict(dense_rank=2, bm25_rank=None, cosine=0.7, overlap=0.0, weight_share=0.0)
     assert classify(PairEvidence(**common, **ev)) == "index_gap"
     assert classify(PairEvidence(**common, **ev, kind="lexical")) == "vocabulary_mismatch"
-    # dense ties 29..31: the group does not fit 3k = 30, so dense search does not have it either -> semantic_gap;
-    # 29..30 fits -> vocabulary_mismatch. The cosine does not enter the lexical rule (0.2 < 0.5 or not)
-    ev = dict(bm25_rank=None, cosine=0.2, overlap=0.0)
-    assert classify(PairEvidence(**common, **ev, dense_rank=29, dense_rank_worst=31, kind="lexical")) == (
-        "semantic_gap"
-    )
-    assert classify(PairEvidence(**common, **ev, dense_rank=29, dense_rank_worst=30, kind="lexical")) == (
-        "vocabulary_mismatch"
-    )
-    # dense #40 > 30: neither signal -> semantic_gap for a lexical run; a dense run calls it vocabulary_mismatch (its
-    # signal is low and the words differ)
-    ev = dict(dense_rank=40, bm25_rank=None, cosine=0.2, overlap=0.0)
+    # the lexical rule is the dense rule's mirror: its own signal (BM25) misses the target and the target holds few
+    # of the query's words (0% < min_overlap 20%), wherever dense search ranks it (dense ties 29..31 or #40, beyond
+    # 3k = 30: once semantic_gap, which hid the injected lexical faults, issue 35); the cosine does not enter it
+    ev = dict(bm25_rank=None, cosine=0.2, overlap=0.0, weight_share=0.0)
+    for dense in (dict(dense_rank=29, dense_rank_worst=31), dict(dense_rank=40)):
+        assert classify(PairEvidence(**common, **ev, **dense, kind="lexical")) == "vocabulary_mismatch"
+    # the words are there (50% >= 20%) and neither BM25 nor dense search ranks it within k: semantic_gap
+    ev = dict(dense_rank=40, bm25_rank=None, bm25_score=0.0, cosine=0.2, overlap=0.5, weight_share=0.5)
     assert classify(PairEvidence(**common, **ev, kind="lexical")) == "semantic_gap"
+    # a dense run calls dense #40 with few words vocabulary_mismatch (its signal is low and the words differ)
+    ev = dict(dense_rank=40, bm25_rank=None, cosine=0.2, overlap=0.0, weight_share=0.0)
     assert classify(PairEvidence(**common, **ev)) == "vocabulary_mismatch"
 
 
@@ -136,7 +134,11 @@ def test_a_lexical_diagnosis_words_its_classes_for_a_lexical_run():
     assert f.cls == "vocabulary_mismatch" and f.recommendation == recommendation(
         "vocabulary_mismatch", "lexical"
     )
-    assert f.evidence.startswith("The query and the target share almost no words, which a lexical run needs")
+    # no hits to calibrate on: the share of the query's BM25 weight is read against min_overlap (0% < 20%)
+    assert f.evidence.startswith(
+        "BM25 does not rank the target within k=2: the target holds 0% of the query's BM25 weight, less than "
+        "min_overlap (20%); run rank"
+    )
     payload = d.to_dict()
     assert payload["run_kind"] == "lexical" and payload["run_kind_evidence"]["source"] == "given"
     assert payload["recommendations"]["vocabulary_mismatch"] == f.recommendation

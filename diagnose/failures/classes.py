@@ -234,10 +234,7 @@ FAILURE_CLASSES: tuple[FailureClass, ...] = (
             "fine-tuning cannot recover text the model never reads."
         ),
         remedy=Remedy("passages", "max-sim over passages that fit the model's window"),
-        evidence=(
-            "The best-matching passage (cosine {passage_cosine:.3f}) starts at token {passage_offset} of "
-            "{target_tokens}, beyond the model's window of {window_tokens} tokens; {base}."
-        ),
+        evidence=("The best-matching passage (cosine {passage_cosine:.3f}) {beyond}; {base}."),
     ),
     FailureClass(
         id="diluted",
@@ -341,9 +338,10 @@ FAILURE_CLASSES: tuple[FailureClass, ...] = (
         color="#009E73",
         rule=(
             "cosine below the calibrated threshold and dense search not ranking it within k, while BM25 ranks it "
-            "within k or the query shares almost no terms with it (overlap < {min_overlap:g}); for a lexical run the "
-            "mirror image: BM25 not ranking it within k and overlap < {min_overlap:g} while exact dense search ranks "
-            "it within {near_miss_factor}k"
+            "within k or the target holds few of the query's words: a share of the query's BM25 weight (its terms "
+            "weighed by idf) below the {calibration_percentile:g}th percentile of that share over the relevant "
+            "documents the run found (min_overlap = {min_overlap:g} with too few of them); for a lexical run the "
+            "mirror image: BM25 not ranking it within k and the target holding few of the query's words"
         ),
         what_to_do="hybrid retrieval (BM25 + dense, RRF), query expansion, fine-tuning; for a lexical run dense retrieval",
         recommendation=(
@@ -364,10 +362,7 @@ FAILURE_CLASSES: tuple[FailureClass, ...] = (
                     "lists hold); or expand the queries (synonyms, an LLM rewrite) or the documents (doc2query)."
                 ),
                 remedy=Remedy("dense", "dense retrieval (exact dense search replaces the run)"),
-                evidence=(
-                    "The query and the target share almost no words, which a lexical run needs, while exact dense "
-                    "search ranks it within {near_hi}: {base}; {ov}."
-                ),
+                evidence="BM25 does not rank the target within k={k}: {few_words}; {base}; {ov}.",
             ),
         },
     ),

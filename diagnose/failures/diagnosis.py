@@ -18,7 +18,7 @@ document) over the relevant documents the run found in the top k. 0.75 means dif
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 import numpy as np
 
@@ -30,6 +30,7 @@ from diagnose.failures.evidence import Bm25Scores, EvidenceSources, Failure, bui
 from diagnose.failures.kind import RunKind
 from diagnose.failures.taxonomy import FailureMode, Thresholds, recommendation
 from diagnose.io.messages import plural_of
+from diagnose.lexical import term_overlap, tokenize
 from diagnose.runtime.lazy import pandas as pd
 from diagnose.search.space import VectorSpace
 
@@ -45,6 +46,10 @@ class Calibration:
     model_fingerprint: str = (
         ""  # the vectors' identity (``st-sha256:...+bf16``); ``model`` is the human label
     )
+    #: the same percentile of the share of the query's BM25 weight the found documents hold (:func:`calibrate_words`;
+    #: ``Thresholds.min_overlap`` with too few pairs); None: not computed yet
+    weight_share: float | None = None
+    weight_share_fallback: bool = False
 
     def to_dict(self) -> dict:
         return {
@@ -54,6 +59,13 @@ class Calibration:
                 "found in the top k"
                 if not self.fallback
                 else "too few successful pairs to calibrate; the seed threshold is used"
+            ),
+            "weight_share": self.weight_share,
+            "weight_share_method": (
+                f"{self.percentile:g}th percentile of the share of the query's BM25 weight the relevant document "
+                "holds, over the relevant documents the run found in the top k"
+                if not self.weight_share_fallback
+                else "too few successful pairs to calibrate; min_overlap is used"
             ),
         }
 
@@ -204,6 +216,43 @@ def calibrate(
     )
 
 
+def calibrate_words(
+    ds: Dataset,
+    run: Run,
+    bm25,
+    k: int,
+    calibration: Calibration,
+    thresholds: Thresholds = Thresholds(),  # noqa: B008 - frozen
+) -> Calibration:
+    """``calibration`` with the run's threshold of the share of the query's BM25 weight a target holds
+    (:func:`~diagnose.lexical.term_overlap`'s ``weight_share``), which the vocabulary_mismatch rule reads: the
+    ``calibration_percentile``-th percentile of that share over the relevant documents the run found in its top k,
+    the pairs of the cosine's calibration. Relative, like the cosine's: with long queries every document holds a
+    small share of the query's terms, the ones the run finds too, so an absolute share ("< 20% of the terms") would
+    call half of what the run finds a mismatch (issue 35). Fewer than ``min_calibration_pairs`` pairs ->
+    ``thresholds.min_overlap``, flagged. ``bm25``: the :class:`~diagnose.lexical.BM25Index` of the diagnosis."""
+    top = run.top(k)
+    rel = ds.qrels.relevant()
+    hits = top.merge(rel[["query_id", "doc_id"]], on=["query_id", "doc_id"], how="inner")
+    q_text = ds.queries.text_of()
+    corpus_row = ds.corpus.index_of()
+    pairs = [(q, d) for q, d in zip(hits["query_id"], hits["doc_id"], strict=True) if d in corpus_row]
+    if len(pairs) < thresholds.min_calibration_pairs:
+        return replace(calibration, weight_share=thresholds.min_overlap, weight_share_fallback=True)
+    docs = list(dict.fromkeys(d for _, d in pairs))
+    stems = dict(
+        zip(docs, map(set, tokenize(ds.corpus.texts_at([corpus_row[d] for d in docs]))), strict=True)
+    )
+    queries = list(dict.fromkeys(q for q, _ in pairs))
+    weights = bm25.term_weights({s for t in tokenize([q_text.get(q, "") for q in queries]) for s in t})
+    shares = [
+        term_overlap(q_text.get(q, ""), "", doc_stems=stems[d], weights=weights).weight_share
+        for q, d in pairs
+    ]
+    value = float(np.percentile(shares, thresholds.calibration_percentile))
+    return replace(calibration, weight_share=value, weight_share_fallback=False)
+
+
 def failed_pairs(
     ds: Dataset, run: Run, k: int, mode: FailureMode = "hit"
 ) -> tuple[list[tuple[str, str, int]], int]:
@@ -253,6 +302,8 @@ def diagnose_run(
         raise DataError("The diagnosis needs the corpus and the queries.", param="corpus")
     k = rank_cutoff(k)
     calibration = calibration or calibrate(ds, run, space, k, thresholds)
+    if calibration.weight_share is None:
+        calibration = calibrate_words(ds, run, bm25, k, calibration, thresholds)
     pairs, n_golden = failed_pairs(ds, run, k, mode)
     look = lookups(ds, run, space, pairs, sources)
     scores = Bm25Scores(bm25)
@@ -272,6 +323,8 @@ def diagnose_run(
                 k=k,
                 thresholds=thresholds,
                 calibrated=calibration.calibrated,
+                # too few hits to calibrate: None, and the rule reads min_overlap (and says so)
+                weight_share=None if calibration.weight_share_fallback else calibration.weight_share,
                 passage=matched.get((q, d)),
             )
         )

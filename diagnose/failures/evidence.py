@@ -77,7 +77,11 @@ class Failure:
     the largest part of a reference span no chunk holds whole), the query's cosine with the window of it and its
     neighbour(s) holding the rest (:func:`diagnose.failures.split.split_window_cosines`), and ``split_rank`` its
     rank with every chunk scored with its neighbours merged (:func:`diagnose.failures.split.merged_ranks`); None
-    otherwise.
+    otherwise. ``weight_share``: the share of the query's BM25 weight the target holds (every term BM25 scores, each
+    weighed by its idf: :func:`diagnose.lexical.term_overlap`), and ``weight_share_threshold`` the run's calibrated
+    share (the 10th percentile over the relevant documents it found:
+    :func:`~diagnose.failures.diagnosis.calibrate_words`) that the vocabulary_mismatch rule compares it with; None
+    when the target is not in the corpus.
     """
 
     query_id: str
@@ -116,6 +120,8 @@ class Failure:
     window_char: int | None = None
     split_cosine: float | None = None
     split_rank: int | None = None
+    weight_share: float | None = None
+    weight_share_threshold: float | None = None
 
     def to_dict(self) -> dict:
         """The JSON record of ``diagnose failures --format json``: every field (``cls`` as ``class``) plus
@@ -306,11 +312,20 @@ class Bm25Scores:
         self.bm25 = bm25
         self.query: str | None = None
         self.scores = np.zeros(0)
+        self._weights_query: str | None = None
+        self._weights: dict[str, float] = {}
 
     def of(self, q: str, text: str) -> np.ndarray:
         if q != self.query:
             self.query, self.scores = q, self.bm25.scores(text)
         return self.scores
+
+    def weights(self, q: str, text: str) -> dict[str, float]:
+        """The BM25 weight of each of the query's terms (:meth:`~diagnose.lexical.BM25Index.term_weights`), kept
+        for the current query like its scores."""
+        if q != self._weights_query:
+            self._weights_query, self._weights = q, self.bm25.term_weights(set(tokenize([text])[0]))
+        return self._weights
 
 
 class _Lexical(NamedTuple):
@@ -325,6 +340,7 @@ class _Lexical(NamedTuple):
     ignored_terms: tuple[str, ...] = ()
     bm25_overlap: float | None = None
     bm25_rank_worst: int | None = None
+    weight_share: float | None = None
 
 
 def _lexical(look: _Lookups, bm25: Bm25Scores, q: str, d: str, text: str) -> _Lexical:
@@ -340,7 +356,7 @@ def _lexical(look: _Lookups, bm25: Bm25Scores, q: str, d: str, text: str) -> _Le
     if own_row is not None and best is not None:
         own = look.bm25_known[(q, q)][2] if (q, q) in look.bm25_known else float(bm25.of(q, text)[own_row])
         best, worst = _one_rank_less(best, worst, own, score)
-    ov = term_overlap(text, "", doc_stems=look.target_stems[d])
+    ov = term_overlap(text, "", doc_stems=look.target_stems[d], weights=bm25.weights(q, text))
     return _Lexical(
         best,
         score,
@@ -350,6 +366,7 @@ def _lexical(look: _Lookups, bm25: Bm25Scores, q: str, d: str, text: str) -> _Le
         tuple(ov.ignored),
         float(ov.bm25_overlap_ratio),
         worst,
+        ov.weight_share,
     )
 
 
@@ -398,6 +415,7 @@ def _pair(
     k: int,
     thresholds: Thresholds,
     calibrated: float,
+    weight_share: float | None = None,
     passage: PassageMatch | None = None,
 ) -> tuple[PairEvidence, _Lexical, list[Competitor]]:
     """The evidence of the (query ``q``, target ``d``) pair: what the rules read, the lexical evidence, and the
@@ -430,6 +448,8 @@ def _pair(
         calibrated=calibrated,
         overlap=lex.overlap,
         bm25_overlap=lex.bm25_overlap,
+        weight_share=lex.weight_share,
+        weight_share_threshold=weight_share,
         duplicate_doc_id=dup_id,
         duplicate_cosine=dup_cos,
         dense_rank_worst=dense_worst,
@@ -462,12 +482,23 @@ def build_failure(
     k: int,
     thresholds: Thresholds,
     calibrated: float,
+    weight_share: float | None = None,
     passage: PassageMatch | None = None,
 ) -> Failure:
     """One failed (query ``q``, target ``d`` of grade ``g``) pair: its evidence, class, verdicts and sentence.
-    ``passage``: the target's window and best passage (:mod:`diagnose.failures.passages`), when the window is known."""
+    ``weight_share``: the run's calibrated share of the query's BM25 weight
+    (:func:`~diagnose.failures.diagnosis.calibrate_words`; None: ``thresholds.min_overlap``). ``passage``: the
+    target's window and best passage (:mod:`diagnose.failures.passages`), when the window is known."""
     ev, lex, competitors = _pair(
-        look, bm25, q, d, k=k, thresholds=thresholds, calibrated=calibrated, passage=passage
+        look,
+        bm25,
+        q,
+        d,
+        k=k,
+        thresholds=thresholds,
+        calibrated=calibrated,
+        weight_share=weight_share,
+        passage=passage,
     )
     cls = classify(ev, thresholds)
     kth = ev.kth_cosine

@@ -11,7 +11,8 @@ threshold (:func:`seed_rule`).
 A rank is a tie range (best, worst): "ranks it within k" means the whole tie group does, ``worst <= k``
 (:func:`within`); a target with BM25 score 0 has no BM25 rank (no query term in it), so BM25 never ranks it within k.
 The run's kind (:mod:`~diagnose.failures.kind`) changes some rules here (index_gap: exact search *of the run's kind*;
-a lexical run's vocabulary_mismatch is the mirror image: BM25 misses it, dense search ranks it within 3k), and some
+a lexical run's vocabulary_mismatch is the mirror image: BM25 misses it and the target holds few of the query's
+words), and some
 records' sentences, recommendations and remedies (``FailureClass.by_kind``; :func:`recommendation`).
 """
 
@@ -112,7 +113,10 @@ class PairEvidence:
       (None: no tie); ``bm25_rank`` None when ``bm25_score`` is 0 (None: unknown).
     - ``cosine``: cos(query, target); ``kth_cosine``: cos(query, the run's k-th document) (None: the run
       returned fewer than k, or no vector); ``overlap``: the share of the query's terms in the target (stop words out);
-      ``bm25_overlap``: the share over every term BM25 scores, stop words included (the same tokenizer).
+      ``bm25_overlap``: the share over every term BM25 scores, stop words included (the same tokenizer);
+      ``weight_share``: the share of the query's BM25 weight in the target (each term BM25 scores weighed by its
+      idf), and ``weight_share_threshold`` the run's calibrated share (the 10th percentile over the relevant
+      documents the run found; None: ``Thresholds.min_overlap``), which the vocabulary_mismatch rule compares.
     - ``duplicate_doc_id`` / ``duplicate_cosine``: an unjudged near-duplicate of the target in the top k and its
       strength (1.0: the same normalised text); None: none.
     - ``kind``: the run's kind (:mod:`diagnose.failures.kind`).
@@ -143,6 +147,8 @@ class PairEvidence:
     kth_cosine: float | None = None
     overlap: float | None = None
     bm25_overlap: float | None = None
+    weight_share: float | None = None
+    weight_share_threshold: float | None = None
     duplicate_doc_id: str | None = None
     duplicate_cosine: float | None = None
     kind: str = "unknown"
@@ -212,17 +218,21 @@ def classify(e: PairEvidence, thresholds: Thresholds = Thresholds()) -> str:  # 
     own_in = {"lexical": bm25_in, "hybrid": dense_in or bm25_in}.get(e.kind, dense_in)
     if own_in and (run_rank is None or run_rank > near_hi):
         return "index_gap"
-    few_words = e.overlap is not None and e.overlap < thresholds.min_overlap
+    few_words = e.weight_share is not None and e.weight_share < few_words_threshold(e, thresholds)
     dense_low = (e.cosine is not None and e.cosine < calibrated) and not dense_in
-    if e.kind == "lexical":
-        mismatch = not bm25_in and few_words and within(e.dense_rank, e.dense_rank_worst, near_hi)
-    else:
-        mismatch = dense_low and (bm25_in or few_words)
+    # a lexical run's rule is the mirror image: its own signal (BM25) misses it and the words differ
+    mismatch = (not bm25_in and few_words) if e.kind == "lexical" else dense_low and (bm25_in or few_words)
     if mismatch:
         return "vocabulary_mismatch"
     if not dense_in and not bm25_in:
         return "semantic_gap"
     return "ranking_failure"
+
+
+def few_words_threshold(e: PairEvidence, thresholds: Thresholds = Thresholds()) -> float:  # noqa: B008
+    """The share of the query's BM25 weight below which the target "shares few of the query's terms": the run's
+    calibrated share (``e.weight_share_threshold``), else ``thresholds.min_overlap``."""
+    return e.weight_share_threshold if e.weight_share_threshold is not None else thresholds.min_overlap
 
 
 def seed_rule(cosine: float | None, threshold: float) -> str:
@@ -244,31 +254,103 @@ def _rank_text(rank: int | None, depth: int | None = None) -> str:
     return f"#{rank}"
 
 
+def compared(value: float, against: float, fmt: str = ".3f") -> tuple[str, str]:
+    """``value`` and ``against`` as a sentence prints them, side by side: with ``fmt``'s digits, or more when those
+    would print two different numbers alike (a cosine of 0.49996 beside a threshold of 0.5 reads "0.500" and
+    "0.500" at 3 decimals, as if equal: 0.49996 and 0.50000 at 5), so the printed numbers compare as the numbers
+    do. ``fmt``: ``".3f"`` or ``".0%"``-like (the digits are raised up to 9: float32 cosines differ from 1e-7)."""
+    kind, digits = fmt[-1], int(fmt[1:-1])
+    for d in range(digits, 10):
+        a, b = format(value, f".{d}{kind}"), format(against, f".{d}{kind}")
+        if a != b or value == against:
+            return a, b
+    return a, b
+
+
+def share_text(x: float) -> str:
+    """A share as a percentage that never reads 0% or 100% unless it is: "<1%" for a share in (0, 0.005), ">99%"
+    in [0.995, 1)."""
+    if 0 < x < 0.005:
+        return "<1%"
+    if 0.995 <= x < 1:
+        return ">99%"
+    return f"{x:.0%}"
+
+
 def _bm25_text(e: PairEvidence) -> str:
     """The BM25 part of the sentence: the rank range, or why there is none."""
     if e.bm25_rank is not None:
         return f"BM25 rank {rank_range_text(e.bm25_rank, e.bm25_rank_worst)}"
     if e.bm25_score is None:
         return "BM25 rank n/a"
-    if e.overlap:
+    if e.bm25_score != 0:  # a score without a rank: not a record build_failure makes; say the number, not "0"
+        return f"BM25 rank n/a (score {e.bm25_score:.3g})"
+    if e.overlap or e.bm25_overlap:
         return "no BM25 rank (score 0: the query terms in the target carry no BM25 weight)"
     return "no BM25 rank (score 0: no query term in the target)"
 
 
+def _overlap_text(e: PairEvidence) -> str:
+    """The term overlap: the share of the query's terms in the target, and what BM25 sees beside it."""
+    if e.overlap is None:
+        return "the term overlap is unknown"
+    ov = f"{share_text(e.overlap)} of the query terms occur in the target"
+    if e.bm25_overlap is not None and e.bm25_overlap > e.overlap:
+        # the overlap leaves the query's stop words out, BM25 scores them: say so beside a BM25 score the stop words
+        # alone may give (issue: "0% of the query terms" beside a BM25 score of 0.68)
+        ov += f" (stop words left out; {share_text(e.bm25_overlap)} of every term BM25 scores)"
+    elif e.overlap == 0 and e.bm25_score and e.bm25_overlap is None:
+        ov += " (stop words left out, which BM25 scores)"
+    if e.weight_share is not None:
+        ov += f", {share_text(e.weight_share)} of the query's BM25 weight"
+    return ov
+
+
+def _few_words_text(e: PairEvidence, thresholds: Thresholds) -> str:
+    """The few-words branch of the vocabulary_mismatch rule in words: the target's share of the query's BM25 weight
+    against the run's calibrated share (or ``min_overlap``), printed so the two compare as the numbers do."""
+    threshold = few_words_threshold(e, thresholds)
+    if e.weight_share is None:
+        return "the share of the query's BM25 weight in the target is unknown"
+    share, thr = compared(e.weight_share, threshold, ".0%")
+    below = "less than" if e.weight_share < threshold else "not less than"
+    if e.weight_share_threshold is None:
+        return f"the target holds {share} of the query's BM25 weight, {below} min_overlap ({thr})"
+    return (
+        f"the target holds {share} of the query's BM25 weight, {below} the {thr} that "
+        f"{100 - thresholds.calibration_percentile:g}% of the relevant documents the run found hold"
+    )
+
+
+def _beyond_text(p: PassageMatch) -> str:
+    """Where the truncated target's match starts against the tokens the model reads (``capacity``: the window less
+    its special tokens), in numbers that say "beyond" only where the offset is."""
+    reads = f"the {p.capacity} tokens the model reads (its window of {p.window_tokens} less special tokens)"
+    if p.passage_offset >= p.capacity:
+        return f"starts at token {p.passage_offset} of {p.target_tokens}, beyond {reads}"
+    where = f"starts at token {p.passage_offset} of {p.target_tokens}, within {reads}"
+    good = p.first_good_offset
+    if good is not None and good >= p.capacity:
+        return f"{where}, while every passage at or above the calibrated threshold starts at token {good} or later"
+    return where
+
+
 def evidence_sentence(cls: str, e: PairEvidence, thresholds: Thresholds = Thresholds()) -> str:  # noqa: B008
     """The sentence that says why the pair is in class ``cls``: the class's template (:attr:`FailureClass.evidence`)
-    formatted with the evidence's fields, ``{near_hi}`` (the near-miss depth of ``thresholds``) and the phrases below."""
-    cos = f"{e.cosine:.3f}" if e.cosine is not None else "n/a"
+    formatted with the evidence's fields, ``{near_hi}`` (the near-miss depth of ``thresholds``) and the phrases below.
+    Its numbers cannot contradict its words: a cosine beside its threshold, and a share beside its threshold, are
+    printed with the digits that keep their order (:func:`compared`); a share is 0% or 100% only when it is
+    (:func:`share_text`); "beyond the window" only for an offset at or past the tokens the model reads; "the words
+    tell" only beside a BM25 rank within k (``tests/test_failures.py`` checks each class at the rules' boundaries)."""
+    if e.cosine is not None:
+        cos, cal = compared(e.cosine, e.calibrated)
+    else:
+        cos, cal = "n/a", f"{e.calibrated:.3f}"
     base = (
         f"run rank {_rank_text(e.run_rank, e.run_depth)}, exact dense rank "
         f"{rank_range_text(e.dense_rank, e.dense_rank_worst)}, {_bm25_text(e)}, cosine {cos} (calibrated threshold "
-        f"{e.calibrated:.3f})"
+        f"{cal})"
     )
-    ov = f"{e.overlap:.0%} of the query terms occur in the target" if e.overlap is not None else ""
-    if ov and e.bm25_overlap is not None and e.bm25_overlap > e.overlap:
-        # the overlap leaves the query's stop words out, BM25 scores them: say so beside a BM25 score the stop words
-        # alone may give (issue: "0% of the query terms" beside a BM25 score of 0.68)
-        ov += f" (stop words left out; {e.bm25_overlap:.0%} of every term BM25 scores)"
     found = "did not retrieve it" if e.run_rank is None else f"ranked it #{e.run_rank}"
     dense, bm25 = (
         rank_range_text(e.dense_rank, e.dense_rank_worst),
@@ -280,10 +362,13 @@ def evidence_sentence(cls: str, e: PairEvidence, thresholds: Thresholds = Thresh
     words = (
         "while the words tell (BM25 ranks it within k)"
         if within(e.bm25_rank, e.bm25_rank_worst, e.k)
-        else "and the query shares few of its terms"
+        else f"and {_few_words_text(e, thresholds)}"
     )
     split = f"{e.split_share:.0%} of it" if e.split_share is not None else "n/a"
-    split_window = f"{e.split_cosine:.3f}" if e.split_cosine is not None else "n/a"
+    if e.split_cosine is not None:
+        split_window, _ = compared(e.split_cosine, e.calibrated)
+    else:
+        split_window = "n/a"
     split_rank = _rank_text(e.split_rank)
     passage = e.passage._asdict() if e.passage is not None else {}
     return template.format(
@@ -291,7 +376,7 @@ def evidence_sentence(cls: str, e: PairEvidence, thresholds: Thresholds = Thresh
         **passage,
         near_hi=thresholds.near_miss_depth(e.k),
         base=base,
-        ov=ov,
+        ov=_overlap_text(e),
         found=found,
         dense=dense,
         bm25=bm25,
@@ -299,6 +384,8 @@ def evidence_sentence(cls: str, e: PairEvidence, thresholds: Thresholds = Thresh
         split_window=split_window,
         split_rank_text=split_rank,
         words=words,
+        few_words=_few_words_text(e, thresholds),
+        beyond=_beyond_text(e.passage) if e.passage is not None else "n/a",
     )
 
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -124,6 +125,17 @@ class BM25Index:
     def score_matrix(self, query_texts: Sequence[str]) -> np.ndarray:
         """Scores of every document for several queries: array ``[len(query_texts), len(self)]``."""
         return self._score_block(tokenize(list(query_texts)))
+
+    def term_weights(self, stems: Iterable[str]) -> dict[str, float]:
+        """Each stem's weight: Lucene's BM25 idf, ``log(1 + (N - df + 0.5) / (df + 0.5))`` with ``N`` the documents
+        and ``df`` those holding the stem, whatever the engine (rank_bm25's own idf can be negative); 0 for a stem
+        no document holds, which BM25 cannot score. The weights of the share of a query a document holds
+        (:func:`~diagnose.lexical.terms.term_overlap`'s ``weight_share``)."""
+        n = len(self)
+        return {
+            s: math.log(1 + (n - df + 0.5) / (df + 0.5)) if df else 0.0
+            for s, df in self._impl.document_frequencies(stems).items()
+        }
 
     def rank_of(self, query_text: str, doc_ids: Sequence[str]) -> list[tuple[int | None, float]]:
         """``(rank, score)`` per doc id: rank = 1 + number of documents with a strictly higher score (1-based,

@@ -5,7 +5,8 @@ key and file.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -213,6 +214,13 @@ class Bm25sImpl:
         self.n_docs = n_docs
         return self
 
+    def document_frequencies(self, stems: Iterable[str]) -> dict[str, int]:
+        """The number of documents holding each stem (0: not in the index): the nonzero scores of its row."""
+        indptr = self.matrix.indptr
+        return {
+            s: int(indptr[j + 1] - indptr[j]) if (j := self.vocab.get(s)) is not None else 0 for s in stems
+        }
+
     def score_block(self, queries: list[list[str]]) -> np.ndarray:
         import scipy.sparse as sp
 
@@ -239,6 +247,14 @@ class RankBm25Impl:
 
         self.okapi = BM25Okapi(tokens, k1=k1, b=b, epsilon=0.25)
         self.n_docs = len(tokens)
+        self._df: Counter[str] | None = None
+
+    def document_frequencies(self, stems: Iterable[str]) -> dict[str, int]:
+        """The number of documents holding each stem (0: not in the index), counted once from rank_bm25's
+        per-document term frequencies."""
+        if self._df is None:
+            self._df = Counter(t for freqs in self.okapi.doc_freqs for t in freqs)
+        return {s: self._df.get(s, 0) for s in stems}
 
     def score_block(self, queries: list[list[str]]) -> np.ndarray:
         out = np.zeros((len(queries), self.n_docs), dtype=np.float64)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import functools
 import re
 import threading
-from collections.abc import Iterable, Sequence, Set
+from collections.abc import Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass
 from typing import Any
 
@@ -242,7 +242,12 @@ class TermOverlap:
     ``present``/``missing`` (display forms) and ``stems_present``/``stems_missing`` keep query order.
     ``overlap_ratio = len(present) / len(query_terms)``; 0.0 when the query has no terms.
     ``bm25_overlap_ratio``: the same share over every term BM25 scores (the ignored ones too); it differs from
-    ``overlap_ratio`` only when something was ignored.
+    ``overlap_ratio`` only when something was ignored. ``weight_share``: the share of the query's BM25 weight the
+    document holds, ``sum(n_t * w_t for t present) / sum(n_t * w_t for every t)`` over every term BM25 scores (the
+    ignored ones too), ``n_t`` the term's count in the query (BM25 scores a repeated term again) and ``w_t`` its
+    weight (:meth:`~diagnose.lexical.bm25.BM25Index.term_weights`: the idf, 0 for a term no document holds); a
+    rare term counts more than a common one and the share does not shrink with the query's length the way a count
+    of terms does. None when no weights were given; 0.0 when the query has no weight.
     """
 
     query_terms: tuple[str, ...]
@@ -255,6 +260,7 @@ class TermOverlap:
     ignored: tuple[str, ...] = ()
     ignored_stems: tuple[str, ...] = ()
     bm25_overlap_ratio: float = 0.0
+    weight_share: float | None = None
 
 
 def term_overlap(
@@ -263,6 +269,7 @@ def term_overlap(
     *,
     doc_stems: Set[str] | None = None,
     query_stopwords: Set[str] = QUERY_STOPWORDS,
+    weights: Mapping[str, float] | None = None,
 ) -> TermOverlap:
     """Split the query's terms into those found in ``doc`` and those missing, with :func:`tokenize`'s rules,
     leaving out the query stop words.
@@ -270,7 +277,8 @@ def term_overlap(
     ``doc_stems``: the document's stems when already known (``set(tokenize([doc])[0])``, e.g. computed for many
     documents in one :func:`tokenize` call); ``doc`` is then not read. ``query_stopwords``: lowercased surface
     words to leave out of the terms (default :data:`QUERY_STOPWORDS`; ``frozenset()`` gives BM25's own view,
-    where every query token BM25 scores is a term).
+    where every query token BM25 scores is a term). ``weights``: stem -> BM25 weight
+    (:meth:`~diagnose.lexical.bm25.BM25Index.term_weights`), for ``weight_share`` (a stem without one weighs 0).
 
     >>> t = term_overlap("How do statins reduce breast cancer?", "Statin use and breast-cancer survival")
     >>> t.present, t.missing, t.overlap_ratio, t.ignored
@@ -279,8 +287,10 @@ def term_overlap(
     0.5
     """
     forms: dict[str, list[str]] = {}
+    count: dict[str, int] = {}
     for word, stem, _, _ in _analyze(query):
         seen = forms.setdefault(stem, [])
+        count[stem] = count.get(stem, 0) + 1
         if word not in seen:
             seen.append(word)
     if doc_stems is None:
@@ -292,6 +302,11 @@ def term_overlap(
     s_present = tuple(s for s in stems if s in doc_stems)
     s_missing = tuple(s for s in stems if s not in doc_stems)
     n_bm25_present = len(s_present) + sum(1 for s in ignored if s in doc_stems)
+    share = None
+    if weights is not None:
+        weight = {s: count[s] * weights.get(s, 0.0) for s in all_stems}
+        total = sum(weight.values())
+        share = sum(w for s, w in weight.items() if s in doc_stems) / total if total > 0 else 0.0
     return TermOverlap(
         query_terms=tuple(display[s] for s in stems),
         stems=stems,
@@ -303,6 +318,7 @@ def term_overlap(
         ignored=tuple(display[s] for s in ignored),
         ignored_stems=ignored,
         bm25_overlap_ratio=n_bm25_present / len(all_stems) if all_stems else 0.0,
+        weight_share=share,
     )
 
 
