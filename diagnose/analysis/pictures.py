@@ -124,13 +124,17 @@ class Pictures(Evidence):
         self, run: str | None = None, *, k: int | None = None, space: VectorSpace | None = None
     ) -> Calibration:
         """The calibrated cosine threshold of the analysis' model (or of ``space``, another model's vectors of the
-        same data) on the run's hits at k, with the analysis' thresholds: the calibration its diagnosis uses
-        (:func:`diagnose.failures.calibrate`)."""
+        same data) on the run's hits at k, with the analysis' thresholds, and the run's threshold of the share of
+        the query's BM25 weight (model-free): the calibration its diagnosis uses (:func:`diagnose.failures.calibrate`,
+        :func:`diagnose.failures.diagnosis.calibrate_words`)."""
         from diagnose.failures import calibrate
+        from diagnose.failures.diagnosis import calibrate_words
 
         name = self._run_name(run)
         k = self._k(k)
-        return calibrate(self.dataset, self.runs[name], space or self.space, k, self.thresholds)
+        run_ = self.runs[name]
+        cosine = calibrate(self.dataset, run_, space or self.space, k, self.thresholds)
+        return calibrate_words(self.dataset, run_, self.bm25, k, cosine, self.thresholds)
 
     def similarity(self, run: str | None = None, *, k: int | None = None) -> alt.Chart:
         """Histogram of cos(query, relevant document), hits vs misses, with the seed and calibrated thresholds."""
