@@ -68,9 +68,11 @@ model's window."""
 DILUTED_MARGIN = 0.15
 """The diluted class: a passage within the model's window beats the whole target's cosine by at least this much."""
 
-MAXSIM_MAX_DOCS = 20_000
-"""The passage remedy searches every document's passages up to this many documents; above it, it re-scores only the
-run's candidates and the relevant documents (:func:`diagnose.failures.passages.maxsim_run`)."""
+PASSAGE_CANDIDATES = 10
+"""The passage remedy's bound (:func:`diagnose.failures.passages.remedy_candidates`): each golden query re-scores by
+max-sim the top this-many documents of the run, of exact dense search and of BM25, and its failed targets; only
+their passages are encoded. ``None`` in ``Analysis(passage_candidates=)`` (``--passage-remedy-corpus``): every
+document's passages, the whole-corpus remedy."""
 
 CHUNK_SIZES = (128, 256, 512)
 CHUNK_OVERLAPS = (0,)

@@ -82,6 +82,7 @@ class AnalysisBase:
         filter_field: str | None = None,
         filters: str | Path | Mapping[str, Any] | None = None,
         ignore_identical_ids: bool = False,
+        passage_candidates: int | None = defaults.PASSAGE_CANDIDATES,
     ) -> None:
         if not isinstance(dataset, Dataset):
             raise param_error(
@@ -98,6 +99,11 @@ class AnalysisBase:
         self.retriever_timeout = check_timeout(retriever_timeout, "retriever_timeout")
         self.cache_dir = checks.optional_path(cache_dir, "cache_dir", what="a folder")
         self.ignore_identical_ids = checks.flag(ignore_identical_ids, "ignore_identical_ids")
+        self.passage_candidates = (
+            None
+            if passage_candidates is None
+            else checks.positive_int(passage_candidates, "passage_candidates")
+        )
         self._metric_names = params.check_metrics(metrics)
         self._thresholds = params.check_thresholds(thresholds)
         self._encoder_given = params.check_encoder(encoder)

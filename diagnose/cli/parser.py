@@ -294,6 +294,19 @@ def _failures_options(fa: argparse.ArgumentParser) -> None:
         help="also measure a sentence-transformers CrossEncoder rerank of the top 3k as a near_miss remedy",
     )
     fa.add_argument(
+        "--passage-candidates",
+        type=int,
+        default=defaults.PASSAGE_CANDIDATES,
+        metavar="N",
+        help="the passages remedy re-scores each query's top N of the run, of dense search and of BM25, and its "
+        f"failed targets; only their passages are encoded (default {defaults.PASSAGE_CANDIDATES})",
+    )
+    fa.add_argument(
+        "--passage-remedy-corpus",
+        action="store_true",
+        help="the passages remedy over every document's passages instead (encodes the whole corpus' passages)",
+    )
+    fa.add_argument(
         "--run-kind",
         action="append",
         default=[],

@@ -165,6 +165,9 @@ def build_analysis(args: argparse.Namespace, ds, *, runs=None, **kwargs: Any):
         progress=True,
         retriever_timeout=_retriever_timeout(args),
         ignore_identical_ids=bool(getattr(args, "ignore_identical_ids", False)),
+        passage_candidates=None
+        if getattr(args, "passage_remedy_corpus", False)
+        else getattr(args, "passage_candidates", defaults.PASSAGE_CANDIDATES),
         **kwargs,
     )
 
