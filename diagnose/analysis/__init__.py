@@ -93,7 +93,7 @@ class Analysis(Pictures):
     own document out too (:mod:`diagnose.metrics.identical`). Off (default), the validation report says
     when >= 10% of the golden queries retrieve their own id in a run. ``passage_candidates``: the bound of the
     ``passages`` remedy (default :data:`~diagnose.defaults.PASSAGE_CANDIDATES`): each golden query re-scores by its
-    best passage only the top this-many of the run, of exact dense search and of BM25, and its failed targets
+    best passage only the top this-many (at least ``k``) of the run, of exact dense search and of BM25, and its failed targets
     (:func:`diagnose.failures.passages.remedy_candidates`), so only those documents' passages are encoded; ``None``:
     every document's passages (the whole-corpus remedy, ``diagnose failures --passage-remedy-corpus``).
     """

@@ -388,9 +388,9 @@ class Evidence(Chunked):
     def _passage_run(self, name: str, k: int, mode: str):  # noqa: ANN202 - a builder: () -> Run
         """What builds the passage remedy of run ``name`` (:func:`diagnose.failures.passages.maxsim_run`,
         memoised), top ``depth`` over the golden queries: each query's bounded candidate set
-        (:func:`~diagnose.failures.passages.remedy_candidates`: the top ``passage_candidates`` of the run, of the dense
-        and BM25 baselines, and the query's failed targets at ``k``), or every document with
-        ``passage_candidates=None``."""
+        (:func:`~diagnose.failures.passages.remedy_candidates`: the top ``passage_candidates`` (at least ``k``, so the
+        run's hits are always re-scored) of the run, of the dense and BM25 baselines, and the query's failed targets
+        at ``k``), or every document with ``passage_candidates=None``."""
         from diagnose.failures.passages import maxsim_run, remedy_candidates
 
         n = self.passage_candidates
@@ -404,7 +404,7 @@ class Evidence(Chunked):
             if n is not None:
                 targets = [(f.query_id, f.doc_id) for f in self.diagnosis(name, k=k, failure=mode).failures]
                 runs = [self.runs[name], self._baseline("dense"), self._baseline("bm25")]
-                candidates = remedy_candidates(self.golden, runs, n, targets)
+                candidates = remedy_candidates(self.golden, runs, max(n, k), targets)
             return maxsim_run(
                 self.passages, self.runs[name], self.golden, depth=self.depth, candidates=candidates
             )

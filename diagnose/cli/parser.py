@@ -298,7 +298,7 @@ def _failures_options(fa: argparse.ArgumentParser) -> None:
         type=int,
         default=defaults.PASSAGE_CANDIDATES,
         metavar="N",
-        help="the passages remedy re-scores each query's top N of the run, of dense search and of BM25, and its "
+        help="the passages remedy re-scores each query's top N (at least k) of the run, of dense search and of BM25, and its "
         f"failed targets; only their passages are encoded (default {defaults.PASSAGE_CANDIDATES})",
     )
     fa.add_argument(

@@ -27,8 +27,8 @@ word pieces, *including* its two special tokens ([CLS], [SEP]), so it reads the 
 - **The remedy** (:func:`maxsim_run`): documents' passages encoded (the same windows of sentences, side by side
   instead of one starting at every sentence: a third as many to encode), a document scored by its best passage
   (max-sim) and ranked. By default only a bounded candidate set per query is re-scored
-  (:func:`remedy_candidates`: the top :data:`~diagnose.defaults.PASSAGE_CANDIDATES` of the run, of exact dense search
-  and of BM25, and the query's failed targets), so the diagnosis encodes the passages of the documents it reads, not
+  (:func:`remedy_candidates`: the top :data:`~diagnose.defaults.PASSAGE_CANDIDATES` (at least k) of the run, of
+  exact dense search and of BM25, and the query's failed targets), so the diagnosis encodes the passages of the documents it reads, not
   of the corpus; on request (``candidates=None``; ``Analysis(passage_candidates=None)``, ``diagnose failures
   --passage-remedy-corpus``) every document's passages are searched.
 
