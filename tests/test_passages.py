@@ -309,7 +309,7 @@ def test_the_cli_flags_set_the_passage_bound(tmp_path, capsys):
     ds = _tiny("", DILUTED)
     base = ["failures", "--qrels", "q.tsv", "--run", "r.trec"]
     for extra, expected in [
-        ([], 20),
+        ([], "auto"),
         (["--passage-candidates", "3"], 3),
         (["--passage-remedy-corpus"], None),
     ]:

@@ -390,10 +390,14 @@ class Evidence(Chunked):
         memoised), top ``depth`` over the golden queries: each query's bounded candidate set
         (:func:`~diagnose.failures.passages.remedy_candidates`: the top ``passage_candidates`` (at least ``k``, so the
         run's hits are always re-scored) of the run, of the dense and BM25 baselines, and the query's failed targets
-        at ``k``), or every document with ``passage_candidates=None``."""
+        at ``k``), or every document with ``passage_candidates=None``; ``"auto"``: every document up to
+        :data:`~diagnose.defaults.MAXSIM_MAX_DOCS` documents, the bound :data:`~diagnose.defaults.PASSAGE_CANDIDATES`
+        above."""
         from diagnose.failures.passages import maxsim_run, remedy_candidates
 
         n = self.passage_candidates
+        if n == "auto":
+            n = None if len(self.dataset.corpus) <= defaults.MAXSIM_MAX_DOCS else defaults.PASSAGE_CANDIDATES
 
         def build() -> Run:
             where = "every document" if n is None else f"candidates: the top {n} of the run, dense and BM25"

@@ -296,15 +296,16 @@ def _failures_options(fa: argparse.ArgumentParser) -> None:
     fa.add_argument(
         "--passage-candidates",
         type=int,
-        default=defaults.PASSAGE_CANDIDATES,
+        default=None,
         metavar="N",
-        help="the passages remedy re-scores each query's top N (at least k) of the run, of dense search and of BM25, and its "
-        f"failed targets; only their passages are encoded (default {defaults.PASSAGE_CANDIDATES})",
+        help="the passages remedy re-scores only each query's top N (at least k) of the run, of dense search and of "
+        "BM25, and its failed targets; only their passages are encoded (default: every document up to "
+        f"{defaults.MAXSIM_MAX_DOCS:,} documents, N={defaults.PASSAGE_CANDIDATES} above)",
     )
     fa.add_argument(
         "--passage-remedy-corpus",
         action="store_true",
-        help="the passages remedy over every document's passages instead (encodes the whole corpus' passages)",
+        help="the passages remedy over every document's passages, whatever the corpus' size",
     )
     fa.add_argument(
         "--run-kind",

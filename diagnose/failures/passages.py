@@ -26,10 +26,11 @@ word pieces, *including* its two special tokens ([CLS], [SEP]), so it reads the 
   ``truncated`` and ``diluted`` in :func:`diagnose.failures.taxonomy.classify`.
 - **The remedy** (:func:`maxsim_run`): documents' passages encoded (the same windows of sentences, side by side
   instead of one starting at every sentence: a third as many to encode), a document scored by its best passage
-  (max-sim) and ranked. By default only a bounded candidate set per query is re-scored
+  (max-sim) and ranked. Above :data:`~diagnose.defaults.MAXSIM_MAX_DOCS` documents (or on request) only a bounded
+  candidate set per query is re-scored
   (:func:`remedy_candidates`: the top :data:`~diagnose.defaults.PASSAGE_CANDIDATES` (at least k) of the run, of
   exact dense search and of BM25, and the query's failed targets), so the diagnosis encodes the passages of the documents it reads, not
-  of the corpus; on request (``candidates=None``; ``Analysis(passage_candidates=None)``, ``diagnose failures
+  of the corpus; otherwise (``candidates=None``; ``Analysis(passage_candidates=None)``, ``diagnose failures
   --passage-remedy-corpus``) every document's passages are searched.
 
 Passage vectors are cached on disk in the embedding cache (:func:`diagnose.embed.embed_texts`, keyed by the text and
