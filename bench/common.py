@@ -7,6 +7,7 @@ Imported by the scripts of this folder (``python bench/bench_x.py`` puts ``bench
 from __future__ import annotations
 
 import argparse
+import resource
 import shutil
 import statistics
 import subprocess
@@ -99,21 +100,43 @@ def bm25_run(data: Path, work: Path, env: dict[str, str]) -> Path:
     return work / "bm25.trec"
 
 
+def children_cpu() -> float:
+    """CPU seconds (user + system) of the finished child processes so far: a difference of two reads is the CPU
+    time of the processes run in between."""
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
+
+
 def cold_warm_bare(
-    cmd: list[str], data: Path, env: dict[str, str], repeats: int, caches: list[Path], *, output: bool = False
+    cmd: list[str],
+    data: Path,
+    env: dict[str, str],
+    repeats: int,
+    caches: list[Path],
+    *,
+    output: bool = False,
+    cpu: dict[str, list[float]] | None = None,
 ) -> tuple[list[float], list[float], list[float], str, str]:
     """``repeats`` rounds of: the ``caches`` emptied, the bare encode of ``data``, ``cmd`` cold, ``cmd`` warm.
 
-    Returns the bare, cold and warm times and ``cmd``'s last cold and warm outputs (with ``output``)."""
+    Returns the bare, cold and warm times and ``cmd``'s last cold and warm outputs (with ``output``); ``cpu``, when
+    given, gets each process's CPU seconds under ``"bare"``, ``"cold"`` and ``"warm"``."""
     bare, cold, warm, out_cold, out_warm = [], [], [], "", ""
+    cpu = {} if cpu is None else cpu
     for _ in range(repeats):
         for cache in caches:
             shutil.rmtree(cache, ignore_errors=True)
+        c0 = children_cpu()
         bare.append(timed([sys.executable, "-c", BARE, str(data)], env, output=output)[0])
+        c1 = children_cpu()
         t, out_cold = timed(cmd, env, output=output)
         cold.append(t)
+        c2 = children_cpu()
         t, out_warm = timed(cmd, env, output=output)
         warm.append(t)
+        c3 = children_cpu()
+        for key, value in (("bare", c1 - c0), ("cold", c2 - c1), ("warm", c3 - c2)):
+            cpu.setdefault(key, []).append(value)
     return bare, cold, warm, out_cold, out_warm
 
 

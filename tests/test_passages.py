@@ -18,6 +18,7 @@ from diagnose.failures.passages import (
     PassageScorer,
     maxsim_run,
     model_window,
+    remedy_candidates,
     split_passages,
     split_sentences,
     word_window,
@@ -295,16 +296,119 @@ def test_without_a_window_the_fields_are_null_and_the_classes_unused(tmp_path):
     assert failures_text(d, model="fake").count("window is unknown") == 1
 
 
-def test_maxsim_run_over_the_cap_rescores_candidates_and_relevant_documents(tmp_path):
+def test_maxsim_run_over_candidates_rescores_only_them(tmp_path):
     ds = _tiny("", DILUTED)
     enc = KeywordEncoder(dim=512)
     scorer = PassageScorer(ds, enc, word_window(22, 2), cache_dir=tmp_path)
     full = maxsim_run(scorer, _run(ds), ["q1", "q2"])
-    capped = maxsim_run(scorer, _run(ds), ["q1", "q2"], max_docs=2)
+    # the run's candidate (d3 / d4) and the failed target (d1 / d2): remedy_candidates with n=1, no baselines
+    cand = remedy_candidates(["q1", "q2"], [_run(ds)], 1, [("q1", "d1"), ("q2", "d2")])
+    assert cand == {"q1": ["d3", "d1"], "q2": ["d4", "d2"]}
+    bounded = maxsim_run(scorer, _run(ds), ["q1", "q2"], candidates=cand)
     assert full.top(1)["doc_id"].tolist() == ["d1", "d2"]  # the relevant documents' passages win
-    # over the cap only the run's candidate (d3 / d4) and the relevant document are scored: 2 rows a query
-    assert capped.df.groupby("query_id").size().tolist() == [2, 2]
-    assert capped.top(1)["doc_id"].tolist() == ["d1", "d2"]
+    # only the 2 candidates of each query are scored: 2 rows a query, the same winners
+    assert bounded.df.groupby("query_id").size().tolist() == [2, 2]
+    assert bounded.top(1)["doc_id"].tolist() == ["d1", "d2"]
+
+
+class _CountingEncoder(KeywordEncoder):
+    """The fake keyword encoder, recording every text it is asked to encode."""
+
+    def __init__(self, dim: int = 512) -> None:
+        super().__init__(dim=dim)
+        self.window = word_window(22, 2)
+        self.seen: list[str] = []
+
+    def encode(self, texts, **kw):  # noqa: ANN001, ANN003, ANN201 - the encoder protocol
+        self.seen += list(texts)
+        return super().encode(texts, **kw)
+
+
+#: Documents no query's top 1 (run, dense, BM25) holds: they share no word with any query. Five sentences each, so
+#: their remedy passages (sentences 0-2 and 3-4, side by side) are not their whole text.
+_FAR = {f"far{i}": " ".join(f"Unrelated{i} note{j}." for j in range(5)) for i in range(3)}
+
+
+def _with_far(ds: Dataset) -> Dataset:
+    extra = pd.DataFrame({"doc_id": list(_FAR), "title": "", "text": list(_FAR.values())})
+    corpus = Corpus(pd.concat([ds.corpus.df, extra], ignore_index=True))
+    return Dataset(corpus=corpus, queries=ds.queries, qrels=ds.qrels)
+
+
+def _passage_texts_of_far(seen: list[str]) -> set[str]:
+    """The encoded texts that are a far document's text but not the whole of it (its passages)."""
+    return {t for t in seen if any(t != whole and t in whole for whole in _FAR.values())}
+
+
+def test_the_remedy_encodes_only_the_passages_of_targets_and_candidates(tmp_path):
+    """passage_candidates=1: each golden query re-scores the top 1 of the run, dense and BM25 and its failed target;
+    the far documents are in none of them, so none of their passages is encoded (their whole text is: the dense
+    space encodes every document). The whole-corpus remedy encodes them: the count this test reads can fail."""
+    ds = _with_far(_tiny("", DILUTED))
+    th = Thresholds(seed_cosine=0.5)
+    counts = {}
+    for n in (1, None):
+        enc = _CountingEncoder()
+        a = Analysis(
+            ds, {"mine": _run(ds)}, k=1, encoder=enc, cache_dir=tmp_path / str(n), thresholds=th,
+            passage_candidates=n,
+        )  # fmt: skip
+        rem = a.remedies("mine")
+        assert rem.row("truncated").recovered == 1 and rem.row("diluted").recovered == 1
+        counts[n] = _passage_texts_of_far(enc.seen)
+        run = rem.runs["passages"]
+        counts[(n, "docs")] = set(run.df["doc_id"])
+    assert counts[1] == set()
+    # 3 far documents x 2 side-by-side passages (sentences 0-2, 3-4) = 6 passages, each encoded once
+    assert len(counts[None]) == 6
+    # the bounded run ranks the candidates only: q1 {d3, d1}, q2 {d4, d2}, q3 {d5} and the top 1 of dense and BM25,
+    # never a far document; the whole-corpus run ranks every document with a passage, the far ones too
+    assert not counts[(1, "docs")] & set(_FAR) and set(_FAR) <= counts[(None, "docs")]
+
+
+def test_the_bounded_remedy_equals_the_whole_corpus_one_when_the_bound_covers_everything(tmp_path):
+    """passage_candidates=5 on 5 documents: exact dense search's top 5 is the whole corpus (every document, cosine 0
+    included), so every query re-scores every document and the two remedies give the same run and the same rows."""
+    ds = _tiny("", DILUTED)
+    th = Thresholds(seed_cosine=0.5)
+    out = {}
+    for n in (5, None):
+        a = Analysis(
+            ds, {"mine": _run(ds)}, k=1, encoder=KeywordEncoder(dim=512), cache_dir=tmp_path / str(n),
+            thresholds=th, passage_candidates=n,
+        )  # fmt: skip
+        a.encoder.window = word_window(22, 2)
+        out[n] = a.remedies("mine")
+    bounded, whole = (out[n].runs["passages"].df.reset_index(drop=True) for n in (5, None))
+    assert len(whole) == 3 * 5  # 3 golden queries x 5 documents, each with a passage
+    pd.testing.assert_frame_equal(bounded, whole)
+    assert [r.to_dict() for r in out[5].rows] == [r.to_dict() for r in out[None].rows]
+
+
+def test_the_cli_flags_set_the_passage_bound(tmp_path, capsys):
+    from diagnose.cli import main
+    from diagnose.cli.parser import build_parser
+    from diagnose.cli.shared import build_analysis
+
+    ds = _tiny("", DILUTED)
+    base = ["failures", "--qrels", "q.tsv", "--run", "r.trec"]
+    for extra, expected in [
+        ([], "auto"),
+        (["--passage-candidates", "3"], 3),
+        (["--passage-remedy-corpus"], None),
+    ]:
+        args = build_parser().parse_args(base + extra)
+        assert build_analysis(args, ds, runs={"mine": _run(ds)}).passage_candidates == expected, extra
+    # a bound of 0 is refused at the door, naming the flag
+    (tmp_path / "q.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td1\t1\n")
+    (tmp_path / "r.trec").write_text("q1 Q0 d1 1 1.0 r\n")
+    (tmp_path / "c.jsonl").write_text(json.dumps({"_id": "d1", "title": "", "text": "alpha"}) + "\n")
+    (tmp_path / "qs.jsonl").write_text(json.dumps({"_id": "q1", "text": "alpha"}) + "\n")
+    files = ["--qrels", "q.tsv", "--run", "r.trec", "--corpus", "c.jsonl", "--queries", "qs.jsonl"]
+    files = [str(tmp_path / f) if i % 2 else f for i, f in enumerate(files)]
+    code = main(["failures", *files, "--passage-candidates", "0"])
+    err = capsys.readouterr().err
+    assert code != 0 and "passage-candidates" in err
 
 
 # ------------------------------------------------------------------------------------------ the real model
@@ -330,6 +434,12 @@ def test_the_real_model_window_truncated_and_diluted(tmp_path):
         "d3": "Parking in the garage needs a booking.",
         "d4": "Refund policy: 30 days.",
     }
+    # documents in no query's top 1 (run, dense, BM25): the bounded remedy never encodes their passages
+    far = {
+        f"far{i}": f"Recipe {i}. Whisk the eggs. Fold in the flour. Bake for twenty minutes. Serve with jam."
+        for i in range(3)
+    }
+    docs |= far
     ds = Dataset(
         corpus=Corpus(pd.DataFrame({"doc_id": list(docs), "title": "", "text": list(docs.values())})),
         queries=Queries(
@@ -348,7 +458,22 @@ def test_the_real_model_window_truncated_and_diluted(tmp_path):
     run = Run(
         "mine", pd.DataFrame({"query_id": ["q1", "q2"], "doc_id": ["d3", "d4"], "score": 1.0, "rank": 1})
     )
-    a = Analysis(ds, {"mine": run}, k=1, cache_dir=tmp_path, thresholds=Thresholds(seed_cosine=0.3))
+    a = Analysis(
+        ds,
+        {"mine": run},
+        k=1,
+        cache_dir=tmp_path,
+        thresholds=Thresholds(seed_cosine=0.3),
+        passage_candidates=1,
+    )
+    seen: list[str] = []
+    encode = a.encoder.encode
+
+    def spy(texts, **kw):  # noqa: ANN001, ANN003, ANN202 - the encoder protocol
+        seen.extend(texts)
+        return encode(texts, **kw)
+
+    a.encoder.encode = spy
     window = model_window(a.encoder)
     assert (window.tokens, window.specials) == (256, 2)
     f = a.failures("mine").set_index("query_id")
@@ -359,6 +484,9 @@ def test_the_real_model_window_truncated_and_diluted(tmp_path):
     assert f.at["q2", "passage_cosine"] - f.at["q2", "cosine"] >= 0.15
     rem = a.remedies("mine")
     assert rem.row("truncated").recovered == 1 and rem.row("diluted").recovered == 1
+    # the far recipes were encoded whole (the dense space), never as passages ("Recipe 0. Whisk ... flour.")
+    assert {t for t in seen if "Whisk" in t} == set(far.values())
+    assert not set(rem.runs["passages"].df["doc_id"]) & set(far)
 
 
 @pytest.mark.real_model

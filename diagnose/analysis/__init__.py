@@ -91,7 +91,13 @@ class Analysis(Pictures):
     metrics and the diagnosis, each query's later documents moving up one rank; the searches made here go one deeper
     so that ``depth`` documents remain, and the failures' dense and BM25 ranks over the corpus leave the query's
     own document out too (:mod:`diagnose.metrics.identical`). Off (default), the validation report says
-    when >= 10% of the golden queries retrieve their own id in a run.
+    when >= 10% of the golden queries retrieve their own id in a run. ``passage_candidates``: the bound of the
+    ``passages`` remedy: an int N, each golden query re-scores by its best passage only the top N (at least ``k``) of
+    the run, of exact dense search and of BM25, and its failed targets
+    (:func:`diagnose.failures.passages.remedy_candidates`), so only those documents' passages are encoded (it can
+    overstate the whole corpus' figures: :data:`~diagnose.defaults.PASSAGE_CANDIDATES`); ``None``: every document's
+    passages (``diagnose failures --passage-remedy-corpus``); ``"auto"`` (default): every document up to
+    :data:`~diagnose.defaults.MAXSIM_MAX_DOCS` documents, N = :data:`~diagnose.defaults.PASSAGE_CANDIDATES` above.
     """
 
     def to_dict(self, *, per_query: bool = False) -> dict[str, Any]:

@@ -82,6 +82,7 @@ class AnalysisBase:
         filter_field: str | None = None,
         filters: str | Path | Mapping[str, Any] | None = None,
         ignore_identical_ids: bool = False,
+        passage_candidates: int | str | None = "auto",
     ) -> None:
         if not isinstance(dataset, Dataset):
             raise param_error(
@@ -98,6 +99,11 @@ class AnalysisBase:
         self.retriever_timeout = check_timeout(retriever_timeout, "retriever_timeout")
         self.cache_dir = checks.optional_path(cache_dir, "cache_dir", what="a folder")
         self.ignore_identical_ids = checks.flag(ignore_identical_ids, "ignore_identical_ids")
+        self.passage_candidates = (
+            passage_candidates
+            if passage_candidates is None or passage_candidates == "auto"
+            else checks.positive_int(passage_candidates, "passage_candidates", note=' (or "auto", or None)')
+        )
         self._metric_names = params.check_metrics(metrics)
         self._thresholds = params.check_thresholds(thresholds)
         self._encoder_given = params.check_encoder(encoder)

@@ -259,7 +259,7 @@ class Evidence(Chunked):
                     else None
                 ),
                 merged_run=self._merged_neighbours(),
-                passage_run=self._passage_run(name) if self.passages is not None else None,
+                passage_run=self._passage_run(name, k, mode) if self.passages is not None else None,
             )
 
         return self._cached(("remedies", name, k, mode, cross_encoder), build)
@@ -433,16 +433,38 @@ class Evidence(Chunked):
 
         return self._cached(key, build)
 
-    def _passage_run(self, name: str):  # noqa: ANN202 - a builder: () -> Run
+    def _passage_run(self, name: str, k: int, mode: str):  # noqa: ANN202 - a builder: () -> Run
         """What builds the passage remedy of run ``name`` (:func:`diagnose.failures.passages.maxsim_run`,
-        memoised): every document's passages, max-sim, top ``depth``, over the golden queries."""
-        from diagnose.failures.passages import maxsim_run
+        memoised), top ``depth`` over the golden queries: each query's bounded candidate set
+        (:func:`~diagnose.failures.passages.remedy_candidates`: the top ``passage_candidates`` (at least ``k``, so the
+        run's hits are always re-scored) of the run, of the dense and BM25 baselines, and the query's failed targets
+        at ``k``), or every document with ``passage_candidates=None``; ``"auto"``: every document up to
+        :data:`~diagnose.defaults.MAXSIM_MAX_DOCS` documents, the bound :data:`~diagnose.defaults.PASSAGE_CANDIDATES`
+        above."""
+        from diagnose.failures.passages import maxsim_run, remedy_candidates
+
+        n = self.passage_candidates
+        if n == "auto":
+            n = None if len(self.dataset.corpus) <= defaults.MAXSIM_MAX_DOCS else defaults.PASSAGE_CANDIDATES
 
         def build() -> Run:
-            self._reporter.step(f"Ranking documents by their best passage (the passage remedy of {name})")
-            return maxsim_run(self.passages, self.runs[name], self.golden, depth=self.depth)
+            where = "every document" if n is None else f"candidates: the top {n} of the run, dense and BM25"
+            self._reporter.step(
+                f"Ranking documents by their best passage (the passage remedy of {name}; {where})"
+            )
+            candidates = None
+            if n is not None:
+                targets = [(f.query_id, f.doc_id) for f in self.diagnosis(name, k=k, failure=mode).failures]
+                runs = [self.runs[name], self._baseline("dense"), self._baseline("bm25")]
+                candidates = remedy_candidates(self.golden, runs, max(n, k), targets)
+            return maxsim_run(
+                self.passages, self.runs[name], self.golden, depth=self.depth, candidates=candidates
+            )
 
-        return lambda: self._cached(("passage_run", name, self.depth), build)
+        key = (
+            ("passage_run", name, self.depth) if n is None else ("passage_run", name, self.depth, n, k, mode)
+        )
+        return lambda: self._cached(key, build)
 
     def _cross_encoded(self, name: str, model: str, depth: int) -> Run:
         """The run's top ``depth`` reranked live by the CrossEncoder ``model`` (memoised)."""

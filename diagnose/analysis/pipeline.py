@@ -386,6 +386,7 @@ class Pipeline(AnalysisBase):
             progress=self._reporter,
             retriever_timeout=self.retriever_timeout,
             ignore_identical_ids=self.ignore_identical_ids,
+            passage_candidates=self.passage_candidates,
         )
         for key in ("bm25", "encoder"):
             if self._has(key):

@@ -294,6 +294,20 @@ def _failures_options(fa: argparse.ArgumentParser) -> None:
         help="also measure a sentence-transformers CrossEncoder rerank of the top 3k as a near_miss remedy",
     )
     fa.add_argument(
+        "--passage-candidates",
+        type=int,
+        default=None,
+        metavar="N",
+        help="the passages remedy re-scores only each query's top N (at least k) of the run, of dense search and of "
+        "BM25, and its failed targets; only their passages are encoded (default: every document up to "
+        f"{defaults.MAXSIM_MAX_DOCS:,} documents, N={defaults.PASSAGE_CANDIDATES} above)",
+    )
+    fa.add_argument(
+        "--passage-remedy-corpus",
+        action="store_true",
+        help="the passages remedy over every document's passages, whatever the corpus' size",
+    )
+    fa.add_argument(
         "--run-kind",
         action="append",
         default=[],

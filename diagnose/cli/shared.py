@@ -165,8 +165,17 @@ def build_analysis(args: argparse.Namespace, ds, *, runs=None, **kwargs: Any):
         progress=True,
         retriever_timeout=_retriever_timeout(args),
         ignore_identical_ids=bool(getattr(args, "ignore_identical_ids", False)),
+        passage_candidates=_passage_candidates(args),
         **kwargs,
     )
+
+
+def _passage_candidates(args: argparse.Namespace) -> int | str | None:
+    """``--passage-remedy-corpus``: None (every document); ``--passage-candidates N``: N; neither: ``"auto"``."""
+    if getattr(args, "passage_remedy_corpus", False):
+        return None
+    n = getattr(args, "passage_candidates", None)
+    return "auto" if n is None else n
 
 
 def _retriever_timeout(args: argparse.Namespace) -> float | None:

@@ -6,8 +6,10 @@ model load takes here, most of it the torch import that transformers makes).
 Only the plain layout is read this way, where the result is what sentence-transformers builds: ``modules.json``'s
 first module a ``Transformer``, its folder's ``sentence_bert_config.json`` giving ``max_seq_length`` and no other
 setting that changes the tokenizer (``do_lower_case`` true, tokenizer or processor arguments), and a
-``tokenizer.json``. The tokenizer is ``AutoTokenizer.from_pretrained(folder, model_max_length=max_seq_length)``,
-as sentence-transformers' ``Transformer`` loads it. Any other layout returns None: the caller loads the model.
+``tokenizer.json``. The tokenizer is that ``tokenizer.json`` read by the ``tokenizers`` library alone
+(:class:`FolderTokenizer`: the backend of the fast tokenizer that ``AutoTokenizer.from_pretrained(folder)`` builds and
+sentence-transformers' ``Transformer`` loads, without importing transformers and so torch: ~7 of the ~12 CPU-s of a
+warm ``diagnose failures`` on the demo went to that import). Any other layout returns None: the caller loads the model.
 """
 
 from __future__ import annotations
@@ -42,12 +44,48 @@ def folder_tokenizer(folder: str | Path) -> tuple[Any, int] | None:
     ):
         return None
     try:
-        from transformers import AutoTokenizer
-
-        tokenizer = AutoTokenizer.from_pretrained(str(sub), local_files_only=True, model_max_length=max_len)
+        tokenizer = FolderTokenizer(sub / "tokenizer.json", max_len)
     except Exception:  # noqa: BLE001 - any failure: the caller loads the model, which reports its own errors
         return None
     return tokenizer, max_len
+
+
+class FolderTokenizer:
+    """A ``tokenizer.json`` read by the ``tokenizers`` library, answering the two calls a transformers fast
+    tokenizer answers for :func:`diagnose.failures.passages.model_window`: ``tokenizer(texts,
+    add_special_tokens=..., return_offsets_mapping=True, truncation=False)`` (a dict of ``input_ids`` and
+    ``offset_mapping`` lists, one per text; the file's own truncation and padding are switched off, as transformers
+    does for ``truncation=False`` and no padding) and ``num_special_tokens_to_add(pair=False)``.
+    ``model_max_length``: the folder's ``max_seq_length``. The spans equal the loaded model's
+    (``tests/test_passages.py::test_the_bundled_model_window_comes_from_its_files_without_loading_the_weights``)."""
+
+    def __init__(self, path: Path, max_len: int) -> None:
+        from tokenizers import Tokenizer
+
+        self._tok = Tokenizer.from_file(str(path))
+        self._tok.no_truncation()
+        self._tok.no_padding()
+        self.model_max_length = max_len
+
+    def __call__(
+        self,
+        texts: list[str],
+        *,
+        add_special_tokens: bool = True,
+        return_offsets_mapping: bool = False,
+        truncation: bool = False,
+        verbose: bool = True,
+    ) -> dict[str, list[Any]]:
+        if truncation:
+            raise ValueError("FolderTokenizer does not truncate: load the model's own tokenizer for that.")
+        encodings = self._tok.encode_batch(list(texts), add_special_tokens=add_special_tokens)
+        out: dict[str, list[Any]] = {"input_ids": [e.ids for e in encodings]}
+        if return_offsets_mapping:
+            out["offset_mapping"] = [e.offsets for e in encodings]
+        return out
+
+    def num_special_tokens_to_add(self, pair: bool = False) -> int:
+        return int(self._tok.num_special_tokens_to_add(pair))
 
 
 def _transformer_folder(root: Path) -> Path | None:

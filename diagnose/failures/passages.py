@@ -31,10 +31,14 @@ word pieces, *including* its two special tokens ([CLS], [SEP]), so it reads the 
   (the failure's ``cosine`` when the vectors are the model's own); ``first_good_offset`` = the smallest offset among
   the passages whose cosine reaches the calibrated threshold (None when none does). The rules that read them are
   ``truncated`` and ``diluted`` in :func:`diagnose.failures.taxonomy.classify`.
-- **The remedy** (:func:`maxsim_run`): every document's passages encoded (the same windows of sentences, side by side
+- **The remedy** (:func:`maxsim_run`): documents' passages encoded (the same windows of sentences, side by side
   instead of one starting at every sentence: a third as many to encode), a document scored by its best passage
-  (max-sim) and ranked; over :data:`~diagnose.defaults.MAXSIM_MAX_DOCS` documents only the run's candidates and the
-  relevant documents of each query are re-scored that way.
+  (max-sim) and ranked. Above :data:`~diagnose.defaults.MAXSIM_MAX_DOCS` documents (or on request) only a bounded
+  candidate set per query is re-scored
+  (:func:`remedy_candidates`: the top :data:`~diagnose.defaults.PASSAGE_CANDIDATES` (at least k) of the run, of
+  exact dense search and of BM25, and the query's failed targets), so the diagnosis encodes the passages of the documents it reads, not
+  of the corpus; otherwise (``candidates=None``; ``Analysis(passage_candidates=None)``, ``diagnose failures
+  --passage-remedy-corpus``) every document's passages are searched.
 
 Passage vectors are cached on disk in the embedding cache (:func:`diagnose.embed.embed_texts`, keyed by the text and
 the encoder), with a progress bar of the passages still to encode.
@@ -44,7 +48,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -328,31 +332,57 @@ def _maxsim(qvecs: np.ndarray, pvecs: np.ndarray, text_row: np.ndarray, n_docs: 
     return out
 
 
+def remedy_candidates(
+    query_ids: Sequence[str],
+    runs: Sequence[Run | None],
+    n: int,
+    targets: Iterable[tuple[str, str]] = (),
+) -> dict[str, list[str]]:
+    """The passage remedy's bounded candidate set: for each of ``query_ids``, the union (first seen first) of the top
+    ``n`` of each run in ``runs`` (the run remedied, exact dense search, BM25; a None is skipped) and of the query's
+    ``targets`` (its failed (query, target) pairs: the documents the diagnosis already split into passages). A
+    document outside it is not re-scored, so the bounded remedy can only miss what the whole-corpus one finds when a
+    document outside every list's top ``n`` has a better passage than all of them (measured on NFCorpus in
+    :data:`~diagnose.defaults.PASSAGE_CANDIDATES`)."""
+    out: dict[str, dict[str, None]] = {q: {} for q in query_ids}
+    for run in runs:
+        if run is None:
+            continue
+        top = run.top(n)
+        for q, d in zip(top["query_id"].tolist(), top["doc_id"].tolist(), strict=True):
+            if q in out:
+                out[q][d] = None
+    for q, d in targets:
+        if q in out:
+            out[q][d] = None
+    return {q: list(docs) for q, docs in out.items()}
+
+
 def maxsim_run(
     scorer: PassageScorer,
     run: Run,
     query_ids: Sequence[str],
     *,
     depth: int = defaults.DEPTH,
-    max_docs: int = defaults.MAXSIM_MAX_DOCS,
+    candidates: Mapping[str, Sequence[str]] | None = None,
 ) -> Run:
     """The passage remedy: each query's documents ranked by their best passage's cosine (max-sim), top ``depth``.
 
-    Up to ``max_docs`` documents in the corpus: every document's passages are searched. Above it: only the run's
-    top ``depth`` candidates of the query and the query's relevant documents (grade > 0) are re-scored, so the
-    remedy reorders the run's candidates and adds what a passage index would add for the relevant documents.
-    Ties by doc id descending (trec_eval's order); documents without a passage are left out."""
-    ids = list(scorer.ds.corpus.ids)
+    ``candidates`` (query id -> doc ids, :func:`remedy_candidates`): only those documents are re-scored for that
+    query (a query without an entry gets no row), and only their passages are encoded. None: every document's
+    passages are encoded and searched for every query (the whole-corpus remedy). Ties by doc id descending
+    (trec_eval's order); documents without a passage, and ids not in the corpus, are left out."""
     qids = list(query_ids)
     qvecs = scorer.query_vectors(qids)
-    rows = []
-    if len(ids) <= max_docs:
+    if candidates is None:
+        ids = list(scorer.ds.corpus.ids)
+        rows = []
         table, pvecs = scorer.passages(ids, stride=scorer.sentences)
         for block in range(0, len(qids), 256):
             scores = _maxsim(qvecs[block : block + 256], pvecs, table.text_row, len(ids))
             rows += _top_rows(qids[block : block + 256], ids, scores, depth)
     else:
-        rows = _candidate_rows(scorer, run, qids, qvecs, depth)
+        rows = _candidate_rows(scorer, candidates, qids, qvecs, depth)
     df = pd.DataFrame(rows, columns=["query_id", "doc_id", "score", "rank"])
     return Run(
         f"{run.name} (passage max-sim)", df, source=f"max-sim over passages of {scorer.window.tokens} tokens"
@@ -373,27 +403,28 @@ def _top_rows(
 
 
 def _candidate_rows(
-    scorer: PassageScorer, run: Run, qids: list[str], qvecs: np.ndarray, depth: int
+    scorer: PassageScorer,
+    candidates: Mapping[str, Sequence[str]],
+    qids: list[str],
+    qvecs: np.ndarray,
+    depth: int,
 ) -> list[tuple[str, str, float, int]]:
-    """Over the cap: each query's top ``depth`` candidates of the run and its relevant documents, re-scored by
-    max-sim over their passages."""
-    rel = scorer.ds.qrels.relevant()
-    top = run.top(depth)
-    wanted: dict[str, set[str]] = {q: set() for q in qids}
-    for frame in (top, rel):
-        for q, d in zip(frame["query_id"].tolist(), frame["doc_id"].tolist(), strict=True):
-            if q in wanted and d in scorer.doc_row:
-                wanted[q].add(d)
-    docs = sorted(set().union(*wanted.values()))
+    """Each query's candidates re-scored by max-sim over their passages (the passages of the union encoded once)."""
+    wanted = {q: list(dict.fromkeys(d for d in candidates.get(q, ()) if d in scorer.doc_row)) for q in qids}
+    docs = sorted(set().union(*wanted.values())) if wanted else []
     if not docs:
         return []
     table, pvecs = scorer.passages(docs, stride=scorer.sentences)
     col = {d: i for i, d in enumerate(docs)}
+    bounds = np.searchsorted(table.text_row, np.arange(len(docs) + 1))
     rows = []
     for i, q in enumerate(qids):
-        scores = _maxsim(qvecs[i : i + 1], pvecs, table.text_row, len(docs))[0]
         keep = [col[d] for d in wanted[q]]
-        sub = np.full(len(docs), -np.inf, dtype=np.float32)
-        sub[keep] = scores[keep]
-        rows += _top_rows([q], docs, sub[None, :], depth)
+        if not keep:
+            continue
+        sizes = bounds[1:][keep] - bounds[:-1][keep]
+        sel = np.concatenate([np.arange(bounds[j], bounds[j + 1]) for j in keep])
+        local = np.repeat(np.arange(len(keep)), sizes)  # the passage's document among ``keep``
+        scores = _maxsim(qvecs[i : i + 1], pvecs[sel], local, len(keep))
+        rows += _top_rows([q], [docs[j] for j in keep], scores, depth)
     return rows

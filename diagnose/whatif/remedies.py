@@ -38,8 +38,10 @@ cannot run, what it costs) is in :data:`diagnose.whatif.registry.REMEDIES`; what
                   for ``split``, whose answer is whole in the window around the boundary
 ``passages``      the documents' passages that fit the model's window (sentence windows,
                   :mod:`diagnose.failures.passages`) encoded, each document scored by its best passage's cosine
-                  (max-sim) over the whole corpus (up to :data:`~diagnose.defaults.MAXSIM_MAX_DOCS` documents; above
-                  it, the run's top 100 and the relevant documents re-scored): for ``truncated`` and ``diluted``
+                  (max-sim) over the whole corpus (up to :data:`~diagnose.defaults.MAXSIM_MAX_DOCS` documents; above,
+                  or on request, a bounded candidate set per query: the top
+                  :data:`~diagnose.defaults.PASSAGE_CANDIDATES` of the run, dense search and BM25, and the failed
+                  targets): for ``truncated`` and ``diluted``
 ``judge``         not a retrieval remedy: judge the near-duplicate the run found (``recovered`` is None)
 ``none``          no offline remedy (``semantic_gap``: fine-tuning on in-domain pairs or enriching the documents
                   needs work; ``missing_document``: the data is wrong)
