@@ -393,6 +393,7 @@ class Evidence(Chunked):
                 self.remedy_matrix(name, k=k, failure=mode, cross_encoder=cross_encoder),
                 ann=[self._memo[key] for key in ran if key[0] == "ann"],
                 chunking=[self._memo[key] for key in ran if key[0] == "chunking"],
+                advice=self.advice(name, k=k, failure=mode, cross_encoder=cross_encoder),
             )
 
         key = ("findings", name, k, mode, cross_encoder, self._has(("finetune", "last")), ran)

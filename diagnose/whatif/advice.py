@@ -65,7 +65,7 @@ from typing import Any
 from diagnose.data import fields_dict
 from diagnose.failures import CLASS_BY_ID
 from diagnose.stats import holm, mcnemar_exact
-from diagnose.whatif.matrix import MatrixCell, RemedyMatrix
+from diagnose.whatif.matrix import MatrixCell, RemedyMatrix, pct
 from diagnose.whatif.registry import COSTS, REMEDIES
 from diagnose.whatif.remedies import Remedies, fmt_p
 
@@ -86,10 +86,6 @@ STATUSES = (
     "not_specific",
     "confirmed",
 )
-
-
-def _pct(share: float | None) -> str:
-    return "n/a" if share is None else f"{100 * share:.0f}%"
 
 
 @dataclass(frozen=True)
@@ -160,7 +156,7 @@ class ClassAdvice:
         if rule is None:
             why = "no offline remedy" if not REMEDIES[self.rule_remedy].runs else "not tried"
             return f"rule: {self.rule_remedy} ({why})"
-        return f"rule: {self.rule_remedy} recovers {_pct(rule.share)} ({rule.recovered}/{rule.failures})"
+        return f"rule: {self.rule_remedy} recovers {pct(rule.share)} ({rule.recovered}/{rule.failures})"
 
     def sentence(self) -> str:
         """One short line, e.g. "near_miss: rule: rerank recovers 0% (0/199); measured: hybrid recovers 41% of near
@@ -177,14 +173,14 @@ class ClassAdvice:
         if self.status == "unsupported":
             best = self._best_other()
             return (
-                f"{head}; measured: nothing recovers much (best {best.remedy_id} {_pct(best.share)}, "
+                f"{head}; measured: nothing recovers much (best {best.remedy_id} {pct(best.share)}, "
                 f"{best.recovered}/{best.failures}, {self.method.capitalize()} p = {fmt_p(best.p_adjusted)}), "
                 f"nothing recommended ({self.rule_remedy} stays a hypothesis to try)."
             )
         if rec is None:  # pragma: no cover - every other status recommends a measured remedy
             return head
-        vs = f"vs {_pct(rec.others_share)} of the others" if rec.others_failures else "(no other class)"
-        said = f"{rec.remedy_id} recovers {_pct(rec.share)} of {phrase} ({rec.recovered}/{rec.failures}) {vs}"
+        vs = f"vs {pct(rec.others_share)} of the others" if rec.others_failures else "(no other class)"
+        said = f"{rec.remedy_id} recovers {pct(rec.share)} of {phrase} ({rec.recovered}/{rec.failures}) {vs}"
         if self.status in ("confirmed", "not_specific"):
             tail = "; the class does not predict the fix" if self.status == "not_specific" else ""
             return f"{self.cls}: rule kept: {said}{tail}."

@@ -460,12 +460,14 @@ def findings(
     *,
     ann: Sequence[AnnFrontier] = (),
     chunking: Sequence[ChunkingSweep] = (),
+    advice: Advice | None = None,
 ) -> Findings:
     """The ranked actions of one run (module docstring: every definition and the order). ``remedies`` and
     ``matrix``: :func:`~diagnose.whatif.remedies.prove_remedies` and :func:`~diagnose.whatif.matrix.remedy_matrix`
     of the run of ``diagnosis``, at its k and mode; read, never measured again. ``ann``, ``chunking``: ANN frontiers
     and chunking sweeps measured for the same data (the best action of each kind is added, :func:`ann_action`,
-    :func:`chunking_action`)."""
+    :func:`chunking_action`). ``advice``: :func:`~diagnose.whatif.advice.class_advice` of ``remedies`` and
+    ``matrix`` when the caller has it already (computed here otherwise)."""
     if (remedies.run, remedies.k, remedies.mode) != (diagnosis.run, diagnosis.k, diagnosis.mode) or (
         matrix.run,
         matrix.k,
@@ -477,7 +479,7 @@ def findings(
         )
     unit = remedies.unit
     total = len(_unit_ids(diagnosis, set(CLASS_BY_ID)))
-    rows, tuned = _routed(remedies, matrix, class_advice(remedies, matrix))
+    rows, tuned = _routed(remedies, matrix, advice if advice is not None else class_advice(remedies, matrix))
     by_remedy: dict[str, list[RemedyResult]] = {}
     for r in rows:
         if r.failures and (r.remedy_id == "judge" or (r.available and r.recovered is not None)):

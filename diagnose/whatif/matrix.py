@@ -57,10 +57,11 @@ class MatrixCell:
 
     def text(self) -> str:
         """``"m/n (p%)"``."""
-        return f"{self.recovered}/{self.failures} ({_pct(self.share)})"
+        return f"{self.recovered}/{self.failures} ({pct(self.share)})"
 
 
-def _pct(share: float | None) -> str:
+def pct(share: float | None) -> str:
+    """A share as a whole percentage ("41%"), "n/a" for None: how the matrix and the advice print a share."""
     return "n/a" if share is None else f"{100 * share:.0f}%"
 
 
@@ -107,12 +108,12 @@ class RemedyMatrix:
         if rid in self.remedy_ids:
             mine, rest = n[rid], self.others(cls, rid)
             tail = (
-                f"{_pct(rest.share)} of the other {unit} ({rest.recovered} of {rest.failures})"
+                f"{pct(rest.share)} of the other {unit} ({rest.recovered} of {rest.failures})"
                 if rest.failures
                 else f"there are no other {unit} to compare with"
             )
             of = f"{CLASS_BY_ID[cls].phrase} ({mine.recovered} of {mine.failures} {unit})"
-            return f"{rid} recovers {_pct(mine.share)} of {of} and {tail}."
+            return f"{rid} recovers {pct(mine.share)} of {of} and {tail}."
         if rid in self.missing:
             why = f"its own remedy, {rid}, was not tried ({self.missing[rid]})"
         else:
@@ -124,7 +125,7 @@ class RemedyMatrix:
         c = n[best]
         if not c.recovered:
             return f"{label}: {why}; no remedy recovers any of its {c.failures} {unit}."
-        return f"{label}: {why}; {best} recovers {_pct(c.share)} of it ({c.recovered} of {c.failures} {unit}), the most."
+        return f"{label}: {why}; {best} recovers {pct(c.share)} of it ({c.recovered} of {c.failures} {unit}), the most."
 
     def sentences(self) -> list[str]:
         return [self.sentence(c) for c in self.classes]
